@@ -1,0 +1,166 @@
+package graph
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+)
+
+// EventKind is a kind of stream event. Kinds are bits: WithEvents takes
+// several, and a run computes nothing for a kind nobody asked for.
+type EventKind uint16
+
+// Event kinds.
+const (
+	// EventValues carries the whole state after the input is applied
+	// (step 0) and after every step.
+	EventValues EventKind = 1 << iota
+	// EventUpdates carries one task's writes after its step commits, in
+	// task order.
+	EventUpdates
+	// EventCustom carries a value a node passed to Emit.
+	EventCustom
+	// EventMessages carries a piece of model output written through
+	// Messages: answer text, reasoning text or tool-call text, marked apart.
+	EventMessages
+	// EventTaskStart and EventTaskEnd bracket each task; EventTaskEnd
+	// carries its duration and error.
+	EventTaskStart
+	EventTaskEnd
+	// EventCheckpoint follows each checkpoint the run saves.
+	EventCheckpoint
+	// EventInterrupt carries the interrupts that stopped the run.
+	EventInterrupt
+	// EventDebug carries engine detail: the tasks each step plans.
+	EventDebug
+
+	// EventTasks is both task kinds.
+	EventTasks = EventTaskStart | EventTaskEnd
+	// EventAll is every kind.
+	EventAll EventKind = 1<<iota - 1
+	// DefaultEvents is what Stream sends unless WithEvents says otherwise:
+	// everything but debug.
+	DefaultEvents = EventAll &^ EventDebug
+)
+
+var kindNames = []string{"values", "updates", "custom", "messages", "task-start", "task-end", "checkpoint", "interrupt", "debug"}
+
+// String names the kinds in k, joined by "|".
+func (k EventKind) String() string {
+	var parts []string
+	for i, n := range kindNames {
+		if k&(1<<i) != 0 {
+			parts = append(parts, n)
+		}
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, "|")
+}
+
+// Event is one item of a run's stream. Step, Node, TaskID and Namespace say
+// where it came from; the field that matches Kind holds its payload.
+type Event struct {
+	Kind EventKind
+	// Step is the superstep (0 is the input).
+	Step int
+	// Node and TaskID name the task; empty for run-level events.
+	Node   string
+	TaskID string
+	// Namespace is "" for the root graph, or the path of subgraph tasks
+	// that produced the event: "node:taskID|node:taskID".
+	Namespace string
+
+	State      State           // EventValues
+	Update     Update          // EventUpdates
+	Custom     any             // EventCustom
+	Message    MessageChunk    // EventMessages
+	Task       TaskInfo        // EventTaskStart, EventTaskEnd
+	Checkpoint checkpoint.Ref  // EventCheckpoint
+	Interrupts []InterruptInfo // EventInterrupt
+	Debug      string          // EventDebug
+}
+
+// String formats the event for logs.
+func (e Event) String() string {
+	where := fmt.Sprintf("step %d", e.Step)
+	if e.Node != "" {
+		where += " " + e.Node
+	}
+	if e.Namespace != "" {
+		where += " [" + e.Namespace + "]"
+	}
+	var what string
+	switch e.Kind {
+	case EventValues:
+		what = e.State.String()
+	case EventUpdates:
+		what = fmt.Sprint(e.Update)
+	case EventCustom:
+		what = fmt.Sprint(e.Custom)
+	case EventMessages:
+		what = fmt.Sprintf("%s %q", e.Message.Part, e.Message.Text)
+	case EventTaskEnd:
+		what = e.Task.Duration.String()
+		if e.Task.Err != nil {
+			what += " error: " + e.Task.Err.Error()
+		}
+	case EventCheckpoint:
+		what = e.Checkpoint.String()
+	case EventDebug:
+		what = e.Debug
+	}
+	return fmt.Sprintf("%s %s: %s", e.Kind, where, what)
+}
+
+// MessagePart says what a message chunk is.
+type MessagePart uint8
+
+// Message parts.
+const (
+	PartText      MessagePart = iota // answer text
+	PartReasoning                    // reasoning ("thinking") text
+	PartToolCall                     // tool-call name or argument text
+)
+
+func (p MessagePart) String() string {
+	switch p {
+	case PartReasoning:
+		return "reasoning"
+	case PartToolCall:
+		return "tool-call"
+	}
+	return "text"
+}
+
+// MessageChunk is a piece of model output streamed by a node.
+type MessageChunk struct {
+	// MessageID groups the chunks of one model message.
+	MessageID string
+	Part      MessagePart
+	Text      string
+	// Meta carries provider detail such as the model name or a tool-call
+	// index, for UIs that want it.
+	Meta map[string]string
+}
+
+// TaskInfo describes a task in task events.
+type TaskInfo struct {
+	// Attempt counts from 1; above 1 the task is being retried.
+	Attempt  int
+	Duration time.Duration
+	Err      error
+}
+
+// InterruptInfo describes an interrupt waiting for an answer.
+type InterruptInfo struct {
+	// ID identifies the interrupt: its task's ID and its call index.
+	ID        string
+	Node      string
+	Namespace string
+	// Payload is what the node asked with, as JSON.
+	Payload []byte
+}

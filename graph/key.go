@@ -1,0 +1,301 @@
+package graph
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync/atomic"
+)
+
+var keySeq atomic.Int64
+
+// Key is a typed state key: a name, a value type T and a reducer that merges
+// writes into the current value. Declare keys once, as package variables, and
+// list them in New; read them with Get and write them with Set (or the
+// package functions Append, Remove, DeleteKeys and Overwrite).
+//
+// A Key is immutable after NewKey and safe to share between graphs: a
+// subgraph shares a key with its parent by using the same *Key.
+type Key[T any] struct {
+	id     int64
+	name   string
+	red    Reducer[T]
+	def    T
+	hasDef bool
+	err    error
+}
+
+// KeyOption configures a key in NewKey: a Reducer or Default.
+type KeyOption[T any] interface {
+	applyKey(k *Key[T])
+}
+
+type defaultOption[T any] struct{ v T }
+
+func (o defaultOption[T]) applyKey(k *Key[T]) { k.def, k.hasDef = o.v, true }
+
+// Default sets the value Get returns while the key has never been written.
+// Without it, Get returns T's zero value for an unwritten key.
+func Default[T any](v T) KeyOption[T] { return defaultOption[T]{v} }
+
+// NewKey declares a state key. Without a Reducer option the key keeps the
+// last value written (see LastValue). Names must be non-empty and must not
+// start with "__" (reserved); a bad name is reported by Compile.
+func NewKey[T any](name string, opts ...KeyOption[T]) *Key[T] {
+	k := &Key[T]{id: keySeq.Add(1), name: name, red: LastValue[T]()}
+	for _, o := range opts {
+		o.applyKey(k)
+	}
+	switch {
+	case name == "":
+		k.err = fmt.Errorf("a state key has an empty name")
+	case strings.HasPrefix(name, "__"):
+		k.err = fmt.Errorf("state key %q: names starting with \"__\" are reserved", name)
+	case k.red.reduce == nil:
+		k.err = fmt.Errorf("state key %q: reducer has no function", name)
+	}
+	return k
+}
+
+// Name returns the key's name, as used in checkpoints, events and errors.
+func (k *Key[T]) Name() string { return k.name }
+
+// Reducer names the key's reducer ("last-value", "append", ...).
+func (k *Key[T]) Reducer() string { return k.red.name }
+
+// Get returns the key's value in s, or its default when it has never been
+// written. Reading a key that is not in the graph's schema panics with a
+// message naming it; inside a node the engine turns that into the node's
+// error.
+func (k *Key[T]) Get(s State) T {
+	v, _ := k.Lookup(s)
+	return v
+}
+
+// Lookup is Get that also reports whether the key has ever been written.
+func (k *Key[T]) Lookup(s State) (T, bool) {
+	sl := s.slot(k.id, k.name)
+	if !sl.set {
+		return k.def, false
+	}
+	return sl.v.(T), true
+}
+
+// Version returns how many times the key has changed (0: never written).
+func (k *Key[T]) Version(s State) uint64 { return s.slot(k.id, k.name).ver }
+
+// Set writes v through the key's reducer: a last-value key takes v, an
+// append key appends v's items, a sum key adds v, and so on.
+func (k *Key[T]) Set(v T) Write { return Write{key: k, op: opReduce, val: v} }
+
+// Overwrite replaces the key's value with v, bypassing its reducer (for
+// example, to clear an append key).
+func (k *Key[T]) Overwrite(v T) Write { return Write{key: k, op: opOverwrite, val: v} }
+
+// In returns the value that u writes to the key (the last such write), and
+// whether u writes it at all. It lets code that reads update events stay
+// typed.
+func (k *Key[T]) In(u Update) (T, bool) {
+	var zero T
+	for i := len(u) - 1; i >= 0; i-- {
+		if u[i].key != nil && u[i].key.keyID() == k.id && u[i].op != opRemove {
+			return u[i].val.(T), true
+		}
+	}
+	return zero, false
+}
+
+// Append writes items to a slice key through its reducer (for an append key
+// they are appended; for a merge-by-ID key they replace the items with the
+// same ID or are appended).
+func Append[E any](k *Key[[]E], items ...E) Write {
+	return Write{key: k, op: opReduce, val: items}
+}
+
+// Remove removes the items with these IDs from a merge-by-ID key. Removing an
+// ID the key does not hold fails the step with an error naming the ID.
+func Remove[E any](k *Key[[]E], ids ...string) Write {
+	return Write{key: k, op: opRemove, val: ids}
+}
+
+// DeleteKeys removes entries from a merge-map key.
+func DeleteKeys[K comparable, V any](k *Key[map[K]V], keys ...K) Write {
+	return Write{key: k, op: opRemove, val: keys}
+}
+
+// ---- internal key interface, used by the engine without knowing T ----
+
+type keyImpl interface {
+	AnyKey
+	keyID() int64
+	keyErr() error
+	lastValue() bool
+	defaultValue() (any, bool)
+	apply(cur any, has bool, w Write) (any, error)
+	encodeValue(v any) ([]byte, error)
+	decodeValue(b []byte) (any, error)
+	encodeWrite(w Write) ([]byte, error)
+	decodeWrite(b []byte) (Write, error)
+}
+
+// AnyKey is any *Key[T]. It is what New takes to declare a graph's schema.
+type AnyKey interface {
+	Name() string
+	Reducer() string
+	impl() keyImpl
+}
+
+func (k *Key[T]) impl() keyImpl   { return k }
+func (k *Key[T]) keyID() int64    { return k.id }
+func (k *Key[T]) keyErr() error   { return k.err }
+func (k *Key[T]) lastValue() bool { return k.red.last }
+func (k *Key[T]) defaultValue() (any, bool) {
+	if !k.hasDef {
+		return nil, false
+	}
+	return k.def, true
+}
+
+func (k *Key[T]) apply(cur any, has bool, w Write) (any, error) {
+	var c T
+	if has {
+		c = cur.(T)
+	} else {
+		c = k.def
+	}
+	switch w.op {
+	case opOverwrite:
+		return w.val, nil
+	case opRemove:
+		if k.red.remove == nil {
+			return nil, fmt.Errorf("state key %q: its %s reducer cannot remove items", k.name, k.red.name)
+		}
+		out, err := k.red.remove(c, w.val)
+		if err != nil {
+			return nil, fmt.Errorf("state key %q: %w", k.name, err)
+		}
+		return out, nil
+	}
+	out, err := k.red.reduce(c, w.val.(T))
+	if err != nil {
+		return nil, fmt.Errorf("state key %q: %w", k.name, err)
+	}
+	return out, nil
+}
+
+func (k *Key[T]) encodeValue(v any) ([]byte, error) {
+	b, err := json.Marshal(v.(T))
+	if err != nil {
+		return nil, fmt.Errorf("state key %q: encode %T: %w", k.name, v, err)
+	}
+	return b, nil
+}
+
+func (k *Key[T]) decodeValue(b []byte) (any, error) {
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("state key %q: decode as %T: %w", k.name, v, err)
+	}
+	return v, nil
+}
+
+type wireWrite struct {
+	Op    string          `json:"op"`
+	Value json.RawMessage `json:"value"`
+}
+
+func (k *Key[T]) encodeWrite(w Write) ([]byte, error) {
+	var (
+		val []byte
+		err error
+	)
+	if w.op == opRemove {
+		val, err = json.Marshal(w.val)
+	} else {
+		val, err = json.Marshal(w.val.(T))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("state key %q: encode %s write: %w", k.name, w.op, err)
+	}
+	return json.Marshal(wireWrite{Op: w.op.String(), Value: val})
+}
+
+func (k *Key[T]) decodeWrite(b []byte) (Write, error) {
+	var ww wireWrite
+	if err := json.Unmarshal(b, &ww); err != nil {
+		return Write{}, fmt.Errorf("state key %q: decode write: %w", k.name, err)
+	}
+	w := Write{key: k}
+	switch ww.Op {
+	case opReduce.String(), opOverwrite.String():
+		w.op = opReduce
+		if ww.Op == opOverwrite.String() {
+			w.op = opOverwrite
+		}
+		var v T
+		if err := json.Unmarshal(ww.Value, &v); err != nil {
+			return Write{}, fmt.Errorf("state key %q: decode %s write as %T: %w", k.name, ww.Op, v, err)
+		}
+		w.val = v
+	case opRemove.String():
+		if k.red.decodeRemoval == nil {
+			return Write{}, fmt.Errorf("state key %q: a remove write for a %s reducer", k.name, k.red.name)
+		}
+		v, err := k.red.decodeRemoval(ww.Value)
+		if err != nil {
+			return Write{}, fmt.Errorf("state key %q: decode remove write: %w", k.name, err)
+		}
+		w.val = v
+	default:
+		return Write{}, fmt.Errorf("state key %q: unknown write op %q", k.name, ww.Op)
+	}
+	return w, nil
+}
+
+// ---- writes ----
+
+type writeOp uint8
+
+const (
+	opReduce writeOp = iota
+	opOverwrite
+	opRemove
+)
+
+func (o writeOp) String() string {
+	switch o {
+	case opOverwrite:
+		return "overwrite"
+	case opRemove:
+		return "remove"
+	}
+	return "set"
+}
+
+// Write is one write to one state key, made by Key.Set, Key.Overwrite,
+// Append, Remove or DeleteKeys. Writes are data, so a task's writes can be
+// saved before its step commits and replayed after a crash.
+type Write struct {
+	key keyImpl
+	op  writeOp
+	val any
+}
+
+// Key returns the name of the key written ("" for the zero Write).
+func (w Write) Key() string {
+	if w.key == nil {
+		return ""
+	}
+	return w.key.Name()
+}
+
+// Op names the operation: "set" (through the reducer), "overwrite" or
+// "remove".
+func (w Write) Op() string { return w.op.String() }
+
+// Value returns the written value as an any, for logging and generic
+// tooling; typed code uses Key.In instead.
+func (w Write) Value() any { return w.val }
+
+// String formats the write for logs and test failures.
+func (w Write) String() string { return fmt.Sprintf("%s %s %v", w.Op(), w.Key(), w.val) }

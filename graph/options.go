@@ -1,0 +1,91 @@
+package graph
+
+import (
+	"time"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/store"
+)
+
+// DefaultStepLimit is the step limit of a run that sets none with
+// WithStepLimit. It is generous for agent loops (a ReAct turn takes two
+// steps) and still stops a graph that loops forever within seconds.
+const DefaultStepLimit = 100
+
+// RunOption configures a run. Options given to Compile apply to every run;
+// options given to Invoke or Stream come after them and win.
+type RunOption interface{ applyRun(*runConfig) }
+
+type runOptionFunc func(*runConfig)
+
+func (f runOptionFunc) applyRun(c *runConfig) { f(c) }
+
+type runConfig struct {
+	stepLimit int
+	timeout   time.Duration
+	maxConc   int
+	control   *Control
+	saver     checkpoint.Saver
+	thread    string
+	store     store.Store
+	events    EventKind
+	eventsSet bool
+	runID     string
+}
+
+// WithStepLimit sets the most supersteps one run may take. A run counts one
+// step for each superstep it executes (applying the input is not a step; a
+// step runs every ready task in parallel, so a fan-out of 100 nodes is one
+// step). A run that would start step limit+1 fails with a *StepLimitError.
+// The default is DefaultStepLimit; n must be at least 1.
+func WithStepLimit(n int) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.stepLimit = n })
+}
+
+// WithTimeout bounds the whole run; when it expires the run's context is
+// cancelled and the run fails with context.DeadlineExceeded.
+func WithTimeout(d time.Duration) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.timeout = d })
+}
+
+// WithMaxConcurrency bounds how many tasks of one step run at once; 0 (the
+// default) runs them all at once.
+func WithMaxConcurrency(n int) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.maxConc = n })
+}
+
+// WithControl attaches a run-control handle (see Control).
+func WithControl(ctl *Control) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.control = ctl })
+}
+
+// WithCheckpointer saves a checkpoint after every step into s, under the
+// thread given by WithThread. When the thread already has checkpoints the
+// run continues from the latest one: with a nil input it resumes the tasks
+// that were next; with an input it applies the input on top of the saved
+// state and starts again from START.
+func WithCheckpointer(s checkpoint.Saver) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.saver = s })
+}
+
+// WithThread names the thread whose checkpoints the run reads and writes.
+func WithThread(id string) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.thread = id })
+}
+
+// WithStore gives nodes a long-term store, read with StoreFrom.
+func WithStore(s store.Store) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.store = s })
+}
+
+// WithEvents chooses the event kinds Stream yields (DefaultEvents unless
+// set). Kinds not chosen cost nothing.
+func WithEvents(kinds EventKind) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.events, c.eventsSet = kinds, true })
+}
+
+// WithRunID sets the run's ID, recorded in checkpoint metadata; by default
+// each run gets a new one.
+func WithRunID(id string) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.runID = id })
+}

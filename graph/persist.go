@@ -1,0 +1,229 @@
+package graph
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+)
+
+// maxChain bounds how many deltas a reducer key's chain may hold before a
+// full snapshot, which bounds the work of rebuilding it on read.
+const maxChain = 256
+
+// save writes a checkpoint after a commit. Only keys written in the step get
+// a blob: a last-value key (or an overwritten one) gets its full value; a
+// reducer key gets the step's writes as a delta, until the deltas since its
+// last full snapshot outweigh twice that snapshot, when it gets a new full
+// snapshot. Storage so grows with the changes, not with the history: the
+// snapshots of a growing list sum to about 1.5 times its final size.
+func (r *run) save(source checkpoint.Source) error {
+	cp := checkpoint.Checkpoint{ID: checkpoint.NewID(), Versions: map[string]uint64{}, Created: time.Now()}
+	parent := r.cpID
+	r.cpID = cp.ID // next tasks' IDs derive from the checkpoint they follow
+	for i, sl := range r.state.vals {
+		if !sl.set {
+			continue
+		}
+		k := r.g.sch.keys[i]
+		cp.Versions[k.Name()] = sl.ver
+		ws := r.stepLog[i]
+		if len(ws) == 0 {
+			continue
+		}
+		r.stepLog[i] = ws[:0]
+		b, err := r.blob(i, k, sl, ws)
+		if err != nil {
+			return fmt.Errorf("graph: checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)
+		}
+		cp.Blobs = append(cp.Blobs, b)
+	}
+	for _, t := range r.next {
+		ct := checkpoint.Task{ID: t.ID(), Node: t.node.name, Path: t.path()}
+		if t.push {
+			p, err := t.node.encodePayload(t.payload)
+			if err != nil {
+				return fmt.Errorf("graph: checkpoint of thread %q at step %d: encode the payload sent to %q: %w", r.cfg.thread, r.step, t.node.name, err)
+			}
+			ct.Payload = p
+		}
+		cp.Next = append(cp.Next, ct)
+	}
+	for j, seen := range r.seen {
+		for s, ok := range seen {
+			if ok {
+				if cp.Waiting == nil {
+					cp.Waiting = map[string][]string{}
+				}
+				to := r.g.nodes[r.g.joins[j].to].name
+				cp.Waiting[to] = append(cp.Waiting[to], r.g.nodes[r.g.joins[j].from[s]].name)
+			}
+		}
+	}
+	for _, d := range r.deferred {
+		cp.Deferred = append(cp.Deferred, r.g.nodes[d].name)
+	}
+	md := checkpoint.Metadata{Source: source, Step: r.step, Parent: parent, RunID: r.cfg.runID}
+	ref, err := r.cfg.saver.Put(r.ctx, checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns}, cp, md)
+	if err != nil {
+		r.cpID = parent
+		return fmt.Errorf("graph: save checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)
+	}
+	r.cpID = ref.ID
+	if r.wants(EventCheckpoint) {
+		r.deliver(Event{Kind: EventCheckpoint, Step: r.step, Namespace: r.ns, Checkpoint: ref})
+	}
+	return nil
+}
+
+func (r *run) blob(i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, error) {
+	b := checkpoint.Blob{Key: k.Name(), Version: sl.ver}
+	full := k.lastValue() || sl.ver == 1 || r.chain[i].deltas >= maxChain
+	for _, w := range ws {
+		full = full || w.op == opOverwrite
+	}
+	if !full {
+		parts := make([]json.RawMessage, len(ws))
+		for j, w := range ws {
+			p, err := k.encodeWrite(w)
+			if err != nil {
+				return b, err
+			}
+			parts[j] = p
+		}
+		data, err := json.Marshal(parts)
+		if err != nil {
+			return b, err
+		}
+		c := &r.chain[i]
+		if c.deltaBytes+len(data) <= 2*c.fullBytes {
+			c.deltas++
+			c.deltaBytes += len(data)
+			b.Kind, b.Base, b.Data = checkpoint.Delta, sl.ver-1, data
+			return b, nil
+		}
+	}
+	data, err := k.encodeValue(sl.v)
+	if err != nil {
+		return b, err
+	}
+	r.chain[i] = chainInfo{fullBytes: len(data)}
+	b.Kind, b.Data = checkpoint.Full, data
+	return b, nil
+}
+
+// chainInfo tracks a key's blob chain since its last full snapshot.
+type chainInfo struct {
+	fullBytes  int
+	deltas     int
+	deltaBytes int
+}
+
+// restore loads the thread's latest checkpoint, if any. It reports whether
+// there was one.
+func (r *run) restore() (bool, error) {
+	if r.cfg.saver == nil {
+		return false, nil
+	}
+	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns}
+	tup, err := r.cfg.saver.Get(r.ctx, ref)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("graph: load %s: %w", ref, err)
+	}
+	fail := func(err error) (bool, error) {
+		return false, fmt.Errorf("graph: restore %s: %w", tup.Ref, err)
+	}
+	vals := r.state.vals
+	for _, b := range tup.Checkpoint.Blobs {
+		i, ok := r.g.sch.byName(b.Key)
+		if !ok {
+			return fail(fmt.Errorf("it holds key %q, which this graph's schema lacks; add the key to graph.New or migrate the thread", b.Key))
+		}
+		k := r.g.sch.keys[i]
+		sl := &vals[i]
+		switch b.Kind {
+		case checkpoint.Full:
+			v, err := k.decodeValue(b.Data)
+			if err != nil {
+				return fail(err)
+			}
+			sl.v, sl.set = v, true
+			r.chain[i] = chainInfo{fullBytes: len(b.Data)}
+		case checkpoint.Delta:
+			if !sl.set || sl.ver != b.Base {
+				return fail(fmt.Errorf("key %q: delta for version %d does not follow version %d", b.Key, b.Version, sl.ver))
+			}
+			var parts []json.RawMessage
+			if err := json.Unmarshal(b.Data, &parts); err != nil {
+				return fail(fmt.Errorf("key %q version %d: %w", b.Key, b.Version, err))
+			}
+			for _, p := range parts {
+				w, err := k.decodeWrite(p)
+				if err != nil {
+					return fail(err)
+				}
+				if sl.v, err = k.apply(sl.v, sl.set, w); err != nil {
+					return fail(err)
+				}
+			}
+			r.chain[i].deltas++
+			r.chain[i].deltaBytes += len(b.Data)
+		default:
+			return fail(fmt.Errorf("key %q version %d: unknown blob kind %d", b.Key, b.Version, b.Kind))
+		}
+		sl.ver = b.Version
+	}
+	for name, ver := range tup.Checkpoint.Versions {
+		i, ok := r.g.sch.byName(name)
+		if !ok || !vals[i].set || vals[i].ver != ver {
+			return fail(fmt.Errorf("key %q: version %d in force, but its blobs rebuild version %d", name, ver, vals[i].ver))
+		}
+	}
+	r.step, r.cpID = tup.Metadata.Step, tup.Ref.ID
+	for _, ct := range tup.Checkpoint.Next {
+		i, ok := r.g.byName[ct.Node]
+		if !ok {
+			return fail(fmt.Errorf("its next task runs node %q, which this graph lacks", ct.Node))
+		}
+		t := &task{r: r, node: r.g.nodes[i], idx: len(r.next)}
+		if seq, isSend := strings.CutPrefix(ct.Path, "send:"); isSend {
+			n, err := strconv.Atoi(seq)
+			if err != nil || !t.node.takesPayload {
+				return fail(fmt.Errorf("next task %s: bad send path %q for node %q", ct.ID, ct.Path, ct.Node))
+			}
+			p, err := t.node.decodePayload(ct.Payload)
+			if err != nil {
+				return fail(fmt.Errorf("next task %s: decode payload for %q: %w", ct.ID, ct.Node, err))
+			}
+			t.push, t.seq, t.payload = true, n, p
+		}
+		r.next = append(r.next, t)
+	}
+	for to, froms := range tup.Checkpoint.Waiting {
+		for j, cj := range r.g.joins {
+			if r.g.nodes[cj.to].name != to {
+				continue
+			}
+			for s, f := range cj.from {
+				for _, name := range froms {
+					if r.g.nodes[f].name == name {
+						r.seen[j][s] = true
+					}
+				}
+			}
+		}
+	}
+	for _, d := range tup.Checkpoint.Deferred {
+		if i, ok := r.g.byName[d]; ok {
+			r.deferred = append(r.deferred, i)
+		}
+	}
+	return true, nil
+}

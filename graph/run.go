@@ -1,0 +1,471 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"slices"
+	"time"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+)
+
+// Result is what Invoke returns.
+type Result struct {
+	// State is the final state.
+	State State
+	// Status is how the run ended.
+	Status Status
+	// Steps is the number of supersteps this run executed.
+	Steps int
+	// Path lists every task the run executed, in step and task order.
+	Path []NodeRun
+	// Checkpoint is the last checkpoint saved (zero without a checkpointer).
+	Checkpoint checkpoint.Ref
+}
+
+// NodeRun is one task execution in Result.Path.
+type NodeRun struct {
+	Step     int
+	Node     string
+	TaskID   string
+	Attempts int
+	Duration time.Duration
+}
+
+// Invoke runs the graph to the end and returns the final state. input is
+// applied as step 0 through the keys' reducers; nil starts from an empty
+// state (or, with a checkpointer, resumes the thread). Invoked from inside a
+// node, the run is a nested subgraph: its events go to the parent's stream
+// and its namespace and task IDs carry the parent task's.
+func (g *Graph) Invoke(ctx context.Context, input Update, opts ...RunOption) (*Result, error) {
+	r, err := g.newRun(ctx, input, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	return r.execute(input)
+}
+
+// Stream runs the graph and yields its events as they happen, then a final
+// (zero Event, error) pair if the run fails. Breaking out of the loop cancels
+// the run; Stream returns only after every task of the run has stopped, so
+// no goroutine outlives it.
+func (g *Graph) Stream(ctx context.Context, input Update, opts ...RunOption) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		r, err := g.newRun(ctx, input, opts, true)
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		r.sink = func(ev Event) bool { return yield(ev, nil) }
+		if _, err := r.execute(input); err != nil && !r.stopped {
+			yield(Event{}, err)
+		}
+	}
+}
+
+type run struct {
+	g      *Graph
+	cfg    runConfig
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	ns     string
+	parent *task
+
+	state    State
+	step     int // absolute step number (continues across a thread's runs)
+	stepsRun int // steps executed by this run
+	limit    int
+	next     []*task
+	deferred []int
+	seen     [][]bool // join barriers: per join, which sources have finished
+	marks    []int    // per node: step+1 when already triggered this step
+	runs     []int    // per node: executions in this run
+	path     []NodeRun
+
+	kinds   EventKind
+	sink    func(Event) bool
+	stopped bool
+	evch    chan Event
+
+	// checkpointing
+	cpID    string
+	source  checkpoint.Source
+	chain   []chainInfo
+	stepLog [][]Write // per key: writes applied this step (with a saver)
+	// subgraph bookkeeping: writes to shared keys, in order
+	shared map[int]bool
+	log    Update
+}
+
+var errStopped = errors.New("graph: the stream's consumer stopped reading")
+
+func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, streaming bool) (*run, error) {
+	r := &run{g: g, limit: DefaultStepLimit}
+	for _, o := range g.defaults {
+		o.applyRun(&r.cfg)
+	}
+	for _, o := range opts {
+		o.applyRun(&r.cfg)
+	}
+	if r.cfg.stepLimit != 0 {
+		if r.cfg.stepLimit < 0 {
+			return nil, fmt.Errorf("graph: step limit %d is invalid; give WithStepLimit a positive number", r.cfg.stepLimit)
+		}
+		r.limit = r.cfg.stepLimit
+	}
+	if (r.cfg.saver == nil) != (r.cfg.thread == "") {
+		return nil, errors.New("graph: a checkpointer and a thread go together: pass both WithCheckpointer(saver) and WithThread(id)")
+	}
+	if streaming {
+		r.kinds = DefaultEvents
+	}
+	if r.cfg.eventsSet {
+		r.kinds = r.cfg.events
+	}
+	if pt := taskFrom(ctx); pt != nil {
+		r.parent = pt
+		r.ns = pt.childNamespace()
+		if r.cfg.store == nil {
+			r.cfg.store = pt.r.cfg.store
+		}
+		if !streaming {
+			// A nested Invoke forwards its events to the parent's stream.
+			r.kinds = pt.r.kinds
+			r.sink = func(ev Event) bool { pt.forward(ev); return pt.r.ctx.Err() == nil }
+		}
+	}
+	if r.cfg.runID == "" && r.cfg.saver != nil {
+		r.cfg.runID = checkpoint.NewID()
+	}
+	if r.cfg.timeout > 0 {
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithTimeout(ctx, r.cfg.timeout)
+		_ = cancelT // released by r.cancel below: WithCancelCause's parent is ctx
+		r.ctx, r.cancel = context.WithCancelCause(ctx)
+		cancel := r.cancel
+		r.cancel = func(cause error) { cancel(cause); cancelT() }
+	} else {
+		r.ctx, r.cancel = context.WithCancelCause(ctx)
+	}
+	r.state = newState(g.sch)
+	if r.cfg.saver != nil {
+		r.chain = make([]chainInfo, len(g.sch.keys))
+		r.stepLog = make([][]Write, len(g.sch.keys))
+	}
+	r.marks = make([]int, len(g.nodes))
+	r.runs = make([]int, len(g.nodes))
+	if len(g.joins) > 0 {
+		r.seen = make([][]bool, len(g.joins))
+		for i, j := range g.joins {
+			r.seen[i] = make([]bool, len(j.from))
+		}
+	}
+	return r, nil
+}
+
+func (r *run) wants(k EventKind) bool { return r.kinds&k != 0 }
+
+func (r *run) deliver(ev Event) {
+	if r.stopped || r.sink == nil {
+		return
+	}
+	if !r.sink(ev) {
+		r.stopped = true
+		r.cancel(errStopped)
+	}
+}
+
+// execute runs the loop and settles the status.
+func (r *run) execute(input Update) (*Result, error) {
+	defer r.cancel(nil)
+	ctl := r.cfg.control
+	if ctl != nil {
+		if err := ctl.attach(r.cancel); err != nil {
+			return nil, err
+		}
+	}
+	err := r.loop(input)
+	status := StatusCompleted
+	if err != nil {
+		status = StatusFailed
+		if errors.Is(err, ErrAborted) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errStopped) {
+			status = StatusCancelled
+		}
+	}
+	if ctl != nil {
+		ctl.detach(status)
+	}
+	res := &Result{State: r.state, Status: status, Steps: r.stepsRun, Path: r.path}
+	if r.cpID != "" {
+		res.Checkpoint = checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.cpID}
+	}
+	if err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func (r *run) loop(input Update) error {
+	resumed, err := r.restore()
+	if err != nil {
+		return err
+	}
+	if input != nil || !resumed {
+		if resumed {
+			r.step++ // the input gets a step of its own in the thread's history
+		}
+		if err := r.applyInput(input); err != nil {
+			return err
+		}
+	}
+	for len(r.next) > 0 {
+		if ctl := r.cfg.control; ctl != nil {
+			if err := ctl.boundary(r.ctx); err != nil {
+				return r.cause(err)
+			}
+		}
+		if err := r.ctx.Err(); err != nil {
+			return r.cause(err)
+		}
+		if r.stepsRun >= r.limit {
+			return r.stepLimitError()
+		}
+		r.step++
+		r.stepsRun++
+		r.source = checkpoint.SourceLoop
+		if err := r.superstep(); err != nil {
+			return r.cause(err)
+		}
+		if ctl := r.cfg.control; ctl != nil {
+			ctl.committed(r.stepsRun)
+		}
+	}
+	return nil
+}
+
+// cause prefers the reason the run's context was cancelled (abort, consumer
+// gone, timeout) over the context error a task reported.
+func (r *run) cause(err error) error {
+	if c := context.Cause(r.ctx); c != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, c)) {
+		if errors.Is(c, ErrAborted) || errors.Is(c, errStopped) {
+			return c
+		}
+		if errors.Is(c, context.DeadlineExceeded) {
+			return fmt.Errorf("graph: run timed out: %w", c)
+		}
+	}
+	return err
+}
+
+// applyInput applies the input as step 0 and schedules START's targets.
+func (r *run) applyInput(input Update) error {
+	in := &task{r: r, node: r.g.start, writes: input}
+	if err := r.checkWrites(in); err != nil {
+		return err
+	}
+	if r.g.start.conds != nil || r.g.start.fans != nil {
+		in.Context = r.ctx
+		view := r.state
+		if len(input) > 0 {
+			view = r.state.clone()
+			if err := r.applyOwn(view, in); err != nil {
+				return err
+			}
+		}
+		if err := in.route(view); err != nil {
+			return err
+		}
+	}
+	r.source = checkpoint.SourceInput
+	return r.commit([]*task{in})
+}
+
+// superstep runs r.next against the frozen state and commits the results.
+func (r *run) superstep() error {
+	tasks := r.next
+	if r.wants(EventDebug) {
+		names := make([]string, len(tasks))
+		for i, t := range tasks {
+			names[i] = t.node.name
+		}
+		r.deliver(Event{Kind: EventDebug, Step: r.step, Namespace: r.ns, Debug: fmt.Sprintf("planned %d tasks: %v", len(tasks), names)})
+	}
+	if err := r.runTasks(tasks); err != nil {
+		return err
+	}
+	return r.commit(tasks)
+}
+
+// commit applies the tasks' writes in task order, plans the next step,
+// emits events and saves a checkpoint.
+func (r *run) commit(tasks []*task) error {
+	vals := r.state.vals
+	cloned := false
+	for _, t := range tasks {
+		for _, w := range t.writes {
+			i := r.g.sch.index[w.key.keyID()]
+			if !cloned {
+				vals = slices.Clone(vals)
+				cloned = true
+			}
+			sl := &vals[i]
+			if w.key.lastValue() && w.op != opRemove && sl.wstep == r.step+1 {
+				return r.conflict(w.key.Name(), tasks[sl.wtask], t)
+			}
+			v, err := w.key.apply(sl.v, sl.set, w)
+			if err != nil {
+				return fmt.Errorf("graph: step %d: applying %s's write: %w", r.step, t.node.name, err)
+			}
+			if sl.wstep != r.step+1 {
+				sl.ver++
+			}
+			sl.v, sl.set, sl.wstep, sl.wtask = v, true, r.step+1, int32(t.idx)
+			if r.stepLog != nil {
+				r.stepLog[i] = append(r.stepLog[i], w)
+			}
+			if r.shared != nil && r.shared[i] {
+				r.log = append(r.log, w)
+			}
+		}
+	}
+	if cloned {
+		r.state = State{sch: r.g.sch, vals: vals}
+	}
+	if err := r.plan(tasks); err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		if t.node.idx >= 0 {
+			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, TaskID: t.ID(), Attempts: t.attempts, Duration: t.dur})
+		}
+	}
+	if r.wants(EventUpdates) {
+		for _, t := range tasks {
+			if t.node.idx >= 0 {
+				r.deliver(Event{Kind: EventUpdates, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Update: t.writes})
+			}
+		}
+	}
+	if r.wants(EventValues) {
+		r.deliver(Event{Kind: EventValues, Step: r.step, Namespace: r.ns, State: r.state})
+	}
+	if r.cfg.saver != nil {
+		return r.save(r.source)
+	}
+	return nil
+}
+
+func (r *run) conflict(key string, a, b *task) error {
+	if a == b {
+		return fmt.Errorf("graph: step %d: node %q wrote last-value key %q twice; write it once per step, or give the key a reducer", r.step, a.node.name, key)
+	}
+	return fmt.Errorf("graph: step %d: last-value key %q was written by both %q and %q; only one node may write it per step (their order would be arbitrary), or give the key a reducer such as graph.Concat", r.step, key, a.node.name, b.node.name)
+}
+
+// plan computes the next step's tasks from the committed tasks' routes.
+func (r *run) plan(tasks []*task) error {
+	var pull []int
+	var push []*task
+	trigger := func(from *task, to int) error {
+		if to == endIdx {
+			return nil
+		}
+		n := r.g.nodes[to]
+		if n.takesPayload {
+			return fmt.Errorf("graph: node %q triggered %q by an edge, but %q takes a payload; reach it with graph.Send", from.node.name, n.name, n.name)
+		}
+		if r.marks[to] == r.step+1 {
+			return nil
+		}
+		r.marks[to] = r.step + 1
+		if n.deferred {
+			if !slices.Contains(r.deferred, to) {
+				r.deferred = append(r.deferred, to)
+			}
+			return nil
+		}
+		pull = append(pull, to)
+		return nil
+	}
+	for _, t := range tasks {
+		if t.gotos != nil {
+			for _, tg := range t.gotos {
+				if tg.send {
+					push = append(push, r.sendTask(tg, len(push)))
+				} else if err := trigger(t, r.index(tg.node)); err != nil {
+					return err
+				}
+			}
+			continue
+		}
+		for _, s := range t.node.succ {
+			if err := trigger(t, s); err != nil {
+				return err
+			}
+		}
+		for _, j := range t.node.joins {
+			cj := r.g.joins[j]
+			seen := r.seen[j]
+			seen[slices.Index(cj.from, t.node.idx)] = true
+			if !slices.Contains(seen, false) {
+				clear(seen)
+				if err := trigger(t, cj.to); err != nil {
+					return err
+				}
+			}
+		}
+		for _, tg := range t.routes {
+			if tg.send {
+				push = append(push, r.sendTask(tg, len(push)))
+			} else if err := trigger(t, r.index(tg.node)); err != nil {
+				return err
+			}
+		}
+	}
+	slices.Sort(pull)
+	next := make([]*task, 0, len(pull)+len(push))
+	for _, i := range pull {
+		next = append(next, &task{r: r, node: r.g.nodes[i], idx: len(next)})
+	}
+	for _, t := range push {
+		t.idx = len(next)
+		next = append(next, t)
+	}
+	if len(next) == 0 && len(r.deferred) > 0 {
+		slices.Sort(r.deferred)
+		for _, i := range r.deferred {
+			next = append(next, &task{r: r, node: r.g.nodes[i], idx: len(next)})
+		}
+		r.deferred = r.deferred[:0]
+	}
+	r.next = next
+	return nil
+}
+
+func (r *run) index(node string) int {
+	if node == END {
+		return endIdx
+	}
+	return r.g.byName[node]
+}
+
+func (r *run) sendTask(tg Target, seq int) *task {
+	return &task{r: r, node: r.g.nodes[r.g.byName[tg.node]], push: true, seq: seq, payload: tg.payload}
+}
+
+func (r *run) stepLimitError() error {
+	e := &StepLimitError{Limit: r.limit}
+	for i, n := range r.runs {
+		if n > 1 {
+			e.Repeating = append(e.Repeating, NodeCount{Node: r.g.nodes[i].name, Runs: n})
+		}
+	}
+	slices.SortStableFunc(e.Repeating, func(a, b NodeCount) int { return b.Runs - a.Runs })
+	for _, t := range r.next {
+		e.Next = append(e.Next, t.node.name)
+	}
+	e.Namespace = r.ns
+	return e
+}

@@ -1,0 +1,350 @@
+package graph
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"time"
+)
+
+// task is one execution of a node in a step. While the node runs, the task
+// is also its context (embedding the step's context), which saves an
+// allocation per task and lets RemainingSteps and friends find it.
+type task struct {
+	context.Context
+	r       *run
+	node    *cnode
+	idx     int // position in the step; writes apply in this order
+	push    bool
+	seq     int // for pushed (Send) tasks: order among the step's sends
+	payload any
+	id      string
+	inline  bool
+
+	writes   Update
+	gotos    []Target // Command goto (nil: follow edges)
+	routes   []Target // targets chosen by conditional and fan-out edges
+	err      error
+	attempts int
+	dur      time.Duration
+}
+
+// Value makes the task findable from its node's context.
+func (t *task) Value(key any) any {
+	if key == (taskKey{}) {
+		return t
+	}
+	return t.Context.Value(key)
+}
+
+// path orders the task among its step's tasks and feeds its ID.
+func (t *task) path() string {
+	if t.push {
+		return "send:" + strconv.Itoa(t.seq)
+	}
+	return "node:" + t.node.name
+}
+
+// ID returns the task's deterministic ID: a hash of the thread, the
+// checkpoint the step started from, the namespace, the step and the task's
+// path. The same task of the same thread step has the same ID in every
+// process, which is what pending writes and interrupts are keyed on.
+func (t *task) ID() string {
+	if t.id == "" {
+		r := t.r
+		h := newFNV128()
+		h.add(r.cfg.thread)
+		h.add(r.cpID)
+		h.add(r.ns)
+		h.add(strconv.Itoa(r.step))
+		h.add(t.path())
+		t.id = h.hex()
+	}
+	return t.id
+}
+
+func (t *task) childNamespace() string {
+	own := t.node.name + ":" + t.ID()
+	if t.r.ns == "" {
+		return own
+	}
+	return t.r.ns + "|" + own
+}
+
+// emit stamps an event with the task's coordinates and sends it to the run's
+// stream: directly when the task runs on the loop's goroutine, through the
+// step's channel otherwise.
+func (t *task) emit(ev Event) {
+	ev.Step, ev.Node, ev.TaskID, ev.Namespace = t.r.step, t.node.name, t.ID(), t.r.ns
+	t.forward(ev)
+}
+
+// forward sends an already stamped event (from a nested run) on.
+func (t *task) forward(ev Event) {
+	if !t.r.wants(ev.Kind) {
+		return
+	}
+	if t.inline {
+		t.r.deliver(ev)
+		return
+	}
+	t.r.evch <- ev
+}
+
+// runTasks executes a step's tasks: one inline on the loop's goroutine, or
+// several in parallel. The first failure cancels the others; runTasks
+// returns only when every task has stopped.
+func (r *run) runTasks(tasks []*task) error {
+	if r.wants(EventTaskStart) {
+		for _, t := range tasks {
+			r.deliver(Event{Kind: EventTaskStart, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: TaskInfo{Attempt: 1}})
+		}
+	}
+	if len(tasks) == 1 {
+		t := tasks[0]
+		t.Context, t.inline = r.ctx, true
+		r.exec(t)
+		r.taskEnd(t)
+		if t.err != nil {
+			return t.err
+		}
+		return nil
+	}
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	defer cancel(nil)
+	if r.kinds != 0 {
+		r.evch = make(chan Event) // tasks (and nested runs) emit through it
+	}
+	done := make(chan *task, len(tasks))
+	limit := len(tasks)
+	if r.cfg.maxConc > 0 && r.cfg.maxConc < limit {
+		limit = r.cfg.maxConc
+	}
+	started, running := 0, 0
+	launch := func() {
+		t := tasks[started]
+		started++
+		running++
+		t.Context = ctx
+		go func() {
+			r.exec(t)
+			done <- t
+		}()
+	}
+	for running < limit {
+		launch()
+	}
+	var first error
+	for running > 0 {
+		select {
+		case ev := <-r.evch:
+			r.deliver(ev)
+		case t := <-done:
+			running--
+			r.taskEnd(t)
+			if t.err != nil && first == nil {
+				first = t.err
+				cancel(t.err)
+			}
+			if first == nil && started < len(tasks) {
+				launch()
+			}
+		}
+	}
+	r.evch = nil
+	return first
+}
+
+func (r *run) taskEnd(t *task) {
+	r.runs[t.node.idx]++
+	if r.wants(EventTaskEnd) {
+		r.deliver(Event{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: TaskInfo{Attempt: t.attempts, Duration: t.dur, Err: t.err}})
+	}
+}
+
+// exec runs one task with its retry policy and timeout, then checks its
+// writes and evaluates its outgoing edges. It sets t.err rather than
+// returning it.
+func (r *run) exec(t *task) {
+	start := time.Now()
+	defer func() { t.dur = time.Since(start) }()
+	n := t.node
+	if t.push && !n.takesPayload {
+		t.err = r.nodeErr(t, fmt.Errorf("it received a Send payload (%T) but takes none; add it with graph.AddSendNode to receive payloads", t.payload))
+		return
+	}
+	if t.push && !n.acceptsPayload(t.payload) {
+		t.err = r.nodeErr(t, fmt.Errorf("it takes a payload of type %s, but a Send gave it %T", n.payloadType, t.payload))
+		return
+	}
+	var out Output
+	var err error
+	for t.attempts = 1; ; t.attempts++ {
+		out, err = t.call()
+		if err == nil || n.retry == nil || !n.retry.shouldRetry(t.attempts, err) || t.Err() != nil {
+			break
+		}
+		if werr := n.retry.wait(t, t.attempts); werr != nil {
+			break // the run was cancelled while waiting; report the node's error
+		}
+	}
+	if err != nil {
+		t.err = r.nodeErr(t, err)
+		return
+	}
+	switch o := out.(type) {
+	case nil:
+	case Update:
+		t.writes = o
+	case Command:
+		t.writes = o.Update
+		if len(o.Goto) > 0 {
+			t.gotos = o.Goto
+		}
+	case *Command:
+		if o != nil {
+			t.writes = o.Update
+			if len(o.Goto) > 0 {
+				t.gotos = o.Goto
+			}
+		}
+	}
+	if err := r.checkWrites(t); err != nil {
+		t.err = r.nodeErr(t, err)
+		return
+	}
+	if t.gotos != nil {
+		for _, tg := range t.gotos {
+			if _, ok := n.gotos[tg.node]; !ok {
+				t.err = r.nodeErr(t, fmt.Errorf("its Command goes to %q, which it does not declare; add graph.Destinations(%q) to the node (declared: %v)", tg.node, tg.node, n.dests))
+				return
+			}
+		}
+		return
+	}
+	if len(n.conds)+len(n.fans) > 0 {
+		view := r.state
+		if len(t.writes) > 0 {
+			view = r.state.clone()
+			if err := r.applyOwn(view, t); err != nil {
+				t.err = r.nodeErr(t, err)
+				return
+			}
+		}
+		if err := t.route(view); err != nil {
+			t.err = r.nodeErr(t, err)
+		}
+	}
+}
+
+// call runs the node function once, turning a panic into an error.
+func (t *task) call() (out Output, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &PanicError{Value: p, Stack: debug.Stack()}
+		}
+	}()
+	ctx := context.Context(t)
+	if d := t.node.timeout; d > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
+	}
+	return t.node.run(ctx, t.r.state, t.payload)
+}
+
+// route evaluates the node's conditional and fan-out edges against view.
+func (t *task) route(view State) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &PanicError{Value: p, Stack: debug.Stack()}
+		}
+	}()
+	for _, c := range t.node.conds {
+		key, err := c.route(t, view)
+		if err != nil {
+			return fmt.Errorf("its conditional edge failed: %w", err)
+		}
+		dst, ok := c.paths[key]
+		if !ok {
+			return fmt.Errorf("its conditional edge returned %q, which is not in the path map %q", key, c.keys)
+		}
+		if dst == endIdx {
+			t.routes = append(t.routes, To(END))
+		} else {
+			t.routes = append(t.routes, To(t.r.g.nodes[dst].name))
+		}
+	}
+	for _, f := range t.node.fans {
+		targets, err := f.fan(t, view)
+		if err != nil {
+			return fmt.Errorf("its fan-out edge failed: %w", err)
+		}
+		for _, tg := range targets {
+			if _, ok := f.dests[tg.node]; !ok {
+				return fmt.Errorf("its fan-out edge targets %q, which the edge does not declare (declared: %v)", tg.node, sortedKeys(f.dests))
+			}
+		}
+		t.routes = append(t.routes, targets...)
+	}
+	return nil
+}
+
+// checkWrites rejects writes to keys outside the schema.
+func (r *run) checkWrites(t *task) error {
+	for _, w := range t.writes {
+		if w.key == nil {
+			return fmt.Errorf("it returned a zero graph.Write; build writes with Key.Set, Append, Remove or Overwrite")
+		}
+		if _, ok := r.g.sch.index[w.key.keyID()]; !ok {
+			return fmt.Errorf("it wrote key %q, which is not in the graph's schema; list it in graph.New", w.key.Name())
+		}
+	}
+	return nil
+}
+
+// applyOwn applies a task's writes to view (a private clone), so its routers
+// see the snapshot plus their own node's writes.
+func (r *run) applyOwn(view State, t *task) error {
+	for _, w := range t.writes {
+		i := r.g.sch.index[w.key.keyID()]
+		sl := &view.vals[i]
+		v, err := w.key.apply(sl.v, sl.set, w)
+		if err != nil {
+			return err
+		}
+		sl.v, sl.set = v, true
+	}
+	return nil
+}
+
+func (r *run) nodeErr(t *task, err error) error {
+	return &NodeError{Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Step: r.step, Err: err}
+}
+
+// fnv128 is FNV-1a over two 64-bit lanes with different offsets: a cheap,
+// allocation-free, process-independent hash for task IDs.
+type fnv128 struct{ a, b uint64 }
+
+func newFNV128() fnv128 { return fnv128{a: 14695981039346656037, b: 0x6c62272e07bb0142} }
+
+func (h *fnv128) add(s string) {
+	for i := 0; i < len(s); i++ {
+		h.a = (h.a ^ uint64(s[i])) * 1099511628211
+		h.b = (h.b ^ uint64(s[i])) * 0x100000001b3
+		h.b ^= h.b >> 29
+	}
+	h.a = (h.a ^ 0xff) * 1099511628211 // separator
+	h.b = (h.b ^ 0xfe) * 0x100000001b3
+}
+
+func (h fnv128) hex() string {
+	var buf [16]byte
+	for i := range 8 {
+		buf[i] = byte(h.a >> (56 - 8*i))
+		buf[8+i] = byte(h.b >> (56 - 8*i))
+	}
+	return hex.EncodeToString(buf[:])
+}

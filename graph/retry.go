@@ -21,7 +21,7 @@ type RetryPolicy struct {
 	InitialInterval time.Duration
 	// BackoffFactor multiplies the wait after each retry. Default 2.
 	BackoffFactor float64
-	// MaxInterval caps the wait. Default 30s.
+	// MaxInterval caps the wait. Default 30s, or InitialInterval if longer.
 	MaxInterval time.Duration
 	// Jitter, when true, waits a random duration between half and all of
 	// the computed interval, so many clients do not retry in lockstep.
@@ -61,7 +61,7 @@ func (p *RetryPolicy) Interval(n int) time.Duration {
 	}
 	maxI := p.MaxInterval
 	if maxI == 0 {
-		maxI = 30 * time.Second
+		maxI = max(30*time.Second, d) // the default cap never shortens an explicit interval
 	}
 	v := float64(d) * math.Pow(f, float64(n-1))
 	if v > float64(maxI) {

@@ -245,7 +245,7 @@ func (k *Key[T]) decodeWrite(b []byte) (Write, error) {
 		if err != nil {
 			return Write{}, fmt.Errorf("state key %q: decode remove write: %w", k.name, err)
 		}
-		w.val = v
+		w.op, w.val = opRemove, v
 	default:
 		return Write{}, fmt.Errorf("state key %q: unknown write op %q", k.name, ww.Op)
 	}

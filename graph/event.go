@@ -113,6 +113,9 @@ func (e Event) String() string {
 	case EventDebug:
 		what = e.Debug
 	}
+	if what == "" {
+		return fmt.Sprintf("%s %s", e.Kind, where)
+	}
 	return fmt.Sprintf("%s %s: %s", e.Kind, where, what)
 }
 

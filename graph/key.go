@@ -131,7 +131,7 @@ type keyImpl interface {
 	keyErr() error
 	lastValue() bool
 	defaultValue() (any, bool)
-	apply(cur any, has bool, w Write) (any, error)
+	apply(cur any, has, owned bool, w Write) (any, bool, error)
 	encodeValue(v any) ([]byte, error)
 	decodeValue(b []byte) (any, error)
 	encodeWrite(w Write) ([]byte, error)
@@ -156,7 +156,7 @@ func (k *Key[T]) defaultValue() (any, bool) {
 	return k.def, true
 }
 
-func (k *Key[T]) apply(cur any, has bool, w Write) (any, error) {
+func (k *Key[T]) apply(cur any, has, owned bool, w Write) (any, bool, error) {
 	var c T
 	if has {
 		c = cur.(T)
@@ -165,22 +165,26 @@ func (k *Key[T]) apply(cur any, has bool, w Write) (any, error) {
 	}
 	switch w.op {
 	case opOverwrite:
-		return w.val, nil
+		return w.val, false, nil
 	case opRemove:
 		if k.red.remove == nil {
-			return nil, fmt.Errorf("state key %q: its %s reducer cannot remove items", k.name, k.red.name)
+			return nil, false, fmt.Errorf("state key %q: its %s reducer cannot remove items", k.name, k.red.name)
 		}
 		out, err := k.red.remove(c, w.val)
 		if err != nil {
-			return nil, fmt.Errorf("state key %q: %w", k.name, err)
+			return nil, false, fmt.Errorf("state key %q: %w", k.name, err)
 		}
-		return out, nil
+		return out, false, nil
+	}
+	if k.red.grow != nil {
+		out, own := k.red.grow(c, w.val.(T), owned && has)
+		return out, own, nil
 	}
 	out, err := k.red.reduce(c, w.val.(T))
 	if err != nil {
-		return nil, fmt.Errorf("state key %q: %w", k.name, err)
+		return nil, false, fmt.Errorf("state key %q: %w", k.name, err)
 	}
-	return out, nil
+	return out, false, nil
 }
 
 func (k *Key[T]) encodeValue(v any) ([]byte, error) {

@@ -169,7 +169,7 @@ func (r *run) restore() (bool, error) {
 				if err != nil {
 					return fail(err)
 				}
-				if sl.v, err = k.apply(sl.v, sl.set, w); err != nil {
+				if sl.v, _, err = k.apply(sl.v, sl.set, false, w); err != nil {
 					return fail(err)
 				}
 			}

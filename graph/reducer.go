@@ -18,6 +18,10 @@ type Reducer[T any] struct {
 	last          bool
 	reduce        func(cur, upd T) (T, error)
 	remove        func(cur T, ids any) (T, error)
+	// grow, when set, merges like reduce; owned says the commit made cur
+	// itself earlier in the same step (nobody else can see it), so grow may
+	// change it in place. It reports whether its result is owned.
+	grow func(cur, upd T, owned bool) (T, bool)
 	decodeRemoval func([]byte) (any, error)
 }
 
@@ -41,12 +45,24 @@ func Reduce[T any](name string, fn func(cur, upd T) (T, error)) Reducer[T] {
 // are appended in task order (see the package documentation), never in
 // finish order.
 func Concat[E any]() Reducer[[]E] {
-	return Reducer[[]E]{name: "append", reduce: func(cur, upd []E) ([]E, error) {
-		if len(upd) == 0 {
-			return cur, nil
-		}
-		return slices.Concat(cur, upd), nil
-	}}
+	return Reducer[[]E]{
+		name: "append",
+		reduce: func(cur, upd []E) ([]E, error) {
+			if len(upd) == 0 {
+				return cur, nil
+			}
+			return slices.Concat(cur, upd), nil
+		},
+		grow: func(cur, upd []E, owned bool) ([]E, bool) {
+			switch {
+			case len(upd) == 0:
+				return cur, owned
+			case owned:
+				return append(cur, upd...), true
+			}
+			return slices.Concat(cur, upd), true
+		},
+	}
 }
 
 // Number is the constraint of Sum.
@@ -73,6 +89,19 @@ func MergeMap[K comparable, V any]() Reducer[map[K]V] {
 			maps.Copy(out, cur)
 			maps.Copy(out, upd)
 			return out, nil
+		},
+		grow: func(cur, upd map[K]V, owned bool) (map[K]V, bool) {
+			switch {
+			case len(upd) == 0:
+				return cur, owned
+			case owned && cur != nil:
+				maps.Copy(cur, upd)
+				return cur, true
+			}
+			out := make(map[K]V, len(cur)+len(upd))
+			maps.Copy(out, cur)
+			maps.Copy(out, upd)
+			return out, true
 		},
 		remove: func(cur map[K]V, ids any) (map[K]V, error) {
 			out := maps.Clone(cur)

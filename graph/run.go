@@ -78,6 +78,8 @@ type run struct {
 	stepsRun int // steps executed by this run
 	limit    int
 	next     []*task
+	spare    []*task // the previous step's task slice, reused by plan
+	pullBuf  []int
 	deferred []int
 	seen     [][]bool // join barriers: per join, which sources have finished
 	marks    []int    // per node: step+1 when already triggered this step
@@ -314,14 +316,15 @@ func (r *run) commit(tasks []*task) error {
 			if w.key.lastValue() && w.op != opRemove && sl.wstep == r.step+1 {
 				return r.conflict(w.key.Name(), tasks[sl.wtask], t)
 			}
-			v, err := w.key.apply(sl.v, sl.set, w)
+			current := sl.wstep == r.step+1
+			v, owned, err := w.key.apply(sl.v, sl.set, current && sl.owned, w)
 			if err != nil {
 				return fmt.Errorf("graph: step %d: applying %s's write: %w", r.step, t.node.name, err)
 			}
-			if sl.wstep != r.step+1 {
+			if !current {
 				sl.ver++
 			}
-			sl.v, sl.set, sl.wstep, sl.wtask = v, true, r.step+1, int32(t.idx)
+			sl.v, sl.set, sl.owned, sl.wstep, sl.wtask = v, true, owned, r.step+1, int32(t.idx)
 			if r.stepLog != nil {
 				r.stepLog[i] = append(r.stepLog[i], w)
 			}
@@ -366,7 +369,7 @@ func (r *run) conflict(key string, a, b *task) error {
 
 // plan computes the next step's tasks from the committed tasks' routes.
 func (r *run) plan(tasks []*task) error {
-	var pull []int
+	pull := r.pullBuf[:0]
 	var push []*task
 	trigger := func(from *task, to int) error {
 		if to == endIdx {
@@ -425,7 +428,11 @@ func (r *run) plan(tasks []*task) error {
 		}
 	}
 	slices.Sort(pull)
-	next := make([]*task, 0, len(pull)+len(push))
+	r.pullBuf = pull
+	next := r.spare[:0]
+	if len(tasks) > 0 && tasks[0].node.idx >= 0 {
+		r.spare = tasks // committed: the slice is free for the step after next
+	}
 	for _, i := range pull {
 		next = append(next, &task{r: r, node: r.g.nodes[i], idx: len(next)})
 	}

@@ -2,7 +2,6 @@ package graph
 
 import (
 	"context"
-	"encoding/hex"
 	"fmt"
 	"runtime/debug"
 	"strconv"
@@ -311,7 +310,7 @@ func (r *run) applyOwn(view State, t *task) error {
 	for _, w := range t.writes {
 		i := r.g.sch.index[w.key.keyID()]
 		sl := &view.vals[i]
-		v, err := w.key.apply(sl.v, sl.set, w)
+		v, _, err := w.key.apply(sl.v, sl.set, false, w)
 		if err != nil {
 			return err
 		}
@@ -341,10 +340,11 @@ func (h *fnv128) add(s string) {
 }
 
 func (h fnv128) hex() string {
-	var buf [16]byte
-	for i := range 8 {
-		buf[i] = byte(h.a >> (56 - 8*i))
-		buf[8+i] = byte(h.b >> (56 - 8*i))
+	const digits = "0123456789abcdef"
+	var buf [32]byte
+	for i := range 16 {
+		buf[i] = digits[h.a>>(60-4*i)&0xf]
+		buf[16+i] = digits[h.b>>(60-4*i)&0xf]
 	}
-	return hex.EncodeToString(buf[:])
+	return string(buf[:])
 }

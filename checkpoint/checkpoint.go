@@ -145,6 +145,11 @@ func (k BlobKind) String() string {
 }
 
 // Blob is one version of one state key, encoded as JSON by the engine.
+//
+// A Saver stores blobs once per thread, namespace, key and version, not per
+// checkpoint, so a version number must not be reused for other content in
+// one thread namespace: a Put carrying a stored key and version again is
+// accepted only if the blob is unchanged.
 type Blob struct {
 	Key     string          `json:"key"`
 	Version uint64          `json:"version"`
@@ -229,7 +234,8 @@ type ListOptions struct {
 
 // PruneOptions says which checkpoints Prune removes. Pruning never removes
 // the latest checkpoint of a thread namespace, nor a blob that a kept
-// checkpoint needs to rebuild its state.
+// checkpoint needs to rebuild its state. With both limits set, a checkpoint
+// is removed when either limit selects it.
 type PruneOptions struct {
 	// ThreadID limits pruning to one thread; "" prunes every thread.
 	ThreadID string
@@ -257,7 +263,8 @@ type Saver interface {
 	// List returns the checkpoints of ref's thread namespace, newest first.
 	List(ctx context.Context, ref Ref, opts ListOptions) iter.Seq2[*Tuple, error]
 	// Put stores a checkpoint after ref's thread namespace latest and
-	// returns its reference.
+	// returns its reference. ref.ID is ignored; cp.ID must be new and sort
+	// after the latest checkpoint's ID (NewID does this).
 	Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (Ref, error)
 	// PutWrites stores the pending writes of one task in the step after the
 	// checkpoint ref names. Writing the same task's writes again replaces

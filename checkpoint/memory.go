@@ -1,0 +1,549 @@
+package checkpoint
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Memory is a Saver that keeps everything in process memory. It is meant for
+// tests and for single-process use where losing the state on exit is
+// acceptable. It is safe for concurrent use; the zero value is not usable,
+// call NewMemory.
+//
+// Memory defines the semantics every Saver follows (the suite in package
+// checkpoint/checkpointtest checks them):
+//
+//   - Checkpoints are keyed by thread, namespace and ID. A namespace's latest
+//     checkpoint is the one whose ID sorts last.
+//   - Blobs are stored once per thread, namespace, key and version, not per
+//     checkpoint: a checkpoint's Put carries only its new blobs, and Get
+//     rebuilds each key's chain from the blobs stored by earlier Puts.
+//   - Every value passed in or handed out is a deep copy.
+type Memory struct {
+	mu      sync.RWMutex
+	threads map[string]map[string]*memNamespace // thread -> namespace -> data
+	now     func() time.Time                    // clock for Prune's OlderThan
+}
+
+// blobID identifies a stored blob inside one thread namespace.
+type blobID struct {
+	key     string
+	version uint64
+}
+
+// memNamespace is the data of one thread namespace. It always holds at
+// least one checkpoint: it is created by the first Put and only removed with
+// its thread.
+type memNamespace struct {
+	ids   []string // checkpoint IDs, ascending
+	cps   map[string]*memCheckpoint
+	blobs map[blobID]Blob
+}
+
+// memCheckpoint is a stored checkpoint; cp.Blobs is always nil, its blobs
+// live in the namespace.
+type memCheckpoint struct {
+	cp     Checkpoint
+	md     Metadata
+	writes map[string][]PendingWrite // task ID -> writes sorted by Index
+}
+
+var _ Saver = (*Memory)(nil)
+
+// NewMemory returns an empty in-memory Saver.
+func NewMemory() *Memory {
+	return &Memory{threads: make(map[string]map[string]*memNamespace), now: time.Now}
+}
+
+var errEmptyThread = errors.New("checkpoint: thread ID is empty")
+
+// Get returns the checkpoint ref names, or the latest of ref's thread
+// namespace when ref.ID is "". The returned Checkpoint.Blobs holds, for each
+// key of Versions in sorted key order, the chain from the last Full blob up
+// to the version in force, oldest first. A chain with a missing blob is an
+// error naming the checkpoint and key; it does not wrap ErrNotFound.
+func (m *Memory) Get(ctx context.Context, ref Ref) (*Tuple, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if ref.ThreadID == "" {
+		return nil, errEmptyThread
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	ns := m.threads[ref.ThreadID][ref.Namespace]
+	if ns == nil {
+		return nil, notFound(ref)
+	}
+	id := ref.ID
+	if id == "" {
+		id = ns.latest()
+	}
+	c := ns.cps[id]
+	if c == nil {
+		return nil, notFound(ref)
+	}
+	return ns.tuple(ref.ThreadID, ref.Namespace, c)
+}
+
+// List yields the checkpoints of ref's thread namespace, newest first, each
+// as Get would return it. ref.ID is ignored. A thread or namespace with no
+// checkpoints yields nothing. After an error List yields nothing more.
+//
+// List takes a snapshot when iteration starts, so the loop body may call the
+// Saver, including Put.
+func (m *Memory) List(ctx context.Context, ref Ref, opts ListOptions) iter.Seq2[*Tuple, error] {
+	return func(yield func(*Tuple, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		if ref.ThreadID == "" {
+			yield(nil, errEmptyThread)
+			return
+		}
+		if opts.Limit < 0 {
+			yield(nil, fmt.Errorf("checkpoint: list %s: negative limit %d", ref, opts.Limit))
+			return
+		}
+		tuples, err := m.list(ref, opts)
+		for _, t := range tuples {
+			if err := ctx.Err(); err != nil {
+				yield(nil, err)
+				return
+			}
+			if !yield(t, nil) {
+				return
+			}
+		}
+		if err != nil {
+			yield(nil, err)
+		}
+	}
+}
+
+// list builds List's tuples under the read lock. It returns the tuples
+// before the first error, and that error.
+func (m *Memory) list(ref Ref, opts ListOptions) ([]*Tuple, error) {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	ns := m.threads[ref.ThreadID][ref.Namespace]
+	if ns == nil {
+		return nil, nil
+	}
+	var out []*Tuple
+	for _, id := range slices.Backward(ns.ids) {
+		if opts.Limit > 0 && len(out) >= opts.Limit {
+			break
+		}
+		if opts.Before != "" && id >= opts.Before {
+			continue
+		}
+		c := ns.cps[id]
+		if !c.md.Matches(opts.Filter) {
+			continue
+		}
+		t, err := ns.tuple(ref.ThreadID, ref.Namespace, c)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// Put stores cp after the latest checkpoint of ref's thread namespace; ref.ID
+// is ignored. md.Parent must be the ID of that latest checkpoint ("" when the
+// namespace has none), otherwise Put returns an error wrapping ErrConflict.
+// cp.ID must be new and sort after the latest ID (NewID does this). Each blob
+// must be Full, or Delta with a Base below its Version; a blob whose key and
+// version are already stored in the namespace must be identical to the
+// stored one. When Put fails it has written nothing.
+func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (Ref, error) {
+	if err := ctx.Err(); err != nil {
+		return Ref{}, err
+	}
+	if ref.ThreadID == "" {
+		return Ref{}, errEmptyThread
+	}
+	out := Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: cp.ID}
+	if cp.ID == "" {
+		return Ref{}, fmt.Errorf("checkpoint: put in %s: checkpoint ID is empty; assign one with NewID", out)
+	}
+	if err := checkBlobs(cp.Blobs); err != nil {
+		return Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ns := m.threads[ref.ThreadID][ref.Namespace]
+	latest := ""
+	if ns != nil {
+		latest = ns.latest()
+	}
+	if md.Parent != latest {
+		if latest == "" {
+			return Ref{}, fmt.Errorf("checkpoint: put %s: parent is %q but the namespace has no checkpoint: %w", out, md.Parent, ErrConflict)
+		}
+		return Ref{}, fmt.Errorf("checkpoint: put %s: parent is %q but the latest checkpoint is %s: %w", out, md.Parent, latest, ErrConflict)
+	}
+	if ns != nil {
+		if _, ok := ns.cps[cp.ID]; ok {
+			return Ref{}, fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)
+		}
+		if cp.ID < latest {
+			return Ref{}, fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
+		}
+		for _, b := range cp.Blobs {
+			if old, ok := ns.blobs[blobID{b.Key, b.Version}]; ok && !sameBlob(old, b) {
+				return Ref{}, fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)
+			}
+		}
+	}
+
+	if ns == nil {
+		ns = &memNamespace{cps: make(map[string]*memCheckpoint), blobs: make(map[blobID]Blob)}
+		if m.threads[ref.ThreadID] == nil {
+			m.threads[ref.ThreadID] = make(map[string]*memNamespace)
+		}
+		m.threads[ref.ThreadID][ref.Namespace] = ns
+	}
+	for _, b := range cp.Blobs {
+		ns.blobs[blobID{b.Key, b.Version}] = cloneBlob(b)
+	}
+	stored := cloneCheckpoint(cp)
+	stored.Blobs = nil
+	ns.cps[cp.ID] = &memCheckpoint{cp: stored, md: cloneMetadata(md)}
+	ns.ids = append(ns.ids, cp.ID)
+	return out, nil
+}
+
+// checkBlobs reports a malformed blob, or two blobs of one Put with the same
+// key and version but different content.
+func checkBlobs(blobs []Blob) error {
+	seen := make(map[blobID]Blob, len(blobs))
+	for _, b := range blobs {
+		if b.Key == "" {
+			return fmt.Errorf("blob version %d has an empty key", b.Version)
+		}
+		switch b.Kind {
+		case Full:
+		case Delta:
+			if b.Base >= b.Version {
+				return fmt.Errorf("delta blob of key %q version %d has base %d; a delta's base must be an older version", b.Key, b.Version, b.Base)
+			}
+		default:
+			return fmt.Errorf("blob of key %q version %d has unknown kind %s", b.Key, b.Version, b.Kind)
+		}
+		id := blobID{b.Key, b.Version}
+		if old, ok := seen[id]; ok && !sameBlob(old, b) {
+			return fmt.Errorf("two different blobs for key %q version %d", b.Key, b.Version)
+		}
+		seen[id] = b
+	}
+	return nil
+}
+
+func sameBlob(a, b Blob) bool {
+	return a.Key == b.Key && a.Version == b.Version && a.Kind == b.Kind && a.Base == b.Base && bytes.Equal(a.Data, b.Data)
+}
+
+// PutWrites replaces the pending writes of task taskID after the checkpoint
+// ref names; ref.ID is required. It returns an error wrapping ErrNotFound
+// when that checkpoint does not exist. Each write's TaskID must be taskID or
+// empty (it is then filled in), and no two writes may share an Index. Writing
+// an empty list removes the task's writes.
+func (m *Memory) PutWrites(ctx context.Context, ref Ref, taskID string, writes []PendingWrite) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if ref.ThreadID == "" {
+		return errEmptyThread
+	}
+	if ref.ID == "" {
+		return fmt.Errorf("checkpoint: put writes in %s: checkpoint ID is empty", ref)
+	}
+	if taskID == "" {
+		return fmt.Errorf("checkpoint: put writes for %s: task ID is empty", ref)
+	}
+	ws := make([]PendingWrite, len(writes))
+	indexes := make(map[int]bool, len(writes))
+	for i, w := range writes {
+		if w.TaskID != "" && w.TaskID != taskID {
+			return fmt.Errorf("checkpoint: put writes of task %q for %s: write %d belongs to task %q", taskID, ref, i, w.TaskID)
+		}
+		if indexes[w.Index] {
+			return fmt.Errorf("checkpoint: put writes of task %q for %s: index %d is used twice", taskID, ref, w.Index)
+		}
+		indexes[w.Index] = true
+		ws[i] = cloneWrite(w)
+		ws[i].TaskID = taskID
+	}
+	slices.SortFunc(ws, func(a, b PendingWrite) int { return cmp.Compare(a.Index, b.Index) })
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ns := m.threads[ref.ThreadID][ref.Namespace]
+	if ns == nil || ns.cps[ref.ID] == nil {
+		return notFound(ref)
+	}
+	c := ns.cps[ref.ID]
+	if len(ws) == 0 {
+		delete(c.writes, taskID)
+		return nil
+	}
+	if c.writes == nil {
+		c.writes = make(map[string][]PendingWrite)
+	}
+	c.writes[taskID] = ws
+	return nil
+}
+
+// DeleteThread removes the thread with all its namespaces, checkpoints,
+// blobs and writes. Deleting a missing thread returns nil.
+func (m *Memory) DeleteThread(ctx context.Context, threadID string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if threadID == "" {
+		return errEmptyThread
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.threads, threadID)
+	return nil
+}
+
+// CopyThread copies every namespace, checkpoint, blob and write of thread
+// from into thread to. It returns an error wrapping ErrNotFound when from has
+// no checkpoint, and an error when to already has one. The copy shares
+// nothing with the original.
+func (m *Memory) CopyThread(ctx context.Context, from, to string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if from == "" || to == "" {
+		return errEmptyThread
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	src := m.threads[from]
+	if len(src) == 0 {
+		return fmt.Errorf("checkpoint: copy %s: %w", Ref{ThreadID: from}, ErrNotFound)
+	}
+	if len(m.threads[to]) > 0 {
+		return fmt.Errorf("checkpoint: copy thread %q to %q: the target thread already has checkpoints", from, to)
+	}
+	dst := make(map[string]*memNamespace, len(src))
+	for name, ns := range src {
+		dst[name] = ns.clone()
+	}
+	m.threads[to] = dst
+	return nil
+}
+
+// Prune removes, in each thread namespace (only opts.ThreadID's when set),
+// the checkpoints beyond the newest opts.KeepLatest and those whose Created
+// is more than opts.OlderThan before now; a checkpoint is removed when
+// either limit says so, and a zero Created counts as old. The latest
+// checkpoint of a namespace is never removed. Pending writes of removed
+// checkpoints go with them, and so do the blobs no kept checkpoint needs.
+// With both limits 0 Prune removes nothing. It returns how many checkpoints
+// it removed.
+func (m *Memory) Prune(ctx context.Context, opts PruneOptions) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if opts.KeepLatest < 0 || opts.OlderThan < 0 {
+		return 0, fmt.Errorf("checkpoint: prune: negative limit (keep latest %d, older than %s)", opts.KeepLatest, opts.OlderThan)
+	}
+	if opts.KeepLatest == 0 && opts.OlderThan == 0 {
+		return 0, nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	cutoff := m.now().Add(-opts.OlderThan)
+	removed := 0
+	for thread, nss := range m.threads {
+		if opts.ThreadID != "" && thread != opts.ThreadID {
+			continue
+		}
+		for _, ns := range nss {
+			removed += ns.prune(opts, cutoff)
+		}
+	}
+	return removed, nil
+}
+
+// prune removes the namespace's checkpoints that opts selects (cutoff is
+// now - OlderThan), collects unneeded blobs, and returns how many
+// checkpoints it removed.
+func (ns *memNamespace) prune(opts PruneOptions, cutoff time.Time) int {
+	n := len(ns.ids)
+	kept := make([]string, 0, n)
+	for i, id := range ns.ids {
+		drop := i < n-1 && ((opts.KeepLatest > 0 && i < n-opts.KeepLatest) ||
+			(opts.OlderThan > 0 && ns.cps[id].cp.Created.Before(cutoff)))
+		if drop {
+			delete(ns.cps, id)
+		} else {
+			kept = append(kept, id)
+		}
+	}
+	removed := n - len(kept)
+	ns.ids = kept
+	if removed == 0 {
+		return 0
+	}
+	needed := make(map[blobID]bool)
+	for _, c := range ns.cps {
+		for key, v := range c.cp.Versions {
+			// Mark the chain as far as it goes; a broken chain is reported
+			// by Get, not by Prune.
+			for {
+				b, ok := ns.blobs[blobID{key, v}]
+				if !ok || needed[blobID{key, v}] {
+					break
+				}
+				needed[blobID{key, v}] = true
+				if b.Kind != Delta || b.Base >= b.Version {
+					break
+				}
+				v = b.Base
+			}
+		}
+	}
+	maps.DeleteFunc(ns.blobs, func(id blobID, _ Blob) bool { return !needed[id] })
+	return removed
+}
+
+func (ns *memNamespace) latest() string {
+	return ns.ids[len(ns.ids)-1]
+}
+
+// tuple builds the Tuple of a stored checkpoint, with its blob chains and
+// writes, as deep copies.
+func (ns *memNamespace) tuple(thread, namespace string, c *memCheckpoint) (*Tuple, error) {
+	ref := Ref{ThreadID: thread, Namespace: namespace, ID: c.cp.ID}
+	cp := cloneCheckpoint(c.cp)
+	for _, key := range slices.Sorted(maps.Keys(cp.Versions)) {
+		chain, err := ns.chain(key, cp.Versions[key])
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: %s: key %q: %w", ref, key, err)
+		}
+		cp.Blobs = append(cp.Blobs, chain...)
+	}
+	var writes []PendingWrite
+	for _, task := range slices.Sorted(maps.Keys(c.writes)) {
+		for _, w := range c.writes[task] {
+			writes = append(writes, cloneWrite(w))
+		}
+	}
+	return &Tuple{Ref: ref, Checkpoint: cp, Metadata: cloneMetadata(c.md), Writes: writes}, nil
+}
+
+// chain returns copies of the blobs that rebuild key at version v, oldest
+// (the Full blob) first.
+func (ns *memNamespace) chain(key string, v uint64) ([]Blob, error) {
+	var chain []Blob
+	for {
+		b, ok := ns.blobs[blobID{key, v}]
+		if !ok {
+			if len(chain) == 0 {
+				return nil, fmt.Errorf("no blob is stored for version %d", v)
+			}
+			return nil, fmt.Errorf("delta version %d is based on version %d, which is not stored; the chain does not reach a full blob", chain[len(chain)-1].Version, v)
+		}
+		chain = append(chain, cloneBlob(b))
+		if b.Kind == Full {
+			break
+		}
+		if b.Kind != Delta || b.Base >= b.Version {
+			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which cannot be rebuilt", b.Version, b.Kind, b.Base)
+		}
+		v = b.Base
+	}
+	slices.Reverse(chain)
+	return chain, nil
+}
+
+func (ns *memNamespace) clone() *memNamespace {
+	out := &memNamespace{
+		ids:   slices.Clone(ns.ids),
+		cps:   make(map[string]*memCheckpoint, len(ns.cps)),
+		blobs: make(map[blobID]Blob, len(ns.blobs)),
+	}
+	for id, b := range ns.blobs {
+		out.blobs[id] = cloneBlob(b)
+	}
+	for id, c := range ns.cps {
+		cc := &memCheckpoint{cp: cloneCheckpoint(c.cp), md: cloneMetadata(c.md)}
+		if c.writes != nil {
+			cc.writes = make(map[string][]PendingWrite, len(c.writes))
+			for task, ws := range c.writes {
+				cws := make([]PendingWrite, len(ws))
+				for i, w := range ws {
+					cws[i] = cloneWrite(w)
+				}
+				cc.writes[task] = cws
+			}
+		}
+		out.cps[id] = cc
+	}
+	return out
+}
+
+func notFound(ref Ref) error {
+	return fmt.Errorf("%s: %w", ref, ErrNotFound)
+}
+
+func cloneBlob(b Blob) Blob {
+	b.Data = bytes.Clone(b.Data)
+	return b
+}
+
+func cloneWrite(w PendingWrite) PendingWrite {
+	w.Value = bytes.Clone(w.Value)
+	return w
+}
+
+func cloneMetadata(md Metadata) Metadata {
+	md.Extra = maps.Clone(md.Extra)
+	return md
+}
+
+func cloneCheckpoint(cp Checkpoint) Checkpoint {
+	cp.Versions = maps.Clone(cp.Versions)
+	if cp.Blobs != nil {
+		blobs := make([]Blob, len(cp.Blobs))
+		for i, b := range cp.Blobs {
+			blobs[i] = cloneBlob(b)
+		}
+		cp.Blobs = blobs
+	}
+	if cp.Next != nil {
+		next := make([]Task, len(cp.Next))
+		for i, t := range cp.Next {
+			t.Payload = bytes.Clone(t.Payload)
+			next[i] = t
+		}
+		cp.Next = next
+	}
+	if cp.Waiting != nil {
+		waiting := make(map[string][]string, len(cp.Waiting))
+		for k, v := range cp.Waiting {
+			waiting[k] = slices.Clone(v)
+		}
+		cp.Waiting = waiting
+	}
+	cp.Deferred = slices.Clone(cp.Deferred)
+	return cp
+}

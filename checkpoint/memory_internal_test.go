@@ -1,0 +1,101 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestMemoryPruneClock prunes by age against Memory's clock rather than the
+// checkpoints' Created times, and checks which blobs are collected.
+func TestMemoryPruneClock(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory()
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	ref := Ref{ThreadID: "t"}
+	blobs := [][]Blob{
+		{{Key: "a", Version: 1, Kind: Full, Data: json.RawMessage(`[1]`)}, {Key: "b", Version: 1, Kind: Full, Data: json.RawMessage(`1`)}},
+		{{Key: "a", Version: 2, Kind: Delta, Base: 1, Data: json.RawMessage(`[2]`)}},
+		{{Key: "a", Version: 3, Kind: Full, Data: json.RawMessage(`[1,2,3]`)}},
+		{{Key: "a", Version: 4, Kind: Delta, Base: 3, Data: json.RawMessage(`[4]`)}},
+	}
+	parent, versions := "", map[string]uint64{}
+	var ids []string
+	for i, bs := range blobs {
+		for _, b := range bs {
+			versions[b.Key] = b.Version
+		}
+		cp := Checkpoint{ID: NewID(), Versions: copyVersions(versions), Blobs: bs, Created: t0.Add(time.Duration(i) * time.Hour)}
+		if _, err := m.Put(ctx, ref, cp, Metadata{Step: i, Parent: parent}); err != nil {
+			t.Fatal(err)
+		}
+		parent = cp.ID
+		ids = append(ids, cp.ID)
+	}
+
+	// At t0+25h30m with OlderThan 24h, checkpoints created at t0 and t0+1h
+	// are old; the rest are not.
+	m.now = func() time.Time { return t0.Add(25*time.Hour + 30*time.Minute) }
+	n, err := m.Prune(ctx, PruneOptions{OlderThan: 24 * time.Hour})
+	if err != nil || n != 2 {
+		t.Fatalf("Prune = %d, %v; want 2, nil", n, err)
+	}
+	ns := m.threads["t"][""]
+	if got := strings.Join(ns.ids, ","); got != strings.Join(ids[2:], ",") {
+		t.Errorf("kept %s, want %s", got, strings.Join(ids[2:], ","))
+	}
+	// a@1 and a@2 are no longer needed; a@3, a@4 and b@1 are.
+	want := map[blobID]bool{{"a", 3}: true, {"a", 4}: true, {"b", 1}: true}
+	if len(ns.blobs) != len(want) {
+		t.Errorf("kept %d blobs, want %d: %v", len(ns.blobs), len(want), ns.blobs)
+	}
+	for id := range want {
+		if _, ok := ns.blobs[id]; !ok {
+			t.Errorf("blob %v was collected but a kept checkpoint needs it", id)
+		}
+	}
+
+	// Far in the future everything is old, but the latest stays.
+	m.now = func() time.Time { return t0.AddDate(1, 0, 0) }
+	if n, err := m.Prune(ctx, PruneOptions{OlderThan: time.Hour}); err != nil || n != 1 {
+		t.Fatalf("second Prune = %d, %v; want 1, nil", n, err)
+	}
+	tup, err := m.Get(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tup.Ref.ID != ids[3] || len(tup.Checkpoint.Blobs) != 3 {
+		t.Errorf("latest after Prune = %s with %d blobs, want %s with 3", tup.Ref.ID, len(tup.Checkpoint.Blobs), ids[3])
+	}
+}
+
+func TestMemoryPruneNegative(t *testing.T) {
+	m := NewMemory()
+	for _, opts := range []PruneOptions{{KeepLatest: -1}, {OlderThan: -time.Second}} {
+		if _, err := m.Prune(context.Background(), opts); err == nil {
+			t.Errorf("Prune(%+v) succeeded, want an error", opts)
+		}
+	}
+}
+
+func TestMemoryListNegativeLimit(t *testing.T) {
+	m := NewMemory()
+	for _, err := range m.List(context.Background(), Ref{ThreadID: "t"}, ListOptions{Limit: -1}) {
+		if err == nil || errors.Is(err, ErrNotFound) {
+			t.Errorf("List with a negative limit: error = %v, want a usage error", err)
+		}
+		return
+	}
+	t.Error("List with a negative limit yielded nothing, want an error")
+}
+
+func copyVersions(v map[string]uint64) map[string]uint64 {
+	out := make(map[string]uint64, len(v))
+	for k, n := range v {
+		out[k] = n
+	}
+	return out
+}

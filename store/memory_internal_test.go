@@ -1,0 +1,120 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+)
+
+// TestMemoryClock drives Created, Updated and expiry with Memory's clock.
+func TestMemoryClock(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory()
+	t0 := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+	clock := t0
+	m.now = func() time.Time { return clock }
+	ns := []string{"a", "b"}
+
+	if err := m.Put(ctx, ns, "k", json.RawMessage(`1`), PutOptions{TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Put(ctx, []string{"c"}, "gone", json.RawMessage(`1`), PutOptions{TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Put(ctx, []string{"d"}, "gone", json.RawMessage(`1`), PutOptions{TTL: time.Second}); err != nil {
+		t.Fatal(err)
+	}
+	clock = t0.Add(30 * time.Second)
+	if err := m.Put(ctx, ns, "k", json.RawMessage(`2`), PutOptions{TTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	it, err := m.Get(ctx, ns, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !it.Created.Equal(t0) || !it.Updated.Equal(clock) || !it.Expires.Equal(clock.Add(time.Minute)) {
+		t.Errorf("item times = %v, %v, %v; want %v, %v, %v", it.Created, it.Updated, it.Expires, t0, clock, clock.Add(time.Minute))
+	}
+	// The items of "c" and "d" expired; Search and ListNamespaces skip and
+	// remove them.
+	if len(m.items) != 3 {
+		t.Fatalf("%d items stored, want 3 before lazy removal", len(m.items))
+	}
+	nss, err := m.ListNamespaces(ctx, NamespaceQuery{})
+	if err != nil || len(nss) != 1 || len(m.items) != 1 {
+		t.Errorf("ListNamespaces = %q, %v with %d items stored; want [[a b]] and 1 item", nss, err, len(m.items))
+	}
+
+	// Expiry is exact: visible just before, gone at the instant.
+	clock = it.Expires.Add(-time.Nanosecond)
+	if _, err := m.Get(ctx, ns, "k"); err != nil {
+		t.Errorf("Get just before expiry: %v", err)
+	}
+	clock = it.Expires
+	if _, err := m.Get(ctx, ns, "k"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get at expiry: error = %v, want ErrNotFound", err)
+	}
+	if len(m.items) != 0 {
+		t.Errorf("%d items stored after Get found the expired one, want 0", len(m.items))
+	}
+	// Put again after expiry: a new item.
+	if err := m.Put(ctx, ns, "k", json.RawMessage(`3`), PutOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if it, err := m.Get(ctx, ns, "k"); err != nil || !it.Created.Equal(clock) || !it.Expires.IsZero() {
+		t.Errorf("item put after expiry = %+v, %v; want Created %v and no expiry", it, err, clock)
+	}
+}
+
+func TestItemKeyDistinct(t *testing.T) {
+	cases := [][2][]string{
+		{{"a", "b"}, {"a|b"}},
+		{{"a:b"}, {"a", "b"}},
+		{{"1:a"}, {"a"}},
+	}
+	for _, c := range cases {
+		if itemKey(c[0], "k") == itemKey(c[1], "k") {
+			t.Errorf("namespaces %q and %q have the same key", c[0], c[1])
+		}
+	}
+	if itemKey([]string{"a"}, "b|c") == itemKey([]string{"a", "b"}, "c") {
+		t.Error("key and namespace elements collide")
+	}
+}
+
+func TestJSONEqualNumbers(t *testing.T) {
+	eq := func(a, b string) bool {
+		va, err := decodeJSON([]byte(a))
+		if err != nil {
+			t.Fatal(err)
+		}
+		vb, err := decodeJSON([]byte(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return jsonEqual(va, vb)
+	}
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{`1`, `1.0`, true},
+		{`1`, `1e0`, true},
+		{`100`, `1e2`, true},
+		{`-0`, `0`, true},
+		{`0.1`, `0.10`, true},
+		{`9007199254740993`, `9007199254740992`, false},
+		{`1e999999999999`, `1e999999999999`, true},
+		{`1`, `"1"`, false},
+		{`[1,2]`, `[1.0,2.0]`, true},
+		{`[1,2]`, `[2,1]`, false},
+		{`{"a":1}`, `{"a":1,"b":2}`, false},
+		{`null`, `false`, false},
+	} {
+		if got := eq(c.a, c.b); got != c.want {
+			t.Errorf("jsonEqual(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -1,17 +1,17 @@
 package checkpointtest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
 	"maps"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trellis-agents/trellis/internal/testcmp"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -65,25 +65,8 @@ func Run(t *testing.T, newSaver func(t *testing.T) checkpoint.Saver) {
 	}
 }
 
-// cmpOpts compares what a Saver returns with what the suite expects while
-// allowing a backend to re-encode JSON, lose a time's monotonic reading and
-// turn empty slices or maps into nil.
-var cmpOpts = cmp.Options{
-	cmpopts.EquateEmpty(),
-	cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) }),
-	cmp.FilterValues(func(a, b json.RawMessage) bool { return len(a) > 0 || len(b) > 0 },
-		cmp.Comparer(jsonEqual)),
-}
-
-// jsonEqual compares two JSON texts by meaning, or by bytes when either is
-// not valid JSON.
-func jsonEqual(a, b json.RawMessage) bool {
-	var va, vb any
-	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
-		return bytes.Equal(a, b)
-	}
-	return reflect.DeepEqual(va, vb)
-}
+// cmpOpts are the shared backend comparison options.
+var cmpOpts = testcmp.Options
 
 // uniqueThread returns a thread ID no other subtest or run uses.
 func uniqueThread(t *testing.T, label string) string {

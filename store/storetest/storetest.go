@@ -1,20 +1,19 @@
 package storetest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/trellis-agents/trellis/internal/testcmp"
+
 	"github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/google/uuid"
 
 	"github.com/trellis-agents/trellis/store"
@@ -51,21 +50,8 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 	}
 }
 
-// cmpOpts compares values as JSON and times with Equal.
-var cmpOpts = cmp.Options{
-	cmpopts.EquateEmpty(),
-	cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) }),
-	cmp.FilterValues(func(a, b json.RawMessage) bool { return len(a) > 0 || len(b) > 0 },
-		cmp.Comparer(jsonEqual)),
-}
-
-func jsonEqual(a, b json.RawMessage) bool {
-	var va, vb any
-	if json.Unmarshal(a, &va) != nil || json.Unmarshal(b, &vb) != nil {
-		return bytes.Equal(a, b)
-	}
-	return reflect.DeepEqual(va, vb)
-}
+// cmpOpts are the shared backend comparison options.
+var cmpOpts = testcmp.Options
 
 // base returns a namespace no other subtest or run uses.
 func base(t *testing.T) []string {

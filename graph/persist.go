@@ -192,7 +192,7 @@ func (r *run) restore() (bool, error) {
 		if !ok {
 			return fail(fmt.Errorf("its next task runs node %q, which this graph lacks", ct.Node))
 		}
-		t := &task{r: r, node: r.g.nodes[i], idx: len(r.next)}
+		t := &task{r: r, node: r.g.nodes[i], idx: len(r.next), step: r.step + 1}
 		if seq, isSend := strings.CutPrefix(ct.Path, "send:"); isSend {
 			n, err := strconv.Atoi(seq)
 			if err != nil || !t.node.takesPayload {

@@ -103,6 +103,25 @@ func TestResumeAfterFailure(t *testing.T) {
 	if res.Steps != 1 || res.Path[0].Step != 2 {
 		t.Errorf("resumed run took %d steps starting at %d; want 1 step, step 2", res.Steps, res.Path[0].Step)
 	}
+	// The resumed tasks keep the IDs the checkpoint gave them.
+	tup, err := saver.Get(context.Background(), checkpoint.Ref{ThreadID: "resume", ID: res.Checkpoint.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent, err := saver.Get(context.Background(), checkpoint.Ref{ThreadID: "resume", ID: tup.Metadata.Parent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var saved, ran []string
+	for _, nt := range parent.Checkpoint.Next {
+		saved = append(saved, nt.ID)
+	}
+	for _, p := range res.Path {
+		ran = append(ran, p.TaskID)
+	}
+	if d := cmp.Diff(saved, ran); d != "" || len(ran) != 3 {
+		t.Errorf("task IDs after resume (-saved +ran):\n%s", d)
+	}
 }
 
 // A chat-like thread: each invoke adds input to the saved state. Reducer keys

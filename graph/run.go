@@ -263,7 +263,7 @@ func (r *run) cause(err error) error {
 
 // applyInput applies the input as step 0 and schedules START's targets.
 func (r *run) applyInput(input Update) error {
-	in := &task{r: r, node: r.g.start, writes: input}
+	in := &task{r: r, node: r.g.start, writes: input, step: r.step}
 	if err := r.checkWrites(in); err != nil {
 		return err
 	}
@@ -434,7 +434,7 @@ func (r *run) plan(tasks []*task) error {
 		r.spare = tasks // committed: the slice is free for the step after next
 	}
 	for _, i := range pull {
-		next = append(next, &task{r: r, node: r.g.nodes[i], idx: len(next)})
+		next = append(next, &task{r: r, node: r.g.nodes[i], idx: len(next), step: r.step + 1})
 	}
 	for _, t := range push {
 		t.idx = len(next)
@@ -443,7 +443,7 @@ func (r *run) plan(tasks []*task) error {
 	if len(next) == 0 && len(r.deferred) > 0 {
 		slices.Sort(r.deferred)
 		for _, i := range r.deferred {
-			next = append(next, &task{r: r, node: r.g.nodes[i], idx: len(next)})
+			next = append(next, &task{r: r, node: r.g.nodes[i], idx: len(next), step: r.step + 1})
 		}
 		r.deferred = r.deferred[:0]
 	}
@@ -459,7 +459,7 @@ func (r *run) index(node string) int {
 }
 
 func (r *run) sendTask(tg Target, seq int) *task {
-	return &task{r: r, node: r.g.nodes[r.g.byName[tg.node]], push: true, seq: seq, payload: tg.payload}
+	return &task{r: r, node: r.g.nodes[r.g.byName[tg.node]], push: true, seq: seq, payload: tg.payload, step: r.step + 1}
 }
 
 func (r *run) stepLimitError() error {

@@ -16,6 +16,7 @@ type task struct {
 	r       *run
 	node    *cnode
 	idx     int // position in the step; writes apply in this order
+	step    int // the step the task runs in
 	push    bool
 	seq     int // for pushed (Send) tasks: order among the step's sends
 	payload any
@@ -57,7 +58,7 @@ func (t *task) ID() string {
 		h.add(r.cfg.thread)
 		h.add(r.cpID)
 		h.add(r.ns)
-		h.add(strconv.Itoa(r.step))
+		h.add(strconv.Itoa(t.step))
 		h.add(t.path())
 		t.id = h.hex()
 	}
@@ -76,7 +77,7 @@ func (t *task) childNamespace() string {
 // stream: directly when the task runs on the loop's goroutine, through the
 // step's channel otherwise.
 func (t *task) emit(ev Event) {
-	ev.Step, ev.Node, ev.TaskID, ev.Namespace = t.r.step, t.node.name, t.ID(), t.r.ns
+	ev.Step, ev.Node, ev.TaskID, ev.Namespace = t.step, t.node.name, t.ID(), t.r.ns
 	t.forward(ev)
 }
 

@@ -131,7 +131,7 @@ type keyImpl interface {
 	keyErr() error
 	lastValue() bool
 	defaultValue() (any, bool)
-	apply(cur any, has, owned bool, w Write) (any, bool, error)
+	apply(cur any, has bool, ws []Write) (any, error)
 	encodeValue(v any) ([]byte, error)
 	decodeValue(b []byte) (any, error)
 	encodeWrite(w Write) ([]byte, error)
@@ -156,35 +156,41 @@ func (k *Key[T]) defaultValue() (any, bool) {
 	return k.def, true
 }
 
-func (k *Key[T]) apply(cur any, has, owned bool, w Write) (any, bool, error) {
-	var c T
+// apply merges writes, in order, into the current value: unboxed once,
+// boxed once. A value the loop itself made may be grown in place by the
+// reducer (nobody else can see it yet).
+func (k *Key[T]) apply(cur any, has bool, ws []Write) (any, error) {
+	c := k.def
 	if has {
 		c = cur.(T)
-	} else {
-		c = k.def
 	}
+	owned := false
+	for _, w := range ws {
+		var err error
+		if c, owned, err = k.applyOne(c, owned, w); err != nil {
+			return nil, fmt.Errorf("state key %q: %w", k.name, err)
+		}
+	}
+	return c, nil
+}
+
+func (k *Key[T]) applyOne(c T, owned bool, w Write) (T, bool, error) {
 	switch w.op {
 	case opOverwrite:
-		return w.val, false, nil
+		return w.val.(T), false, nil
 	case opRemove:
 		if k.red.remove == nil {
-			return nil, false, fmt.Errorf("state key %q: its %s reducer cannot remove items", k.name, k.red.name)
+			return c, false, fmt.Errorf("its %s reducer cannot remove items", k.red.name)
 		}
 		out, err := k.red.remove(c, w.val)
-		if err != nil {
-			return nil, false, fmt.Errorf("state key %q: %w", k.name, err)
-		}
-		return out, false, nil
+		return out, true, err
 	}
 	if k.red.grow != nil {
-		out, own := k.red.grow(c, w.val.(T), owned && has)
+		out, own := k.red.grow(c, w.val.(T), owned)
 		return out, own, nil
 	}
 	out, err := k.red.reduce(c, w.val.(T))
-	if err != nil {
-		return nil, false, fmt.Errorf("state key %q: %w", k.name, err)
-	}
-	return out, false, nil
+	return out, false, err
 }
 
 func (k *Key[T]) encodeValue(v any) ([]byte, error) {

@@ -164,14 +164,14 @@ func (r *run) restore() (bool, error) {
 			if err := json.Unmarshal(b.Data, &parts); err != nil {
 				return fail(fmt.Errorf("key %q version %d: %w", b.Key, b.Version, err))
 			}
-			for _, p := range parts {
-				w, err := k.decodeWrite(p)
-				if err != nil {
+			ws := make([]Write, len(parts))
+			for j, p := range parts {
+				if ws[j], err = k.decodeWrite(p); err != nil {
 					return fail(err)
 				}
-				if sl.v, _, err = k.apply(sl.v, sl.set, false, w); err != nil {
-					return fail(err)
-				}
+			}
+			if sl.v, err = k.apply(sl.v, sl.set, ws); err != nil {
+				return fail(err)
 			}
 			r.chain[i].deltas++
 			r.chain[i].deltaBytes += len(b.Data)

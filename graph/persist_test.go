@@ -48,8 +48,8 @@ func TestCheckpointPerStep(t *testing.T) {
 	if res.Checkpoint.ID != cps[0].Ref.ID {
 		t.Errorf("result names checkpoint %q, latest is %q", res.Checkpoint.ID, cps[0].Ref.ID)
 	}
-	if cps[1].Checkpoint.Next[0].ID != res.Path[1].TaskID {
-		t.Errorf("saved next task ID %q differs from the ID the task ran with %q", cps[1].Checkpoint.Next[0].ID, res.Path[1].TaskID)
+	if cps[1].Checkpoint.Next[0].ID != res.Path[1].TaskID() {
+		t.Errorf("saved next task ID %q differs from the ID the task ran with %q", cps[1].Checkpoint.Next[0].ID, res.Path[1].TaskID())
 	}
 }
 
@@ -117,7 +117,7 @@ func TestResumeAfterFailure(t *testing.T) {
 		saved = append(saved, nt.ID)
 	}
 	for _, p := range res.Path {
-		ran = append(ran, p.TaskID)
+		ran = append(ran, p.TaskID())
 	}
 	if d := cmp.Diff(saved, ran); d != "" || len(ran) != 3 {
 		t.Errorf("task IDs after resume (-saved +ran):\n%s", d)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
@@ -29,10 +30,14 @@ type Result struct {
 type NodeRun struct {
 	Step     int
 	Node     string
-	TaskID   string
 	Attempts int
 	Duration time.Duration
+	id       fnv128
 }
+
+// TaskID returns the task's deterministic ID, as events and checkpoints
+// show it. (It is formatted on demand: most callers never read it.)
+func (n NodeRun) TaskID() string { return n.id.hex() }
 
 // Invoke runs the graph to the end and returns the final state. input is
 // applied as step 0 through the keys' reducers; nil starts from an empty
@@ -92,6 +97,9 @@ type run struct {
 	evch    chan Event
 
 	// checkpointing
+	pending [][]Write // per key: this step's writes, in task order
+	writer  []*task   // per key: the first task that wrote it this step
+	touched []int     // keys written this step, in order of first write
 	cpID    string
 	source  checkpoint.Source
 	chain   []chainInfo
@@ -152,6 +160,8 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		r.ctx, r.cancel = context.WithCancelCause(ctx)
 	}
 	r.state = newState(g.sch)
+	r.pending = make([][]Write, len(g.sch.keys))
+	r.writer = make([]*task, len(g.sch.keys))
 	if r.cfg.saver != nil {
 		r.chain = make([]chainInfo, len(g.sch.keys))
 		r.stepLog = make([][]Write, len(g.sch.keys))
@@ -301,39 +311,44 @@ func (r *run) superstep() error {
 }
 
 // commit applies the tasks' writes in task order, plans the next step,
-// emits events and saves a checkpoint.
+// emits events and saves a checkpoint. Writes are grouped by key first (in
+// task order), so each key is unboxed, reduced and boxed once per step.
 func (r *run) commit(tasks []*task) error {
-	vals := r.state.vals
-	cloned := false
+	touched := r.touched[:0]
 	for _, t := range tasks {
 		for _, w := range t.writes {
 			i := r.g.sch.index[w.key.keyID()]
-			if !cloned {
-				vals = slices.Clone(vals)
-				cloned = true
+			if len(r.pending[i]) == 0 {
+				touched = append(touched, i)
+				r.writer[i] = t
+			} else if w.key.lastValue() {
+				first := r.writer[i]
+				r.resetPending(touched)
+				return r.conflict(w.key.Name(), first, t)
 			}
-			sl := &vals[i]
-			if w.key.lastValue() && w.op != opRemove && sl.wstep == r.step+1 {
-				return r.conflict(w.key.Name(), tasks[sl.wtask], t)
-			}
-			current := sl.wstep == r.step+1
-			v, owned, err := w.key.apply(sl.v, sl.set, current && sl.owned, w)
-			if err != nil {
-				return fmt.Errorf("graph: step %d: applying %s's write: %w", r.step, t.node.name, err)
-			}
-			if !current {
-				sl.ver++
-			}
-			sl.v, sl.set, sl.owned, sl.wstep, sl.wtask = v, true, owned, r.step+1, int32(t.idx)
-			if r.stepLog != nil {
-				r.stepLog[i] = append(r.stepLog[i], w)
-			}
-			if r.shared != nil && r.shared[i] {
-				r.log = append(r.log, w)
-			}
+			r.pending[i] = append(r.pending[i], w)
 		}
 	}
-	if cloned {
+	r.touched = touched
+	if len(touched) > 0 {
+		vals := slices.Clone(r.state.vals)
+		for _, i := range touched {
+			ws, k, sl := r.pending[i], r.g.sch.keys[i], &vals[i]
+			v, err := k.apply(sl.v, sl.set, ws)
+			if err != nil {
+				r.resetPending(touched)
+				return fmt.Errorf("graph: step %d: applying the writes of %s: %w", r.step, writers(tasks, k), err)
+			}
+			sl.v, sl.set = v, true
+			sl.ver++
+			if r.stepLog != nil {
+				r.stepLog[i] = append(r.stepLog[i], ws...)
+			}
+			if r.shared != nil && r.shared[i] {
+				r.log = append(r.log, ws...)
+			}
+		}
+		r.resetPending(touched)
 		r.state = State{sch: r.g.sch, vals: vals}
 	}
 	if err := r.plan(tasks); err != nil {
@@ -341,7 +356,7 @@ func (r *run) commit(tasks []*task) error {
 	}
 	for _, t := range tasks {
 		if t.node.idx >= 0 {
-			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, TaskID: t.ID(), Attempts: t.attempts, Duration: t.dur})
+			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, Attempts: t.attempts, Duration: t.dur, id: t.sum()})
 		}
 	}
 	if r.wants(EventUpdates) {
@@ -358,6 +373,27 @@ func (r *run) commit(tasks []*task) error {
 		return r.save(r.source)
 	}
 	return nil
+}
+
+func (r *run) resetPending(touched []int) {
+	for _, i := range touched {
+		clear(r.pending[i])
+		r.pending[i] = r.pending[i][:0]
+		r.writer[i] = nil
+	}
+}
+
+// writers names the nodes whose writes touch key k, for errors.
+func writers(tasks []*task, k keyImpl) string {
+	var names []string
+	for _, t := range tasks {
+		for _, w := range t.writes {
+			if w.key == k && !slices.Contains(names, t.node.name) {
+				names = append(names, t.node.name)
+			}
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 func (r *run) conflict(key string, a, b *task) error {

@@ -54,9 +54,6 @@ type slot struct {
 	v     any
 	ver   uint64
 	set   bool
-	owned bool  // v was made by this step's commit (valid while wstep is current)
-	wtask int32 // index of the task that last wrote it in step wstep-1
-	wstep int   // step+1 of its last write (0: never written in this run)
 }
 
 // State is a read-only snapshot of a graph's state. Nodes receive the

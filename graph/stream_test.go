@@ -143,7 +143,7 @@ func TestTaskIDsDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	r2, _ := g.Invoke(context.Background(), nil)
-	if r1.Path[0].TaskID != r2.Path[0].TaskID || r1.Path[0].TaskID == r1.Path[1].TaskID {
+	if r1.Path[0].TaskID() != r2.Path[0].TaskID() || r1.Path[0].TaskID() == r1.Path[1].TaskID() {
 		t.Errorf("task IDs not deterministic and distinct: %+v %+v", r1.Path, r2.Path)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,7 +22,10 @@ type task struct {
 	seq     int // for pushed (Send) tasks: order among the step's sends
 	payload any
 	id      string
+	hash    fnv128 // computed once; id is its text, made on demand
+	hashed  bool
 	inline  bool
+	skipped bool // a parallel task that never ran: its step failed first
 
 	writes   Update
 	gotos    []Target // Command goto (nil: follow edges)
@@ -53,16 +57,30 @@ func (t *task) path() string {
 // process, which is what pending writes and interrupts are keyed on.
 func (t *task) ID() string {
 	if t.id == "" {
+		t.id = t.sum().hex()
+	}
+	return t.id
+}
+
+// sum computes the ID's hash without formatting it.
+func (t *task) sum() fnv128 {
+	if !t.hashed {
 		r := t.r
 		h := newFNV128()
 		h.add(r.cfg.thread)
 		h.add(r.cpID)
 		h.add(r.ns)
-		h.add(strconv.Itoa(t.step))
-		h.add(t.path())
-		t.id = h.hex()
+		h.addInt(t.step)
+		if t.push {
+			h.add("send")
+			h.addInt(t.seq)
+		} else {
+			h.add("node")
+			h.add(t.node.name)
+		}
+		t.hash, t.hashed = h, true
 	}
-	return t.id
+	return t.hash
 }
 
 func (t *task) childNamespace() string {
@@ -117,44 +135,74 @@ func (r *run) runTasks(tasks []*task) error {
 	if r.kinds != 0 {
 		r.evch = make(chan Event) // tasks (and nested runs) emit through it
 	}
-	done := make(chan *task, len(tasks))
-	limit := len(tasks)
-	if r.cfg.maxConc > 0 && r.cfg.maxConc < limit {
-		limit = r.cfg.maxConc
+	st := &stepSync{cancel: cancel, done: make(chan struct{})}
+	st.left.Store(int64(len(tasks)))
+	if r.cfg.maxConc > 0 && r.cfg.maxConc < len(tasks) {
+		st.sem = make(chan struct{}, r.cfg.maxConc)
 	}
-	started, running := 0, 0
-	launch := func() {
-		t := tasks[started]
-		started++
-		running++
+	for _, t := range tasks {
 		t.Context = ctx
-		go func() {
-			r.exec(t)
-			done <- t
-		}()
+		go r.runAsync(t, st)
 	}
-	for running < limit {
-		launch()
-	}
-	var first error
-	for running > 0 {
+	// The loop wakes for events and once at the end, not once per task.
+	for running := true; running; {
 		select {
 		case ev := <-r.evch:
 			r.deliver(ev)
-		case t := <-done:
-			running--
-			r.taskEnd(t)
-			if t.err != nil && first == nil {
-				first = t.err
-				cancel(t.err)
-			}
-			if first == nil && started < len(tasks) {
-				launch()
-			}
+		case <-st.done:
+			running = false
 		}
 	}
 	r.evch = nil
-	return first
+	for _, t := range tasks {
+		if !t.skipped {
+			r.runs[t.node.idx]++
+		}
+	}
+	if f := st.first.Load(); f != nil {
+		return f.err
+	}
+	return nil
+}
+
+// stepSync coordinates the parallel tasks of one step.
+type stepSync struct {
+	cancel context.CancelCauseFunc
+	first  atomic.Pointer[task] // the first task to fail
+	left   atomic.Int64         // tasks not yet finished
+	done   chan struct{}        // closed by the last task to finish
+	sem    chan struct{}        // WithMaxConcurrency slots, nil without a bound
+}
+
+// runAsync runs one task of a parallel step on its own goroutine. The first
+// task to fail cancels its siblings; a task still waiting for a concurrency
+// slot when that happens does not run.
+func (r *run) runAsync(t *task, st *stepSync) {
+	defer func() {
+		if st.left.Add(-1) == 0 {
+			close(st.done)
+		}
+	}()
+	if st.sem != nil {
+		select {
+		case st.sem <- struct{}{}:
+			defer func() { <-st.sem }()
+		case <-t.Done():
+			t.skipped = true
+			return
+		}
+		if t.Err() != nil {
+			t.skipped = true
+			return
+		}
+	}
+	r.exec(t)
+	if t.err != nil && st.first.CompareAndSwap(nil, t) {
+		st.cancel(t.err)
+	}
+	if r.wants(EventTaskEnd) {
+		t.emit(Event{Kind: EventTaskEnd, Task: TaskInfo{Attempt: t.attempts, Duration: t.dur, Err: t.err}})
+	}
 }
 
 func (r *run) taskEnd(t *task) {
@@ -311,7 +359,7 @@ func (r *run) applyOwn(view State, t *task) error {
 	for _, w := range t.writes {
 		i := r.g.sch.index[w.key.keyID()]
 		sl := &view.vals[i]
-		v, _, err := w.key.apply(sl.v, sl.set, false, w)
+		v, err := w.key.apply(sl.v, sl.set, []Write{w})
 		if err != nil {
 			return err
 		}
@@ -330,7 +378,9 @@ type fnv128 struct{ a, b uint64 }
 
 func newFNV128() fnv128 { return fnv128{a: 14695981039346656037, b: 0x6c62272e07bb0142} }
 
-func (h *fnv128) add(s string) {
+func (h *fnv128) add(s string) { mix(h, s) }
+
+func mix[S string | []byte](h *fnv128, s S) {
 	for i := 0; i < len(s); i++ {
 		h.a = (h.a ^ uint64(s[i])) * 1099511628211
 		h.b = (h.b ^ uint64(s[i])) * 0x100000001b3
@@ -338,6 +388,11 @@ func (h *fnv128) add(s string) {
 	}
 	h.a = (h.a ^ 0xff) * 1099511628211 // separator
 	h.b = (h.b ^ 0xfe) * 0x100000001b3
+}
+
+func (h *fnv128) addInt(n int) {
+	var buf [20]byte
+	mix(h, strconv.AppendInt(buf[:0], int64(n), 10))
 }
 
 func (h fnv128) hex() string {

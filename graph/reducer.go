@@ -14,14 +14,14 @@ import (
 // Reducers never modify the current value in place: it belongs to the frozen
 // snapshot other nodes of the step are reading.
 type Reducer[T any] struct {
-	name          string
-	last          bool
-	reduce        func(cur, upd T) (T, error)
-	remove        func(cur T, ids any) (T, error)
+	name   string
+	last   bool
+	reduce func(cur, upd T) (T, error)
+	remove func(cur T, ids any) (T, error)
 	// grow, when set, merges like reduce; owned says the commit made cur
 	// itself earlier in the same step (nobody else can see it), so grow may
 	// change it in place. It reports whether its result is owned.
-	grow func(cur, upd T, owned bool) (T, bool)
+	grow          func(cur, upd T, owned bool) (T, bool)
 	decodeRemoval func([]byte) (any, error)
 }
 

@@ -51,9 +51,9 @@ func (s *schema) byName(name string) (int, bool) {
 
 // slot is one key's value in a state.
 type slot struct {
-	v     any
-	ver   uint64
-	set   bool
+	v   any
+	ver uint64
+	set bool
 }
 
 // State is a read-only snapshot of a graph's state. Nodes receive the

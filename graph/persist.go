@@ -192,7 +192,7 @@ func (r *run) restore() (bool, error) {
 		if !ok {
 			return fail(fmt.Errorf("its next task runs node %q, which this graph lacks", ct.Node))
 		}
-		t := &task{r: r, node: r.g.nodes[i], idx: len(r.next), step: r.step + 1}
+		t := &task{r: r, node: r.g.nodes[i], idx: int32(len(r.next)), step: r.step + 1}
 		if seq, isSend := strings.CutPrefix(ct.Path, "send:"); isSend {
 			n, err := strconv.Atoi(seq)
 			if err != nil || !t.node.takesPayload {
@@ -202,7 +202,7 @@ func (r *run) restore() (bool, error) {
 			if err != nil {
 				return fail(fmt.Errorf("next task %s: decode payload for %q: %w", ct.ID, ct.Node, err))
 			}
-			t.push, t.seq, t.payload = true, n, p
+			t.push, t.seq, t.payload = true, int32(n), p
 		}
 		r.next = append(r.next, t)
 	}

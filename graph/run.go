@@ -149,16 +149,20 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 	if r.cfg.runID == "" && r.cfg.saver != nil {
 		r.cfg.runID = checkpoint.NewID()
 	}
-	if r.cfg.timeout > 0 {
-		var cancelT context.CancelFunc
-		ctx, cancelT = context.WithTimeout(ctx, r.cfg.timeout)
-		_ = cancelT // released by r.cancel below: WithCancelCause's parent is ctx
-		r.ctx, r.cancel = context.WithCancelCause(ctx)
-		cancel := r.cancel
+	switch {
+	case r.cfg.timeout > 0:
+		ctx, cancelT := context.WithTimeout(ctx, r.cfg.timeout)
+		var cancel context.CancelCauseFunc
+		r.ctx, cancel = context.WithCancelCause(ctx)
 		r.cancel = func(cause error) { cancel(cause); cancelT() }
-	} else {
+	case streaming || r.cfg.control != nil:
 		r.ctx, r.cancel = context.WithCancelCause(ctx)
+	default:
+		// Nothing inside an Invoke cancels the run as a whole (a failing
+		// task cancels only its step), so the caller's context serves.
+		r.ctx, r.cancel = ctx, func(error) {}
 	}
+	r.path = make([]NodeRun, 0, min(r.limit, len(g.nodes), 64))
 	r.state = newState(g.sch)
 	r.pending = make([][]Write, len(g.sch.keys))
 	r.writer = make([]*task, len(g.sch.keys))
@@ -356,7 +360,7 @@ func (r *run) commit(tasks []*task) error {
 	}
 	for _, t := range tasks {
 		if t.node.idx >= 0 {
-			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, Attempts: t.attempts, Duration: t.dur, id: t.sum()})
+			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, Attempts: int(t.attempts), Duration: t.dur, id: t.sum()})
 		}
 	}
 	if r.wants(EventUpdates) {
@@ -429,8 +433,8 @@ func (r *run) plan(tasks []*task) error {
 		return nil
 	}
 	for _, t := range tasks {
-		if t.gotos != nil {
-			for _, tg := range t.gotos {
+		if t.viaGoto {
+			for _, tg := range t.routes {
 				if tg.send {
 					push = append(push, r.sendTask(tg, len(push)))
 				} else if err := trigger(t, r.index(tg.node)); err != nil {
@@ -455,7 +459,7 @@ func (r *run) plan(tasks []*task) error {
 				}
 			}
 		}
-		for _, tg := range t.routes {
+		for _, tg := range t.routes { // conditional and fan-out targets
 			if tg.send {
 				push = append(push, r.sendTask(tg, len(push)))
 			} else if err := trigger(t, r.index(tg.node)); err != nil {
@@ -470,16 +474,16 @@ func (r *run) plan(tasks []*task) error {
 		r.spare = tasks // committed: the slice is free for the step after next
 	}
 	for _, i := range pull {
-		next = append(next, &task{r: r, node: r.g.nodes[i], idx: len(next), step: r.step + 1})
+		next = append(next, &task{r: r, node: r.g.nodes[i], idx: int32(len(next)), step: r.step + 1})
 	}
 	for _, t := range push {
-		t.idx = len(next)
+		t.idx = int32(len(next))
 		next = append(next, t)
 	}
 	if len(next) == 0 && len(r.deferred) > 0 {
 		slices.Sort(r.deferred)
 		for _, i := range r.deferred {
-			next = append(next, &task{r: r, node: r.g.nodes[i], idx: len(next), step: r.step + 1})
+			next = append(next, &task{r: r, node: r.g.nodes[i], idx: int32(len(next)), step: r.step + 1})
 		}
 		r.deferred = r.deferred[:0]
 	}
@@ -495,7 +499,7 @@ func (r *run) index(node string) int {
 }
 
 func (r *run) sendTask(tg Target, seq int) *task {
-	return &task{r: r, node: r.g.nodes[r.g.byName[tg.node]], push: true, seq: seq, payload: tg.payload, step: r.step + 1}
+	return &task{r: r, node: r.g.nodes[r.g.byName[tg.node]], push: true, seq: int32(seq), payload: tg.payload, step: r.step + 1}
 }
 
 func (r *run) stepLimitError() error {

@@ -16,23 +16,24 @@ type task struct {
 	context.Context
 	r       *run
 	node    *cnode
-	idx     int // position in the step; writes apply in this order
-	step    int // the step the task runs in
-	push    bool
-	seq     int // for pushed (Send) tasks: order among the step's sends
-	payload any
-	id      string
-	hash    fnv128 // computed once; id is its text, made on demand
-	hashed  bool
-	inline  bool
-	skipped bool // a parallel task that never ran: its step failed first
-
-	writes   Update
-	gotos    []Target // Command goto (nil: follow edges)
-	routes   []Target // targets chosen by conditional and fan-out edges
+	payload any // a Send's payload
+	writes  Update
+	// routes are the targets the node chose: its Command's Goto when
+	// viaGoto (its edges are then not followed), or else the targets of its
+	// conditional and fan-out edges.
+	routes   []Target
 	err      error
-	attempts int
+	hash     fnv128 // the task ID's hash, computed on first use (see sum)
 	dur      time.Duration
+	step     int   // the step the task runs in
+	idx      int32 // position in the step; writes apply in this order
+	seq      int32 // for pushed (Send) tasks: order among the step's sends
+	attempts int32
+	push     bool
+	hashed   bool
+	inline   bool // runs on the loop's goroutine
+	skipped  bool // a parallel task that never ran: its step failed first
+	viaGoto  bool
 }
 
 // Value makes the task findable from its node's context.
@@ -46,7 +47,7 @@ func (t *task) Value(key any) any {
 // path orders the task among its step's tasks and feeds its ID.
 func (t *task) path() string {
 	if t.push {
-		return "send:" + strconv.Itoa(t.seq)
+		return "send:" + strconv.Itoa(int(t.seq))
 	}
 	return "node:" + t.node.name
 }
@@ -55,12 +56,7 @@ func (t *task) path() string {
 // checkpoint the step started from, the namespace, the step and the task's
 // path. The same task of the same thread step has the same ID in every
 // process, which is what pending writes and interrupts are keyed on.
-func (t *task) ID() string {
-	if t.id == "" {
-		t.id = t.sum().hex()
-	}
-	return t.id
-}
+func (t *task) ID() string { return t.sum().hex() }
 
 // sum computes the ID's hash without formatting it.
 func (t *task) sum() fnv128 {
@@ -73,7 +69,7 @@ func (t *task) sum() fnv128 {
 		h.addInt(t.step)
 		if t.push {
 			h.add("send")
-			h.addInt(t.seq)
+			h.addInt(int(t.seq))
 		} else {
 			h.add("node")
 			h.add(t.node.name)
@@ -201,14 +197,14 @@ func (r *run) runAsync(t *task, st *stepSync) {
 		st.cancel(t.err)
 	}
 	if r.wants(EventTaskEnd) {
-		t.emit(Event{Kind: EventTaskEnd, Task: TaskInfo{Attempt: t.attempts, Duration: t.dur, Err: t.err}})
+		t.emit(Event{Kind: EventTaskEnd, Task: TaskInfo{Attempt: int(t.attempts), Duration: t.dur, Err: t.err}})
 	}
 }
 
 func (r *run) taskEnd(t *task) {
 	r.runs[t.node.idx]++
 	if r.wants(EventTaskEnd) {
-		r.deliver(Event{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: TaskInfo{Attempt: t.attempts, Duration: t.dur, Err: t.err}})
+		r.deliver(Event{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: TaskInfo{Attempt: int(t.attempts), Duration: t.dur, Err: t.err}})
 	}
 }
 
@@ -231,10 +227,10 @@ func (r *run) exec(t *task) {
 	var err error
 	for t.attempts = 1; ; t.attempts++ {
 		out, err = t.call()
-		if err == nil || n.retry == nil || !n.retry.shouldRetry(t.attempts, err) || t.Err() != nil {
+		if err == nil || n.retry == nil || !n.retry.shouldRetry(int(t.attempts), err) || t.Err() != nil {
 			break
 		}
-		if werr := n.retry.wait(t, t.attempts); werr != nil {
+		if werr := n.retry.wait(t, int(t.attempts)); werr != nil {
 			break // the run was cancelled while waiting; report the node's error
 		}
 	}
@@ -249,13 +245,13 @@ func (r *run) exec(t *task) {
 	case Command:
 		t.writes = o.Update
 		if len(o.Goto) > 0 {
-			t.gotos = o.Goto
+			t.routes, t.viaGoto = o.Goto, true
 		}
 	case *Command:
 		if o != nil {
 			t.writes = o.Update
 			if len(o.Goto) > 0 {
-				t.gotos = o.Goto
+				t.routes, t.viaGoto = o.Goto, true
 			}
 		}
 	}
@@ -263,8 +259,8 @@ func (r *run) exec(t *task) {
 		t.err = r.nodeErr(t, err)
 		return
 	}
-	if t.gotos != nil {
-		for _, tg := range t.gotos {
+	if t.viaGoto {
+		for _, tg := range t.routes {
 			if _, ok := n.gotos[tg.node]; !ok {
 				t.err = r.nodeErr(t, fmt.Errorf("its Command goes to %q, which it does not declare; add graph.Destinations(%q) to the node (declared: %v)", tg.node, tg.node, n.dests))
 				return

@@ -85,6 +85,7 @@ type run struct {
 	next     []*task
 	spare    []*task // the previous step's task slice, reused by plan
 	pullBuf  []int
+	pushBuf  []Target
 	deferred []int
 	seen     [][]bool // join barriers: per join, which sources have finished
 	marks    []int    // per node: step+1 when already triggered this step
@@ -358,6 +359,7 @@ func (r *run) commit(tasks []*task) error {
 	if err := r.plan(tasks); err != nil {
 		return err
 	}
+	r.path = slices.Grow(r.path, len(tasks))
 	for _, t := range tasks {
 		if t.node.idx >= 0 {
 			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, Attempts: int(t.attempts), Duration: t.dur, id: t.sum()})
@@ -409,8 +411,7 @@ func (r *run) conflict(key string, a, b *task) error {
 
 // plan computes the next step's tasks from the committed tasks' routes.
 func (r *run) plan(tasks []*task) error {
-	pull := r.pullBuf[:0]
-	var push []*task
+	pull, push := r.pullBuf[:0], r.pushBuf[:0]
 	trigger := func(from *task, to int) error {
 		if to == endIdx {
 			return nil
@@ -436,7 +437,7 @@ func (r *run) plan(tasks []*task) error {
 		if t.viaGoto {
 			for _, tg := range t.routes {
 				if tg.send {
-					push = append(push, r.sendTask(tg, len(push)))
+					push = append(push, tg)
 				} else if err := trigger(t, r.index(tg.node)); err != nil {
 					return err
 				}
@@ -461,7 +462,7 @@ func (r *run) plan(tasks []*task) error {
 		}
 		for _, tg := range t.routes { // conditional and fan-out targets
 			if tg.send {
-				push = append(push, r.sendTask(tg, len(push)))
+				push = append(push, tg)
 			} else if err := trigger(t, r.index(tg.node)); err != nil {
 				return err
 			}
@@ -476,9 +477,15 @@ func (r *run) plan(tasks []*task) error {
 	for _, i := range pull {
 		next = append(next, &task{r: r, node: r.g.nodes[i], idx: int32(len(next)), step: r.step + 1})
 	}
-	for _, t := range push {
-		t.idx = int32(len(next))
-		next = append(next, t)
+	if len(push) > 0 {
+		slab := make([]task, len(push)) // one allocation for all of a step's Sends
+		for i, tg := range push {
+			t := &slab[i]
+			*t = task{r: r, node: r.g.nodes[r.g.byName[tg.node]], push: true, seq: int32(i), payload: tg.payload, step: r.step + 1, idx: int32(len(next))}
+			next = append(next, t)
+		}
+		clear(push) // drop payload references
+		r.pushBuf = push[:0]
 	}
 	if len(next) == 0 && len(r.deferred) > 0 {
 		slices.Sort(r.deferred)
@@ -496,10 +503,6 @@ func (r *run) index(node string) int {
 		return endIdx
 	}
 	return r.g.byName[node]
-}
-
-func (r *run) sendTask(tg Target, seq int) *task {
-	return &task{r: r, node: r.g.nodes[r.g.byName[tg.node]], push: true, seq: int32(seq), payload: tg.payload, step: r.step + 1}
 }
 
 func (r *run) stepLimitError() error {

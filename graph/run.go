@@ -98,9 +98,9 @@ type run struct {
 	evch    chan Event
 
 	// checkpointing
-	pending [][]Write // per key: this step's writes, in task order
-	writer  []*task   // per key: the first task that wrote it this step
-	touched []int     // keys written this step, in order of first write
+	tally   []keyTally // per key: this step's writes (reset after each commit)
+	touched []int      // keys written this step, in order of first write
+	wsBuf   []Write    // this step's writes grouped by key (reused)
 	cpID    string
 	source  checkpoint.Source
 	chain   []chainInfo
@@ -165,8 +165,7 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 	}
 	r.path = make([]NodeRun, 0, min(r.limit, len(g.nodes), 64))
 	r.state = newState(g.sch)
-	r.pending = make([][]Write, len(g.sch.keys))
-	r.writer = make([]*task, len(g.sch.keys))
+	r.tally = make([]keyTally, len(g.sch.keys))
 	if r.cfg.saver != nil {
 		r.chain = make([]chainInfo, len(g.sch.keys))
 		r.stepLog = make([][]Write, len(g.sch.keys))
@@ -316,46 +315,73 @@ func (r *run) superstep() error {
 }
 
 // commit applies the tasks' writes in task order, plans the next step,
-// emits events and saves a checkpoint. Writes are grouped by key first (in
-// task order), so each key is unboxed, reduced and boxed once per step.
+// emits events and saves a checkpoint. A stable counting sort first groups
+// the step's writes by key (task order kept within a key), so each key is
+// unboxed, reduced and boxed once per step and gets its writes as one slice.
 func (r *run) commit(tasks []*task) error {
-	touched := r.touched[:0]
-	for _, t := range tasks {
+	touched, n := r.touched[:0], 0
+	defer func() {
+		for _, i := range touched {
+			r.tally[i] = keyTally{}
+		}
+		r.touched = touched[:0]
+	}()
+	for ti, t := range tasks {
 		for _, w := range t.writes {
 			i := r.g.sch.index[w.key.keyID()]
-			if len(r.pending[i]) == 0 {
+			tl := &r.tally[i]
+			if tl.count == 0 {
 				touched = append(touched, i)
-				r.writer[i] = t
+				tl.first = int32(ti)
 			} else if w.key.lastValue() {
-				first := r.writer[i]
-				r.resetPending(touched)
-				return r.conflict(w.key.Name(), first, t)
+				return r.conflict(w.key.Name(), tasks[tl.first], t)
 			}
-			r.pending[i] = append(r.pending[i], w)
+			tl.count++
+			n++
 		}
 	}
-	r.touched = touched
-	if len(touched) > 0 {
-		vals := slices.Clone(r.state.vals)
-		for _, i := range touched {
-			ws, k, sl := r.pending[i], r.g.sch.keys[i], &vals[i]
-			v, err := k.apply(sl.v, sl.set, ws)
-			if err != nil {
-				r.resetPending(touched)
-				return fmt.Errorf("graph: step %d: applying the writes of %s: %w", r.step, writers(tasks, k), err)
-			}
-			sl.v, sl.set = v, true
-			sl.ver++
-			if r.stepLog != nil {
-				r.stepLog[i] = append(r.stepLog[i], ws...)
-			}
-			if r.shared != nil && r.shared[i] {
-				r.log = append(r.log, ws...)
-			}
-		}
-		r.resetPending(touched)
-		r.state = State{sch: r.g.sch, vals: vals}
+	if n == 0 {
+		return r.afterCommit(tasks)
 	}
+	off := int32(0)
+	for _, i := range touched {
+		tl := &r.tally[i]
+		tl.start, tl.next = off, off
+		off += tl.count
+	}
+	ws := slices.Grow(r.wsBuf[:0], n)[:n]
+	defer func() { clear(ws); r.wsBuf = ws[:0] }()
+	for _, t := range tasks {
+		for _, w := range t.writes {
+			tl := &r.tally[r.g.sch.index[w.key.keyID()]]
+			ws[tl.next] = w
+			tl.next++
+		}
+	}
+	vals := slices.Clone(r.state.vals)
+	for _, i := range touched {
+		tl, k, sl := r.tally[i], r.g.sch.keys[i], &vals[i]
+		kws := ws[tl.start : tl.start+tl.count]
+		v, err := k.apply(sl.v, sl.set, kws)
+		if err != nil {
+			return fmt.Errorf("graph: step %d: applying the writes of %s: %w", r.step, writers(tasks, k), err)
+		}
+		sl.v, sl.set = v, true
+		sl.ver++
+		if r.stepLog != nil {
+			r.stepLog[i] = append(r.stepLog[i], kws...)
+		}
+		if r.shared != nil && r.shared[i] {
+			r.log = append(r.log, kws...)
+		}
+	}
+	r.state = State{sch: r.g.sch, vals: vals}
+	return r.afterCommit(tasks)
+}
+
+// afterCommit plans the next step, records the path, sends events and saves
+// a checkpoint.
+func (r *run) afterCommit(tasks []*task) error {
 	if err := r.plan(tasks); err != nil {
 		return err
 	}
@@ -381,12 +407,10 @@ func (r *run) commit(tasks []*task) error {
 	return nil
 }
 
-func (r *run) resetPending(touched []int) {
-	for _, i := range touched {
-		clear(r.pending[i])
-		r.pending[i] = r.pending[i][:0]
-		r.writer[i] = nil
-	}
+// keyTally counts one key's writes in a step, for commit's counting sort.
+type keyTally struct {
+	count, start, next int32
+	first              int32 // the task that wrote it first
 }
 
 // writers names the nodes whose writes touch key k, for errors.

@@ -20,7 +20,6 @@ type Graph struct {
 	start    *cnode // the START pseudo-node's routing (idx -2)
 	joins    []*cjoin
 	defaults []RunOption
-	b        *Builder // kept for Mermaid
 }
 
 type cnode struct {
@@ -73,7 +72,7 @@ func (b *Builder) Compile(opts ...RunOption) (*Graph, error) {
 
 	specs := slices.Clone(b.nodes)
 	slices.SortFunc(specs, func(x, y *nodeSpec) int { return strings.Compare(x.name, y.name) })
-	g := &Graph{name: b.name, sch: sch, byName: make(map[string]int, len(specs)), defaults: opts, b: b}
+	g := &Graph{name: b.name, sch: sch, byName: make(map[string]int, len(specs)), defaults: opts}
 	for i, s := range specs {
 		g.nodes = append(g.nodes, &cnode{nodeSpec: s, idx: i})
 		g.byName[s.name] = i

@@ -3,9 +3,12 @@ package main
 import (
 	"context"
 	"testing"
+
+	"go.uber.org/goleak"
 )
 
 func TestQuickstartRuns(t *testing.T) {
+	defer goleak.VerifyNone(t)
 	g, err := build()
 	if err != nil {
 		t.Fatal(err)

@@ -83,8 +83,8 @@ type Metadata struct {
 	// Step is the superstep that produced the checkpoint: 0 for the input,
 	// then 1, 2, ... for each committed superstep.
 	Step int `json:"step"`
-	// Parent is the ID of the checkpoint this one follows ("" for the first).
-	// Savers use it to detect two writers on one thread (see ErrConflict).
+	// Parent is the ID of the checkpoint this one follows ("" for the first):
+	// usually the previous latest, an older checkpoint for a fork.
 	Parent string `json:"parent,omitempty"`
 	// RunID identifies the Invoke or Stream call that wrote the checkpoint.
 	RunID string `json:"run_id,omitempty"`
@@ -250,9 +250,11 @@ type PruneOptions struct {
 // Saver stores checkpoints. Implementations are safe for concurrent use by
 // many runs on many threads.
 //
-// Two writers on one thread: Put compares Metadata.Parent with the thread
-// namespace's latest checkpoint and returns an error wrapping ErrConflict
-// when they differ, so an update is never lost silently.
+// Two writers on one thread: Put is given, in ref.ID, the checkpoint the
+// writer read as the namespace's latest; when another writer has committed
+// since, Put writes nothing and returns an error wrapping ErrConflict, so an
+// update is never lost silently. (Metadata.Parent is the checkpoint tree's
+// parent, which for a fork is older than the latest.)
 //
 // A stored row that cannot be decoded is reported as an error naming the
 // thread and checkpoint; a Saver never returns a zero value in its place.
@@ -262,8 +264,9 @@ type Saver interface {
 	Get(ctx context.Context, ref Ref) (*Tuple, error)
 	// List returns the checkpoints of ref's thread namespace, newest first.
 	List(ctx context.Context, ref Ref, opts ListOptions) iter.Seq2[*Tuple, error]
-	// Put stores a checkpoint after ref's thread namespace latest and
-	// returns its reference. ref.ID is ignored; cp.ID must be new and sort
+	// Put stores a checkpoint after the latest of ref's thread namespace and
+	// returns its reference. ref.ID is the latest checkpoint as the writer
+	// read it ("" for an empty namespace); see ErrConflict. ref.ID is ignored; cp.ID must be new and sort
 	// after the latest checkpoint's ID (NewID does this).
 	Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (Ref, error)
 	// PutWrites stores the pending writes of one task in the step after the

@@ -160,9 +160,10 @@ func (m *Memory) list(ref Ref, opts ListOptions) ([]*Tuple, error) {
 	return out, nil
 }
 
-// Put stores cp after the latest checkpoint of ref's thread namespace; ref.ID
-// is ignored. md.Parent must be the ID of that latest checkpoint ("" when the
-// namespace has none), otherwise Put returns an error wrapping ErrConflict.
+// Put stores cp after the latest checkpoint of ref's thread namespace. ref.ID
+// must be the ID of that latest checkpoint ("" when the namespace has none),
+// otherwise Put returns an error wrapping ErrConflict. md.Parent is stored as
+// given (a fork names an older checkpoint).
 // cp.ID must be new and sort after the latest ID (NewID does this). Each blob
 // must be Full, or Delta with a Base below its Version; a blob whose key and
 // version are already stored in the namespace must be identical to the
@@ -189,11 +190,11 @@ func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (
 	if ns != nil {
 		latest = ns.latest()
 	}
-	if md.Parent != latest {
+	if ref.ID != latest {
 		if latest == "" {
-			return Ref{}, fmt.Errorf("checkpoint: put %s: parent is %q but the namespace has no checkpoint: %w", out, md.Parent, ErrConflict)
+			return Ref{}, fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the namespace has none: %w", out, ref.ID, ErrConflict)
 		}
-		return Ref{}, fmt.Errorf("checkpoint: put %s: parent is %q but the latest checkpoint is %s: %w", out, md.Parent, latest, ErrConflict)
+		return Ref{}, fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the latest is %s: %w", out, ref.ID, latest, ErrConflict)
 	}
 	if ns != nil {
 		if _, ok := ns.cps[cp.ID]; ok {

@@ -29,7 +29,7 @@ func TestMemoryPruneClock(t *testing.T) {
 			versions[b.Key] = b.Version
 		}
 		cp := Checkpoint{ID: NewID(), Versions: copyVersions(versions), Blobs: bs, Created: t0.Add(time.Duration(i) * time.Hour)}
-		if _, err := m.Put(ctx, ref, cp, Metadata{Step: i, Parent: parent}); err != nil {
+		if _, err := m.Put(ctx, Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: parent}, cp, Metadata{Step: i, Parent: parent}); err != nil {
 			t.Fatal(err)
 		}
 		parent = cp.ID

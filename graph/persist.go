@@ -68,7 +68,7 @@ func (r *run) save(source checkpoint.Source) error {
 		cp.Deferred = append(cp.Deferred, r.g.nodes[d].name)
 	}
 	md := checkpoint.Metadata{Source: source, Step: r.step, Parent: parent, RunID: r.cfg.runID}
-	ref, err := r.cfg.saver.Put(r.ctx, checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns}, cp, md)
+	ref, err := r.cfg.saver.Put(r.ctx, checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: parent}, cp, md)
 	if err != nil {
 		r.cpID = parent
 		return fmt.Errorf("graph: save checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)

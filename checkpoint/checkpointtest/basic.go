@@ -38,7 +38,7 @@ func testPutValidation(t *testing.T, s checkpoint.Saver) {
 
 	reject := func(what string, cp checkpoint.Checkpoint, md checkpoint.Metadata) {
 		t.Helper()
-		if _, err := s.Put(ctx, th.ref, cp, md); err == nil {
+		if _, err := s.Put(ctx, at(th.ref, md.Parent), cp, md); err == nil {
 			t.Errorf("Put with %s succeeded, want an error", what)
 		} else if errors.Is(err, checkpoint.ErrConflict) {
 			t.Errorf("Put with %s: error %v wraps ErrConflict, but the parent was right", what, err)
@@ -84,7 +84,7 @@ func testConflict(t *testing.T, s checkpoint.Saver) {
 	cp1, md1 := th.next(full("x", 2, `"one"`))
 	cp2, md2 := th.next(full("x", 2, `"two"`))
 	first := th.putCP(cp1, md1)
-	_, err := s.Put(ctx, th.ref, cp2, md2)
+	_, err := s.Put(ctx, at(th.ref, md2.Parent), cp2, md2)
 	if !errors.Is(err, checkpoint.ErrConflict) {
 		t.Fatalf("second Put with stale parent: error = %v, want ErrConflict", err)
 	}
@@ -96,7 +96,7 @@ func testConflict(t *testing.T, s checkpoint.Saver) {
 		t.Helper()
 		cp, md := th.next(full("y", 1, `"y"`))
 		md.Parent = parent
-		if _, err := s.Put(ctx, ref, cp, md); !errors.Is(err, checkpoint.ErrConflict) {
+		if _, err := s.Put(ctx, at(ref, parent), cp, md); !errors.Is(err, checkpoint.ErrConflict) {
 			t.Errorf("Put with %s: error = %v, want ErrConflict", what, err)
 		}
 	}
@@ -106,11 +106,28 @@ func testConflict(t *testing.T, s checkpoint.Saver) {
 	empty := th.namespace("empty")
 	conflict("a parent in a namespace without checkpoints", empty.ref, first.ref.ID)
 	checkIDs(t, "List after conflicts", idsOf(first, base), listIDs(t, s, th.ref, checkpoint.ListOptions{}))
+
 	checkNotFound(t, s, empty.ref)
 
 	// The writer that lost reloads and goes on from the new latest.
 	second := th.put(full("x", 3, `"two"`))
 	checkGet(t, s, th.ref, second.want([]checkpoint.Blob{full("x", 3, `"two"`)}))
+
+	// A fork names an older checkpoint as its parent; it is accepted as long
+	// as the writer read the latest one (ref.ID), and its parent is kept.
+	cp, md := th.next(full("z", 1, `"fork"`))
+	md.Parent = base.ref.ID
+	fork, err := s.Put(ctx, at(th.ref, second.ref.ID), cp, md)
+	if err != nil {
+		t.Fatalf("Put of a fork: %v", err)
+	}
+	tup, err := s.Get(ctx, fork)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tup.Metadata.Parent != base.ref.ID {
+		t.Errorf("fork's parent = %q, want the older checkpoint %q", tup.Metadata.Parent, base.ref.ID)
+	}
 }
 
 func testNamespaces(t *testing.T, s checkpoint.Saver) {

@@ -172,7 +172,7 @@ func (th *thread) putCP(cp checkpoint.Checkpoint, md checkpoint.Metadata) stored
 // tryPut is putCP returning the error instead of failing the test; it may be
 // called from any goroutine.
 func (th *thread) tryPut(cp checkpoint.Checkpoint, md checkpoint.Metadata) (stored, error) {
-	ref, err := th.s.Put(context.Background(), th.ref, cp, md)
+	ref, err := th.s.Put(context.Background(), at(th.ref, md.Parent), cp, md)
 	if err != nil {
 		return stored{}, fmt.Errorf("put %s, checkpoint %s: %w", th.ref, cp.ID, err)
 	}
@@ -278,4 +278,11 @@ func checkIDs(t *testing.T, what string, want, got []string) {
 	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("%s: checkpoint IDs mismatch (-want +got):\n%s", what, diff)
 	}
+}
+
+// at returns ref naming checkpoint id: in Put, the checkpoint the writer
+// read as the namespace's latest.
+func at(ref checkpoint.Ref, id string) checkpoint.Ref {
+	ref.ID = id
+	return ref
 }

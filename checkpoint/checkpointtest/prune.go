@@ -250,7 +250,7 @@ func testConcurrentWriters(t *testing.T, s checkpoint.Saver) {
 					Created:  now(),
 				}
 				md := checkpoint.Metadata{Source: checkpoint.SourceLoop, Step: step, Parent: parent, RunID: fmt.Sprint(w)}
-				_, err = s.Put(ctx, ref, cp, md)
+				_, err = s.Put(ctx, at(ref, parent), cp, md)
 				switch {
 				case err == nil:
 					done++

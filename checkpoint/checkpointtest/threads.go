@@ -102,7 +102,7 @@ func testListBreak(t *testing.T, s checkpoint.Saver) {
 			t.Fatal(err)
 		}
 		n++
-		if _, err := s.Put(ctx, th.ref, checkpoint.Checkpoint{ID: checkpoint.NewID(), Created: now()},
+		if _, err := s.Put(ctx, at(th.ref, tup.Ref.ID), checkpoint.Checkpoint{ID: checkpoint.NewID(), Created: now()},
 			checkpoint.Metadata{Source: checkpoint.SourceUpdate, Parent: tup.Ref.ID}); err != nil {
 			t.Fatalf("Put inside a List loop: %v", err)
 		}

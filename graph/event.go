@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -160,10 +161,11 @@ type TaskInfo struct {
 
 // InterruptInfo describes an interrupt waiting for an answer.
 type InterruptInfo struct {
-	// ID identifies the interrupt: its task's ID and its call index.
-	ID        string
-	Node      string
-	Namespace string
+	// ID identifies the interrupt: its task's ID and its call index
+	// ("taskID:0"). Answer it with WithResumeMap(map[string]any{ID: answer}).
+	ID        string `json:"id"`
+	Node      string `json:"node"`
+	Namespace string `json:"namespace,omitempty"`
 	// Payload is what the node asked with, as JSON.
-	Payload []byte
+	Payload json.RawMessage `json:"payload,omitempty"`
 }

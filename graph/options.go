@@ -31,6 +31,11 @@ type runConfig struct {
 	events    EventKind
 	eventsSet bool
 	runID     string
+	resume    any
+	resumeOne bool
+	resumeMap map[string]any
+	before    []string
+	after     []string
 }
 
 // WithStepLimit sets the most supersteps one run may take. A run counts one

@@ -42,6 +42,16 @@ func (r *run) save(source checkpoint.Source) error {
 		}
 		cp.Blobs = append(cp.Blobs, b)
 	}
+	if r.shared != nil && len(r.log) > r.logAt {
+		b, err := r.logBlob()
+		if err != nil {
+			return fmt.Errorf("graph: checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)
+		}
+		cp.Blobs = append(cp.Blobs, b)
+	}
+	if r.logVer > 0 {
+		cp.Versions[logKey] = r.logVer
+	}
 	for _, t := range r.next {
 		ct := checkpoint.Task{ID: t.ID(), Node: t.node.name, Path: t.path()}
 		if t.push {
@@ -142,6 +152,12 @@ func (r *run) restore() (bool, error) {
 	}
 	vals := r.state.vals
 	for _, b := range tup.Checkpoint.Blobs {
+		if b.Key == logKey {
+			if err := r.restoreLog(b); err != nil {
+				return fail(err)
+			}
+			continue
+		}
 		i, ok := r.g.sch.byName(b.Key)
 		if !ok {
 			return fail(fmt.Errorf("it holds key %q, which this graph's schema lacks; add the key to graph.New or migrate the thread", b.Key))
@@ -181,6 +197,9 @@ func (r *run) restore() (bool, error) {
 		sl.ver = b.Version
 	}
 	for name, ver := range tup.Checkpoint.Versions {
+		if name == logKey {
+			continue
+		}
 		i, ok := r.g.sch.byName(name)
 		if !ok || !vals[i].set || vals[i].ver != ver {
 			return fail(fmt.Errorf("key %q: version %d in force, but its blobs rebuild version %d", name, ver, vals[i].ver))
@@ -206,6 +225,9 @@ func (r *run) restore() (bool, error) {
 		}
 		r.next = append(r.next, t)
 	}
+	if err := r.restoreTasks(tup.Writes, fail); err != nil {
+		return false, err
+	}
 	for to, froms := range tup.Checkpoint.Waiting {
 		for j, cj := range r.g.joins {
 			if r.g.nodes[cj.to].name != to {
@@ -225,5 +247,62 @@ func (r *run) restore() (bool, error) {
 			r.deferred = append(r.deferred, i)
 		}
 	}
+	for i := range r.stepLog {
+		r.stepLog[i] = r.stepLog[i][:0] // a restored run starts from saved values
+	}
 	return true, nil
+}
+
+// logKey is the reserved blob key under which a subgraph run saves the
+// writes it made to keys shared with its parent, so that after an interrupt
+// or a crash the parent still receives all of them.
+const logKey = "__log__"
+
+type wireLogEntry struct {
+	Key   string          `json:"key"`
+	Write json.RawMessage `json:"write"`
+}
+
+// logBlob encodes the shared writes since the last save as the next link of
+// the log's chain.
+func (r *run) logBlob() (checkpoint.Blob, error) {
+	entries := make([]wireLogEntry, 0, len(r.log)-r.logAt)
+	for _, w := range r.log[r.logAt:] {
+		b, err := w.key.encodeWrite(w)
+		if err != nil {
+			return checkpoint.Blob{}, err
+		}
+		entries = append(entries, wireLogEntry{Key: w.key.Name(), Write: b})
+	}
+	data, err := json.Marshal(entries)
+	if err != nil {
+		return checkpoint.Blob{}, err
+	}
+	b := checkpoint.Blob{Key: logKey, Version: r.logVer + 1, Kind: checkpoint.Delta, Base: r.logVer, Data: data}
+	if r.logVer == 0 {
+		b.Kind, b.Base = checkpoint.Full, 0
+	}
+	r.logVer, r.logAt = b.Version, len(r.log)
+	return b, nil
+}
+
+// restoreLog appends one saved link of the log's chain.
+func (r *run) restoreLog(b checkpoint.Blob) error {
+	var entries []wireLogEntry
+	if err := json.Unmarshal(b.Data, &entries); err != nil {
+		return fmt.Errorf("subgraph write log version %d: %w", b.Version, err)
+	}
+	for _, e := range entries {
+		i, ok := r.g.sch.byName(e.Key)
+		if !ok {
+			return fmt.Errorf("subgraph write log names key %q, which this graph's schema lacks", e.Key)
+		}
+		w, err := r.g.sch.keys[i].decodeWrite(e.Write)
+		if err != nil {
+			return err
+		}
+		r.log = append(r.log, w)
+	}
+	r.logVer, r.logAt = b.Version, len(r.log)
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -74,7 +75,7 @@ func TestResumeAfterFailure(t *testing.T) {
 			return ts, nil
 		}, "work")
 		graph.AddSendNode(b, "work", func(_ context.Context, _ graph.State, item string) (graph.Output, error) {
-			calls["work"]++
+			calls["work:"+item]++
 			if item == "y" && failOnce {
 				failOnce = false
 				return nil, errors.New("flaky")
@@ -103,6 +104,11 @@ func TestResumeAfterFailure(t *testing.T) {
 	if res.Steps != 1 || res.Path[0].Step != 2 {
 		t.Errorf("resumed run took %d steps starting at %d; want 1 step, step 2", res.Steps, res.Path[0].Step)
 	}
+	// Sends that finished before the failure were saved as pending writes
+	// and are not run again; only the failed one is.
+	if calls["work:x"] != 1 || calls["work:z"] != 1 || calls["work:y"] != 2 {
+		t.Errorf("work calls = %v; want x and z once, y twice (failed, then resumed)", calls)
+	}
 	// The resumed tasks keep the IDs the checkpoint gave them.
 	tup, err := saver.Get(context.Background(), checkpoint.Ref{ThreadID: "resume", ID: res.Checkpoint.ID})
 	if err != nil {
@@ -119,8 +125,13 @@ func TestResumeAfterFailure(t *testing.T) {
 	for _, p := range res.Path {
 		ran = append(ran, p.TaskID())
 	}
-	if d := cmp.Diff(saved, ran); d != "" || len(ran) != 3 {
-		t.Errorf("task IDs after resume (-saved +ran):\n%s", d)
+	for _, id := range ran {
+		if !slices.Contains(saved, id) {
+			t.Errorf("resumed task %s is not one of the saved next tasks %v", id, saved)
+		}
+	}
+	if len(ran) < 1 || len(saved) != 3 {
+		t.Errorf("saved %d next tasks, resumed run executed %d", len(saved), len(ran))
 	}
 }
 

@@ -24,6 +24,9 @@ type Result struct {
 	Path []NodeRun
 	// Checkpoint is the last checkpoint saved (zero without a checkpointer).
 	Checkpoint checkpoint.Ref
+	// Interrupts lists what the run is waiting for when Status is
+	// StatusInterrupted.
+	Interrupts []InterruptInfo
 }
 
 // NodeRun is one task execution in Result.Path.
@@ -64,7 +67,8 @@ func (g *Graph) Stream(ctx context.Context, input Update, opts ...RunOption) ite
 			return
 		}
 		r.sink = func(ev Event) bool { return yield(ev, nil) }
-		if _, err := r.execute(input); err != nil && !r.stopped {
+		// An interrupt is not a failure: its EventInterrupt says it all.
+		if _, err := r.execute(input); err != nil && !r.stopped && !errors.Is(err, ErrInterrupted) {
 			yield(Event{}, err)
 		}
 	}
@@ -108,6 +112,8 @@ type run struct {
 	// subgraph bookkeeping: writes to shared keys, in order
 	shared map[int]bool
 	log    Update
+	logVer uint64 // version of the saved log (logKey)
+	logAt  int    // entries of log already saved
 }
 
 var errStopped = errors.New("graph: the stream's consumer stopped reading")
@@ -126,7 +132,7 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		}
 		r.limit = r.cfg.stepLimit
 	}
-	if (r.cfg.saver == nil) != (r.cfg.thread == "") {
+	if (r.cfg.saver == nil) != (r.cfg.thread == "") && taskFrom(ctx) == nil {
 		return nil, errors.New("graph: a checkpointer and a thread go together: pass both WithCheckpointer(saver) and WithThread(id)")
 	}
 	if streaming {
@@ -140,6 +146,11 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		r.ns = pt.childNamespace()
 		if r.cfg.store == nil {
 			r.cfg.store = pt.r.cfg.store
+		}
+		if r.cfg.saver == nil && pt.r.cfg.saver != nil {
+			// A nested run checkpoints in its own namespace of the parent's
+			// thread, so an interrupt inside it resumes where it stopped.
+			r.cfg.saver, r.cfg.thread = pt.r.cfg.saver, pt.r.cfg.thread
 		}
 		if !streaming {
 			// A nested Invoke forwards its events to the parent's stream.
@@ -204,16 +215,21 @@ func (r *run) execute(input Update) (*Result, error) {
 	}
 	err := r.loop(input)
 	status := StatusCompleted
-	if err != nil {
+	var interrupts []InterruptInfo
+	var ie *InterruptError
+	switch {
+	case err == nil:
+	case errors.As(err, &ie) && ie.run:
+		status, interrupts = StatusInterrupted, ie.Interrupts
+	case errors.Is(err, ErrAborted) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errStopped):
+		status = StatusCancelled
+	default:
 		status = StatusFailed
-		if errors.Is(err, ErrAborted) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errStopped) {
-			status = StatusCancelled
-		}
 	}
 	if ctl != nil {
 		ctl.detach(status)
 	}
-	res := &Result{State: r.state, Status: status, Steps: r.stepsRun, Path: r.path}
+	res := &Result{State: r.state, Status: status, Steps: r.stepsRun, Path: r.path, Interrupts: interrupts}
 	if r.cpID != "" {
 		res.Checkpoint = checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.cpID}
 	}
@@ -227,6 +243,12 @@ func (r *run) loop(input Update) error {
 	resumed, err := r.restore()
 	if err != nil {
 		return err
+	}
+	if err := r.resume(resumed, input); err != nil {
+		return err
+	}
+	if r.parent != nil && resumed {
+		input = nil // a nested run found in its namespace goes on where it stopped
 	}
 	if input != nil || !resumed {
 		if resumed {
@@ -247,6 +269,11 @@ func (r *run) loop(input Update) error {
 		}
 		if r.stepsRun >= r.limit {
 			return r.stepLimitError()
+		}
+		if len(r.cfg.before) > 0 {
+			if err := r.breakBefore(); err != nil {
+				return err
+			}
 		}
 		r.step++
 		r.stepsRun++
@@ -311,7 +338,25 @@ func (r *run) superstep() error {
 	if err := r.runTasks(tasks); err != nil {
 		return err
 	}
-	return r.commit(tasks)
+	var waiting []InterruptInfo
+	for _, t := range tasks {
+		waiting = append(waiting, t.raised...)
+		if t.waiting { // still unanswered: it did not run, its interrupts stand
+			for _, wi := range t.prior {
+				waiting = append(waiting, wi.InterruptInfo)
+			}
+		}
+	}
+	if len(waiting) > 0 {
+		return r.interrupted(waiting)
+	}
+	if err := r.commit(tasks); err != nil {
+		return err
+	}
+	if len(r.cfg.after) > 0 && len(r.next) > 0 {
+		return r.breakAfter(tasks)
+	}
+	return nil
 }
 
 // commit applies the tasks' writes in task order, plans the next step,
@@ -387,7 +432,7 @@ func (r *run) afterCommit(tasks []*task) error {
 	}
 	r.path = slices.Grow(r.path, len(tasks))
 	for _, t := range tasks {
-		if t.node.idx >= 0 {
+		if t.node.idx >= 0 && !t.done {
 			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, Attempts: int(t.attempts), Duration: t.dur, id: t.sum()})
 		}
 	}

@@ -22,6 +22,11 @@ func runSubgraph(ctx context.Context, g *Graph, ps State) (Output, error) {
 			p := ps.vals[j]
 			r.state.vals[i] = slot{v: p.v, ver: p.ver, set: p.set}
 			r.shared[i] = true
+			if p.set && r.stepLog != nil {
+				// The first checkpoint in the subgraph's namespace holds
+				// the values it started from in full.
+				r.stepLog[i] = append(r.stepLog[i], Write{key: k, op: opOverwrite, val: p.v})
+			}
 		}
 	}
 	if _, err := r.execute(Update{}); err != nil {

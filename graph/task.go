@@ -2,9 +2,13 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -29,11 +33,22 @@ type task struct {
 	idx      int32 // position in the step; writes apply in this order
 	seq      int32 // for pushed (Send) tasks: order among the step's sends
 	attempts int32
-	push     bool
-	hashed   bool
-	inline   bool // runs on the loop's goroutine
-	skipped  bool // a parallel task that never ran: its step failed first
-	viaGoto  bool
+	// interrupts
+	mu      sync.Mutex
+	calls   int                        // Interrupt calls so far in this execution
+	answers map[int]json.RawMessage    // answers to this task's own calls, by call index
+	nested  map[string]json.RawMessage // answers for interrupts of runs nested in it, by ID
+	raised  []InterruptInfo            // interrupts raised (or still waiting) this step
+	prior   []wireInterrupt            // interrupts restored from the checkpoint
+	done    bool                       // finished in an earlier run: its writes were restored
+	ran     bool                       // its node ran (to an output, an error or an interrupt)
+	waiting bool                       // interrupted earlier and not answered: does not run
+	passed  bool                       // past its static interrupt-before breakpoint
+	push    bool
+	hashed  bool
+	inline  bool // runs on the loop's goroutine
+	skipped bool // a parallel task that never ran: its step failed first
+	viaGoto bool
 }
 
 // Value makes the task findable from its node's context.
@@ -110,7 +125,22 @@ func (t *task) forward(ev Event) {
 // runTasks executes a step's tasks: one inline on the loop's goroutine, or
 // several in parallel. The first failure cancels the others; runTasks
 // returns only when every task has stopped.
-func (r *run) runTasks(tasks []*task) error {
+func (r *run) runTasks(all []*task) error {
+	tasks := all
+	for i, t := range all {
+		if t.done || t.waiting { // finished earlier, or still waiting for an answer
+			tasks = slices.Clone(all[:i])
+			for _, t := range all[i:] {
+				if !t.done && !t.waiting {
+					tasks = append(tasks, t)
+				}
+			}
+			break
+		}
+	}
+	if len(tasks) == 0 {
+		return nil
+	}
 	if r.wants(EventTaskStart) {
 		for _, t := range tasks {
 			r.deliver(Event{Kind: EventTaskStart, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: TaskInfo{Attempt: 1}})
@@ -120,6 +150,9 @@ func (r *run) runTasks(tasks []*task) error {
 		t := tasks[0]
 		t.Context, t.inline = r.ctx, true
 		r.exec(t)
+		if err := r.saveTask(t); err != nil && t.err == nil {
+			t.err = err
+		}
 		r.taskEnd(t)
 		if t.err != nil {
 			return t.err
@@ -193,6 +226,9 @@ func (r *run) runAsync(t *task, st *stepSync) {
 		}
 	}
 	r.exec(t)
+	if err := r.saveTask(t); err != nil && t.err == nil {
+		t.err = err
+	}
 	if t.err != nil && st.first.CompareAndSwap(nil, t) {
 		st.cancel(t.err)
 	}
@@ -226,13 +262,24 @@ func (r *run) exec(t *task) {
 	var out Output
 	var err error
 	for t.attempts = 1; ; t.attempts++ {
+		t.calls = 0
 		out, err = t.call()
-		if err == nil || n.retry == nil || !n.retry.shouldRetry(int(t.attempts), err) || t.Err() != nil {
+		if err == nil || len(t.raised) > 0 || n.retry == nil || !n.retry.shouldRetry(int(t.attempts), err) || t.Err() != nil {
 			break
 		}
 		if werr := n.retry.wait(t, int(t.attempts)); werr != nil {
 			break // the run was cancelled while waiting; report the node's error
 		}
+	}
+	t.ran = true
+	var ie *InterruptError
+	if errors.As(err, &ie) && ie.run {
+		t.raised = append(t.raised, ie.Interrupts...) // a nested run is waiting
+	}
+	if len(t.raised) > 0 {
+		// Interrupted, whatever the node did with the error: its writes
+		// are dropped and it runs again once answered.
+		return
 	}
 	if err != nil {
 		t.err = r.nodeErr(t, err)

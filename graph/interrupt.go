@@ -1,0 +1,231 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// ErrInterrupted is wrapped by the error of a run that stopped to wait for a
+// person's answer. The run's Result lists the interrupts; resume the thread
+// with Invoke(ctx, nil, WithResume(answer)) or WithResumeMap.
+var ErrInterrupted = errors.New("graph: run interrupted, waiting for an answer")
+
+// InterruptError is the error Interrupt returns to its node and the error of
+// an interrupted run. Nodes return it as is.
+type InterruptError struct {
+	Interrupts []InterruptInfo
+	run        bool // raised by a whole (nested) run, not by one Interrupt call
+}
+
+func (e *InterruptError) Error() string {
+	ids := make([]string, len(e.Interrupts))
+	for i, in := range e.Interrupts {
+		ids[i] = in.ID
+	}
+	return fmt.Sprintf("%v: %s", ErrInterrupted, strings.Join(ids, ", "))
+}
+
+// Unwrap makes errors.Is(err, ErrInterrupted) true.
+func (e *InterruptError) Unwrap() error { return ErrInterrupted }
+
+// Interrupt asks a person for an answer from inside a node. The first time
+// it records the question (payload, encoded as JSON) and returns an
+// *InterruptError, which the node should return as is; the task counts as
+// interrupted whatever the node does with it, and the run stops after the
+// step's other tasks finish. When the thread is resumed with an answer, the
+// node runs again from the top and Interrupt returns the answer decoded into
+// T — always through JSON, so an answer given in another process behaves the
+// same.
+//
+// A node may call Interrupt several times: calls are matched with answers by
+// their order, and each call has its own ID (the task's ID and the call's
+// index), so parallel tasks' interrupts never share one. Anything the node
+// does before an Interrupt call runs again on resume: keep side effects after
+// it. Interrupts need a checkpointer (WithCheckpointer and WithThread).
+func Interrupt[T any](ctx context.Context, payload any) (T, error) {
+	var zero T
+	t := taskFrom(ctx)
+	if t == nil {
+		return zero, errors.New("graph: Interrupt was called outside a graph node")
+	}
+	t.mu.Lock()
+	call := t.calls
+	t.calls++
+	answer, answered := t.answers[call]
+	t.mu.Unlock()
+	id := t.ID() + ":" + strconv.Itoa(call)
+	if answered {
+		var v T
+		if err := json.Unmarshal(answer, &v); err != nil {
+			return zero, fmt.Errorf("graph: the answer to interrupt %s does not decode as %T: %w", id, v, err)
+		}
+		return v, nil
+	}
+	if t.r.cfg.saver == nil {
+		return zero, fmt.Errorf("graph: node %q called Interrupt, but the run has no checkpointer to wait with; pass WithCheckpointer and WithThread", t.node.name)
+	}
+	p, err := json.Marshal(payload)
+	if err != nil {
+		return zero, fmt.Errorf("graph: encode the payload of interrupt %s: %w", id, err)
+	}
+	info := InterruptInfo{ID: id, Node: t.node.name, Namespace: t.r.ns, Payload: p}
+	t.mu.Lock()
+	t.raised = append(t.raised, info)
+	t.mu.Unlock()
+	return zero, &InterruptError{Interrupts: []InterruptInfo{info}}
+}
+
+// WithResume answers the one interrupt the thread is waiting for. With
+// several interrupts waiting it is an error that lists them: answer them
+// with WithResumeMap.
+func WithResume(answer any) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.resume, c.resumeOne = answer, true })
+}
+
+// WithResumeMap answers interrupts by ID (see InterruptInfo.ID). Answering
+// only some of them re-runs only the tasks they belong to; the run then
+// stops again for the rest.
+func WithResumeMap(answers map[string]any) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.resumeMap = answers })
+}
+
+// AllNodes, passed to WithInterruptBefore or WithInterruptAfter, matches
+// every node.
+const AllNodes = "*"
+
+// WithInterruptBefore stops the run before a step that would run one of
+// these nodes (a static breakpoint). Resuming with a nil input runs the step.
+func WithInterruptBefore(nodes ...string) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.before = append(c.before, nodes...) })
+}
+
+// WithInterruptAfter stops the run after a step that ran one of these nodes
+// and has been saved. Resuming with a nil input goes on.
+func WithInterruptAfter(nodes ...string) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.after = append(c.after, nodes...) })
+}
+
+func matches(list []string, node string) bool {
+	return slices.Contains(list, node) || slices.Contains(list, AllNodes)
+}
+
+// wire forms of the reserved pending writes.
+type (
+	wireRoutes struct {
+		Goto    bool         `json:"goto,omitempty"`
+		Targets []wireTarget `json:"targets"`
+	}
+	wireTarget struct {
+		Node    string          `json:"node"`
+		Send    bool            `json:"send,omitempty"`
+		Payload json.RawMessage `json:"payload,omitempty"`
+	}
+	wireInterrupt struct {
+		InterruptInfo
+		Call   int    `json:"call"`             // the Interrupt call index; -1 for a nested run's or a static one
+		Static string `json:"static,omitempty"` // "before" or "after" for breakpoints
+	}
+	wireAnswer struct {
+		ID    string          `json:"id"`
+		Value json.RawMessage `json:"value"`
+	}
+)
+
+// resume hands the answers of WithResume/WithResumeMap (or, for a nested
+// run, its parent task's) to the restored tasks.
+func (r *run) resume(resumed bool, input Update) error {
+	top := r.parent == nil
+	given := r.cfg.resumeOne || r.cfg.resumeMap != nil
+	switch {
+	case !resumed && given:
+		return fmt.Errorf("graph: thread %q has no checkpoint to resume", r.cfg.thread)
+	case !resumed:
+		return nil
+	case given && input != nil:
+		return errors.New("graph: resume answers go with a nil input; the answer is the input")
+	case !top:
+		return r.answerAll(r.parent.nested, false)
+	}
+	answers := map[string]json.RawMessage{}
+	if r.cfg.resumeOne {
+		waiting := r.waitingFor()
+		switch len(waiting) {
+		case 0:
+			return fmt.Errorf("graph: thread %q has no interrupt waiting for an answer", r.cfg.thread)
+		case 1:
+		default:
+			return fmt.Errorf("graph: %d interrupts are waiting, so one answer is ambiguous; answer them by ID with WithResumeMap: %s", len(waiting), ids(waiting))
+		}
+		b, err := json.Marshal(r.cfg.resume)
+		if err != nil {
+			return fmt.Errorf("graph: encode the answer: %w", err)
+		}
+		answers[waiting[0].ID] = b
+	}
+	for id, v := range r.cfg.resumeMap {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("graph: encode the answer to %s: %w", id, err)
+		}
+		answers[id] = b
+	}
+	return r.answerAll(answers, true)
+}
+
+// interrupted ends a step whose tasks raised interrupts: the step does not
+// commit; finished siblings' writes are already saved as pending writes.
+func (r *run) interrupted(waiting []InterruptInfo) error {
+	if r.wants(EventInterrupt) {
+		r.deliver(Event{Kind: EventInterrupt, Step: r.step, Namespace: r.ns, Interrupts: waiting})
+	}
+	return &InterruptError{Interrupts: waiting, run: true}
+}
+
+// breakBefore stops before a step that would run a node named in
+// WithInterruptBefore, unless the run is resuming past that breakpoint.
+func (r *run) breakBefore() error {
+	var waiting []InterruptInfo
+	for _, t := range r.next {
+		if matches(r.cfg.before, t.node.name) && !t.passed {
+			t.passed = true
+			waiting = append(waiting, InterruptInfo{ID: t.ID() + ":before", Node: t.node.name, Namespace: r.ns})
+		}
+	}
+	if len(waiting) == 0 {
+		return nil
+	}
+	if r.cfg.saver == nil {
+		return errors.New("graph: WithInterruptBefore needs a checkpointer to stop and resume; pass WithCheckpointer and WithThread")
+	}
+	for _, t := range r.next {
+		if t.passed && !t.done && len(t.prior) == 0 {
+			if err := r.saveTask(t); err != nil {
+				return err
+			}
+		}
+	}
+	return r.interrupted(waiting)
+}
+
+// breakAfter stops after a committed step that ran a node named in
+// WithInterruptAfter; resuming simply goes on from the saved checkpoint.
+func (r *run) breakAfter(tasks []*task) error {
+	var waiting []InterruptInfo
+	for _, t := range tasks {
+		if t.node.idx >= 0 && !t.done && matches(r.cfg.after, t.node.name) {
+			waiting = append(waiting, InterruptInfo{ID: t.ID() + ":after", Node: t.node.name, Namespace: r.ns})
+		}
+	}
+	if len(waiting) == 0 {
+		return nil
+	}
+	if r.cfg.saver == nil {
+		return errors.New("graph: WithInterruptAfter needs a checkpointer to stop and resume; pass WithCheckpointer and WithThread")
+	}
+	return r.interrupted(waiting)
+}

@@ -1,0 +1,328 @@
+package graph
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+)
+
+// A task's pending writes record what it left behind in the step after the
+// run's latest checkpoint, so that a resumed run (after an interrupt, a
+// failure or a crash) neither loses nor repeats it:
+//
+//   - a finished task: its state writes (encoded like deltas) and, under
+//     checkpoint.WriteGoto, the targets it chose (always present: it marks
+//     the task as finished);
+//   - an interrupted task: its interrupts (WriteInterrupt) and the answers
+//     given so far (WriteResume);
+//   - a failed task: its error (WriteError), for the thread's state; it runs
+//     again on resume.
+
+// taskWrites encodes a task's pending writes.
+func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
+	var out []checkpoint.PendingWrite
+	id := t.ID()
+	add := func(key string, v any) error {
+		b, ok := v.([]byte)
+		if !ok {
+			var err error
+			if b, err = json.Marshal(v); err != nil {
+				return err
+			}
+		}
+		out = append(out, checkpoint.PendingWrite{TaskID: id, Index: len(out), Key: key, Value: b})
+		return nil
+	}
+	if t.passed {
+		if err := add(checkpoint.WriteInterrupt, wireInterrupt{InterruptInfo: InterruptInfo{ID: id + ":before", Node: t.node.name, Namespace: r.ns}, Call: -1, Static: "before"}); err != nil {
+			return nil, err
+		}
+	}
+	switch {
+	case !t.ran && len(t.raised) == 0:
+		// not run yet (a breakpoint stopped before it): only the marker
+	case len(t.raised) > 0:
+		for _, in := range t.raised {
+			call := -1
+			if n, ok := ownCall(id, in.ID); ok {
+				call = n
+			}
+			if err := add(checkpoint.WriteInterrupt, wireInterrupt{InterruptInfo: in, Call: call}); err != nil {
+				return nil, err
+			}
+		}
+		for _, call := range slices.Sorted(maps.Keys(t.answers)) {
+			if err := add(checkpoint.WriteResume, wireAnswer{ID: fmt.Sprintf("%s:%d", id, call), Value: t.answers[call]}); err != nil {
+				return nil, err
+			}
+		}
+		for _, aid := range slices.Sorted(maps.Keys(t.nested)) {
+			if err := add(checkpoint.WriteResume, wireAnswer{ID: aid, Value: t.nested[aid]}); err != nil {
+				return nil, err
+			}
+		}
+	case t.err != nil:
+		if err := add(checkpoint.WriteError, t.err.Error()); err != nil {
+			return nil, err
+		}
+	default:
+		for _, w := range t.writes {
+			b, err := w.key.encodeWrite(w)
+			if err != nil {
+				return nil, err
+			}
+			if err := add(w.key.Name(), b); err != nil {
+				return nil, err
+			}
+		}
+		routes := wireRoutes{Goto: t.viaGoto, Targets: []wireTarget{}}
+		for _, tg := range t.routes {
+			wt := wireTarget{Node: tg.node, Send: tg.send}
+			if tg.send {
+				n := r.g.nodes[r.g.byName[tg.node]]
+				if !n.takesPayload || !n.acceptsPayload(tg.payload) {
+					return nil, fmt.Errorf("a Send to %q carries a %T it cannot take", tg.node, tg.payload)
+				}
+				p, err := n.encodePayload(tg.payload)
+				if err != nil {
+					return nil, fmt.Errorf("encode the payload sent to %q: %w", tg.node, err)
+				}
+				wt.Payload = p
+			}
+			routes.Targets = append(routes.Targets, wt)
+		}
+		if err := add(checkpoint.WriteGoto, routes); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// saveTask stores a task's pending writes right after it ran, so a crash
+// later in the step does not run it again.
+func (r *run) saveTask(t *task) error {
+	if r.cfg.saver == nil || r.cpID == "" {
+		return nil
+	}
+	ws, err := r.taskWrites(t)
+	if err != nil {
+		return fmt.Errorf("graph: encode the pending writes of node %q: %w", t.node.name, err)
+	}
+	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.cpID}
+	if err := r.cfg.saver.PutWrites(r.ctx, ref, t.ID(), ws); err != nil {
+		return fmt.Errorf("graph: save the pending writes of node %q: %w", t.node.name, err)
+	}
+	return nil
+}
+
+// ownCall reports the call index of an interrupt raised by the task itself
+// ("taskID:n"), as opposed to one raised by a run nested in it.
+func ownCall(taskID, interruptID string) (int, bool) {
+	rest, ok := strings.CutPrefix(interruptID, taskID+":")
+	if !ok {
+		return 0, false
+	}
+	var n int
+	if _, err := fmt.Sscanf(rest, "%d", &n); err != nil || fmt.Sprint(n) != rest {
+		return 0, false
+	}
+	return n, true
+}
+
+// restoreTasks reads the pending writes of the restored checkpoint's next
+// tasks: finished tasks get their writes and targets back and will not run;
+// interrupted tasks get their interrupts and answers.
+func (r *run) restoreTasks(writes []checkpoint.PendingWrite, fail func(error) (bool, error)) error {
+	byTask := map[string][]checkpoint.PendingWrite{}
+	for _, w := range writes {
+		byTask[w.TaskID] = append(byTask[w.TaskID], w)
+	}
+	for _, t := range r.next {
+		ws := byTask[t.ID()]
+		if len(ws) == 0 {
+			continue
+		}
+		finished, interrupted := false, false
+		var state []checkpoint.PendingWrite
+		for _, w := range ws {
+			switch w.Key {
+			case checkpoint.WriteInterrupt:
+				var wi wireInterrupt
+				if err := json.Unmarshal(w.Value, &wi); err != nil {
+					_, err = fail(fmt.Errorf("task %s: decode interrupt: %w", t.ID(), err))
+					return err
+				}
+				if wi.Static == "before" {
+					t.passed = true
+					continue
+				}
+				t.prior = append(t.prior, wi)
+				interrupted = true
+			case checkpoint.WriteResume:
+				var wa wireAnswer
+				if err := json.Unmarshal(w.Value, &wa); err != nil {
+					_, err = fail(fmt.Errorf("task %s: decode answer: %w", t.ID(), err))
+					return err
+				}
+				t.answer(wa.ID, wa.Value)
+			case checkpoint.WriteGoto:
+				var wr wireRoutes
+				if err := json.Unmarshal(w.Value, &wr); err != nil {
+					_, err = fail(fmt.Errorf("task %s: decode targets: %w", t.ID(), err))
+					return err
+				}
+				routes, err := r.decodeRoutes(wr)
+				if err != nil {
+					_, err = fail(fmt.Errorf("task %s: %w", t.ID(), err))
+					return err
+				}
+				t.routes, t.viaGoto, finished = routes, wr.Goto, true
+			case checkpoint.WriteError:
+			default:
+				state = append(state, w)
+			}
+		}
+		if interrupted {
+			t.waiting = true // until an answer arrives (see answerAll)
+			continue
+		}
+		if !finished {
+			continue // failed, or nothing recorded: it runs again
+		}
+		for _, w := range state {
+			i, ok := r.g.sch.byName(w.Key)
+			if !ok {
+				_, err := fail(fmt.Errorf("task %s wrote key %q, which this graph's schema lacks", t.ID(), w.Key))
+				return err
+			}
+			dw, err := r.g.sch.keys[i].decodeWrite(w.Value)
+			if err != nil {
+				_, err = fail(fmt.Errorf("task %s: %w", t.ID(), err))
+				return err
+			}
+			t.writes = append(t.writes, dw)
+		}
+		t.done = true
+	}
+	return nil
+}
+
+func (r *run) decodeRoutes(wr wireRoutes) ([]Target, error) {
+	out := make([]Target, 0, len(wr.Targets))
+	for _, wt := range wr.Targets {
+		tg := Target{node: wt.Node, send: wt.Send}
+		if wt.Send {
+			i, ok := r.g.byName[wt.Node]
+			if !ok || !r.g.nodes[i].takesPayload {
+				return nil, fmt.Errorf("a saved Send targets %q, which is not a payload node of this graph", wt.Node)
+			}
+			p, err := r.g.nodes[i].decodePayload(wt.Payload)
+			if err != nil {
+				return nil, fmt.Errorf("decode the payload sent to %q: %w", wt.Node, err)
+			}
+			tg.payload = p
+		} else if _, ok := r.g.byName[wt.Node]; !ok && wt.Node != END {
+			return nil, fmt.Errorf("a saved target names node %q, which this graph lacks", wt.Node)
+		}
+		out = append(out, tg)
+	}
+	return out, nil
+}
+
+// answer records an answer for one of the task's interrupts.
+func (t *task) answer(id string, v json.RawMessage) {
+	if call, ok := ownCall(t.ID(), id); ok {
+		if t.answers == nil {
+			t.answers = map[int]json.RawMessage{}
+		}
+		t.answers[call] = v
+		return
+	}
+	if t.nested == nil {
+		t.nested = map[string]json.RawMessage{}
+	}
+	t.nested[id] = v
+}
+
+// waitingFor lists the interrupts of restored tasks that have no answer yet.
+func (r *run) waitingFor() []InterruptInfo {
+	var out []InterruptInfo
+	for _, t := range r.next {
+		for _, wi := range t.prior {
+			if !t.answered(wi.ID) {
+				out = append(out, wi.InterruptInfo)
+			}
+		}
+	}
+	return out
+}
+
+func (t *task) answered(id string) bool {
+	if call, ok := ownCall(t.ID(), id); ok {
+		_, found := t.answers[call]
+		return found
+	}
+	_, found := t.nested[id]
+	return found
+}
+
+// answerAll applies the answers a resumed run was given (top level) or
+// inherited from its parent task (nested), saves them, and decides which
+// interrupted tasks run again: those with an answer for an interrupt that
+// stopped them. strict runs report answers that match no waiting interrupt.
+func (r *run) answerAll(answers map[string]json.RawMessage, strict bool) error {
+	waiting := r.waitingFor()
+	known := map[string]bool{}
+	for _, w := range waiting {
+		known[w.ID] = true
+	}
+	if strict {
+		for id := range answers {
+			if !known[id] {
+				return fmt.Errorf("graph: no interrupt %q is waiting for an answer; waiting: %s", id, ids(waiting))
+			}
+		}
+	}
+	for _, t := range r.next {
+		if len(t.prior) == 0 {
+			continue
+		}
+		changed, stopAnswered := false, false
+		for _, wi := range t.prior {
+			if v, ok := answers[wi.ID]; ok && !t.answered(wi.ID) {
+				t.answer(wi.ID, v)
+				changed = true
+			}
+			stopAnswered = stopAnswered || t.answered(wi.ID)
+		}
+		if !stopAnswered {
+			continue // still waiting: it stays interrupted and does not run
+		}
+		t.waiting = false
+		if changed {
+			for _, wi := range t.prior {
+				t.raised = append(t.raised, wi.InterruptInfo) // keep them until it runs
+			}
+			if err := r.saveTask(t); err != nil {
+				return err
+			}
+			t.raised = nil
+		}
+	}
+	return nil
+}
+
+func ids(infos []InterruptInfo) string {
+	if len(infos) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(infos))
+	for i, in := range infos {
+		parts[i] = fmt.Sprintf("%s (node %q)", in.ID, in.Node)
+	}
+	return strings.Join(parts, ", ")
+}

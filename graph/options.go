@@ -21,21 +21,22 @@ type runOptionFunc func(*runConfig)
 func (f runOptionFunc) applyRun(c *runConfig) { f(c) }
 
 type runConfig struct {
-	stepLimit int
-	timeout   time.Duration
-	maxConc   int
-	control   *Control
-	saver     checkpoint.Saver
-	thread    string
-	store     store.Store
-	events    EventKind
-	eventsSet bool
-	runID     string
-	resume    any
-	resumeOne bool
-	resumeMap map[string]any
-	before    []string
-	after     []string
+	stepLimit  int
+	timeout    time.Duration
+	maxConc    int
+	control    *Control
+	saver      checkpoint.Saver
+	thread     string
+	store      store.Store
+	events     EventKind
+	eventsSet  bool
+	runID      string
+	resume     any
+	resumeOne  bool
+	resumeMap  map[string]any
+	before     []string
+	after      []string
+	durability Durability
 }
 
 // WithStepLimit sets the most supersteps one run may take. A run counts one

@@ -105,18 +105,32 @@ func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
 // saveTask stores a task's pending writes right after it ran, so a crash
 // later in the step does not run it again.
 func (r *run) saveTask(t *task) error {
-	if r.cfg.saver == nil || r.cpID == "" {
-		return nil
+	if r.cfg.saver == nil || r.cpID == "" || r.cfg.durability == DurabilityExit {
+		return nil // under DurabilityExit, finish writes them when the run ends
 	}
+	return r.putTaskWrites(t)
+}
+
+// putTaskWrites stores a task's pending writes now, or through the async
+// writer.
+func (r *run) putTaskWrites(t *task) error {
 	ws, err := r.taskWrites(t)
 	if err != nil {
 		return fmt.Errorf("graph: encode the pending writes of node %q: %w", t.node.name, err)
 	}
 	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.cpID}
-	if err := r.cfg.saver.PutWrites(r.ctx, ref, t.ID(), ws); err != nil {
-		return fmt.Errorf("graph: save the pending writes of node %q: %w", t.node.name, err)
+	id, node := t.ID(), t.node.name
+	do := func() error {
+		if err := r.cfg.saver.PutWrites(r.ctx, ref, id, ws); err != nil {
+			return fmt.Errorf("graph: save the pending writes of node %q: %w", node, err)
+		}
+		return nil
 	}
-	return nil
+	if r.w != nil {
+		r.w.submit(do)
+		return nil
+	}
+	return do()
 }
 
 // ownCall reports the call index of an interrupt raised by the task itself

@@ -37,6 +37,7 @@ func (r *run) save(source checkpoint.Source) error {
 		}
 		r.stepLog[i] = ws[:0]
 		b, err := r.blob(i, k, sl, ws)
+		r.savedVer[i] = sl.ver
 		if err != nil {
 			return fmt.Errorf("graph: checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)
 		}
@@ -78,21 +79,22 @@ func (r *run) save(source checkpoint.Source) error {
 		cp.Deferred = append(cp.Deferred, r.g.nodes[d].name)
 	}
 	md := checkpoint.Metadata{Source: source, Step: r.step, Parent: parent, RunID: r.cfg.runID}
-	ref, err := r.cfg.saver.Put(r.ctx, checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: parent}, cp, md)
-	if err != nil {
+	if err := r.put(parent, cp, md); err != nil {
 		r.cpID = parent
-		return fmt.Errorf("graph: save checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)
+		return err
 	}
-	r.cpID = ref.ID
+	r.dirty = false
 	if r.wants(EventCheckpoint) {
-		r.deliver(Event{Kind: EventCheckpoint, Step: r.step, Namespace: r.ns, Checkpoint: ref})
+		r.deliver(Event{Kind: EventCheckpoint, Step: r.step, Namespace: r.ns, Checkpoint: checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: cp.ID}})
 	}
 	return nil
 }
 
 func (r *run) blob(i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, error) {
 	b := checkpoint.Blob{Key: k.Name(), Version: sl.ver}
-	full := k.lastValue() || sl.ver == 1 || r.chain[i].deltas >= maxChain
+	// A delta must follow the saved version directly (under DurabilityExit
+	// several steps may have passed since the last save).
+	full := k.lastValue() || sl.ver == 1 || r.chain[i].deltas >= maxChain || r.savedVer[i] != sl.ver-1
 	for _, w := range ws {
 		full = full || w.op == opOverwrite
 	}
@@ -195,6 +197,7 @@ func (r *run) restore() (bool, error) {
 			return fail(fmt.Errorf("key %q version %d: unknown blob kind %d", b.Key, b.Version, b.Kind))
 		}
 		sl.ver = b.Version
+		r.savedVer[i] = b.Version
 	}
 	for name, ver := range tup.Checkpoint.Versions {
 		if name == logKey {
@@ -211,7 +214,7 @@ func (r *run) restore() (bool, error) {
 		if !ok {
 			return fail(fmt.Errorf("its next task runs node %q, which this graph lacks", ct.Node))
 		}
-		t := &task{r: r, node: r.g.nodes[i], idx: int32(len(r.next)), step: r.step + 1}
+		t := &task{r: r, node: r.g.nodes[i], idx: int32(len(r.next)), step: r.step + 1, fixedID: ct.ID}
 		if seq, isSend := strings.CutPrefix(ct.Path, "send:"); isSend {
 			n, err := strconv.Atoi(seq)
 			if err != nil || !t.node.takesPayload {

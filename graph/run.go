@@ -36,11 +36,17 @@ type NodeRun struct {
 	Attempts int
 	Duration time.Duration
 	id       fnv128
+	text     string // the saved ID of a task restored from a checkpoint
 }
 
 // TaskID returns the task's deterministic ID, as events and checkpoints
 // show it. (It is formatted on demand: most callers never read it.)
-func (n NodeRun) TaskID() string { return n.id.hex() }
+func (n NodeRun) TaskID() string {
+	if n.text != "" {
+		return n.text
+	}
+	return n.id.hex()
+}
 
 // Invoke runs the graph to the end and returns the final state. input is
 // applied as step 0 through the keys' reducers; nil starts from an empty
@@ -102,13 +108,16 @@ type run struct {
 	evch    chan Event
 
 	// checkpointing
-	tally   []keyTally // per key: this step's writes (reset after each commit)
-	touched []int      // keys written this step, in order of first write
-	wsBuf   []Write    // this step's writes grouped by key (reused)
-	cpID    string
-	source  checkpoint.Source
-	chain   []chainInfo
-	stepLog [][]Write // per key: writes applied this step (with a saver)
+	tally    []keyTally // per key: this step's writes (reset after each commit)
+	touched  []int      // keys written this step, in order of first write
+	wsBuf    []Write    // this step's writes grouped by key (reused)
+	cpID     string
+	source   checkpoint.Source
+	w        *writer  // DurabilityAsync's background writer
+	dirty    bool     // DurabilityExit: something is not saved yet
+	savedVer []uint64 // per key: the version in the last checkpoint saved
+	chain    []chainInfo
+	stepLog  [][]Write // per key: writes applied this step (with a saver)
 	// subgraph bookkeeping: writes to shared keys, in order
 	shared map[int]bool
 	log    Update
@@ -180,6 +189,10 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 	if r.cfg.saver != nil {
 		r.chain = make([]chainInfo, len(g.sch.keys))
 		r.stepLog = make([][]Write, len(g.sch.keys))
+		r.savedVer = make([]uint64, len(g.sch.keys))
+		if r.cfg.durability == DurabilityAsync {
+			r.w = newWriter()
+		}
 	}
 	r.marks = make([]int, len(g.nodes))
 	r.runs = make([]int, len(g.nodes))
@@ -214,6 +227,9 @@ func (r *run) execute(input Update) (*Result, error) {
 		}
 	}
 	err := r.loop(input)
+	if ferr := r.finish(err); ferr != nil && (err == nil || errors.Is(err, ErrInterrupted)) {
+		err = ferr
+	}
 	status := StatusCompleted
 	var interrupts []InterruptInfo
 	var ie *InterruptError
@@ -266,6 +282,11 @@ func (r *run) loop(input Update) error {
 		}
 		if err := r.ctx.Err(); err != nil {
 			return r.cause(err)
+		}
+		if r.w != nil {
+			if err := r.w.failed(); err != nil {
+				return err
+			}
 		}
 		if r.stepsRun >= r.limit {
 			return r.stepLimitError()
@@ -433,7 +454,7 @@ func (r *run) afterCommit(tasks []*task) error {
 	r.path = slices.Grow(r.path, len(tasks))
 	for _, t := range tasks {
 		if t.node.idx >= 0 && !t.done {
-			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, Attempts: int(t.attempts), Duration: t.dur, id: t.sum()})
+			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, Attempts: int(t.attempts), Duration: t.dur, id: t.sum(), text: t.fixedID})
 		}
 	}
 	if r.wants(EventUpdates) {
@@ -446,10 +467,14 @@ func (r *run) afterCommit(tasks []*task) error {
 	if r.wants(EventValues) {
 		r.deliver(Event{Kind: EventValues, Step: r.step, Namespace: r.ns, State: r.state})
 	}
-	if r.cfg.saver != nil {
-		return r.save(r.source)
+	if r.cfg.saver == nil {
+		return nil
 	}
-	return nil
+	if r.cfg.durability == DurabilityExit {
+		r.dirty = true
+		return nil
+	}
+	return r.save(r.source)
 }
 
 // keyTally counts one key's writes in a step, for commit's counting sort.

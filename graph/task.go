@@ -42,6 +42,7 @@ type task struct {
 	prior   []wireInterrupt            // interrupts restored from the checkpoint
 	done    bool                       // finished in an earlier run: its writes were restored
 	ran     bool                       // its node ran (to an output, an error or an interrupt)
+	fixedID string                     // the ID a restored checkpoint gave it
 	waiting bool                       // interrupted earlier and not answered: does not run
 	passed  bool                       // past its static interrupt-before breakpoint
 	push    bool
@@ -71,7 +72,12 @@ func (t *task) path() string {
 // checkpoint the step started from, the namespace, the step and the task's
 // path. The same task of the same thread step has the same ID in every
 // process, which is what pending writes and interrupts are keyed on.
-func (t *task) ID() string { return t.sum().hex() }
+func (t *task) ID() string {
+	if t.fixedID != "" {
+		return t.fixedID
+	}
+	return t.sum().hex()
+}
 
 // sum computes the ID's hash without formatting it.
 func (t *task) sum() fnv128 {

@@ -1,0 +1,140 @@
+package graph
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+)
+
+// Durability says when a run with a checkpointer writes.
+type Durability uint8
+
+// Durability modes.
+const (
+	// DurabilitySync writes each step's checkpoint before the next step
+	// starts, and each task's pending writes as soon as the task finishes:
+	// after a crash nothing committed is lost and no finished task runs
+	// again. The default.
+	DurabilitySync Durability = iota
+	// DurabilityAsync hands checkpoints and pending writes to a background
+	// writer, in order, while the next step runs; at most one checkpoint is
+	// in flight, so a crash loses at most the last step (which then runs
+	// again). Faster when the saver is remote.
+	DurabilityAsync
+	// DurabilityExit writes only when the run ends — completed, interrupted
+	// or failed — one checkpoint plus the pending writes of the step it
+	// stopped in. A crash loses the whole run.
+	DurabilityExit
+)
+
+func (d Durability) String() string {
+	switch d {
+	case DurabilityAsync:
+		return "async"
+	case DurabilityExit:
+		return "exit"
+	}
+	return "sync"
+}
+
+// WithDurability chooses when checkpoints are written (DurabilitySync by
+// default).
+func WithDurability(d Durability) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.durability = d })
+}
+
+// writer runs a run's saver calls in order on one background goroutine
+// (DurabilityAsync). The first error is kept and reported at the next
+// flush.
+type writer struct {
+	jobs    chan func() error
+	done    chan struct{}
+	pending sync.WaitGroup
+	mu      sync.Mutex
+	err     error
+}
+
+func newWriter() *writer {
+	w := &writer{jobs: make(chan func() error, 256), done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for job := range w.jobs {
+			if err := job(); err != nil {
+				w.mu.Lock()
+				if w.err == nil {
+					w.err = err
+				}
+				w.mu.Unlock()
+			}
+			w.pending.Done()
+		}
+	}()
+	return w
+}
+
+func (w *writer) submit(job func() error) {
+	w.pending.Add(1)
+	w.jobs <- job
+}
+
+// flush waits for every submitted job and returns the first error.
+func (w *writer) flush() error {
+	w.pending.Wait()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+// failed reports the first error without waiting.
+func (w *writer) failed() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
+}
+
+func (w *writer) close() error {
+	err := w.flush()
+	close(w.jobs)
+	<-w.done
+	return err
+}
+
+// put stores a checkpoint now (sync, exit) or through the writer (async).
+func (r *run) put(parent string, cp checkpoint.Checkpoint, md checkpoint.Metadata) error {
+	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: parent}
+	do := func() error {
+		if _, err := r.cfg.saver.Put(r.ctx, ref, cp, md); err != nil {
+			return fmt.Errorf("graph: save checkpoint of thread %q at step %d: %w", r.cfg.thread, md.Step, err)
+		}
+		return nil
+	}
+	if r.w == nil {
+		return do()
+	}
+	if err := r.w.flush(); err != nil { // at most one checkpoint in flight
+		return err
+	}
+	r.w.submit(do)
+	return nil
+}
+
+// finish writes what DurabilityExit held back, and drains the async writer.
+func (r *run) finish(runErr error) error {
+	if r.cfg.saver != nil && r.cfg.durability == DurabilityExit && r.dirty {
+		if err := r.save(r.source); err != nil {
+			return err
+		}
+		for _, t := range r.next {
+			if t.ran || len(t.raised) > 0 || t.passed {
+				if err := r.putTaskWrites(t); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if r.w != nil {
+		return r.w.close()
+	}
+	return nil
+}

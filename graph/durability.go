@@ -101,8 +101,11 @@ func (w *writer) close() error {
 }
 
 // put stores a checkpoint now (sync, exit) or through the writer (async).
-func (r *run) put(parent string, cp checkpoint.Checkpoint, md checkpoint.Metadata) error {
-	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: parent}
+func (r *run) put(cp checkpoint.Checkpoint, md checkpoint.Metadata) error {
+	// The token is the namespace's head as this run knows it; the parent in
+	// md is the checkpoint the run went on from (older for a replay or fork).
+	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.headID}
+	defer func() { r.headID = cp.ID }()
 	do := func() error {
 		if _, err := r.cfg.saver.Put(r.ctx, ref, cp, md); err != nil {
 			return fmt.Errorf("graph: save checkpoint of thread %q at step %d: %w", r.cfg.thread, md.Step, err)

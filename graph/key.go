@@ -81,8 +81,8 @@ func (k *Key[T]) Lookup(s State) (T, bool) {
 	return sl.v.(T), true
 }
 
-// Version returns how many times the key has changed (0: never written).
-func (k *Key[T]) Version(s State) uint64 { return s.slot(k.id, k.name).ver }
+// Version returns how many steps have changed the key (0: never written).
+func (k *Key[T]) Version(s State) uint64 { return s.slot(k.id, k.name).ver >> 32 }
 
 // Set writes v through the key's reducer: a last-value key takes v, an
 // append key appends v's items, a sum key adds v, and so on.

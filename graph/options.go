@@ -21,22 +21,32 @@ type runOptionFunc func(*runConfig)
 func (f runOptionFunc) applyRun(c *runConfig) { f(c) }
 
 type runConfig struct {
-	stepLimit  int
-	timeout    time.Duration
-	maxConc    int
-	control    *Control
-	saver      checkpoint.Saver
-	thread     string
-	store      store.Store
-	events     EventKind
-	eventsSet  bool
-	runID      string
-	resume     any
-	resumeOne  bool
-	resumeMap  map[string]any
-	before     []string
-	after      []string
-	durability Durability
+	stepLimit      int
+	timeout        time.Duration
+	maxConc        int
+	control        *Control
+	saver          checkpoint.Saver
+	thread         string
+	store          store.Store
+	events         EventKind
+	eventsSet      bool
+	runID          string
+	resume         any
+	resumeOne      bool
+	resumeMap      map[string]any
+	before         []string
+	after          []string
+	durability     Durability
+	checkpointID   string
+	subgraphStates bool
+}
+
+// WithCheckpointID starts from this checkpoint of the thread instead of its
+// latest: Invoke with a nil input replays from it (the steps before it are
+// not executed again; new checkpoints branch off it), GetState reads it, and
+// UpdateState forks from it.
+func WithCheckpointID(id string) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.checkpointID = id })
 }
 
 // WithStepLimit sets the most supersteps one run may take. A run counts one

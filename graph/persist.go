@@ -22,7 +22,11 @@ const maxChain = 256
 // snapshot. Storage so grows with the changes, not with the history: the
 // snapshots of a growing list sum to about 1.5 times its final size.
 func (r *run) save(source checkpoint.Source) error {
-	cp := checkpoint.Checkpoint{ID: checkpoint.NewID(), Versions: map[string]uint64{}, Created: time.Now()}
+	if r.nextID == "" {
+		r.nextID = checkpoint.NewID()
+	}
+	cp := checkpoint.Checkpoint{ID: r.nextID, Versions: map[string]uint64{}, Created: time.Now()}
+	r.nextID = ""
 	parent := r.cpID
 	r.cpID = cp.ID // next tasks' IDs derive from the checkpoint they follow
 	for i, sl := range r.state.vals {
@@ -79,7 +83,7 @@ func (r *run) save(source checkpoint.Source) error {
 		cp.Deferred = append(cp.Deferred, r.g.nodes[d].name)
 	}
 	md := checkpoint.Metadata{Source: source, Step: r.step, Parent: parent, RunID: r.cfg.runID}
-	if err := r.put(parent, cp, md); err != nil {
+	if err := r.put(cp, md); err != nil {
 		r.cpID = parent
 		return err
 	}
@@ -94,7 +98,7 @@ func (r *run) blob(i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, erro
 	b := checkpoint.Blob{Key: k.Name(), Version: sl.ver}
 	// A delta must follow the saved version directly (under DurabilityExit
 	// several steps may have passed since the last save).
-	full := k.lastValue() || sl.ver == 1 || r.chain[i].deltas >= maxChain || r.savedVer[i] != sl.ver-1
+	full := k.lastValue() || r.savedVer[i] == 0 || r.chain[i].deltas >= maxChain || r.savedVer[i]>>32+1 != sl.ver>>32
 	for _, w := range ws {
 		full = full || w.op == opOverwrite
 	}
@@ -115,7 +119,7 @@ func (r *run) blob(i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, erro
 		if c.deltaBytes+len(data) <= 2*c.fullBytes {
 			c.deltas++
 			c.deltaBytes += len(data)
-			b.Kind, b.Base, b.Data = checkpoint.Delta, sl.ver-1, data
+			b.Kind, b.Base, b.Data = checkpoint.Delta, r.savedVer[i], data
 			return b, nil
 		}
 	}
@@ -135,20 +139,51 @@ type chainInfo struct {
 	deltaBytes int
 }
 
-// restore loads the thread's latest checkpoint, if any. It reports whether
-// there was one.
+// restore loads the thread's checkpoint — the latest, or the one named by
+// WithCheckpointID — if any. It reports whether there was one.
 func (r *run) restore() (bool, error) {
 	if r.cfg.saver == nil {
 		return false, nil
 	}
+	tup, err := r.load()
+	if err != nil || tup == nil {
+		return false, err
+	}
+	// Resuming the head reuses what its step's tasks left; a replay from an
+	// older checkpoint runs that step again.
+	return r.restoreFrom(tup, tup.Ref.ID == r.headID)
+}
+
+// load reads the checkpoint a run starts from and the namespace's head (the
+// latest checkpoint, which the run's first Put must name). It returns nil
+// for an empty namespace.
+func (r *run) load() (*checkpoint.Tuple, error) {
 	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns}
+	head, err := r.cfg.saver.Get(r.ctx, ref)
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound):
+		if r.cfg.checkpointID != "" && r.parent == nil {
+			return nil, fmt.Errorf("graph: thread %q has no checkpoint %s", r.cfg.thread, r.cfg.checkpointID)
+		}
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("graph: load %s: %w", ref, err)
+	}
+	r.headID = head.Ref.ID
+	if r.cfg.checkpointID == "" || r.parent != nil || r.cfg.checkpointID == head.Ref.ID {
+		return head, nil
+	}
+	ref.ID = r.cfg.checkpointID
 	tup, err := r.cfg.saver.Get(r.ctx, ref)
-	if errors.Is(err, checkpoint.ErrNotFound) {
-		return false, nil
-	}
 	if err != nil {
-		return false, fmt.Errorf("graph: load %s: %w", ref, err)
+		return nil, fmt.Errorf("graph: load %s: %w", ref, err)
 	}
+	return tup, nil
+}
+
+// restoreFrom rebuilds the run's state, next tasks, join barriers and
+// deferred nodes from a checkpoint.
+func (r *run) restoreFrom(tup *checkpoint.Tuple, withWrites bool) (bool, error) {
 	fail := func(err error) (bool, error) {
 		return false, fmt.Errorf("graph: restore %s: %w", tup.Ref, err)
 	}
@@ -183,6 +218,7 @@ func (r *run) restore() (bool, error) {
 				return fail(fmt.Errorf("key %q version %d: %w", b.Key, b.Version, err))
 			}
 			ws := make([]Write, len(parts))
+			var err error
 			for j, p := range parts {
 				if ws[j], err = k.decodeWrite(p); err != nil {
 					return fail(err)
@@ -228,8 +264,10 @@ func (r *run) restore() (bool, error) {
 		}
 		r.next = append(r.next, t)
 	}
-	if err := r.restoreTasks(tup.Writes, fail); err != nil {
-		return false, err
+	if withWrites {
+		if err := r.restoreTasks(tup.Writes, fail); err != nil {
+			return false, err
+		}
 	}
 	for to, froms := range tup.Checkpoint.Waiting {
 		for j, cj := range r.g.joins {

@@ -112,6 +112,9 @@ type run struct {
 	touched  []int      // keys written this step, in order of first write
 	wsBuf    []Write    // this step's writes grouped by key (reused)
 	cpID     string
+	headID   string // the namespace's latest checkpoint, as this run knows it
+	keepNext bool   // UpdateState without a node: commit leaves r.next alone
+	nextID   string // the ID the next checkpoint will get (see tag)
 	source   checkpoint.Source
 	w        *writer  // DurabilityAsync's background writer
 	dirty    bool     // DurabilityExit: something is not saved yet
@@ -270,6 +273,7 @@ func (r *run) loop(input Update) error {
 		if resumed {
 			r.step++ // the input gets a step of its own in the thread's history
 		}
+		r.source = checkpoint.SourceInput
 		if err := r.applyInput(input); err != nil {
 			return err
 		}
@@ -342,7 +346,6 @@ func (r *run) applyInput(input Update) error {
 			return err
 		}
 	}
-	r.source = checkpoint.SourceInput
 	return r.commit([]*task{in})
 }
 
@@ -433,7 +436,7 @@ func (r *run) commit(tasks []*task) error {
 			return fmt.Errorf("graph: step %d: applying the writes of %s: %w", r.step, writers(tasks, k), err)
 		}
 		sl.v, sl.set = v, true
-		sl.ver++
+		sl.ver = (sl.ver>>32+1)<<32 | uint64(r.tag())
 		if r.stepLog != nil {
 			r.stepLog[i] = append(r.stepLog[i], kws...)
 		}
@@ -505,6 +508,9 @@ func (r *run) conflict(key string, a, b *task) error {
 
 // plan computes the next step's tasks from the committed tasks' routes.
 func (r *run) plan(tasks []*task) error {
+	if r.keepNext {
+		return nil
+	}
 	pull, push := r.pullBuf[:0], r.pushBuf[:0]
 	trigger := func(from *task, to int) error {
 		if to == endIdx {
@@ -612,4 +618,18 @@ func (r *run) stepLimitError() error {
 	}
 	e.Namespace = r.ns
 	return e
+}
+
+// tag is the low half of the versions this commit writes: a hash of the ID
+// the next checkpoint will have (0 without a checkpointer).
+func (r *run) tag() uint32 {
+	if r.cfg.saver == nil {
+		return 0
+	}
+	if r.nextID == "" {
+		r.nextID = checkpoint.NewID()
+	}
+	h := newFNV128()
+	h.add(r.nextID)
+	return uint32(h.a)
 }

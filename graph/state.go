@@ -51,7 +51,11 @@ func (s *schema) byName(name string) (int, bool) {
 
 // slot is one key's value in a state.
 type slot struct {
-	v   any
+	v any
+	// ver is the key's blob version: the count of changing steps in the
+	// high 32 bits, and in the low 32 bits a tag from the checkpoint that
+	// first stores it, so branches forked from one checkpoint never reuse a
+	// version (blobs are stored once per key and version).
 	ver uint64
 	set bool
 }

@@ -1,0 +1,240 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"time"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+)
+
+// Snapshot is a thread's state at one checkpoint, as GetState and History
+// return it.
+type Snapshot struct {
+	// Values is the state.
+	Values State
+	// Next names the nodes of the tasks that run when the thread resumes.
+	Next []string
+	// Tasks describes those tasks: finished ones (their writes are saved
+	// and will not run again), interrupted ones and failed ones.
+	Tasks []TaskState
+	// Interrupts lists the interrupts waiting for an answer.
+	Interrupts []InterruptInfo
+	// Checkpoint, Parent and Metadata place the snapshot in the thread's
+	// history.
+	Checkpoint checkpoint.Ref
+	Parent     checkpoint.Ref
+	Metadata   checkpoint.Metadata
+	Created    time.Time
+	// Subgraphs holds, when WithSubgraphStates was given, the snapshots of
+	// subgraph nodes (added with AddSubgraph) that stopped inside, keyed by
+	// namespace.
+	Subgraphs map[string]*Snapshot
+}
+
+// TaskState is one pending task of a Snapshot.
+type TaskState struct {
+	ID         string
+	Node       string
+	Finished   bool            // its writes are saved; it will not run again
+	Interrupts []InterruptInfo // waiting for answers
+}
+
+// WithSubgraphStates makes GetState include the states of subgraphs that
+// stopped inside (see Snapshot.Subgraphs).
+func WithSubgraphStates() RunOption {
+	return runOptionFunc(func(c *runConfig) { c.subgraphStates = true })
+}
+
+// GetState returns the thread's state at its latest checkpoint, or at the
+// one WithCheckpointID names. The thread and saver come from the options
+// (or the graph's defaults), as for Invoke. A thread without checkpoints is
+// an error wrapping checkpoint.ErrNotFound.
+func (g *Graph) GetState(ctx context.Context, opts ...RunOption) (*Snapshot, error) {
+	r, err := g.stateRun(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	defer r.cancel(nil)
+	tup, err := r.load()
+	if err != nil {
+		return nil, err
+	}
+	if tup == nil {
+		return nil, fmt.Errorf("graph: thread %q: %w", r.cfg.thread, checkpoint.ErrNotFound)
+	}
+	return r.snapshot(ctx, tup)
+}
+
+// History returns the thread's snapshots, newest first, filtered and
+// bounded by lo (metadata filter, before, limit).
+func (g *Graph) History(ctx context.Context, lo checkpoint.ListOptions, opts ...RunOption) iter.Seq2[*Snapshot, error] {
+	return func(yield func(*Snapshot, error) bool) {
+		base, err := g.stateRun(ctx, opts)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		defer base.cancel(nil)
+		ref := checkpoint.Ref{ThreadID: base.cfg.thread, Namespace: base.ns}
+		for tup, err := range base.cfg.saver.List(ctx, ref, lo) {
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			r, err := g.stateRun(ctx, opts)
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			s, err := r.snapshot(ctx, tup)
+			r.cancel(nil)
+			if !yield(s, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// UpdateState changes a thread's state from outside a run, as if node
+// asNode had returned update, and saves the result as a new checkpoint that
+// decides what runs next: asNode's edges choose the next tasks (conditional
+// edges are evaluated); asNode == START applies update like an input; asNode
+// == "" keeps the tasks that were next. Based on the latest checkpoint the
+// new one has source "update"; based on an older one (WithCheckpointID) it
+// has source "fork" and starts a new branch, leaving the old one untouched.
+// It returns the new checkpoint's reference.
+func (g *Graph) UpdateState(ctx context.Context, update Update, asNode string, opts ...RunOption) (checkpoint.Ref, error) {
+	r, err := g.stateRun(ctx, opts)
+	if err != nil {
+		return checkpoint.Ref{}, err
+	}
+	defer r.cancel(nil)
+	r.cfg.durability, r.w = DurabilitySync, nil
+	tup, err := r.load()
+	if err != nil {
+		return checkpoint.Ref{}, err
+	}
+	if tup != nil {
+		if _, err := r.restoreFrom(tup, false); err != nil {
+			return checkpoint.Ref{}, err
+		}
+		r.step++
+	}
+	r.source = checkpoint.SourceUpdate
+	if r.cpID != r.headID {
+		r.source = checkpoint.SourceFork
+	}
+	switch asNode {
+	case START:
+		err = r.applyInput(update)
+	case "":
+		t := &task{r: r, node: r.g.start, writes: update, step: r.step, done: true}
+		if err = r.checkWrites(t); err == nil {
+			r.keepNext = true // values change; what runs next does not
+			err = r.commit([]*task{t})
+		}
+	default:
+		err = r.updateAs(asNode, update)
+	}
+	if err != nil {
+		return checkpoint.Ref{}, err
+	}
+	return checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.cpID}, nil
+}
+
+// updateAs applies update as if node had returned it and plans from its
+// edges.
+func (r *run) updateAs(node string, update Update) error {
+	i, ok := r.g.byName[node]
+	if !ok {
+		return fmt.Errorf("graph: UpdateState as node %q: no such node%s", node, suggest(node, r.g.byName))
+	}
+	t := &task{Context: r.ctx, r: r, node: r.g.nodes[i], writes: update, step: r.step}
+	if err := r.checkWrites(t); err != nil {
+		return fmt.Errorf("graph: UpdateState as node %q: %w", node, err)
+	}
+	if len(t.node.conds)+len(t.node.fans) > 0 {
+		view := r.state.clone()
+		if err := r.applyOwn(view, t); err != nil {
+			return err
+		}
+		if err := t.route(view); err != nil {
+			return fmt.Errorf("graph: UpdateState as node %q: %w", node, err)
+		}
+	}
+	t.done = true // it did not run: keep it out of the path
+	return r.commit([]*task{t})
+}
+
+// stateRun prepares a run that reads or edits a thread without executing.
+func (g *Graph) stateRun(ctx context.Context, opts []RunOption) (*run, error) {
+	r, err := g.newRun(ctx, nil, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	if r.cfg.saver == nil {
+		r.cancel(nil)
+		return nil, errors.New("graph: reading or updating a thread needs WithCheckpointer and WithThread")
+	}
+	return r, nil
+}
+
+// snapshot describes a checkpoint.
+func (r *run) snapshot(ctx context.Context, tup *checkpoint.Tuple) (*Snapshot, error) {
+	if _, err := r.restoreFrom(tup, true); err != nil {
+		return nil, err
+	}
+	s := &Snapshot{
+		Values:     r.state,
+		Checkpoint: tup.Ref,
+		Metadata:   tup.Metadata,
+		Created:    tup.Checkpoint.Created,
+	}
+	if tup.Metadata.Parent != "" {
+		s.Parent = checkpoint.Ref{ThreadID: tup.Ref.ThreadID, Namespace: tup.Ref.Namespace, ID: tup.Metadata.Parent}
+	}
+	for _, t := range r.next {
+		s.Next = append(s.Next, t.node.name)
+		ts := TaskState{ID: t.ID(), Node: t.node.name, Finished: t.done}
+		for _, wi := range t.prior {
+			if !t.answered(wi.ID) {
+				ts.Interrupts = append(ts.Interrupts, wi.InterruptInfo)
+			}
+		}
+		s.Interrupts = append(s.Interrupts, ts.Interrupts...)
+		s.Tasks = append(s.Tasks, ts)
+		if r.cfg.subgraphStates && t.node.sub != nil && len(t.prior) > 0 {
+			if err := r.subSnapshot(ctx, s, t); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
+}
+
+// subSnapshot adds the state of a subgraph node that stopped inside.
+func (r *run) subSnapshot(ctx context.Context, s *Snapshot, t *task) error {
+	ctx = context.WithValue(ctx, taskKey{}, t) // nests the run under t
+	t.Context = ctx
+	sub, err := t.node.sub.stateRun(ctx, []RunOption{WithCheckpointer(r.cfg.saver), WithThread(r.cfg.thread), WithSubgraphStates()})
+	if err != nil {
+		return err
+	}
+	defer sub.cancel(nil)
+	tup, err := sub.load()
+	if err != nil || tup == nil {
+		return err
+	}
+	ss, err := sub.snapshot(ctx, tup)
+	if err != nil {
+		return err
+	}
+	if s.Subgraphs == nil {
+		s.Subgraphs = map[string]*Snapshot{}
+	}
+	s.Subgraphs[sub.ns] = ss
+	return nil
+}

@@ -266,8 +266,8 @@ type Saver interface {
 	List(ctx context.Context, ref Ref, opts ListOptions) iter.Seq2[*Tuple, error]
 	// Put stores a checkpoint after the latest of ref's thread namespace and
 	// returns its reference. ref.ID is the latest checkpoint as the writer
-	// read it ("" for an empty namespace); see ErrConflict. ref.ID is ignored; cp.ID must be new and sort
-	// after the latest checkpoint's ID (NewID does this).
+	// read it ("" for an empty namespace); see ErrConflict. cp.ID must be
+	// new and sort after the latest checkpoint's ID (NewID does this).
 	Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (Ref, error)
 	// PutWrites stores the pending writes of one task in the step after the
 	// checkpoint ref names. Writing the same task's writes again replaces

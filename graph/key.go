@@ -165,13 +165,37 @@ func (k *Key[T]) apply(cur any, has bool, ws []Write) (any, error) {
 		c = cur.(T)
 	}
 	owned := false
-	for _, w := range ws {
+	for i := 0; i < len(ws); {
 		var err error
-		if c, owned, err = k.applyOne(c, owned, w); err != nil {
+		if n := k.batchable(ws[i:]); n > 1 {
+			upds := make([]T, n)
+			for j := range upds {
+				upds[j] = ws[i+j].val.(T)
+			}
+			if c, err = k.red.batch(c, upds); err != nil {
+				return nil, fmt.Errorf("state key %q: %w", k.name, err)
+			}
+			owned, i = false, i+n
+			continue
+		}
+		if c, owned, err = k.applyOne(c, owned, ws[i]); err != nil {
 			return nil, fmt.Errorf("state key %q: %w", k.name, err)
 		}
+		i++
 	}
 	return c, nil
+}
+
+// batchable counts the leading writes the reducer can merge in one pass.
+func (k *Key[T]) batchable(ws []Write) int {
+	if k.red.batch == nil {
+		return 0
+	}
+	n := 0
+	for n < len(ws) && ws[n].op == opReduce {
+		n++
+	}
+	return n
 }
 
 func (k *Key[T]) applyOne(c T, owned bool, w Write) (T, bool, error) {
@@ -209,9 +233,11 @@ func (k *Key[T]) decodeValue(b []byte) (any, error) {
 	return v, nil
 }
 
+// wireWrite is a write as stored in deltas and pending writes. The op is
+// omitted for the common "set", so a delta costs little more than its data.
 type wireWrite struct {
-	Op    string          `json:"op"`
-	Value json.RawMessage `json:"value"`
+	Op    string          `json:"o,omitempty"`
+	Value json.RawMessage `json:"v"`
 }
 
 func (k *Key[T]) encodeWrite(w Write) ([]byte, error) {
@@ -227,7 +253,11 @@ func (k *Key[T]) encodeWrite(w Write) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("state key %q: encode %s write: %w", k.name, w.op, err)
 	}
-	return json.Marshal(wireWrite{Op: w.op.String(), Value: val})
+	op := w.op.String()
+	if w.op == opReduce {
+		op = ""
+	}
+	return json.Marshal(wireWrite{Op: op, Value: val})
 }
 
 func (k *Key[T]) decodeWrite(b []byte) (Write, error) {
@@ -237,7 +267,7 @@ func (k *Key[T]) decodeWrite(b []byte) (Write, error) {
 	}
 	w := Write{key: k}
 	switch ww.Op {
-	case opReduce.String(), opOverwrite.String():
+	case "", opReduce.String(), opOverwrite.String():
 		w.op = opReduce
 		if ww.Op == opOverwrite.String() {
 			w.op = opOverwrite

@@ -11,9 +11,15 @@ import (
 	"github.com/trellis-agents/trellis/checkpoint"
 )
 
+// deltaFactor is how many times the last full snapshot's size the deltas
+// since it may reach before a new snapshot: snapshots of a growing value
+// then sum to about 1.25 times its final size, and a rebuild reads at most
+// five times the value.
+const deltaFactor = 4
+
 // maxChain bounds how many deltas a reducer key's chain may hold before a
 // full snapshot, which bounds the work of rebuilding it on read.
-const maxChain = 256
+const maxChain = 4096
 
 // save writes a checkpoint after a commit. Only keys written in the step get
 // a blob: a last-value key (or an overwritten one) gets its full value; a
@@ -116,7 +122,7 @@ func (r *run) blob(i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, erro
 			return b, err
 		}
 		c := &r.chain[i]
-		if c.deltaBytes+len(data) <= 2*c.fullBytes {
+		if c.deltaBytes+len(data) <= deltaFactor*c.fullBytes {
 			c.deltas++
 			c.deltaBytes += len(data)
 			b.Kind, b.Base, b.Data = checkpoint.Delta, r.savedVer[i], data
@@ -188,6 +194,7 @@ func (r *run) restoreFrom(tup *checkpoint.Tuple, withWrites bool) (bool, error) 
 		return false, fmt.Errorf("graph: restore %s: %w", tup.Ref, err)
 	}
 	vals := r.state.vals
+	replay := map[int][]Write{} // per key: its chain's delta writes, in order
 	for _, b := range tup.Checkpoint.Blobs {
 		if b.Key == logKey {
 			if err := r.restoreLog(b); err != nil {
@@ -208,6 +215,7 @@ func (r *run) restoreFrom(tup *checkpoint.Tuple, withWrites bool) (bool, error) 
 				return fail(err)
 			}
 			sl.v, sl.set = v, true
+			delete(replay, i) // a full snapshot starts the chain over
 			r.chain[i] = chainInfo{fullBytes: len(b.Data)}
 		case checkpoint.Delta:
 			if !sl.set || sl.ver != b.Base {
@@ -217,15 +225,12 @@ func (r *run) restoreFrom(tup *checkpoint.Tuple, withWrites bool) (bool, error) 
 			if err := json.Unmarshal(b.Data, &parts); err != nil {
 				return fail(fmt.Errorf("key %q version %d: %w", b.Key, b.Version, err))
 			}
-			ws := make([]Write, len(parts))
-			var err error
-			for j, p := range parts {
-				if ws[j], err = k.decodeWrite(p); err != nil {
+			for _, p := range parts {
+				w, err := k.decodeWrite(p)
+				if err != nil {
 					return fail(err)
 				}
-			}
-			if sl.v, err = k.apply(sl.v, sl.set, ws); err != nil {
-				return fail(err)
+				replay[i] = append(replay[i], w) // applied once per key below
 			}
 			r.chain[i].deltas++
 			r.chain[i].deltaBytes += len(b.Data)
@@ -234,6 +239,14 @@ func (r *run) restoreFrom(tup *checkpoint.Tuple, withWrites bool) (bool, error) 
 		}
 		sl.ver = b.Version
 		r.savedVer[i] = b.Version
+	}
+	for i, ws := range replay {
+		// One pass per key: merge-by-ID builds its index once per chain.
+		v, err := r.g.sch.keys[i].apply(vals[i].v, vals[i].set, ws)
+		if err != nil {
+			return fail(err)
+		}
+		vals[i].v = v
 	}
 	for name, ver := range tup.Checkpoint.Versions {
 		if name == logKey {

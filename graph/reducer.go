@@ -21,7 +21,10 @@ type Reducer[T any] struct {
 	// grow, when set, merges like reduce; owned says the commit made cur
 	// itself earlier in the same step (nobody else can see it), so grow may
 	// change it in place. It reports whether its result is owned.
-	grow          func(cur, upd T, owned bool) (T, bool)
+	grow func(cur, upd T, owned bool) (T, bool)
+	// batch, when set, merges several updates in one pass (merge-by-ID
+	// builds its ID index once instead of once per update).
+	batch         func(cur T, upds []T) (T, error)
 	decodeRemoval func([]byte) (any, error)
 }
 
@@ -134,17 +137,13 @@ func MergeByID[E Identifiable]() Reducer[[]E] {
 // MergeByIDFunc is MergeByID for items whose ID is read by a function, for
 // types that keep their ID in a field named ID.
 func MergeByIDFunc[E any](id func(E) string) Reducer[[]E] {
-	return Reducer[[]E]{
-		name: "merge-by-id",
-		reduce: func(cur, upd []E) ([]E, error) {
-			if len(upd) == 0 {
-				return cur, nil
-			}
-			pos := make(map[string]int, len(cur)+len(upd))
-			for i, e := range cur {
-				pos[id(e)] = i
-			}
-			out := slices.Clip(slices.Clone(cur))
+	merge := func(cur []E, upds [][]E) ([]E, error) {
+		pos := make(map[string]int, len(cur))
+		for i, e := range cur {
+			pos[id(e)] = i
+		}
+		out := slices.Clip(slices.Clone(cur))
+		for _, upd := range upds {
 			for i, e := range upd {
 				key := id(e)
 				if key == "" {
@@ -157,8 +156,18 @@ func MergeByIDFunc[E any](id func(E) string) Reducer[[]E] {
 				pos[key] = len(out)
 				out = append(out, e)
 			}
-			return out, nil
+		}
+		return out, nil
+	}
+	return Reducer[[]E]{
+		name: "merge-by-id",
+		reduce: func(cur, upd []E) ([]E, error) {
+			if len(upd) == 0 {
+				return cur, nil
+			}
+			return merge(cur, [][]E{upd})
 		},
+		batch: merge,
 		remove: func(cur []E, ids any) ([]E, error) {
 			drop := make(map[string]bool, len(ids.([]string)))
 			for _, x := range ids.([]string) {

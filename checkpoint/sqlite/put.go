@@ -1,0 +1,315 @@
+package sqlite
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+)
+
+// record is what the checkpoint column holds: the checkpoint without its ID
+// (a column of its own) and without its blobs (rows of their own).
+type record struct {
+	Versions map[string]uint64   `json:"versions,omitempty"`
+	Next     []checkpoint.Task   `json:"next,omitempty"`
+	Waiting  map[string][]string `json:"waiting,omitempty"`
+	Deferred []string            `json:"deferred,omitempty"`
+	Created  time.Time           `json:"created"`
+}
+
+// encodeJSON encodes v without escaping HTML characters, so that stored
+// strings and raw JSON keep their bytes.
+func encodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// Put stores cp after the latest checkpoint of ref's thread namespace, in
+// one transaction that holds the database's write lock from its first read:
+// the checkpoint row is inserted only if the latest checkpoint is still the
+// one the writer read, then the new blobs (already stored ones are compared,
+// not written again).
+// ref.ID must be the ID of that latest checkpoint ("" when the namespace has
+// none), otherwise Put returns an error wrapping checkpoint.ErrConflict.
+// md.Parent is stored as given. cp.ID must be new and sort after the latest
+// ID. Each blob must be Full, or Delta with a Base below its Version; a blob
+// whose key and version are already stored in the namespace must be
+// identical to the stored one. When Put fails it has written nothing.
+func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Checkpoint, md checkpoint.Metadata) (checkpoint.Ref, error) {
+	if err := ctx.Err(); err != nil {
+		return checkpoint.Ref{}, err
+	}
+	if ref.ThreadID == "" {
+		return checkpoint.Ref{}, errEmptyThread
+	}
+	out := checkpoint.Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: cp.ID}
+	if cp.ID == "" {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put in %s: checkpoint ID is empty; assign one with NewID", out)
+	}
+	blobs, err := checkBlobs(cp.Blobs)
+	if err != nil {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
+	}
+	rec, err := encodeJSON(record{Versions: cp.Versions, Next: cp.Next, Waiting: cp.Waiting, Deferred: cp.Deferred, Created: cp.Created})
+	if err != nil {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: encode: %w", out, err)
+	}
+	var extra []byte
+	if len(md.Extra) > 0 {
+		if extra, err = encodeJSON(md.Extra); err != nil {
+			return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: encode metadata: %w", out, err)
+		}
+	}
+
+	// The statements must be prepared before the transaction holds the
+	// only write connection.
+	inserts, err := s.blobInserts(ctx, len(blobs))
+	if err != nil {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
+	}
+
+	tx, err := s.db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.StmtContext(ctx, s.insertCP).ExecContext(ctx, ref.ThreadID, ref.Namespace, cp.ID,
+		md.Parent, md.Step, string(md.Source), md.RunID, extra, rec, unixNano(cp.Created), ref.ID)
+	if err != nil {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
+	} else if n == 0 {
+		return checkpoint.Ref{}, s.refused(ctx, tx, ref, out)
+	}
+	if err := s.insertBlobsTx(ctx, tx, inserts, ref, blobs); err != nil {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
+	}
+	s.db.Committed()
+	return out, nil
+}
+
+// refused returns the error of a Put whose checkpoint was not inserted:
+// the writer did not read the latest checkpoint (ErrConflict), or the new ID
+// does not sort after it. tx still holds the write lock, so the latest
+// checkpoint is the one the insert saw.
+func (s *Saver) refused(ctx context.Context, tx *sql.Tx, ref, out checkpoint.Ref) error {
+	var latest string
+	err := tx.QueryRowContext(ctx, qLatest, ref.ThreadID, ref.Namespace).Scan(&latest)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("checkpoint: put %s: %w", out, err)
+	}
+	if ref.ID != latest {
+		if latest == "" {
+			return fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the namespace has none: %w", out, ref.ID, checkpoint.ErrConflict)
+		}
+		return fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the latest is %s: %w", out, ref.ID, latest, checkpoint.ErrConflict)
+	}
+	// Every stored ID is at most latest, so only an ID at most latest
+	// can exist; look it up for the right message.
+	var one int
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`, ref.ThreadID, ref.Namespace, out.ID).Scan(&one)
+	switch {
+	case err == nil:
+		return fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)
+	case !errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("checkpoint: put %s: %w", out, err)
+	}
+	return fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
+}
+
+// blobInserts returns the statements that insert n blobs: one per chunk of
+// maxBlobRows, see insertBlobsTx.
+func (s *Saver) blobInserts(ctx context.Context, n int) ([]*sql.Stmt, error) {
+	var out []*sql.Stmt
+	for n > 0 {
+		st, err := s.blobInsert(ctx, min(n, maxBlobRows))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, st)
+		n -= maxBlobRows
+	}
+	return out, nil
+}
+
+// insertBlobsTx inserts blobs with the statements blobInserts returned,
+// skipping the blobs already stored. When some were already stored (fewer
+// rows inserted than given), it checks that every blob equals the stored
+// one; the transaction is rolled back by the caller on error.
+func (s *Saver) insertBlobsTx(ctx context.Context, tx *sql.Tx, inserts []*sql.Stmt, ref checkpoint.Ref, blobs []checkpoint.Blob) error {
+	inserted := int64(0)
+	args := make([]any, 0, 2+5*min(len(blobs), maxBlobRows))
+	for i, st := range inserts {
+		chunk := blobs[i*maxBlobRows : min(len(blobs), (i+1)*maxBlobRows)]
+		args = append(args[:0], ref.ThreadID, ref.Namespace)
+		for _, b := range chunk {
+			args = append(args, b.Key, int64(b.Version), int64(b.Kind), int64(b.Base), []byte(b.Data))
+		}
+		res, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return err
+		}
+		inserted += n
+	}
+	if inserted == int64(len(blobs)) {
+		return nil
+	}
+	get := tx.StmtContext(ctx, s.getBlob)
+	for _, b := range blobs {
+		var kind, base int64
+		var data []byte
+		if err := get.QueryRowContext(ctx, ref.ThreadID, ref.Namespace, b.Key, int64(b.Version)).Scan(&kind, &base, &data); err != nil {
+			return fmt.Errorf("read back blob %q version %d: %w", b.Key, b.Version, err)
+		}
+		if checkpoint.BlobKind(kind) != b.Kind || uint64(base) != b.Base || !bytes.Equal(data, b.Data) {
+			return fmt.Errorf("key %q version %d is already stored with other content; blob versions must not be reused", b.Key, b.Version)
+		}
+	}
+	return nil
+}
+
+type blobID struct {
+	key     string
+	version uint64
+}
+
+// checkBlobs reports a malformed blob, or two blobs of one Put with the same
+// key and version but different content. It returns the blobs without
+// repeats.
+func checkBlobs(blobs []checkpoint.Blob) ([]checkpoint.Blob, error) {
+	seen := make(map[blobID]checkpoint.Blob, len(blobs))
+	out := blobs[:0:0]
+	for _, b := range blobs {
+		if b.Key == "" {
+			return nil, fmt.Errorf("blob version %d has an empty key", b.Version)
+		}
+		switch b.Kind {
+		case checkpoint.Full:
+		case checkpoint.Delta:
+			if b.Base >= b.Version {
+				return nil, fmt.Errorf("delta blob of key %q version %d has base %d; a delta's base must be an older version", b.Key, b.Version, b.Base)
+			}
+		default:
+			return nil, fmt.Errorf("blob of key %q version %d has unknown kind %s", b.Key, b.Version, b.Kind)
+		}
+		id := blobID{b.Key, b.Version}
+		if old, ok := seen[id]; ok {
+			if !sameBlob(old, b) {
+				return nil, fmt.Errorf("two different blobs for key %q version %d", b.Key, b.Version)
+			}
+			continue
+		}
+		seen[id] = b
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+func sameBlob(a, b checkpoint.Blob) bool {
+	return a.Key == b.Key && a.Version == b.Version && a.Kind == b.Kind && a.Base == b.Base && bytes.Equal(a.Data, b.Data)
+}
+
+// PutWrites replaces the pending writes of task taskID after the checkpoint
+// ref names; ref.ID is required. It returns an error wrapping
+// checkpoint.ErrNotFound when that checkpoint does not exist. Each write's
+// TaskID must be taskID or empty (it is then filled in), and no two writes
+// may share an Index. Writing an empty list removes the task's writes.
+func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string, writes []checkpoint.PendingWrite) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if ref.ThreadID == "" {
+		return errEmptyThread
+	}
+	if ref.ID == "" {
+		return fmt.Errorf("checkpoint: put writes in %s: checkpoint ID is empty", ref)
+	}
+	if taskID == "" {
+		return fmt.Errorf("checkpoint: put writes for %s: task ID is empty", ref)
+	}
+	ws := slices.Clone(writes)
+	indexes := make(map[int]bool, len(writes))
+	for i, w := range ws {
+		if w.TaskID != "" && w.TaskID != taskID {
+			return fmt.Errorf("checkpoint: put writes of task %q for %s: write %d belongs to task %q", taskID, ref, i, w.TaskID)
+		}
+		if indexes[w.Index] {
+			return fmt.Errorf("checkpoint: put writes of task %q for %s: index %d is used twice", taskID, ref, w.Index)
+		}
+		indexes[w.Index] = true
+	}
+	slices.SortFunc(ws, func(a, b checkpoint.PendingWrite) int { return cmp.Compare(a.Index, b.Index) })
+
+	err := s.inWriteTx(ctx, func(tx *sql.Tx) error {
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
+			ref.ThreadID, ref.Namespace, ref.ID).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound(ref)
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM writes WHERE thread = ? AND ns = ? AND checkpoint_id = ? AND task_id = ?`,
+			ref.ThreadID, ref.Namespace, ref.ID, taskID); err != nil {
+			return err
+		}
+		if len(ws) == 0 {
+			return nil
+		}
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO writes (thread, ns, checkpoint_id, task_id, idx, key, value) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer ins.Close()
+		for _, w := range ws {
+			if _, err := ins.ExecContext(ctx, ref.ThreadID, ref.Namespace, ref.ID, taskID, w.Index, w.Key, []byte(w.Value)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+		return fmt.Errorf("checkpoint: put writes of task %q for %s: %w", taskID, ref, err)
+	}
+	return err
+}
+
+// inWriteTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it
+// when fn returns nil.
+func (s *Saver) inWriteTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.db.Committed()
+	return nil
+}

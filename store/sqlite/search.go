@@ -1,0 +1,286 @@
+package sqlite
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"slices"
+
+	"github.com/trellis-agents/trellis/store"
+)
+
+// Search returns copies of the live items whose namespace starts with the
+// elements of prefix (an empty prefix matches every namespace) and whose
+// value is a JSON object with every field of q.Filter equal to the filter's
+// value, compared as JSON (1 equals 1.0, "1" does not equal 1, objects and
+// arrays compare element by element). Items are ordered by namespace,
+// element by element, then by key; q.Offset of them are skipped and at most
+// q.Limit (10 when 0) returned.
+func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*store.Item, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("store: search: %w", err)
+	}
+	if q.Limit < 0 || q.Offset < 0 {
+		return nil, fmt.Errorf("store: search: negative limit %d or offset %d", q.Limit, q.Offset)
+	}
+	limit := cmp.Or(q.Limit, 10)
+	filter := make(map[string]any, len(q.Filter))
+	for field, v := range q.Filter {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("store: search: filter field %q: %w", field, err)
+		}
+		if filter[field], err = decodeJSON(b); err != nil {
+			return nil, fmt.Errorf("store: search: filter field %q: %w", field, err)
+		}
+	}
+
+	where, args := liveInPrefix(prefix, unixNano(s.now()))
+	query := qItem + where + ` ORDER BY ns, key`
+	if len(filter) == 0 {
+		// Without a filter SQL pages; with one, Go skips and stops.
+		query += ` LIMIT ? OFFSET ?`
+		args = append(args, limit, q.Offset)
+	}
+	rows, err := s.db.Read.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: search %q: %w", prefix, err)
+	}
+	defer rows.Close()
+	out := []*store.Item{}
+	skip := q.Offset
+	for len(out) < limit && rows.Next() {
+		it, _, err := scanItem(rows)
+		if err != nil {
+			return nil, fmt.Errorf("store: search %q: %w", prefix, err)
+		}
+		if len(filter) > 0 {
+			if !matches(it.Value, filter) {
+				continue
+			}
+			if skip > 0 {
+				skip--
+				continue
+			}
+		}
+		out = append(out, it)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: search %q: %w", prefix, err)
+	}
+	return out, nil
+}
+
+// ListNamespaces returns the distinct namespaces that hold live items and
+// start with q.Prefix, each cut to q.MaxDepth elements when that is set
+// (duplicates left by the cut are merged). They are sorted element by
+// element (["a"] < ["a" "b"] < ["a-b"]); q.Offset of them are skipped and at
+// most q.Limit (100 when 0) returned.
+func (s *Store) ListNamespaces(ctx context.Context, q store.NamespaceQuery) ([][]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkPrefix(q.Prefix); err != nil {
+		return nil, fmt.Errorf("store: list namespaces: %w", err)
+	}
+	if q.MaxDepth < 0 || q.Limit < 0 || q.Offset < 0 {
+		return nil, fmt.Errorf("store: list namespaces: negative max depth %d, limit %d or offset %d", q.MaxDepth, q.Limit, q.Offset)
+	}
+	limit := cmp.Or(q.Limit, 100)
+	where, args := liveInPrefix(q.Prefix, unixNano(s.now()))
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT DISTINCT ns FROM store_items`+where+` ORDER BY ns`, args...)
+	if err != nil {
+		return nil, fmt.Errorf("store: list namespaces: %w", err)
+	}
+	defer rows.Close()
+	// Cutting sorted namespaces keeps them sorted, so the duplicates a cut
+	// makes are neighbours.
+	out := [][]string{}
+	var last []string
+	skip := q.Offset
+	for len(out) < limit && rows.Next() {
+		var raw []byte
+		if err := rows.Scan(&raw); err != nil {
+			return nil, fmt.Errorf("store: list namespaces: %w", err)
+		}
+		ns, err := decodeNamespace(raw)
+		if err != nil {
+			return nil, fmt.Errorf("store: list namespaces: %w", err)
+		}
+		if q.MaxDepth > 0 && len(ns) > q.MaxDepth {
+			ns = ns[:q.MaxDepth]
+		}
+		if last != nil && slices.Equal(ns, last) {
+			continue
+		}
+		last = ns
+		if skip > 0 {
+			skip--
+			continue
+		}
+		out = append(out, slices.Clone(ns))
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("store: list namespaces: %w", err)
+	}
+	return out, nil
+}
+
+// liveInPrefix returns the WHERE clause and arguments that select the items
+// live at now whose namespace starts with prefix.
+func liveInPrefix(prefix []string, now int64) (string, []any) {
+	where, args := ` WHERE (expires IS NULL OR expires > ?)`, []any{now}
+	if len(prefix) > 0 {
+		lo := encodeNamespace(prefix)
+		// Every encoding starting with lo sorts before lo with its final
+		// terminator (0x00) raised to 0x01, and nothing else between.
+		hi := bytes.Clone(lo)
+		hi[len(hi)-1] = 0x01
+		where += ` AND ns >= ? AND ns < ?`
+		args = append(args, lo, hi)
+	}
+	return where, args
+}
+
+// encodeNamespace encodes a namespace so that comparing encodings as bytes
+// compares namespaces element by element: each element is followed by 0x00,
+// and its bytes 0x00 and 0x01 become 0x01 0x01 and 0x01 0x02, so the
+// terminator sorts before every byte of an element.
+func encodeNamespace(namespace []string) []byte {
+	n := 0
+	for _, e := range namespace {
+		n += len(e) + 1
+	}
+	out := make([]byte, 0, n)
+	for _, e := range namespace {
+		for i := 0; i < len(e); i++ {
+			switch c := e[i]; c {
+			case 0x00, 0x01:
+				out = append(out, 0x01, c+1)
+			default:
+				out = append(out, c)
+			}
+		}
+		out = append(out, 0x00)
+	}
+	return out
+}
+
+var errBadNamespace = errors.New("stored namespace is not a valid encoding")
+
+// decodeNamespace reverses encodeNamespace.
+func decodeNamespace(b []byte) ([]string, error) {
+	var out []string
+	var elem []byte
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; c {
+		case 0x00:
+			out = append(out, string(elem))
+			elem = elem[:0]
+		case 0x01:
+			if i+1 == len(b) || (b[i+1] != 0x01 && b[i+1] != 0x02) {
+				return nil, fmt.Errorf("%w: %q", errBadNamespace, b)
+			}
+			i++
+			elem = append(elem, b[i]-1)
+		default:
+			elem = append(elem, c)
+		}
+	}
+	if len(elem) > 0 || len(out) == 0 {
+		return nil, fmt.Errorf("%w: %q", errBadNamespace, b)
+	}
+	return out, nil
+}
+
+// decodeJSON decodes one JSON value keeping numbers as json.Number, so that
+// they compare exactly.
+func decodeJSON(b []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("trailing data after the JSON value")
+	}
+	return v, nil
+}
+
+// matches reports whether value is a JSON object whose fields equal every
+// entry of filter (already decoded with decodeJSON).
+func matches(value json.RawMessage, filter map[string]any) bool {
+	if len(filter) == 0 {
+		return true
+	}
+	v, err := decodeJSON(value)
+	if err != nil {
+		return false
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	for field, want := range filter {
+		got, ok := obj[field]
+		if !ok || !jsonEqual(got, want) {
+			return false
+		}
+	}
+	return true
+}
+
+// numberPrec is the precision in bits numbers are compared at: exact for
+// integers and decimals of up to about 150 digits.
+const numberPrec = 512
+
+// jsonEqual compares two values decoded by decodeJSON; numbers compare by
+// value.
+func jsonEqual(a, b any) bool {
+	switch a := a.(type) {
+	case nil:
+		return b == nil
+	case bool:
+		b, ok := b.(bool)
+		return ok && a == b
+	case string:
+		b, ok := b.(string)
+		return ok && a == b
+	case json.Number:
+		b, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		fa, _, errA := big.ParseFloat(a.String(), 10, numberPrec, big.ToNearestEven)
+		fb, _, errB := big.ParseFloat(b.String(), 10, numberPrec, big.ToNearestEven)
+		if errA != nil || errB != nil {
+			return a == b
+		}
+		return fa.Cmp(fb) == 0
+	case []any:
+		b, ok := b.([]any)
+		return ok && slices.EqualFunc(a, b, jsonEqual)
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k, va := range a {
+			vb, ok := b[k]
+			if !ok || !jsonEqual(va, vb) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}

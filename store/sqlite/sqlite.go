@@ -1,0 +1,264 @@
+// Package sqlite is a store.Store that keeps items in a SQLite database
+// file: the embedded long-term memory, which may share its file with the
+// checkpoint/sqlite saver (each keeps its own tables and schema version).
+//
+// The file is opened in WAL mode with synchronous=NORMAL: a committed Put
+// survives a crash of the process, but the last writes before a power
+// failure or operating system crash may be lost.
+//
+// Semantics are those of store.Memory, checked by the suite in
+// store/storetest. Namespaces are stored in one column, encoded so that
+// comparing the bytes compares the namespaces element by element, and so
+// that a prefix of elements is a prefix of bytes (["a"] is not a prefix of
+// ["ab"]): Search and ListNamespaces read a range of the primary key, in
+// the order they return. Expired items are invisible at once; they are
+// deleted when Get meets them and by a sweep that Put runs now and then.
+// Search filters are applied in Go, with store.Memory's comparison rules,
+// on the items of the prefix in order.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trellis-agents/trellis/internal/sqlitedb"
+	"github.com/trellis-agents/trellis/store"
+)
+
+// Component is the name under which the store's schema migrations are
+// recorded in the database's schema_migrations table.
+const Component = "store"
+
+// migrations is the store's schema, oldest first. Never edit a released
+// step: append a new one.
+var migrations = []sqlitedb.Migration{{Version: 1, SQL: `
+CREATE TABLE store_items (
+	ns      BLOB    NOT NULL,
+	key     TEXT    NOT NULL,
+	value   TEXT    NOT NULL,
+	created INTEGER NOT NULL,
+	updated INTEGER NOT NULL,
+	expires INTEGER,
+	PRIMARY KEY (ns, key)
+) WITHOUT ROWID;
+
+CREATE INDEX store_items_expires ON store_items (expires) WHERE expires IS NOT NULL;
+`}}
+
+// sweepEvery is how often, at most, Put deletes the expired items.
+const sweepEvery = time.Minute
+
+// Store is a store.Store backed by a SQLite database file. It is safe for
+// concurrent use; several Stores, in one process or several, may share a
+// file. Create one with Open and release it with Close.
+//
+// Times are kept in Unix nanoseconds: an expiry beyond the year 2262 is
+// kept as the year 2262.
+type Store struct {
+	db  *sqlitedb.DB
+	now func() time.Time // clock for Created, Updated and expiry
+
+	mu        sync.Mutex
+	lastSweep time.Time
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open opens (creating when missing) the SQLite database at path, with its
+// directory, brings the store's tables up to date and returns a Store on
+// it. It fails with an error wrapping sqlitedb.ErrNewerSchema when the file
+// was written by a newer version of this package.
+func Open(ctx context.Context, path string) (*Store, error) {
+	db, err := sqlitedb.Open(ctx, path, Component, migrations)
+	if err != nil {
+		return nil, fmt.Errorf("store/sqlite: %w", err)
+	}
+	return &Store{db: db, now: time.Now, lastSweep: time.Now()}, nil
+}
+
+// Close closes the database. The Store must not be used afterwards.
+func (s *Store) Close() error { return s.db.Close() }
+
+const qItem = `SELECT ns, key, value, created, updated, expires FROM store_items`
+
+// Get returns a copy of the live item, or an error wrapping
+// store.ErrNotFound. An expired item is deleted when Get finds it.
+func (s *Store) Get(ctx context.Context, namespace []string, key string) (*store.Item, error) {
+	if err := checkItem(ctx, namespace, key); err != nil {
+		return nil, err
+	}
+	ns := encodeNamespace(namespace)
+	it, expires, err := scanItem(s.db.Read.QueryRowContext(ctx, qItem+` WHERE ns = ? AND key = ?`, ns, key))
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, fmt.Errorf("store: get %s: %w", itemName(namespace, key), store.ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: get %s: %w", itemName(namespace, key), err)
+	}
+	if now := unixNano(s.now()); expires.Valid && expires.Int64 <= now {
+		// The item is invisible whether or not this succeeds; the sweep
+		// in Put deletes what is left. The condition spares an item put
+		// again meanwhile.
+		_, _ = s.db.Write.ExecContext(ctx, `DELETE FROM store_items WHERE ns = ? AND key = ? AND expires <= ?`, ns, key, now)
+		return nil, fmt.Errorf("store: get %s: %w", itemName(namespace, key), store.ErrNotFound)
+	}
+	return it, nil
+}
+
+// scanItem reads one row of qItem.
+func scanItem(sc interface{ Scan(...any) error }) (*store.Item, sql.NullInt64, error) {
+	var ns, value []byte
+	var it store.Item
+	var created, updated int64
+	var expires sql.NullInt64
+	if err := sc.Scan(&ns, &it.Key, &value, &created, &updated, &expires); err != nil {
+		return nil, expires, err
+	}
+	it.Value = value
+	var err error
+	if it.Namespace, err = decodeNamespace(ns); err != nil {
+		return nil, expires, fmt.Errorf("item %q: %w", it.Key, err)
+	}
+	it.Created, it.Updated = time.Unix(0, created), time.Unix(0, updated)
+	if expires.Valid {
+		it.Expires = time.Unix(0, expires.Int64)
+	}
+	return &it, expires, nil
+}
+
+// Put creates or replaces an item. value must be valid JSON. Replacing a
+// live item keeps its Created time; Updated is always the time of the Put.
+// With opts.TTL > 0 the item expires that long after the Put; otherwise it
+// never expires, even if the item it replaces had a TTL.
+func (s *Store) Put(ctx context.Context, namespace []string, key string, value json.RawMessage, opts store.PutOptions) error {
+	if err := checkItem(ctx, namespace, key); err != nil {
+		return err
+	}
+	if !json.Valid(value) {
+		return fmt.Errorf("store: put %s: value is not valid JSON: %.40q", itemName(namespace, key), value)
+	}
+	if opts.TTL < 0 {
+		return fmt.Errorf("store: put %s: negative TTL %s", itemName(namespace, key), opts.TTL)
+	}
+	now := s.now()
+	var expires any
+	if opts.TTL > 0 {
+		expires = unixNano(now.Add(opts.TTL))
+	}
+	args := []any{encodeNamespace(namespace), key, string(value), unixNano(now), expires}
+	err := s.inWriteTx(ctx, s.sweepDue(now), func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO store_items (ns, key, value, created, updated, expires)
+			VALUES (?1, ?2, ?3, ?4, ?4, ?5)
+			ON CONFLICT (ns, key) DO UPDATE SET
+				value = excluded.value,
+				created = CASE WHEN store_items.expires IS NULL OR store_items.expires > excluded.updated
+					THEN store_items.created ELSE excluded.created END,
+				updated = excluded.updated,
+				expires = excluded.expires`, args...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: put %s: %w", itemName(namespace, key), err)
+	}
+	return nil
+}
+
+// sweepDue reports whether the expired items should be swept now, and if so
+// notes that they are.
+func (s *Store) sweepDue(now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if now.Sub(s.lastSweep) < sweepEvery {
+		return false
+	}
+	s.lastSweep = now
+	return true
+}
+
+// inWriteTx runs fn in a write transaction, after deleting the expired
+// items when sweep is set, and commits when fn returns nil.
+func (s *Store) inWriteTx(ctx context.Context, sweep bool, fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if sweep {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM store_items WHERE expires <= ?`, unixNano(s.now())); err != nil {
+			return fmt.Errorf("delete expired items: %w", err)
+		}
+	}
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.db.Committed()
+	return nil
+}
+
+// Delete removes an item; deleting a missing item returns nil.
+func (s *Store) Delete(ctx context.Context, namespace []string, key string) error {
+	if err := checkItem(ctx, namespace, key); err != nil {
+		return err
+	}
+	err := s.inWriteTx(ctx, false, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM store_items WHERE ns = ? AND key = ?`, encodeNamespace(namespace), key)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete %s: %w", itemName(namespace, key), err)
+	}
+	return nil
+}
+
+// checkItem reports a canceled context, an invalid namespace or an empty
+// key.
+func checkItem(ctx context.Context, namespace []string, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := store.ValidateNamespace(namespace); err != nil {
+		return err
+	}
+	if key == "" {
+		return fmt.Errorf("store: key is empty in namespace %q", namespace)
+	}
+	return nil
+}
+
+// checkPrefix validates a prefix; unlike a namespace it may be empty.
+func checkPrefix(prefix []string) error {
+	if len(prefix) == 0 {
+		return nil
+	}
+	return store.ValidateNamespace(prefix)
+}
+
+func itemName(namespace []string, key string) string {
+	return strings.Join(namespace, "/") + "/" + key
+}
+
+var (
+	minNano = time.Unix(0, math.MinInt64)
+	maxNano = time.Unix(0, math.MaxInt64)
+)
+
+// unixNano returns t in Unix nanoseconds, clamped to the int64 range.
+func unixNano(t time.Time) int64 {
+	switch {
+	case t.Before(minNano):
+		return math.MinInt64
+	case t.After(maxNano):
+		return math.MaxInt64
+	}
+	return t.UnixNano()
+}

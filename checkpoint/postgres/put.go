@@ -1,0 +1,391 @@
+package postgres
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+)
+
+// Put stores cp after the latest checkpoint of ref's thread namespace, as
+// checkpoint.Memory.Put does. ref.ID must be the ID of that latest
+// checkpoint ("" when the namespace has none), otherwise Put returns an
+// error wrapping checkpoint.ErrConflict. cp.ID must be new and sort after
+// the latest ID; every blob must be Full, or Delta with a Base below its
+// Version; a blob whose key and version are stored already must be
+// identical to the stored one. md.Parent is stored as given. When Put fails
+// it has written nothing.
+//
+// Put is one transaction of three round trips (BEGIN, one batch, COMMIT)
+// when no blob of cp is stored already: in the batch the heads row moves
+// with a compare-and-set (its row lock serializes the writers of one
+// namespace), the new blobs are inserted with ON CONFLICT DO NOTHING, and
+// the checkpoint row is inserted; blobs that were stored already are then
+// compared with cp's, one more round trip.
+func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Checkpoint, md checkpoint.Metadata) (checkpoint.Ref, error) {
+	if err := ctx.Err(); err != nil {
+		return checkpoint.Ref{}, err
+	}
+	if ref.ThreadID == "" {
+		return checkpoint.Ref{}, errEmptyThread
+	}
+	out := checkpoint.Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: cp.ID}
+	if cp.ID == "" {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put in %s: checkpoint ID is empty; assign one with NewID", out)
+	}
+	if err := checkBlobs(cp.Blobs); err != nil {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
+	}
+	stored := cp
+	stored.Blobs = nil
+	cpJSON, err := json.Marshal(stored)
+	if err != nil {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: encode checkpoint: %w", out, err)
+	}
+	mdJSON, err := json.Marshal(md)
+	if err != nil {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: encode metadata: %w", out, err)
+	}
+	if ref.ID != "" && cp.ID <= ref.ID {
+		// Either the writer's latest is stale, or the ID does not grow:
+		// both are errors, and reading tells which.
+		return checkpoint.Ref{}, s.explainBadID(ctx, ref, out)
+	}
+
+	blobs := uniqueBlobs(cp.Blobs)
+	var conflict bool
+	err = s.inTx(ctx, readWrite, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		if ref.ID == "" {
+			b.Queue(`INSERT INTO checkpoint_heads (thread, ns, latest_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+				ref.ThreadID, ref.Namespace, cp.ID)
+		} else {
+			b.Queue(`UPDATE checkpoint_heads SET latest_id = $3 WHERE thread = $1 AND ns = $2 AND latest_id = $4`,
+				ref.ThreadID, ref.Namespace, cp.ID, ref.ID)
+		}
+		if len(blobs) > 0 {
+			cols := blobColumns(blobs)
+			b.Queue(`INSERT INTO checkpoint_blobs (thread, ns, key, version, kind, base, data)
+SELECT $1, $2, u.key, u.version, u.kind, u.base, u.data
+FROM unnest($3::text[], $4::bigint[], $5::smallint[], $6::bigint[], $7::bytea[]) AS u(key, version, kind, base, data)
+ON CONFLICT DO NOTHING
+RETURNING key, version`,
+				ref.ThreadID, ref.Namespace, cols.keys, cols.versions, cols.kinds, cols.bases, cols.data)
+		}
+		b.Queue(`INSERT INTO checkpoints (thread, ns, id, parent, step, source, run_id, metadata, checkpoint, created)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			ref.ThreadID, ref.Namespace, cp.ID, md.Parent, int64(md.Step), string(md.Source), md.RunID, mdJSON, cpJSON, cp.Created)
+		br := tx.SendBatch(ctx, b)
+		defer func() { _ = br.Close() }()
+
+		tag, err := br.Exec()
+		if err != nil {
+			return err
+		}
+		if tag.RowsAffected() == 0 {
+			conflict = true
+			return errConflictMarker
+		}
+		inserted := make(map[blobKey]bool, len(blobs))
+		if len(blobs) > 0 {
+			rows, _ := br.Query()
+			var key string
+			var version int64
+			if _, err := pgx.ForEachRow(rows, []any{&key, &version}, func() error {
+				inserted[blobKey{key, uint64(version)}] = true
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		if _, err := br.Exec(); err != nil {
+			if isCode(err, uniqueViolation) {
+				return &putErr{fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)}
+			}
+			return err
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		if len(inserted) < len(blobs) {
+			return checkStoredBlobs(ctx, tx, out, cp.Blobs, blobs, inserted)
+		}
+		return nil
+	})
+	switch {
+	case conflict:
+		return checkpoint.Ref{}, s.conflictError(ctx, ref, out)
+	case err != nil:
+		return checkpoint.Ref{}, putError(out, err)
+	}
+	return out, nil
+}
+
+// errConflictMarker aborts Put's transaction when the heads row did not
+// move; Put then builds the real error outside the aborted transaction.
+var errConflictMarker = errors.New("conflict")
+
+// putError wraps a database error of Put, leaving Put's own errors as they
+// are.
+func putError(out checkpoint.Ref, err error) error {
+	var own *putErr
+	if errors.As(err, &own) {
+		return own.err
+	}
+	return fmt.Errorf("checkpoint: put %s: %w", out, err)
+}
+
+// putErr marks an error Put built itself, complete with its context.
+type putErr struct{ err error }
+
+func (e *putErr) Error() string { return e.err.Error() }
+
+// conflictError builds Put's ErrConflict error, naming the latest
+// checkpoint as it is now.
+func (s *Saver) conflictError(ctx context.Context, ref, out checkpoint.Ref) error {
+	latest, err := s.latestID(ctx, ref)
+	if err != nil {
+		return fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, which it no longer is: %w", out, ref.ID, checkpoint.ErrConflict)
+	}
+	return conflictMessage(out, ref.ID, latest)
+}
+
+func conflictMessage(out checkpoint.Ref, read, latest string) error {
+	if latest == "" {
+		return fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the namespace has none: %w", out, read, checkpoint.ErrConflict)
+	}
+	return fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the latest is %s: %w", out, read, latest, checkpoint.ErrConflict)
+}
+
+// latestID returns the ID of the latest checkpoint of ref's namespace, ""
+// when it has none.
+func (s *Saver) latestID(ctx context.Context, ref checkpoint.Ref) (string, error) {
+	var latest string
+	err := s.pool.QueryRow(ctx, `SELECT latest_id FROM checkpoint_heads WHERE thread = $1 AND ns = $2`,
+		ref.ThreadID, ref.Namespace).Scan(&latest)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return latest, err
+}
+
+// explainBadID returns Put's error for a checkpoint ID that does not sort
+// after ref.ID: a conflict when ref.ID is not the latest, else the ID's
+// fault, in checkpoint.Memory's order.
+func (s *Saver) explainBadID(ctx context.Context, ref, out checkpoint.Ref) error {
+	b := &pgx.Batch{}
+	var latest string
+	var exists bool
+	b.Queue(`SELECT latest_id FROM checkpoint_heads WHERE thread = $1 AND ns = $2`, ref.ThreadID, ref.Namespace).
+		QueryRow(func(row pgx.Row) error {
+			if err := row.Scan(&latest); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			return nil
+		})
+	b.Queue(`SELECT EXISTS (SELECT 1 FROM checkpoints WHERE thread = $1 AND ns = $2 AND id = $3)`, ref.ThreadID, ref.Namespace, out.ID).
+		QueryRow(func(row pgx.Row) error { return row.Scan(&exists) })
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("checkpoint: put %s: %w", out, err)
+	}
+	switch {
+	case latest != ref.ID:
+		return conflictMessage(out, ref.ID, latest)
+	case exists:
+		return fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)
+	}
+	return fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
+}
+
+// checkStoredBlobs compares the blobs of a Put that were stored already
+// (those not in inserted) with the stored ones, reporting the first that
+// differs in the order of all, as checkpoint.Memory does.
+func checkStoredBlobs(ctx context.Context, tx pgx.Tx, out checkpoint.Ref, all, unique []checkpoint.Blob, inserted map[blobKey]bool) error {
+	var keys []string
+	var versions []int64
+	for _, b := range unique {
+		if !inserted[blobKey{b.Key, b.Version}] {
+			keys = append(keys, b.Key)
+			versions = append(versions, int64(b.Version))
+		}
+	}
+	rows, _ := tx.Query(ctx, `SELECT b.key, b.version, b.kind, b.base, b.data
+FROM checkpoint_blobs b JOIN unnest($3::text[], $4::bigint[]) AS u(key, version) ON b.key = u.key AND b.version = u.version
+WHERE b.thread = $1 AND b.ns = $2`, out.ThreadID, out.Namespace, keys, versions)
+	old, err := scanBlobs(rows)
+	if err != nil {
+		return err
+	}
+	for _, b := range all {
+		id := blobKey{b.Key, b.Version}
+		if inserted[id] {
+			continue
+		}
+		if o, ok := old[id]; !ok || !sameBlob(o, b) {
+			return &putErr{fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)}
+		}
+	}
+	return nil
+}
+
+// blobKey identifies a stored blob inside one thread namespace.
+type blobKey struct {
+	key     string
+	version uint64
+}
+
+// uniqueBlobs returns blobs without repeats (checkBlobs has made sure that
+// repeats are identical).
+func uniqueBlobs(blobs []checkpoint.Blob) []checkpoint.Blob {
+	seen := make(map[blobKey]bool, len(blobs))
+	out := make([]checkpoint.Blob, 0, len(blobs))
+	for _, b := range blobs {
+		if id := (blobKey{b.Key, b.Version}); !seen[id] {
+			seen[id] = true
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// blobCols are blobs as column arrays, for unnest.
+type blobCols struct {
+	keys     []string
+	versions []int64
+	kinds    []int16
+	bases    []int64
+	data     [][]byte
+}
+
+func blobColumns(blobs []checkpoint.Blob) blobCols {
+	c := blobCols{
+		keys:     make([]string, len(blobs)),
+		versions: make([]int64, len(blobs)),
+		kinds:    make([]int16, len(blobs)),
+		bases:    make([]int64, len(blobs)),
+		data:     make([][]byte, len(blobs)),
+	}
+	for i, b := range blobs {
+		c.keys[i], c.versions[i], c.kinds[i], c.bases[i], c.data[i] = b.Key, int64(b.Version), int16(b.Kind), int64(b.Base), b.Data
+	}
+	return c
+}
+
+// checkBlobs reports a malformed blob, or two blobs of one Put with the same
+// key and version but different content. Its messages are
+// checkpoint.Memory's.
+func checkBlobs(blobs []checkpoint.Blob) error {
+	seen := make(map[blobKey]checkpoint.Blob, len(blobs))
+	for _, b := range blobs {
+		if b.Key == "" {
+			return fmt.Errorf("blob version %d has an empty key", b.Version)
+		}
+		switch b.Kind {
+		case checkpoint.Full:
+		case checkpoint.Delta:
+			if b.Base >= b.Version {
+				return fmt.Errorf("delta blob of key %q version %d has base %d; a delta's base must be an older version", b.Key, b.Version, b.Base)
+			}
+		default:
+			return fmt.Errorf("blob of key %q version %d has unknown kind %s", b.Key, b.Version, b.Kind)
+		}
+		id := blobKey{b.Key, b.Version}
+		if old, ok := seen[id]; ok && !sameBlob(old, b) {
+			return fmt.Errorf("two different blobs for key %q version %d", b.Key, b.Version)
+		}
+		seen[id] = b
+	}
+	return nil
+}
+
+func sameBlob(a, b checkpoint.Blob) bool {
+	return a.Key == b.Key && a.Version == b.Version && a.Kind == b.Kind && a.Base == b.Base && bytes.Equal(a.Data, b.Data)
+}
+
+// PutWrites replaces the pending writes of task taskID after the checkpoint
+// ref names, as checkpoint.Memory.PutWrites does; ref.ID is required. It
+// returns an error wrapping checkpoint.ErrNotFound when that checkpoint does
+// not exist. Each write's TaskID must be taskID or empty (it is then filled
+// in), and no two writes may share an Index. Writing an empty list removes
+// the task's writes. Concurrent calls for one task are serialized, so the
+// task ends with the writes of one call, never a mix.
+func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string, writes []checkpoint.PendingWrite) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if ref.ThreadID == "" {
+		return errEmptyThread
+	}
+	if ref.ID == "" {
+		return fmt.Errorf("checkpoint: put writes in %s: checkpoint ID is empty", ref)
+	}
+	if taskID == "" {
+		return fmt.Errorf("checkpoint: put writes for %s: task ID is empty", ref)
+	}
+	ws := make([]checkpoint.PendingWrite, len(writes))
+	indexes := make(map[int]bool, len(writes))
+	for i, w := range writes {
+		if w.TaskID != "" && w.TaskID != taskID {
+			return fmt.Errorf("checkpoint: put writes of task %q for %s: write %d belongs to task %q", taskID, ref, i, w.TaskID)
+		}
+		if indexes[w.Index] {
+			return fmt.Errorf("checkpoint: put writes of task %q for %s: index %d is used twice", taskID, ref, w.Index)
+		}
+		indexes[w.Index] = true
+		ws[i] = w
+	}
+	slices.SortFunc(ws, func(a, b checkpoint.PendingWrite) int { return cmp.Compare(a.Index, b.Index) })
+	idx := make([]int64, len(ws))
+	keys := make([]string, len(ws))
+	values := make([][]byte, len(ws))
+	for i, w := range ws {
+		idx[i], keys[i], values[i] = int64(w.Index), w.Key, w.Value
+	}
+
+	var missing bool
+	err := s.inTx(ctx, readWrite, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		// The lock serializes calls for one task; the key is a hash, so
+		// a collision only makes two calls wait for each other.
+		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
+			fmt.Sprintf("trellis/checkpoint/writes %q %q %q %q", ref.ThreadID, ref.Namespace, ref.ID, taskID))
+		// FOR KEY SHARE keeps Prune and DeleteThread from removing the
+		// checkpoint until the writes are in.
+		b.Queue(`SELECT 1 FROM checkpoints WHERE thread = $1 AND ns = $2 AND id = $3 FOR KEY SHARE`,
+			ref.ThreadID, ref.Namespace, ref.ID)
+		b.Queue(`DELETE FROM checkpoint_writes WHERE thread = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4`,
+			ref.ThreadID, ref.Namespace, ref.ID, taskID)
+		if len(ws) > 0 {
+			b.Queue(`INSERT INTO checkpoint_writes (thread, ns, checkpoint_id, task_id, idx, key, value)
+SELECT $1, $2, $3, $4, u.idx, u.key, u.value FROM unnest($5::bigint[], $6::text[], $7::bytea[]) AS u(idx, key, value)`,
+				ref.ThreadID, ref.Namespace, ref.ID, taskID, idx, keys, values)
+		}
+		br := tx.SendBatch(ctx, b)
+		defer func() { _ = br.Close() }()
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+		var one int
+		if err := br.QueryRow().Scan(&one); err != nil {
+			if errors.Is(err, pgx.ErrNoRows) {
+				missing = true
+			}
+			return err
+		}
+		return br.Close()
+	})
+	switch {
+	case missing:
+		return notFound(ref)
+	case err != nil:
+		return fmt.Errorf("checkpoint: put writes of task %q for %s: %w", taskID, ref, err)
+	}
+	return nil
+}

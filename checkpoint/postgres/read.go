@@ -1,0 +1,364 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+)
+
+// listPageSize is how many checkpoints List reads per transaction. List
+// holds no connection while its caller's loop body runs.
+const listPageSize = 64
+
+// Get returns the checkpoint ref names, or the latest of ref's thread
+// namespace when ref.ID is "", as checkpoint.Memory.Get does: the returned
+// Checkpoint.Blobs holds, for each key of Versions in sorted key order, the
+// chain from the last Full blob up to the version in force, oldest first.
+// It wraps checkpoint.ErrNotFound when there is no such checkpoint. A
+// missing blob, or a stored row that cannot be decoded, is an error naming
+// the thread, namespace and checkpoint (and the key) that does not wrap
+// ErrNotFound.
+//
+// Get reads in one repeatable-read transaction: the checkpoint row, then its
+// blob chains (one recursive query) and its writes in one batch.
+func (s *Saver) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Tuple, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if ref.ThreadID == "" {
+		return nil, errEmptyThread
+	}
+	var tup *checkpoint.Tuple
+	err := s.inTx(ctx, readOnly, func(tx pgx.Tx) error {
+		sql, args := selectCheckpoints+` AND id = $3`, []any{ref.ThreadID, ref.Namespace, ref.ID}
+		if ref.ID == "" {
+			sql, args = selectCheckpoints+` ORDER BY id DESC LIMIT 1`, args[:2]
+		}
+		rows, err := queryCheckpoints(ctx, tx, sql, args...)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return notFound(ref)
+		}
+		tuples, err := load(ctx, tx, ref, rows)
+		if err != nil {
+			return err
+		}
+		tup = tuples[0]
+		return nil
+	})
+	if err != nil {
+		return nil, readError("get", ref, err)
+	}
+	return tup, nil
+}
+
+// List yields the checkpoints of ref's thread namespace, newest first, each
+// as Get would return it, as checkpoint.Memory.List does. ref.ID is ignored.
+// A thread or namespace with no checkpoints yields nothing. After an error
+// List yields nothing more.
+//
+// List reads a page of checkpoints at a time, each page in one transaction,
+// and holds no connection while the loop body runs, which may call the
+// Saver. Checkpoints put while the loop runs are not yielded (they sort
+// after the ones listed); checkpoints pruned or deleted meanwhile may still
+// be.
+func (s *Saver) List(ctx context.Context, ref checkpoint.Ref, opts checkpoint.ListOptions) iter.Seq2[*checkpoint.Tuple, error] {
+	return func(yield func(*checkpoint.Tuple, error) bool) {
+		if err := ctx.Err(); err != nil {
+			yield(nil, err)
+			return
+		}
+		if ref.ThreadID == "" {
+			yield(nil, errEmptyThread)
+			return
+		}
+		if opts.Limit < 0 {
+			yield(nil, fmt.Errorf("checkpoint: list %s: negative limit %d", ref, opts.Limit))
+			return
+		}
+		ref := checkpoint.Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace}
+		upper := opts.Before // IDs listed so far are all >= upper
+		for remaining := opts.Limit; ; {
+			n := listPageSize
+			if opts.Limit > 0 {
+				n = min(n, remaining)
+			}
+			tuples, read, err := s.listPage(ctx, ref, opts.Filter, upper, n)
+			for _, t := range tuples {
+				if err := ctx.Err(); err != nil {
+					yield(nil, err)
+					return
+				}
+				if !yield(t, nil) {
+					return
+				}
+			}
+			if err != nil {
+				yield(nil, err)
+				return
+			}
+			remaining -= len(read)
+			if len(read) < n || (opts.Limit > 0 && remaining == 0) {
+				return
+			}
+			upper = read[len(read)-1]
+		}
+	}
+}
+
+// listPage reads up to n checkpoints of ref's namespace with IDs below
+// upper ("" for no bound) matching filter, newest first. It returns the
+// tuples before the first error, the IDs of every row it read, and that
+// error.
+func (s *Saver) listPage(ctx context.Context, ref checkpoint.Ref, filter map[string]string, upper string, n int) (tuples []*checkpoint.Tuple, read []string, err error) {
+	var sql strings.Builder
+	sql.WriteString(selectCheckpoints)
+	args := []any{ref.ThreadID, ref.Namespace}
+	arg := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	if upper != "" {
+		sql.WriteString(" AND id < " + arg(upper))
+	}
+	for _, k := range slices.Sorted(maps.Keys(filter)) {
+		// The same fields as checkpoint.Metadata.Field, in its order.
+		switch k {
+		case "source", "parent", "run_id":
+			sql.WriteString(" AND " + k + " = " + arg(filter[k]))
+		case "step":
+			sql.WriteString(" AND step::text = " + arg(filter[k]))
+		default:
+			sql.WriteString(" AND metadata->'extra'->>(" + arg(k) + "::text) = " + arg(filter[k]))
+		}
+	}
+	sql.WriteString(" ORDER BY id DESC LIMIT " + arg(n))
+
+	var loadErr error
+	err = s.inTx(ctx, readOnly, func(tx pgx.Tx) error {
+		rows, err := queryCheckpoints(ctx, tx, sql.String(), args...)
+		if err != nil {
+			return err
+		}
+		for _, r := range rows {
+			read = append(read, r.id)
+		}
+		tuples, loadErr = load(ctx, tx, ref, rows)
+		var bad *rowError
+		if loadErr != nil && !errors.As(loadErr, &bad) {
+			return loadErr // a database error: roll back
+		}
+		return nil // the tuples before a bad row are still yielded
+	})
+	if err != nil {
+		return nil, read, readError("list", ref, err)
+	}
+	if loadErr != nil {
+		return tuples, read, readError("list", ref, loadErr)
+	}
+	return tuples, read, nil
+}
+
+// readError wraps a database error of Get or List with the operation and
+// reference; errors the Saver built itself already say all that.
+func readError(op string, ref checkpoint.Ref, err error) error {
+	var own *rowError
+	switch {
+	case errors.As(err, &own):
+		return own.err
+	case errors.Is(err, checkpoint.ErrNotFound):
+		return err
+	}
+	return fmt.Errorf("checkpoint: %s %s: %w", op, ref, err)
+}
+
+// rowError is a stored row that does not decode or a broken blob chain,
+// already naming its thread, namespace and checkpoint.
+type rowError struct{ err error }
+
+func (e *rowError) Error() string { return e.err.Error() }
+
+// selectCheckpoints starts the queries of checkpoint rows of namespace $2 of
+// thread $1.
+const selectCheckpoints = `SELECT id, metadata, checkpoint FROM checkpoints WHERE thread = $1 AND ns = $2`
+
+// cpRow is a checkpoint row as read, not yet decoded.
+type cpRow struct {
+	id         string
+	metadata   []byte
+	checkpoint []byte
+}
+
+func queryCheckpoints(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]cpRow, error) {
+	rows, _ := tx.Query(ctx, sql, args...)
+	var out []cpRow
+	var r cpRow
+	_, err := pgx.ForEachRow(rows, []any{&r.id, &r.metadata, &r.checkpoint}, func() error {
+		out = append(out, r)
+		return nil
+	})
+	return out, err
+}
+
+// decoded is a checkpoint row decoded.
+type decoded struct {
+	cp checkpoint.Checkpoint
+	md checkpoint.Metadata
+}
+
+// decode decodes a checkpoint row of ref's namespace.
+func decode(ref checkpoint.Ref, r cpRow) (decoded, error) {
+	ref.ID = r.id
+	var d decoded
+	if err := json.Unmarshal(r.checkpoint, &d.cp); err != nil {
+		return decoded{}, &rowError{fmt.Errorf("checkpoint: %s: the stored checkpoint does not decode: %w", ref, err)}
+	}
+	if d.cp.ID != r.id {
+		return decoded{}, &rowError{fmt.Errorf("checkpoint: %s: the stored checkpoint names ID %q", ref, d.cp.ID)}
+	}
+	if err := json.Unmarshal(r.metadata, &d.md); err != nil {
+		return decoded{}, &rowError{fmt.Errorf("checkpoint: %s: the stored metadata does not decode: %w", ref, err)}
+	}
+	return d, nil
+}
+
+// load builds the tuples of rows (checkpoints of ref's namespace) with their
+// blob chains and writes, reading both in one batch. It returns the tuples
+// before the first row that fails, and that row's error.
+func load(ctx context.Context, tx pgx.Tx, ref checkpoint.Ref, rows []cpRow) ([]*checkpoint.Tuple, error) {
+	var rowErr error
+	ds := make([]decoded, 0, len(rows))
+	for _, r := range rows {
+		d, err := decode(ref, r)
+		if err != nil {
+			rowErr = err
+			break
+		}
+		ds = append(ds, d)
+	}
+	if len(ds) == 0 {
+		return nil, rowErr
+	}
+
+	var keys []string
+	var versions []int64
+	need := make(map[blobKey]bool)
+	ids := make([]string, len(ds))
+	for i, d := range ds {
+		ids[i] = d.cp.ID
+		for k, v := range d.cp.Versions {
+			if id := (blobKey{k, v}); !need[id] {
+				need[id] = true
+				keys = append(keys, k)
+				versions = append(versions, int64(v))
+			}
+		}
+	}
+	b := &pgx.Batch{}
+	var blobs map[blobKey]checkpoint.Blob
+	if len(keys) > 0 {
+		// Each chain is followed from the version in force through the
+		// bases of its deltas; UNION stops at blobs already found, so a
+		// stored cycle cannot loop. Go checks the chains.
+		b.Queue(`WITH RECURSIVE chain (key, version, kind, base) AS (
+	SELECT b.key, b.version, b.kind, b.base
+	FROM checkpoint_blobs b JOIN unnest($3::text[], $4::bigint[]) AS u(key, version) ON b.key = u.key AND b.version = u.version
+	WHERE b.thread = $1 AND b.ns = $2
+UNION
+	SELECT b.key, b.version, b.kind, b.base
+	FROM chain c JOIN checkpoint_blobs b ON b.thread = $1 AND b.ns = $2 AND b.key = c.key AND b.version = c.base
+	WHERE c.kind = 2
+)
+SELECT b.key, b.version, b.kind, b.base, b.data
+FROM chain c JOIN checkpoint_blobs b ON b.thread = $1 AND b.ns = $2 AND b.key = c.key AND b.version = c.version`,
+			ref.ThreadID, ref.Namespace, keys, versions).Query(func(rows pgx.Rows) error {
+			var err error
+			blobs, err = scanBlobs(rows)
+			return err
+		})
+	}
+	writes := make(map[string][]checkpoint.PendingWrite)
+	b.Queue(`SELECT checkpoint_id, task_id, idx, key, value FROM checkpoint_writes
+WHERE thread = $1 AND ns = $2 AND checkpoint_id = ANY($3)
+ORDER BY checkpoint_id, task_id, idx`, ref.ThreadID, ref.Namespace, ids).Query(func(rows pgx.Rows) error {
+		var id string
+		var idx int64
+		var w checkpoint.PendingWrite
+		_, err := pgx.ForEachRow(rows, []any{&id, &w.TaskID, &idx, &w.Key, &w.Value}, func() error {
+			w.Index = int(idx)
+			writes[id] = append(writes[id], w)
+			return nil
+		})
+		return err
+	})
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+
+	out := make([]*checkpoint.Tuple, 0, len(ds))
+	for _, d := range ds {
+		tref := checkpoint.Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: d.cp.ID}
+		for _, key := range slices.Sorted(maps.Keys(d.cp.Versions)) {
+			chain, err := chainOf(blobs, key, d.cp.Versions[key])
+			if err != nil {
+				return out, &rowError{fmt.Errorf("checkpoint: %s: key %q: %w", tref, key, err)}
+			}
+			d.cp.Blobs = append(d.cp.Blobs, chain...)
+		}
+		out = append(out, &checkpoint.Tuple{Ref: tref, Checkpoint: d.cp, Metadata: d.md, Writes: writes[d.cp.ID]})
+	}
+	return out, rowErr
+}
+
+// chainOf returns the blobs that rebuild key at version v, oldest (the Full
+// blob) first, with checkpoint.Memory's errors. Blobs shared by several
+// chains are copied, so that no two tuples share memory.
+func chainOf(blobs map[blobKey]checkpoint.Blob, key string, v uint64) ([]checkpoint.Blob, error) {
+	var chain []checkpoint.Blob
+	for {
+		b, ok := blobs[blobKey{key, v}]
+		if !ok {
+			if len(chain) == 0 {
+				return nil, fmt.Errorf("no blob is stored for version %d", v)
+			}
+			return nil, fmt.Errorf("delta version %d is based on version %d, which is not stored; the chain does not reach a full blob", chain[len(chain)-1].Version, v)
+		}
+		b.Data = slices.Clone(b.Data)
+		chain = append(chain, b)
+		if b.Kind == checkpoint.Full {
+			break
+		}
+		if b.Kind != checkpoint.Delta || b.Base >= b.Version {
+			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which cannot be rebuilt", b.Version, b.Kind, b.Base)
+		}
+		v = b.Base
+	}
+	slices.Reverse(chain)
+	return chain, nil
+}
+
+// scanBlobs reads rows of (key, version, kind, base, data) into a map.
+func scanBlobs(rows pgx.Rows) (map[blobKey]checkpoint.Blob, error) {
+	out := make(map[blobKey]checkpoint.Blob)
+	var b checkpoint.Blob
+	var version, base int64
+	var kind int16
+	_, err := pgx.ForEachRow(rows, []any{&b.Key, &version, &kind, &base, &b.Data}, func() error {
+		b.Version, b.Kind, b.Base = uint64(version), checkpoint.BlobKind(kind), uint64(base)
+		out[blobKey{b.Key, b.Version}] = b
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,364 @@
+// Package postgres is a store.Store kept in PostgreSQL, for long-term
+// memory shared by processes and surviving restarts.
+//
+// It follows the semantics of store.Memory exactly (the conformance suite in
+// store/storetest checks both). Items live in one table of the schema chosen
+// with WithSchema:
+//
+//	store_items (namespace text[], key, value jsonb, created, updated, expires)
+//
+// Namespaces are text arrays in the "C" collation, so the database orders
+// them element by element as Go's slices.Compare does, and prefix matches
+// compare elements, never joined strings ("ab" does not start with "a").
+// Values are jsonb: Search filters compare a top-level field with jsonb
+// equality, under which numbers compare by value (1 equals 1.0 and 1e0;
+// 9007199254740993 does not equal 9007199254740992), strings never equal
+// numbers, and objects and arrays compare whole, element by element.
+//
+// Differences from store.Memory that come from PostgreSQL itself: jsonb
+// cannot hold the string escape \u0000 nor numbers beyond the numeric type's
+// range, text cannot hold NUL bytes or invalid UTF-8 (Put returns an error
+// for these), times are kept to the microsecond, and numbers are compared
+// exactly rather than at 512 bits of precision.
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/trellis-agents/trellis/internal/pgdb"
+	"github.com/trellis-agents/trellis/store"
+)
+
+// Store is a store.Store backed by PostgreSQL. It is safe for concurrent
+// use, also by several processes sharing one database.
+type Store struct {
+	pool      *pgxpool.Pool
+	owned     bool         // Close closes the pool
+	lastSweep atomic.Int64 // UnixNano of the last sweep of expired items
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	schema string
+}
+
+// WithSchema makes Open keep the table in the named schema, created when
+// missing, instead of the connection's default (usually "public").
+func WithSchema(name string) Option {
+	return func(o *options) { o.schema = name }
+}
+
+// Open connects to the database dsn names (a postgres:// URL or key=value
+// string), creates or upgrades the table, and returns a Store that owns its
+// connection pool: Close closes it. Open refuses a database migrated by a
+// newer version of Trellis (the error wraps pgdb.ErrSchemaTooNew).
+func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	pool, err := pgdb.Connect(ctx, dsn, o.schema)
+	if err != nil {
+		return nil, fmt.Errorf("store/postgres: open: %w", err)
+	}
+	s, err := New(ctx, pool)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.owned = true
+	return s, nil
+}
+
+// New returns a Store using an existing pool, whose connections' search_path
+// selects the schema of the table; it creates or upgrades the table as Open
+// does. Close leaves the pool open.
+func New(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
+	if err := pgdb.Migrate(ctx, pool, component, migrations); err != nil {
+		return nil, fmt.Errorf("store/postgres: %w", err)
+	}
+	return &Store{pool: pool}, nil
+}
+
+// Close releases the connection pool when Open created it. The Store must
+// not be used afterwards.
+func (s *Store) Close() {
+	if s.owned {
+		s.pool.Close()
+	}
+}
+
+// component is the Store's name in schema_migrations.
+const component = "store"
+
+// migrations are the versions of the Store's table; see pgdb.Migrate.
+var migrations = []string{
+	// 1: the initial table.
+	`
+CREATE TABLE store_items (
+	namespace text[] COLLATE "C" NOT NULL,
+	key       text   COLLATE "C" NOT NULL,
+	value     jsonb              NOT NULL,
+	created   timestamptz        NOT NULL,
+	updated   timestamptz        NOT NULL,
+	expires   timestamptz,
+	PRIMARY KEY (namespace, key)
+);
+
+CREATE INDEX store_items_expires ON store_items (expires) WHERE expires IS NOT NULL;
+`,
+}
+
+// Get returns the live item, or an error wrapping store.ErrNotFound. An
+// expired item is deleted by the same statement that finds it gone.
+func (s *Store) Get(ctx context.Context, namespace []string, key string) (*store.Item, error) {
+	if err := checkItem(ctx, namespace, key); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	it := &store.Item{Namespace: slices.Clone(namespace), Key: key}
+	var value []byte
+	var expires *time.Time
+	err := s.pool.QueryRow(ctx, `WITH gone AS (
+	DELETE FROM store_items WHERE namespace = $1 AND key = $2 AND expires <= $3
+)
+SELECT value, created, updated, expires FROM store_items
+WHERE namespace = $1 AND key = $2 AND (expires IS NULL OR expires > $3)`,
+		namespace, key, now).Scan(&value, &it.Created, &it.Updated, &expires)
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return nil, fmt.Errorf("store: get %s: %w", itemName(namespace, key), store.ErrNotFound)
+	case err != nil:
+		return nil, fmt.Errorf("store: get %s: %w", itemName(namespace, key), err)
+	}
+	it.Value = value
+	if expires != nil {
+		it.Expires = *expires
+	}
+	return it, nil
+}
+
+// Put creates or replaces an item, as store.Memory.Put does. value must be
+// valid JSON. Replacing a live item keeps its Created time; Updated is
+// always the time of the Put. With opts.TTL > 0 the item expires that long
+// after the Put; otherwise it never expires, even if the item it replaces
+// had a TTL.
+func (s *Store) Put(ctx context.Context, namespace []string, key string, value json.RawMessage, opts store.PutOptions) error {
+	if err := checkItem(ctx, namespace, key); err != nil {
+		return err
+	}
+	if !json.Valid(value) {
+		return fmt.Errorf("store: put %s: value is not valid JSON: %.40q", itemName(namespace, key), value)
+	}
+	if opts.TTL < 0 {
+		return fmt.Errorf("store: put %s: negative TTL %s", itemName(namespace, key), opts.TTL)
+	}
+	now := time.Now()
+	var expires *time.Time
+	if opts.TTL > 0 {
+		e := now.Add(opts.TTL)
+		expires = &e
+	}
+	_, err := s.pool.Exec(ctx, `INSERT INTO store_items (namespace, key, value, created, updated, expires)
+VALUES ($1, $2, $3, $4, $4, $5)
+ON CONFLICT (namespace, key) DO UPDATE SET
+	value = EXCLUDED.value,
+	updated = EXCLUDED.updated,
+	expires = EXCLUDED.expires,
+	created = CASE WHEN store_items.expires IS NULL OR store_items.expires > EXCLUDED.updated
+		THEN store_items.created ELSE EXCLUDED.created END`,
+		namespace, key, string(value), now, expires)
+	if err != nil {
+		return fmt.Errorf("store: put %s: %w", itemName(namespace, key), err)
+	}
+	return nil
+}
+
+// Delete removes an item; deleting a missing item returns nil.
+func (s *Store) Delete(ctx context.Context, namespace []string, key string) error {
+	if err := checkItem(ctx, namespace, key); err != nil {
+		return err
+	}
+	if _, err := s.pool.Exec(ctx, `DELETE FROM store_items WHERE namespace = $1 AND key = $2`, namespace, key); err != nil {
+		return fmt.Errorf("store: delete %s: %w", itemName(namespace, key), err)
+	}
+	return nil
+}
+
+// Search returns the live items whose namespace starts with the elements of
+// prefix (an empty prefix matches every namespace) and whose value is a JSON
+// object with every field of q.Filter equal to the filter's value, compared
+// as jsonb (see the package documentation). Items are ordered by namespace,
+// element by element, then by key; q.Offset of them are skipped and at most
+// q.Limit (10 when 0) returned.
+func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*store.Item, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkPrefix(prefix); err != nil {
+		return nil, fmt.Errorf("store: search: %w", err)
+	}
+	if q.Limit < 0 || q.Offset < 0 {
+		return nil, fmt.Errorf("store: search: negative limit %d or offset %d", q.Limit, q.Offset)
+	}
+	now := time.Now()
+	w := newWhere(now, prefix)
+	for _, field := range slices.Sorted(maps.Keys(q.Filter)) {
+		b, err := json.Marshal(q.Filter[field])
+		if err != nil {
+			return nil, fmt.Errorf("store: search: filter field %q: %w", field, err)
+		}
+		w.add("value -> (" + w.arg(field) + "::text) = " + w.arg(string(b)) + "::jsonb")
+	}
+	s.sweep(ctx, now)
+	rows, _ := s.pool.Query(ctx, `SELECT namespace, key, value, created, updated, expires FROM store_items`+w.String()+
+		` ORDER BY namespace, key LIMIT `+w.arg(cmp.Or(q.Limit, 10))+` OFFSET `+w.arg(q.Offset), w.args...)
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Item, error) {
+		// Fresh variables for every row: pgx may reuse the memory of a
+		// scan target.
+		it := &store.Item{}
+		var value []byte
+		var expires *time.Time
+		if err := row.Scan(&it.Namespace, &it.Key, &value, &it.Created, &it.Updated, &expires); err != nil {
+			return nil, err
+		}
+		it.Value = value
+		if expires != nil {
+			it.Expires = *expires
+		}
+		return it, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: search %q: %w", prefix, err)
+	}
+	return out, nil
+}
+
+// ListNamespaces returns the distinct namespaces that hold live items and
+// start with q.Prefix, each cut to q.MaxDepth elements when that is set
+// (duplicates left by the cut are merged), as store.Memory.ListNamespaces
+// does. They are sorted element by element (["a"] < ["a" "b"] < ["a-b"]);
+// q.Offset of them are skipped and at most q.Limit (100 when 0) returned.
+func (s *Store) ListNamespaces(ctx context.Context, q store.NamespaceQuery) ([][]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := checkPrefix(q.Prefix); err != nil {
+		return nil, fmt.Errorf("store: list namespaces: %w", err)
+	}
+	if q.MaxDepth < 0 || q.Limit < 0 || q.Offset < 0 {
+		return nil, fmt.Errorf("store: list namespaces: negative max depth %d, limit %d or offset %d", q.MaxDepth, q.Limit, q.Offset)
+	}
+	now := time.Now()
+	w := newWhere(now, q.Prefix)
+	ns := "namespace"
+	if q.MaxDepth > 0 {
+		d := w.arg(q.MaxDepth)
+		ns = "CASE WHEN cardinality(namespace) > " + d + " THEN namespace[1:" + d + "] ELSE namespace END"
+	}
+	s.sweep(ctx, now)
+	rows, _ := s.pool.Query(ctx, `SELECT DISTINCT `+ns+` AS ns FROM store_items`+w.String()+
+		` ORDER BY ns LIMIT `+w.arg(cmp.Or(q.Limit, 100))+` OFFSET `+w.arg(q.Offset), w.args...)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[[]string])
+	if err != nil {
+		return nil, fmt.Errorf("store: list namespaces: %w", err)
+	}
+	return out, nil
+}
+
+// where builds the WHERE clause of Search and ListNamespaces: live items
+// under a prefix, and more conditions.
+type where struct {
+	conds []string
+	args  []any
+}
+
+func newWhere(now time.Time, prefix []string) *where {
+	w := &where{}
+	w.add("(expires IS NULL OR expires > " + w.arg(now) + ")")
+	if n := len(prefix); n > 0 {
+		// The slice comparison is the definition; the range on the
+		// whole array lets the primary key index find the rows. Every
+		// array that starts with prefix sorts at or after prefix and
+		// before prefix with "\x01" appended to its last element (text
+		// holds no NUL, and "C" compares bytes), and no other does.
+		upper := slices.Clone(prefix)
+		upper[n-1] += "\x01"
+		w.add("namespace >= " + w.arg(prefix) + "::text[] AND namespace < " + w.arg(upper) + "::text[]")
+		w.add("cardinality(namespace) >= " + w.arg(n) + " AND namespace[1:" + w.arg(n) + "] = " + w.arg(prefix) + "::text[]")
+	}
+	return w
+}
+
+// arg adds a query argument and returns its placeholder.
+func (w *where) arg(v any) string {
+	w.args = append(w.args, v)
+	return "$" + strconv.Itoa(len(w.args))
+}
+
+func (w *where) add(cond string) { w.conds = append(w.conds, cond) }
+
+func (w *where) String() string {
+	return " WHERE " + strings.Join(w.conds, " AND ")
+}
+
+// sweepInterval is how often Search and ListNamespaces delete expired
+// items; they never see them either way.
+const sweepInterval = time.Minute
+
+// sweep deletes up to a thousand expired items, at most once per
+// sweepInterval per Store. It is housekeeping: rows other transactions hold
+// are skipped, and a failure is left to the next sweep.
+func (s *Store) sweep(ctx context.Context, now time.Time) {
+	last := s.lastSweep.Load()
+	if now.UnixNano()-last < int64(sweepInterval) || !s.lastSweep.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	_, _ = s.pool.Exec(ctx, `DELETE FROM store_items WHERE ctid = ANY (ARRAY (
+	SELECT ctid FROM store_items WHERE expires <= $1 LIMIT 1000 FOR UPDATE SKIP LOCKED
+))`, now)
+}
+
+// checkItem reports a canceled context, an invalid namespace or an empty
+// key, as store.Memory does.
+func checkItem(ctx context.Context, namespace []string, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := store.ValidateNamespace(namespace); err != nil {
+		return err
+	}
+	if key == "" {
+		return fmt.Errorf("store: key is empty in namespace %q", namespace)
+	}
+	return nil
+}
+
+// checkPrefix validates a prefix; unlike a namespace it may be empty.
+func checkPrefix(prefix []string) error {
+	if len(prefix) == 0 {
+		return nil
+	}
+	return store.ValidateNamespace(prefix)
+}
+
+func itemName(namespace []string, key string) string {
+	return strings.Join(namespace, "/") + "/" + key
+}

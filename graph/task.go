@@ -156,8 +156,14 @@ func (r *run) runTasks(all []*task) error {
 		t := tasks[0]
 		t.Context, t.inline = r.ctx, true
 		r.exec(t)
-		if err := r.saveTask(t); err != nil && t.err == nil {
-			t.err = err
+		// A task that finished alone commits with its step right away, and
+		// the checkpoint holds its writes: saving them as pending writes
+		// too would only cost a round trip. An interrupted or failed task,
+		// or one whose step waits on an unanswered sibling, saves them.
+		if len(t.raised) > 0 || t.err != nil || waitingIn(all) {
+			if err := r.saveTask(t); err != nil && t.err == nil {
+				t.err = err
+			}
 		}
 		r.taskEnd(t)
 		if t.err != nil {
@@ -198,6 +204,15 @@ func (r *run) runTasks(all []*task) error {
 		return f.err
 	}
 	return nil
+}
+
+func waitingIn(tasks []*task) bool {
+	for _, t := range tasks {
+		if t.waiting {
+			return true
+		}
+	}
+	return false
 }
 
 // stepSync coordinates the parallel tasks of one step.

@@ -43,7 +43,7 @@ func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
 		}
 	}
 	switch {
-	case !t.ran && len(t.raised) == 0:
+	case !t.ran && !t.done && len(t.raised) == 0:
 		// not run yet (a breakpoint stopped before it): only the marker
 	case len(t.raised) > 0:
 		for _, in := range t.raised {
@@ -318,6 +318,7 @@ func (r *run) answerAll(answers map[string]json.RawMessage, strict bool) error {
 		}
 		t.waiting = false
 		if changed {
+			r.dirty = true
 			for _, wi := range t.prior {
 				t.raised = append(t.raised, wi.InterruptInfo) // keep them until it runs
 			}

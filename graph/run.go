@@ -193,9 +193,6 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		r.chain = make([]chainInfo, len(g.sch.keys))
 		r.stepLog = make([][]Write, len(g.sch.keys))
 		r.savedVer = make([]uint64, len(g.sch.keys))
-		if r.cfg.durability == DurabilityAsync {
-			r.w = newWriter()
-		}
 	}
 	r.marks = make([]int, len(g.nodes))
 	r.runs = make([]int, len(g.nodes))
@@ -223,6 +220,9 @@ func (r *run) deliver(ev Event) {
 // execute runs the loop and settles the status.
 func (r *run) execute(input Update) (*Result, error) {
 	defer r.cancel(nil)
+	if r.cfg.saver != nil && r.cfg.durability == DurabilityAsync {
+		r.w = newWriter() // drained and stopped by finish
+	}
 	ctl := r.cfg.control
 	if ctl != nil {
 		if err := ctl.attach(r.cancel); err != nil {
@@ -366,9 +366,11 @@ func (r *run) superstep() error {
 	for _, t := range tasks {
 		waiting = append(waiting, t.raised...)
 		if t.waiting { // still unanswered: it did not run, its interrupts stand
+			t.raised = t.raised[:0]
 			for _, wi := range t.prior {
-				waiting = append(waiting, wi.InterruptInfo)
+				t.raised = append(t.raised, wi.InterruptInfo)
 			}
+			waiting = append(waiting, t.raised...)
 		}
 	}
 	if len(waiting) > 0 {

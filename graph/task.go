@@ -147,6 +147,7 @@ func (r *run) runTasks(all []*task) error {
 	if len(tasks) == 0 {
 		return nil
 	}
+	r.dirty = true // DurabilityExit saves at the end what ran
 	if r.wants(EventTaskStart) {
 		for _, t := range tasks {
 			r.deliver(Event{Kind: EventTaskStart, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: TaskInfo{Attempt: 1}})

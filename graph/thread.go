@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"strings"
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
@@ -112,7 +113,7 @@ func (g *Graph) UpdateState(ctx context.Context, update Update, asNode string, o
 		return checkpoint.Ref{}, err
 	}
 	defer r.cancel(nil)
-	r.cfg.durability, r.w = DurabilitySync, nil
+	r.cfg.durability = DurabilitySync // an update is written at once
 	tup, err := r.load()
 	if err != nil {
 		return checkpoint.Ref{}, err
@@ -135,6 +136,14 @@ func (g *Graph) UpdateState(ctx context.Context, update Update, asNode string, o
 		if err = r.checkWrites(t); err == nil {
 			r.keepNext = true // values change; what runs next does not
 			err = r.commit([]*task{t})
+		}
+		// A task already stopped at its interrupt-before breakpoint stays
+		// past it: resuming after an edit runs it.
+		for _, k := range r.next {
+			if err == nil && tup != nil && passedBefore(tup.Writes, k.ID()) {
+				k.passed = true
+				err = r.putTaskWrites(k)
+			}
 		}
 	default:
 		err = r.updateAs(asNode, update)
@@ -237,4 +246,15 @@ func (r *run) subSnapshot(ctx context.Context, s *Snapshot, t *task) error {
 	}
 	s.Subgraphs[sub.ns] = ss
 	return nil
+}
+
+// passedBefore reports whether a checkpoint's pending writes hold the
+// interrupt-before marker of task id.
+func passedBefore(writes []checkpoint.PendingWrite, id string) bool {
+	for _, w := range writes {
+		if w.TaskID == id && w.Key == checkpoint.WriteInterrupt && strings.Contains(string(w.Value), `"static":"before"`) {
+			return true
+		}
+	}
+	return false
 }

@@ -129,7 +129,7 @@ func (r *run) finish(runErr error) error {
 			return err
 		}
 		for _, t := range r.next {
-			if t.ran || t.done || len(t.raised) > 0 || t.passed {
+			if t.ran || t.done || len(t.in.raisedList()) > 0 || t.passed {
 				if err := r.putTaskWrites(t); err != nil {
 					return err
 				}

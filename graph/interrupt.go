@@ -47,17 +47,17 @@ func (e *InterruptError) Unwrap() error { return ErrInterrupted }
 // index), so parallel tasks' interrupts never share one. Anything the node
 // does before an Interrupt call runs again on resume: keep side effects after
 // it. Interrupts need a checkpointer (WithCheckpointer and WithThread).
+// Call Interrupt from the node's own goroutine, as with testing.T.Fatal.
 func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 	var zero T
 	t := taskFrom(ctx)
 	if t == nil {
 		return zero, errors.New("graph: Interrupt was called outside a graph node")
 	}
-	t.mu.Lock()
-	call := t.calls
-	t.calls++
-	answer, answered := t.answers[call]
-	t.mu.Unlock()
+	in := t.intr()
+	call := in.calls
+	in.calls++
+	answer, answered := in.answers[call]
 	id := t.ID() + ":" + strconv.Itoa(call)
 	if answered {
 		var v T
@@ -74,9 +74,7 @@ func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 		return zero, fmt.Errorf("graph: encode the payload of interrupt %s: %w", id, err)
 	}
 	info := InterruptInfo{ID: id, Node: t.node.name, Namespace: t.r.ns, Payload: p}
-	t.mu.Lock()
-	t.raised = append(t.raised, info)
-	t.mu.Unlock()
+	in.raised = append(in.raised, info)
 	return zero, &InterruptError{Interrupts: []InterruptInfo{info}}
 }
 
@@ -149,7 +147,7 @@ func (r *run) resume(resumed bool, input Update) error {
 	case given && input != nil:
 		return errors.New("graph: resume answers go with a nil input; the answer is the input")
 	case !top:
-		return r.answerAll(r.parent.nested, false)
+		return r.answerAll(r.parent.in.nestedMap(), false)
 	}
 	answers := map[string]json.RawMessage{}
 	if r.cfg.resumeOne {
@@ -203,7 +201,7 @@ func (r *run) breakBefore() error {
 		return errors.New("graph: WithInterruptBefore needs a checkpointer to stop and resume; pass WithCheckpointer and WithThread")
 	}
 	for _, t := range r.next {
-		if t.passed && !t.done && len(t.prior) == 0 {
+		if t.passed && !t.done && len(t.in.priorList()) == 0 {
 			if err := r.saveTask(t); err != nil {
 				return err
 			}

@@ -43,10 +43,10 @@ func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
 		}
 	}
 	switch {
-	case !t.ran && !t.done && len(t.raised) == 0:
+	case !t.ran && !t.done && len(t.in.raisedList()) == 0:
 		// not run yet (a breakpoint stopped before it): only the marker
-	case len(t.raised) > 0:
-		for _, in := range t.raised {
+	case len(t.in.raisedList()) > 0:
+		for _, in := range t.in.raisedList() {
 			call := -1
 			if n, ok := ownCall(id, in.ID); ok {
 				call = n
@@ -55,13 +55,13 @@ func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
 				return nil, err
 			}
 		}
-		for _, call := range slices.Sorted(maps.Keys(t.answers)) {
-			if err := add(checkpoint.WriteResume, wireAnswer{ID: fmt.Sprintf("%s:%d", id, call), Value: t.answers[call]}); err != nil {
+		for _, call := range slices.Sorted(maps.Keys(t.in.answerMap())) {
+			if err := add(checkpoint.WriteResume, wireAnswer{ID: fmt.Sprintf("%s:%d", id, call), Value: t.in.answerMap()[call]}); err != nil {
 				return nil, err
 			}
 		}
-		for _, aid := range slices.Sorted(maps.Keys(t.nested)) {
-			if err := add(checkpoint.WriteResume, wireAnswer{ID: aid, Value: t.nested[aid]}); err != nil {
+		for _, aid := range slices.Sorted(maps.Keys(t.in.nestedMap())) {
+			if err := add(checkpoint.WriteResume, wireAnswer{ID: aid, Value: t.in.nestedMap()[aid]}); err != nil {
 				return nil, err
 			}
 		}
@@ -174,7 +174,7 @@ func (r *run) restoreTasks(writes []checkpoint.PendingWrite, fail func(error) (b
 					t.passed = true
 					continue
 				}
-				t.prior = append(t.prior, wi)
+				t.intr().prior = append(t.intr().prior, wi)
 				interrupted = true
 			case checkpoint.WriteResume:
 				var wa wireAnswer
@@ -250,23 +250,25 @@ func (r *run) decodeRoutes(wr wireRoutes) ([]Target, error) {
 // answer records an answer for one of the task's interrupts.
 func (t *task) answer(id string, v json.RawMessage) {
 	if call, ok := ownCall(t.ID(), id); ok {
-		if t.answers == nil {
-			t.answers = map[int]json.RawMessage{}
+		in := t.intr()
+		if in.answers == nil {
+			in.answers = map[int]json.RawMessage{}
 		}
-		t.answers[call] = v
+		in.answers[call] = v
 		return
 	}
-	if t.nested == nil {
-		t.nested = map[string]json.RawMessage{}
+	in := t.intr()
+	if in.nested == nil {
+		in.nested = map[string]json.RawMessage{}
 	}
-	t.nested[id] = v
+	in.nested[id] = v
 }
 
 // waitingFor lists the interrupts of restored tasks that have no answer yet.
 func (r *run) waitingFor() []InterruptInfo {
 	var out []InterruptInfo
 	for _, t := range r.next {
-		for _, wi := range t.prior {
+		for _, wi := range t.in.priorList() {
 			if !t.answered(wi.ID) {
 				out = append(out, wi.InterruptInfo)
 			}
@@ -277,10 +279,10 @@ func (r *run) waitingFor() []InterruptInfo {
 
 func (t *task) answered(id string) bool {
 	if call, ok := ownCall(t.ID(), id); ok {
-		_, found := t.answers[call]
+		_, found := t.in.answerMap()[call]
 		return found
 	}
-	_, found := t.nested[id]
+	_, found := t.in.nestedMap()[id]
 	return found
 }
 
@@ -302,11 +304,11 @@ func (r *run) answerAll(answers map[string]json.RawMessage, strict bool) error {
 		}
 	}
 	for _, t := range r.next {
-		if len(t.prior) == 0 {
+		if len(t.in.priorList()) == 0 {
 			continue
 		}
 		changed, stopAnswered := false, false
-		for _, wi := range t.prior {
+		for _, wi := range t.in.priorList() {
 			if v, ok := answers[wi.ID]; ok && !t.answered(wi.ID) {
 				t.answer(wi.ID, v)
 				changed = true
@@ -319,13 +321,13 @@ func (r *run) answerAll(answers map[string]json.RawMessage, strict bool) error {
 		t.waiting = false
 		if changed {
 			r.dirty = true
-			for _, wi := range t.prior {
-				t.raised = append(t.raised, wi.InterruptInfo) // keep them until it runs
+			for _, wi := range t.in.priorList() {
+				t.intr().raised = append(t.intr().raised, wi.InterruptInfo) // keep them until it runs
 			}
 			if err := r.saveTask(t); err != nil {
 				return err
 			}
-			t.raised = nil
+			t.intr().raised = nil
 		}
 	}
 	return nil

@@ -364,13 +364,13 @@ func (r *run) superstep() error {
 	}
 	var waiting []InterruptInfo
 	for _, t := range tasks {
-		waiting = append(waiting, t.raised...)
+		waiting = append(waiting, t.in.raisedList()...)
 		if t.waiting { // still unanswered: it did not run, its interrupts stand
-			t.raised = t.raised[:0]
-			for _, wi := range t.prior {
-				t.raised = append(t.raised, wi.InterruptInfo)
+			t.intr().raised = t.intr().raised[:0]
+			for _, wi := range t.in.priorList() {
+				t.intr().raised = append(t.intr().raised, wi.InterruptInfo)
 			}
-			waiting = append(waiting, t.raised...)
+			waiting = append(waiting, t.in.raisedList()...)
 		}
 	}
 	if len(waiting) > 0 {

@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -33,23 +32,65 @@ type task struct {
 	idx      int32 // position in the step; writes apply in this order
 	seq      int32 // for pushed (Send) tasks: order among the step's sends
 	attempts int32
-	// interrupts
-	mu      sync.Mutex
+	in       *taskInterrupts // allocated when the task interrupts or is answered
+	fixedID  string          // the ID a restored checkpoint gave it
+	done     bool            // finished in an earlier run: its writes were restored
+	ran      bool            // its node ran (to an output, an error or an interrupt)
+	waiting  bool            // interrupted earlier and not answered: does not run
+	passed   bool            // past its static interrupt-before breakpoint
+	push     bool
+	hashed   bool
+	inline   bool // runs on the loop's goroutine
+	skipped  bool // a parallel task that never ran: its step failed first
+	viaGoto  bool
+}
+
+// taskInterrupts is a task's interrupt bookkeeping, kept apart so that the
+// common task that never interrupts stays small.
+type taskInterrupts struct {
 	calls   int                        // Interrupt calls so far in this execution
-	answers map[int]json.RawMessage    // answers to this task's own calls, by call index
+	answers map[int]json.RawMessage    // answers to the task's own calls, by call index
 	nested  map[string]json.RawMessage // answers for interrupts of runs nested in it, by ID
 	raised  []InterruptInfo            // interrupts raised (or still waiting) this step
 	prior   []wireInterrupt            // interrupts restored from the checkpoint
-	done    bool                       // finished in an earlier run: its writes were restored
-	ran     bool                       // its node ran (to an output, an error or an interrupt)
-	fixedID string                     // the ID a restored checkpoint gave it
-	waiting bool                       // interrupted earlier and not answered: does not run
-	passed  bool                       // past its static interrupt-before breakpoint
-	push    bool
-	hashed  bool
-	inline  bool // runs on the loop's goroutine
-	skipped bool // a parallel task that never ran: its step failed first
-	viaGoto bool
+}
+
+// intr returns the task's interrupt bookkeeping, allocating it. Only the
+// task's own goroutine (or the loop, outside a step) calls it.
+func (t *task) intr() *taskInterrupts {
+	if t.in == nil {
+		t.in = &taskInterrupts{}
+	}
+	return t.in
+}
+
+// The accessors below are safe on a nil *taskInterrupts.
+func (in *taskInterrupts) raisedList() []InterruptInfo {
+	if in == nil {
+		return nil
+	}
+	return in.raised
+}
+
+func (in *taskInterrupts) priorList() []wireInterrupt {
+	if in == nil {
+		return nil
+	}
+	return in.prior
+}
+
+func (in *taskInterrupts) answerMap() map[int]json.RawMessage {
+	if in == nil {
+		return nil
+	}
+	return in.answers
+}
+
+func (in *taskInterrupts) nestedMap() map[string]json.RawMessage {
+	if in == nil {
+		return nil
+	}
+	return in.nested
 }
 
 // Value makes the task findable from its node's context.
@@ -161,7 +202,7 @@ func (r *run) runTasks(all []*task) error {
 		// the checkpoint holds its writes: saving them as pending writes
 		// too would only cost a round trip. An interrupted or failed task,
 		// or one whose step waits on an unanswered sibling, saves them.
-		if len(t.raised) > 0 || t.err != nil || waitingIn(all) {
+		if len(t.in.raisedList()) > 0 || t.err != nil || waitingIn(all) {
 			if err := r.saveTask(t); err != nil && t.err == nil {
 				t.err = err
 			}
@@ -205,6 +246,15 @@ func (r *run) runTasks(all []*task) error {
 		return f.err
 	}
 	return nil
+}
+
+// nestedInterrupts records the interrupts of a nested run the node
+// returned (kept out of exec so its error target stays off the heap).
+func (t *task) nestedInterrupts(err error) {
+	var ie *InterruptError
+	if errors.As(err, &ie) && ie.run {
+		t.intr().raised = append(t.intr().raised, ie.Interrupts...) // a nested run is waiting
+	}
 }
 
 func waitingIn(tasks []*task) bool {
@@ -284,9 +334,11 @@ func (r *run) exec(t *task) {
 	var out Output
 	var err error
 	for t.attempts = 1; ; t.attempts++ {
-		t.calls = 0
+		if t.in != nil {
+			t.in.calls = 0
+		}
 		out, err = t.call()
-		if err == nil || len(t.raised) > 0 || n.retry == nil || !n.retry.shouldRetry(int(t.attempts), err) || t.Err() != nil {
+		if err == nil || len(t.in.raisedList()) > 0 || n.retry == nil || !n.retry.shouldRetry(int(t.attempts), err) || t.Err() != nil {
 			break
 		}
 		if werr := n.retry.wait(t, int(t.attempts)); werr != nil {
@@ -294,11 +346,10 @@ func (r *run) exec(t *task) {
 		}
 	}
 	t.ran = true
-	var ie *InterruptError
-	if errors.As(err, &ie) && ie.run {
-		t.raised = append(t.raised, ie.Interrupts...) // a nested run is waiting
+	if err != nil {
+		t.nestedInterrupts(err)
 	}
-	if len(t.raised) > 0 {
+	if len(t.in.raisedList()) > 0 {
 		// Interrupted, whatever the node did with the error: its writes
 		// are dropped and it runs again once answered.
 		return

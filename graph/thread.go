@@ -208,14 +208,14 @@ func (r *run) snapshot(ctx context.Context, tup *checkpoint.Tuple) (*Snapshot, e
 	for _, t := range r.next {
 		s.Next = append(s.Next, t.node.name)
 		ts := TaskState{ID: t.ID(), Node: t.node.name, Finished: t.done}
-		for _, wi := range t.prior {
+		for _, wi := range t.in.priorList() {
 			if !t.answered(wi.ID) {
 				ts.Interrupts = append(ts.Interrupts, wi.InterruptInfo)
 			}
 		}
 		s.Interrupts = append(s.Interrupts, ts.Interrupts...)
 		s.Tasks = append(s.Tasks, ts)
-		if r.cfg.subgraphStates && t.node.sub != nil && len(t.prior) > 0 {
+		if r.cfg.subgraphStates && t.node.sub != nil && len(t.in.priorList()) > 0 {
 			if err := r.subSnapshot(ctx, s, t); err != nil {
 				return nil, err
 			}

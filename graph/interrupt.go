@@ -82,14 +82,14 @@ func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 // several interrupts waiting it is an error that lists them: answer them
 // with WithResumeMap.
 func WithResume(answer any) RunOption {
-	return runOptionFunc(func(c *runConfig) { c.resume, c.resumeOne = answer, true })
+	return runOptionFunc(func(c *runConfig) { c.rare().resume, c.rare().resumeOne = answer, true })
 }
 
 // WithResumeMap answers interrupts by ID (see InterruptInfo.ID). Answering
 // only some of them re-runs only the tasks they belong to; the run then
 // stops again for the rest.
 func WithResumeMap(answers map[string]any) RunOption {
-	return runOptionFunc(func(c *runConfig) { c.resumeMap = answers })
+	return runOptionFunc(func(c *runConfig) { c.rare().resumeMap = answers })
 }
 
 // AllNodes, passed to WithInterruptBefore or WithInterruptAfter, matches
@@ -99,13 +99,13 @@ const AllNodes = "*"
 // WithInterruptBefore stops the run before a step that would run one of
 // these nodes (a static breakpoint). Resuming with a nil input runs the step.
 func WithInterruptBefore(nodes ...string) RunOption {
-	return runOptionFunc(func(c *runConfig) { c.before = append(c.before, nodes...) })
+	return runOptionFunc(func(c *runConfig) { c.rare().before = append(c.rare().before, nodes...) })
 }
 
 // WithInterruptAfter stops the run after a step that ran one of these nodes
 // and has been saved. Resuming with a nil input goes on.
 func WithInterruptAfter(nodes ...string) RunOption {
-	return runOptionFunc(func(c *runConfig) { c.after = append(c.after, nodes...) })
+	return runOptionFunc(func(c *runConfig) { c.rare().after = append(c.rare().after, nodes...) })
 }
 
 func matches(list []string, node string) bool {
@@ -138,7 +138,7 @@ type (
 // run, its parent task's) to the restored tasks.
 func (r *run) resume(resumed bool, input Update) error {
 	top := r.parent == nil
-	given := r.cfg.resumeOne || r.cfg.resumeMap != nil
+	given := r.cfg.get().resumeOne || r.cfg.get().resumeMap != nil
 	switch {
 	case !resumed && given:
 		return fmt.Errorf("graph: thread %q has no checkpoint to resume", r.cfg.thread)
@@ -150,7 +150,7 @@ func (r *run) resume(resumed bool, input Update) error {
 		return r.answerAll(r.parent.in.nestedMap(), false)
 	}
 	answers := map[string]json.RawMessage{}
-	if r.cfg.resumeOne {
+	if r.cfg.get().resumeOne {
 		waiting := r.waitingFor()
 		switch len(waiting) {
 		case 0:
@@ -159,13 +159,13 @@ func (r *run) resume(resumed bool, input Update) error {
 		default:
 			return fmt.Errorf("graph: %d interrupts are waiting, so one answer is ambiguous; answer them by ID with WithResumeMap: %s", len(waiting), ids(waiting))
 		}
-		b, err := json.Marshal(r.cfg.resume)
+		b, err := json.Marshal(r.cfg.get().resume)
 		if err != nil {
 			return fmt.Errorf("graph: encode the answer: %w", err)
 		}
 		answers[waiting[0].ID] = b
 	}
-	for id, v := range r.cfg.resumeMap {
+	for id, v := range r.cfg.get().resumeMap {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return fmt.Errorf("graph: encode the answer to %s: %w", id, err)
@@ -189,7 +189,7 @@ func (r *run) interrupted(waiting []InterruptInfo) error {
 func (r *run) breakBefore() error {
 	var waiting []InterruptInfo
 	for _, t := range r.next {
-		if matches(r.cfg.before, t.node.name) && !t.passed {
+		if matches(r.cfg.get().before, t.node.name) && !t.passed {
 			t.passed = true
 			waiting = append(waiting, InterruptInfo{ID: t.ID() + ":before", Node: t.node.name, Namespace: r.ns})
 		}
@@ -215,7 +215,7 @@ func (r *run) breakBefore() error {
 func (r *run) breakAfter(tasks []*task) error {
 	var waiting []InterruptInfo
 	for _, t := range tasks {
-		if t.node.idx >= 0 && !t.done && matches(r.cfg.after, t.node.name) {
+		if t.node.idx >= 0 && !t.done && matches(r.cfg.get().after, t.node.name) {
 			waiting = append(waiting, InterruptInfo{ID: t.ID() + ":after", Node: t.node.name, Namespace: r.ns})
 		}
 	}

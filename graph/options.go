@@ -21,24 +21,18 @@ type runOptionFunc func(*runConfig)
 func (f runOptionFunc) applyRun(c *runConfig) { f(c) }
 
 type runConfig struct {
-	stepLimit      int
-	timeout        time.Duration
-	maxConc        int
-	control        *Control
-	saver          checkpoint.Saver
-	thread         string
-	store          store.Store
-	events         EventKind
-	eventsSet      bool
-	runID          string
-	resume         any
-	resumeOne      bool
-	resumeMap      map[string]any
-	before         []string
-	after          []string
-	durability     Durability
-	checkpointID   string
-	subgraphStates bool
+	stepLimit  int
+	timeout    time.Duration
+	maxConc    int
+	control    *Control
+	saver      checkpoint.Saver
+	thread     string
+	store      store.Store
+	events     EventKind
+	eventsSet  bool
+	runID      string
+	x          *rareConfig // options few runs use; see rare and get
+	durability Durability
 }
 
 // WithCheckpointID starts from this checkpoint of the thread instead of its
@@ -46,7 +40,36 @@ type runConfig struct {
 // not executed again; new checkpoints branch off it), GetState reads it, and
 // UpdateState forks from it.
 func WithCheckpointID(id string) RunOption {
-	return runOptionFunc(func(c *runConfig) { c.checkpointID = id })
+	return runOptionFunc(func(c *runConfig) { c.rare().checkpointID = id })
+}
+
+// rareConfig holds the options few runs use, kept out of every run's
+// config.
+type rareConfig struct {
+	resume         any
+	resumeOne      bool
+	resumeMap      map[string]any
+	before, after  []string
+	checkpointID   string
+	subgraphStates bool
+}
+
+var noRare rareConfig // read-only: what get returns when no rare option was set
+
+// rare returns the rare options for writing, allocating them.
+func (c *runConfig) rare() *rareConfig {
+	if c.x == nil {
+		c.x = &rareConfig{}
+	}
+	return c.x
+}
+
+// get returns the rare options for reading.
+func (c *runConfig) get() *rareConfig {
+	if c.x == nil {
+		return &noRare
+	}
+	return c.x
 }
 
 // WithStepLimit sets the most supersteps one run may take. A run counts one

@@ -168,18 +168,18 @@ func (r *run) load() (*checkpoint.Tuple, error) {
 	head, err := r.cfg.saver.Get(r.ctx, ref)
 	switch {
 	case errors.Is(err, checkpoint.ErrNotFound):
-		if r.cfg.checkpointID != "" && r.parent == nil {
-			return nil, fmt.Errorf("graph: thread %q has no checkpoint %s", r.cfg.thread, r.cfg.checkpointID)
+		if r.cfg.get().checkpointID != "" && r.parent == nil {
+			return nil, fmt.Errorf("graph: thread %q has no checkpoint %s", r.cfg.thread, r.cfg.get().checkpointID)
 		}
 		return nil, nil
 	case err != nil:
 		return nil, fmt.Errorf("graph: load %s: %w", ref, err)
 	}
 	r.headID = head.Ref.ID
-	if r.cfg.checkpointID == "" || r.parent != nil || r.cfg.checkpointID == head.Ref.ID {
+	if r.cfg.get().checkpointID == "" || r.parent != nil || r.cfg.get().checkpointID == head.Ref.ID {
 		return head, nil
 	}
-	ref.ID = r.cfg.checkpointID
+	ref.ID = r.cfg.get().checkpointID
 	tup, err := r.cfg.saver.Get(r.ctx, ref)
 	if err != nil {
 		return nil, fmt.Errorf("graph: load %s: %w", ref, err)
@@ -263,7 +263,11 @@ func (r *run) restoreFrom(tup *checkpoint.Tuple, withWrites bool) (bool, error) 
 		if !ok {
 			return fail(fmt.Errorf("its next task runs node %q, which this graph lacks", ct.Node))
 		}
-		t := &task{r: r, node: r.g.nodes[i], idx: int32(len(r.next)), step: r.step + 1, fixedID: ct.ID}
+		h, ok := parseTaskID(ct.ID)
+		if !ok {
+			return fail(fmt.Errorf("next task %q: not a task ID", ct.ID))
+		}
+		t := &task{r: r, node: r.g.nodes[i], idx: int32(len(r.next)), step: r.step + 1, hash: h, hashed: true}
 		if seq, isSend := strings.CutPrefix(ct.Path, "send:"); isSend {
 			n, err := strconv.Atoi(seq)
 			if err != nil || !t.node.takesPayload {

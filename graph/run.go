@@ -36,17 +36,11 @@ type NodeRun struct {
 	Attempts int
 	Duration time.Duration
 	id       fnv128
-	text     string // the saved ID of a task restored from a checkpoint
 }
 
 // TaskID returns the task's deterministic ID, as events and checkpoints
 // show it. (It is formatted on demand: most callers never read it.)
-func (n NodeRun) TaskID() string {
-	if n.text != "" {
-		return n.text
-	}
-	return n.id.hex()
-}
+func (n NodeRun) TaskID() string { return n.id.hex() }
 
 // Invoke runs the graph to the end and returns the final state. input is
 // applied as step 0 through the keys' reducers; nil starts from an empty
@@ -295,7 +289,7 @@ func (r *run) loop(input Update) error {
 		if r.stepsRun >= r.limit {
 			return r.stepLimitError()
 		}
-		if len(r.cfg.before) > 0 {
+		if len(r.cfg.get().before) > 0 {
 			if err := r.breakBefore(); err != nil {
 				return err
 			}
@@ -379,7 +373,7 @@ func (r *run) superstep() error {
 	if err := r.commit(tasks); err != nil {
 		return err
 	}
-	if len(r.cfg.after) > 0 && len(r.next) > 0 {
+	if len(r.cfg.get().after) > 0 && len(r.next) > 0 {
 		return r.breakAfter(tasks)
 	}
 	return nil
@@ -459,7 +453,7 @@ func (r *run) afterCommit(tasks []*task) error {
 	r.path = slices.Grow(r.path, len(tasks))
 	for _, t := range tasks {
 		if t.node.idx >= 0 && !t.done {
-			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, Attempts: int(t.attempts), Duration: t.dur, id: t.sum(), text: t.fixedID})
+			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, Attempts: int(t.attempts), Duration: t.dur, id: t.sum()})
 		}
 	}
 	if r.wants(EventUpdates) {

@@ -28,16 +28,15 @@ type task struct {
 	err      error
 	hash     fnv128 // the task ID's hash, computed on first use (see sum)
 	dur      time.Duration
-	step     int   // the step the task runs in
-	idx      int32 // position in the step; writes apply in this order
-	seq      int32 // for pushed (Send) tasks: order among the step's sends
-	attempts int32
 	in       *taskInterrupts // allocated when the task interrupts or is answered
-	fixedID  string          // the ID a restored checkpoint gave it
-	done     bool            // finished in an earlier run: its writes were restored
-	ran      bool            // its node ran (to an output, an error or an interrupt)
-	waiting  bool            // interrupted earlier and not answered: does not run
-	passed   bool            // past its static interrupt-before breakpoint
+	step     int             // the step the task runs in
+	idx      int32           // position in the step; writes apply in this order
+	seq      int32           // for pushed (Send) tasks: order among the step's sends
+	attempts int32
+	done     bool // finished in an earlier run: its writes were restored
+	ran      bool // its node ran (to an output, an error or an interrupt)
+	waiting  bool // interrupted earlier and not answered: does not run
+	passed   bool // past its static interrupt-before breakpoint
 	push     bool
 	hashed   bool
 	inline   bool // runs on the loop's goroutine
@@ -113,12 +112,7 @@ func (t *task) path() string {
 // checkpoint the step started from, the namespace, the step and the task's
 // path. The same task of the same thread step has the same ID in every
 // process, which is what pending writes and interrupts are keyed on.
-func (t *task) ID() string {
-	if t.fixedID != "" {
-		return t.fixedID
-	}
-	return t.sum().hex()
-}
+func (t *task) ID() string { return t.sum().hex() }
 
 // sum computes the ID's hash without formatting it.
 func (t *task) sum() fnv128 {
@@ -509,6 +503,33 @@ func mix[S string | []byte](h *fnv128, s S) {
 func (h *fnv128) addInt(n int) {
 	var buf [20]byte
 	mix(h, strconv.AppendInt(buf[:0], int64(n), 10))
+}
+
+// parseTaskID turns a task ID back into its hash, so a task restored from
+// a checkpoint keeps the ID it was saved with.
+func parseTaskID(s string) (fnv128, bool) {
+	if len(s) != 32 {
+		return fnv128{}, false
+	}
+	var h fnv128
+	for i := range 32 {
+		c := s[i]
+		var d uint64
+		switch {
+		case c >= '0' && c <= '9':
+			d = uint64(c - '0')
+		case c >= 'a' && c <= 'f':
+			d = uint64(c-'a') + 10
+		default:
+			return fnv128{}, false
+		}
+		if i < 16 {
+			h.a = h.a<<4 | d
+		} else {
+			h.b = h.b<<4 | d
+		}
+	}
+	return h, true
 }
 
 func (h fnv128) hex() string {

@@ -46,7 +46,7 @@ type TaskState struct {
 // WithSubgraphStates makes GetState include the states of subgraphs that
 // stopped inside (see Snapshot.Subgraphs).
 func WithSubgraphStates() RunOption {
-	return runOptionFunc(func(c *runConfig) { c.subgraphStates = true })
+	return runOptionFunc(func(c *runConfig) { c.rare().subgraphStates = true })
 }
 
 // GetState returns the thread's state at its latest checkpoint, or at the
@@ -215,7 +215,7 @@ func (r *run) snapshot(ctx context.Context, tup *checkpoint.Tuple) (*Snapshot, e
 		}
 		s.Interrupts = append(s.Interrupts, ts.Interrupts...)
 		s.Tasks = append(s.Tasks, ts)
-		if r.cfg.subgraphStates && t.node.sub != nil && len(t.in.priorList()) > 0 {
+		if r.cfg.get().subgraphStates && t.node.sub != nil && len(t.in.priorList()) > 0 {
 			if err := r.subSnapshot(ctx, s, t); err != nil {
 				return nil, err
 			}

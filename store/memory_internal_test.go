@@ -6,6 +6,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/trellis-agents/trellis/internal/jsonmatch"
 )
 
 // TestMemoryClock drives Created, Updated and expiry with Memory's clock.
@@ -86,15 +88,15 @@ func TestItemKeyDistinct(t *testing.T) {
 
 func TestJSONEqualNumbers(t *testing.T) {
 	eq := func(a, b string) bool {
-		va, err := decodeJSON([]byte(a))
+		va, err := jsonmatch.Decode([]byte(a))
 		if err != nil {
 			t.Fatal(err)
 		}
-		vb, err := decodeJSON([]byte(b))
+		vb, err := jsonmatch.Decode([]byte(b))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return jsonEqual(va, vb)
+		return jsonmatch.Equal(va, vb)
 	}
 	for _, c := range []struct {
 		a, b string
@@ -114,7 +116,7 @@ func TestJSONEqualNumbers(t *testing.T) {
 		{`null`, `false`, false},
 	} {
 		if got := eq(c.a, c.b); got != c.want {
-			t.Errorf("jsonEqual(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
+			t.Errorf("jsonmatch.Equal(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
 		}
 	}
 }

@@ -7,9 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"math/big"
 	"slices"
+
+	"github.com/trellis-agents/trellis/internal/jsonmatch"
 
 	"github.com/trellis-agents/trellis/store"
 )
@@ -38,7 +38,7 @@ func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*
 		if err != nil {
 			return nil, fmt.Errorf("store: search: filter field %q: %w", field, err)
 		}
-		if filter[field], err = decodeJSON(b); err != nil {
+		if filter[field], err = jsonmatch.Decode(b); err != nil {
 			return nil, fmt.Errorf("store: search: filter field %q: %w", field, err)
 		}
 	}
@@ -63,7 +63,7 @@ func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*
 			return nil, fmt.Errorf("store: search %q: %w", prefix, err)
 		}
 		if len(filter) > 0 {
-			if !matches(it.Value, filter) {
+			if !jsonmatch.Matches(it.Value, filter) {
 				continue
 			}
 			if skip > 0 {
@@ -199,88 +199,4 @@ func decodeNamespace(b []byte) ([]string, error) {
 		return nil, fmt.Errorf("%w: %q", errBadNamespace, b)
 	}
 	return out, nil
-}
-
-// decodeJSON decodes one JSON value keeping numbers as json.Number, so that
-// they compare exactly.
-func decodeJSON(b []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := d.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("trailing data after the JSON value")
-	}
-	return v, nil
-}
-
-// matches reports whether value is a JSON object whose fields equal every
-// entry of filter (already decoded with decodeJSON).
-func matches(value json.RawMessage, filter map[string]any) bool {
-	if len(filter) == 0 {
-		return true
-	}
-	v, err := decodeJSON(value)
-	if err != nil {
-		return false
-	}
-	obj, ok := v.(map[string]any)
-	if !ok {
-		return false
-	}
-	for field, want := range filter {
-		got, ok := obj[field]
-		if !ok || !jsonEqual(got, want) {
-			return false
-		}
-	}
-	return true
-}
-
-// numberPrec is the precision in bits numbers are compared at: exact for
-// integers and decimals of up to about 150 digits.
-const numberPrec = 512
-
-// jsonEqual compares two values decoded by decodeJSON; numbers compare by
-// value.
-func jsonEqual(a, b any) bool {
-	switch a := a.(type) {
-	case nil:
-		return b == nil
-	case bool:
-		b, ok := b.(bool)
-		return ok && a == b
-	case string:
-		b, ok := b.(string)
-		return ok && a == b
-	case json.Number:
-		b, ok := b.(json.Number)
-		if !ok {
-			return false
-		}
-		fa, _, errA := big.ParseFloat(a.String(), 10, numberPrec, big.ToNearestEven)
-		fb, _, errB := big.ParseFloat(b.String(), 10, numberPrec, big.ToNearestEven)
-		if errA != nil || errB != nil {
-			return a == b
-		}
-		return fa.Cmp(fb) == 0
-	case []any:
-		b, ok := b.([]any)
-		return ok && slices.EqualFunc(a, b, jsonEqual)
-	case map[string]any:
-		b, ok := b.(map[string]any)
-		if !ok || len(a) != len(b) {
-			return false
-		}
-		for k, va := range a {
-			vb, ok := b[k]
-			if !ok || !jsonEqual(va, vb) {
-				return false
-			}
-		}
-		return true
-	}
-	return false
 }

@@ -179,7 +179,7 @@ func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (
 	if cp.ID == "" {
 		return Ref{}, fmt.Errorf("checkpoint: put in %s: checkpoint ID is empty; assign one with NewID", out)
 	}
-	if err := checkBlobs(cp.Blobs); err != nil {
+	if _, err := CheckBlobs(cp.Blobs); err != nil {
 		return Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
 
@@ -204,7 +204,7 @@ func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (
 			return Ref{}, fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
 		}
 		for _, b := range cp.Blobs {
-			if old, ok := ns.blobs[blobID{b.Key, b.Version}]; ok && !sameBlob(old, b) {
+			if old, ok := ns.blobs[blobID{b.Key, b.Version}]; ok && !old.Equal(b) {
 				return Ref{}, fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)
 			}
 		}
@@ -225,36 +225,6 @@ func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (
 	ns.cps[cp.ID] = &memCheckpoint{cp: stored, md: cloneMetadata(md)}
 	ns.ids = append(ns.ids, cp.ID)
 	return out, nil
-}
-
-// checkBlobs reports a malformed blob, or two blobs of one Put with the same
-// key and version but different content.
-func checkBlobs(blobs []Blob) error {
-	seen := make(map[blobID]Blob, len(blobs))
-	for _, b := range blobs {
-		if b.Key == "" {
-			return fmt.Errorf("blob version %d has an empty key", b.Version)
-		}
-		switch b.Kind {
-		case Full:
-		case Delta:
-			if b.Base >= b.Version {
-				return fmt.Errorf("delta blob of key %q version %d has base %d; a delta's base must be an older version", b.Key, b.Version, b.Base)
-			}
-		default:
-			return fmt.Errorf("blob of key %q version %d has unknown kind %s", b.Key, b.Version, b.Kind)
-		}
-		id := blobID{b.Key, b.Version}
-		if old, ok := seen[id]; ok && !sameBlob(old, b) {
-			return fmt.Errorf("two different blobs for key %q version %d", b.Key, b.Version)
-		}
-		seen[id] = b
-	}
-	return nil
-}
-
-func sameBlob(a, b Blob) bool {
-	return a.Key == b.Key && a.Version == b.Version && a.Kind == b.Kind && a.Base == b.Base && bytes.Equal(a.Data, b.Data)
 }
 
 // PutWrites replaces the pending writes of task taskID after the checkpoint

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -40,7 +39,7 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 	if cp.ID == "" {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put in %s: checkpoint ID is empty; assign one with NewID", out)
 	}
-	if err := checkBlobs(cp.Blobs); err != nil {
+	if _, err := checkpoint.CheckBlobs(cp.Blobs); err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
 	stored := cp
@@ -228,7 +227,7 @@ WHERE b.thread = $1 AND b.ns = $2`, out.ThreadID, out.Namespace, keys, versions)
 		if inserted[id] {
 			continue
 		}
-		if o, ok := old[id]; !ok || !sameBlob(o, b) {
+		if o, ok := old[id]; !ok || !o.Equal(b) {
 			return &putErr{fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)}
 		}
 	}
@@ -276,37 +275,6 @@ func blobColumns(blobs []checkpoint.Blob) blobCols {
 		c.keys[i], c.versions[i], c.kinds[i], c.bases[i], c.data[i] = b.Key, int64(b.Version), int16(b.Kind), int64(b.Base), b.Data
 	}
 	return c
-}
-
-// checkBlobs reports a malformed blob, or two blobs of one Put with the same
-// key and version but different content. Its messages are
-// checkpoint.Memory's.
-func checkBlobs(blobs []checkpoint.Blob) error {
-	seen := make(map[blobKey]checkpoint.Blob, len(blobs))
-	for _, b := range blobs {
-		if b.Key == "" {
-			return fmt.Errorf("blob version %d has an empty key", b.Version)
-		}
-		switch b.Kind {
-		case checkpoint.Full:
-		case checkpoint.Delta:
-			if b.Base >= b.Version {
-				return fmt.Errorf("delta blob of key %q version %d has base %d; a delta's base must be an older version", b.Key, b.Version, b.Base)
-			}
-		default:
-			return fmt.Errorf("blob of key %q version %d has unknown kind %s", b.Key, b.Version, b.Kind)
-		}
-		id := blobKey{b.Key, b.Version}
-		if old, ok := seen[id]; ok && !sameBlob(old, b) {
-			return fmt.Errorf("two different blobs for key %q version %d", b.Key, b.Version)
-		}
-		seen[id] = b
-	}
-	return nil
-}
-
-func sameBlob(a, b checkpoint.Blob) bool {
-	return a.Key == b.Key && a.Version == b.Version && a.Kind == b.Kind && a.Base == b.Base && bytes.Equal(a.Data, b.Data)
 }
 
 // PutWrites replaces the pending writes of task taskID after the checkpoint

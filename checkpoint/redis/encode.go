@@ -1,7 +1,6 @@
 package redis
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"errors"
@@ -188,48 +187,6 @@ func decodeVersions(s string) (map[string]uint64, error) {
 // it with the cutoff in Lua; the zero time sorts before every cutoff.
 func timeKey(t time.Time) string {
 	return fmt.Sprintf("%020d%09d", uint64(t.Unix())^(1<<63), t.Nanosecond())
-}
-
-// blobID identifies a blob inside a Put.
-type blobID struct {
-	key     string
-	version uint64
-}
-
-// checkBlobs reports a malformed blob, or two blobs of one Put with the same
-// key and version but different content, and returns the blobs without
-// repeats. Its rules and texts are checkpoint.Memory's.
-func checkBlobs(blobs []checkpoint.Blob) ([]checkpoint.Blob, error) {
-	seen := make(map[blobID]checkpoint.Blob, len(blobs))
-	out := make([]checkpoint.Blob, 0, len(blobs))
-	for _, b := range blobs {
-		if b.Key == "" {
-			return nil, fmt.Errorf("blob version %d has an empty key", b.Version)
-		}
-		switch b.Kind {
-		case checkpoint.Full:
-		case checkpoint.Delta:
-			if b.Base >= b.Version {
-				return nil, fmt.Errorf("delta blob of key %q version %d has base %d; a delta's base must be an older version", b.Key, b.Version, b.Base)
-			}
-		default:
-			return nil, fmt.Errorf("blob of key %q version %d has unknown kind %s", b.Key, b.Version, b.Kind)
-		}
-		id := blobID{b.Key, b.Version}
-		if old, ok := seen[id]; ok {
-			if !sameBlob(old, b) {
-				return nil, fmt.Errorf("two different blobs for key %q version %d", b.Key, b.Version)
-			}
-			continue
-		}
-		seen[id] = b
-		out = append(out, b)
-	}
-	return out, nil
-}
-
-func sameBlob(a, b checkpoint.Blob) bool {
-	return a.Key == b.Key && a.Version == b.Version && a.Kind == b.Kind && a.Base == b.Base && bytes.Equal(a.Data, b.Data)
 }
 
 // checkWrites validates PutWrites' input as checkpoint.Memory does and

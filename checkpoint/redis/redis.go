@@ -233,7 +233,7 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 	if cp.ID == "" {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint/redis: put in %s: checkpoint ID is empty; assign one with NewID", out)
 	}
-	blobs, err := checkBlobs(cp.Blobs)
+	blobs, err := checkpoint.CheckBlobs(cp.Blobs)
 	if err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint/redis: put %s: %w", out, err)
 	}

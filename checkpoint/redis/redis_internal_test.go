@@ -45,7 +45,7 @@ func TestBlobRoundTrip(t *testing.T) {
 		{Key: "k", Version: 3, Kind: checkpoint.Full, Base: 2},
 	} {
 		got, err := decodeBlob(b.Key, b.Version, string(encodeBlob(b)))
-		if err != nil || !sameBlob(got, b) {
+		if err != nil || !got.Equal(b) {
 			t.Errorf("decodeBlob(encodeBlob(%+v)) = %+v, %v", b, got, err)
 		}
 	}

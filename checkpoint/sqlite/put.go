@@ -58,7 +58,7 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 	if cp.ID == "" {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put in %s: checkpoint ID is empty; assign one with NewID", out)
 	}
-	blobs, err := checkBlobs(cp.Blobs)
+	blobs, err := checkpoint.CheckBlobs(cp.Blobs)
 	if err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
@@ -192,42 +192,6 @@ func (s *Saver) insertBlobsTx(ctx context.Context, tx *sql.Tx, inserts []*sql.St
 type blobID struct {
 	key     string
 	version uint64
-}
-
-// checkBlobs reports a malformed blob, or two blobs of one Put with the same
-// key and version but different content. It returns the blobs without
-// repeats.
-func checkBlobs(blobs []checkpoint.Blob) ([]checkpoint.Blob, error) {
-	seen := make(map[blobID]checkpoint.Blob, len(blobs))
-	out := blobs[:0:0]
-	for _, b := range blobs {
-		if b.Key == "" {
-			return nil, fmt.Errorf("blob version %d has an empty key", b.Version)
-		}
-		switch b.Kind {
-		case checkpoint.Full:
-		case checkpoint.Delta:
-			if b.Base >= b.Version {
-				return nil, fmt.Errorf("delta blob of key %q version %d has base %d; a delta's base must be an older version", b.Key, b.Version, b.Base)
-			}
-		default:
-			return nil, fmt.Errorf("blob of key %q version %d has unknown kind %s", b.Key, b.Version, b.Kind)
-		}
-		id := blobID{b.Key, b.Version}
-		if old, ok := seen[id]; ok {
-			if !sameBlob(old, b) {
-				return nil, fmt.Errorf("two different blobs for key %q version %d", b.Key, b.Version)
-			}
-			continue
-		}
-		seen[id] = b
-		out = append(out, b)
-	}
-	return out, nil
-}
-
-func sameBlob(a, b checkpoint.Blob) bool {
-	return a.Key == b.Key && a.Version == b.Version && a.Kind == b.Kind && a.Base == b.Base && bytes.Equal(a.Data, b.Data)
 }
 
 // PutWrites replaces the pending writes of task taskID after the checkpoint

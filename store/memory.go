@@ -110,7 +110,7 @@ func (m *Memory) Search(ctx context.Context, prefix []string, q Query) ([]*Item,
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkPrefix(prefix); err != nil {
+	if err := ValidatePrefix(prefix); err != nil {
 		return nil, fmt.Errorf("store: search: %w", err)
 	}
 	if q.Limit < 0 || q.Offset < 0 {
@@ -158,7 +158,7 @@ func (m *Memory) ListNamespaces(ctx context.Context, q NamespaceQuery) ([][]stri
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkPrefix(q.Prefix); err != nil {
+	if err := ValidatePrefix(q.Prefix); err != nil {
 		return nil, fmt.Errorf("store: list namespaces: %w", err)
 	}
 	if q.MaxDepth < 0 || q.Limit < 0 || q.Offset < 0 {
@@ -208,21 +208,7 @@ func checkItem(ctx context.Context, namespace []string, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := ValidateNamespace(namespace); err != nil {
-		return err
-	}
-	if key == "" {
-		return fmt.Errorf("store: key is empty in namespace %q", namespace)
-	}
-	return nil
-}
-
-// checkPrefix validates a prefix; unlike a namespace it may be empty.
-func checkPrefix(prefix []string) error {
-	if len(prefix) == 0 {
-		return nil
-	}
-	return ValidateNamespace(prefix)
+	return ValidateItem(namespace, key)
 }
 
 // itemKey encodes a namespace and key as a map key; every element is

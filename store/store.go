@@ -113,3 +113,24 @@ func ValidateNamespace(namespace []string) error {
 	}
 	return nil
 }
+
+// ValidateItem reports an invalid namespace (see ValidateNamespace) or an
+// empty key, which no backend accepts.
+func ValidateItem(namespace []string, key string) error {
+	if err := ValidateNamespace(namespace); err != nil {
+		return err
+	}
+	if key == "" {
+		return fmt.Errorf("store: key is empty in namespace %q", namespace)
+	}
+	return nil
+}
+
+// ValidatePrefix validates a Search prefix: unlike a namespace it may be
+// empty (every namespace), but no element may be.
+func ValidatePrefix(prefix []string) error {
+	if len(prefix) == 0 {
+		return nil
+	}
+	return ValidateNamespace(prefix)
+}

@@ -212,7 +212,7 @@ func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkPrefix(prefix); err != nil {
+	if err := store.ValidatePrefix(prefix); err != nil {
 		return nil, fmt.Errorf("store: search: %w", err)
 	}
 	if q.Limit < 0 || q.Offset < 0 {
@@ -260,7 +260,7 @@ func (s *Store) ListNamespaces(ctx context.Context, q store.NamespaceQuery) ([][
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkPrefix(q.Prefix); err != nil {
+	if err := store.ValidatePrefix(q.Prefix); err != nil {
 		return nil, fmt.Errorf("store: list namespaces: %w", err)
 	}
 	if q.MaxDepth < 0 || q.Limit < 0 || q.Offset < 0 {
@@ -342,21 +342,7 @@ func checkItem(ctx context.Context, namespace []string, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := store.ValidateNamespace(namespace); err != nil {
-		return err
-	}
-	if key == "" {
-		return fmt.Errorf("store: key is empty in namespace %q", namespace)
-	}
-	return nil
-}
-
-// checkPrefix validates a prefix; unlike a namespace it may be empty.
-func checkPrefix(prefix []string) error {
-	if len(prefix) == 0 {
-		return nil
-	}
-	return store.ValidateNamespace(prefix)
+	return store.ValidateItem(namespace, key)
 }
 
 func itemName(namespace []string, key string) string {

@@ -25,7 +25,7 @@ func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkPrefix(prefix); err != nil {
+	if err := store.ValidatePrefix(prefix); err != nil {
 		return nil, fmt.Errorf("store: search: %w", err)
 	}
 	if q.Limit < 0 || q.Offset < 0 {
@@ -88,7 +88,7 @@ func (s *Store) ListNamespaces(ctx context.Context, q store.NamespaceQuery) ([][
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if err := checkPrefix(q.Prefix); err != nil {
+	if err := store.ValidatePrefix(q.Prefix); err != nil {
 		return nil, fmt.Errorf("store: list namespaces: %w", err)
 	}
 	if q.MaxDepth < 0 || q.Limit < 0 || q.Offset < 0 {

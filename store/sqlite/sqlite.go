@@ -226,21 +226,7 @@ func checkItem(ctx context.Context, namespace []string, key string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if err := store.ValidateNamespace(namespace); err != nil {
-		return err
-	}
-	if key == "" {
-		return fmt.Errorf("store: key is empty in namespace %q", namespace)
-	}
-	return nil
-}
-
-// checkPrefix validates a prefix; unlike a namespace it may be empty.
-func checkPrefix(prefix []string) error {
-	if len(prefix) == 0 {
-		return nil
-	}
-	return store.ValidateNamespace(prefix)
+	return store.ValidateItem(namespace, key)
 }
 
 func itemName(namespace []string, key string) string {

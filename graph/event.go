@@ -157,6 +157,8 @@ type TaskInfo struct {
 	Attempt  int
 	Duration time.Duration
 	Err      error
+	// Usage is the task's model usage (EventTaskEnd only).
+	Usage Usage
 }
 
 // InterruptInfo describes an interrupt waiting for an answer.

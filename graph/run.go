@@ -27,6 +27,9 @@ type Result struct {
 	// Interrupts lists what the run is waiting for when Status is
 	// StatusInterrupted.
 	Interrupts []InterruptInfo
+	// Usage sums the model usage of every task in Path. It covers this
+	// Invoke only; a resumed thread's earlier runs are not included.
+	Usage Usage
 }
 
 // NodeRun is one task execution in Result.Path.
@@ -35,7 +38,10 @@ type NodeRun struct {
 	Node     string
 	Attempts int
 	Duration time.Duration
-	id       fnv128
+	// Usage is what the task's model calls cost, including those of the
+	// subgraphs and graphs it ran.
+	Usage Usage
+	id    fnv128
 }
 
 // TaskID returns the task's deterministic ID, as events and checkpoints
@@ -243,6 +249,9 @@ func (r *run) execute(input Update) (*Result, error) {
 		ctl.detach(status)
 	}
 	res := &Result{State: r.state, Status: status, Steps: r.stepsRun, Path: r.path, Interrupts: interrupts}
+	for i := range r.path {
+		res.Usage = res.Usage.Add(r.path[i].Usage)
+	}
 	if r.cpID != "" {
 		res.Checkpoint = checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.cpID}
 	}
@@ -453,7 +462,7 @@ func (r *run) afterCommit(tasks []*task) error {
 	r.path = slices.Grow(r.path, len(tasks))
 	for _, t := range tasks {
 		if t.node.idx >= 0 && !t.done {
-			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, Attempts: int(t.attempts), Duration: t.dur, id: t.sum()})
+			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, Attempts: int(t.attempts), Duration: t.dur, Usage: t.usageOf(), id: t.sum()})
 		}
 	}
 	if r.wants(EventUpdates) {

@@ -28,10 +28,11 @@ type task struct {
 	err      error
 	hash     fnv128 // the task ID's hash, computed on first use (see sum)
 	dur      time.Duration
-	in       *taskInterrupts // allocated when the task interrupts or is answered
-	step     int             // the step the task runs in
-	idx      int32           // position in the step; writes apply in this order
-	seq      int32           // for pushed (Send) tasks: order among the step's sends
+	in       *taskInterrupts          // allocated when the task interrupts or is answered
+	usage    atomic.Pointer[usageAcc] // model usage, allocated by the first RecordUsage
+	step     int                      // the step the task runs in
+	idx      int32                    // position in the step; writes apply in this order
+	seq      int32                    // for pushed (Send) tasks: order among the step's sends
 	attempts int32
 	done     bool // finished in an earlier run: its writes were restored
 	ran      bool // its node ran (to an output, an error or an interrupt)
@@ -299,14 +300,14 @@ func (r *run) runAsync(t *task, st *stepSync) {
 		st.cancel(t.err)
 	}
 	if r.wants(EventTaskEnd) {
-		t.emit(Event{Kind: EventTaskEnd, Task: TaskInfo{Attempt: int(t.attempts), Duration: t.dur, Err: t.err}})
+		t.emit(Event{Kind: EventTaskEnd, Task: TaskInfo{Attempt: int(t.attempts), Duration: t.dur, Err: t.err, Usage: t.usageOf()}})
 	}
 }
 
 func (r *run) taskEnd(t *task) {
 	r.runs[t.node.idx]++
 	if r.wants(EventTaskEnd) {
-		r.deliver(Event{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: TaskInfo{Attempt: int(t.attempts), Duration: t.dur, Err: t.err}})
+		r.deliver(Event{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: TaskInfo{Attempt: int(t.attempts), Duration: t.dur, Err: t.err, Usage: t.usageOf()}})
 	}
 }
 

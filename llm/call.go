@@ -1,0 +1,91 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/trellis-agents/trellis/graph"
+)
+
+// NewMessagesKey declares a graph state key holding a chat history. Its
+// reducer merges by message ID: writing a message with a known ID replaces
+// it in place (an edited tool call, a repaired result), a new ID appends,
+// and graph.Remove deletes by ID.
+func NewMessagesKey(name string) *graph.Key[[]Message] {
+	return graph.NewKey(name, graph.MergeByIDFunc(func(m Message) string { return m.ID }))
+}
+
+// Call asks m for a reply the way a graph node should:
+//
+//   - the history is repaired first (see RepairHistory), so a call that
+//     was interrupted or cancelled never makes the provider reject the
+//     request;
+//   - when the run streams messages (graph.EventMessages), the reply is
+//     streamed and its tokens go to the graph's stream as they arrive,
+//     tagged with the node, namespace and the reply's message ID, reasoning
+//     and answer text marked apart; otherwise Generate is used;
+//   - the reply's usage is recorded on the running task (graph.RecordUsage).
+//
+// Outside a graph node Call simply repairs and generates. Errors name the
+// model; APIErrors from providers already do.
+func Call(ctx context.Context, m Model, req *Request) (*Response, error) {
+	if fixed, changed := repair(req.Messages); changed {
+		req = req.Clone()
+		req.Messages = fixed
+	}
+	var (
+		resp *Response
+		err  error
+	)
+	if w := graph.Messages(ctx); w.Enabled() {
+		resp, err = streamTo(ctx, m, req, w)
+	} else {
+		resp, err = m.Generate(ctx, req)
+		if err == nil && resp.Message.ID == "" {
+			resp.Message.ID = NewID()
+		}
+	}
+	if err != nil {
+		if _, ok := errors.AsType[*APIError](err); !ok {
+			err = fmt.Errorf("llm: model %s: %w", m.Name(), err)
+		}
+		return nil, err
+	}
+	if resp.Usage.Requests == 0 {
+		resp.Usage.Requests = 1
+	}
+	graph.RecordUsage(ctx, resp.Usage)
+	return resp, nil
+}
+
+func streamTo(ctx context.Context, m Model, req *Request, w graph.MessageWriter) (*Response, error) {
+	a := Assembler{ID: NewID()}
+	for c, err := range m.Stream(ctx, req) {
+		if err != nil {
+			return nil, err
+		}
+		a.Add(c)
+		if c.Reasoning != "" {
+			w.Write(graph.MessageChunk{MessageID: a.ID, Part: graph.PartReasoning, Text: c.Reasoning})
+		}
+		if c.Text != "" {
+			w.Write(graph.MessageChunk{MessageID: a.ID, Part: graph.PartText, Text: c.Text})
+		}
+		for _, d := range c.ToolCalls {
+			meta := map[string]string{"index": strconv.Itoa(d.Index)}
+			if d.ID != "" {
+				meta["call_id"] = d.ID
+			}
+			if d.Name != "" {
+				meta["name"] = d.Name
+			}
+			w.Write(graph.MessageChunk{MessageID: a.ID, Part: graph.PartToolCall, Text: d.Arguments, Meta: meta})
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, context.Cause(ctx)
+	}
+	return a.Response(), nil
+}

@@ -62,6 +62,10 @@ func (e *APIError) hint() string {
 
 func (e *APIError) Unwrap() error { return e.Err }
 
+// Transient reports the same as Retryable. It lets the graph's node retry
+// policy (graph.IsTransient) recognise provider errors too.
+func (e *APIError) Transient() bool { return e.Retryable() }
+
 // Retryable reports whether sending the same request again may succeed:
 // 408, 409, 429 and 5xx statuses, and requests that got no status at all
 // (network errors).
@@ -76,11 +80,39 @@ func (e *APIError) Retryable() bool {
 	}
 }
 
+// TimeoutError is returned by a model wrapped with WithTimeout when its
+// per-call timeout fires before the reply is complete. It is retryable (the
+// next attempt gets a fresh timeout), unlike the cancellation or deadline of
+// the caller's own context, which WithTimeout passes through unchanged.
+// errors.Is(err, context.DeadlineExceeded) holds for it.
+type TimeoutError struct {
+	// Model is the name of the model that timed out ("openai:gpt-4o-mini").
+	Model string
+	// Timeout is the per-call timeout that fired.
+	Timeout time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("%s: no complete reply within %s (per-call timeout)", e.Model, e.Timeout)
+}
+
+// Unwrap returns context.DeadlineExceeded.
+func (e *TimeoutError) Unwrap() error { return context.DeadlineExceeded }
+
+// Transient reports true, so the graph's node retry policy retries it too.
+func (e *TimeoutError) Transient() bool { return true }
+
 // IsRetryable reports whether err is worth retrying: a retryable APIError,
-// or a network error. Context cancellation is never retryable.
+// a per-call TimeoutError, or a network error. Context cancellation is never
+// retryable. A caller's own expired deadline may look like a network
+// timeout here; Retry and Fallback check the caller's context themselves
+// and never retry once it is done.
 func IsRetryable(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
+	}
+	if _, ok := errors.AsType[*TimeoutError](err); ok {
+		return true
 	}
 	if ae, ok := errors.AsType[*APIError](err); ok {
 		return ae.Retryable()

@@ -63,7 +63,15 @@ func under(path string, roots ...string) bool {
 
 func TestCoreNeverLinksVendorSDKs(t *testing.T) {
 	checked := 0
+	sawSDK := false
 	for _, p := range listAll(t) {
+		if rel(p.path) == "provider" {
+			// The detector must see the SDKs where they are allowed, or
+			// the check below proves nothing.
+			for _, d := range p.deps {
+				sawSDK = sawSDK || strings.HasPrefix(d, sdks[0])
+			}
+		}
 		if !under(p.path, "graph", "llm", "tool", "agent", "checkpoint", "store") {
 			continue
 		}
@@ -78,6 +86,9 @@ func TestCoreNeverLinksVendorSDKs(t *testing.T) {
 	}
 	if checked < 5 {
 		t.Fatalf("only %d core packages checked", checked)
+	}
+	if !sawSDK {
+		t.Fatalf("go list shows no %s under provider: the SDK path or the listing is wrong", sdks[0])
 	}
 }
 

@@ -2,6 +2,38 @@
 // function tools whose JSON schema is inferred from a Go struct, the
 // approval policy for write tools, and the tool node that runs a model's
 // calls as parallel graph tasks.
+//
+// A model node and the calls it requests are separate nodes:
+//
+//	var (
+//		messages = llm.NewMessagesKey("messages")
+//		calls    = tool.NewRecordsKey("tool_calls")
+//	)
+//	weather := tool.MustFunc("weather", "Current weather in a city.",
+//		func(ctx context.Context, a struct {
+//			City string `json:"city"`
+//		}) (string, error) { ... }, tool.ReadOnly())
+//	tools, err := tool.NewNode(tool.NodeConfig{
+//		Messages: messages, Records: calls,
+//		Tools:    []tool.Tool{weather, sendEmail, tool.Stop()},
+//		Policy:   tool.Policy{"send_email": tool.RequireApproval()},
+//	})
+//	b := graph.New(messages, calls)
+//	b.AddNode("model", func(ctx context.Context, s graph.State) (graph.Output, error) {
+//		req := &llm.Request{Messages: tool.ForModel(messages.Get(s), tool.Limit{}), Tools: tools.Specs()}
+//		resp, err := llm.Call(ctx, model, req)
+//		if err != nil {
+//			return nil, err
+//		}
+//		return graph.Writes(graph.Append(messages, resp.Message)), nil
+//	})
+//	b.SetEntry("model")
+//	tools.Wire(b, "tools", "model", graph.END)
+//
+// A call that needs approval stops the run with an interrupt carrying an
+// ApprovalRequest (decode it with ApprovalFrom); resume the thread with a
+// Decision (Approve, Edit or Reject) through graph.WithResume, or by
+// interrupt ID through graph.WithResumeMap when several calls wait.
 package tool
 
 import (

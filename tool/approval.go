@@ -1,0 +1,165 @@
+package tool
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/trellis-agents/trellis/graph"
+)
+
+// Rule says whether one tool's calls need a person's approval. Make one
+// with RequireApproval, AutoApprove or ApproveIf; the zero Rule requires
+// approval.
+type Rule struct {
+	auto bool
+	pred func(args json.RawMessage) bool
+}
+
+// RequireApproval asks a person before every call of the tool.
+func RequireApproval() Rule { return Rule{} }
+
+// AutoApprove runs every call of the tool without asking.
+func AutoApprove() Rule { return Rule{auto: true} }
+
+// ApproveIf runs a call without asking when pred returns true for its
+// arguments (validated JSON), and asks a person otherwise. A nil pred, or
+// one that panics, asks.
+func ApproveIf(pred func(args json.RawMessage) bool) Rule { return Rule{pred: pred} }
+
+// Policy maps tool names to approval rules. A tool the policy does not name
+// is approved by its kind: read tools (Info.ReadOnly) run at once, and every
+// other tool asks a person — the policy fails closed. A rule always wins
+// over the kind, so a policy may also put a read tool under approval.
+type Policy map[string]Rule
+
+// NeedsApproval reports whether a call of the tool described by info, with
+// these (validated) arguments, must wait for a person.
+func (p Policy) NeedsApproval(info Info, args json.RawMessage) bool {
+	r, ok := p[info.Name]
+	if !ok {
+		return !info.ReadOnly
+	}
+	return !r.approves(args)
+}
+
+// runsAtOnce reports whether every call of the tool runs without asking,
+// whatever its arguments.
+func (p Policy) runsAtOnce(info Info) bool {
+	r, ok := p[info.Name]
+	if !ok {
+		return info.ReadOnly
+	}
+	return r.auto
+}
+
+func (r Rule) approves(args json.RawMessage) (ok bool) {
+	switch {
+	case r.auto:
+		return true
+	case r.pred == nil:
+		return false
+	}
+	defer func() {
+		if recover() != nil {
+			ok = false // fail closed
+		}
+	}()
+	return r.pred(args)
+}
+
+// ApprovalKind is the Kind of every ApprovalRequest, so code reading a run's
+// interrupts can tell tool approvals from other questions.
+const ApprovalKind = "tool_approval"
+
+// ApprovalRequest is the payload of the interrupt a write call raises while
+// it waits for a person (graph.InterruptInfo.Payload, as JSON). Answer it
+// with a Decision, by the interrupt's ID (graph.WithResumeMap) or, when it
+// is the only one waiting, with graph.WithResume.
+type ApprovalRequest struct {
+	// Kind is ApprovalKind.
+	Kind   string `json:"kind"`
+	CallID string `json:"call_id"`
+	Tool   string `json:"tool"`
+	// Arguments are the model's arguments, already checked against the
+	// tool's schema.
+	Arguments json.RawMessage `json:"arguments"`
+	// Summary describes the call in a sentence (see Summarizer).
+	Summary string `json:"summary"`
+	// Problem, when set, says why the person is asked again: the previous
+	// answer edited the arguments into ones the tool cannot use, or was not
+	// a known action.
+	Problem string `json:"problem,omitempty"`
+}
+
+// ApprovalFrom decodes the approval request an interrupt carries. It
+// reports false for interrupts that are not tool approvals.
+func ApprovalFrom(in graph.InterruptInfo) (ApprovalRequest, bool) {
+	var r ApprovalRequest
+	if json.Unmarshal(in.Payload, &r) != nil || r.Kind != ApprovalKind {
+		return ApprovalRequest{}, false
+	}
+	return r, true
+}
+
+// Action is what a person decided about a call.
+type Action string
+
+// The actions a Decision can carry.
+const (
+	// ActionApprove runs the call with the model's arguments.
+	ActionApprove Action = "approve"
+	// ActionEdit runs the call with the Decision's arguments instead. They
+	// are checked against the tool's schema first; arguments the tool
+	// cannot use make the node ask again, with the problem.
+	ActionEdit Action = "edit"
+	// ActionReject does not run the call. The model receives a tool error
+	// message saying so, with the Decision's message.
+	ActionReject Action = "reject"
+)
+
+// Decision answers an ApprovalRequest. Build one with Approve, Edit or
+// Reject; it crosses processes as JSON.
+type Decision struct {
+	Action Action `json:"action"`
+	// Arguments are the replacement arguments, for ActionEdit.
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	// Message, for ActionReject, tells the model why.
+	Message string `json:"message,omitempty"`
+}
+
+// Approve returns a decision to run the call as the model wrote it.
+func Approve() Decision { return Decision{Action: ActionApprove} }
+
+// Edit returns a decision to run the call with args (a JSON object)
+// instead of the model's arguments. The model is told the arguments were
+// changed.
+func Edit(args json.RawMessage) Decision { return Decision{Action: ActionEdit, Arguments: args} }
+
+// Reject returns a decision not to run the call; message (may be empty)
+// tells the model why.
+func Reject(message string) Decision { return Decision{Action: ActionReject, Message: message} }
+
+// String formats the decision for logs.
+func (d Decision) String() string {
+	switch d.Action {
+	case ActionEdit:
+		return fmt.Sprintf("edit %s", d.Arguments)
+	case ActionReject:
+		return fmt.Sprintf("reject %q", d.Message)
+	}
+	return string(d.Action)
+}
+
+// Outcome records how a call got past approval.
+type Outcome string
+
+// Approval outcomes, as recorded in Record.Approval.
+const (
+	// OutcomeNotNeeded: the call ran without asking (a read tool, or the
+	// policy approved it), or never got as far as approval (an unknown tool
+	// or bad arguments).
+	OutcomeNotNeeded Outcome = "not_needed"
+	OutcomeApproved  Outcome = "approved"
+	OutcomeEdited    Outcome = "edited"
+	OutcomeRejected  Outcome = "rejected"
+)

@@ -1,0 +1,413 @@
+package tool
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
+)
+
+// DefaultMaxParallel is how many calls a Node runs at once when
+// NodeConfig.MaxParallel is zero.
+const DefaultMaxParallel = 8
+
+// NodeConfig configures a tool node.
+type NodeConfig struct {
+	// Messages is the chat history key (llm.NewMessagesKey). Route reads
+	// the calls from its last assistant message; each call appends its
+	// tool message. Required.
+	Messages *graph.Key[[]llm.Message]
+	// Records, when set, receives a Record for every finished call, keyed
+	// by call ID (see NewRecordsKey and LookupCall).
+	Records *graph.Key[map[string]Record]
+	// Tools are the tools the model may call; names must be unique.
+	Tools []Tool
+	// Policy says which calls need a person's approval (see Policy: tools
+	// it does not name are approved by kind, write tools asking).
+	Policy Policy
+	// MaxParallel bounds how many calls the node runs at once (0:
+	// DefaultMaxParallel). The bound is the Node's: every run of every
+	// graph the Node is wired into shares it. Calls waiting for approval
+	// do not hold a slot. Calls must not wait for one another: with more
+	// such calls than slots they would wait forever.
+	MaxParallel int
+	// Logger receives tool failures and panics, with the call ID (nil:
+	// slog.Default()).
+	Logger *slog.Logger
+}
+
+// Node runs a model's tool calls as graph tasks, one task per call: a model
+// node and the calls it requests are separate nodes. Wire it into a
+// graph.Builder with Wire, or with Route and Run for custom wiring.
+//
+// Each call:
+//   - with an unknown tool name or arguments the tool cannot use, gets a
+//     tool error message asking the model to fix the call (the run goes
+//     on);
+//   - asks a person first when the policy says so: it raises a
+//     graph.Interrupt whose payload is an ApprovalRequest and continues
+//     with the Decision it is resumed with;
+//   - runs the tool with the step's state in its context (StateFrom) and a
+//     slot of the node's parallelism bound;
+//   - appends one tool message to the history: the result, or a tool error
+//     message for an error or a panic (both logged with the call ID);
+//   - writes its Record, when the node has a records key.
+//
+// Graph interrupts raised by a tool, and errors while the run's context is
+// cancelled, are returned as they are: they stop the run rather than reach
+// the model. Because every call is its own task, a finished call is never
+// run again when a run resumes, each call's approval has its own interrupt
+// ID, and the results land in the history in call order whatever order the
+// calls finish in.
+//
+// A Node is safe for concurrent use by many runs.
+type Node struct {
+	messages *graph.Key[[]llm.Message]
+	records  *graph.Key[map[string]Record]
+	tools    map[string]*entry
+	order    []*entry
+	names    string // sorted, for the unknown-tool message
+	policy   Policy
+	sem      chan struct{}
+	log      *slog.Logger
+	stop     bool // has the built-in stop tool
+}
+
+type entry struct {
+	tool      Tool
+	info      Info
+	validate  func(json.RawMessage) error
+	summarize func(json.RawMessage) string
+	// checksOwn: the tool's Call checks its arguments exactly as validate
+	// does (Func tools), so a call that needs no approval skips validate.
+	checksOwn bool
+}
+
+// selfChecking is implemented by tools whose Call validates the arguments
+// the same way as ValidateArguments.
+type selfChecking interface{ checksOwnArguments() }
+
+// NewNode makes a tool node. It reports every problem in cfg at once: a
+// missing messages key, nil tools, invalid or duplicate names, parameter
+// schemas that do not compile, policy rules for tools the node does not
+// have, a negative MaxParallel.
+func NewNode(cfg NodeConfig) (*Node, error) {
+	var errs []error
+	if cfg.Messages == nil {
+		errs = append(errs, errors.New("tool node: NodeConfig.Messages is nil; pass the history key (llm.NewMessagesKey)"))
+	}
+	if cfg.MaxParallel < 0 {
+		errs = append(errs, fmt.Errorf("tool node: MaxParallel is %d; use a positive bound, or 0 for the default (%d)", cfg.MaxParallel, DefaultMaxParallel))
+	}
+	n := &Node{
+		messages: cfg.Messages,
+		records:  cfg.Records,
+		tools:    make(map[string]*entry, len(cfg.Tools)),
+		policy:   maps.Clone(cfg.Policy), // the caller may change its map later
+		log:      cfg.Logger,
+	}
+	if n.log == nil {
+		n.log = slog.Default()
+	}
+	for i, t := range cfg.Tools {
+		e, err := newEntry(t)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("tool node: tool %d: %w", i, err))
+			continue
+		}
+		if n.tools[e.info.Name] != nil {
+			errs = append(errs, fmt.Errorf("tool node: two tools are named %q; names must be unique", e.info.Name))
+			continue
+		}
+		if _, ok := t.(*stopTool); ok {
+			n.stop = true
+		}
+		n.tools[e.info.Name] = e
+		n.order = append(n.order, e)
+	}
+	names := make([]string, 0, len(n.order))
+	for _, e := range n.order {
+		names = append(names, e.info.Name)
+	}
+	slices.Sort(names)
+	n.names = strings.Join(names, ", ")
+	for _, name := range slices.Sorted(maps.Keys(cfg.Policy)) {
+		if n.tools[name] == nil {
+			errs = append(errs, fmt.Errorf("tool node: the policy has a rule for %q, which is not one of the node's tools (%s)", name, n.names))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	bound := cfg.MaxParallel
+	if bound == 0 {
+		bound = DefaultMaxParallel
+	}
+	n.sem = make(chan struct{}, bound)
+	return n, nil
+}
+
+func newEntry(t Tool) (*entry, error) {
+	if t == nil {
+		return nil, errors.New("the tool is nil")
+	}
+	info := t.Info()
+	if err := checkName(info.Name); err != nil {
+		return nil, err
+	}
+	_, own := t.(selfChecking)
+	e := &entry{tool: t, info: info, checksOwn: own}
+	if v, ok := t.(Validator); ok {
+		e.validate = func(args json.RawMessage) (err error) {
+			// Whatever the tool accepts, an approval request must carry
+			// a JSON object.
+			if err := (*schema)(nil).check(info.Name, args); err != nil {
+				return err
+			}
+			defer func() {
+				if v := recover(); v != nil {
+					err = &panicError{Tool: info.Name, Value: v, Stack: debug.Stack()}
+				}
+			}()
+			err = v.ValidateArguments(args)
+			if err != nil && !IsArgumentError(err) {
+				err = &ArgumentError{Tool: info.Name, Problem: err.Error(), Err: err}
+			}
+			return err
+		}
+	} else {
+		s, err := compileSchema(info.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: %w", info.Name, err)
+		}
+		e.validate = func(args json.RawMessage) error { return s.check(info.Name, args) }
+	}
+	if sm, ok := t.(Summarizer); ok {
+		e.summarize = sm.Summarize
+	} else {
+		e.summarize = func(args json.RawMessage) string { return defaultSummary(info.Name, args) }
+	}
+	return e, nil
+}
+
+// Specs returns the descriptions of the node's tools for a model request,
+// in the order they were given.
+func (n *Node) Specs() []llm.ToolSpec {
+	specs := make([]llm.ToolSpec, len(n.order))
+	for i, e := range n.order {
+		specs[i] = e.info.Spec()
+	}
+	return specs
+}
+
+// Wire adds the node to b as the payload node name and connects it to the
+// model node: after model, each tool call of its reply starts one task of
+// name (Route), and a reply without calls goes to next; after the calls,
+// the run goes back to model, or to next when the turn called the built-in
+// stop tool (see Stopped) and the node has it. next may be graph.END. The
+// graph's keys must include the node's messages and records keys. opts
+// apply to the tool node (a Timeout, say).
+func (n *Node) Wire(b *graph.Builder, name, model, next string, opts ...graph.NodeOption) {
+	graph.AddSendNode(b, name, n.Run, opts...)
+	b.AddFanout(model, n.Route(name, next), name, next)
+	if !n.stop {
+		b.AddEdge(name, model)
+		return
+	}
+	b.AddConditionalEdges(name, func(_ context.Context, s graph.State) (string, error) {
+		if _, ok := Stopped(n.messages.Get(s)); ok {
+			return "stop", nil
+		}
+		return "continue", nil
+	}, map[string]string{"continue": model, "stop": next})
+}
+
+// Route returns a fan-out function for the edge after a model node: when
+// the last message of the history is an assistant message with tool calls,
+// it sends each call, in order, to node (a node added with Run); otherwise
+// it goes to next. Declare both node and next as the fan-out's
+// destinations. A call without an ID, or two calls sharing one, fail the
+// run: the provider adapter must give every call a unique ID.
+func (n *Node) Route(node, next string) graph.FanoutFunc {
+	return func(_ context.Context, s graph.State) ([]graph.Target, error) {
+		msgs := n.messages.Get(s)
+		if len(msgs) == 0 {
+			return []graph.Target{graph.To(next)}, nil
+		}
+		last := msgs[len(msgs)-1]
+		if last.Role != llm.RoleAssistant || len(last.ToolCalls) == 0 {
+			return []graph.Target{graph.To(next)}, nil
+		}
+		targets := make([]graph.Target, len(last.ToolCalls))
+		seen := make(map[string]bool, len(last.ToolCalls))
+		for i, c := range last.ToolCalls {
+			switch {
+			case c.ID == "":
+				return nil, fmt.Errorf("tool route: call %d (%q) of assistant message %s has no ID; the model adapter must give every call one (llm.NewCallID)", i, c.Name, last.ID)
+			case seen[c.ID]:
+				return nil, fmt.Errorf("tool route: assistant message %s has two calls with ID %q; call IDs must be unique", last.ID, c.ID)
+			}
+			seen[c.ID] = true
+			targets[i] = graph.Send(node, c)
+		}
+		return targets, nil
+	}
+}
+
+// Run handles one tool call; it is the function of the payload node that
+// Route sends calls to (graph.AddSendNode(b, name, n.Run)). See Node for
+// what it does. s is the step's snapshot.
+func (n *Node) Run(ctx context.Context, s graph.State, call llm.ToolCall) (graph.Output, error) {
+	rec := Record{
+		CallID:    call.ID,
+		Tool:      call.Name,
+		Arguments: call.Arguments,
+		Approval:  OutcomeNotNeeded,
+		Step:      graph.Step(ctx),
+		Node:      graph.NodeName(ctx),
+		TaskID:    graph.TaskID(ctx),
+	}
+	msg, err := n.handle(ctx, s, call, &rec)
+	if err != nil {
+		return nil, err
+	}
+	rec.Result = msg.Text()
+	if n.records == nil {
+		return graph.Writes(graph.Append(n.messages, msg)), nil
+	}
+	return graph.Writes(
+		graph.Append(n.messages, msg),
+		n.records.Set(map[string]Record{call.ID: rec}),
+	), nil
+}
+
+// handle returns the tool message answering call, or an error that must
+// stop the run (an interrupt, or cancellation).
+func (n *Node) handle(ctx context.Context, s graph.State, call llm.ToolCall, rec *Record) (llm.Message, error) {
+	e := n.tools[call.Name]
+	if e == nil {
+		rec.Error = fmt.Sprintf("unknown tool %q", call.Name)
+		return llm.ToolError(call, n.unknownTool(call.Name)), nil
+	}
+	args := normalizeArgs(json.RawMessage(call.Arguments))
+	runsAtOnce := n.policy.runsAtOnce(e.info)
+	if !runsAtOnce || !e.checksOwn {
+		if err := e.validate(args); err != nil {
+			rec.Error = err.Error()
+			return llm.ToolError(call, n.failure(ctx, call, err)), nil
+		}
+	}
+	edited := false
+	if !runsAtOnce && n.policy.NeedsApproval(e.info, args) {
+		d, run, err := n.approve(ctx, e, call, args)
+		if err != nil {
+			return llm.Message{}, err
+		}
+		switch d.Action {
+		case ActionReject:
+			rec.Approval = OutcomeRejected
+			text := "A person rejected this call, so it was not run."
+			if d.Message != "" {
+				text += " Their message: " + d.Message
+			}
+			rec.Error = "rejected by a person"
+			if d.Message != "" {
+				rec.Error += ": " + d.Message
+			}
+			return llm.ToolError(call, text), nil
+		case ActionEdit:
+			rec.Approval = OutcomeEdited
+			rec.EditedArguments = string(run)
+			args, edited = run, true
+		default:
+			rec.Approval = OutcomeApproved
+		}
+	}
+	result, err := n.invoke(ctx, e, s, args, rec)
+	if err != nil {
+		if stops(ctx, err) {
+			return llm.Message{}, err
+		}
+		rec.Error = err.Error()
+		return llm.ToolError(call, n.failure(ctx, call, err)), nil
+	}
+	if edited {
+		result = fmt.Sprintf("Note: a person changed the arguments of this call before it ran; it ran with %s.\n\n%s", args, result)
+	}
+	return llm.ToolResult(call, result), nil
+}
+
+// approve asks a person about a call until the answer is usable. It
+// returns the decision and, for an edit, the arguments to run with.
+func (n *Node) approve(ctx context.Context, e *entry, call llm.ToolCall, args json.RawMessage) (Decision, json.RawMessage, error) {
+	req := ApprovalRequest{
+		Kind:      ApprovalKind,
+		CallID:    call.ID,
+		Tool:      call.Name,
+		Arguments: args,
+		Summary:   n.summary(e, args),
+	}
+	for {
+		d, err := graph.Interrupt[Decision](ctx, req)
+		if err != nil {
+			return Decision{}, nil, err
+		}
+		switch d.Action {
+		case ActionApprove, ActionReject:
+			return d, args, nil
+		case ActionEdit:
+			edited := normalizeArgs(d.Arguments)
+			if err := e.validate(edited); err != nil {
+				req.Problem = fmt.Sprintf("The edited arguments cannot be used: %v. Approve, reject, or edit again.", argProblem(err))
+				continue
+			}
+			return d, edited, nil
+		default:
+			req.Problem = fmt.Sprintf("The answer's action %q is not one of %q, %q or %q.", d.Action, ActionApprove, ActionEdit, ActionReject)
+		}
+	}
+}
+
+// summary describes a call for the approver; a summarizer that panics
+// falls back to the default description.
+func (n *Node) summary(e *entry, args json.RawMessage) (s string) {
+	defer func() {
+		if r := recover(); r != nil {
+			n.log.Warn("tool summary panicked", slog.String("tool", e.info.Name), slog.Any("panic", r))
+			s = defaultSummary(e.info.Name, args)
+		}
+	}()
+	return e.summarize(args)
+}
+
+// stops reports whether err must stop the run instead of reaching the
+// model: a graph interrupt, or any error while the run is cancelled.
+func stops(ctx context.Context, err error) bool {
+	return errors.Is(err, graph.ErrInterrupted) || ctx.Err() != nil
+}
+
+func (n *Node) unknownTool(name string) string {
+	if n.names == "" {
+		return fmt.Sprintf("Error: there is no tool named %q, and no tools are available.", name)
+	}
+	return fmt.Sprintf("Error: there is no tool named %q. The available tools are: %s. Call one of them by its exact name.", name, n.names)
+}
+
+func fixArguments(err error) string {
+	return fmt.Sprintf("Error: %v. Fix the arguments and call the tool again.", err)
+}
+
+func argProblem(err error) string {
+	if ae, ok := errors.AsType[*ArgumentError](err); ok {
+		return ae.Problem
+	}
+	return err.Error()
+}

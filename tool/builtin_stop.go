@@ -69,3 +69,10 @@ func Stopped(msgs []llm.Message) (answer string, ok bool) {
 	}
 	return "", false
 }
+
+// IsStop reports whether t is the built-in stop tool (made by Stop), for
+// agents that wire the loop themselves and must route on it.
+func IsStop(t Tool) bool {
+	_, ok := t.(*stopTool)
+	return ok
+}

@@ -1,0 +1,216 @@
+package react
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/tool"
+)
+
+// wire adds the loop's nodes and edges to b. After the loop the run goes
+// to next, through the answer node when there is an Output.
+func (a *agent) wire(b *graph.Builder, prefix, next string) {
+	model, tools := prefix+ModelNode, prefix+ToolsNode
+	after := next
+	var modelOpts []graph.NodeOption
+	if a.out != nil {
+		after = prefix + AnswerNode
+		b.AddNode(after, a.runAnswer)
+		b.AddEdge(after, next)
+		// With no step left for the answer node, the model node makes
+		// the structured answer itself and goes straight to next.
+		modelOpts = append(modelOpts, graph.Destinations(next))
+	}
+	b.AddNode(model, a.modelNode(next), modelOpts...)
+	graph.AddSendNode(b, tools, a.runTool)
+	b.AddFanout(model, a.node.Route(tools, after), tools, after)
+	if a.stop == "" {
+		b.AddEdge(tools, model)
+		return
+	}
+	b.AddConditionalEdges(tools, func(_ context.Context, s graph.State) (string, error) {
+		if _, ok := tool.Stopped(a.msgs.Get(s)); ok {
+			return "stop", nil
+		}
+		return "continue", nil
+	}, map[string]string{"continue": model, "stop": after})
+}
+
+// stepsToFinish is how many steps after the model node's the loop needs to
+// run one more tool round and still end cleanly: the tool node, the model
+// node again, and the answer node when there is one.
+func (a *agent) stepsToFinish() int {
+	if a.out != nil {
+		return 3
+	}
+	return 2
+}
+
+// modelNode returns the model node. next is where the run goes when the
+// node has to make the structured answer itself.
+func (a *agent) modelNode(next string) graph.NodeFunc {
+	return func(ctx context.Context, s graph.State) (graph.Output, error) {
+		specs, err := a.enabled(s)
+		if err != nil {
+			return nil, err
+		}
+		history := a.msgs.Get(s)
+		left := graph.RemainingSteps(ctx)
+		final := a.graceful && left >= 0 && left < a.stepsToFinish()
+		if final && a.out != nil && left == 0 {
+			// No step left for the answer node: answer in structure now.
+			w, msg, err := a.out.generate(ctx, a.model, a.answerRequest(history, specs))
+			if err != nil {
+				return nil, err
+			}
+			if len(msg.ToolCalls) > 0 {
+				msg = a.dropCalls(ctx, msg)
+			}
+			return graph.Command{
+				Goto:   []graph.Target{graph.To(next)},
+				Update: graph.Writes(graph.Append(a.msgs, msg), w),
+			}, nil
+		}
+		req := a.request(history, specs)
+		if final && len(specs) > 0 {
+			// The tools stay described (some providers refuse a history
+			// with tool calls when the request defines no tools), but
+			// the model may not call them.
+			req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
+			req.Messages = append(req.Messages, llm.User(a.budgetPrompt))
+		}
+		resp, err := llm.Call(ctx, a.model, req)
+		if err != nil {
+			return nil, err
+		}
+		msg := resp.Message
+		if final && len(msg.ToolCalls) > 0 {
+			msg = a.dropCalls(ctx, msg)
+		}
+		return graph.Writes(graph.Append(a.msgs, msg)), nil
+	}
+}
+
+// request builds a model request: the template's options, the system
+// prompt, the history with long tool results cut, and the tools offered.
+func (a *agent) request(history []llm.Message, specs []llm.ToolSpec) *llm.Request {
+	req := a.tmpl.Clone()
+	h := tool.ForModel(history, a.limit)
+	req.Messages = make([]llm.Message, 0, len(a.system)+len(h)+1)
+	req.Messages = append(append(req.Messages, a.system...), h...)
+	req.Tools = specs
+	return req
+}
+
+// answerRequest builds the request for the structured answer: no tool use,
+// and the output instruction after the history.
+func (a *agent) answerRequest(history []llm.Message, specs []llm.ToolSpec) *llm.Request {
+	req := a.request(history, specs)
+	if len(specs) > 0 {
+		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
+	}
+	req.Messages = append(req.Messages, a.outPrompt)
+	return req
+}
+
+// dropCalls removes the tool calls from a reply given when no tool round
+// was left (a model that ignored tool choice "none"), with a note saying
+// which calls did not run, so the run ends with this message.
+func (a *agent) dropCalls(ctx context.Context, msg llm.Message) llm.Message {
+	names := make([]string, len(msg.ToolCalls))
+	for i, c := range msg.ToolCalls {
+		names[i] = c.Name
+	}
+	a.log.WarnContext(ctx, "react: the model asked for tool calls after the step budget ran out; they were dropped",
+		slog.String("message_id", msg.ID), slog.Any("tools", names))
+	note := fmt.Sprintf("[The step budget ran out, so the tool calls this reply asked for were not run: %s.]", strings.Join(names, ", "))
+	text := msg.Text()
+	if text != "" {
+		text += "\n\n"
+	}
+	msg.ToolCalls = nil
+	msg.Parts = []llm.Part{llm.Text(text + note)}
+	return msg
+}
+
+// enabled returns the specs of the tools the run offers: all of them, or
+// those named in the subset key plus the stop tool. A subset naming a tool
+// the agent does not have is an error.
+func (a *agent) enabled(s graph.State) ([]llm.ToolSpec, error) {
+	subset := a.subset.Get(s)
+	if len(subset) == 0 {
+		return a.specs, nil
+	}
+	want := make(map[string]bool, len(subset))
+	var unknown []string
+	for _, name := range subset {
+		if !a.known[name] {
+			unknown = append(unknown, fmt.Sprintf("%q", name))
+		}
+		want[name] = true
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("react: the tool subset (key %q) names %s, which the agent does not have; its tools are: %s. Name some of those, or leave the subset empty to offer them all",
+			a.subset.Name(), strings.Join(unknown, ", "), a.names)
+	}
+	specs := make([]llm.ToolSpec, 0, len(subset)+1)
+	for _, sp := range a.specs {
+		if want[sp.Name] || sp.Name == a.stop {
+			specs = append(specs, sp)
+		}
+	}
+	return specs, nil
+}
+
+// runTool runs one call through the tool node, unless the run's subset
+// leaves its tool out: then the model gets a tool error naming the
+// enabled tools, and the call is recorded, without asking anyone or
+// running anything.
+func (a *agent) runTool(ctx context.Context, s graph.State, call llm.ToolCall) (graph.Output, error) {
+	subset := a.subset.Get(s)
+	if len(subset) == 0 || call.Name == a.stop || slices.Contains(subset, call.Name) {
+		return a.node.Run(ctx, s, call)
+	}
+	enabled := make([]string, 0, len(subset)+1)
+	for _, sp := range a.specs {
+		if slices.Contains(subset, sp.Name) || sp.Name == a.stop {
+			enabled = append(enabled, sp.Name)
+		}
+	}
+	text := fmt.Sprintf("Error: the tool %q is not available in this task. The available tools are: %s. Use one of them, or answer without it.",
+		call.Name, strings.Join(enabled, ", "))
+	rec := tool.Record{
+		CallID:    call.ID,
+		Tool:      call.Name,
+		Arguments: call.Arguments,
+		Result:    text,
+		Error:     fmt.Sprintf("tool %q is not in the run's tool subset", call.Name),
+		Approval:  tool.OutcomeNotNeeded,
+		Step:      graph.Step(ctx),
+		Node:      graph.NodeName(ctx),
+		TaskID:    graph.TaskID(ctx),
+	}
+	return graph.Writes(
+		graph.Append(a.msgs, llm.ToolError(call, text)),
+		a.calls.Set(map[string]tool.Record{call.ID: rec}),
+	), nil
+}
+
+// runAnswer is the answer node: it asks for the final answer as JSON and
+// stores the decoded value. The history is left as it is (see OutputTo).
+func (a *agent) runAnswer(ctx context.Context, s graph.State) (graph.Output, error) {
+	specs, err := a.enabled(s)
+	if err != nil {
+		return nil, err
+	}
+	w, _, err := a.out.generate(ctx, a.model, a.answerRequest(a.msgs.Get(s), specs))
+	if err != nil {
+		return nil, err
+	}
+	return graph.Writes(w), nil
+}

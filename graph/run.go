@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
@@ -27,9 +28,12 @@ type Result struct {
 	// Interrupts lists what the run is waiting for when Status is
 	// StatusInterrupted.
 	Interrupts []InterruptInfo
-	// Usage sums the model usage of every task in Path. It covers this
-	// Invoke only; a resumed thread's earlier runs are not included.
-	Usage Usage
+	// NodeUsage is what this run's model calls cost, per node (nil when
+	// no model was called); Usage() sums it. A node's usage includes its
+	// subgraphs' and the graphs it invoked. It covers this Invoke only: a
+	// resumed thread's earlier runs are not included. EventTaskEnd carries
+	// each task's usage.
+	NodeUsage map[string]Usage
 }
 
 // NodeRun is one task execution in Result.Path.
@@ -38,10 +42,7 @@ type NodeRun struct {
 	Node     string
 	Attempts int
 	Duration time.Duration
-	// Usage is what the task's model calls cost, including those of the
-	// subgraphs and graphs it ran.
-	Usage Usage
-	id    fnv128
+	id       fnv128
 }
 
 // TaskID returns the task's deterministic ID, as events and checkpoints
@@ -101,11 +102,16 @@ type run struct {
 	marks    []int    // per node: step+1 when already triggered this step
 	runs     []int    // per node: executions in this run
 	path     []NodeRun
+	usage    atomic.Pointer[usageLedger] // allocated by the first RecordUsage
 
-	kinds   EventKind
-	sink    func(Event) bool
-	stopped bool
-	evch    chan Event
+	kinds EventKind
+	sink  func(Event) bool
+	evch  chan Event
+	// flags, kept together so the struct packs (run stays within its
+	// allocation size class: see bench/README.md)
+	stopped  bool
+	keepNext bool // UpdateState without a node: commit leaves r.next alone
+	dirty    bool // DurabilityExit: something is not saved yet
 
 	// checkpointing
 	tally    []keyTally // per key: this step's writes (reset after each commit)
@@ -113,11 +119,9 @@ type run struct {
 	wsBuf    []Write    // this step's writes grouped by key (reused)
 	cpID     string
 	headID   string // the namespace's latest checkpoint, as this run knows it
-	keepNext bool   // UpdateState without a node: commit leaves r.next alone
 	nextID   string // the ID the next checkpoint will get (see tag)
 	source   checkpoint.Source
 	w        *writer  // DurabilityAsync's background writer
-	dirty    bool     // DurabilityExit: something is not saved yet
 	savedVer []uint64 // per key: the version in the last checkpoint saved
 	chain    []chainInfo
 	stepLog  [][]Write // per key: writes applied this step (with a saver)
@@ -249,9 +253,7 @@ func (r *run) execute(input Update) (*Result, error) {
 		ctl.detach(status)
 	}
 	res := &Result{State: r.state, Status: status, Steps: r.stepsRun, Path: r.path, Interrupts: interrupts}
-	for i := range r.path {
-		res.Usage = res.Usage.Add(r.path[i].Usage)
-	}
+	res.NodeUsage = r.nodeUsage()
 	if r.cpID != "" {
 		res.Checkpoint = checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.cpID}
 	}
@@ -462,8 +464,9 @@ func (r *run) afterCommit(tasks []*task) error {
 	r.path = slices.Grow(r.path, len(tasks))
 	for _, t := range tasks {
 		if t.node.idx >= 0 && !t.done {
-			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, Attempts: int(t.attempts), Duration: t.dur, Usage: t.usageOf(), id: t.sum()})
+			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, Attempts: int(t.attempts), Duration: t.dur, id: t.sum()})
 		}
+		t.settleUsage()
 	}
 	if r.wants(EventUpdates) {
 		for _, t := range tasks {

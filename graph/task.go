@@ -28,11 +28,10 @@ type task struct {
 	err      error
 	hash     fnv128 // the task ID's hash, computed on first use (see sum)
 	dur      time.Duration
-	in       *taskInterrupts          // allocated when the task interrupts or is answered
-	usage    atomic.Pointer[usageAcc] // model usage, allocated by the first RecordUsage
-	step     int                      // the step the task runs in
-	idx      int32                    // position in the step; writes apply in this order
-	seq      int32                    // for pushed (Send) tasks: order among the step's sends
+	in       *taskInterrupts // allocated when the task interrupts or is answered
+	step     int             // the step the task runs in
+	idx      int32           // position in the step; writes apply in this order
+	seq      int32           // for pushed (Send) tasks: order among the step's sends
 	attempts int32
 	done     bool // finished in an earlier run: its writes were restored
 	ran      bool // its node ran (to an output, an error or an interrupt)

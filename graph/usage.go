@@ -7,7 +7,7 @@ import (
 
 // Usage counts what model calls cost: tokens and requests. Model code
 // reports it with RecordUsage; the run sums it per task (Result.Path,
-// EventTaskEnd) and in total (Result.Usage).
+// EventTaskEnd), per node (Result.NodeUsage) and in total (Result.Usage).
 type Usage struct {
 	// InputTokens counts prompt tokens, cached ones included.
 	InputTokens int64 `json:"input_tokens,omitempty"`
@@ -40,40 +40,90 @@ func (u Usage) IsZero() bool { return u == Usage{} }
 // TotalTokens is InputTokens + OutputTokens.
 func (u Usage) TotalTokens() int64 { return u.InputTokens + u.OutputTokens }
 
-// usageAcc is a task's usage, allocated on the first RecordUsage so tasks
-// that call no model stay small. A node may call models from several
-// goroutines, hence the lock.
-type usageAcc struct {
-	mu sync.Mutex
-	u  Usage
+// usageLedger is a run's record of the usage of its running tasks. It
+// lives on the run, not the task, so the task struct (allocated for every
+// node execution) stays small; RecordUsage is rare next to node steps. A
+// task's entry is taken when its step commits, before the task's memory
+// can be reused.
+type usageLedger struct {
+	mu    sync.Mutex
+	tasks map[*task]Usage
+	nodes map[string]Usage // taken from tasks at each commit: the run's per-node totals
+}
+
+// ledger returns the run's usage ledger, allocating it on first use (most
+// runs call no model and never pay for it).
+func (r *run) ledger() *usageLedger {
+	if l := r.usage.Load(); l != nil {
+		return l
+	}
+	r.usage.CompareAndSwap(nil, &usageLedger{tasks: make(map[*task]Usage)})
+	return r.usage.Load()
 }
 
 // RecordUsage adds u to the running task's usage, and to the tasks of every
 // run it is nested in, so a node's usage includes its subgraphs' and the
 // graphs it invokes. Outside a node it does nothing. llm.Call records every
-// model call's usage itself; call this only for models called some other way.
+// model call's usage itself; call this only for models called some other
+// way. Call it before the node returns: usage recorded later is lost.
 func RecordUsage(ctx context.Context, u Usage) {
 	for t := taskFrom(ctx); t != nil; t = t.r.parent {
-		acc := t.usage.Load()
-		if acc == nil {
-			acc = new(usageAcc)
-			if !t.usage.CompareAndSwap(nil, acc) {
-				acc = t.usage.Load()
-			}
-		}
-		acc.mu.Lock()
-		acc.u = acc.u.Add(u)
-		acc.mu.Unlock()
+		l := t.r.ledger()
+		l.mu.Lock()
+		l.tasks[t] = l.tasks[t].Add(u)
+		l.mu.Unlock()
 	}
 }
 
 // usageOf returns the task's usage so far.
 func (t *task) usageOf() Usage {
-	acc := t.usage.Load()
-	if acc == nil {
+	l := t.r.usage.Load()
+	if l == nil {
 		return Usage{}
 	}
-	acc.mu.Lock()
-	defer acc.mu.Unlock()
-	return acc.u
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.tasks[t]
+}
+
+// settleUsage moves the usage of a committed step's task from the task to
+// its node's total, before the task's memory can be reused.
+func (t *task) settleUsage() {
+	l := t.r.usage.Load()
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	u, ok := l.tasks[t]
+	if !ok {
+		return
+	}
+	delete(l.tasks, t)
+	if l.nodes == nil {
+		l.nodes = make(map[string]Usage)
+	}
+	l.nodes[t.node.name] = l.nodes[t.node.name].Add(u)
+}
+
+// nodeUsage returns the run's per-node totals (nil when no model was called).
+func (r *run) nodeUsage() map[string]Usage {
+	l := r.usage.Load()
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.nodes
+}
+
+// Usage returns what the run's model calls cost in total: the sum of
+// NodeUsage. It covers this Invoke only; a resumed thread's earlier runs
+// are not included.
+func (res *Result) Usage() Usage {
+	var total Usage
+	for _, u := range res.NodeUsage {
+		total = total.Add(u)
+	}
+	return total
 }

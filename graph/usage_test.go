@@ -67,22 +67,19 @@ func TestUsageRollsUpPerTaskAndRun(t *testing.T) {
 	times := func(n int64) graph.Usage {
 		return graph.Usage{InputTokens: 10 * n, OutputTokens: 2 * n, Requests: n}
 	}
-	want := map[string]graph.Usage{"parallel": times(4), "sub": times(1), "invoker": times(2), "idle": {}}
-	got := map[string]graph.Usage{}
-	for _, nr := range res.Path {
-		got[nr.Node] = nr.Usage
+	want := map[string]graph.Usage{"parallel": times(4), "sub": times(1), "invoker": times(2)}
+	if d := cmp.Diff(want, res.NodeUsage); d != "" {
+		t.Errorf("Result.NodeUsage (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff(want, got); d != "" {
-		t.Errorf("per-node usage in Result.Path (-want +got):\n%s", d)
-	}
+	want["idle"] = graph.Usage{}
 	if d := cmp.Diff(want, ended); d != "" {
 		t.Errorf("per-node usage on EventTaskEnd (-want +got):\n%s", d)
 	}
-	if res.Usage != times(7) {
-		t.Errorf("Result.Usage = %+v, want %+v", res.Usage, times(7))
+	if res.Usage() != times(7) {
+		t.Errorf("Result.Usage = %+v, want %+v", res.Usage(), times(7))
 	}
-	if res.Usage.TotalTokens() != 84 {
-		t.Errorf("TotalTokens = %d, want 84", res.Usage.TotalTokens())
+	if res.Usage().TotalTokens() != 84 {
+		t.Errorf("TotalTokens = %d, want 84", res.Usage().TotalTokens())
 	}
 	graph.RecordUsage(context.Background(), one) // outside a node: no effect, no panic
 }

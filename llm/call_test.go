@@ -142,8 +142,8 @@ func TestCallRecordsUsageAndGeneratesWhenNotStreaming(t *testing.T) {
 		t.Error("Call streamed although nobody listens to messages")
 	}
 	want := llm.Usage{InputTokens: 11, OutputTokens: 2, Requests: 1}
-	if res.Usage != want || res.Path[0].Usage != want {
-		t.Errorf("usage: run %+v, node %+v; want %+v", res.Usage, res.Path[0].Usage, want)
+	if res.Usage() != want || res.NodeUsage["chat"] != want {
+		t.Errorf("usage: run %+v, node %+v; want %+v", res.Usage(), res.NodeUsage["chat"], want)
 	}
 }
 

@@ -283,8 +283,8 @@ func TestGenerateJSONInsideAGraph(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (llm.Usage{InputTokens: 30, OutputTokens: 12, Requests: 3}); res.Usage != want || len(res.Path) != 1 {
-		t.Errorf("run usage %+v over %d tasks, want %+v in one", res.Usage, len(res.Path), want)
+	if want := (llm.Usage{InputTokens: 30, OutputTokens: 12, Requests: 3}); res.Usage() != want || len(res.Path) != 1 {
+		t.Errorf("run usage %+v over %d tasks, want %+v in one", res.Usage(), len(res.Path), want)
 	}
 	if got := history.Get(res.State); len(got) != 6 {
 		t.Errorf("history has %d messages, want the prompt, 4 rejected and the answer", len(got))

@@ -101,8 +101,8 @@ func TestModelToolInGraph(t *testing.T) {
 	if d := cmp.Diff([]string{"c1:sub answer"}, summarize(msgsKey.Get(res.State))); d != "" {
 		t.Errorf("(-want +got):\n%s", d)
 	}
-	if res.Usage.Requests != 3 {
-		t.Errorf("usage counts %d requests; want 3 (two model turns and the sub-call)", res.Usage.Requests)
+	if res.Usage().Requests != 3 {
+		t.Errorf("usage counts %d requests; want 3 (two model turns and the sub-call)", res.Usage().Requests)
 	}
 }
 

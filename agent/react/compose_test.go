@@ -75,8 +75,8 @@ func TestUsageIsSummed(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := llm.Usage{InputTokens: 230, CachedInputTokens: 40, OutputTokens: 15, Requests: 2}
-	if res.Usage != want {
-		t.Errorf("usage = %+v; want %+v", res.Usage, want)
+	if res.Usage() != want {
+		t.Errorf("usage = %+v; want %+v", res.Usage(), want)
 	}
 }
 

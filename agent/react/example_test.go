@@ -51,7 +51,7 @@ func Example() {
 		rec, _ := tool.LookupCall(res.State, react.Calls, id)
 		fmt.Printf("%s %s -> %s\n", rec.Tool, rec.Arguments, rec.Result)
 	}
-	fmt.Println("steps:", res.Steps, "requests:", res.Usage.Requests)
+	fmt.Println("steps:", res.Steps, "requests:", res.Usage().Requests)
 	// Output:
 	// Oslo is rainy and Rome is sunny.
 	// weather {"city":"Oslo"} -> rain

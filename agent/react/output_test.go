@@ -91,8 +91,8 @@ func TestStructuredAnswerCorrected(t *testing.T) {
 	if d := cmp.Diff([]string{"user:Oslo?", "assistant:Sunny."}, roles(react.Messages.Get(res.State))); d != "" {
 		t.Errorf("history (-want +got):\n%s", d)
 	}
-	if res.Usage.Requests != 3 {
-		t.Errorf("usage counts %d requests; want 3", res.Usage.Requests)
+	if res.Usage().Requests != 3 {
+		t.Errorf("usage counts %d requests; want 3", res.Usage().Requests)
 	}
 }
 

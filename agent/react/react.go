@@ -12,7 +12,7 @@
 // Each round takes two graph steps. The model node sends the system
 // prompt, the history (long tool results cut by tool.ForModel) and the
 // enabled tools to the model through llm.Call, so its tokens stream on the
-// graph's messages stream and its usage is counted in Result.Usage, then
+// graph's messages stream and its usage is counted in the run's usage (Result.NodeUsage), then
 // appends the reply to the history. When the reply asks for tool calls,
 // the tool node (a tool.Node) runs each call as its own task, in parallel;
 // write tools wait for a person's approval through a graph interrupt, and

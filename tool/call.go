@@ -41,7 +41,7 @@ func (n *Node) invoke(ctx context.Context, e *entry, s graph.State, args json.Ra
 			result, err = "", &panicError{Tool: e.info.Name, Value: v, Stack: debug.Stack()}
 		}
 	}()
-	return e.tool.Call(WithState(ctx, s), args)
+	return e.tool.Call(withCallID(WithState(ctx, s), rec.CallID), args)
 }
 
 // failure logs a failed call and returns the tool error message the model

@@ -62,3 +62,19 @@ func StateFrom(ctx context.Context) (graph.State, bool) {
 	s, ok := ctx.Value(stateKey{}).(graph.State)
 	return s, ok
 }
+
+type callIDKey struct{}
+
+func withCallID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, callIDKey{}, id)
+}
+
+// CallID returns the ID of the call being run, as the model gave it, and
+// false outside the tool node. A write tool with side effects outside the
+// run can key them on it to apply each call exactly once: a call whose
+// effect was committed but whose result the run had not yet saved (a crash
+// in between) runs again on resume, with the same ID.
+func CallID(ctx context.Context) (string, bool) {
+	id, ok := ctx.Value(callIDKey{}).(string)
+	return id, ok && id != ""
+}

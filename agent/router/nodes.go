@@ -1,0 +1,243 @@
+package router
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/tool"
+)
+
+// entry starts a turn: it clears the last turn's outcome and verdicts,
+// starts the clock, and takes a direct route when the request names an
+// agent (the route is recorded as an assistant call of the agent, which
+// the fan-out after entry sends to the agent's node).
+func (r *router) entry(ctx context.Context, s graph.State) (graph.Output, error) {
+	var t turn
+	if deadline, fresh := r.clock(ctx, t); fresh {
+		t.Run, t.Deadline = runMark(ctx), deadline
+	}
+	ws := graph.Writes(Outcomes.Set(Outcome{}), verdictsKey.Overwrite(nil))
+	if call, ok := r.directCall(r.msgs.Get(s)); ok {
+		t.Direct = call.ID
+		ws = append(ws, graph.Append(r.msgs, llm.Assistant("", call)))
+	}
+	return append(ws, turnKey.Set(t)), nil
+}
+
+// directCall returns the call of a direct route, when the history ends
+// with a request that names one of the agents.
+func (r *router) directCall(msgs []llm.Message) (llm.ToolCall, bool) {
+	if len(msgs) == 0 || msgs[len(msgs)-1].Role != llm.RoleUser {
+		return llm.ToolCall{}, false
+	}
+	name, task, ok := r.direct(msgs[len(msgs)-1].Text())
+	if !ok || !r.agents[name] {
+		return llm.ToolCall{}, false
+	}
+	args, err := json.Marshal(taskArgs{Task: task})
+	if err != nil {
+		return llm.ToolCall{}, false // a string always encodes
+	}
+	return llm.ToolCall{ID: llm.NewCallID(), Name: name, Arguments: string(args)}, true
+}
+
+// decide is the router node. After a round of calls it ends the turn when
+// a call's verdict says so, or when the deadline has passed; otherwise it
+// asks the model, whose reply either calls tools (the fan-out after this
+// node sends them) or is the answer.
+func (r *router) decide(ctx context.Context, s graph.State) (graph.Output, error) {
+	msgs := r.msgs.Get(s)
+	t := turnKey.Get(s)
+	var ws graph.Update
+	deadline, fresh := r.clock(ctx, t)
+	if fresh {
+		t.Run, t.Deadline = runMark(ctx), deadline
+		ws = append(ws, turnKey.Set(t))
+	}
+	if o, ok := r.judge(s, msgs); ok {
+		return r.finish(ws, o), nil
+	}
+	if r.deadline > 0 && !time.Now().Before(deadline) {
+		return r.finish(ws, r.timeUp(s, msgs)), nil
+	}
+	req, final := r.request(ctx, msgs)
+	mctx := ctx
+	if r.deadline > 0 {
+		var cancel context.CancelFunc
+		mctx, cancel = context.WithDeadline(ctx, deadline)
+		defer cancel()
+	}
+	resp, err := llm.Call(mctx, r.model, req)
+	if err != nil {
+		if mctx.Err() != nil && ctx.Err() == nil { // our deadline, not the caller's cancellation
+			return r.finish(ws, r.timeUp(s, msgs)), nil
+		}
+		return nil, err
+	}
+	msg := resp.Message
+	if final && len(msg.ToolCalls) > 0 {
+		msg = dropCalls(msg)
+	}
+	ws = append(ws, graph.Append(r.msgs, msg))
+	if len(msg.ToolCalls) == 0 {
+		ws = append(ws, Outcomes.Set(Outcome{Reason: ReasonAnswer, Answer: msg.Text()}))
+	}
+	return ws, nil
+}
+
+// finish ends the turn with o: its answer becomes the history's last
+// message.
+func (r *router) finish(ws graph.Update, o Outcome) graph.Update {
+	return append(ws, graph.Append(r.msgs, llm.Assistant(o.Answer)), Outcomes.Set(o))
+}
+
+// request builds a model request: the template's options, the system
+// prompt, the history with long results cut, and every tool and agent.
+// When the step budget leaves no room for another round, tool use is
+// turned off and the model is asked for its final answer (final).
+func (r *router) request(ctx context.Context, msgs []llm.Message) (req *llm.Request, final bool) {
+	req = r.tmpl.Clone()
+	h := tool.ForModel(msgs, r.limit)
+	req.Messages = make([]llm.Message, 0, len(r.system)+len(h)+1)
+	req.Messages = append(append(req.Messages, r.system...), h...)
+	req.Tools = r.specs
+	// A round takes two steps: the calls, then this node again.
+	if left := graph.RemainingSteps(ctx); left >= 0 && left < 2 {
+		// The tools stay described: some providers refuse a history with
+		// tool calls when the request defines none.
+		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
+		req.Messages = append(req.Messages, llm.User(DefaultBudgetPrompt))
+		final = true
+	}
+	return req, final
+}
+
+// dropCalls removes the calls from a reply given when no round was left,
+// with a note naming them, so the run ends with this message.
+func dropCalls(msg llm.Message) llm.Message {
+	names := make([]string, len(msg.ToolCalls))
+	for i, c := range msg.ToolCalls {
+		names[i] = c.Name
+	}
+	text := msg.Text()
+	if text != "" {
+		text += "\n\n"
+	}
+	msg.ToolCalls = nil
+	msg.Parts = []llm.Part{llm.Text(text + fmt.Sprintf("[The step budget ran out, so these calls were not run: %s.]", strings.Join(names, ", ")))}
+	return msg
+}
+
+// route returns the fan-out after the entry and router nodes: each call of
+// the last assistant message goes to its node (the agent's, or
+// ToolsNode), one task per call; without calls the run goes to next.
+func (r *router) route(next string) graph.FanoutFunc {
+	return func(_ context.Context, s graph.State) ([]graph.Target, error) {
+		msgs := r.msgs.Get(s)
+		if len(msgs) == 0 {
+			return []graph.Target{graph.To(next)}, nil
+		}
+		last := msgs[len(msgs)-1]
+		if last.Role != llm.RoleAssistant || len(last.ToolCalls) == 0 {
+			return []graph.Target{graph.To(next)}, nil
+		}
+		targets := make([]graph.Target, len(last.ToolCalls))
+		seen := make(map[string]bool, len(last.ToolCalls))
+		for i, c := range last.ToolCalls {
+			switch {
+			case c.ID == "":
+				return nil, fmt.Errorf("router: call %d (%q) of assistant message %s has no ID; the model adapter must give every call one (llm.NewCallID)", i, c.Name, last.ID)
+			case seen[c.ID]:
+				return nil, fmt.Errorf("router: assistant message %s has two calls with ID %q; call IDs must be unique", last.ID, c.ID)
+			}
+			seen[c.ID] = true
+			targets[i] = graph.Send(r.nodeFor(c.Name), c)
+		}
+		return targets, nil
+	}
+}
+
+// runCall runs one call (of a tool, an agent or ask_human) in its own
+// task: it resolves the call's references, runs it through the tool node
+// under the deadline, and adds the call's verdict when its result ends the
+// turn.
+func (r *router) runCall(ctx context.Context, s graph.State, call llm.ToolCall) (graph.Output, error) {
+	t := turnKey.Get(s)
+	deadline, _ := r.clock(ctx, t)
+	if r.deadline > 0 && !time.Now().Before(deadline) {
+		return r.stopped(ctx, call, "the deadline passed before it started"), nil
+	}
+	run := call
+	if call.ID != t.Direct { // a direct route's task is the user's text, not the model's
+		args, err := r.resolve(s, call)
+		if err != nil {
+			text := fmt.Sprintf("Error: %v. The call was not run; fix the reference and call again.", err)
+			return r.refuse(ctx, call, text, "bad reference: "+err.Error()), nil
+		}
+		run.Arguments = args
+	}
+	cctx := ctx
+	if r.deadline > 0 {
+		var cancel context.CancelFunc
+		cctx, cancel = context.WithDeadline(cctx, deadline)
+		defer cancel()
+	}
+	out, err := r.node.Run(cctx, s, run)
+	if err != nil {
+		if cctx.Err() != nil && ctx.Err() == nil && !errors.Is(err, graph.ErrInterrupted) {
+			return r.stopped(ctx, call, "the deadline passed while it ran"), nil
+		}
+		return nil, err // an interrupt (an approval, ask_human, or one inside an agent), or cancellation
+	}
+	u, _ := out.(graph.Update)
+	recs, _ := r.calls.In(u)
+	rec := recs[call.ID]
+	if run.Arguments != call.Arguments {
+		// The record keeps what the model wrote, references included:
+		// that is the call chain.
+		rec.Arguments = call.Arguments
+		for i, w := range u {
+			if w.Key() == r.calls.Name() {
+				u[i] = r.calls.Set(map[string]tool.Record{call.ID: rec})
+			}
+		}
+	}
+	if v, ok := r.verdict(t, call, rec); ok {
+		u = append(u, verdictsKey.Set(map[string]verdict{call.ID: v}))
+	}
+	return u, nil
+}
+
+// stopped answers a call the deadline stopped, and marks the turn as
+// timed out.
+func (r *router) stopped(ctx context.Context, call llm.ToolCall, why string) graph.Update {
+	text := "Error: this call was stopped: " + why + ". Do not assume it finished."
+	return append(r.refuse(ctx, call, text, "stopped: "+why),
+		verdictsKey.Set(map[string]verdict{call.ID: {Reason: ReasonDeadline}}))
+}
+
+// refuse answers a call the router did not run (or stopped) with a tool
+// error message, and records it.
+func (r *router) refuse(ctx context.Context, call llm.ToolCall, text, problem string) graph.Update {
+	rec := tool.Record{
+		CallID:    call.ID,
+		Tool:      call.Name,
+		Arguments: call.Arguments,
+		Result:    text,
+		Error:     problem,
+		Approval:  tool.OutcomeNotNeeded,
+		Step:      graph.Step(ctx),
+		Node:      graph.NodeName(ctx),
+		TaskID:    graph.TaskID(ctx),
+	}
+	return graph.Writes(
+		graph.Append(r.msgs, llm.ToolError(call, text)),
+		r.calls.Set(map[string]tool.Record{call.ID: rec}),
+	)
+}

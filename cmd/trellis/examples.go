@@ -12,6 +12,7 @@ import (
 	"github.com/trellis-agents/trellis/internal/examples"
 	"github.com/trellis-agents/trellis/internal/examples/builder"
 	"github.com/trellis-agents/trellis/internal/examples/cli"
+	"github.com/trellis-agents/trellis/internal/examples/testplanner"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/provider"
 )
@@ -23,6 +24,7 @@ const demoExample = "builder"
 func catalog() []examples.Example {
 	return []examples.Example{
 		builder.Example(),
+		testplanner.Example(),
 	}
 }
 

@@ -47,10 +47,21 @@ func TestGraphAndList(t *testing.T) {
 	if err != nil || !strings.Contains(out, "builder") {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
-	if _, err := trellis(t, "", "run", "nosuch"); err == nil || !strings.Contains(err.Error(), "the examples are builder") {
+	if _, err := trellis(t, "", "run", "nosuch"); err == nil || !strings.Contains(err.Error(), "the examples are builder, testplanner") {
 		t.Fatalf("unknown example: err = %v", err)
 	}
 	if _, err := trellis(t, "", "run", "builder", "--model", "gemini:pro"); err == nil || !strings.Contains(err.Error(), "unknown provider") {
 		t.Fatalf("bad model spec: err = %v", err)
+	}
+}
+
+func TestRunTestplannerScripted(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "t.db")
+	out, err := trellis(t, "", "run", "testplanner", "--db", db)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if n := strings.Count(out, " cases (batch "); n != 7 {
+		t.Errorf("%d plans in the outcome, want 7:\n%s", n, out)
 	}
 }

@@ -37,6 +37,8 @@ type Env struct {
 	DBPath string
 	// DataDir is a directory for any other files the example needs.
 	DataDir string
+	// Thread is the ID of the thread the example will run on.
+	Thread string
 }
 
 // Instance is an opened example, ready to run in a console.Session.

@@ -50,16 +50,16 @@ func Run(ctx context.Context, out io.Writer, in io.Reader, ex examples.Example, 
 		return err
 	}
 	defer st.Close()
-	inst, err := ex.Open(ctx, examples.Env{Model: model, DBPath: f.DB, DataDir: filepath.Dir(f.DB)})
+	thread := f.Thread
+	if thread == "" {
+		thread = ex.Name
+	}
+	inst, err := ex.Open(ctx, examples.Env{Model: model, DBPath: f.DB, DataDir: filepath.Dir(f.DB), Thread: thread})
 	if err != nil {
 		return err
 	}
 	if inst.Close != nil {
 		defer inst.Close()
-	}
-	thread := f.Thread
-	if thread == "" {
-		thread = ex.Name
 	}
 	if f.Fresh {
 		if err := saver.DeleteThread(ctx, thread); err != nil {
@@ -108,7 +108,7 @@ func PrintGraph(ctx context.Context, out io.Writer, ex examples.Example) error {
 	}
 	defer os.RemoveAll(dir)
 	db := filepath.Join(dir, "graph.db")
-	inst, err := ex.Open(ctx, examples.Env{Model: ex.Script(), DBPath: db, DataDir: dir})
+	inst, err := ex.Open(ctx, examples.Env{Model: ex.Script(), DBPath: db, DataDir: dir, Thread: ex.Name})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,406 @@
+package testplanner
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/trellis-agents/trellis/tool"
+)
+
+// Database is what the planner reads: the tables' definitions and the rows
+// of read-only queries. SQLiteDB is the implementation for SQLite files;
+// another engine needs its own.
+type Database interface {
+	// Tables returns the user tables with their definitions, by name.
+	Tables(ctx context.Context) ([]Table, error)
+	// Query runs one read-only statement and returns at most maxRows rows.
+	// A statement that could change anything is refused with an error
+	// wrapping ErrNotReadOnly, without reaching the database.
+	Query(ctx context.Context, query string, maxRows int) (*Rows, error)
+}
+
+// Table is one table of a database.
+type Table struct {
+	Name string `json:"name"`
+	// SQL is the table's definition (its CREATE TABLE statement).
+	SQL string `json:"sql"`
+}
+
+// Rows is the result of a query, every value rendered as text.
+type Rows struct {
+	Columns []string `json:"columns"`
+	// Rows holds the values; NULL is kept as a nil pointer.
+	Rows [][]*string `json:"rows"`
+	// Truncated says there were more rows than the limit.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// maxCell is the most runes a value keeps when rendered for a model.
+const maxCell = 160
+
+// Render formats the rows compactly for a model: a header, one line per
+// row with values separated by " | ", NULL for nulls, and a last line
+// counting the rows (saying when the limit cut them short).
+func (r *Rows) Render() string {
+	var b strings.Builder
+	b.WriteString(strings.Join(r.Columns, " | "))
+	b.WriteByte('\n')
+	for _, row := range r.Rows {
+		for i, v := range row {
+			if i > 0 {
+				b.WriteString(" | ")
+			}
+			switch {
+			case v == nil:
+				b.WriteString("NULL")
+			case utf8.RuneCountInString(*v) > maxCell:
+				b.WriteString(string([]rune(*v)[:maxCell]) + "…")
+			default:
+				b.WriteString(strings.ReplaceAll(*v, "\n", " "))
+			}
+		}
+		b.WriteByte('\n')
+	}
+	switch {
+	case r.Truncated:
+		fmt.Fprintf(&b, "(first %d rows only: narrow the WHERE clause or aggregate to see the rest)", len(r.Rows))
+	case len(r.Rows) == 1:
+		b.WriteString("(1 row)")
+	default:
+		fmt.Fprintf(&b, "(%d rows)", len(r.Rows))
+	}
+	return b.String()
+}
+
+// ErrNotReadOnly is wrapped by the error returned for a statement that is
+// not a single read: the statement was not run.
+var ErrNotReadOnly = errors.New("not a read-only statement")
+
+// RefusedError says why a statement was refused. It wraps ErrNotReadOnly.
+type RefusedError struct {
+	// Reason says what is wrong, in words a model can act on.
+	Reason string
+}
+
+func (e *RefusedError) Error() string {
+	return "query refused: " + e.Reason + "; this database is read-only: send one SELECT (or WITH ... SELECT) statement"
+}
+
+// Unwrap returns ErrNotReadOnly.
+func (e *RefusedError) Unwrap() error { return ErrNotReadOnly }
+
+func refuse(format string, args ...any) error {
+	return &RefusedError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// writeWords are keywords of statements that change a database or its
+// connection; a read-only query never contains them outside quotes.
+var writeWords = map[string]bool{
+	"INSERT": true, "UPDATE": true, "DELETE": true, "REPLACE": true, "UPSERT": true,
+	"DROP": true, "CREATE": true, "ALTER": true, "ATTACH": true, "DETACH": true,
+	"VACUUM": true, "REINDEX": true, "ANALYZE": true, "PRAGMA": true,
+	"BEGIN": true, "COMMIT": true, "ROLLBACK": true, "SAVEPOINT": true, "RELEASE": true,
+	"LOAD_EXTENSION": true,
+}
+
+// readPragmas are the PRAGMAs allowed as a whole statement: they describe
+// a table and change nothing.
+var readPragmas = map[string]bool{
+	"TABLE_INFO": true, "TABLE_XINFO": true, "INDEX_LIST": true, "INDEX_INFO": true, "FOREIGN_KEY_LIST": true,
+}
+
+// CheckReadOnly reports whether query is a single statement that only
+// reads: SELECT, WITH ... SELECT, VALUES, EXPLAIN [QUERY PLAN] of those, or
+// PRAGMA table_info/table_xinfo/index_list/index_info/foreign_key_list
+// without an assignment. Comments and quoted text are skipped, so a
+// keyword inside a string never trips it; any keyword of a writing
+// statement elsewhere (INSERT, UPDATE, DELETE, REPLACE, DROP, CREATE,
+// ALTER, ATTACH, PRAGMA, transaction control...) does, as does a second
+// statement after a semicolon. The error is a *RefusedError.
+//
+// This check is the first of two guards: SQLiteDB also opens the file
+// read-only and with PRAGMA query_only, so a statement this check missed
+// would still fail in SQLite.
+func CheckReadOnly(query string) error {
+	toks, err := lex(query)
+	if err != nil {
+		return err
+	}
+	// Trailing semicolons are harmless; anything after a semicolon is a
+	// second statement.
+	for len(toks) > 0 && toks[len(toks)-1] == ";" {
+		toks = toks[:len(toks)-1]
+	}
+	if len(toks) == 0 {
+		return refuse("the statement is empty")
+	}
+	for i, t := range toks {
+		if t == ";" {
+			return refuse("only one statement may be sent, and this one goes on after a semicolon (%s ...)", strings.Join(toks[i+1:min(i+3, len(toks))], " "))
+		}
+	}
+	first := toks[0]
+	rest := toks[1:]
+	if first == "EXPLAIN" {
+		if len(rest) >= 2 && rest[0] == "QUERY" && rest[1] == "PLAN" {
+			rest = rest[2:]
+		}
+		if len(rest) == 0 {
+			return refuse("EXPLAIN needs a statement to explain")
+		}
+		first, rest = rest[0], rest[1:]
+	}
+	switch first {
+	case "SELECT", "WITH", "VALUES":
+	case "PRAGMA":
+		if len(rest) == 0 || !readPragmas[rest[0]] {
+			return refuse("only PRAGMA table_info, table_xinfo, index_list, index_info and foreign_key_list may be read here")
+		}
+		for _, t := range rest {
+			if t == "=" {
+				return refuse("PRAGMA assignments change the connection")
+			}
+		}
+		return nil
+	default:
+		return refuse("%s is not a read statement", first)
+	}
+	for i, t := range rest {
+		if !writeWords[t] {
+			continue
+		}
+		if t == "REPLACE" && i+1 < len(rest) && rest[i+1] == "(" {
+			continue // the replace() string function
+		}
+		return refuse("it contains %s, which changes data", t)
+	}
+	return nil
+}
+
+// lex splits query into upper-cased words, single punctuation characters
+// and placeholders for quoted text, dropping comments and spaces.
+func lex(q string) ([]string, error) {
+	var toks []string
+	for i := 0; i < len(q); {
+		c := q[i]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f':
+			i++
+		case strings.HasPrefix(q[i:], "--"):
+			end := strings.IndexByte(q[i:], '\n')
+			if end < 0 {
+				return toks, nil
+			}
+			i += end + 1
+		case strings.HasPrefix(q[i:], "/*"):
+			end := strings.Index(q[i+2:], "*/")
+			if end < 0 {
+				return nil, refuse("a /* comment is never closed")
+			}
+			i += 2 + end + 2
+		case c == '\'' || c == '"' || c == '`' || c == '[':
+			closer := c
+			if c == '[' {
+				closer = ']'
+			}
+			j := i + 1
+			for {
+				k := strings.IndexByte(q[j:], closer)
+				if k < 0 {
+					return nil, refuse("a quote opened with %c is never closed", c)
+				}
+				j += k + 1
+				// A doubled quote is an escaped quote inside the text.
+				if closer != ']' && j < len(q) && q[j] == closer {
+					j++
+					continue
+				}
+				break
+			}
+			if c == '\'' {
+				toks = append(toks, "'…'")
+			} else {
+				toks = append(toks, "\"…\"")
+			}
+			i = j
+		case c == '_' || c == '$' || c >= 0x80 || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9'):
+			j := i
+			for j < len(q) {
+				d := q[j]
+				if d == '_' || d == '$' || d >= 0x80 || ('a' <= d && d <= 'z') || ('A' <= d && d <= 'Z') || ('0' <= d && d <= '9') || d == '.' && j > i && '0' <= q[i] && q[i] <= '9' {
+					j++
+					continue
+				}
+				break
+			}
+			toks = append(toks, strings.ToUpper(q[i:j]))
+			i = j
+		default:
+			toks = append(toks, string(c))
+			i++
+		}
+	}
+	return toks, nil
+}
+
+// SQLiteDB is a Database over a SQLite file opened read-only: the file is
+// opened with mode=ro and every connection with PRAGMA query_only, and each
+// statement must pass CheckReadOnly first. Create one with OpenReadOnly.
+type SQLiteDB struct {
+	db *sql.DB
+	// Timeout bounds each query (default 10 seconds).
+	Timeout time.Duration
+}
+
+// OpenReadOnly opens the SQLite database at path for reading only. The
+// file must exist (see CreateSampleDB for the example's data).
+func OpenReadOnly(ctx context.Context, path string) (*SQLiteDB, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("testplanner: open %s: %w", path, err)
+	}
+	q := url.Values{}
+	q.Set("mode", "ro")
+	q.Add("_pragma", "query_only(1)")
+	q.Add("_pragma", "busy_timeout(5000)")
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
+	db, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		return nil, fmt.Errorf("testplanner: open %s read-only: %w", path, err)
+	}
+	db.SetMaxOpenConns(4)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("testplanner: open %s read-only (does the file exist?): %w", path, err)
+	}
+	return &SQLiteDB{db: db, Timeout: 10 * time.Second}, nil
+}
+
+// Close closes the database.
+func (d *SQLiteDB) Close() error { return d.db.Close() }
+
+// Tables returns the user tables and their CREATE statements.
+func (d *SQLiteDB) Tables(ctx context.Context) ([]Table, error) {
+	rows, err := d.Query(ctx, `SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`, 1000)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Table, 0, len(rows.Rows))
+	for _, r := range rows.Rows {
+		if r[0] == nil || r[1] == nil {
+			continue
+		}
+		out = append(out, Table{Name: *r[0], SQL: *r[1]})
+	}
+	return out, nil
+}
+
+// Query checks query with CheckReadOnly and runs it, returning at most
+// maxRows rows (at least 1).
+func (d *SQLiteDB) Query(ctx context.Context, query string, maxRows int) (*Rows, error) {
+	if err := CheckReadOnly(query); err != nil {
+		return nil, err
+	}
+	maxRows = max(maxRows, 1)
+	if d.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
+		defer cancel()
+	}
+	rs, err := d.db.QueryContext(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("query failed: %w", err)
+	}
+	defer rs.Close()
+	cols, err := rs.Columns()
+	if err != nil {
+		return nil, fmt.Errorf("query failed: %w", err)
+	}
+	out := &Rows{Columns: cols, Rows: [][]*string{}}
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rs.Next() {
+		if len(out.Rows) == maxRows {
+			out.Truncated = true
+			break
+		}
+		if err := rs.Scan(ptrs...); err != nil {
+			return nil, fmt.Errorf("query failed: %w", err)
+		}
+		row := make([]*string, len(cols))
+		for i, v := range vals {
+			row[i] = text(v)
+		}
+		out.Rows = append(out.Rows, row)
+	}
+	if err := rs.Err(); err != nil {
+		return nil, fmt.Errorf("query failed: %w", err)
+	}
+	return out, nil
+}
+
+// text renders a SQLite value; nil stays nil.
+func text(v any) *string {
+	var s string
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case string:
+		s = v
+	case []byte:
+		if utf8.Valid(v) {
+			s = string(v)
+		} else {
+			s = fmt.Sprintf("x'%x'", v)
+		}
+	case int64:
+		s = strconv.FormatInt(v, 10)
+	case float64:
+		s = strconv.FormatFloat(v, 'f', -1, 64)
+	case bool:
+		s = strconv.FormatBool(v)
+	case time.Time:
+		s = v.Format(time.RFC3339Nano)
+	default:
+		s = fmt.Sprint(v)
+	}
+	return &s
+}
+
+// SQLToolName is the name of the tool SQLTool returns.
+const SQLToolName = "query_sql"
+
+type sqlArgs struct {
+	SQL string `json:"sql" jsonschema:"one read-only statement: SELECT, WITH ... SELECT or EXPLAIN"`
+}
+
+// SQLTool returns db as a read tool for agents that query by themselves:
+// it takes {"sql": "..."} and returns the rendered rows (at most maxRows).
+// A statement that could write is refused by the tool itself, whatever the
+// model was told, with an argument error the model can act on.
+func SQLTool(db Database, maxRows int) tool.Tool {
+	return tool.MustFunc(SQLToolName, "Run one read-only SQL query (SELECT) against the test database and see the rows.",
+		func(ctx context.Context, a sqlArgs) (string, error) {
+			rows, err := db.Query(ctx, a.SQL, maxRows)
+			if errors.Is(err, ErrNotReadOnly) {
+				return "", &tool.ArgumentError{Tool: SQLToolName, Problem: err.Error(), Err: err}
+			}
+			if err != nil {
+				return "", err
+			}
+			return rows.Render(), nil
+		}, tool.ReadOnly())
+}

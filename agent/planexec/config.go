@@ -1,0 +1,217 @@
+package planexec
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/tool"
+)
+
+// Defaults for the Config fields left zero.
+const (
+	// DefaultMaxAsks is how many questions the planner may ask a person
+	// before a plan is forced.
+	DefaultMaxAsks = 3
+	// DefaultRoundBudget is how many model requests one task may make (the
+	// intent check, planning, every step's requests, replanning) before
+	// the agent stops starting steps and delivers what it has.
+	DefaultRoundBudget = 30
+)
+
+// Config configures the agent. Only Model is required; the modes are off
+// unless set, so the zero Config (with a model) classifies each input and
+// runs tasks as one ReAct loop.
+type Config struct {
+	// Name names the graph in errors and Mermaid output.
+	Name string
+	// Model answers every request: intent, planning, steps, replanning
+	// and delivery. Wrap it with llm.Retry or llm.Fallback for resilience.
+	Model llm.Model
+	// System is added to the system prompt of every phase (a persona, house
+	// rules, the date).
+	System string
+	// Tools are the tools every step (and a task run without a plan) may
+	// call. Names must be unique across Tools, Packs and the built-in
+	// tools (AskToolName, AddPackToolName, RemovePackToolName).
+	Tools []tool.Tool
+	// Packs are named groups of tools a step adds to its context and
+	// removes from it while it runs, with the built-in tools_add and
+	// tools_remove tools; only the tools of active packs are offered to
+	// the model. ActivePacks are active when a step starts. A call of a
+	// tool whose pack is not active fails with a message telling the model
+	// to add the pack (a write tool is asked about first, as approval comes
+	// before the call).
+	Packs       map[string][]tool.Tool
+	ActivePacks []string
+	// Policy says which calls need a person's approval; tools it does not
+	// name are approved by kind: read tools run at once, write tools wait
+	// for approval through an interrupt (see tool.Policy).
+	Policy tool.Policy
+
+	// PlanMode plans a task before running it; off, a task runs as one
+	// ReAct loop over the tools.
+	PlanMode bool
+	// AskMode lets the planner, and the steps, ask a person questions
+	// (the ask_user tool: free text, a choice, or a form).
+	AskMode bool
+	// ConfirmPlan stops for a person to approve, edit or reject the plan
+	// before any step runs. A nested agent (Nested, or run as a subgraph
+	// or from a node, where graph.Namespace is not empty) never stops for
+	// confirmation. Needs PlanMode.
+	ConfirmPlan bool
+	// Nested marks the agent as part of a larger one, so it skips plan
+	// confirmation even when run at the top of its own graph.
+	Nested bool
+	// ContinueOnError decides what happens after a step fails (its
+	// dependents are skipped either way, and the other steps of its level
+	// finish): on, the independent steps go on and the agent delivers; off,
+	// the run stops with a *StepError once the level is done.
+	ContinueOnError bool
+	// TaskOnly skips the intent check: every input is a task.
+	TaskOnly bool
+
+	// MaxAsks bounds the planner's questions per task (0: DefaultMaxAsks);
+	// after that it must give a plan.
+	MaxAsks int
+	// RoundBudget bounds the model requests of one task (0:
+	// DefaultRoundBudget). Each step of a level gets an even share of what
+	// is left (at least one request; its loop is told to finish when its
+	// share runs out), so a wide level may pass the budget by a little.
+	// Once it is used up no more steps start and the agent delivers what
+	// it has. A task run without a plan is bounded by the run's step limit
+	// instead, as an agent/react loop is.
+	RoundBudget int
+	// MaxParallel bounds how many steps run at once (0: every ready step
+	// of a level).
+	MaxParallel int
+	// MaxSteps, when positive, is the compiled graph's default step limit
+	// (graph.WithStepLimit given to Invoke still wins).
+	MaxSteps int
+
+	// Prompts replaces the default instructions of each phase.
+	Prompts Prompts
+	// Logger receives replies that could not be used and fallbacks (nil:
+	// slog.Default()).
+	Logger *slog.Logger
+}
+
+// Prompts holds the instructions of each phase; an empty field keeps the
+// default (the Default* constants). Config.System is added to each.
+type Prompts struct {
+	Intent   string // classifies the input as chat or task (DefaultIntentPrompt)
+	Plan     string // the quick assessment and plan (DefaultPlanPrompt)
+	DeepPlan string // the deeper planning of complex tasks (DefaultDeepPlanPrompt)
+	Step     string // one step's ReAct loop (DefaultStepPrompt)
+	Direct   string // a task run without a plan (DefaultDirectPrompt)
+	Replan   string // replanning after a step named in replan (DefaultReplanPrompt)
+	Deliver  string // the final summary (DefaultDeliverPrompt)
+}
+
+func (p Prompts) withDefaults() Prompts {
+	or := func(s, def string) string {
+		if strings.TrimSpace(s) == "" {
+			return def
+		}
+		return s
+	}
+	return Prompts{
+		Intent:   or(p.Intent, DefaultIntentPrompt),
+		Plan:     or(p.Plan, DefaultPlanPrompt),
+		DeepPlan: or(p.DeepPlan, DefaultDeepPlanPrompt),
+		Step:     or(p.Step, DefaultStepPrompt),
+		Direct:   or(p.Direct, DefaultDirectPrompt),
+		Replan:   or(p.Replan, DefaultReplanPrompt),
+		Deliver:  or(p.Deliver, DefaultDeliverPrompt),
+	}
+}
+
+// check reports every problem of cfg that New can see before building the
+// loops (which report their own).
+func (cfg Config) check() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf("planexec: "+format, args...)) }
+	if cfg.Model == nil {
+		add("Config.Model is nil; give the agent an llm.Model")
+	}
+	if cfg.ConfirmPlan && !cfg.PlanMode {
+		add("Config.ConfirmPlan is set but PlanMode is not; there is no plan to confirm without planning (set PlanMode too)")
+	}
+	for name, v := range map[string]int{"MaxAsks": cfg.MaxAsks, "RoundBudget": cfg.RoundBudget, "MaxParallel": cfg.MaxParallel, "MaxSteps": cfg.MaxSteps} {
+		if v < 0 {
+			add("Config.%s is %d; use a positive number, or 0 for the default", name, v)
+		}
+	}
+	seen := map[string]string{AskToolName: "the built-in ask tool"}
+	if len(cfg.Packs) > 0 {
+		seen[AddPackToolName] = "the built-in pack tool"
+		seen[RemovePackToolName] = "the built-in pack tool"
+	}
+	claim := func(t tool.Tool, where string) {
+		if t == nil {
+			add("%s holds a nil tool", where)
+			return
+		}
+		name := t.Info().Name
+		if other, dup := seen[name]; dup {
+			add("%s has a tool named %q, and so does %s; tool names must be unique", where, name, other)
+			return
+		}
+		seen[name] = where
+	}
+	for _, t := range cfg.Tools {
+		claim(t, "Config.Tools")
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Packs)) {
+		if strings.TrimSpace(name) == "" {
+			add("Config.Packs has a pack with an empty name")
+		}
+		if len(cfg.Packs[name]) == 0 {
+			add("pack %q has no tools", name)
+		}
+		for _, t := range cfg.Packs[name] {
+			claim(t, fmt.Sprintf("pack %q", name))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Policy)) {
+		if _, ok := seen[name]; !ok {
+			add("Config.Policy has a rule for %q, which is not one of the agent's tools", name)
+		}
+	}
+	for _, name := range cfg.ActivePacks {
+		if _, ok := cfg.Packs[name]; !ok {
+			add("Config.ActivePacks names %q, which is not in Config.Packs (%s)", name, packNames(cfg.Packs))
+		}
+	}
+	return errs
+}
+
+func packNames(packs map[string][]tool.Tool) string {
+	if len(packs) == 0 {
+		return "there are none"
+	}
+	names := slices.Sorted(maps.Keys(packs))
+	for i, n := range names {
+		names[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(names, ", ")
+}
+
+// settings is a checked Config with its defaults filled in.
+type settings struct {
+	Config
+	prompts Prompts
+	log     *slog.Logger
+}
+
+// compileOptions are the compiled graph's default run options.
+func (cfg Config) compileOptions() []graph.RunOption {
+	if cfg.MaxSteps > 0 {
+		return []graph.RunOption{graph.WithStepLimit(cfg.MaxSteps)}
+	}
+	return nil
+}

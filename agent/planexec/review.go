@@ -1,0 +1,119 @@
+package planexec
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
+)
+
+// ReviewKind is the Kind of every PlanReview.
+const ReviewKind = "planexec_plan_review"
+
+// PlanReview is the payload of the interrupt that asks a person to confirm
+// the plan (with ConfirmPlan); decode it with ReviewFrom and answer with a
+// ReviewDecision.
+type PlanReview struct {
+	// Kind is ReviewKind.
+	Kind string `json:"kind"`
+	Plan Plan   `json:"plan"`
+	// Problem, when set, says why the person is asked again: the previous
+	// answer edited the plan into one that cannot run, or was not a known
+	// action. Plan is then the edited plan.
+	Problem string `json:"problem,omitempty"`
+}
+
+// ReviewAction is what a person decided about a plan.
+type ReviewAction string
+
+// The review actions.
+const (
+	// ReviewApprove runs the plan.
+	ReviewApprove ReviewAction = "approve"
+	// ReviewEdit runs the decision's Plan instead. It is checked first; a
+	// plan that cannot run is sent back to the person with the problems.
+	ReviewEdit ReviewAction = "edit"
+	// ReviewReject sends the decision's Feedback to the planner, which
+	// plans again.
+	ReviewReject ReviewAction = "reject"
+)
+
+// ReviewDecision answers a PlanReview. Build one with ApprovePlan,
+// EditPlan or RejectPlan; it crosses processes as JSON.
+type ReviewDecision struct {
+	Action   ReviewAction `json:"action"`
+	Plan     *Plan        `json:"plan,omitempty"`
+	Feedback string       `json:"feedback,omitempty"`
+}
+
+// ApprovePlan returns a decision to run the plan as it is.
+func ApprovePlan() ReviewDecision { return ReviewDecision{Action: ReviewApprove} }
+
+// EditPlan returns a decision to run p instead.
+func EditPlan(p Plan) ReviewDecision { return ReviewDecision{Action: ReviewEdit, Plan: &p} }
+
+// RejectPlan returns a decision to plan again, following feedback.
+func RejectPlan(feedback string) ReviewDecision {
+	return ReviewDecision{Action: ReviewReject, Feedback: feedback}
+}
+
+// ReviewFrom decodes the plan review an interrupt carries. It reports
+// false for interrupts that are not plan reviews.
+func ReviewFrom(in graph.InterruptInfo) (PlanReview, bool) {
+	var r PlanReview
+	if json.Unmarshal(in.Payload, &r) != nil || r.Kind != ReviewKind {
+		return PlanReview{}, false
+	}
+	return r, true
+}
+
+// reviewNode asks a person to confirm the plan, until the answer is
+// usable.
+func (a *agent) reviewNode(ctx context.Context, s graph.State) (graph.Output, error) {
+	to := func(node string, ws ...graph.Write) graph.Command {
+		return graph.Command{Goto: []graph.Target{graph.To(node)}, Update: ws}
+	}
+	if a.nested(ctx) {
+		return to(DispatchNode), nil
+	}
+	r := PlanReview{Kind: ReviewKind, Plan: CurrentPlan.Get(s)}
+	for {
+		d, err := graph.Interrupt[ReviewDecision](ctx, r)
+		if err != nil {
+			emitWaiting(ctx, "", err)
+			return nil, err
+		}
+		switch d.Action {
+		case ReviewApprove:
+			return to(DispatchNode), nil
+		case ReviewReject:
+			text := "The user rejected this plan without saying why. Make a different plan."
+			if f := strings.TrimSpace(d.Feedback); f != "" {
+				text = "The user rejected this plan. Their feedback: " + f + "\nMake a new plan that follows it."
+			}
+			return to(PlanNode, graph.Append(PlanMessages, llm.User(text))), nil
+		case ReviewEdit:
+			if d.Plan == nil {
+				r.Problem = "The edit carried no plan; send the edited plan, or approve or reject this one."
+				continue
+			}
+			if probs := d.Plan.problems(); len(probs) > 0 {
+				r.Plan = *d.Plan
+				r.Problem = "The edited plan cannot run: " + strings.Join(probs, "; ") + ". Fix it, or approve or reject the plan."
+				continue
+			}
+			p := *d.Plan
+			b, _ := json.Marshal(p)
+			emit(ctx, Event{Kind: EventPlanReady, Plan: &p})
+			return to(DispatchNode,
+				CurrentPlan.Set(p),
+				graph.Append(PlanMessages, llm.User("The user edited the plan; it is now: "+string(b))),
+			), nil
+		default:
+			r.Problem = fmt.Sprintf("The answer's action %q is not one of %q, %q or %q.", d.Action, ReviewApprove, ReviewEdit, ReviewReject)
+		}
+	}
+}

@@ -1,0 +1,231 @@
+package console
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/trellis-agents/trellis/agent/planexec"
+	"github.com/trellis-agents/trellis/graph"
+)
+
+// PlanAsk answers planexec questions: free text, a choice among options
+// (by number or text), or a form filled field by field. Values are checked
+// against the field here only for their type; planexec checks the rest and
+// asks again with the problems, which are shown.
+func PlanAsk(p *Prompter, in graph.InterruptInfo) (any, bool, error) {
+	a, ok := planexec.AskFrom(in)
+	if !ok {
+		return nil, false, nil
+	}
+	fmt.Fprintf(p.Out, "\nQuestion: %s\n", a.Question)
+	for _, pr := range a.Problems {
+		fmt.Fprintf(p.Out, "  (the last answer did not fit: %s)\n", pr)
+	}
+	switch a.Mode {
+	case planexec.AskSelect:
+		choice, err := p.choose(a.Options)
+		return planexec.ChoiceAnswer(choice), true, err
+	case planexec.AskForm:
+		values := map[string]any{}
+		for _, f := range a.Fields {
+			v, set, err := p.field(f)
+			if err != nil {
+				return nil, true, err
+			}
+			if set {
+				values[f.Key] = v
+			}
+		}
+		return planexec.FormAnswer(values), true, nil
+	default:
+		line, err := p.Line("> ")
+		return planexec.TextAnswer(line), true, err
+	}
+}
+
+// choose lists options and reads one, by number or by its text.
+func (p *Prompter) choose(options []string) (string, error) {
+	for i, o := range options {
+		fmt.Fprintf(p.Out, "  %d) %s\n", i+1, o)
+	}
+	for {
+		line, err := p.Line("Choose > ")
+		if err != nil {
+			return "", err
+		}
+		if n, err := strconv.Atoi(line); err == nil && n >= 1 && n <= len(options) {
+			return options[n-1], nil
+		}
+		if slices.Contains(options, line) {
+			return line, nil
+		}
+		fmt.Fprintf(p.Out, "Type a number from 1 to %d.\n", len(options))
+	}
+}
+
+// field reads one form field; set is false when an optional field is left
+// empty.
+func (p *Prompter) field(f planexec.Field) (v any, set bool, err error) {
+	hint := string(f.Type)
+	if f.Required {
+		hint += ", required"
+	}
+	if f.Min != nil || f.Max != nil {
+		hint += ", " + bound(f.Min) + " to " + bound(f.Max)
+	}
+	if f.Type == planexec.FieldSelect {
+		fmt.Fprintf(p.Out, "%s (%s):\n", f.Label, hint)
+		c, err := p.choose(f.Options)
+		return c, err == nil, err
+	}
+	for {
+		line, err := p.Line(fmt.Sprintf("%s (%s) > ", f.Label, hint))
+		if err != nil {
+			return nil, false, err
+		}
+		if line == "" {
+			if !f.Required {
+				return nil, false, nil
+			}
+			fmt.Fprintln(p.Out, "This field is required.")
+			continue
+		}
+		switch f.Type {
+		case planexec.FieldNumber:
+			n, err := strconv.ParseFloat(line, 64)
+			if err != nil {
+				fmt.Fprintln(p.Out, "Type a number.")
+				continue
+			}
+			return n, true, nil
+		case planexec.FieldBoolean:
+			switch strings.ToLower(line) {
+			case "y", "yes", "true":
+				return true, true, nil
+			case "n", "no", "false":
+				return false, true, nil
+			}
+			fmt.Fprintln(p.Out, "Type y or n.")
+			continue
+		default:
+			return line, true, nil
+		}
+	}
+}
+
+func bound(f *float64) string {
+	if f == nil {
+		return "any"
+	}
+	return strconv.FormatFloat(*f, 'f', -1, 64)
+}
+
+// PlanReview answers planexec plan reviews: it shows the plan and asks to
+// approve it (y), reject it with feedback for the planner (n), or edit it
+// (e: the whole plan as one line of JSON).
+func PlanReview(p *Prompter, in graph.InterruptInfo) (any, bool, error) {
+	r, ok := planexec.ReviewFrom(in)
+	if !ok {
+		return nil, false, nil
+	}
+	fmt.Fprintln(p.Out, "\nThe plan:")
+	WritePlan(p.Out, r.Plan)
+	if r.Problem != "" {
+		fmt.Fprintf(p.Out, "  (asked again: %s)\n", r.Problem)
+	}
+	for {
+		line, err := p.Line("Run this plan? y = yes, n = no and say why, e = edit (the plan as JSON) > ")
+		if err != nil {
+			return nil, true, err
+		}
+		switch line {
+		case "y", "yes":
+			return planexec.ApprovePlan(), true, nil
+		case "n", "no":
+			fb, err := p.Line("What should change? > ")
+			return planexec.RejectPlan(fb), true, err
+		case "e", "edit":
+			raw, err := p.Line("Plan JSON > ")
+			if err != nil {
+				return nil, true, err
+			}
+			var plan planexec.Plan
+			if err := json.Unmarshal([]byte(raw), &plan); err != nil {
+				fmt.Fprintf(p.Out, "That is not a plan: %v\n", err)
+				continue
+			}
+			return planexec.EditPlan(plan), true, nil
+		default:
+			fmt.Fprintln(p.Out, "Please answer y, n or e (q quits and keeps the thread).")
+		}
+	}
+}
+
+// WritePlan prints a plan's steps with their dependencies.
+func WritePlan(w io.Writer, plan planexec.Plan) {
+	fmt.Fprintf(w, "  Task: %s\n", plan.Task)
+	for _, s := range plan.Steps {
+		deps := ""
+		if len(s.DependsOn) > 0 {
+			deps = " (after " + strings.Join(s.DependsOn, ", ") + ")"
+		}
+		mark := ""
+		if slices.Contains(plan.Replan, s.ID) {
+			mark = " [replan after]"
+		}
+		fmt.Fprintf(w, "  %s. %s%s%s\n", s.ID, s.Title, deps, mark)
+	}
+}
+
+// PrintPlanEvents shows planexec's events: the plan, steps starting and
+// ending, tool calls and results, and the delivered answer.
+func PrintPlanEvents(w io.Writer, ev graph.Event) {
+	e, ok := planexec.EventFrom(ev)
+	if !ok {
+		return
+	}
+	switch e.Kind {
+	case planexec.EventPlanReady, planexec.EventReplanned:
+		if e.Kind == planexec.EventReplanned {
+			fmt.Fprintln(w, "\nThe plan was revised:")
+		} else {
+			fmt.Fprintln(w, "\nPlan ready:")
+		}
+		if e.Plan != nil {
+			WritePlan(w, *e.Plan)
+		}
+	case planexec.EventStepStarted:
+		fmt.Fprintf(w, "\n> step %s: %s\n", e.StepID, e.Title)
+	case planexec.EventToolCall:
+		fmt.Fprintf(w, "    calls %s %s\n", e.Tool.Name, e.Tool.Arguments)
+	case planexec.EventToolResult:
+		mark := "->"
+		if e.Tool.IsError {
+			mark = "-> error:"
+		}
+		fmt.Fprintf(w, "    %s %s %s\n", e.Tool.Name, mark, firstLine(e.Tool.Result))
+	case planexec.EventStepFinished:
+		fmt.Fprintf(w, "  step %s done: %s\n", e.StepID, firstLine(e.Result))
+	case planexec.EventStepFailed:
+		fmt.Fprintf(w, "  step %s FAILED: %s\n", e.StepID, e.Error)
+	case planexec.EventStepSkipped:
+		fmt.Fprintf(w, "  step %s skipped: %s\n", e.StepID, e.Error)
+	case planexec.EventDelivered:
+		fmt.Fprintf(w, "\nDelivered:\n%s\n", e.Text)
+	}
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i] + " ..."
+	}
+	if len(s) > 160 {
+		return s[:160] + " ..."
+	}
+	return s
+}

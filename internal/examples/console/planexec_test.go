@@ -1,0 +1,96 @@
+package console
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/trellis-agents/trellis/agent/planexec"
+	"github.com/trellis-agents/trellis/graph"
+)
+
+func interrupt(t *testing.T, payload any) graph.InterruptInfo {
+	t.Helper()
+	raw, err := json.Marshal(payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return graph.InterruptInfo{ID: "x:0", Node: "plan", Payload: raw}
+}
+
+func fptr(f float64) *float64 { return &f }
+
+func TestPlanAskModes(t *testing.T) {
+	form := planexec.Ask{Kind: planexec.AskKind, Mode: planexec.AskForm, Question: "Your week?",
+		Problems: []string{"hours must be at most 40"},
+		Fields: []planexec.Field{
+			{Key: "hours", Label: "Study hours", Type: planexec.FieldNumber, Required: true, Min: fptr(1), Max: fptr(40)},
+			{Key: "focus", Label: "Focus", Type: planexec.FieldSelect, Options: []string{"math", "physics"}},
+			{Key: "mornings", Label: "Mornings free", Type: planexec.FieldBoolean},
+			{Key: "note", Label: "Note", Type: planexec.FieldText},
+		}}
+	cases := []struct {
+		name  string
+		ask   planexec.Ask
+		lines []string
+		want  planexec.AskAnswer
+		shown []string
+	}{
+		{"text", planexec.Ask{Kind: planexec.AskKind, Mode: planexec.AskText, Question: "Anything else?"}, []string{"no"}, planexec.TextAnswer("no"), []string{"Question: Anything else?"}},
+		{"select by number after a bad one", planexec.Ask{Kind: planexec.AskKind, Mode: planexec.AskSelect, Question: "Which week?", Options: []string{"this", "next"}},
+			[]string{"9", "2"}, planexec.ChoiceAnswer("next"), []string{"2) next", "Type a number from 1 to 2."}},
+		{"form", form, []string{"", "many", "12", "physics", "maybe", "n", ""},
+			planexec.FormAnswer(map[string]any{"hours": 12.0, "focus": "physics", "mornings": false}),
+			[]string{"did not fit: hours must be at most 40", "Study hours (number, required, 1 to 40) > ", "This field is required.", "Type a number.", "Type y or n."}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out strings.Builder
+			p := &Prompter{Out: &out, Answers: c.lines}
+			got, ok, err := PlanAsk(p, interrupt(t, c.ask))
+			if !ok || err != nil {
+				t.Fatalf("ok %v err %v", ok, err)
+			}
+			if d := cmp.Diff(c.want, got); d != "" {
+				t.Errorf("answer (-want +got):\n%s\n%s", d, out.String())
+			}
+			for _, s := range c.shown {
+				if !strings.Contains(out.String(), s) {
+					t.Errorf("transcript lacks %q:\n%s", s, out.String())
+				}
+			}
+		})
+	}
+	if _, ok, _ := PlanAsk(&Prompter{}, interrupt(t, map[string]string{"kind": "other"})); ok {
+		t.Error("PlanAsk took an interrupt of another kind")
+	}
+}
+
+func TestPlanReviewDecisions(t *testing.T) {
+	plan := planexec.Plan{Task: "Fill the week", Replan: []string{"s1"}, Steps: []planexec.Step{
+		{ID: "s1", Title: "Look at the week"}, {ID: "s2", Title: "Place tasks", DependsOn: []string{"s1"}}}}
+	in := interrupt(t, planexec.PlanReview{Kind: planexec.ReviewKind, Plan: plan})
+	edited := `{"task":"Fill","steps":[{"id":"a","title":"A","description":"d"}]}`
+	for _, c := range []struct {
+		lines []string
+		want  planexec.ReviewDecision
+	}{
+		{[]string{"y"}, planexec.ApprovePlan()},
+		{[]string{"what", "n", "do physics first"}, planexec.RejectPlan("do physics first")},
+		{[]string{"e", "{not json", "e", edited}, planexec.EditPlan(planexec.Plan{Task: "Fill", Steps: []planexec.Step{{ID: "a", Title: "A", Description: "d"}}})},
+	} {
+		var out strings.Builder
+		got, ok, err := PlanReview(&Prompter{Out: &out, Answers: c.lines}, in)
+		if !ok || err != nil {
+			t.Fatalf("ok %v err %v", ok, err)
+		}
+		if d := cmp.Diff(c.want, got); d != "" {
+			t.Errorf("decision (-want +got):\n%s\n%s", d, out.String())
+		}
+		if !strings.Contains(out.String(), "s2. Place tasks (after s1)") || !strings.Contains(out.String(), "s1. Look at the week [replan after]") {
+			t.Errorf("plan not shown:\n%s", out.String())
+		}
+	}
+}

@@ -12,17 +12,19 @@ import (
 	"github.com/trellis-agents/trellis/internal/examples"
 	"github.com/trellis-agents/trellis/internal/examples/builder"
 	"github.com/trellis-agents/trellis/internal/examples/cli"
+	"github.com/trellis-agents/trellis/internal/examples/scheduler"
 	"github.com/trellis-agents/trellis/internal/examples/testplanner"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/provider"
 )
 
 // demoExample is the example `trellis demo` runs.
-const demoExample = "builder"
+const demoExample = "scheduler"
 
 // catalog lists the examples, explicitly (no registration side effects).
 func catalog() []examples.Example {
 	return []examples.Example{
+		scheduler.Example(),
 		builder.Example(),
 		testplanner.Example(),
 	}

@@ -107,7 +107,12 @@ func demoCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "demo",
 		Short: "The study-schedule scenario: a plan, a question, plan review, approvals, delivery",
-		Args:  cobra.NoArgs,
+		Long: `The study-schedule scenario in the terminal: the agent asks a few questions
+in a form, proposes a plan for you to review, asks before every change to the
+schedule, and delivers a summary. The thread and the schedule live in
+./trellis.db (--db): quit at any prompt (q) and run demo again to continue
+where you stopped; --new starts over.`,
+		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			ex, err := lookup(demoExample)
 			if err != nil {

@@ -47,7 +47,7 @@ func TestGraphAndList(t *testing.T) {
 	if err != nil || !strings.Contains(out, "builder") {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
-	if _, err := trellis(t, "", "run", "nosuch"); err == nil || !strings.Contains(err.Error(), "the examples are builder, testplanner") {
+	if _, err := trellis(t, "", "run", "nosuch"); err == nil || !strings.Contains(err.Error(), "the examples are builder, scheduler, testplanner") {
 		t.Fatalf("unknown example: err = %v", err)
 	}
 	if _, err := trellis(t, "", "run", "builder", "--model", "gemini:pro"); err == nil || !strings.Contains(err.Error(), "unknown provider") {
@@ -63,5 +63,48 @@ func TestRunTestplannerScripted(t *testing.T) {
 	}
 	if n := strings.Count(out, " cases (batch "); n != 7 {
 		t.Errorf("%d plans in the outcome, want 7:\n%s", n, out)
+	}
+}
+
+// TestDemoQuitAndResume runs the demo from the answers file CI uses, quits
+// after the plan review, and resumes in a second invocation (a new
+// scripted model, as in a new process) on the same database.
+func TestDemoQuitAndResume(t *testing.T) {
+	dir := t.TempDir()
+	db := filepath.Join(dir, "trellis.db")
+	all, err := os.ReadFile(filepath.Join("..", "..", "internal", "examples", "scheduler", "testdata", "demo-answers.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(all), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, l)
+		}
+	}
+	first := filepath.Join(dir, "first.txt")
+	if err := os.WriteFile(first, []byte(strings.Join(lines[:4], "\n")+"\nq\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := trellis(t, "", "demo", "--db", db, "--answers", first)
+	if err != nil || !strings.Contains(out, "Stopped. The thread is saved") || !strings.Contains(out, "Approval needed") {
+		t.Fatalf("first run: %v\n%s", err, out)
+	}
+	out, err = trellis(t, strings.Join(lines[4:], "\n")+"\n", "demo", "--db", db)
+	if err != nil {
+		t.Fatalf("second run: %v\n%s", err, out)
+	}
+	for _, want := range []string{"Model: SCRIPTED", "Resuming the saved thread", "Delivered:", "#21 Programming assignment 3: Thursday slots 3-5"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("second run lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Question: A few details") {
+		t.Errorf("the resumed demo asked the form again:\n%s", out)
+	}
+	// --new starts over: the form is asked again and the schedule is reset.
+	out, _ = trellis(t, "q\n", "demo", "--db", db, "--new")
+	if !strings.Contains(out, "Question: A few details") {
+		t.Errorf("--new did not start over:\n%s", out)
 	}
 }

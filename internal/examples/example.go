@@ -39,6 +39,9 @@ type Env struct {
 	DataDir string
 	// Thread is the ID of the thread the example will run on.
 	Thread string
+	// Fresh says the thread starts over: an example with data of its own
+	// resets it to its starting point.
+	Fresh bool
 }
 
 // Instance is an opened example, ready to run in a console.Session.

@@ -54,7 +54,7 @@ func Run(ctx context.Context, out io.Writer, in io.Reader, ex examples.Example, 
 	if thread == "" {
 		thread = ex.Name
 	}
-	inst, err := ex.Open(ctx, examples.Env{Model: model, DBPath: f.DB, DataDir: filepath.Dir(f.DB), Thread: thread})
+	inst, err := ex.Open(ctx, examples.Env{Model: model, DBPath: f.DB, DataDir: filepath.Dir(f.DB), Thread: thread, Fresh: f.Fresh})
 	if err != nil {
 		return err
 	}

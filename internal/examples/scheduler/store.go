@@ -238,3 +238,24 @@ type LoggedChange struct {
 	Before Item
 	After  Item
 }
+
+// Reset replaces the schedule with sch and clears the change log and the
+// record of applied calls, for starting a scenario over.
+func (s *Store) Reset(ctx context.Context, sch *Schedule) error {
+	tx, err := s.db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("scheduler: reset: %w", err)
+	}
+	defer tx.Rollback()
+	for _, table := range []string{"sched_window", "sched_items", "sched_changes", "sched_applied"} {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+table); err != nil {
+			return fmt.Errorf("scheduler: reset %s: %w", table, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("scheduler: reset: %w", err)
+	}
+	s.db.Committed()
+	_, err = s.Seed(ctx, sch)
+	return err
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/trellis-agents/trellis/internal/examples"
 	"github.com/trellis-agents/trellis/internal/examples/builder"
 	"github.com/trellis-agents/trellis/internal/examples/cli"
+	"github.com/trellis-agents/trellis/internal/examples/planner"
 	"github.com/trellis-agents/trellis/internal/examples/scheduler"
 	"github.com/trellis-agents/trellis/internal/examples/testplanner"
 	"github.com/trellis-agents/trellis/llm"
@@ -26,6 +27,7 @@ func catalog() []examples.Example {
 	return []examples.Example{
 		scheduler.Example(),
 		builder.Example(),
+		planner.Example(),
 		testplanner.Example(),
 	}
 }

@@ -201,13 +201,13 @@ func PrintPlanEvents(w io.Writer, ev graph.Event) {
 	case planexec.EventStepStarted:
 		fmt.Fprintf(w, "\n> step %s: %s\n", e.StepID, e.Title)
 	case planexec.EventToolCall:
-		fmt.Fprintf(w, "    calls %s %s\n", e.Tool.Name, e.Tool.Arguments)
+		fmt.Fprintf(w, "    [%s] calls %s %s\n", e.StepID, e.Tool.Name, e.Tool.Arguments)
 	case planexec.EventToolResult:
 		mark := "->"
 		if e.Tool.IsError {
 			mark = "-> error:"
 		}
-		fmt.Fprintf(w, "    %s %s %s\n", e.Tool.Name, mark, firstLine(e.Tool.Result))
+		fmt.Fprintf(w, "    [%s] %s %s %s\n", e.StepID, e.Tool.Name, mark, firstLine(e.Tool.Result))
 	case planexec.EventStepFinished:
 		fmt.Fprintf(w, "  step %s done: %s\n", e.StepID, firstLine(e.Result))
 	case planexec.EventStepFailed:

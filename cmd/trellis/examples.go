@@ -14,6 +14,7 @@ import (
 	"github.com/trellis-agents/trellis/internal/examples/cli"
 	"github.com/trellis-agents/trellis/internal/examples/planner"
 	"github.com/trellis-agents/trellis/internal/examples/scheduler"
+	"github.com/trellis-agents/trellis/internal/examples/sqlrouter"
 	"github.com/trellis-agents/trellis/internal/examples/testplanner"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/provider"
@@ -28,6 +29,7 @@ func catalog() []examples.Example {
 		scheduler.Example(),
 		builder.Example(),
 		planner.Example(),
+		sqlrouter.Example(),
 		testplanner.Example(),
 	}
 }

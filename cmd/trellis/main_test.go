@@ -47,7 +47,7 @@ func TestGraphAndList(t *testing.T) {
 	if err != nil || !strings.Contains(out, "builder") {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
-	if _, err := trellis(t, "", "run", "nosuch"); err == nil || !strings.Contains(err.Error(), "the examples are builder, planner, scheduler, testplanner") {
+	if _, err := trellis(t, "", "run", "nosuch"); err == nil || !strings.Contains(err.Error(), "the examples are builder, planner, scheduler, sqlrouter, testplanner") {
 		t.Fatalf("unknown example: err = %v", err)
 	}
 	if _, err := trellis(t, "", "run", "builder", "--model", "gemini:pro"); err == nil || !strings.Contains(err.Error(), "unknown provider") {
@@ -106,5 +106,17 @@ func TestDemoQuitAndResume(t *testing.T) {
 	out, _ = trellis(t, "q\n", "demo", "--db", db, "--new")
 	if !strings.Contains(out, "Question: A few details") {
 		t.Errorf("--new did not start over:\n%s", out)
+	}
+}
+
+// TestEveryExampleDraws prints every example's graph as Mermaid.
+func TestEveryExampleDraws(t *testing.T) {
+	for _, ex := range catalog() {
+		t.Run(ex.Name, func(t *testing.T) {
+			out, err := trellis(t, "", "graph", ex.Name)
+			if err != nil || !strings.HasPrefix(out, "flowchart TD") {
+				t.Fatalf("graph %s: %v\n%s", ex.Name, err, out)
+			}
+		})
 	}
 }

@@ -26,6 +26,7 @@ import (
 
 	cpsqlite "github.com/trellis-agents/trellis/checkpoint/sqlite"
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/internal/examples/sqlread"
 	"github.com/trellis-agents/trellis/internal/examples/testplanner"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/provider"
@@ -65,7 +66,7 @@ func run(ctx context.Context, args []string, out io.Writer) error {
 	} else if created {
 		fmt.Fprintf(out, "created the sample shop database at %s\n", *dbPath)
 	}
-	db, err := testplanner.OpenReadOnly(ctx, *dbPath)
+	db, err := sqlread.OpenReadOnly(ctx, *dbPath)
 	if err != nil {
 		return err
 	}

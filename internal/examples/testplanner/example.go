@@ -10,6 +10,7 @@ import (
 
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/internal/examples"
+	"github.com/trellis-agents/trellis/internal/examples/sqlread"
 	"github.com/trellis-agents/trellis/llm"
 )
 
@@ -25,7 +26,7 @@ func Example() examples.Example {
 			if _, err := CreateSampleDB(ctx, path); err != nil {
 				return nil, err
 			}
-			db, err := OpenReadOnly(ctx, path)
+			db, err := sqlread.OpenReadOnly(ctx, path)
 			if err != nil {
 				return nil, err
 			}

@@ -10,6 +10,7 @@ import (
 
 	cpsqlite "github.com/trellis-agents/trellis/checkpoint/sqlite"
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/internal/examples/sqlread"
 	"github.com/trellis-agents/trellis/llm"
 	stsqlite "github.com/trellis-agents/trellis/store/sqlite"
 	"github.com/trellis-agents/trellis/tool/mcp"
@@ -33,7 +34,7 @@ const (
 // both the checkpoints and the store.
 type env struct {
 	dir    string
-	db     *SQLiteDB
+	db     *sqlread.SQLiteDB
 	client *mcp.Client
 	store  *stsqlite.Store
 	saver  *cpsqlite.Saver
@@ -55,7 +56,7 @@ func openEnv(ctx context.Context, dir string) (*env, func(), error) {
 		return fail(err)
 	}
 	var err error
-	if e.db, err = OpenReadOnly(ctx, dbPath); err != nil {
+	if e.db, err = sqlread.OpenReadOnly(ctx, dbPath); err != nil {
 		return fail(err)
 	}
 	closers = append(closers, func() { e.db.Close() })

@@ -24,11 +24,12 @@
 //
 // # Read-only data
 //
-// Every statement goes through Database.Query. SQLiteDB opens the file
-// read-only (mode=ro, PRAGMA query_only) and refuses, before SQLite sees
-// it, anything that is not a single read statement (CheckReadOnly): a write
-// the model asks for becomes a "refused" line in the data it reads next,
-// never a change.
+// Every statement goes through the shared read-only layer
+// (sqlread.Database.Query). sqlread.SQLiteDB opens the file read-only
+// (mode=ro, PRAGMA query_only) and refuses, before SQLite sees it,
+// anything that is not a single read statement (sqlread.CheckReadOnly): a
+// write the model asks for becomes a "refused" line in the data it reads
+// next, never a change.
 //
 // # Store and checkpoints
 //
@@ -61,6 +62,7 @@ import (
 	"strings"
 
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/internal/examples/sqlread"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/store"
 	"github.com/trellis-agents/trellis/tool"
@@ -94,7 +96,7 @@ type Config struct {
 	// Tools lists the tools of the system under test (required).
 	Tools ToolSource
 	// DB is the system's database, read-only (required).
-	DB Database
+	DB sqlread.Database
 	// Project, Environment and Agent are the first three elements of the
 	// store namespace; the thread (from Input) is the fourth. Project and
 	// Environment are required; Agent defaults to DefaultAgent.
@@ -124,7 +126,7 @@ func (c *Config) check() error {
 		errs = append(errs, errors.New("Config.Tools is nil; pass the *mcp.Client of the server to plan for"))
 	}
 	if c.DB == nil {
-		errs = append(errs, errors.New("Config.DB is nil; pass the database to read (testplanner.OpenReadOnly)"))
+		errs = append(errs, errors.New("Config.DB is nil; pass the database to read (sqlread.OpenReadOnly)"))
 	}
 	if c.Project == "" || c.Environment == "" {
 		errs = append(errs, errors.New("Config.Project and Config.Environment name the store namespace and must both be set"))

@@ -10,6 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/internal/examples/sqlread"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/store"
 )
@@ -52,9 +53,9 @@ func (CaseReplies) JSONSchema() *jsonschema.Schema {
 // Finding is one statement run for a tool and what came back.
 type Finding struct {
 	// Round is 0 for the sample rows, then 1, 2, ... for targeted rounds.
-	Round int    `json:"round"`
-	SQL   string `json:"sql"`
-	Rows  *Rows  `json:"rows,omitempty"`
+	Round int           `json:"round"`
+	SQL   string        `json:"sql"`
+	Rows  *sqlread.Rows `json:"rows,omitempty"`
 	// Error is why the statement was refused or failed.
 	Error string `json:"error,omitempty"`
 }
@@ -108,7 +109,7 @@ func (p *planner) query(ctx context.Context, s graph.State) (graph.Output, error
 		var found []Finding
 		for _, tb := range tables {
 			ddl = append(ddl, tb.SQL+";")
-			q := fmt.Sprintf("SELECT * FROM %s LIMIT %d", quoteIdent(tb.Name), p.cfg.SampleRows)
+			q := fmt.Sprintf("SELECT * FROM %s LIMIT %d", sqlread.QuoteIdent(tb.Name), p.cfg.SampleRows)
 			found = append(found, p.run(ctx, 0, q, p.cfg.SampleRows))
 		}
 		if err := ctx.Err(); err != nil {
@@ -139,8 +140,6 @@ func (p *planner) run(ctx context.Context, round int, q string, maxRows int) Fin
 	f.Rows = rows
 	return f
 }
-
-func quoteIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
 const systemPrompt = `You write test plans for the tools of an API. Each plan must run against the API's real database, so use values that exist in the rows you are shown (IDs, emails, amounts, statuses) for cases that should succeed, and values you have seen to be missing or against a rule for cases that should fail. Never invent a value that the rows could have given you. The database is read-only: only SELECT statements are run. Reply with the JSON object asked for, and nothing else.`
 

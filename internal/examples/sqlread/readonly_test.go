@@ -1,7 +1,8 @@
-package testplanner
+package sqlread
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"os"
@@ -9,8 +10,12 @@ import (
 	"strings"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/trellis-agents/trellis/tool"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestCheckReadOnly(t *testing.T) {
 	allowed := []string{
@@ -67,17 +72,39 @@ func TestCheckReadOnly(t *testing.T) {
 	}
 }
 
-// fingerprint summarises every table of the sample database, so a test can
-// tell whether anything changed.
+// fixture creates a small database at a temporary path with a writable
+// connection (closed before returning) and returns the path.
+func fixture(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "club.db")
+	w, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for _, q := range []string{
+		`CREATE TABLE members (id INTEGER PRIMARY KEY, name TEXT NOT NULL, email TEXT NOT NULL, note TEXT)`,
+		`CREATE TABLE "odd ""name""" (id INTEGER PRIMARY KEY, label TEXT)`,
+		`INSERT INTO members VALUES (1, 'Ana Ruiz', 'ana@example.com', NULL), (2, 'Bo Lind', 'bo@example.com', 'likes chess'),
+			(3, 'Chen Wei', 'chen@example.com', 'multi
+line'), (4, 'Dara Okafor', 'dara@example.com', NULL), (5, 'Eli Moss', 'eli@example.com', NULL)`,
+		`INSERT INTO "odd ""name""" VALUES (1, 'one')`,
+	} {
+		if _, err := w.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	return path
+}
+
+// fingerprint summarises every table of the fixture, so a test can tell
+// whether anything changed.
 func fingerprint(t *testing.T, db Database) string {
 	t.Helper()
 	var parts []string
 	for _, q := range []string{
-		"SELECT count(*), sum(length(name || email || status)) FROM customers",
-		"SELECT count(*), sum(stock), sum(price), sum(active) FROM products",
-		"SELECT count(*), sum(total), group_concat(status) FROM orders",
-		"SELECT count(*), sum(quantity) FROM order_items",
-		"SELECT count(*), sum(amount), group_concat(status) FROM payments",
+		"SELECT count(*), group_concat(name || email || coalesce(note, '-')) FROM members",
+		`SELECT count(*), group_concat(label) FROM "odd ""name"""`,
 		"SELECT count(*) FROM sqlite_schema",
 	} {
 		rows, err := db.Query(t.Context(), q, 1)
@@ -89,20 +116,19 @@ func fingerprint(t *testing.T, db Database) string {
 	return strings.Join(parts, "\n")
 }
 
-func TestSQLiteDBRefusesWritesAndStaysUnchanged(t *testing.T) {
-	ctx := t.Context()
-	path := filepath.Join(t.TempDir(), "shop.db")
-	if created, err := CreateSampleDB(ctx, path); err != nil || !created {
-		t.Fatalf("CreateSampleDB = %v, %v", created, err)
-	}
-	if created, err := CreateSampleDB(ctx, path); err != nil || created {
-		t.Fatalf("second CreateSampleDB = %v, %v; want the file left alone", created, err)
-	}
-	db, err := OpenReadOnly(ctx, path)
+func open(t *testing.T) *SQLiteDB {
+	t.Helper()
+	db, err := OpenReadOnly(t.Context(), fixture(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer db.Close()
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func TestSQLiteDBRefusesWritesAndStaysUnchanged(t *testing.T) {
+	ctx := t.Context()
+	db := open(t)
 	before := fingerprint(t, db)
 
 	tables, err := db.Tables(ctx)
@@ -116,16 +142,16 @@ func TestSQLiteDBRefusesWritesAndStaysUnchanged(t *testing.T) {
 			t.Errorf("table %s has definition %q", tb.Name, tb.SQL)
 		}
 	}
-	if got := strings.Join(names, ","); got != "customers,order_items,orders,payments,products" {
+	if got := strings.Join(names, ","); got != `members,odd "name"` {
 		t.Errorf("tables = %s", got)
 	}
 
 	for _, q := range []string{
-		"DELETE FROM orders",
-		"UPDATE payments SET status = 'refunded'",
-		"DROP TABLE customers",
-		"INSERT INTO products (id, sku, name, category, price, stock) VALUES (99, 'X', 'x', 'home', 1, 1)",
-		"SELECT count(*) FROM orders; DELETE FROM orders",
+		"DELETE FROM members",
+		"UPDATE members SET email = 'x'",
+		"DROP TABLE members",
+		"INSERT INTO members (id, name, email) VALUES (99, 'x', 'x')",
+		"SELECT count(*) FROM members; DELETE FROM members",
 		"ATTACH DATABASE 'other.db' AS other",
 		"PRAGMA query_only = 0",
 	} {
@@ -135,64 +161,75 @@ func TestSQLiteDBRefusesWritesAndStaysUnchanged(t *testing.T) {
 	}
 	// The second guard: even a write that skipped the check fails in
 	// SQLite, because the file is opened read-only with query_only.
-	if _, err := db.db.ExecContext(ctx, "DELETE FROM orders"); err == nil {
+	if _, err := db.db.ExecContext(ctx, "DELETE FROM members"); err == nil {
 		t.Error("a raw DELETE on the read-only connection succeeded")
 	}
 	if after := fingerprint(t, db); after != before {
 		t.Fatalf("the database changed:\nbefore %s\nafter %s", before, after)
 	}
 
-	rows, err := db.Query(ctx, "SELECT id, name, price, stock FROM products WHERE id IN (3, 4) ORDER BY id", 10)
+	rows, err := db.Query(ctx, "SELECT id, name, note FROM members WHERE id IN (1, 3) ORDER BY id", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "id | name | price | stock\n3 | Green tea, 100 g | 6.75 | 120\n4 | Desk lamp | 45 | 0\n(2 rows)"
+	want := "id | name | note\n1 | Ana Ruiz | NULL\n3 | Chen Wei | multi line\n(2 rows)"
 	if got := rows.Render(); got != want {
 		t.Errorf("Render =\n%s\nwant\n%s", got, want)
 	}
-	rows, err = db.Query(ctx, "SELECT id, paid_at FROM payments ORDER BY id", 3)
+	if rows.Rows[0][2] != nil {
+		t.Errorf("a NULL came back as %q", *rows.Rows[0][2])
+	}
+	rows, err = db.Query(ctx, "SELECT id FROM members ORDER BY id", 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !rows.Truncated || len(rows.Rows) != 3 || !strings.Contains(rows.Render(), "(first 3 rows only") {
 		t.Errorf("a limited query: truncated %v, %d rows, %q", rows.Truncated, len(rows.Rows), rows.Render())
 	}
-	rows, err = db.Query(ctx, "SELECT paid_at FROM payments WHERE id = 506", 3)
-	if err != nil || rows.Rows[0][0] != nil || rows.Render() != "paid_at\nNULL\n(1 row)" {
-		t.Errorf("NULL: %v, %q", err, rows.Render())
+	rows, err = db.Query(ctx, "SELECT 19.5, x'00ff', 'Ana'", 1)
+	if err != nil || rows.Render() != "19.5 | x'00ff' | 'Ana'\n19.5 | x'00ff' | Ana\n(1 row)" {
+		t.Errorf("values: %v, %q", err, rows.Render())
 	}
-	if _, err := db.Query(ctx, "SELECT nope FROM customers", 3); err == nil || errors.Is(err, ErrNotReadOnly) || !strings.Contains(err.Error(), "no such column") {
+	if _, err := db.Query(ctx, "SELECT nope FROM members", 3); err == nil || errors.Is(err, ErrNotReadOnly) || !strings.Contains(err.Error(), "no such column") {
 		t.Errorf("a bad column: %v, want SQLite's error", err)
 	}
+	rows, err = db.Query(ctx, "SELECT * FROM "+QuoteIdent(`odd "name"`), 5)
+	if err != nil || rows.Render() != "id | label\n1 | one\n(1 row)" {
+		t.Errorf("a quoted table name: %v, %v", err, rows)
+	}
 
-	if _, err := OpenReadOnly(ctx, filepath.Join(t.TempDir(), "missing.db")); err == nil || !strings.Contains(err.Error(), "does the file exist") {
+	dir := t.TempDir()
+	if _, err := OpenReadOnly(ctx, filepath.Join(dir, "missing.db")); err == nil || !strings.Contains(err.Error(), "does the file exist") {
 		t.Errorf("opening a missing file: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "missing.db")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "missing.db")); err == nil {
 		t.Error("opening read-only created a file")
 	}
 }
 
 func TestSQLToolRefusesWrites(t *testing.T) {
 	ctx := context.Background()
-	e := newEnv(t)
-	before := fingerprint(t, e.db)
-	tl := SQLTool(e.db, 5)
+	db := open(t)
+	before := fingerprint(t, db)
+	tl := SQLTool(db, 5)
 	if info := tl.Info(); info.Name != SQLToolName || !info.ReadOnly {
 		t.Fatalf("info = %+v", info)
 	}
-	out, err := tl.Call(ctx, json.RawMessage(`{"sql":"SELECT email FROM customers WHERE id = 3"}`))
-	if err != nil || !strings.Contains(out, "mei.tanaka@example.com") {
+	out, err := tl.Call(ctx, json.RawMessage(`{"sql":"SELECT email FROM members WHERE id = 3"}`))
+	if err != nil || !strings.Contains(out, "chen@example.com") {
 		t.Fatalf("a read: %q, %v", out, err)
 	}
-	for _, q := range []string{"DELETE FROM customers", "SELECT 1; UPDATE products SET stock = 0", "DROP TABLE orders"} {
+	for _, q := range []string{"DELETE FROM members", "SELECT 1; UPDATE members SET name = ''", "DROP TABLE members"} {
 		args, _ := json.Marshal(map[string]string{"sql": q})
 		_, err := tl.Call(ctx, args)
 		if !tool.IsArgumentError(err) || !errors.Is(err, ErrNotReadOnly) || !strings.Contains(err.Error(), "read-only") {
 			t.Errorf("%s: err = %v, want an argument error saying the database is read-only", q, err)
 		}
 	}
-	if after := fingerprint(t, e.db); after != before {
+	if _, err := tl.Call(ctx, json.RawMessage(`{"sql":"SELECT nope FROM members"}`)); err == nil || tool.IsArgumentError(err) || !strings.Contains(err.Error(), "no such column") {
+		t.Errorf("a bad column: %v, want SQLite's error as a tool failure", err)
+	}
+	if after := fingerprint(t, db); after != before {
 		t.Fatal("the database changed")
 	}
 }

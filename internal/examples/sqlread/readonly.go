@@ -1,4 +1,11 @@
-package testplanner
+// Package sqlread is the read-only SQL layer the examples share: a
+// Database that refuses, before the engine sees it, any statement that is
+// not a single read (CheckReadOnly), over a SQLite file opened read-only
+// (OpenReadOnly), and SQLTool, which gives one to an agent as a read tool.
+// The example systems that let a model write SQL read their data only
+// through it, so a model's UPDATE or DROP is an error it can read, never a
+// change.
+package sqlread
 
 import (
 	"context"
@@ -17,8 +24,8 @@ import (
 	"github.com/trellis-agents/trellis/tool"
 )
 
-// Database is what the planner reads: the tables' definitions and the rows
-// of read-only queries. SQLiteDB is the implementation for SQLite files;
+// Database is a database read through this layer: the tables' definitions
+// and the rows of read-only queries. SQLiteDB is the implementation for SQLite files;
 // another engine needs its own.
 type Database interface {
 	// Tables returns the user tables with their definitions, by name.
@@ -263,11 +270,12 @@ type SQLiteDB struct {
 }
 
 // OpenReadOnly opens the SQLite database at path for reading only. The
-// file must exist (see CreateSampleDB for the example's data).
+// file must exist: opening never creates one (each example creates its
+// sample data with a writable connection of its own first).
 func OpenReadOnly(ctx context.Context, path string) (*SQLiteDB, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("testplanner: open %s: %w", path, err)
+		return nil, fmt.Errorf("sqlread: open %s: %w", path, err)
 	}
 	q := url.Values{}
 	q.Set("mode", "ro")
@@ -276,12 +284,12 @@ func OpenReadOnly(ctx context.Context, path string) (*SQLiteDB, error) {
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: q.Encode()}
 	db, err := sql.Open("sqlite", u.String())
 	if err != nil {
-		return nil, fmt.Errorf("testplanner: open %s read-only: %w", path, err)
+		return nil, fmt.Errorf("sqlread: open %s read-only: %w", path, err)
 	}
 	db.SetMaxOpenConns(4)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("testplanner: open %s read-only (does the file exist?): %w", path, err)
+		return nil, fmt.Errorf("sqlread: open %s read-only (does the file exist?): %w", path, err)
 	}
 	return &SQLiteDB{db: db, Timeout: 10 * time.Second}, nil
 }
@@ -352,6 +360,11 @@ func (d *SQLiteDB) Query(ctx context.Context, query string, maxRows int) (*Rows,
 	return out, nil
 }
 
+// QuoteIdent quotes name as a SQL identifier (a table or column name),
+// doubling any double quote inside it, so it can be put into a statement
+// as it is.
+func QuoteIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
 // text renders a SQLite value; nil stays nil.
 func text(v any) *string {
 	var s string
@@ -392,7 +405,7 @@ type sqlArgs struct {
 // A statement that could write is refused by the tool itself, whatever the
 // model was told, with an argument error the model can act on.
 func SQLTool(db Database, maxRows int) tool.Tool {
-	return tool.MustFunc(SQLToolName, "Run one read-only SQL query (SELECT) against the test database and see the rows.",
+	return tool.MustFunc(SQLToolName, "Run one read-only SQL query (SELECT) against the database and see the rows.",
 		func(ctx context.Context, a sqlArgs) (string, error) {
 			rows, err := db.Query(ctx, a.SQL, maxRows)
 			if errors.Is(err, ErrNotReadOnly) {

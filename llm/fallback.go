@@ -109,33 +109,8 @@ func (f *fallbackModel) Stream(ctx context.Context, req *Request) iter.Seq2[Chun
 			before int64 // requests made by the models that failed
 		)
 		for _, m := range f.models {
-			var (
-				failed  error
-				started bool
-				counted bool
-			)
-			for c, err := range m.Stream(ctx, req) {
-				if err != nil {
-					failed = err
-					break
-				}
-				if before > 0 && c.Usage != nil {
-					c = addRequests(c, before)
-					counted = true
-				}
-				started = true
-				if !yield(c, nil) {
-					return
-				}
-			}
-			switch {
-			case failed == nil:
-				if before > 0 && !counted {
-					yield(Chunk{Usage: &Usage{Requests: before + 1}}, nil)
-				}
-				return
-			case started:
-				yield(Chunk{}, failed)
+			failed, done := relay(m.Stream(ctx, req), before, yield)
+			if done {
 				return
 			}
 			errs = append(errs, failed)

@@ -162,33 +162,8 @@ func (r *retryModel) Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, 
 	return func(yield func(Chunk, error) bool) {
 		var before int64 // requests made by the failed attempts
 		for attempt := 1; ; attempt++ {
-			var (
-				failed  error
-				started bool
-				counted bool
-			)
-			for c, err := range r.m.Stream(ctx, req) {
-				if err != nil {
-					failed = err
-					break
-				}
-				if before > 0 && c.Usage != nil {
-					c = addRequests(c, before)
-					counted = true
-				}
-				started = true
-				if !yield(c, nil) {
-					return
-				}
-			}
-			switch {
-			case failed == nil:
-				if before > 0 && !counted {
-					yield(Chunk{Usage: &Usage{Requests: before + 1}}, nil)
-				}
-				return
-			case started:
-				yield(Chunk{}, failed)
+			failed, done := relay(r.m.Stream(ctx, req), before, yield)
+			if done {
 				return
 			}
 			before += requestsIn(failed)
@@ -240,4 +215,41 @@ func addRequests(c Chunk, failed int64) Chunk {
 	u.Requests = failed + max(1, u.Requests)
 	c.Usage = &u
 	return c
+}
+
+// relay passes one attempt's stream to yield, adding before (the requests
+// of earlier failed attempts) to its usage, or sending a usage chunk of its
+// own when the stream reported none. It returns the attempt's error only
+// when the attempt failed before yielding anything, so the caller may try
+// again (another attempt, another model); otherwise the caller's stream is
+// over (done): it succeeded, the consumer stopped, or a partial reply
+// failed, and that error has been yielded, since a partial reply cannot be
+// taken back.
+func relay(stream iter.Seq2[Chunk, error], before int64, yield func(Chunk, error) bool) (failed error, done bool) {
+	started, counted := false, false
+	for c, err := range stream {
+		if err != nil {
+			failed = err
+			break
+		}
+		if before > 0 && c.Usage != nil {
+			c = addRequests(c, before)
+			counted = true
+		}
+		started = true
+		if !yield(c, nil) {
+			return nil, true
+		}
+	}
+	switch {
+	case failed == nil:
+		if before > 0 && !counted {
+			yield(Chunk{Usage: &Usage{Requests: before + 1}}, nil)
+		}
+		return nil, true
+	case started:
+		yield(Chunk{}, failed)
+		return nil, true
+	}
+	return failed, false
 }

@@ -8,10 +8,7 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
-	"os"
-	"os/signal"
+	"io"
 
 	"github.com/trellis-agents/trellis/internal/examples/builder"
 	"github.com/trellis-agents/trellis/internal/examples/cli"
@@ -19,28 +16,11 @@ import (
 	"github.com/trellis-agents/trellis/provider"
 )
 
-func main() {
-	spec := flag.String("model", "", `model spec ("openai:gpt-4o-mini", "anthropic:claude-sonnet-4-5", "ollama:qwen2.5"); default: the scripted model`)
-	db := flag.String("db", "builder.db", "SQLite file for the thread")
-	fresh := flag.Bool("new", false, "start the thread over")
-	flag.Parse()
+func main() { cli.Main(builder.Example(), resolve) }
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	ex := builder.Example()
-	var model llm.Model = ex.Script()
-	if *spec != "" {
-		m, err := provider.Resolve(*spec)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		model = llm.Retry(m, llm.RetryPolicy{})
-	} else {
-		fmt.Println("Model: SCRIPTED (pass -model for a real one).")
-	}
-	if err := cli.Run(ctx, os.Stdout, os.Stdin, ex, model, cli.Flags{DB: *db, Fresh: *fresh}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+// run is main with its inputs and outputs passed in, for tests.
+func run(ctx context.Context, args []string, out io.Writer, in io.Reader) error {
+	return cli.RunArgs(ctx, args, out, in, builder.Example(), resolve)
 }
+
+func resolve(spec string) (llm.Model, error) { return provider.Resolve(spec) }

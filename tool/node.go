@@ -237,6 +237,13 @@ func (n *Node) Wire(b *graph.Builder, name, model, next string, opts ...graph.No
 // destinations. A call without an ID, or two calls sharing one, fail the
 // run: the provider adapter must give every call a unique ID.
 func (n *Node) Route(node, next string) graph.FanoutFunc {
+	return n.RouteBy(func(llm.ToolCall) string { return node }, next)
+}
+
+// RouteBy is Route for graphs with several payload nodes over this Node:
+// nodeFor names the node each call is sent to (an agent's own node, say,
+// so its events carry its name).
+func (n *Node) RouteBy(nodeFor func(llm.ToolCall) string, next string) graph.FanoutFunc {
 	return func(_ context.Context, s graph.State) ([]graph.Target, error) {
 		msgs := n.messages.Get(s)
 		if len(msgs) == 0 {
@@ -256,7 +263,7 @@ func (n *Node) Route(node, next string) graph.FanoutFunc {
 				return nil, fmt.Errorf("tool route: assistant message %s has two calls with ID %q; call IDs must be unique", last.ID, c.ID)
 			}
 			seen[c.ID] = true
-			targets[i] = graph.Send(node, c)
+			targets[i] = graph.Send(nodeFor(c), c)
 		}
 		return targets, nil
 	}

@@ -138,29 +138,7 @@ func dropCalls(msg llm.Message) llm.Message {
 // the last assistant message goes to its node (the agent's, or
 // ToolsNode), one task per call; without calls the run goes to next.
 func (r *router) route(next string) graph.FanoutFunc {
-	return func(_ context.Context, s graph.State) ([]graph.Target, error) {
-		msgs := r.msgs.Get(s)
-		if len(msgs) == 0 {
-			return []graph.Target{graph.To(next)}, nil
-		}
-		last := msgs[len(msgs)-1]
-		if last.Role != llm.RoleAssistant || len(last.ToolCalls) == 0 {
-			return []graph.Target{graph.To(next)}, nil
-		}
-		targets := make([]graph.Target, len(last.ToolCalls))
-		seen := make(map[string]bool, len(last.ToolCalls))
-		for i, c := range last.ToolCalls {
-			switch {
-			case c.ID == "":
-				return nil, fmt.Errorf("router: call %d (%q) of assistant message %s has no ID; the model adapter must give every call one (llm.NewCallID)", i, c.Name, last.ID)
-			case seen[c.ID]:
-				return nil, fmt.Errorf("router: assistant message %s has two calls with ID %q; call IDs must be unique", last.ID, c.ID)
-			}
-			seen[c.ID] = true
-			targets[i] = graph.Send(r.nodeFor(c.Name), c)
-		}
-		return targets, nil
-	}
+	return r.node.RouteBy(func(c llm.ToolCall) string { return r.nodeFor(c.Name) }, next)
 }
 
 // runCall runs one call (of a tool, an agent or ask_human) in its own

@@ -102,6 +102,11 @@ func TestDemoQuitAndResume(t *testing.T) {
 	if strings.Contains(out, "Question: A few details") {
 		t.Errorf("the resumed demo asked the form again:\n%s", out)
 	}
+	// A finished thread shows its outcome rather than running again.
+	out, err = trellis(t, "", "demo", "--db", db)
+	if err != nil || !strings.Contains(out, "This thread finished earlier") || !strings.Contains(out, "#20 Review for the algebra quiz: Tuesday slots 1-2") {
+		t.Errorf("third run: %v\n%s", err, out)
+	}
 	// --new starts over: the form is asked again and the schedule is reset.
 	out, _ = trellis(t, "q\n", "demo", "--db", db, "--new")
 	if !strings.Contains(out, "Question: A few details") {

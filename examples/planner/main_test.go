@@ -41,8 +41,17 @@ func TestScriptedDemo(t *testing.T) {
 	if err := run(context.Background(), []string{"-db", db}, &out, strings.NewReader("")); err != nil {
 		t.Fatalf("second run: %v\n%s", err, out.String())
 	}
-	if got := out.String(); !strings.Contains(got, "Question: "+planner.CityQuestion) || !strings.Contains(got, "Stopped. The thread is saved") {
+	// The finished thread shows its outcome instead of running again...
+	if got := out.String(); !strings.Contains(got, "This thread finished earlier") || !strings.Contains(got, "[done] book: Book the better venue") {
 		t.Errorf("second run:\n%s", got)
+	}
+	// ...and -new starts it over, stopping saved at the first question.
+	out.Reset()
+	if err := run(context.Background(), []string{"-db", db, "-new"}, &out, strings.NewReader("")); err != nil {
+		t.Fatalf("third run: %v\n%s", err, out.String())
+	}
+	if got := out.String(); !strings.Contains(got, "Question: "+planner.CityQuestion) || !strings.Contains(got, "Stopped. The thread is saved") {
+		t.Errorf("third run:\n%s", got)
 	}
 	if err := run(context.Background(), []string{"-model", "nosuch:model", "-db", db}, &out, strings.NewReader("")); err == nil {
 		t.Error("an unknown model spec was accepted")

@@ -27,12 +27,13 @@ func TestRunsOnTheScriptedModel(t *testing.T) {
 			t.Errorf("the output lacks %q:\n%s", want, out.String())
 		}
 	}
-	// The same thread again: a second turn, answered the same way.
+	// The same thread again: it finished, so its outcome is shown again
+	// without a new turn.
 	out.Reset()
 	if err := run(context.Background(), []string{"-db", db}, &out, strings.NewReader("")); err != nil {
 		t.Fatalf("second run: %v\n%s", err, out.String())
 	}
-	if got := out.String(); !strings.Contains(got, "- fiction: 8 loans") || strings.Count(got, "call_execute execute_sql") != 1 {
+	if got := out.String(); !strings.Contains(got, "This thread finished earlier") || !strings.Contains(got, "- fiction: 8 loans") || strings.Count(got, "call_execute execute_sql") != 1 {
 		t.Errorf("second run:\n%s", got)
 	}
 	if err := run(context.Background(), []string{"-model", "nosuch:model", "-db", db}, &out, nil); err == nil {

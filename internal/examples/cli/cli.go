@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/checkpoint/sqlite"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/internal/examples"
@@ -85,6 +86,17 @@ func Run(ctx context.Context, out io.Writer, in io.Reader, ex examples.Example, 
 		},
 	}
 	fmt.Fprintf(out, "Thread %q in %s.\n", thread, f.DB)
+	// The examples are one-task scenarios: a thread that already finished
+	// shows its outcome instead of starting the task again on top of it.
+	if snap, err := inst.Graph.GetState(ctx, opts...); err == nil && len(snap.Next) == 0 {
+		fmt.Fprintf(out, "This thread finished earlier; run with --new to start over.\n")
+		if inst.Outcome != nil {
+			fmt.Fprint(out, "\n", inst.Outcome(snap.Values))
+		}
+		return nil
+	} else if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+		return err
+	}
 	final, err := s.Run(ctx, inst.Input)
 	if errors.Is(err, console.ErrQuit) {
 		fmt.Fprintf(out, "\nStopped. The thread is saved: run the same command again to continue.\n")

@@ -124,16 +124,34 @@ func bound(f *float64) string {
 	return strconv.FormatFloat(*f, 'f', -1, 64)
 }
 
-// PlanReview answers planexec plan reviews: it shows the plan and asks to
-// approve it (y), reject it with feedback for the planner (n), or edit it
-// (e: the whole plan as one line of JSON).
+// PlanView shows a planexec run: its Print shows the events and its
+// Review answers plan reviews, sharing what was shown so that a plan just
+// printed as "Plan ready" is not printed again for the review. The zero
+// value is ready; use one per session.
+type PlanView struct {
+	shown string // the JSON of the plan last printed
+}
+
+// PlanReview answers plan reviews, always showing the plan (see PlanView
+// to avoid showing it twice).
 func PlanReview(p *Prompter, in graph.InterruptInfo) (any, bool, error) {
+	return new(PlanView).Review(p, in)
+}
+
+// Review answers planexec plan reviews: it shows the plan (unless it was
+// just shown) and asks to approve it (y), reject it with feedback for the
+// planner (n), or edit it (e: the whole plan as one line of JSON).
+func (v *PlanView) Review(p *Prompter, in graph.InterruptInfo) (any, bool, error) {
 	r, ok := planexec.ReviewFrom(in)
 	if !ok {
 		return nil, false, nil
 	}
-	fmt.Fprintln(p.Out, "\nThe plan:")
-	WritePlan(p.Out, r.Plan)
+	if v.seen(r.Plan) && r.Problem == "" {
+		fmt.Fprintln(p.Out, "\nReview the plan above.")
+	} else {
+		fmt.Fprintln(p.Out, "\nThe plan:")
+		WritePlan(p.Out, r.Plan)
+	}
 	if r.Problem != "" {
 		fmt.Fprintf(p.Out, "  (asked again: %s)\n", r.Problem)
 	}
@@ -165,6 +183,18 @@ func PlanReview(p *Prompter, in graph.InterruptInfo) (any, bool, error) {
 	}
 }
 
+// seen reports whether plan is the one last printed.
+func (v *PlanView) seen(plan planexec.Plan) bool {
+	b, err := json.Marshal(plan)
+	return err == nil && v.shown == string(b)
+}
+
+func (v *PlanView) remember(plan *planexec.Plan) {
+	if b, err := json.Marshal(plan); err == nil {
+		v.shown = string(b)
+	}
+}
+
 // WritePlan prints a plan's steps with their dependencies.
 func WritePlan(w io.Writer, plan planexec.Plan) {
 	fmt.Fprintf(w, "  Task: %s\n", plan.Task)
@@ -183,7 +213,11 @@ func WritePlan(w io.Writer, plan planexec.Plan) {
 
 // PrintPlanEvents shows planexec's events: the plan, steps starting and
 // ending, tool calls and results, and the delivered answer.
-func PrintPlanEvents(w io.Writer, ev graph.Event) {
+func PrintPlanEvents(w io.Writer, ev graph.Event) { new(PlanView).Print(w, ev) }
+
+// Print shows planexec's events, like PrintPlanEvents, remembering the
+// plan it shows for Review.
+func (v *PlanView) Print(w io.Writer, ev graph.Event) {
 	e, ok := planexec.EventFrom(ev)
 	if !ok {
 		return
@@ -197,6 +231,7 @@ func PrintPlanEvents(w io.Writer, ev graph.Event) {
 		}
 		if e.Plan != nil {
 			WritePlan(w, *e.Plan)
+			v.remember(e.Plan)
 		}
 	case planexec.EventStepStarted:
 		fmt.Fprintf(w, "\n> step %s: %s\n", e.StepID, e.Title)

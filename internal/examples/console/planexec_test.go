@@ -94,3 +94,24 @@ func TestPlanReviewDecisions(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanViewShowsAPlanOnce(t *testing.T) {
+	plan := planexec.Plan{Task: "Fill the week", Steps: []planexec.Step{{ID: "s1", Title: "Look at the week"}}}
+	var out strings.Builder
+	v := &PlanView{}
+	v.Print(&out, graph.Event{Kind: graph.EventCustom, Custom: planexec.Event{Kind: planexec.EventPlanReady, Plan: &plan}})
+	if _, _, err := v.Review(&Prompter{Out: &out, Answers: []string{"y"}}, interrupt(t, planexec.PlanReview{Kind: planexec.ReviewKind, Plan: plan})); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out.String(), "s1. Look at the week"); n != 1 || !strings.Contains(out.String(), "Review the plan above.") {
+		t.Errorf("plan shown %d times:\n%s", n, out.String())
+	}
+	// A session resumed at the review (a new view) shows the plan.
+	out.Reset()
+	if _, _, err := new(PlanView).Review(&Prompter{Out: &out, Answers: []string{"y"}}, interrupt(t, planexec.PlanReview{Kind: planexec.ReviewKind, Plan: plan})); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "The plan:\n  Task: Fill the week") {
+		t.Errorf("a fresh view did not show the plan:\n%s", out.String())
+	}
+}

@@ -73,12 +73,13 @@ func Example() examples.Example {
 			if err != nil {
 				return nil, err
 			}
+			view := &console.PlanView{} // one per session: a plan shown as ready is not shown again for review
 			return &examples.Instance{
 				Graph:    g,
 				Input:    planexec.Input(Task),
-				Handlers: []console.Handler{console.PlanAsk, console.PlanReview},
+				Handlers: []console.Handler{console.PlanAsk, view.Review},
 				Events:   graph.EventCustom,
-				Print:    console.PrintPlanEvents,
+				Print:    view.Print,
 				Outcome:  func(s graph.State) string { return Outcome(s, agency.Bookings()) },
 			}, nil
 		},

@@ -134,12 +134,13 @@ func Example() examples.Example {
 				store.Close()
 				return nil, err
 			}
+			view := &console.PlanView{} // one per session: a plan shown as ready is not shown again for review
 			return &examples.Instance{
 				Graph:    g,
 				Input:    planexec.Input(Request),
-				Handlers: []console.Handler{console.PlanAsk, console.PlanReview},
+				Handlers: []console.Handler{console.PlanAsk, view.Review},
 				Events:   graph.EventCustom,
-				Print:    console.PrintPlanEvents,
+				Print:    view.Print,
 				Outcome: func(s graph.State) string {
 					var b strings.Builder
 					if sch, err := store.Load(ctx); err == nil {

@@ -273,7 +273,26 @@ func (n *Node) RouteBy(nodeFor func(llm.ToolCall) string, next string) graph.Fan
 // Route sends calls to (graph.AddSendNode(b, name, n.Run)). See Node for
 // what it does. s is the step's snapshot.
 func (n *Node) Run(ctx context.Context, s graph.State, call llm.ToolCall) (graph.Output, error) {
-	rec := Record{
+	rec := newRecord(ctx, call)
+	msg, err := n.handle(ctx, s, call, &rec)
+	if err != nil {
+		return nil, err
+	}
+	return n.writes(msg, rec), nil
+}
+
+// Refuse answers call without running it or asking anyone, for agents
+// that gate calls themselves (a tool left out of the run's subset, a bad
+// call reference): the model gets text as a tool error message and, when
+// the node keeps records, the call is recorded with problem as its error.
+func (n *Node) Refuse(ctx context.Context, call llm.ToolCall, text, problem string) graph.Update {
+	rec := newRecord(ctx, call)
+	rec.Error = problem
+	return n.writes(llm.ToolError(call, text), rec)
+}
+
+func newRecord(ctx context.Context, call llm.ToolCall) Record {
+	return Record{
 		CallID:    call.ID,
 		Tool:      call.Name,
 		Arguments: call.Arguments,
@@ -282,18 +301,19 @@ func (n *Node) Run(ctx context.Context, s graph.State, call llm.ToolCall) (graph
 		Node:      graph.NodeName(ctx),
 		TaskID:    graph.TaskID(ctx),
 	}
-	msg, err := n.handle(ctx, s, call, &rec)
-	if err != nil {
-		return nil, err
-	}
+}
+
+// writes appends msg to the history and, with a records key, records the
+// call with msg's text as its result.
+func (n *Node) writes(msg llm.Message, rec Record) graph.Update {
 	rec.Result = msg.Text()
 	if n.records == nil {
-		return graph.Writes(graph.Append(n.messages, msg)), nil
+		return graph.Writes(graph.Append(n.messages, msg))
 	}
 	return graph.Writes(
 		graph.Append(n.messages, msg),
-		n.records.Set(map[string]Record{call.ID: rec}),
-	), nil
+		n.records.Set(map[string]Record{rec.CallID: rec}),
+	)
 }
 
 // handle returns the tool message answering call, or an error that must

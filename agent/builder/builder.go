@@ -101,6 +101,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -382,7 +383,7 @@ func (b *Builder) Build(model llm.Model) (*Agent, error) {
 	}
 
 	// Edges.
-	for _, from := range sortedKeys(b.defaults) {
+	for _, from := range slices.Sorted(maps.Keys(b.defaults)) {
 		to := b.defaults[from]
 		if b.byName[from] == nil {
 			add("an edge leaves %q, which is not an LLM node (nodes: %s)", from, known)
@@ -519,15 +520,6 @@ func (b *Builder) unconditionalLoop() []string {
 		}
 	}
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // compile wires the checked declaration into a graph: each LLM node as a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -245,7 +246,7 @@ func (a Ask) checkForm(values map[string]any) (string, []string) {
 		}
 		out[f.Key] = nv
 	}
-	for _, k := range sortedKeys(values) {
+	for _, k := range slices.Sorted(maps.Keys(values)) {
 		if !known[k] {
 			probs = append(probs, fmt.Sprintf("%q is not a field of this form", k))
 		}
@@ -384,13 +385,4 @@ func cmpOr(s, def string) string {
 		return def
 	}
 	return s
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

@@ -67,6 +67,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/trellis-agents/trellis/agent/react"
@@ -135,7 +137,7 @@ type StepError struct {
 
 func (e *StepError) Error() string {
 	parts := make([]string, 0, len(e.Failed))
-	for _, id := range sortedKeys(e.Failed) {
+	for _, id := range slices.Sorted(maps.Keys(e.Failed)) {
 		parts = append(parts, fmt.Sprintf("%s: %s", id, e.Failed[id]))
 	}
 	return "planexec: steps failed, so the run stopped (set Config.ContinueOnError to deliver what the other steps found): " + strings.Join(parts, "; ")
@@ -227,7 +229,7 @@ func (a *agent) stepTools() []tool.Tool {
 	for _, t := range a.Tools {
 		out = append(out, watch(t, "", a.packs))
 	}
-	for _, name := range sortedKeys(a.Packs) {
+	for _, name := range slices.Sorted(maps.Keys(a.Packs)) {
 		for _, t := range a.Packs[name] {
 			out = append(out, watch(t, name, a.packs))
 		}

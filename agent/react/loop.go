@@ -184,21 +184,7 @@ func (a *agent) runTool(ctx context.Context, s graph.State, call llm.ToolCall) (
 	}
 	text := fmt.Sprintf("Error: the tool %q is not available in this task. The available tools are: %s. Use one of them, or answer without it.",
 		call.Name, strings.Join(enabled, ", "))
-	rec := tool.Record{
-		CallID:    call.ID,
-		Tool:      call.Name,
-		Arguments: call.Arguments,
-		Result:    text,
-		Error:     fmt.Sprintf("tool %q is not in the run's tool subset", call.Name),
-		Approval:  tool.OutcomeNotNeeded,
-		Step:      graph.Step(ctx),
-		Node:      graph.NodeName(ctx),
-		TaskID:    graph.TaskID(ctx),
-	}
-	return graph.Writes(
-		graph.Append(a.msgs, llm.ToolError(call, text)),
-		a.calls.Set(map[string]tool.Record{call.ID: rec}),
-	), nil
+	return a.node.Refuse(ctx, call, text, fmt.Sprintf("tool %q is not in the run's tool subset", call.Name)), nil
 }
 
 // runAnswer is the answer node: it asks for the final answer as JSON and

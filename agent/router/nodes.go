@@ -203,19 +203,5 @@ func (r *router) stopped(ctx context.Context, call llm.ToolCall, why string) gra
 // refuse answers a call the router did not run (or stopped) with a tool
 // error message, and records it.
 func (r *router) refuse(ctx context.Context, call llm.ToolCall, text, problem string) graph.Update {
-	rec := tool.Record{
-		CallID:    call.ID,
-		Tool:      call.Name,
-		Arguments: call.Arguments,
-		Result:    text,
-		Error:     problem,
-		Approval:  tool.OutcomeNotNeeded,
-		Step:      graph.Step(ctx),
-		Node:      graph.NodeName(ctx),
-		TaskID:    graph.TaskID(ctx),
-	}
-	return graph.Writes(
-		graph.Append(r.msgs, llm.ToolError(call, text)),
-		r.calls.Set(map[string]tool.Record{call.ID: rec}),
-	)
+	return r.node.Refuse(ctx, call, text, problem)
 }

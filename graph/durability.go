@@ -123,14 +123,33 @@ func (r *run) put(cp checkpoint.Checkpoint, md checkpoint.Metadata) error {
 }
 
 // finish writes what DurabilityExit held back, and drains the async writer.
+// Under DurabilityExit the thread ends up as under DurabilitySync but for
+// the intermediate checkpoints: the writes meant for the checkpoint the run
+// started from go there, and a new checkpoint is saved only if a step
+// committed.
 func (r *run) finish(runErr error) error {
 	if r.cfg.saver != nil && r.cfg.durability == DurabilityExit && r.dirty {
-		if err := r.save(r.source); err != nil {
-			return err
+		x := r.extra()
+		x.finishing = true
+		for _, h := range x.held {
+			ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: h.cp}
+			if err := r.cfg.saver.PutWrites(r.ctx, ref, h.task, h.ws); err != nil {
+				return fmt.Errorf("graph: save the pending writes of node %q: %w", h.node, err)
+			}
 		}
-		for _, t := range r.next {
-			if t.ran || t.done || len(t.in.raisedList()) > 0 || t.passed {
-				if err := r.putTaskWrites(t); err != nil {
+		if x.commits > 0 {
+			if err := r.save(x.source); err != nil {
+				return err
+			}
+			for _, t := range r.next {
+				if t.ran || t.done || len(t.in.raisedList()) > 0 || t.passed || len(t.in.nestedMap()) > 0 {
+					if err := r.putTaskWrites(t); err != nil {
+						return err
+					}
+				}
+			}
+			for _, m := range x.raisedAfter {
+				if err := r.saveAfter(m); err != nil {
 					return err
 				}
 			}

@@ -163,11 +163,54 @@ type TaskInfo struct {
 
 // InterruptInfo describes an interrupt waiting for an answer.
 type InterruptInfo struct {
-	// ID identifies the interrupt: its task's ID and its call index
-	// ("taskID:0"). Answer it with WithResumeMap(map[string]any{ID: answer}).
+	// ID identifies the interrupt: for one raised by a node, its task's ID
+	// and its call index ("taskID:0"); for a breakpoint, the task's ID and
+	// "before" or "after". Answer it with WithResumeMap(map[string]any{ID:
+	// answer}).
 	ID        string `json:"id"`
 	Node      string `json:"node"`
 	Namespace string `json:"namespace,omitempty"`
-	// Payload is what the node asked with, as JSON.
+	// Kind says what raised it: a node's Interrupt call or a breakpoint.
+	Kind InterruptKind `json:"kind"`
+	// Payload is what the node asked with, as JSON (nil for a breakpoint).
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// Schema is the JSON Schema of the answer the node expects, when it
+	// gave one with ExpectAnswer (nil otherwise). Clients show it to the
+	// person and may validate the answer before sending it.
+	Schema json.RawMessage `json:"schema,omitempty"`
+}
+
+// InterruptKind says what raised an interrupt.
+type InterruptKind string
+
+// Interrupt kinds.
+const (
+	// InterruptNode is raised by a node's Interrupt call and waits for an
+	// answer the node decodes.
+	InterruptNode InterruptKind = "node"
+	// InterruptBefore is a static breakpoint before a node
+	// (WithInterruptBefore): resuming passes it, with or without a value.
+	InterruptBefore InterruptKind = "before"
+	// InterruptAfter is a static breakpoint after a node
+	// (WithInterruptAfter): resuming passes it, with or without a value.
+	InterruptAfter InterruptKind = "after"
+)
+
+// Breakpoint reports whether the interrupt is a static breakpoint, which
+// needs no answer: any resume passes it.
+func (i InterruptInfo) Breakpoint() bool {
+	return i.Kind == InterruptBefore || i.Kind == InterruptAfter
+}
+
+// DecodePayload decodes an interrupt's payload into a T, with an error that
+// names the interrupt when it does not fit.
+func DecodePayload[T any](in InterruptInfo) (T, error) {
+	var v T
+	if len(in.Payload) == 0 {
+		return v, fmt.Errorf("graph: interrupt %s has no payload", in.ID)
+	}
+	if err := json.Unmarshal(in.Payload, &v); err != nil {
+		return v, fmt.Errorf("graph: the payload of interrupt %s does not decode as %T: %w", in.ID, v, err)
+	}
+	return v, nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,7 +49,7 @@ func (e *InterruptError) Unwrap() error { return ErrInterrupted }
 // does before an Interrupt call runs again on resume: keep side effects after
 // it. Interrupts need a checkpointer (WithCheckpointer and WithThread).
 // Call Interrupt from the node's own goroutine, as with testing.T.Fatal.
-func Interrupt[T any](ctx context.Context, payload any) (T, error) {
+func Interrupt[T any](ctx context.Context, payload any, opts ...InterruptOption) (T, error) {
 	var zero T
 	t := taskFrom(ctx)
 	if t == nil {
@@ -73,14 +74,32 @@ func Interrupt[T any](ctx context.Context, payload any) (T, error) {
 	if err != nil {
 		return zero, fmt.Errorf("graph: encode the payload of interrupt %s: %w", id, err)
 	}
-	info := InterruptInfo{ID: id, Node: t.node.name, Namespace: t.r.ns, Payload: p}
+	info := InterruptInfo{ID: id, Node: t.node.name, Namespace: t.r.ns, Kind: InterruptNode, Payload: p}
+	for _, o := range opts {
+		o(&info)
+	}
 	in.raised = append(in.raised, info)
 	return zero, &InterruptError{Interrupts: []InterruptInfo{info}}
 }
 
+// InterruptOption describes an interrupt further (see ExpectAnswer).
+type InterruptOption func(*InterruptInfo)
+
+// ExpectAnswer records the JSON Schema of the answer the node expects in
+// InterruptInfo.Schema, so that clients can show the person a form and
+// check the answer before sending it (LangGraph's response schema). The
+// engine does not validate answers against it: the node decodes and checks
+// what it gets.
+func ExpectAnswer(schema json.RawMessage) InterruptOption {
+	return func(in *InterruptInfo) { in.Schema = schema }
+}
+
 // WithResume answers the one interrupt the thread is waiting for. With
-// several interrupts waiting it is an error that lists them: answer them
-// with WithResumeMap.
+// several node interrupts waiting it is an error that lists them: answer
+// them with WithResumeMap. Breakpoints waiting beside it are passed; with
+// only breakpoints waiting, the value is not used. A nil answer to a node's
+// interrupt is an error: a node always gets a value (answer
+// json.RawMessage("null") to send a JSON null on purpose).
 func WithResume(answer any) RunOption {
 	return runOptionFunc(func(c *runConfig) { c.rare().resume, c.rare().resumeOne = answer, true })
 }
@@ -97,13 +116,20 @@ func WithResumeMap(answers map[string]any) RunOption {
 const AllNodes = "*"
 
 // WithInterruptBefore stops the run before a step that would run one of
-// these nodes (a static breakpoint). Resuming with a nil input runs the step.
+// these nodes (a static breakpoint). A node inside a subgraph is named by
+// its path: "writer/review" is node review of the subgraph node writer
+// (AddSubgraph, or a graph the node writer invokes); "writer/*" is every
+// node of it. The breakpoint is a pending interrupt of kind
+// InterruptBefore: resuming (a nil input, with or without an answer) runs
+// the step, passing it once.
 func WithInterruptBefore(nodes ...string) RunOption {
 	return runOptionFunc(func(c *runConfig) { c.rare().before = append(c.rare().before, nodes...) })
 }
 
 // WithInterruptAfter stops the run after a step that ran one of these nodes
-// and has been saved. Resuming with a nil input goes on.
+// and has been saved; nodes are named as for WithInterruptBefore. The
+// breakpoint is a pending interrupt of kind InterruptAfter: resuming (a nil
+// input, with or without an answer) goes on, passing it once.
 func WithInterruptAfter(nodes ...string) RunOption {
 	return runOptionFunc(func(c *runConfig) { c.rare().after = append(c.rare().after, nodes...) })
 }
@@ -135,7 +161,8 @@ type (
 )
 
 // resume hands the answers of WithResume/WithResumeMap (or, for a nested
-// run, its parent task's) to the restored tasks.
+// run, its parent task's) to the restored tasks. A top-level run that goes
+// on (nil input) passes every breakpoint waiting, with or without a value.
 func (r *run) resume(resumed bool, input Update) error {
 	top := r.parent == nil
 	given := r.cfg.get().resumeOne || r.cfg.get().resumeMap != nil
@@ -148,29 +175,54 @@ func (r *run) resume(resumed bool, input Update) error {
 		return errors.New("graph: resume answers go with a nil input; the answer is the input")
 	case !top:
 		return r.answerAll(r.parent.in.nestedMap(), false)
+	case input != nil:
+		return nil // new input starts over from START; what waited is dropped
+	}
+	waiting := r.waitingFor()
+	kinds := map[string]InterruptKind{}
+	var nodes []InterruptInfo
+	for _, w := range waiting {
+		kinds[w.ID] = w.Kind
+		if !w.Breakpoint() {
+			nodes = append(nodes, w)
+		}
 	}
 	answers := map[string]json.RawMessage{}
-	if r.cfg.get().resumeOne {
-		waiting := r.waitingFor()
-		switch len(waiting) {
-		case 0:
-			return fmt.Errorf("graph: thread %q has no interrupt waiting for an answer", r.cfg.thread)
-		case 1:
-		default:
-			return fmt.Errorf("graph: %d interrupts are waiting, so one answer is ambiguous; answer them by ID with WithResumeMap: %s", len(waiting), ids(waiting))
+	encode := func(id string, v any) error {
+		if v == nil && kinds[id] == InterruptNode {
+			return fmt.Errorf("graph: the answer to interrupt %s is nil; give the node a value (json.RawMessage(\"null\") sends a JSON null on purpose)", id)
 		}
-		b, err := json.Marshal(r.cfg.get().resume)
-		if err != nil {
-			return fmt.Errorf("graph: encode the answer: %w", err)
-		}
-		answers[waiting[0].ID] = b
-	}
-	for id, v := range r.cfg.get().resumeMap {
 		b, err := json.Marshal(v)
 		if err != nil {
 			return fmt.Errorf("graph: encode the answer to %s: %w", id, err)
 		}
 		answers[id] = b
+		return nil
+	}
+	if r.cfg.get().resumeOne {
+		switch {
+		case len(waiting) == 0:
+			return fmt.Errorf("graph: thread %q has no interrupt waiting for an answer", r.cfg.thread)
+		case len(nodes) == 1:
+			if err := encode(nodes[0].ID, r.cfg.get().resume); err != nil {
+				return err
+			}
+		case len(nodes) > 1:
+			return fmt.Errorf("graph: %d interrupts are waiting, so one answer is ambiguous; answer them by ID with WithResumeMap: %s", len(nodes), ids(nodes))
+		}
+	}
+	for _, id := range slices.Sorted(maps.Keys(r.cfg.get().resumeMap)) {
+		if _, ok := kinds[id]; !ok {
+			return fmt.Errorf("graph: no interrupt %q is waiting for an answer; waiting: %s", id, ids(waiting))
+		}
+		if err := encode(id, r.cfg.get().resumeMap[id]); err != nil {
+			return err
+		}
+	}
+	for _, w := range waiting {
+		if _, ok := answers[w.ID]; !ok && w.Breakpoint() {
+			answers[w.ID] = json.RawMessage("null") // going on passes it
+		}
 	}
 	return r.answerAll(answers, true)
 }
@@ -189,9 +241,9 @@ func (r *run) interrupted(waiting []InterruptInfo) error {
 func (r *run) breakBefore() error {
 	var waiting []InterruptInfo
 	for _, t := range r.next {
-		if matches(r.cfg.get().before, t.node.name) && !t.passed {
+		if r.breaksBefore(t.node.name) && !t.passed {
 			t.passed = true
-			waiting = append(waiting, InterruptInfo{ID: t.ID() + ":before", Node: t.node.name, Namespace: r.ns})
+			waiting = append(waiting, r.breakpoint(t, InterruptBefore).InterruptInfo)
 		}
 	}
 	if len(waiting) == 0 {
@@ -211,19 +263,36 @@ func (r *run) breakBefore() error {
 }
 
 // breakAfter stops after a committed step that ran a node named in
-// WithInterruptAfter; resuming simply goes on from the saved checkpoint.
+// WithInterruptAfter — including a task that finished in an earlier attempt
+// of the step, before a sibling's interrupt stopped it. The breakpoint is
+// saved with the step's checkpoint and listed as waiting until a resume
+// passes it.
 func (r *run) breakAfter(tasks []*task) error {
-	var waiting []InterruptInfo
+	var marks []afterMark
 	for _, t := range tasks {
-		if t.node.idx >= 0 && !t.done && matches(r.cfg.get().after, t.node.name) {
-			waiting = append(waiting, InterruptInfo{ID: t.ID() + ":after", Node: t.node.name, Namespace: r.ns})
+		if t.node.idx >= 0 && r.breaksAfter(t.node.name) {
+			marks = append(marks, afterMark{task: t.ID(), info: r.breakpoint(t, InterruptAfter).InterruptInfo})
 		}
 	}
-	if len(waiting) == 0 {
+	if len(marks) == 0 {
 		return nil
 	}
 	if r.cfg.saver == nil {
 		return errors.New("graph: WithInterruptAfter needs a checkpointer to stop and resume; pass WithCheckpointer and WithThread")
 	}
+	waiting := make([]InterruptInfo, len(marks))
+	for i, m := range marks {
+		waiting[i] = m.info
+		if r.cfg.durability == DurabilityExit {
+			r.extra().raisedAfter = append(r.extra().raisedAfter, m)
+		} else if err := r.saveAfter(m); err != nil {
+			return err
+		}
+	}
 	return r.interrupted(waiting)
 }
+
+// breaksBefore and breaksAfter report whether the run stops before or
+// after node.
+func (r *run) breaksBefore(node string) bool { return matches(r.cfg.get().before, node) }
+func (r *run) breaksAfter(node string) bool  { return matches(r.cfg.get().after, node) }

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"strings"
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
@@ -127,4 +128,27 @@ func WithEvents(kinds EventKind) RunOption {
 // each run gets a new one.
 func WithRunID(id string) RunOption {
 	return runOptionFunc(func(c *runConfig) { c.runID = id })
+}
+
+// inherit starts a nested run's configuration from its parent task's run:
+// a subgraph (or a graph invoked from a node) checkpoints in its own
+// namespace of the parent's thread with the parent's saver, store,
+// durability, step limit and run ID, and stops at the parent's breakpoints
+// that name its nodes by path ("parent/child"). The subgraph's own compile
+// options and the nested Invoke's options are applied after, and win.
+func (c *runConfig) inherit(pt *task) {
+	p := &pt.r.cfg
+	c.saver, c.thread, c.store = p.saver, p.thread, p.store
+	c.durability, c.stepLimit, c.runID = p.durability, p.stepLimit, p.runID
+	prefix := pt.node.name + "/"
+	for _, f := range p.get().before {
+		if rest, ok := strings.CutPrefix(f, prefix); ok {
+			c.rare().before = append(c.rare().before, rest)
+		}
+	}
+	for _, f := range p.get().after {
+		if rest, ok := strings.CutPrefix(f, prefix); ok {
+			c.rare().after = append(c.rare().after, rest)
+		}
+	}
 }

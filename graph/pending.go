@@ -38,15 +38,16 @@ func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
 		return nil
 	}
 	if t.passed {
-		if err := add(checkpoint.WriteInterrupt, wireInterrupt{InterruptInfo: InterruptInfo{ID: id + ":before", Node: t.node.name, Namespace: r.ns}, Call: -1, Static: "before"}); err != nil {
+		if err := add(checkpoint.WriteInterrupt, r.breakpoint(t, InterruptBefore)); err != nil {
 			return nil, err
 		}
 	}
 	switch {
-	case !t.ran && !t.done && len(t.in.raisedList()) == 0:
-		// not run yet (a breakpoint stopped before it): only the marker
 	case len(t.in.raisedList()) > 0:
 		for _, in := range t.in.raisedList() {
+			if in.Kind == InterruptBefore && in.ID == id+":before" {
+				continue // the marker above records it
+			}
 			call := -1
 			if n, ok := ownCall(id, in.ID); ok {
 				call = n
@@ -55,16 +56,9 @@ func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
 				return nil, err
 			}
 		}
-		for _, call := range slices.Sorted(maps.Keys(t.in.answerMap())) {
-			if err := add(checkpoint.WriteResume, wireAnswer{ID: fmt.Sprintf("%s:%d", id, call), Value: t.in.answerMap()[call]}); err != nil {
-				return nil, err
-			}
-		}
-		for _, aid := range slices.Sorted(maps.Keys(t.in.nestedMap())) {
-			if err := add(checkpoint.WriteResume, wireAnswer{ID: aid, Value: t.in.nestedMap()[aid]}); err != nil {
-				return nil, err
-			}
-		}
+	case !t.ran && !t.done:
+		// not run yet (a breakpoint stopped before it): the marker and
+		// the answers below
 	case t.err != nil:
 		if err := add(checkpoint.WriteError, t.err.Error()); err != nil {
 			return nil, err
@@ -98,17 +92,66 @@ func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
 		if err := add(checkpoint.WriteGoto, routes); err != nil {
 			return nil, err
 		}
+		return out, nil // a finished task needs no answers any more
+	}
+	// Answers given so far (and breakpoints passed) survive every outcome
+	// short of finishing, so nothing is asked or stopped at twice.
+	for _, call := range slices.Sorted(maps.Keys(t.in.answerMap())) {
+		if err := add(checkpoint.WriteResume, wireAnswer{ID: fmt.Sprintf("%s:%d", id, call), Value: t.in.answerMap()[call]}); err != nil {
+			return nil, err
+		}
+	}
+	for _, aid := range slices.Sorted(maps.Keys(t.in.nestedMap())) {
+		if err := add(checkpoint.WriteResume, wireAnswer{ID: aid, Value: t.in.nestedMap()[aid]}); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
+}
+
+// breakpoint describes a task's static breakpoint.
+func (r *run) breakpoint(t *task, kind InterruptKind) wireInterrupt {
+	return wireInterrupt{
+		InterruptInfo: InterruptInfo{ID: t.ID() + ":" + string(kind), Node: t.node.name, Namespace: r.ns, Kind: kind},
+		Call:          -1,
+		Static:        string(kind),
+	}
 }
 
 // saveTask stores a task's pending writes right after it ran, so a crash
 // later in the step does not run it again.
 func (r *run) saveTask(t *task) error {
-	if r.cfg.saver == nil || r.cpID == "" || r.cfg.durability == DurabilityExit {
-		return nil // under DurabilityExit, finish writes them when the run ends
+	if r.cfg.saver == nil || r.cpID == "" {
+		return nil
+	}
+	if r.cfg.durability == DurabilityExit && !r.finishing() {
+		// finish writes them when the run ends: those of the first step
+		// to the checkpoint the run started from, as DurabilitySync would
+		// have; those of later steps with the run's final checkpoint.
+		if r.x != nil && r.x.commits > 0 {
+			return nil
+		}
+		ws, err := r.taskWrites(t)
+		if err != nil {
+			return fmt.Errorf("graph: encode the pending writes of node %q: %w", t.node.name, err)
+		}
+		r.hold(heldWrites{cp: r.cpID, task: t.ID(), node: t.node.name, ws: ws})
+		return nil
 	}
 	return r.putTaskWrites(t)
+}
+
+// hold keeps pending writes for finish, replacing those held for the same
+// task (DurabilityExit).
+func (r *run) hold(h heldWrites) {
+	x := r.extra()
+	for i := range x.held {
+		if x.held[i].cp == h.cp && x.held[i].task == h.task {
+			x.held[i] = h
+			return
+		}
+	}
+	x.held = append(x.held, h)
 }
 
 // putTaskWrites stores a task's pending writes now, or through the async
@@ -149,7 +192,8 @@ func ownCall(taskID, interruptID string) (int, bool) {
 
 // restoreTasks reads the pending writes of the restored checkpoint's next
 // tasks: finished tasks get their writes and targets back and will not run;
-// interrupted tasks get their interrupts and answers.
+// interrupted tasks get their interrupts and answers; breakpoints after the
+// step that made the checkpoint are listed as waiting until passed.
 func (r *run) restoreTasks(writes []checkpoint.PendingWrite, fail func(error) (bool, error)) error {
 	byTask := map[string][]checkpoint.PendingWrite{}
 	for _, w := range writes {
@@ -157,25 +201,25 @@ func (r *run) restoreTasks(writes []checkpoint.PendingWrite, fail func(error) (b
 	}
 	for _, t := range r.next {
 		ws := byTask[t.ID()]
+		delete(byTask, t.ID())
 		if len(ws) == 0 {
 			continue
 		}
-		finished, interrupted := false, false
+		finished := false
 		var state []checkpoint.PendingWrite
+		var prior []wireInterrupt
 		for _, w := range ws {
 			switch w.Key {
 			case checkpoint.WriteInterrupt:
-				var wi wireInterrupt
-				if err := json.Unmarshal(w.Value, &wi); err != nil {
-					_, err = fail(fmt.Errorf("task %s: decode interrupt: %w", t.ID(), err))
+				wi, err := decodeInterrupt(w.Value)
+				if err != nil {
+					_, err = fail(fmt.Errorf("task %s: %w", t.ID(), err))
 					return err
 				}
-				if wi.Static == "before" {
+				if wi.Static == string(InterruptBefore) {
 					t.passed = true
-					continue
 				}
-				t.intr().prior = append(t.intr().prior, wi)
-				interrupted = true
+				prior = append(prior, wi)
 			case checkpoint.WriteResume:
 				var wa wireAnswer
 				if err := json.Unmarshal(w.Value, &wa); err != nil {
@@ -200,12 +244,17 @@ func (r *run) restoreTasks(writes []checkpoint.PendingWrite, fail func(error) (b
 				state = append(state, w)
 			}
 		}
-		if interrupted {
-			t.waiting = true // until an answer arrives (see answerAll)
-			continue
-		}
 		if !finished {
-			continue // failed, or nothing recorded: it runs again
+			for _, wi := range prior {
+				// A breakpoint passed before is history, not a stop.
+				if !(wi.Kind == InterruptBefore && t.answered(wi.ID)) {
+					t.intr().prior = append(t.intr().prior, wi)
+				}
+			}
+			if len(t.in.priorList()) > 0 {
+				t.waiting = true // until an answer arrives (see answerAll)
+			}
+			continue // failed, interrupted or nothing recorded: it runs again
 		}
 		for _, w := range state {
 			i, ok := r.g.sch.byName(w.Key)
@@ -222,7 +271,88 @@ func (r *run) restoreTasks(writes []checkpoint.PendingWrite, fail func(error) (b
 		}
 		t.done = true
 	}
+	// What is left belongs to tasks of the step before the checkpoint:
+	// breakpoints after them.
+	for _, id := range slices.Sorted(maps.Keys(byTask)) {
+		mark := afterMark{task: id}
+		for _, w := range byTask[id] {
+			switch w.Key {
+			case checkpoint.WriteInterrupt:
+				wi, err := decodeInterrupt(w.Value)
+				if err != nil {
+					_, err = fail(fmt.Errorf("task %s: %w", id, err))
+					return err
+				}
+				mark.info = wi.InterruptInfo
+			case checkpoint.WriteResume:
+				mark.passed = true
+			}
+		}
+		if mark.info.Kind == InterruptAfter {
+			r.extra().after = append(r.extra().after, mark)
+		}
+	}
 	return nil
+}
+
+// decodeInterrupt reads a saved interrupt, filling in the kind of records
+// written before interrupts had one.
+func decodeInterrupt(b []byte) (wireInterrupt, error) {
+	var wi wireInterrupt
+	if err := json.Unmarshal(b, &wi); err != nil {
+		return wi, fmt.Errorf("decode interrupt: %w", err)
+	}
+	if wi.Kind == "" {
+		switch wi.Static {
+		case string(InterruptBefore), string(InterruptAfter):
+			wi.Kind = InterruptKind(wi.Static)
+		default:
+			wi.Kind = InterruptNode
+		}
+	}
+	return wi, nil
+}
+
+// afterMark is a breakpoint after a task of the step that made the current
+// checkpoint: listed as waiting until a resume passes it.
+type afterMark struct {
+	task   string // the finished task's ID, under which the mark is saved
+	info   InterruptInfo
+	passed bool
+}
+
+// saveAfter stores an after-breakpoint's mark (and, once passed, its pass)
+// as pending writes of the checkpoint it follows.
+func (r *run) saveAfter(m afterMark) error {
+	wi := wireInterrupt{InterruptInfo: m.info, Call: -1, Static: string(InterruptAfter)}
+	b, err := json.Marshal(wi)
+	if err != nil {
+		return err
+	}
+	ws := []checkpoint.PendingWrite{{TaskID: m.task, Index: 0, Key: checkpoint.WriteInterrupt, Value: b}}
+	if m.passed {
+		a, err := json.Marshal(wireAnswer{ID: m.info.ID, Value: json.RawMessage("null")})
+		if err != nil {
+			return err
+		}
+		ws = append(ws, checkpoint.PendingWrite{TaskID: m.task, Index: 1, Key: checkpoint.WriteResume, Value: a})
+	}
+	if r.cfg.durability == DurabilityExit && !r.finishing() {
+		r.hold(heldWrites{cp: r.cpID, task: m.task, node: m.info.Node, ws: ws})
+		return nil
+	}
+	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.cpID}
+	do := func() error {
+		if err := r.cfg.saver.PutWrites(r.ctx, ref, m.task, ws); err != nil {
+			return fmt.Errorf("graph: save the breakpoint after node %q: %w", m.info.Node, err)
+		}
+		return nil
+	}
+	if r.w != nil {
+		r.w.submit(do)
+		return nil
+	}
+	return do()
 }
 
 func (r *run) decodeRoutes(wr wireRoutes) ([]Target, error) {
@@ -264,9 +394,17 @@ func (t *task) answer(id string, v json.RawMessage) {
 	in.nested[id] = v
 }
 
-// waitingFor lists the interrupts of restored tasks that have no answer yet.
+// waitingFor lists the interrupts of restored tasks that have no answer
+// yet, and the breakpoints after the last step not yet passed.
 func (r *run) waitingFor() []InterruptInfo {
 	var out []InterruptInfo
+	if r.x != nil {
+		for _, m := range r.x.after {
+			if !m.passed {
+				out = append(out, m.info)
+			}
+		}
+	}
 	for _, t := range r.next {
 		for _, wi := range t.in.priorList() {
 			if !t.answered(wi.ID) {
@@ -297,9 +435,21 @@ func (r *run) answerAll(answers map[string]json.RawMessage, strict bool) error {
 		known[w.ID] = true
 	}
 	if strict {
-		for id := range answers {
+		for _, id := range slices.Sorted(maps.Keys(answers)) {
 			if !known[id] {
 				return fmt.Errorf("graph: no interrupt %q is waiting for an answer; waiting: %s", id, ids(waiting))
+			}
+		}
+	}
+	if r.x != nil {
+		for i := range r.x.after {
+			m := &r.x.after[i]
+			if _, ok := answers[m.info.ID]; ok && !m.passed {
+				m.passed = true
+				r.dirty = true
+				if err := r.saveAfter(*m); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -88,16 +88,34 @@ func (r *run) save(source checkpoint.Source) error {
 	for _, d := range r.deferred {
 		cp.Deferred = append(cp.Deferred, r.g.nodes[d].name)
 	}
-	md := checkpoint.Metadata{Source: source, Step: r.step, Parent: parent, RunID: r.cfg.runID}
+	step := r.step
+	if r.uncommitted {
+		step-- // the run stopped inside a step: the state is the last commit's
+	}
+	md := checkpoint.Metadata{Source: source, Step: step, Parent: parent, RunID: r.cfg.runID}
 	if err := r.put(cp, md); err != nil {
 		r.cpID = parent
 		return err
 	}
 	r.dirty = false
 	if r.wants(EventCheckpoint) {
-		r.deliver(Event{Kind: EventCheckpoint, Step: r.step, Namespace: r.ns, Checkpoint: checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: cp.ID}})
+		r.deliver(Event{Kind: EventCheckpoint, Step: step, Namespace: r.ns, Checkpoint: checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: cp.ID}})
 	}
 	return nil
+}
+
+// fork starts a new branch before replaying from an older checkpoint: it
+// saves a copy of that checkpoint (source "fork", its parent the one
+// replayed) as the thread's new head, whatever the durability, and gives
+// the tasks to run new IDs derived from it. The replay's pending writes,
+// interrupts and subgraph namespaces so belong to the branch, which can be
+// resumed, updated and forked again, and the old branch's checkpoints and
+// pending writes stay as they were.
+func (r *run) fork() error {
+	for _, t := range r.next {
+		t.hashed = false
+	}
+	return r.save(checkpoint.SourceFork)
 }
 
 func (r *run) blob(i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, error) {

@@ -109,9 +109,10 @@ type run struct {
 	evch  chan Event
 	// flags, kept together so the struct packs (run stays within its
 	// allocation size class: see bench/README.md)
-	stopped  bool
-	keepNext bool // UpdateState without a node: commit leaves r.next alone
-	dirty    bool // DurabilityExit: something is not saved yet
+	stopped     bool
+	keepNext    bool // UpdateState without a node: commit leaves r.next alone
+	dirty       bool // DurabilityExit: something is not saved yet
+	uncommitted bool // the step in progress has not committed (see save)
 
 	// checkpointing
 	tally    []keyTally // per key: this step's writes (reset after each commit)
@@ -130,12 +131,46 @@ type run struct {
 	log    Update
 	logVer uint64 // version of the saved log (logKey)
 	logAt  int    // entries of log already saved
+
+	x *runExtra // what few runs need; see extra
 }
+
+// runExtra holds run state that few runs need, kept out of the run struct
+// so every Invoke stays in its allocation size class.
+type runExtra struct {
+	after       []afterMark // breakpoints after the step of the restored checkpoint
+	raisedAfter []afterMark // breakpoints after a step this run committed
+	// DurabilityExit bookkeeping: steps committed so far, and the pending
+	// writes held for the checkpoint the run started from until finish.
+	commits   int
+	source    checkpoint.Source
+	held      []heldWrites
+	finishing bool
+}
+
+// heldWrites are pending writes DurabilityExit holds until the run ends.
+type heldWrites struct {
+	cp, task, node string
+	ws             []checkpoint.PendingWrite
+}
+
+// extra returns the run's rare state, allocating it.
+func (r *run) extra() *runExtra {
+	if r.x == nil {
+		r.x = &runExtra{}
+	}
+	return r.x
+}
+
+func (r *run) finishing() bool { return r.x != nil && r.x.finishing }
 
 var errStopped = errors.New("graph: the stream's consumer stopped reading")
 
 func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, streaming bool) (*run, error) {
 	r := &run{g: g, limit: DefaultStepLimit}
+	if pt := taskFrom(ctx); pt != nil {
+		r.cfg.inherit(pt)
+	}
 	for _, o := range g.defaults {
 		o.applyRun(&r.cfg)
 	}
@@ -160,14 +195,6 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 	if pt := taskFrom(ctx); pt != nil {
 		r.parent = pt
 		r.ns = pt.childNamespace()
-		if r.cfg.store == nil {
-			r.cfg.store = pt.r.cfg.store
-		}
-		if r.cfg.saver == nil && pt.r.cfg.saver != nil {
-			// A nested run checkpoints in its own namespace of the parent's
-			// thread, so an interrupt inside it resumes where it stopped.
-			r.cfg.saver, r.cfg.thread = pt.r.cfg.saver, pt.r.cfg.thread
-		}
 		if !streaming {
 			// A nested Invoke forwards its events to the parent's stream.
 			r.kinds = pt.r.kinds
@@ -274,6 +301,11 @@ func (r *run) loop(input Update) error {
 	if r.parent != nil && resumed {
 		input = nil // a nested run found in its namespace goes on where it stopped
 	}
+	if resumed && input == nil && r.parent == nil && r.cpID != r.headID && len(r.next) > 0 {
+		if err := r.fork(); err != nil {
+			return err
+		}
+	}
 	if input != nil || !resumed {
 		if resumed {
 			r.step++ // the input gets a step of its own in the thread's history
@@ -308,6 +340,7 @@ func (r *run) loop(input Update) error {
 		r.step++
 		r.stepsRun++
 		r.source = checkpoint.SourceLoop
+		r.uncommitted = true
 		if err := r.superstep(); err != nil {
 			return r.cause(err)
 		}
@@ -458,6 +491,7 @@ func (r *run) commit(tasks []*task) error {
 // afterCommit plans the next step, records the path, sends events and saves
 // a checkpoint.
 func (r *run) afterCommit(tasks []*task) error {
+	r.uncommitted = false
 	if err := r.plan(tasks); err != nil {
 		return err
 	}
@@ -483,6 +517,8 @@ func (r *run) afterCommit(tasks []*task) error {
 	}
 	if r.cfg.durability == DurabilityExit {
 		r.dirty = true
+		r.extra().commits++
+		r.x.source = r.source // what finish's checkpoint says it is
 		return nil
 	}
 	return r.save(r.source)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"strings"
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
@@ -16,7 +15,9 @@ import (
 type Snapshot struct {
 	// Values is the state.
 	Values State
-	// Next names the nodes of the tasks that run when the thread resumes.
+	// Next names the nodes of the tasks that still have to run when the
+	// thread resumes (tasks that finished before an interrupt or failure
+	// are in Tasks, not here).
 	Next []string
 	// Tasks describes those tasks: finished ones (their writes are saved
 	// and will not run again), interrupted ones and failed ones.
@@ -137,13 +138,11 @@ func (g *Graph) UpdateState(ctx context.Context, update Update, asNode string, o
 			r.keepNext = true // values change; what runs next does not
 			err = r.commit([]*task{t})
 		}
-		// A task already stopped at its interrupt-before breakpoint stays
-		// past it: resuming after an edit runs it.
-		for _, k := range r.next {
-			if err == nil && tup != nil && passedBefore(tup.Writes, k.ID()) {
-				k.passed = true
-				err = r.putTaskWrites(k)
-			}
+		if err == nil && tup != nil {
+			// The pending work goes on unchanged: interrupts still wait,
+			// answers already given and finished tasks' writes are kept,
+			// breakpoints passed stay passed.
+			err = r.carryWrites(tup)
 		}
 	default:
 		err = r.updateAs(asNode, update)
@@ -205,8 +204,17 @@ func (r *run) snapshot(ctx context.Context, tup *checkpoint.Tuple) (*Snapshot, e
 	if tup.Metadata.Parent != "" {
 		s.Parent = checkpoint.Ref{ThreadID: tup.Ref.ThreadID, Namespace: tup.Ref.Namespace, ID: tup.Metadata.Parent}
 	}
+	if r.x != nil {
+		for _, m := range r.x.after {
+			if !m.passed {
+				s.Interrupts = append(s.Interrupts, m.info)
+			}
+		}
+	}
 	for _, t := range r.next {
-		s.Next = append(s.Next, t.node.name)
+		if !t.done {
+			s.Next = append(s.Next, t.node.name)
+		}
 		ts := TaskState{ID: t.ID(), Node: t.node.name, Finished: t.done}
 		for _, wi := range t.in.priorList() {
 			if !t.answered(wi.ID) {
@@ -248,13 +256,22 @@ func (r *run) subSnapshot(ctx context.Context, s *Snapshot, t *task) error {
 	return nil
 }
 
-// passedBefore reports whether a checkpoint's pending writes hold the
-// interrupt-before marker of task id.
-func passedBefore(writes []checkpoint.PendingWrite, id string) bool {
-	for _, w := range writes {
-		if w.TaskID == id && w.Key == checkpoint.WriteInterrupt && strings.Contains(string(w.Value), `"static":"before"`) {
-			return true
+// carryWrites copies the pending writes of the checkpoint tup to the run's
+// new checkpoint, which has the same next tasks.
+func (r *run) carryWrites(tup *checkpoint.Tuple) error {
+	byTask := map[string][]checkpoint.PendingWrite{}
+	var order []string
+	for _, w := range tup.Writes {
+		if _, ok := byTask[w.TaskID]; !ok {
+			order = append(order, w.TaskID)
+		}
+		byTask[w.TaskID] = append(byTask[w.TaskID], w)
+	}
+	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.cpID}
+	for _, id := range order {
+		if err := r.cfg.saver.PutWrites(r.ctx, ref, id, byTask[id]); err != nil {
+			return fmt.Errorf("graph: UpdateState: carry the pending writes of task %s: %w", id, err)
 		}
 	}
-	return false
+	return nil
 }

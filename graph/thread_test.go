@@ -24,7 +24,8 @@ func TestGetStateShowsPendingTasksAndInterrupts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff([]string{"asker1", "asker2", "worker"}, s.Next); d != "" {
+	// Next lists only what still has to run: the worker finished.
+	if d := cmp.Diff([]string{"asker1", "asker2"}, s.Next); d != "" {
 		t.Errorf("next (-want +got):\n%s", d)
 	}
 	var finished []string
@@ -150,9 +151,14 @@ func TestReplayAndFork(t *testing.T) {
 	if c.get("a") != 1 || c.get("b") != 2 || !cmp.Equal(log.Get(res.State), []string{"in", "a", "b"}) {
 		t.Errorf("replay: a %d b %d log %v", c.get("a"), c.get("b"), log.Get(res.State))
 	}
+	// The replay starts a branch: a fork point copying afterA, then b's step.
 	replayed, err := saver.Get(context.Background(), res.Checkpoint)
-	if err != nil || replayed.Metadata.Parent != afterA {
-		t.Fatalf("replayed checkpoint's parent = %q (err %v), want %s", replayed.Metadata.Parent, err, afterA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forkPoint, err := saver.Get(context.Background(), checkpoint.Ref{ThreadID: "replay", ID: replayed.Metadata.Parent})
+	if err != nil || forkPoint.Metadata.Source != checkpoint.SourceFork || forkPoint.Metadata.Parent != afterA || forkPoint.Metadata.Step != hist[1].Metadata.Step {
+		t.Fatalf("replayed checkpoint's parent = %+v (err %v), want a fork of %s at its step", forkPoint, err, afterA)
 	}
 
 	ref, err := g.UpdateState(context.Background(), graph.Writes(graph.Append(log, "forked")), "a", append(opts, graph.WithCheckpointID(afterA))...)

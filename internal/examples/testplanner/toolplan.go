@@ -93,7 +93,9 @@ func (p *planner) toolGraph() (*graph.Graph, error) {
 		return "plan", nil
 	}, map[string]string{"query": "query", "plan": "plan"})
 	b.AddEdge("plan", graph.END)
-	return b.Compile()
+	// A tool's planning loop has its own step budget: a nested run would
+	// otherwise inherit the whole run's limit, which counts batches.
+	return b.Compile(graph.WithStepLimit(graph.DefaultStepLimit))
 }
 
 // query reads the schema and sample rows the first time, then the pending

@@ -128,7 +128,7 @@ func (r *run) saveTask(t *task) error {
 		// finish writes them when the run ends: those of the first step
 		// to the checkpoint the run started from, as DurabilitySync would
 		// have; those of later steps with the run's final checkpoint.
-		if r.x != nil && r.x.commits > 0 {
+		if r.x.commits > 0 {
 			return nil
 		}
 		ws, err := r.taskWrites(t)
@@ -144,7 +144,9 @@ func (r *run) saveTask(t *task) error {
 // hold keeps pending writes for finish, replacing those held for the same
 // task (DurabilityExit).
 func (r *run) hold(h heldWrites) {
-	x := r.extra()
+	x := r.x // allocated by execute under DurabilityExit
+	x.heldMu.Lock()
+	defer x.heldMu.Unlock()
 	for i := range x.held {
 		if x.held[i].cp == h.cp && x.held[i].task == h.task {
 			x.held[i] = h

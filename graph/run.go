@@ -7,6 +7,7 @@ import (
 	"iter"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -144,6 +145,7 @@ type runExtra struct {
 	// writes held for the checkpoint the run started from until finish.
 	commits   int
 	source    checkpoint.Source
+	heldMu    sync.Mutex // parallel tasks hold writes at once
 	held      []heldWrites
 	finishing bool
 }
@@ -253,6 +255,9 @@ func (r *run) execute(input Update) (*Result, error) {
 	defer r.cancel(nil)
 	if r.cfg.saver != nil && r.cfg.durability == DurabilityAsync {
 		r.w = newWriter() // drained and stopped by finish
+	}
+	if r.cfg.saver != nil && r.cfg.durability == DurabilityExit {
+		r.extra() // before parallel tasks hold writes in it
 	}
 	ctl := r.cfg.control
 	if ctl != nil {

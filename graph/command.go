@@ -1,6 +1,11 @@
 package graph
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+)
 
 // Command is a node output that writes an update and chooses where the run
 // goes next.
@@ -48,4 +53,118 @@ func (t Target) String() string {
 		return fmt.Sprintf("Send(%s, %v)", t.node, t.payload)
 	}
 	return t.node
+}
+
+// WithCommand starts the run from a command instead of an input (give
+// Invoke a nil input): in one step it applies cmd.Update and runs the
+// cmd.Goto targets, together with the answers of WithResume or
+// WithResumeMap given beside it. This is LangGraph's Command as run input.
+//
+// On a thread with pending work (interrupted or failed tasks), the update
+// is applied to the state the resumed tasks read, the Goto targets run in
+// the same step as those tasks, and all of it commits as one checkpoint;
+// until then the command is saved as pending writes, so a crash or another
+// interrupt loses none of it. On a new or finished thread, the command is
+// a step of its own, like an input: its update is applied and only its Goto
+// targets run next (an update alone runs nothing). Goto may name any node,
+// or Send to a node that takes a payload; END is ignored.
+func WithCommand(cmd Command) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.rare().command = &cmd })
+}
+
+// command applies a command given to the run (cmd) and one restored from
+// the checkpoint's pending writes (r.x.command).
+func (r *run) command(cmd *Command, resumed bool) error {
+	if cmd != nil {
+		if err := r.checkGoto(cmd.Goto); err != nil {
+			return err
+		}
+	}
+	if !resumed || len(r.next) == 0 {
+		if cmd == nil {
+			return nil
+		}
+		// A step of its own, like an input.
+		t := &task{r: r, node: r.g.start, writes: cmd.Update, routes: cmd.Goto, viaGoto: true, step: r.step}
+		if resumed {
+			r.step++
+			t.step = r.step
+		}
+		if err := r.checkWrites(t); err != nil {
+			return fmt.Errorf("graph: the command's update: %w", err)
+		}
+		r.source = checkpoint.SourceInput
+		r.next = nil
+		return r.commit([]*task{t})
+	}
+	// With pending work: one task stands for the command in the next step.
+	ct := &task{r: r, node: r.g.start, step: r.step + 1, done: true, viaGoto: true}
+	if r.x != nil && r.x.command != nil {
+		ct.writes, ct.routes = r.x.command.writes, r.x.command.routes
+	}
+	if cmd != nil {
+		if err := r.checkWrites(&task{r: r, node: r.g.start, writes: cmd.Update}); err != nil {
+			return fmt.Errorf("graph: the command's update: %w", err)
+		}
+		ct.writes = append(ct.writes, cmd.Update...)
+		ct.routes = append(ct.routes, cmd.Goto...)
+		if err := r.saveTask(ct); err != nil {
+			return err
+		}
+		r.dirty = true
+	}
+	if err := r.apply([]*task{ct}); err != nil {
+		return fmt.Errorf("graph: the command's update: %w", err)
+	}
+	sends := int32(0)
+	for _, t := range r.next {
+		if t.push {
+			sends = max(sends, t.seq+1)
+		}
+	}
+	for _, tg := range ct.routes {
+		if tg.node == END {
+			continue
+		}
+		n := r.g.nodes[r.g.byName[tg.node]]
+		var t *task
+		switch {
+		case tg.send:
+			t = &task{r: r, node: n, push: true, seq: sends, payload: tg.payload, step: r.step + 1, idx: int32(len(r.next))}
+			sends++
+		case !slices.ContainsFunc(r.next, func(t *task) bool { return !t.push && t.node == n }):
+			t = &task{r: r, node: n, step: r.step + 1, idx: int32(len(r.next))}
+		default:
+			continue
+		}
+		r.next = append(r.next, t)
+		if r.x != nil && r.x.orphans != nil {
+			// It ran in an earlier attempt of the step: what it left.
+			if err := r.restoreTask(t, r.x.orphans[t.ID()]); err != nil {
+				return fmt.Errorf("graph: restore the command's target %q: %w", t.node.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// checkGoto checks a command's targets against the graph.
+func (r *run) checkGoto(targets []Target) error {
+	for _, tg := range targets {
+		if tg.node == END {
+			continue
+		}
+		i, ok := r.g.byName[tg.node]
+		if !ok {
+			return fmt.Errorf("graph: the command goes to node %q, which the graph lacks%s", tg.node, suggest(tg.node, r.g.byName))
+		}
+		n := r.g.nodes[i]
+		if tg.send && (!n.takesPayload || !n.acceptsPayload(tg.payload)) {
+			return fmt.Errorf("graph: the command sends %T to node %q, which does not take it", tg.payload, tg.node)
+		}
+		if !tg.send && n.takesPayload {
+			return fmt.Errorf("graph: the command goes to node %q, which takes a payload; use graph.Send", tg.node)
+		}
+	}
+	return nil
 }

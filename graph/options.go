@@ -53,6 +53,7 @@ type rareConfig struct {
 	before, after  []string
 	checkpointID   string
 	subgraphStates bool
+	command        *Command
 }
 
 var noRare rareConfig // read-only: what get returns when no rare option was set

@@ -204,74 +204,126 @@ func (r *run) restoreTasks(writes []checkpoint.PendingWrite, fail func(error) (b
 	for _, t := range r.next {
 		ws := byTask[t.ID()]
 		delete(byTask, t.ID())
-		if len(ws) == 0 {
-			continue
+		if err := r.restoreTask(t, ws); err != nil {
+			_, err = fail(err)
+			return err
 		}
-		finished := false
-		var state []checkpoint.PendingWrite
-		var prior []wireInterrupt
-		for _, w := range ws {
-			switch w.Key {
-			case checkpoint.WriteInterrupt:
-				wi, err := decodeInterrupt(w.Value)
-				if err != nil {
-					_, err = fail(fmt.Errorf("task %s: %w", t.ID(), err))
-					return err
-				}
-				if wi.Static == string(InterruptBefore) {
-					t.passed = true
-				}
-				prior = append(prior, wi)
-			case checkpoint.WriteResume:
-				var wa wireAnswer
-				if err := json.Unmarshal(w.Value, &wa); err != nil {
-					_, err = fail(fmt.Errorf("task %s: decode answer: %w", t.ID(), err))
-					return err
-				}
-				t.answer(wa.ID, wa.Value)
-			case checkpoint.WriteGoto:
-				var wr wireRoutes
-				if err := json.Unmarshal(w.Value, &wr); err != nil {
-					_, err = fail(fmt.Errorf("task %s: decode targets: %w", t.ID(), err))
-					return err
-				}
-				routes, err := r.decodeRoutes(wr)
-				if err != nil {
-					_, err = fail(fmt.Errorf("task %s: %w", t.ID(), err))
-					return err
-				}
-				t.routes, t.viaGoto, finished = routes, wr.Goto, true
-			case checkpoint.WriteError:
-			default:
-				state = append(state, w)
-			}
-		}
-		if !finished {
-			for _, wi := range prior {
-				// A breakpoint passed before is history, not a stop.
-				if !(wi.Kind == InterruptBefore && t.answered(wi.ID)) {
-					t.intr().prior = append(t.intr().prior, wi)
-				}
-			}
-			if len(t.in.priorList()) > 0 {
-				t.waiting = true // until an answer arrives (see answerAll)
-			}
-			continue // failed, interrupted or nothing recorded: it runs again
-		}
-		for _, w := range state {
-			i, ok := r.g.sch.byName(w.Key)
-			if !ok {
-				_, err := fail(fmt.Errorf("task %s wrote key %q, which this graph's schema lacks", t.ID(), w.Key))
-				return err
-			}
-			dw, err := r.g.sch.keys[i].decodeWrite(w.Value)
+	}
+	return r.restoreRest(byTask, fail)
+}
+
+// restoreTask gives one task what its pending writes say.
+func (r *run) restoreTask(t *task, ws []checkpoint.PendingWrite) error {
+	if len(ws) == 0 {
+		return nil
+	}
+	fail := func(err error) (bool, error) { return false, err }
+	finished := false
+	var state []checkpoint.PendingWrite
+	var prior []wireInterrupt
+	for _, w := range ws {
+		switch w.Key {
+		case checkpoint.WriteInterrupt:
+			wi, err := decodeInterrupt(w.Value)
 			if err != nil {
 				_, err = fail(fmt.Errorf("task %s: %w", t.ID(), err))
 				return err
 			}
-			t.writes = append(t.writes, dw)
+			if wi.Static == string(InterruptBefore) {
+				t.passed = true
+			}
+			prior = append(prior, wi)
+		case checkpoint.WriteResume:
+			var wa wireAnswer
+			if err := json.Unmarshal(w.Value, &wa); err != nil {
+				_, err = fail(fmt.Errorf("task %s: decode answer: %w", t.ID(), err))
+				return err
+			}
+			t.answer(wa.ID, wa.Value)
+		case checkpoint.WriteGoto:
+			var wr wireRoutes
+			if err := json.Unmarshal(w.Value, &wr); err != nil {
+				_, err = fail(fmt.Errorf("task %s: decode targets: %w", t.ID(), err))
+				return err
+			}
+			routes, err := r.decodeRoutes(wr)
+			if err != nil {
+				_, err = fail(fmt.Errorf("task %s: %w", t.ID(), err))
+				return err
+			}
+			t.routes, t.viaGoto, finished = routes, wr.Goto, true
+		case checkpoint.WriteError:
+		default:
+			state = append(state, w)
 		}
-		t.done = true
+	}
+	if !finished {
+		for _, wi := range prior {
+			// A breakpoint passed before is history, not a stop.
+			if !(wi.Kind == InterruptBefore && t.answered(wi.ID)) {
+				t.intr().prior = append(t.intr().prior, wi)
+			}
+		}
+		if len(t.in.priorList()) > 0 {
+			t.waiting = true // until an answer arrives (see answerAll)
+		}
+		return nil // failed, interrupted or nothing recorded: it runs again
+	}
+	for _, w := range state {
+		i, ok := r.g.sch.byName(w.Key)
+		if !ok {
+			_, err := fail(fmt.Errorf("task %s wrote key %q, which this graph's schema lacks", t.ID(), w.Key))
+			return err
+		}
+		dw, err := r.g.sch.keys[i].decodeWrite(w.Value)
+		if err != nil {
+			_, err = fail(fmt.Errorf("task %s: %w", t.ID(), err))
+			return err
+		}
+		t.writes = append(t.writes, dw)
+	}
+	t.done = true
+	return nil
+}
+
+// restoreRest reads the pending writes that belong to no next task: a
+// command's, breakpoints after the previous step, and those of tasks a
+// restored command adds (kept for command).
+func (r *run) restoreRest(byTask map[string][]checkpoint.PendingWrite, fail func(error) (bool, error)) error {
+	// A command given to an earlier attempt of the step (see WithCommand).
+	cmdID := (&task{r: r, node: r.g.start, step: r.step + 1}).ID()
+	if ws, ok := byTask[cmdID]; ok {
+		delete(byTask, cmdID)
+		ct := &task{r: r, node: r.g.start, step: r.step + 1}
+		for _, w := range ws {
+			switch w.Key {
+			case checkpoint.WriteGoto:
+				var wr wireRoutes
+				if err := json.Unmarshal(w.Value, &wr); err != nil {
+					_, err = fail(fmt.Errorf("command: decode targets: %w", err))
+					return err
+				}
+				routes, err := r.decodeRoutes(wr)
+				if err != nil {
+					_, err = fail(fmt.Errorf("command: %w", err))
+					return err
+				}
+				ct.routes = routes
+			default:
+				i, ok := r.g.sch.byName(w.Key)
+				if !ok {
+					_, err := fail(fmt.Errorf("a command wrote key %q, which this graph's schema lacks", w.Key))
+					return err
+				}
+				dw, err := r.g.sch.keys[i].decodeWrite(w.Value)
+				if err != nil {
+					_, err = fail(fmt.Errorf("command: %w", err))
+					return err
+				}
+				ct.writes = append(ct.writes, dw)
+			}
+		}
+		r.extra().command = ct
 	}
 	// What is left belongs to tasks of the step before the checkpoint:
 	// breakpoints after them.
@@ -292,6 +344,11 @@ func (r *run) restoreTasks(writes []checkpoint.PendingWrite, fail func(error) (b
 		}
 		if mark.info.Kind == InterruptAfter {
 			r.extra().after = append(r.extra().after, mark)
+		} else if r.x != nil && r.x.command != nil {
+			if r.x.orphans == nil {
+				r.x.orphans = map[string][]checkpoint.PendingWrite{}
+			}
+			r.x.orphans[id] = byTask[id]
 		}
 	}
 	return nil

@@ -145,7 +145,9 @@ type runExtra struct {
 	// writes held for the checkpoint the run started from until finish.
 	commits   int
 	source    checkpoint.Source
-	heldMu    sync.Mutex // parallel tasks hold writes at once
+	command   *task                                // a command's pending update and routes, restored
+	orphans   map[string][]checkpoint.PendingWrite // pending writes of the tasks it adds
+	heldMu    sync.Mutex                           // parallel tasks hold writes at once
 	held      []heldWrites
 	finishing bool
 }
@@ -311,6 +313,16 @@ func (r *run) loop(input Update) error {
 			return err
 		}
 	}
+	if cmd := r.cfg.get().command; cmd != nil || input == nil && r.x != nil && r.x.command != nil {
+		if cmd != nil && input != nil {
+			return errors.New("graph: a command is the run's input; give Invoke a nil input with WithCommand")
+		}
+		if err := r.command(cmd, resumed); err != nil {
+			return err
+		}
+		resumed = true // the command's step stands in for the input
+		input = nil
+	}
 	if input != nil || !resumed {
 		if resumed {
 			r.step++ // the input gets a step of its own in the thread's history
@@ -433,6 +445,15 @@ func (r *run) superstep() error {
 // the step's writes by key (task order kept within a key), so each key is
 // unboxed, reduced and boxed once per step and gets its writes as one slice.
 func (r *run) commit(tasks []*task) error {
+	if err := r.apply(tasks); err != nil {
+		return err
+	}
+	return r.afterCommit(tasks)
+}
+
+// apply applies the tasks' writes to the state in task order, bumping the
+// versions of the keys they touch, without planning or saving.
+func (r *run) apply(tasks []*task) error {
 	touched, n := r.touched[:0], 0
 	defer func() {
 		for _, i := range touched {
@@ -455,7 +476,7 @@ func (r *run) commit(tasks []*task) error {
 		}
 	}
 	if n == 0 {
-		return r.afterCommit(tasks)
+		return nil
 	}
 	off := int32(0)
 	for _, i := range touched {
@@ -490,7 +511,7 @@ func (r *run) commit(tasks []*task) error {
 		}
 	}
 	r.state = State{sch: r.g.sch, vals: vals}
-	return r.afterCommit(tasks)
+	return nil
 }
 
 // afterCommit plans the next step, records the path, sends events and saves

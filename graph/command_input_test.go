@@ -1,0 +1,166 @@
+package graph_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/checkpoint/sqlite"
+	"github.com/trellis-agents/trellis/graph"
+)
+
+// cmdGraph: ask (interrupts, and records whether it saw "cmd" in the log)
+// and, in parallel, flaky (fails while *failing is set); extra is reached
+// only by a command's goto.
+func cmdGraph(t *testing.T, c *counter, log *graph.Key[[]string], failing *atomic.Bool) *graph.Graph {
+	b := graph.New(log)
+	b.AddNode("ask", func(ctx context.Context, s graph.State) (graph.Output, error) {
+		c.add("ask")
+		v, err := graph.Interrupt[string](ctx, "ok?")
+		if err != nil {
+			return nil, err
+		}
+		saw := "ask=" + v
+		if slices.Contains(log.Get(s), "cmd") {
+			saw += "(saw cmd)"
+		}
+		return graph.Writes(graph.Append(log, saw)), nil
+	})
+	b.AddNode("flaky", func(context.Context, graph.State) (graph.Output, error) {
+		c.add("flaky")
+		if failing.Load() {
+			return nil, errors.New("flaky failed")
+		}
+		return graph.Writes(graph.Append(log, "flaky")), nil
+	}, graph.Destinations("extra")) // only so that extra counts as reachable
+	b.AddNode("extra", func(context.Context, graph.State) (graph.Output, error) {
+		c.add("extra")
+		return graph.Writes(graph.Append(log, "extra")), nil
+	})
+	b.AddEdge(graph.START, "ask")
+	b.AddEdge(graph.START, "flaky")
+	b.AddEdge("ask", graph.END)
+	b.AddEdge("flaky", graph.END)
+	b.AddEdge("extra", graph.END)
+	return mustCompile(t, b)
+}
+
+// A command answers the interrupt, updates the state the resumed node
+// reads and runs its goto target, all in one step and one checkpoint.
+func TestCommandInputIsOneStep(t *testing.T) {
+	for _, mode := range modes {
+		t.Run(mode.String(), func(t *testing.T) {
+			var c counter
+			var failing atomic.Bool
+			log := graph.NewKey("log", graph.Concat[string]())
+			g := cmdGraph(t, &c, log, &failing)
+			saver := checkpoint.NewMemory()
+			opts := append(threadOpts(saver, "cmd"), graph.WithDurability(mode))
+			if _, err := g.Invoke(context.Background(), nil, opts...); !errors.Is(err, graph.ErrInterrupted) {
+				t.Fatal(err)
+			}
+			before := len(listAll(t, saver, "cmd"))
+			res, err := g.Invoke(context.Background(), nil, append(opts, graph.WithResume("yes"),
+				graph.WithCommand(graph.Command{Update: graph.Writes(graph.Append(log, "cmd")), Goto: []graph.Target{graph.To("extra")}}))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff([]string{"ask=yes(saw cmd)", "cmd", "extra", "flaky"}, sortedLog(res.State, log)); d != "" {
+				t.Errorf("log (-want +got):\n%s", d)
+			}
+			if len(res.Path) != 2 || res.Path[0].Step != res.Path[1].Step {
+				t.Errorf("path %+v: want ask and extra in one step", res.Path)
+			}
+			if n := len(listAll(t, saver, "cmd")) - before; n != 1 {
+				t.Errorf("%d checkpoints for the command's step, want 1", n)
+			}
+			if c.get("flaky") != 1 || c.get("extra") != 1 {
+				t.Errorf("flaky ran %d times, extra %d", c.get("flaky"), c.get("extra"))
+			}
+		})
+	}
+}
+
+// On a finished thread a command is a step of its own: its goto runs, an
+// update alone runs nothing; an unknown goto is an error that changes
+// nothing.
+func TestCommandInputOnAFinishedThread(t *testing.T) {
+	var c counter
+	var failing atomic.Bool
+	log := graph.NewKey("log", graph.Concat[string]())
+	g := cmdGraph(t, &c, log, &failing)
+	saver := checkpoint.NewMemory()
+	opts := threadOpts(saver, "done")
+	if _, err := g.Invoke(context.Background(), nil, opts...); !errors.Is(err, graph.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	if _, err := g.Invoke(context.Background(), nil, append(opts, graph.WithResume("y"))...); err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Invoke(context.Background(), nil, append(opts, graph.WithCommand(graph.Command{Update: graph.Writes(graph.Append(log, "note"))}))...)
+	if err != nil || !slices.Contains(log.Get(res.State), "note") || len(res.Path) != 0 {
+		t.Fatalf("update alone: log %v path %v err %v", log.Get(res.State), res.Path, err)
+	}
+	res, err = g.Invoke(context.Background(), nil, append(opts, graph.WithCommand(graph.Command{Goto: []graph.Target{graph.To("extra")}}))...)
+	if err != nil || len(res.Path) != 1 || res.Path[0].Node != "extra" {
+		t.Fatalf("goto extra: path %+v err %v", res.Path, err)
+	}
+	n := len(listAll(t, saver, "done"))
+	_, err = g.Invoke(context.Background(), nil, append(opts, graph.WithCommand(graph.Command{Goto: []graph.Target{graph.To("extar")}}))...)
+	if err == nil || !strings.Contains(err.Error(), `"extar"`) || !strings.Contains(err.Error(), "extra") {
+		t.Errorf("unknown goto: err = %v, want it named with a suggestion", err)
+	}
+	if len(listAll(t, saver, "done")) != n {
+		t.Error("a rejected command wrote checkpoints")
+	}
+	if _, err := g.Invoke(context.Background(), graph.Writes(graph.Append(log, "x")), append(opts, graph.WithCommand(graph.Command{}))...); err == nil {
+		t.Error("a command with an input: no error")
+	}
+}
+
+// A command's update and goto are saved as pending writes: when its step
+// fails (a stand-in for a crash), resuming without the command still
+// applies it exactly once, on the SQLite saver.
+func TestCommandInputSurvivesAFailedStep(t *testing.T) {
+	var c counter
+	var failing atomic.Bool
+	log := graph.NewKey("log", graph.Concat[string]())
+	g := cmdGraph(t, &c, log, &failing)
+	saver, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "cmd.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { saver.Close() })
+	opts := threadOpts(saver, "crash")
+	failing.Store(true)
+	if _, err := g.Invoke(context.Background(), nil, opts...); err == nil {
+		t.Fatal("first run: no error")
+	}
+	// The step failed before ask's interrupt was saved? ask ran in
+	// parallel; it is interrupted or cancelled. Answer whatever waits.
+	_, err = g.Invoke(context.Background(), nil, append(opts, graph.WithCommand(graph.Command{Update: graph.Writes(graph.Append(log, "cmd")), Goto: []graph.Target{graph.To("extra")}}))...)
+	if err == nil {
+		t.Fatal("the command's step: no error while flaky fails")
+	}
+	failing.Store(false)
+	res, err := g.Invoke(context.Background(), nil, opts...)
+	for i := 0; errors.Is(err, graph.ErrInterrupted) && i < 3; i++ {
+		res, err = g.Invoke(context.Background(), nil, append(opts, graph.WithResume("yes"))...)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"ask=yes(saw cmd)", "cmd", "extra", "flaky"}, sortedLog(res.State, log)); d != "" {
+		t.Errorf("log (-want +got):\n%s", d)
+	}
+	if c.get("extra") != 1 {
+		t.Errorf("extra ran %d times, want once", c.get("extra"))
+	}
+}

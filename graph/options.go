@@ -54,6 +54,8 @@ type rareConfig struct {
 	checkpointID   string
 	subgraphStates bool
 	command        *Command
+	runCtx         any
+	runCtxSet      bool
 }
 
 var noRare rareConfig // read-only: what get returns when no rare option was set

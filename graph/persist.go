@@ -63,6 +63,7 @@ func (r *run) save(source checkpoint.Source) error {
 	if r.logVer > 0 {
 		cp.Versions[logKey] = r.logVer
 	}
+	r.contextBlob(&cp)
 	for _, t := range r.next {
 		ct := checkpoint.Task{ID: t.ID(), Node: t.node.name, Path: t.path()}
 		if t.push {
@@ -220,6 +221,12 @@ func (r *run) restoreFrom(tup *checkpoint.Tuple, withWrites bool) (bool, error) 
 			}
 			continue
 		}
+		if b.Key == ctxKey {
+			if err := r.restoreContext(b); err != nil {
+				return fail(err)
+			}
+			continue
+		}
 		i, ok := r.g.sch.byName(b.Key)
 		if !ok {
 			return fail(fmt.Errorf("it holds key %q, which this graph's schema lacks; add the key to graph.New or migrate the thread", b.Key))
@@ -267,7 +274,7 @@ func (r *run) restoreFrom(tup *checkpoint.Tuple, withWrites bool) (bool, error) 
 		vals[i].v = v
 	}
 	for name, ver := range tup.Checkpoint.Versions {
-		if name == logKey {
+		if name == logKey || name == ctxKey {
 			continue
 		}
 		i, ok := r.g.sch.byName(name)

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -143,11 +144,16 @@ type runExtra struct {
 	raisedAfter []afterMark // breakpoints after a step this run committed
 	// DurabilityExit bookkeeping: steps committed so far, and the pending
 	// writes held for the checkpoint the run started from until finish.
-	commits   int
-	source    checkpoint.Source
-	command   *task                                // a command's pending update and routes, restored
-	orphans   map[string][]checkpoint.PendingWrite // pending writes of the tasks it adds
-	heldMu    sync.Mutex                           // parallel tasks hold writes at once
+	commits int
+	source  checkpoint.Source
+	command *task                                // a command's pending update and routes, restored
+	orphans map[string][]checkpoint.PendingWrite // pending writes of the tasks it adds
+	// the run context (see WithRunContext): its JSON, saved version, and
+	// whether it changed since the last checkpoint
+	ctxJSON   json.RawMessage
+	ctxVer    uint64
+	ctxDirty  bool
+	heldMu    sync.Mutex // parallel tasks hold writes at once
 	held      []heldWrites
 	finishing bool
 }
@@ -300,6 +306,9 @@ func (r *run) execute(input Update) (*Result, error) {
 func (r *run) loop(input Update) error {
 	resumed, err := r.restore()
 	if err != nil {
+		return err
+	}
+	if err := r.setRunContext(); err != nil {
 		return err
 	}
 	if err := r.resume(resumed, input); err != nil {

@@ -153,12 +153,26 @@ type MessageChunk struct {
 
 // TaskInfo describes a task in task events.
 type TaskInfo struct {
-	// Attempt counts from 1; above 1 the task is being retried.
+	// Attempt counts from 1; above 1 the task was retried (see WithRetry).
+	// On EventTaskStart it is 1.
 	Attempt  int
 	Duration time.Duration
 	Err      error
 	// Usage is the task's model usage (EventTaskEnd only).
 	Usage Usage
+	// Triggers names the nodes whose edges, Sends or Command gotos
+	// scheduled the task ("__start__" for the run's input); empty for a
+	// task restored from a checkpoint (EventTaskStart only).
+	Triggers []string
+	// Input is the state snapshot the task reads, and Payload its Send
+	// payload (nil for a task started by an edge) (EventTaskStart only).
+	Input   State
+	Payload any
+	// Result is what the task wrote, when it finished (EventTaskEnd only).
+	Result Update
+	// Interrupts lists what the task is waiting for, when it stopped at an
+	// Interrupt (EventTaskEnd only).
+	Interrupts []InterruptInfo
 }
 
 // InterruptInfo describes an interrupt waiting for an answer.

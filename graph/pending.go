@@ -253,6 +253,10 @@ func (r *run) restoreTask(t *task, ws []checkpoint.PendingWrite) error {
 			}
 			t.routes, t.viaGoto, finished = routes, wr.Goto, true
 		case checkpoint.WriteError:
+			var text string
+			if err := json.Unmarshal(w.Value, &text); err == nil {
+				t.intr().lastErr = text
+			}
 		default:
 			state = append(state, w)
 		}

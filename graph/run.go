@@ -656,12 +656,18 @@ func (r *run) plan(tasks []*task) error {
 	for _, i := range pull {
 		next = append(next, &task{r: r, node: r.g.nodes[i], idx: int32(len(next)), step: r.step + 1})
 	}
+	if r.wants(EventTaskStart) {
+		r.triggers(tasks, next)
+	}
 	if len(push) > 0 {
 		slab := make([]task, len(push)) // one allocation for all of a step's Sends
 		for i, tg := range push {
 			t := &slab[i]
 			*t = task{r: r, node: r.g.nodes[r.g.byName[tg.node]], push: true, seq: int32(i), payload: tg.payload, step: r.step + 1, idx: int32(len(next))}
 			next = append(next, t)
+			if r.wants(EventTaskStart) {
+				t.intr().triggers = []string{pushers(tasks, i)}
+			}
 		}
 		clear(push) // drop payload references
 		r.pushBuf = push[:0]
@@ -675,6 +681,42 @@ func (r *run) plan(tasks []*task) error {
 	}
 	r.next = next
 	return nil
+}
+
+// triggers records, for task events, which committed tasks scheduled each
+// edge-triggered next task: those with an edge, route or goto to its node.
+func (r *run) triggers(tasks, next []*task) {
+	for _, n := range next {
+		var from []string
+		for _, t := range tasks {
+			hit := slices.ContainsFunc(t.routes, func(tg Target) bool { return !tg.send && tg.node == n.node.name })
+			if !t.viaGoto {
+				hit = hit || slices.Contains(t.node.succ, n.node.idx)
+				for _, j := range t.node.joins {
+					hit = hit || r.g.joins[j].to == n.node.idx
+				}
+			}
+			if hit && !slices.Contains(from, t.node.name) {
+				from = append(from, t.node.name)
+			}
+		}
+		n.intr().triggers = from
+	}
+}
+
+// pushers names the task that made the i-th Send of a step.
+func pushers(tasks []*task, i int) string {
+	for _, t := range tasks {
+		for _, tg := range t.routes {
+			if tg.send {
+				if i == 0 {
+					return t.node.name
+				}
+				i--
+			}
+		}
+	}
+	return ""
 }
 
 func (r *run) index(node string) int {

@@ -52,6 +52,11 @@ type taskInterrupts struct {
 	nested  map[string]json.RawMessage // answers for interrupts of runs nested in it, by ID
 	raised  []InterruptInfo            // interrupts raised (or still waiting) this step
 	prior   []wireInterrupt            // interrupts restored from the checkpoint
+	// not about interrupts, but as rare: what scheduled the task (kept
+	// only when task events are streamed) and the error text of its
+	// failed attempt, restored for snapshots
+	triggers []string
+	lastErr  string
 }
 
 // intr returns the task's interrupt bookkeeping, allocating it. Only the
@@ -185,7 +190,11 @@ func (r *run) runTasks(all []*task) error {
 	r.dirty = true // DurabilityExit saves at the end what ran
 	if r.wants(EventTaskStart) {
 		for _, t := range tasks {
-			r.deliver(Event{Kind: EventTaskStart, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: TaskInfo{Attempt: 1}})
+			info := TaskInfo{Attempt: 1, Input: r.state, Payload: t.payload}
+			if t.in != nil {
+				info.Triggers = t.in.triggers
+			}
+			r.deliver(Event{Kind: EventTaskStart, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: info})
 		}
 	}
 	if len(tasks) == 1 {
@@ -299,15 +308,24 @@ func (r *run) runAsync(t *task, st *stepSync) {
 		st.cancel(t.err)
 	}
 	if r.wants(EventTaskEnd) {
-		t.emit(Event{Kind: EventTaskEnd, Task: TaskInfo{Attempt: int(t.attempts), Duration: t.dur, Err: t.err, Usage: t.usageOf()}})
+		t.emit(Event{Kind: EventTaskEnd, Task: t.endInfo()})
 	}
 }
 
 func (r *run) taskEnd(t *task) {
 	r.runs[t.node.idx]++
 	if r.wants(EventTaskEnd) {
-		r.deliver(Event{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: TaskInfo{Attempt: int(t.attempts), Duration: t.dur, Err: t.err, Usage: t.usageOf()}})
+		r.deliver(Event{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: t.endInfo()})
 	}
+}
+
+// endInfo describes a task that stopped, for EventTaskEnd.
+func (t *task) endInfo() TaskInfo {
+	info := TaskInfo{Attempt: int(t.attempts), Duration: t.dur, Err: t.err, Usage: t.usageOf(), Interrupts: t.in.raisedList()}
+	if t.err == nil && len(info.Interrupts) == 0 {
+		info.Result = t.writes
+	}
+	return info
 }
 
 // exec runs one task with its retry policy and timeout, then checks its

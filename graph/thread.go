@@ -38,9 +38,15 @@ type Snapshot struct {
 
 // TaskState is one pending task of a Snapshot.
 type TaskState struct {
-	ID         string
-	Node       string
-	Finished   bool            // its writes are saved; it will not run again
+	ID       string
+	Node     string
+	Finished bool // its writes are saved; it will not run again
+	// Writes is what a finished task wrote; it is applied when the step
+	// commits.
+	Writes Update
+	// Error is the error text of an attempt that failed; the task runs
+	// again on resume.
+	Error      string
 	Interrupts []InterruptInfo // waiting for answers
 }
 
@@ -216,6 +222,11 @@ func (r *run) snapshot(ctx context.Context, tup *checkpoint.Tuple) (*Snapshot, e
 			s.Next = append(s.Next, t.node.name)
 		}
 		ts := TaskState{ID: t.ID(), Node: t.node.name, Finished: t.done}
+		if t.done {
+			ts.Writes = t.writes
+		} else if t.in != nil {
+			ts.Error = t.in.lastErr
+		}
 		for _, wi := range t.in.priorList() {
 			if !t.answered(wi.ID) {
 				ts.Interrupts = append(ts.Interrupts, wi.InterruptInfo)

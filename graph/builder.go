@@ -37,7 +37,7 @@ type nodeSpec struct {
 	decodePayload  func([]byte) (any, error)
 	dests          []string
 	deferred       bool
-	retry          *RetryPolicy
+	retry          retryPolicies
 	timeout        time.Duration
 	sub            *Graph
 }
@@ -61,10 +61,18 @@ func Destinations(nodes ...string) NodeOption {
 // final aggregation after branches of different lengths.
 func Deferred() NodeOption { return nodeOptionFunc(func(n *nodeSpec) { n.deferred = true }) }
 
-// WithRetry retries the node as the policy says. Nodes are not retried
-// unless a policy is set.
-func WithRetry(p RetryPolicy) NodeOption {
-	return nodeOptionFunc(func(n *nodeSpec) { n.retry = &p })
+// WithRetry retries the node as the policies say. Nodes are not retried
+// unless a policy is set. With several policies (given at once or by
+// several WithRetry options, in order), a failed attempt is retried by the
+// first policy whose RetryOn accepts the error (IsTransient for a policy
+// without one), with that policy's limits and backoff; the attempt count is
+// the task's, across policies. A node reads its attempt with Attempt.
+func WithRetry(policies ...RetryPolicy) NodeOption {
+	return nodeOptionFunc(func(n *nodeSpec) {
+		for _, p := range policies {
+			n.retry = append(n.retry, p)
+		}
+	})
 }
 
 // Timeout bounds each attempt of the node; the node's context is cancelled

@@ -30,6 +30,33 @@ type RetryPolicy struct {
 	RetryOn func(error) bool
 }
 
+// retryPolicies are a node's policies, tried in order.
+type retryPolicies []RetryPolicy
+
+// pick returns the policy that retries attempt's error, or nil.
+func (ps retryPolicies) pick(attempt int, err error) *RetryPolicy {
+	for i := range ps {
+		p := &ps[i]
+		if p.RetryOn != nil && !p.RetryOn(err) || p.RetryOn == nil && !IsTransient(err) {
+			continue
+		}
+		if p.shouldRetry(attempt, err) {
+			return p
+		}
+		return nil // the first policy that matches decides
+	}
+	return nil
+}
+
+// Attempt reports which attempt of the running node this is: 1 for the
+// first, 2 for the first retry (see WithRetry); 0 outside a node.
+func Attempt(ctx context.Context) int {
+	if t := taskFrom(ctx); t != nil {
+		return int(t.attempts)
+	}
+	return 0
+}
+
 func (p *RetryPolicy) shouldRetry(attempt int, err error) bool {
 	maxAttempts := p.MaxAttempts
 	if maxAttempts == 0 {

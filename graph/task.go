@@ -350,10 +350,14 @@ func (r *run) exec(t *task) {
 			t.in.calls = 0
 		}
 		out, err = t.call()
-		if err == nil || len(t.in.raisedList()) > 0 || n.retry == nil || !n.retry.shouldRetry(int(t.attempts), err) || t.Err() != nil {
+		if err == nil || len(t.in.raisedList()) > 0 || n.retry == nil || t.Err() != nil {
 			break
 		}
-		if werr := n.retry.wait(t, int(t.attempts)); werr != nil {
+		p := n.retry.pick(int(t.attempts), err)
+		if p == nil {
+			break
+		}
+		if werr := p.wait(t, int(t.attempts)); werr != nil {
 			break // the run was cancelled while waiting; report the node's error
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -90,5 +91,55 @@ func TestSnapshotTasksCarryWritesErrorsAndInterrupts(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"ask", "bad"}, s.Next); d != "" {
 		t.Errorf("next (-want +got):\n%s", d)
+	}
+}
+
+var errRate = errors.New("rate limited")
+
+// With several retry policies the first whose matcher accepts the error
+// decides, counting the task's attempts across policies; the node and the
+// task events see the attempt number.
+func TestSeveralRetryPolicies(t *testing.T) {
+	var seen []int
+	fails := []error{errRate, errRate, httpErr(503), nil}
+	b := graph.New(answer)
+	b.AddNode("call", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+		n := graph.Attempt(ctx)
+		seen = append(seen, n)
+		return nil, fails[n-1]
+	}, graph.WithRetry(
+		graph.RetryPolicy{MaxAttempts: 5, InitialInterval: time.Millisecond, RetryOn: func(err error) bool { return errors.Is(err, errRate) }},
+		graph.RetryPolicy{MaxAttempts: 4, InitialInterval: time.Millisecond},
+	))
+	b.SetEntry("call")
+	b.AddEdge("call", graph.END)
+	g := mustCompile(t, b)
+	var endAttempt int
+	for ev, err := range g.Stream(context.Background(), nil, graph.WithEvents(graph.EventTaskEnd)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		endAttempt = ev.Task.Attempt
+	}
+	if !cmp.Equal(seen, []int{1, 2, 3, 4}) || endAttempt != 4 {
+		t.Errorf("attempts %v, end event attempt %d; want 1-4", seen, endAttempt)
+	}
+	// The second policy allows 2 attempts in all: the 503 at attempt 3 is
+	// not retried.
+	seen = nil
+	b = graph.New(answer)
+	b.AddNode("call", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+		n := graph.Attempt(ctx)
+		seen = append(seen, n)
+		return nil, fails[n-1]
+	}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 5, InitialInterval: time.Millisecond, RetryOn: func(err error) bool { return errors.Is(err, errRate) }}),
+		graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Millisecond}))
+	b.SetEntry("call")
+	b.AddEdge("call", graph.END)
+	if _, err := mustCompile(t, b).Invoke(context.Background(), nil); err == nil || !cmp.Equal(seen, []int{1, 2, 3}) {
+		t.Errorf("attempts %v err %v; want the 503 at attempt 3 to fail the run", seen, err)
+	}
+	if graph.Attempt(context.Background()) != 0 {
+		t.Error("Attempt outside a node is not 0")
 	}
 }

@@ -164,3 +164,43 @@ func TestCommandInputSurvivesAFailedStep(t *testing.T) {
 		t.Errorf("extra ran %d times, want once", c.get("extra"))
 	}
 }
+
+// UpdateState as END ends the run; with a command's goto it chooses what
+// runs next.
+func TestUpdateStateAsEndAndWithGoto(t *testing.T) {
+	var c counter
+	var failing atomic.Bool
+	log := graph.NewKey("log", graph.Concat[string]())
+	g := cmdGraph(t, &c, log, &failing)
+	saver := checkpoint.NewMemory()
+	opts := threadOpts(saver, "end")
+	ctx := context.Background()
+	if _, err := g.Invoke(ctx, nil, opts...); !errors.Is(err, graph.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	if _, err := g.UpdateState(ctx, graph.Writes(graph.Append(log, "closed")), graph.END, opts...); err != nil {
+		t.Fatal(err)
+	}
+	s, err := g.GetState(ctx, opts...)
+	if err != nil || len(s.Next) != 0 || len(s.Interrupts) != 0 || !slices.Contains(log.Get(s.Values), "closed") {
+		t.Fatalf("after END: next %v interrupts %v values %v err %v", s.Next, s.Interrupts, log.Get(s.Values), err)
+	}
+	res, err := g.Invoke(ctx, nil, opts...)
+	if err != nil || len(res.Path) != 0 {
+		t.Errorf("resuming an ended thread ran %v (err %v)", res.Path, err)
+	}
+	if _, err := g.UpdateState(ctx, nil, "", append(opts, graph.WithCommand(graph.Command{Update: graph.Writes(graph.Append(log, "reopen")), Goto: []graph.Target{graph.To("extra")}}))...); err != nil {
+		t.Fatal(err)
+	}
+	s, err = g.GetState(ctx, opts...)
+	if err != nil || !cmp.Equal(s.Next, []string{"extra"}) || !slices.Contains(log.Get(s.Values), "reopen") {
+		t.Fatalf("after goto: next %v values %v err %v", s.Next, log.Get(s.Values), err)
+	}
+	res, err = g.Invoke(ctx, nil, opts...)
+	if err != nil || len(res.Path) != 1 || res.Path[0].Node != "extra" {
+		t.Errorf("after the goto update: path %+v err %v", res.Path, err)
+	}
+	if _, err := g.UpdateState(ctx, nil, graph.END, append(opts, graph.WithCommand(graph.Command{Goto: []graph.Target{graph.To("extra")}}))...); err == nil {
+		t.Error("END with a goto: no error")
+	}
+}

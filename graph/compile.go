@@ -115,6 +115,10 @@ func (b *Builder) Compile(opts ...RunOption) (*Graph, error) {
 		if src == nil || !ok {
 			continue
 		}
+		if dst >= 0 && g.nodes[dst].takesPayload {
+			errs = append(errs, fmt.Errorf("%s: %s takes a Send payload, which an edge cannot give; reach it with graph.Send from a fan-out edge or a Command", what, e[1]))
+			continue
+		}
 		if !slices.Contains(src.succ, dst) {
 			src.succ = append(src.succ, dst)
 		}
@@ -128,7 +132,12 @@ func (b *Builder) Compile(opts ...RunOption) (*Graph, error) {
 		}
 		cc := &ccond{route: c.route, paths: map[string]int{}, keys: slices.Sorted(maps.Keys(c.paths))}
 		for _, k := range cc.keys {
-			if dst, ok := resolve(c.paths[k], fmt.Sprintf("%s, path %q", what, k), true); ok {
+			pw := fmt.Sprintf("%s, path %q", what, k)
+			if dst, ok := resolve(c.paths[k], pw, true); ok {
+				if dst >= 0 && g.nodes[dst].takesPayload {
+					errs = append(errs, fmt.Errorf("%s: %s takes a Send payload, which a conditional edge cannot give; return graph.Send targets from a fan-out edge", pw, c.paths[k]))
+					continue
+				}
 				cc.paths[k] = dst
 			}
 		}
@@ -155,18 +164,39 @@ func (b *Builder) Compile(opts ...RunOption) (*Graph, error) {
 	}
 	for _, j := range b.joins {
 		what := fmt.Sprintf("join into %s", j.to)
+		if j.to == END {
+			errs = append(errs, fmt.Errorf("%s: a join cannot end the run (the run ends when no node is left to run); add an edge from each of %v to END, or join into a node that goes to END", what, j.from))
+			continue
+		}
 		to, ok := resolve(j.to, what, false)
 		if len(j.from) == 0 {
 			errs = append(errs, fmt.Errorf("%s: no source nodes", what))
 			continue
 		}
+		if ok && g.nodes[to].takesPayload {
+			errs = append(errs, fmt.Errorf("%s: %s takes a Send payload, which a join cannot give", what, j.to))
+			ok = false
+		}
 		cj := &cjoin{to: to}
+		valid := ok
 		for _, f := range j.from {
-			if i, fok := resolve(f, what, false); fok && !slices.Contains(cj.from, i) {
+			if f == START {
+				errs = append(errs, fmt.Errorf("%s: START cannot be a join source; the input starts every node with an edge from START", what))
+				valid = false
+				continue
+			}
+			i, fok := resolve(f, what, false)
+			switch {
+			case !fok:
+				valid = false
+			case slices.Contains(cj.from, i):
+				errs = append(errs, fmt.Errorf("%s: source %q is listed twice", what, f))
+				valid = false
+			default:
 				cj.from = append(cj.from, i)
 			}
 		}
-		if !ok || len(cj.from) != len(j.from) {
+		if !valid {
 			continue
 		}
 		for _, f := range cj.from {

@@ -53,6 +53,28 @@ func TestCompileValidation(t *testing.T) {
 			b.AddNode(graph.END, noop)
 			b.SetEntry("x")
 		}, []string{`node name "__end__" is reserved`}},
+		{"join into END", func(b *graph.Builder) {
+			b.AddNode("a", noop)
+			b.AddNode("b", noop)
+			b.AddEdge(graph.START, "a")
+			b.AddEdge(graph.START, "b")
+			b.AddJoin(graph.END, "a", "b")
+		}, []string{"join into __end__: a join cannot end the run"}},
+		{"join source twice", func(b *graph.Builder) {
+			b.AddNode("a", noop)
+			b.AddNode("z", noop)
+			b.SetEntry("a")
+			b.AddJoin("z", "a", "a")
+			b.AddEdge("z", graph.END)
+		}, []string{`join into z: source "a" is listed twice`}},
+		{"join from START", func(b *graph.Builder) {
+			b.AddNode("a", noop)
+			b.AddNode("z", noop)
+			b.SetEntry("a")
+			b.AddJoin("z", graph.START, "a")
+			b.AddEdge("a", graph.END)
+			b.AddEdge("z", graph.END)
+		}, []string{"START cannot be a join source"}},
 		{"edge into START", func(b *graph.Builder) {
 			b.AddNode("a", noop)
 			b.SetEntry("a")

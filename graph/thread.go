@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
@@ -108,9 +109,24 @@ func (g *Graph) History(ctx context.Context, lo checkpoint.ListOptions, opts ...
 
 // UpdateState changes a thread's state from outside a run, as if node
 // asNode had returned update, and saves the result as a new checkpoint that
-// decides what runs next: asNode's edges choose the next tasks (conditional
-// edges are evaluated); asNode == START applies update like an input; asNode
-// == "" keeps the tasks that were next. Based on the latest checkpoint the
+// decides what runs next:
+//
+//   - asNode names a node: its edges choose the next tasks (conditional
+//     edges are evaluated); the tasks that were pending, with their
+//     interrupts, answers and finished writes, are dropped. This is how a
+//     person's edit stands in for a node's work.
+//   - asNode == START: update is applied like an input and START's edges
+//     run next; pending work is dropped.
+//   - asNode == "": the values change and nothing else does: the pending
+//     tasks stay next, with every interrupt still waiting, every answer
+//     already given, every finished task's writes and every breakpoint
+//     passed.
+//   - asNode == END: the update ends the run: nothing runs next and
+//     whatever waited is dropped.
+//
+// With WithCommand among opts, the command's Update is applied with update,
+// and its Goto targets (if any) are what runs next, replacing asNode's
+// edges (asNode may then also be "" or START). Based on the latest checkpoint the
 // new one has source "update"; based on an older one (WithCheckpointID) it
 // has source "fork" and starts a new branch, leaving the old one untouched.
 // It returns the new checkpoint's reference.
@@ -135,10 +151,33 @@ func (g *Graph) UpdateState(ctx context.Context, update Update, asNode string, o
 	if r.cpID != r.headID {
 		r.source = checkpoint.SourceFork
 	}
-	switch asNode {
-	case START:
+	cmd := r.cfg.get().command
+	if cmd != nil {
+		if err := r.checkGoto(cmd.Goto); err != nil {
+			return checkpoint.Ref{}, err
+		}
+		update = append(slices.Clone(update), cmd.Update...)
+		if asNode == END && len(cmd.Goto) > 0 {
+			return checkpoint.Ref{}, errors.New("graph: UpdateState as END ends the thread's run; it cannot also go to nodes")
+		}
+	}
+	switch {
+	case asNode == END:
+		// The update ends the run: nothing is left to run and what waited
+		// (interrupts, joins, deferred nodes) is dropped.
+		t := &task{r: r, node: r.g.start, writes: update, step: r.step, done: true, viaGoto: true}
+		if err = r.checkWrites(t); err == nil {
+			r.deferred = r.deferred[:0]
+			for _, seen := range r.seen {
+				clear(seen)
+			}
+			err = r.commit([]*task{t})
+		}
+	case cmd != nil && len(cmd.Goto) > 0:
+		err = r.updateGoto(asNode, update, cmd.Goto)
+	case asNode == START:
 		err = r.applyInput(update)
-	case "":
+	case asNode == "":
 		t := &task{r: r, node: r.g.start, writes: update, step: r.step, done: true}
 		if err = r.checkWrites(t); err == nil {
 			r.keepNext = true // values change; what runs next does not
@@ -157,6 +196,24 @@ func (g *Graph) UpdateState(ctx context.Context, update Update, asNode string, o
 		return checkpoint.Ref{}, err
 	}
 	return checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.cpID}, nil
+}
+
+// updateGoto applies update as if node (START for "") had returned a
+// Command going to targets: they are what runs next.
+func (r *run) updateGoto(node string, update Update, targets []Target) error {
+	n := r.g.start
+	if node != "" && node != START {
+		i, ok := r.g.byName[node]
+		if !ok {
+			return fmt.Errorf("graph: UpdateState as node %q: no such node%s", node, suggest(node, r.g.byName))
+		}
+		n = r.g.nodes[i]
+	}
+	t := &task{Context: r.ctx, r: r, node: n, writes: update, routes: targets, viaGoto: true, step: r.step, done: true}
+	if err := r.checkWrites(t); err != nil {
+		return fmt.Errorf("graph: UpdateState: %w", err)
+	}
+	return r.commit([]*task{t})
 }
 
 // updateAs applies update as if node had returned it and plans from its

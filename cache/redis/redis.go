@@ -73,7 +73,7 @@ func New(client goredis.UniversalClient, opts ...Option) (*Cache, error) {
 	}
 	switch {
 	case c.prefix == "":
-		return nil, errors.New("cache/redis: the key prefix is empty; Clear() would delete every key of the database. Use a prefix such as " + DefaultPrefix)
+		return nil, errors.New("cache/redis: the key prefix is empty; Clear() would delete every key of the database; use a prefix such as " + DefaultPrefix + " instead")
 	case strings.ContainsAny(c.prefix, "{}"):
 		return nil, fmt.Errorf("cache/redis: the key prefix %q holds '{' or '}', which would change the Redis Cluster hash tag of every key; remove them", c.prefix)
 	}

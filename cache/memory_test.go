@@ -96,3 +96,30 @@ func TestMemoryInvalidBound(t *testing.T) {
 		t.Fatalf("Clear on a Memory with bound 0 = %v, want ErrInvalid", err)
 	}
 }
+
+func TestMemoryClearNamespaceFreesRoom(t *testing.T) {
+	ctx := context.Background()
+	m := cache.NewMemory(cache.WithMaxEntries(4))
+	for _, e := range [][2]string{{"a", "1"}, {"a", "2"}, {"b", "1"}, {"b", "2"}} {
+		if err := m.Set(ctx, e[0], e[1], nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Clear(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if m.Len() != 2 {
+		t.Fatalf("Len after Clear(a) = %d, want 2", m.Len())
+	}
+	// Two new entries fit without evicting b's.
+	for _, k := range []string{"3", "4"} {
+		if err := m.Set(ctx, "c", k, nil, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []string{"1", "2"} {
+		if _, ok, _ := m.Get(ctx, "b", k); !ok {
+			t.Errorf("b/%s was evicted although Clear(a) made room", k)
+		}
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -160,22 +161,42 @@ func (c *Cache) Sweep(ctx context.Context) (int64, error) {
 	return n, nil
 }
 
+// clearChunk is how many namespaces one DELETE of Clear names, well under
+// SQLite's limit on bound parameters.
+const clearChunk = 500
+
 // Clear removes every entry of the given namespaces, or every entry when
 // none is given, in one transaction.
 func (c *Cache) Clear(ctx context.Context, namespaces ...string) error {
 	if err := cache.CheckClear(ctx, namespaces); err != nil {
 		return err
 	}
-	q, args := qClearAll, []any(nil)
-	if len(namespaces) > 0 {
-		q = qClearAll + ` WHERE ns IN (?` + strings.Repeat(", ?", len(namespaces)-1) + `)`
-		for _, ns := range namespaces {
-			args = append(args, []byte(ns))
-		}
-	}
-	if _, err := c.db.Write.ExecContext(ctx, q, args...); err != nil {
-		return fmt.Errorf("cache/sqlite: clear %q: %w", namespaces, err)
+	if err := c.clear(ctx, namespaces); err != nil {
+		return fmt.Errorf("cache/sqlite: clear %d namespace(s) (0: all): %w", len(namespaces), err)
 	}
 	c.db.Committed()
 	return nil
+}
+
+func (c *Cache) clear(ctx context.Context, namespaces []string) error {
+	if len(namespaces) == 0 {
+		_, err := c.db.Write.ExecContext(ctx, qClearAll)
+		return err
+	}
+	tx, err := c.db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for chunk := range slices.Chunk(namespaces, clearChunk) {
+		args := make([]any, len(chunk))
+		for i, ns := range chunk {
+			args[i] = []byte(ns)
+		}
+		q := qClearAll + ` WHERE ns IN (?` + strings.Repeat(", ?", len(chunk)-1) + `)`
+		if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }

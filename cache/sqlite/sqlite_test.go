@@ -2,6 +2,7 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -118,5 +119,30 @@ func TestSetSweepsLazily(t *testing.T) {
 	}
 	if n, err := c.Sweep(ctx); err != nil || n != 0 {
 		t.Fatalf("Sweep after 300 Sets = %d, %v; want 0: the Sets should have swept the expired row already", n, err)
+	}
+}
+
+func TestClearManyNamespaces(t *testing.T) {
+	ctx := context.Background()
+	c := open(t, filepath.Join(t.TempDir(), "cache.db"))
+	var names []string
+	for i := range 1200 { // more than one DELETE's worth
+		names = append(names, fmt.Sprintf("ns%04d", i))
+	}
+	for _, ns := range []string{"ns0000", "ns0700", "ns1199", "kept"} {
+		if err := c.Set(ctx, ns, "k", []byte("v"), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Clear(ctx, names...); err != nil {
+		t.Fatalf("Clear of %d namespaces: %v", len(names), err)
+	}
+	for _, ns := range []string{"ns0000", "ns0700", "ns1199"} {
+		if _, ok, _ := c.Get(ctx, ns, "k"); ok {
+			t.Errorf("%s survived Clear", ns)
+		}
+	}
+	if _, ok, _ := c.Get(ctx, "kept", "k"); !ok {
+		t.Error("Clear removed a namespace it was not given")
 	}
 }

@@ -40,6 +40,7 @@ type nodeSpec struct {
 	retry          retryPolicies
 	timeout        time.Duration
 	sub            *Graph
+	cache          *CachePolicy
 }
 
 // NodeOption configures a node when it is added.

@@ -173,6 +173,9 @@ type TaskInfo struct {
 	// Interrupts lists what the task is waiting for, when it stopped at an
 	// Interrupt (EventTaskEnd only).
 	Interrupts []InterruptInfo
+	// Cached reports that the task did not run: its result came from the
+	// node cache (see CachePolicy) (EventTaskEnd only).
+	Cached bool
 }
 
 // InterruptInfo describes an interrupt waiting for an answer.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trellis-agents/trellis/cache"
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/store"
 )
@@ -56,6 +57,7 @@ type rareConfig struct {
 	command        *Command
 	runCtx         any
 	runCtxSet      bool
+	cache          cache.Cache
 }
 
 var noRare rareConfig // read-only: what get returns when no rare option was set
@@ -143,6 +145,9 @@ func (c *runConfig) inherit(pt *task) {
 	p := &pt.r.cfg
 	c.saver, c.thread, c.store = p.saver, p.thread, p.store
 	c.durability, c.stepLimit, c.runID = p.durability, p.stepLimit, p.runID
+	if pc := p.get().cache; pc != nil {
+		c.rare().cache = pc
+	}
 	prefix := pt.node.name + "/"
 	for _, f := range p.get().before {
 		if rest, ok := strings.CutPrefix(f, prefix); ok {

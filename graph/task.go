@@ -57,6 +57,7 @@ type taskInterrupts struct {
 	// failed attempt, restored for snapshots
 	triggers []string
 	lastErr  string
+	cached   bool // its output came from the node cache
 }
 
 // intr returns the task's interrupt bookkeeping, allocating it. Only the
@@ -321,7 +322,7 @@ func (r *run) taskEnd(t *task) {
 
 // endInfo describes a task that stopped, for EventTaskEnd.
 func (t *task) endInfo() TaskInfo {
-	info := TaskInfo{Attempt: int(t.attempts), Duration: t.dur, Err: t.err, Usage: t.usageOf(), Interrupts: t.in.raisedList()}
+	info := TaskInfo{Attempt: int(t.attempts), Duration: t.dur, Err: t.err, Usage: t.usageOf(), Interrupts: t.in.raisedList(), Cached: t.in != nil && t.in.cached}
 	if t.err == nil && len(info.Interrupts) == 0 {
 		info.Result = t.writes
 	}
@@ -345,6 +346,23 @@ func (r *run) exec(t *task) {
 	}
 	var out Output
 	var err error
+	var cacheKey string
+	if n.cache != nil {
+		if c := r.cfg.get().cache; c != nil {
+			hit, key, err := r.cacheLookup(t, c)
+			switch {
+			case err != nil:
+				t.attempts, t.ran = 1, true
+				t.err = r.nodeErr(t, err)
+				return
+			case hit:
+				t.attempts, t.ran = 1, true
+				r.route(t)
+				return
+			}
+			cacheKey = key
+		}
+	}
 	for t.attempts = 1; ; t.attempts++ {
 		if t.in != nil {
 			t.in.calls = 0
@@ -402,20 +420,33 @@ func (r *run) exec(t *task) {
 				return
 			}
 		}
+	}
+	if cacheKey != "" {
+		if err := r.cacheStore(t, r.cfg.get().cache, cacheKey); err != nil {
+			t.err = r.nodeErr(t, err)
+			return
+		}
+	}
+	r.route(t)
+}
+
+// route evaluates a finished task's conditional and fan-out edges (not
+// when its Command chose where to go).
+func (r *run) route(t *task) {
+	n := t.node
+	if t.viaGoto || len(n.conds)+len(n.fans) == 0 {
 		return
 	}
-	if len(n.conds)+len(n.fans) > 0 {
-		view := r.state
-		if len(t.writes) > 0 {
-			view = r.state.clone()
-			if err := r.applyOwn(view, t); err != nil {
-				t.err = r.nodeErr(t, err)
-				return
-			}
-		}
-		if err := t.route(view); err != nil {
+	view := r.state
+	if len(t.writes) > 0 {
+		view = r.state.clone()
+		if err := r.applyOwn(view, t); err != nil {
 			t.err = r.nodeErr(t, err)
+			return
 		}
+	}
+	if err := t.route(view); err != nil {
+		t.err = r.nodeErr(t, err)
 	}
 }
 

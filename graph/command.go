@@ -17,9 +17,32 @@ import (
 // itself should not also trigger the edges it routed around.) An empty Goto
 // follows the node's edges as an Update would. Every Goto target must be
 // declared on the node with Destinations; any other target fails the run.
+//
+// With Parent set, a node inside a subgraph addresses the graph around it:
+// the subgraph stops (its other tasks of the step are cancelled), and its
+// node in the parent graph finishes with this Command as its output — the
+// subgraph's earlier writes to shared keys plus Update, applied through the
+// parent's reducers, and Goto naming nodes of the parent, which the
+// subgraph node must declare with Destinations. This is how a sub-agent
+// hands the conversation to another (LangGraph's Command.PARENT). A graph
+// invoked from inside a node works the same when the node returns Invoke's
+// error as is.
 type Command struct {
 	Goto   []Target
 	Update Update
+	Parent bool
+}
+
+// ParentCommandError carries a Command with Parent set from a subgraph's
+// run to the node that runs the subgraph. Nodes return it as is; the engine
+// turns it into that node's output.
+type ParentCommandError struct {
+	Command   Command
+	Namespace string // the subgraph run's namespace
+}
+
+func (e *ParentCommandError) Error() string {
+	return fmt.Sprintf("graph: a node in subgraph %q sent a Command to its parent graph (goto %v); return this error as is from the node that runs the subgraph", e.Namespace, e.Command.Goto)
 }
 
 func (Command) output() {}

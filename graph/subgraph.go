@@ -30,6 +30,12 @@ func runSubgraph(ctx context.Context, g *Graph, ps State) (Output, error) {
 		}
 	}
 	if _, err := r.execute(Update{}); err != nil {
+		var pc *ParentCommandError
+		if errors.As(err, &pc) && pc.Namespace == r.ns {
+			// The parent takes what the subgraph wrote so far, then the
+			// command's update.
+			pc.Command.Update = append(collapse(r.log), pc.Command.Update...)
+		}
 		return nil, err
 	}
 	return collapse(r.log), nil

@@ -382,6 +382,9 @@ func (r *run) exec(t *task) {
 	t.ran = true
 	if err != nil {
 		t.nestedInterrupts(err)
+		if cmd, ok := t.fromChild(err); ok {
+			out, err = cmd, nil
+		}
 	}
 	if len(t.in.raisedList()) > 0 {
 		// Interrupted, whatever the node did with the error: its writes
@@ -392,21 +395,25 @@ func (r *run) exec(t *task) {
 		t.err = r.nodeErr(t, err)
 		return
 	}
+	if p, ok := out.(*Command); ok && p != nil {
+		out = *p
+	}
 	switch o := out.(type) {
-	case nil:
+	case nil, *Command:
 	case Update:
 		t.writes = o
 	case Command:
+		if o.Parent {
+			if r.parent == nil {
+				t.err = r.nodeErr(t, errors.New("it returned a Command for its parent graph, but its graph runs at the top level"))
+				return
+			}
+			t.err = &ParentCommandError{Command: o, Namespace: r.ns}
+			return
+		}
 		t.writes = o.Update
 		if len(o.Goto) > 0 {
 			t.routes, t.viaGoto = o.Goto, true
-		}
-	case *Command:
-		if o != nil {
-			t.writes = o.Update
-			if len(o.Goto) > 0 {
-				t.routes, t.viaGoto = o.Goto, true
-			}
 		}
 	}
 	if err := r.checkWrites(t); err != nil {
@@ -448,6 +455,18 @@ func (r *run) route(t *task) {
 	if err := t.route(view); err != nil {
 		t.err = r.nodeErr(t, err)
 	}
+}
+
+// fromChild turns a Command a subgraph run (or a graph the node invoked)
+// sent to its parent into this task's output.
+func (t *task) fromChild(err error) (Command, bool) {
+	var pc *ParentCommandError
+	if !errors.As(err, &pc) || pc.Namespace != t.childNamespace() {
+		return Command{}, false
+	}
+	cmd := pc.Command
+	cmd.Parent = false
+	return cmd, true
 }
 
 // call runs the node function once, turning a panic into an error.

@@ -1,0 +1,119 @@
+package graph_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/checkpoint/sqlite"
+	"github.com/trellis-agents/trellis/graph"
+)
+
+// handoffAgent is a subgraph that works, then hands over to the parent's
+// node "to" with an update.
+func handoffAgent(t *testing.T, c *counter, log *graph.Key[[]string], to string) *graph.Graph {
+	b := graph.New(log)
+	b.AddNode("work", func(context.Context, graph.State) (graph.Output, error) {
+		c.add("work")
+		return graph.Writes(graph.Append(log, "A:work")), nil
+	})
+	b.AddNode("handoff", func(context.Context, graph.State) (graph.Output, error) {
+		return graph.Command{Parent: true, Goto: []graph.Target{graph.To(to)}, Update: graph.Writes(graph.Append(log, "handoff"))}, nil
+	})
+	b.AddNode("never", logNode(log, "never"))
+	b.SetEntry("work")
+	b.AddEdge("work", "handoff")
+	b.AddEdge("handoff", "never")
+	b.AddEdge("never", graph.END)
+	return mustCompile(t, b)
+}
+
+// A node in a subgraph routes to a node of its parent and updates the
+// parent's state; the same through a graph invoked from a node.
+func TestCommandToParent(t *testing.T) {
+	for _, via := range []string{"subgraph", "invoke"} {
+		t.Run(via, func(t *testing.T) {
+			var c counter
+			log := graph.NewKey("log", graph.Concat[string]())
+			agentA := handoffAgent(t, &c, log, "agentB")
+			b := graph.New(log)
+			if via == "subgraph" {
+				b.AddSubgraph("agentA", agentA, graph.Destinations("agentB"))
+			} else {
+				b.AddNode("agentA", func(ctx context.Context, s graph.State) (graph.Output, error) {
+					_, err := agentA.Invoke(ctx, nil)
+					return nil, err // a parent command comes back as the error
+				}, graph.Destinations("agentB"))
+			}
+			b.AddNode("agentB", logNode(log, "B"))
+			b.SetEntry("agentA")
+			b.AddEdge("agentB", graph.END)
+			res, err := mustCompile(t, b).Invoke(context.Background(), nil, threadOpts(checkpoint.NewMemory(), "handoff")...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"A:work", "handoff", "B"}
+			if via == "invoke" {
+				want = []string{"handoff", "B"} // a plain node returns only the command's update
+			}
+			if d := cmp.Diff(want, log.Get(res.State)); d != "" {
+				t.Errorf("log (-want +got):\n%s", d)
+			}
+		})
+	}
+	// At the top level there is no parent.
+	var c counter
+	log := graph.NewKey("log", graph.Concat[string]())
+	if _, err := handoffAgent(t, &c, log, "x").Invoke(context.Background(), nil); err == nil {
+		t.Error("a parent command at the top level: no error")
+	}
+}
+
+// The subgraph node that finished by a parent command keeps its writes and
+// goto as pending writes: after its step fails and resumes (on SQLite), the
+// subgraph does not run again and the goto target runs.
+func TestCommandToParentSurvivesAFailedStep(t *testing.T) {
+	saver, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "p.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { saver.Close() })
+	var c counter
+	var failing atomic.Bool
+	failing.Store(true)
+	log := graph.NewKey("log", graph.Concat[string]())
+	b := graph.New(log)
+	b.AddSubgraph("agentA", handoffAgent(t, &c, log, "agentB"), graph.Destinations("agentB"))
+	b.AddNode("flaky", func(context.Context, graph.State) (graph.Output, error) {
+		if failing.Load() {
+			return nil, errors.New("flaky")
+		}
+		return graph.Writes(graph.Append(log, "flaky")), nil
+	})
+	b.AddNode("agentB", logNode(log, "B"))
+	b.AddEdge(graph.START, "agentA")
+	b.AddEdge(graph.START, "flaky")
+	b.AddEdge("flaky", graph.END)
+	b.AddEdge("agentB", graph.END)
+	g := mustCompile(t, b)
+	opts := threadOpts(saver, "handoff")
+	if _, err := g.Invoke(context.Background(), nil, opts...); err == nil {
+		t.Fatal("no error")
+	}
+	failing.Store(false)
+	res, err := g.Invoke(context.Background(), nil, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"A:work", "B", "flaky", "handoff"}, sortedLog(res.State, log)); d != "" {
+		t.Errorf("log (-want +got):\n%s", d)
+	}
+	if c.get("work") != 1 {
+		t.Errorf("the subgraph's work ran %d times, want once", c.get("work"))
+	}
+}

@@ -40,6 +40,7 @@ type nodeSpec struct {
 	retry          retryPolicies
 	timeout        time.Duration
 	sub            *Graph
+	stateful       bool
 	cache          *CachePolicy
 }
 
@@ -197,6 +198,18 @@ func (b *Builder) AddSubgraph(name string, g *Graph, opts ...NodeOption) {
 	n.run = func(ctx context.Context, s State, _ any) (Output, error) { return runSubgraph(ctx, g, s) }
 	b.add(n, opts)
 }
+
+// Stateful makes a subgraph node (AddSubgraph) keep its own state per
+// thread across invocations: each time the parent runs the node, the
+// subgraph starts from the state its previous invocation ended with (its
+// private keys remembered, the keys it shares with the parent taken from
+// the parent) and runs from START; an invocation that stopped at an
+// interrupt, or in a crash, is resumed where it stopped when the parent
+// resumes that same task. Its checkpoints live in one namespace, the node's
+// name. Without it (the default) every invocation starts fresh in a
+// namespace of its own. A Stateful subgraph node must not run twice in one
+// step.
+func Stateful() NodeOption { return nodeOptionFunc(func(n *nodeSpec) { n.stateful = true }) }
 
 // AddEdge adds a static edge: when from finishes, to runs in the next step.
 // If several nodes with edges to the same node finish in one step, it runs

@@ -53,7 +53,7 @@ func (r *run) save(source checkpoint.Source) error {
 		}
 		cp.Blobs = append(cp.Blobs, b)
 	}
-	if r.shared != nil && len(r.log) > r.logAt {
+	if r.shared != nil && (len(r.log) > r.logAt || r.x != nil && r.x.logRestart) {
 		b, err := r.logBlob()
 		if err != nil {
 			return fmt.Errorf("graph: checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)
@@ -292,7 +292,7 @@ func (r *run) restoreFrom(tup *checkpoint.Tuple, withWrites bool) (bool, error) 
 		if !ok {
 			return fail(fmt.Errorf("next task %q: not a task ID", ct.ID))
 		}
-		t := &task{r: r, node: r.g.nodes[i], idx: int32(len(r.next)), step: r.step + 1, hash: h, hashed: true}
+		t := &task{r: r, node: r.g.nodes[i], idx: int32(len(r.next)), step: r.step + 1, hash: h, hashed: true, restored: true}
 		if seq, isSend := strings.CutPrefix(ct.Path, "send:"); isSend {
 			n, err := strconv.Atoi(seq)
 			if err != nil || !t.node.takesPayload {
@@ -349,6 +349,12 @@ type wireLogEntry struct {
 // logBlob encodes the shared writes since the last save as the next link of
 // the log's chain.
 func (r *run) logBlob() (checkpoint.Blob, error) {
+	restart := r.x != nil && r.x.logRestart
+	if restart {
+		// A Stateful subgraph's new invocation: its log starts over, so
+		// a resume never hands the parent an earlier invocation's writes.
+		r.x.logRestart, r.logAt = false, 0
+	}
 	entries := make([]wireLogEntry, 0, len(r.log)-r.logAt)
 	for _, w := range r.log[r.logAt:] {
 		b, err := w.key.encodeWrite(w)
@@ -362,7 +368,7 @@ func (r *run) logBlob() (checkpoint.Blob, error) {
 		return checkpoint.Blob{}, err
 	}
 	b := checkpoint.Blob{Key: logKey, Version: r.logVer + 1, Kind: checkpoint.Delta, Base: r.logVer, Data: data}
-	if r.logVer == 0 {
+	if r.logVer == 0 || restart {
 		b.Kind, b.Base = checkpoint.Full, 0
 	}
 	r.logVer, r.logAt = b.Version, len(r.log)

@@ -150,12 +150,17 @@ type runExtra struct {
 	orphans map[string][]checkpoint.PendingWrite // pending writes of the tasks it adds
 	// the run context (see WithRunContext): its JSON, saved version, and
 	// whether it changed since the last checkpoint
-	ctxJSON   json.RawMessage
-	ctxVer    uint64
-	ctxDirty  bool
-	heldMu    sync.Mutex // parallel tasks hold writes at once
-	held      []heldWrites
-	finishing bool
+	ctxJSON  json.RawMessage
+	ctxVer   uint64
+	ctxDirty bool
+	// a Stateful subgraph's invocation: the parent's values of shared
+	// keys, applied on top of the remembered state, and whether the log of
+	// writes to shared keys starts over at the next checkpoint
+	invocation Update
+	logRestart bool
+	heldMu     sync.Mutex // parallel tasks hold writes at once
+	held       []heldWrites
+	finishing  bool
 }
 
 // heldWrites are pending writes DurabilityExit holds until the run ends.
@@ -316,6 +321,16 @@ func (r *run) loop(input Update) error {
 	}
 	if r.parent != nil && resumed {
 		input = nil // a nested run found in its namespace goes on where it stopped
+		if r.parent.node.stateful && r.x != nil && r.x.invocation != nil && !(r.parent.restored && len(r.next) > 0) {
+			// A Stateful subgraph's new invocation: what was pending in
+			// its namespace belongs to an invocation that was given up.
+			r.next, r.deferred = nil, r.deferred[:0]
+			for _, seen := range r.seen {
+				clear(seen)
+			}
+			r.x.logRestart = true
+			input = r.x.invocation
+		}
 	}
 	if resumed && input == nil && r.parent == nil && r.cpID != r.headID && len(r.next) > 0 {
 		if err := r.fork(); err != nil {
@@ -339,6 +354,9 @@ func (r *run) loop(input Update) error {
 		r.source = checkpoint.SourceInput
 		if err := r.applyInput(input); err != nil {
 			return err
+		}
+		if r.x != nil && r.x.logRestart {
+			r.log = r.log[:0] // the parent's values are not the subgraph's writes
 		}
 	}
 	for len(r.next) > 0 {

@@ -17,6 +17,8 @@ func runSubgraph(ctx context.Context, g *Graph, ps State) (Output, error) {
 		return nil, err
 	}
 	r.shared = map[int]bool{}
+	stateful := taskFrom(ctx).node.stateful
+	var invocation Update
 	for i, k := range g.sch.keys {
 		if j, ok := ps.sch.index[k.keyID()]; ok {
 			p := ps.vals[j]
@@ -27,7 +29,14 @@ func runSubgraph(ctx context.Context, g *Graph, ps State) (Output, error) {
 				// the values it started from in full.
 				r.stepLog[i] = append(r.stepLog[i], Write{key: k, op: opOverwrite, val: p.v})
 			}
+			if p.set && stateful {
+				invocation = append(invocation, Write{key: k, op: opOverwrite, val: p.v})
+			}
 		}
+	}
+	if stateful {
+		// Applied on top of the state a previous invocation left, if any.
+		r.extra().invocation = append(Update{}, invocation...)
 	}
 	if _, err := r.execute(Update{}); err != nil {
 		var pc *ParentCommandError

@@ -42,6 +42,7 @@ type task struct {
 	inline   bool // runs on the loop's goroutine
 	skipped  bool // a parallel task that never ran: its step failed first
 	viaGoto  bool
+	restored bool // scheduled by the checkpoint the run started from, not by this run
 }
 
 // taskInterrupts is a task's interrupt bookkeeping, kept apart so that the
@@ -143,6 +144,9 @@ func (t *task) sum() fnv128 {
 
 func (t *task) childNamespace() string {
 	own := t.node.name + ":" + t.ID()
+	if t.node.stateful {
+		own = t.node.name // one namespace across invocations (Stateful)
+	}
 	if t.r.ns == "" {
 		return own
 	}

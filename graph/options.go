@@ -58,6 +58,7 @@ type rareConfig struct {
 	runCtx         any
 	runCtxSet      bool
 	cache          cache.Cache
+	namespace      string
 }
 
 var noRare rareConfig // read-only: what get returns when no rare option was set

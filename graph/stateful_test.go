@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -149,5 +150,69 @@ func TestStatefulSubgraphSurvivesAFailedStep(t *testing.T) {
 	}
 	if c.get("remember") != 2 {
 		t.Errorf("remember ran %d times, want 2", c.get("remember"))
+	}
+}
+
+// The state and history of a subgraph invocation are readable by namespace
+// while the parent waits and after it finished, two levels deep.
+func TestStateByNamespace(t *testing.T) {
+	var c counter
+	log := graph.NewKey("log", graph.Concat[string]())
+	inner := memoryAgent(t, &c, log, true, nil)
+	mid := agentParent(t, inner, log) // node "agent" runs inner
+	top := agentParent(t, mid, log)   // node "agent" runs mid
+	saver := checkpoint.NewMemory()
+	run := threadOpts(saver, "ns")
+	res, err := top.Invoke(context.Background(), graph.Writes(topic2.Set("owls")), run...)
+	if !errors.Is(err, graph.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	ns := res.Interrupts[0].Namespace // agent:…|agent:…
+	read := func() *graph.Snapshot {
+		t.Helper()
+		s, err := top.GetState(context.Background(), append(run, graph.WithNamespace(ns))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if s := read(); !cmp.Equal(subSeen.Get(s.Values), []string{"owls"}) || len(s.Interrupts) != 1 {
+		t.Errorf("while waiting: seen %v interrupts %v", subSeen.Get(s.Values), s.Interrupts)
+	}
+	if _, err := top.Invoke(context.Background(), nil, append(run, graph.WithResume("ok"))...); err != nil {
+		t.Fatal(err)
+	}
+	s := read()
+	if !cmp.Equal(subSeen.Get(s.Values), []string{"owls"}) || len(s.Next) != 0 || !cmp.Equal(log.Get(s.Values), []string{"owls: seen [owls]"}) {
+		t.Errorf("after the parent finished: seen %v next %v log %v", subSeen.Get(s.Values), s.Next, log.Get(s.Values))
+	}
+	n := 0
+	for h, err := range top.History(context.Background(), checkpoint.ListOptions{}, append(run, graph.WithNamespace(ns))...) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		_ = h
+	}
+	if n < 3 {
+		t.Errorf("the inner namespace has %d checkpoints in its history, want at least 3", n)
+	}
+	// The namespace is found from the parent's history too.
+	var found string
+	for h, err := range top.History(context.Background(), checkpoint.ListOptions{}, run...) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ts := range h.Tasks {
+			if ts.Namespace != "" {
+				found = ts.Namespace
+			}
+		}
+	}
+	if found == "" || !strings.HasPrefix(ns, found+"|") {
+		t.Errorf("task namespace %q from history, want the prefix of %q", found, ns)
+	}
+	if _, err := top.GetState(context.Background(), append(run, graph.WithNamespace("agnet:x"))...); err == nil || !strings.Contains(err.Error(), "agent") {
+		t.Errorf("unknown namespace: err = %v", err)
 	}
 }

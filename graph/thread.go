@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"iter"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
@@ -42,6 +43,9 @@ type TaskState struct {
 	ID       string
 	Node     string
 	Finished bool // its writes are saved; it will not run again
+	// Namespace is where a subgraph node's run checkpoints (read it with
+	// WithNamespace); "" for other nodes.
+	Namespace string
 	// Writes is what a finished task wrote; it is applied when the step
 	// commits.
 	Writes Update
@@ -241,6 +245,7 @@ func (r *run) updateAs(node string, update Update) error {
 }
 
 // stateRun prepares a run that reads or edits a thread without executing.
+// With WithNamespace it is a run of the subgraph that namespace belongs to.
 func (g *Graph) stateRun(ctx context.Context, opts []RunOption) (*run, error) {
 	r, err := g.newRun(ctx, nil, opts, false)
 	if err != nil {
@@ -250,7 +255,48 @@ func (g *Graph) stateRun(ctx context.Context, opts []RunOption) (*run, error) {
 		r.cancel(nil)
 		return nil, errors.New("graph: reading or updating a thread needs WithCheckpointer and WithThread")
 	}
+	ns := r.cfg.get().namespace
+	if ns == "" || r.parent != nil {
+		return r, nil
+	}
+	r.cancel(nil)
+	sub, err := g.subgraphAt(ns)
+	if err != nil {
+		return nil, err
+	}
+	if r, err = sub.newRun(ctx, nil, opts, false); err != nil {
+		return nil, err
+	}
+	r.ns = ns
 	return r, nil
+}
+
+// subgraphAt finds the subgraph whose runs checkpoint in namespace ns
+// ("node:taskID|node:taskID", or a Stateful node's bare name).
+func (g *Graph) subgraphAt(ns string) (*Graph, error) {
+	cur := g
+	for _, seg := range strings.Split(ns, "|") {
+		name, _, _ := strings.Cut(seg, ":")
+		i, ok := cur.byName[name]
+		if !ok {
+			return nil, fmt.Errorf("graph: namespace %q: no node %q%s", ns, name, suggest(name, cur.byName))
+		}
+		if cur.nodes[i].sub == nil {
+			return nil, fmt.Errorf("graph: namespace %q: node %q is not a subgraph node (AddSubgraph); for a graph a node invokes, call GetState on that graph with WithNamespace", ns, name)
+		}
+		cur = cur.nodes[i].sub
+	}
+	return cur, nil
+}
+
+// WithNamespace makes GetState, History and UpdateState read or edit the
+// checkpoints of one subgraph invocation instead of the root graph's: ns is
+// a namespace as events (Event.Namespace), interrupts and Snapshot tasks
+// (TaskState.Namespace) show it, such as "writer:9f…" or
+// "writer:9f…|review:41…". The states of subgraphs added with AddSubgraph
+// are read with their own schema, also after the parent has finished.
+func WithNamespace(ns string) RunOption {
+	return runOptionFunc(func(c *runConfig) { c.rare().namespace = ns })
 }
 
 // snapshot describes a checkpoint.
@@ -279,6 +325,9 @@ func (r *run) snapshot(ctx context.Context, tup *checkpoint.Tuple) (*Snapshot, e
 			s.Next = append(s.Next, t.node.name)
 		}
 		ts := TaskState{ID: t.ID(), Node: t.node.name, Finished: t.done}
+		if t.node.sub != nil {
+			ts.Namespace = t.childNamespace()
+		}
 		if t.done {
 			ts.Writes = t.writes
 		} else if t.in != nil {

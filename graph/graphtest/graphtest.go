@@ -1,7 +1,10 @@
 // Package graphtest runs the graph engine's durable-thread cases against a
 // checkpoint.Saver, in every durability mode: interrupts and resume, partial
 // answers, subgraphs that resume inside, failures that keep finished
-// siblings, breakpoints, delta chains, history, replay and fork. Every saver
+// siblings, breakpoints (also inside subgraphs), delta chains, history,
+// replay and fork (a replay that stops is a branch), updates that keep
+// pending interrupts, commands as run input, stateful subgraphs and the
+// run context. Every saver
 // backend runs it from its own tests, the way LangGraph runs its suite over
 // all checkpointers; checkpointtest checks the savers' own contract.
 package graphtest
@@ -36,6 +39,11 @@ func Run(t *testing.T, newSaver func(t *testing.T) checkpoint.Saver) {
 		{"Breakpoints", testBreakpoints},
 		{"ChatThreadDeltas", testChatThreadDeltas},
 		{"HistoryReplayFork", testHistoryReplayFork},
+		{"SubgraphBreakpoint", testSubgraphBreakpoint},
+		{"ReplayBranch", testReplayBranch},
+		{"UpdateKeepsInterrupt", testUpdateKeepsInterrupt},
+		{"CommandInput", testCommandInput},
+		{"StatefulAndContext", testStatefulAndContext},
 	}
 	for _, mode := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit} {
 		t.Run(mode.String(), func(t *testing.T) {

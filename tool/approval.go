@@ -3,8 +3,10 @@ package tool
 import (
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
 )
 
 // Rule says whether one tool's calls need a person's approval. Make one
@@ -126,6 +128,14 @@ type Decision struct {
 	// Message, for ActionReject, tells the model why.
 	Message string `json:"message,omitempty"`
 }
+
+// decisionSchema is the JSON Schema of a Decision, which approval
+// interrupts carry (graph.InterruptInfo.Schema). A test checks it is not
+// nil.
+var decisionSchema = sync.OnceValue(func() json.RawMessage {
+	s, _ := llm.SchemaFor[Decision]()
+	return s
+})
 
 // Approve returns a decision to run the call as the model wrote it.
 func Approve() Decision { return Decision{Action: ActionApprove} }

@@ -383,7 +383,7 @@ func (n *Node) approve(ctx context.Context, e *entry, call llm.ToolCall, args js
 		Summary:   n.summary(e, args),
 	}
 	for {
-		d, err := graph.Interrupt[Decision](ctx, req)
+		d, err := graph.Interrupt[Decision](ctx, req, graph.ExpectAnswer(decisionSchema()))
 		if err != nil {
 			return Decision{}, nil, err
 		}

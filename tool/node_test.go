@@ -127,6 +127,9 @@ func TestApprovalDecisions(t *testing.T) {
 			if !isInterrupted(err) || len(res.Interrupts) != 1 {
 				t.Fatalf("err = %v, interrupts %+v; want one interrupt", err, res.Interrupts)
 			}
+			if sch := string(res.Interrupts[0].Schema); !strings.Contains(sch, `"action"`) || !strings.Contains(sch, `"arguments"`) {
+				t.Errorf("the approval's answer schema %s does not describe a Decision", sch)
+			}
 			req, ok := tool.ApprovalFrom(res.Interrupts[0])
 			want := tool.ApprovalRequest{Kind: tool.ApprovalKind, CallID: "c2", Tool: "send", Arguments: json.RawMessage(`{"text":"b"}`), Summary: "Send b"}
 			if !ok || !cmp.Equal(want, req) {

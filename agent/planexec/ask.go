@@ -319,12 +319,72 @@ func (f Field) check(v any) (any, string) {
 	return s, ""
 }
 
+// AnswerSchema is the JSON Schema of the AskAnswer that fits a: the text
+// of a text question, one of the options of a select question, or the
+// form's values with their types, bounds and required fields. Its
+// interrupt carries it (graph.InterruptInfo.Schema) for clients to show
+// and check.
+func (a Ask) AnswerSchema() json.RawMessage {
+	obj := func(props map[string]any, required ...string) map[string]any {
+		m := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+		if len(required) > 0 {
+			m["required"] = required
+		}
+		return m
+	}
+	var schema map[string]any
+	switch a.Mode {
+	case AskSelect:
+		schema = obj(map[string]any{"choice": map[string]any{"type": "string", "enum": a.Options}}, "choice")
+	case AskForm:
+		props := map[string]any{}
+		var required []string
+		for _, f := range a.Fields {
+			p := map[string]any{"title": f.Label}
+			switch f.Type {
+			case FieldNumber:
+				p["type"] = "number"
+				if f.Min != nil {
+					p["minimum"] = *f.Min
+				}
+				if f.Max != nil {
+					p["maximum"] = *f.Max
+				}
+			case FieldBoolean:
+				p["type"] = "boolean"
+			case FieldSelect:
+				p["type"], p["enum"] = "string", f.Options
+			default:
+				p["type"] = "string"
+				if f.Min != nil {
+					p["minLength"] = int(*f.Min)
+				}
+				if f.Max != nil {
+					p["maxLength"] = int(*f.Max)
+				}
+			}
+			props[f.Key] = p
+			if f.Required {
+				required = append(required, f.Key)
+			}
+		}
+		schema = obj(map[string]any{"values": obj(props, required...)}, "values")
+	default:
+		schema = obj(map[string]any{"text": map[string]any{"type": "string", "minLength": 1}}, "text")
+	}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return nil // maps of strings and numbers always encode
+	}
+	return b
+}
+
 // askPerson puts a to a person through graph interrupts until the answer
 // fits, asking again (a new interrupt, with the problems) when it does
 // not. It returns the answer's text for the model.
 func askPerson(ctx context.Context, a Ask) (string, error) {
 	for {
-		ans, err := graph.Interrupt[AskAnswer](ctx, a)
+		ans, err := graph.Interrupt[AskAnswer](ctx, a, graph.ExpectAnswer(a.AnswerSchema()))
 		if err != nil {
 			return "", err
 		}

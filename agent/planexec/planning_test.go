@@ -45,6 +45,10 @@ func TestAskSelect(t *testing.T) {
 	if in.Node != planexec.AskNode || in.Namespace != "" {
 		t.Errorf("interrupt from node %q namespace %q", in.Node, in.Namespace)
 	}
+	// The interrupt says what answer fits: one of the options.
+	if want := `{"additionalProperties":false,"properties":{"choice":{"enum":["Oslo","Rome"],"type":"string"}},"required":["choice"],"type":"object"}`; string(in.Schema) != want {
+		t.Errorf("answer schema %s, want %s", in.Schema, want)
+	}
 	res, err = g.Invoke(context.Background(), nil, append(opts, graph.WithResume(planexec.ChoiceAnswer("rome")))...)
 	if err != nil {
 		t.Fatal(err)
@@ -164,6 +168,9 @@ func TestPlanReview(t *testing.T) {
 		r, ok := planexec.ReviewFrom(in)
 		if !ok || len(r.Plan.Steps) != 1 || r.Plan.Steps[0].ID != "a" {
 			t.Fatalf("review = %+v, %v", r, ok)
+		}
+		if sch := string(in.Schema); !strings.Contains(sch, `"action"`) || !strings.Contains(sch, `"feedback"`) {
+			t.Errorf("the review's answer schema %s does not describe a ReviewDecision", sch)
 		}
 		if len(requestsFrom(m, inStep("a"))) != 0 {
 			t.Fatal("a step ran before the plan was confirmed")

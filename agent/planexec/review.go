@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
@@ -60,6 +61,15 @@ func RejectPlan(feedback string) ReviewDecision {
 	return ReviewDecision{Action: ReviewReject, Feedback: feedback}
 }
 
+// reviewSchema is the JSON Schema of a ReviewDecision, which plan reviews
+// carry in their interrupt (graph.InterruptInfo.Schema).
+// (A test checks it is not nil: SchemaFor fails only for types it cannot
+// describe, which would be a bug in this package.)
+var reviewSchema = sync.OnceValue(func() json.RawMessage {
+	s, _ := llm.SchemaFor[ReviewDecision]()
+	return s
+})
+
 // ReviewFrom decodes the plan review an interrupt carries. It reports
 // false for interrupts that are not plan reviews.
 func ReviewFrom(in graph.InterruptInfo) (PlanReview, bool) {
@@ -81,7 +91,7 @@ func (a *agent) reviewNode(ctx context.Context, s graph.State) (graph.Output, er
 	}
 	r := PlanReview{Kind: ReviewKind, Plan: CurrentPlan.Get(s)}
 	for {
-		d, err := graph.Interrupt[ReviewDecision](ctx, r)
+		d, err := graph.Interrupt[ReviewDecision](ctx, r, graph.ExpectAnswer(reviewSchema()))
 		if err != nil {
 			emitWaiting(ctx, "", err)
 			return nil, err

@@ -81,3 +81,21 @@ func TestPagesQuoteTheirExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestProvidersPageShowsItsProgram checks that the providers page shows
+// localmodel/main.go exactly. The program imports provider, so the guide's
+// tests do not build it (the vendor SDKs take long to compile); `go vet
+// ./...` does.
+func TestProvidersPageShowsItsProgram(t *testing.T) {
+	page, err := os.ReadFile("08-providers.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := os.ReadFile(filepath.Join("localmodel", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "```go\n"+string(prog)+"```\n") {
+		t.Fatal("08-providers.md does not show localmodel/main.go as it is: copy the file into the page's go block")
+	}
+}

@@ -39,6 +39,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envChild) != "" {
 		os.Exit(child())
 	}
+	if os.Getenv(envFeature) != "" {
+		os.Exit(featureChild())
+	}
 	os.Exit(m.Run())
 }
 

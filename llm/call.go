@@ -26,6 +26,8 @@ func NewMessagesKey(name string) *graph.Key[[]Message] {
 //     streamed and its tokens go to the graph's stream as they arrive,
 //     tagged with the node, namespace and the reply's message ID, reasoning
 //     and answer text marked apart; otherwise Generate is used;
+//   - the reply is bounded by the model's Limits (LimitsOf): a longer one
+//     fails with a *LimitError instead of growing without end;
 //   - the reply's usage is recorded on the running task (graph.RecordUsage).
 //
 // Outside a graph node Call simply repairs and generates. Errors name the
@@ -43,12 +45,20 @@ func Call(ctx context.Context, m Model, req *Request) (*Response, error) {
 		resp, err = streamTo(ctx, m, req, w)
 	} else {
 		resp, err = m.Generate(ctx, req)
+		if err == nil && resp == nil {
+			err = errors.New("Generate returned neither a reply nor an error")
+		}
+		if err == nil {
+			err = LimitsOf(m).CheckResponse(resp, m.Name())
+		}
 		if err == nil && resp.Message.ID == "" {
 			resp.Message.ID = NewID()
 		}
 	}
 	if err != nil {
-		if _, ok := errors.AsType[*APIError](err); !ok {
+		_, api := errors.AsType[*APIError](err)
+		_, limit := errors.AsType[*LimitError](err)
+		if !api && !limit {
 			err = fmt.Errorf("llm: model %s: %w", m.Name(), err)
 		}
 		return nil, err
@@ -61,12 +71,14 @@ func Call(ctx context.Context, m Model, req *Request) (*Response, error) {
 }
 
 func streamTo(ctx context.Context, m Model, req *Request, w graph.MessageWriter) (*Response, error) {
-	a := Assembler{ID: NewID()}
+	a := Assembler{ID: NewID(), Limits: LimitsOf(m), Model: m.Name()}
 	for c, err := range m.Stream(ctx, req) {
 		if err != nil {
 			return nil, err
 		}
-		a.Add(c)
+		if err := a.Add(c); err != nil {
+			return nil, err // breaking off the stream stops the request
+		}
 		if c.Reasoning != "" {
 			w.Write(graph.MessageChunk{MessageID: a.ID, Part: graph.PartReasoning, Text: c.Reasoning})
 		}

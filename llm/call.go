@@ -20,8 +20,13 @@ func NewMessagesKey(name string) *graph.Key[[]Message] {
 // Call asks m for a reply the way a graph node should:
 //
 //   - the history is repaired first (see RepairHistory), so a call that
-//     was interrupted or cancelled never makes the provider reject the
-//     request;
+//     was interrupted or cancelled, or a malformed call a model made,
+//     never makes the provider reject the request;
+//   - a tool call of the reply whose ID is missing, malformed or already
+//     used in the history gets a fresh ID (NewCallID), so every call can
+//     be routed and recorded apart; its name and arguments are left as
+//     the model wrote them, for the tool node to answer with an error the
+//     model can correct;
 //   - when the run streams messages (graph.EventMessages), the reply is
 //     streamed and its tokens go to the graph's stream as they arrive,
 //     tagged with the node, namespace and the reply's message ID, reasoning
@@ -33,6 +38,7 @@ func NewMessagesKey(name string) *graph.Key[[]Message] {
 // Outside a graph node Call simply repairs and generates. Errors name the
 // model; APIErrors from providers already do.
 func Call(ctx context.Context, m Model, req *Request) (*Response, error) {
+	history := req.Messages
 	if fixed, changed := repair(req.Messages); changed {
 		req = req.Clone()
 		req.Messages = fixed
@@ -63,6 +69,7 @@ func Call(ctx context.Context, m Model, req *Request) (*Response, error) {
 		}
 		return nil, err
 	}
+	fixReplyIDs(&resp.Message, history)
 	if resp.Usage.Requests == 0 {
 		resp.Usage.Requests = 1
 	}

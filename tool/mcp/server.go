@@ -90,7 +90,43 @@ func (s Stdio) dial(context.Context) (*dialed, error) {
 	}
 	// A grandchild holding stderr open must not keep Wait (and Close) stuck.
 	cmd.WaitDelay = 2 * time.Second
-	return &dialed{transport: &sdk.CommandTransport{Command: cmd}, cmd: cmd, stderr: tail}, nil
+	return &dialed{transport: &killable{inner: &sdk.CommandTransport{Command: cmd}}, cmd: cmd, stderr: tail}, nil
+}
+
+// killable is a command transport whose process can be killed while the
+// handshake is still under way.
+type killable struct {
+	inner  *sdk.CommandTransport
+	mu     sync.Mutex
+	proc   *os.Process
+	killed bool
+}
+
+// Connect starts the process.
+func (k *killable) Connect(ctx context.Context) (sdk.Connection, error) {
+	conn, err := k.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	k.proc = k.inner.Command.Process
+	killed := k.killed
+	k.mu.Unlock()
+	if killed {
+		_ = k.proc.Kill()
+	}
+	return conn, nil
+}
+
+// kill kills the process, now or as soon as it starts.
+func (k *killable) kill() {
+	k.mu.Lock()
+	k.killed = true
+	p := k.proc
+	k.mu.Unlock()
+	if p != nil {
+		_ = p.Kill()
+	}
 }
 
 // HTTP connects to a streamable HTTP endpoint (MCP spec 2025-03-26 and
@@ -135,6 +171,7 @@ func (h HTTP) dial(context.Context) (*dialed, error) {
 			// Tools need no server-initiated stream; without it nothing
 			// runs in the background between calls.
 			DisableStandaloneSSE: true,
+			MaxEventSize:         MaxMessageBytes,
 		},
 		gone: gone,
 	}, nil
@@ -203,8 +240,16 @@ func (t *sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 	}
 	resp, err := t.base.RoundTrip(req)
-	if err != nil || req.Header.Get(sessionHeader) == "" || req.Method == http.MethodDelete {
+	if err != nil {
 		return resp, err
+	}
+	if resp.Body != nil && !strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
+		// The SDK reads JSON and error bodies whole; events it bounds
+		// itself (MaxEventSize).
+		resp.Body = &limitedBody{rc: resp.Body, left: MaxMessageBytes}
+	}
+	if req.Header.Get(sessionHeader) == "" || req.Method == http.MethodDelete {
+		return resp, nil
 	}
 	switch resp.StatusCode {
 	case http.StatusNotFound:
@@ -225,6 +270,31 @@ func (t *sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	return resp, nil
 }
+
+// limitedBody fails a read once more than MaxMessageBytes were read.
+type limitedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errTooLong
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, errTooLong
+	}
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
+
+var errTooLong = fmt.Errorf("the server's message exceeds %d bytes (mcp.MaxMessageBytes), so it was not read", MaxMessageBytes)
 
 const stderrTail = 2 << 10
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -251,7 +252,7 @@ func jsonKind(first byte) string {
 
 // result turns a call result into the text the model reads.
 func (t *remoteTool) result(res *sdk.CallToolResult) (string, error) {
-	text := render(res)
+	text := cut(render(res), t.client.cfg.maxResult)
 	if res.IsError {
 		if text == "" {
 			text = "the tool reported an error without a message"
@@ -303,6 +304,20 @@ func render(res *sdk.CallToolResult) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// cut keeps the first max bytes of text (whole characters) and says how
+// much was left out.
+func cut(text string, max int) string {
+	if len(text) <= max {
+		return text
+	}
+	end := max
+	for end > 0 && !utf8.RuneStart(text[end]) {
+		end--
+	}
+	return fmt.Sprintf("%s\n[... result cut: the first %d of %d bytes are shown; the MCP client keeps at most %d (WithMaxResultBytes) ...]",
+		text[:end], end, len(text), max)
 }
 
 func orUnknown(mime string) string {

@@ -1,13 +1,18 @@
 package mcp
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"unicode/utf8"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestLongResultsAreCutAndSaySo(t *testing.T) {
@@ -71,3 +76,21 @@ func TestHTTPResponseBodiesAreBounded(t *testing.T) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestListingOfEndlessToolsStops(t *testing.T) {
+	srv := sdk.NewServer(&sdk.Implementation{Name: "many", Version: "1"}, &sdk.ServerOptions{PageSize: 1000})
+	for i := range maxTools + 1 {
+		srv.AddTool(&sdk.Tool{Name: fmt.Sprintf("t%d", i), InputSchema: json.RawMessage(objectSchema)},
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return &sdk.CallToolResult{}, nil })
+	}
+	m := &inMemory{srv: srv}
+	c, err := Connect(t.Context(), m.transport())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Tools(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "lists over 10000 tools") {
+		t.Errorf("err = %v", err)
+	}
+}

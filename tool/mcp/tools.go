@@ -18,8 +18,12 @@ import (
 	"github.com/trellis-agents/trellis/tool"
 )
 
-// maxPages stops a server whose cursors never end.
-const maxPages = 1000
+// maxPages stops a server whose cursors never end, and maxTools one that
+// lists more tools than any model could be offered.
+const (
+	maxPages = 1000
+	maxTools = 10000
+)
 
 // Tools lists the server's tools, following cursors through every page,
 // within WithListTimeout. Each tool.Info carries the server's description
@@ -71,6 +75,9 @@ func (c *Client) listAll(ctx context.Context, cn *conn) ([]*sdk.Tool, error) {
 			return nil, err
 		}
 		all = append(all, res.Tools...)
+		if len(all) > maxTools {
+			return nil, fmt.Errorf("the server lists over %d tools (page %d); no model can be offered that many, so the listing was stopped", maxTools, page)
+		}
 		if res.NextCursor == "" {
 			return all, nil
 		}

@@ -81,7 +81,9 @@ func TestListingOfEndlessToolsStops(t *testing.T) {
 	srv := sdk.NewServer(&sdk.Implementation{Name: "many", Version: "1"}, &sdk.ServerOptions{PageSize: 1000})
 	for i := range maxTools + 1 {
 		srv.AddTool(&sdk.Tool{Name: fmt.Sprintf("t%d", i), InputSchema: json.RawMessage(objectSchema)},
-			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) { return &sdk.CallToolResult{}, nil })
+			func(context.Context, *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+				return &sdk.CallToolResult{}, nil
+			})
 	}
 	m := &inMemory{srv: srv}
 	c, err := Connect(t.Context(), m.transport())

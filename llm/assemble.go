@@ -75,16 +75,16 @@ func (a *Assembler) Add(c Chunk) error {
 		a.err = err
 		return err
 	}
-	if max := a.Limits.WithDefaults().ToolCalls; int64(len(a.calls)+len(c.ToolCalls)) > max {
+	if limit := a.Limits.WithDefaults().ToolCalls; int64(len(a.calls)+len(c.ToolCalls)) > limit {
 		// Counted apart from the meter: calls without IDs that reuse an
 		// index can still start new calls here.
 		before := len(a.calls)
 		for i := range c.ToolCalls {
 			a.slotFor(&c.ToolCalls[i])
 		}
-		if int64(len(a.calls)) > max {
+		if int64(len(a.calls)) > limit {
 			a.calls = a.calls[:before]
-			a.err = &LimitError{Limit: "ToolCalls", Max: max, Model: a.Model}
+			a.err = &LimitError{Limit: "ToolCalls", Max: limit, Model: a.Model}
 			return a.err
 		}
 		a.calls = a.calls[:before]

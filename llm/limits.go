@@ -28,8 +28,8 @@ type Limits struct {
 	// ReasoningBytes bounds the reasoning text and its signature
 	// together (default DefaultReasoningBytes).
 	ReasoningBytes int64
-	// ToolArgumentBytes bounds the arguments of all the reply's tool
-	// calls together (default DefaultToolArgumentBytes).
+	// ToolArgumentBytes bounds the arguments (and names) of all the
+	// reply's tool calls together (default DefaultToolArgumentBytes).
 	ToolArgumentBytes int64
 	// ToolCalls bounds the number of tool calls (default
 	// DefaultToolCalls).

@@ -179,8 +179,8 @@ func (r *fileReader) read(ctx context.Context, a fileArgs) (string, error) {
 // named pipe or a device (which could block forever or never end) is
 // refused without being opened, and opens without blocking in case the
 // path was swapped meanwhile, checking again what it opened.
-func (r *fileReader) readLocal(ctx context.Context, p string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.cfg.Timeout)
+func (r *fileReader) readLocal(parent context.Context, p string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(parent, r.cfg.Timeout)
 	defer cancel()
 	st, err := os.Stat(p)
 	if err != nil {
@@ -209,10 +209,10 @@ func (r *fileReader) readLocal(ctx context.Context, p string) ([]byte, error) {
 	}
 	data, err := r.limited(ctxReader{ctx: ctx, r: f})
 	if err != nil && ctx.Err() != nil {
-		if errors.Is(context.Cause(ctx), context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, fmt.Errorf("reading it took longer than %v", r.cfg.Timeout)
+		if parent.Err() != nil {
+			return nil, context.Cause(parent)
 		}
-		return nil, context.Cause(ctx)
+		return nil, fmt.Errorf("reading it took longer than %v", r.cfg.Timeout)
 	}
 	return data, err
 }

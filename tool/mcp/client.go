@@ -339,12 +339,14 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	defer cancel()
 	stop := context.AfterFunc(c.closeCtx, cancel)
 	defer stop()
-	// A handshake that gives up must not then wait for a process that
-	// ignores its stdin closing (the SDK waits 5 s before signalling it):
-	// when the attempt's time is up, the process is killed at once.
+	// A handshake that gives up must not then wait on the server: the SDK
+	// closes the half-open session by waiting up to 5 s for a stdio
+	// process to exit and for its cancellation notice to be delivered.
+	// When the attempt's time is up, the connection is aborted at once (a
+	// stdio process killed, HTTP requests cancelled).
 	var stopKill func() bool
-	if k, ok := d.transport.(*killable); ok {
-		stopKill = context.AfterFunc(dctx, k.kill)
+	if d.abort != nil {
+		stopKill = context.AfterFunc(dctx, d.abort)
 	}
 	session, err := c.sdk.Connect(dctx, d.transport, nil)
 	if stopKill != nil && !stopKill() && err == nil {

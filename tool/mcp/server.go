@@ -37,6 +37,7 @@ type dialed struct {
 	cmd       *exec.Cmd    // stdio: the server process
 	stderr    *tailWriter  // stdio: the end of the server's stderr
 	gone      *atomic.Bool // HTTP: set when the server says the session is unknown
+	abort     func()       // ends the connection at once (a handshake gave up)
 }
 
 // Stdio runs a command and speaks MCP over its stdin and stdout (one JSON
@@ -90,7 +91,8 @@ func (s Stdio) dial(context.Context) (*dialed, error) {
 	}
 	// A grandchild holding stderr open must not keep Wait (and Close) stuck.
 	cmd.WaitDelay = 2 * time.Second
-	return &dialed{transport: &killable{inner: &sdk.CommandTransport{Command: cmd}}, cmd: cmd, stderr: tail}, nil
+	k := &killable{inner: &sdk.CommandTransport{Command: cmd}}
+	return &dialed{transport: k, cmd: cmd, stderr: tail, abort: k.kill}, nil
 }
 
 // killable is a command transport whose process can be killed while the
@@ -162,8 +164,9 @@ func (h HTTP) dial(context.Context) (*dialed, error) {
 		rt = http.DefaultTransport
 	}
 	gone := new(atomic.Bool)
+	aborted, abort := context.WithCancel(context.Background())
 	hc := *base
-	hc.Transport = &sessionTransport{base: rt, headers: h.Headers, gone: gone}
+	hc.Transport = &sessionTransport{base: rt, headers: h.Headers, gone: gone, aborted: aborted}
 	return &dialed{
 		transport: &sdk.StreamableClientTransport{
 			Endpoint:   h.URL,
@@ -173,7 +176,8 @@ func (h HTTP) dial(context.Context) (*dialed, error) {
 			DisableStandaloneSSE: true,
 			MaxEventSize:         MaxMessageBytes,
 		},
-		gone: gone,
+		gone:  gone,
+		abort: abort,
 	}, nil
 }
 
@@ -217,12 +221,14 @@ func normalize(s Server) (Server, error) {
 	return s, nil
 }
 
-// sessionTransport adds the configured headers and notices when the server
-// no longer knows the session.
+// sessionTransport adds the configured headers, notices when the server
+// no longer knows the session, bounds response bodies, and cancels every
+// request once aborted is done.
 type sessionTransport struct {
 	base    http.RoundTripper
 	headers http.Header
 	gone    *atomic.Bool
+	aborted context.Context // nil: never aborted
 }
 
 const sessionHeader = "Mcp-Session-Id"
@@ -239,9 +245,25 @@ func (t *sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			}
 		}
 	}
+	var release func()
+	if t.aborted != nil {
+		if t.aborted.Err() != nil {
+			return nil, errAborted
+		}
+		ctx, cancel := context.WithCancel(req.Context())
+		stop := context.AfterFunc(t.aborted, cancel)
+		release = func() { stop(); cancel() }
+		req = req.WithContext(ctx)
+	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
+		if release != nil {
+			release()
+		}
 		return resp, err
+	}
+	if release != nil && resp.Body != nil {
+		resp.Body = &onClose{ReadCloser: resp.Body, fn: release}
 	}
 	if resp.Body != nil && !strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
 		// The SDK reads JSON and error bodies whole; events it bounds
@@ -269,6 +291,21 @@ func (t *sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 	}
 	return resp, nil
+}
+
+var errAborted = errors.New("the connection attempt was abandoned")
+
+// onClose runs fn once the body is closed.
+type onClose struct {
+	io.ReadCloser
+	fn   func()
+	once sync.Once
+}
+
+func (b *onClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.fn)
+	return err
 }
 
 // limitedBody fails a read once more than MaxMessageBytes were read.

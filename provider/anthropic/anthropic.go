@@ -215,10 +215,12 @@ func New(model string, opts ...Option) (*Model, error) {
 	sdkOpts = append(sdkOpts, option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
 		resp, err := next(req)
 		if err == nil && resp.Body != nil {
-			if resp.StatusCode < 400 && strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
-				resp.Body = limits.LimitEvents(resp.Body, name)
-			} else {
+			// The whole body of an error or a JSON reply; one event at a
+			// time of anything else (a stream).
+			if resp.StatusCode >= 400 || strings.Contains(strings.ToLower(resp.Header.Get("Content-Type")), "json") {
 				resp.Body = limits.LimitBody(resp.Body, name)
+			} else {
+				resp.Body = limits.LimitEvents(resp.Body, name)
 			}
 		}
 		return resp, err

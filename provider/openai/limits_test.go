@@ -132,3 +132,22 @@ func TestNewRejectsNegativeLimits(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 }
+
+// A long stream is bounded event by event, not as a whole, whatever content
+// type the server gives it: only an endless event or reply is cut.
+func TestLongStreamOfSmallEventsIsNotCutByTheBodyLimit(t *testing.T) {
+	s := newServer(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		for range 200 {
+			_, _ = w.Write([]byte(`data: {"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("d", 100) + `"}}]}` + "\n\n"))
+		}
+		_, _ = w.Write([]byte(`data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\ndata: [DONE]\n\n"))
+	})
+	resp, err := llm.Assemble(newModel(t, s, WithLimits(llm.Limits{BodyBytes: 4096})).Stream(context.Background(), hello()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(resp.Message.Text()); n != 20000 {
+		t.Errorf("assembled %d bytes, want 20000", n)
+	}
+}

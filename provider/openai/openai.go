@@ -207,13 +207,15 @@ func New(model string, opts ...Option) (*Model, error) {
 	}, nil
 }
 
-// limitBody bounds what is read of a response: one event at a time for a
-// successful event stream, the whole body otherwise.
+// limitBody bounds what is read of a response: the whole body for an error
+// or a JSON reply, one event at a time for anything else (an event stream,
+// whatever content type a compatible server gives it).
 func limitBody(l llm.Limits, resp *http.Response, model string) io.ReadCloser {
-	if resp.StatusCode < 400 && strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
-		return l.LimitEvents(resp.Body, model)
+	ctype := strings.ToLower(resp.Header.Get("Content-Type"))
+	if resp.StatusCode >= 400 || strings.Contains(ctype, "json") {
+		return l.LimitBody(resp.Body, model)
 	}
-	return l.LimitBody(resp.Body, model)
+	return l.LimitEvents(resp.Body, model)
 }
 
 // Limits returns the limits every reply is held to (see WithLimits).

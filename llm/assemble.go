@@ -26,11 +26,21 @@ import (
 //     cumulative figures).
 //
 // Calls come out ordered by index, then by first appearance; a call without
-// an ID gets a fresh one and one without arguments gets "{}". The zero value
-// is ready to use; an Assembler is not safe for concurrent use.
+// an ID gets a fresh one and one without arguments gets "{}".
+//
+// The reply is bounded by Limits: the chunk that would take it over a
+// limit is not added, and Add returns a *LimitError (then and for every
+// later chunk), so a stream that never ends cannot exhaust memory.
+//
+// The zero value is ready to use; an Assembler is not safe for concurrent
+// use.
 type Assembler struct {
 	// ID is the ID given to the assembled message (empty: a fresh one).
 	ID string
+	// Limits bound the reply (zero fields: the defaults, see Limits).
+	Limits Limits
+	// Model names the model in a *LimitError (optional).
+	Model string
 
 	text, reasoning, sig strings.Builder
 	calls                []callSlot
@@ -38,6 +48,8 @@ type Assembler struct {
 	seenUsage            bool
 	finish               FinishReason
 	model                string
+	meter                Meter
+	err                  error
 }
 
 type callSlot struct {
@@ -47,8 +59,36 @@ type callSlot struct {
 	args  []byte
 }
 
-// Add adds a chunk.
-func (a *Assembler) Add(c Chunk) {
+// Add adds a chunk. It returns a *LimitError, and adds nothing, once the
+// reply would exceed Limits (or Limits is invalid); the reply assembled so
+// far stays available.
+func (a *Assembler) Add(c Chunk) error {
+	if a.err != nil {
+		return a.err
+	}
+	if err := a.Limits.Validate(); err != nil {
+		a.err = err
+		return err
+	}
+	a.meter.Limits, a.meter.Model = a.Limits, a.Model
+	if err := a.meter.Add(c); err != nil {
+		a.err = err
+		return err
+	}
+	if limit := a.Limits.WithDefaults().ToolCalls; int64(len(a.calls)+len(c.ToolCalls)) > limit {
+		// Counted apart from the meter: calls without IDs that reuse an
+		// index can still start new calls here.
+		before := len(a.calls)
+		for i := range c.ToolCalls {
+			a.slotFor(&c.ToolCalls[i])
+		}
+		if int64(len(a.calls)) > limit {
+			a.calls = a.calls[:before]
+			a.err = &LimitError{Limit: "ToolCalls", Max: limit, Model: a.Model}
+			return a.err
+		}
+		a.calls = a.calls[:before]
+	}
 	a.text.WriteString(c.Text)
 	a.reasoning.WriteString(c.Reasoning)
 	a.sig.WriteString(c.ReasoningSignature)
@@ -69,6 +109,7 @@ func (a *Assembler) Add(c Chunk) {
 	if c.Model != "" {
 		a.model = c.Model
 	}
+	return nil
 }
 
 func (a *Assembler) addCall(d *ToolCallDelta) {
@@ -160,15 +201,19 @@ func (a *Assembler) Response() *Response {
 	return &Response{Message: m, Usage: a.usage, FinishReason: finish, Model: a.model}
 }
 
-// Assemble drains a stream into one Response. On a stream error it returns
-// the error and what arrived before it (so a caller can log it).
+// Assemble drains a stream into one Response, within the default Limits.
+// On a stream error, or a reply over a limit, it returns the error and what
+// arrived before it (so a caller can log it); breaking off the stream at a
+// limit stops the request.
 func Assemble(stream iter.Seq2[Chunk, error]) (*Response, error) {
 	var a Assembler
 	for c, err := range stream {
 		if err != nil {
 			return a.Response(), err
 		}
-		a.Add(c)
+		if err := a.Add(c); err != nil {
+			return a.Response(), err
+		}
 	}
 	return a.Response(), nil
 }

@@ -20,17 +20,25 @@ func NewMessagesKey(name string) *graph.Key[[]Message] {
 // Call asks m for a reply the way a graph node should:
 //
 //   - the history is repaired first (see RepairHistory), so a call that
-//     was interrupted or cancelled never makes the provider reject the
-//     request;
+//     was interrupted or cancelled, or a malformed call a model made,
+//     never makes the provider reject the request;
+//   - a tool call of the reply whose ID is missing, malformed or already
+//     used in the history gets a fresh ID (NewCallID), so every call can
+//     be routed and recorded apart; its name and arguments are left as
+//     the model wrote them, for the tool node to answer with an error the
+//     model can correct;
 //   - when the run streams messages (graph.EventMessages), the reply is
 //     streamed and its tokens go to the graph's stream as they arrive,
 //     tagged with the node, namespace and the reply's message ID, reasoning
 //     and answer text marked apart; otherwise Generate is used;
+//   - the reply is bounded by the model's Limits (LimitsOf): a longer one
+//     fails with a *LimitError instead of growing without end;
 //   - the reply's usage is recorded on the running task (graph.RecordUsage).
 //
 // Outside a graph node Call simply repairs and generates. Errors name the
 // model; APIErrors from providers already do.
 func Call(ctx context.Context, m Model, req *Request) (*Response, error) {
+	history := req.Messages
 	if fixed, changed := repair(req.Messages); changed {
 		req = req.Clone()
 		req.Messages = fixed
@@ -43,16 +51,25 @@ func Call(ctx context.Context, m Model, req *Request) (*Response, error) {
 		resp, err = streamTo(ctx, m, req, w)
 	} else {
 		resp, err = m.Generate(ctx, req)
+		if err == nil && resp == nil {
+			err = errors.New("Generate returned neither a reply nor an error")
+		}
+		if err == nil {
+			err = LimitsOf(m).CheckResponse(resp, m.Name())
+		}
 		if err == nil && resp.Message.ID == "" {
 			resp.Message.ID = NewID()
 		}
 	}
 	if err != nil {
-		if _, ok := errors.AsType[*APIError](err); !ok {
+		_, api := errors.AsType[*APIError](err)
+		_, limit := errors.AsType[*LimitError](err)
+		if !api && !limit {
 			err = fmt.Errorf("llm: model %s: %w", m.Name(), err)
 		}
 		return nil, err
 	}
+	fixReplyIDs(&resp.Message, history)
 	if resp.Usage.Requests == 0 {
 		resp.Usage.Requests = 1
 	}
@@ -61,12 +78,14 @@ func Call(ctx context.Context, m Model, req *Request) (*Response, error) {
 }
 
 func streamTo(ctx context.Context, m Model, req *Request, w graph.MessageWriter) (*Response, error) {
-	a := Assembler{ID: NewID()}
+	a := Assembler{ID: NewID(), Limits: LimitsOf(m), Model: m.Name()}
 	for c, err := range m.Stream(ctx, req) {
 		if err != nil {
 			return nil, err
 		}
-		a.Add(c)
+		if err := a.Add(c); err != nil {
+			return nil, err // breaking off the stream stops the request
+		}
 		if c.Reasoning != "" {
 			w.Write(graph.MessageChunk{MessageID: a.ID, Part: graph.PartReasoning, Text: c.Reasoning})
 		}

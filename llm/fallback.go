@@ -57,6 +57,19 @@ type fallbackModel struct {
 
 func (f *fallbackModel) Name() string { return f.name }
 
+// Limits returns the field-wise maximum of the models' limits: any of them
+// may answer.
+func (f *fallbackModel) Limits() Limits {
+	l := DefaultLimits()
+	if len(f.models) > 0 {
+		l = LimitsOf(f.models[0])
+	}
+	for _, m := range f.models[1:] {
+		l = l.Max(LimitsOf(m))
+	}
+	return l
+}
+
 // next reports whether the model after the one that failed with err
 // should be tried.
 func (f *fallbackModel) next(ctx context.Context, err error) bool {

@@ -138,6 +138,9 @@ type retryModel struct {
 
 func (r *retryModel) Name() string { return r.m.Name() }
 
+// Limits returns the wrapped model's limits (see LimitsOf).
+func (r *retryModel) Limits() Limits { return LimitsOf(r.m) }
+
 func (r *retryModel) Generate(ctx context.Context, req *Request) (*Response, error) {
 	var before int64 // requests made by the failed attempts
 	for attempt := 1; ; attempt++ {

@@ -33,6 +33,9 @@ type timeoutModel struct {
 
 func (t *timeoutModel) Name() string { return t.m.Name() }
 
+// Limits returns the wrapped model's limits (see LimitsOf).
+func (t *timeoutModel) Limits() Limits { return LimitsOf(t.m) }
+
 // start derives the call's context; the timeout is its cause, so it can be
 // told apart from the caller's own cancellation.
 func (t *timeoutModel) start(ctx context.Context) (context.Context, context.CancelFunc, *TimeoutError) {

@@ -23,8 +23,9 @@ import (
 
 // Defaults of FileReaderConfig.
 const (
-	DefaultFileMaxBytes = 1 << 20
-	DefaultFileTimeout  = 30 * time.Second
+	DefaultFileMaxBytes     = 1 << 20
+	DefaultFileTimeout      = 30 * time.Second
+	DefaultFileMaxRedirects = 5
 )
 
 // FileReaderConfig configures the file reading tool (FileReader). Set
@@ -42,9 +43,24 @@ type FileReaderConfig struct {
 	// MaxBytes bounds the size of a file (default DefaultFileMaxBytes);
 	// a larger file is refused, not cut.
 	MaxBytes int64
-	// Timeout bounds fetching a URL (default DefaultFileTimeout).
+	// Timeout bounds reading a file or fetching a URL, redirects included
+	// (default DefaultFileTimeout).
 	Timeout time.Duration
-	// Client fetches URLs (default http.DefaultClient).
+	// MaxRedirects bounds the redirects a fetch follows (default
+	// DefaultFileMaxRedirects); each must lead to an http or https URL.
+	MaxRedirects int
+	// AllowPrivateNetworks lets fetches reach loopback, private,
+	// link-local and other non-public addresses (a service on the same
+	// host or network, a cloud metadata endpoint). Off by default: the
+	// address is checked when each connection is made, after name
+	// resolution, so neither a redirect nor a DNS answer that changes can
+	// reach such a host.
+	AllowPrivateNetworks bool
+	// Client fetches URLs (default: a client of the tool's own). Its
+	// Transport must be an *http.Transport (or nil): the tool uses a copy
+	// that dials through its address check and connects directly (no
+	// proxy, which would hide the address), and replaces CheckRedirect.
+	// With AllowPrivateNetworks, any RoundTripper is used as it is.
 	Client *http.Client
 }
 
@@ -68,6 +84,8 @@ func FileReader(cfg FileReaderConfig) (Tool, error) {
 		return nil, fmt.Errorf("file reader: MaxBytes is %d; use a positive limit or 0 for the default", cfg.MaxBytes)
 	case cfg.Timeout < 0:
 		return nil, fmt.Errorf("file reader: Timeout is %v; use a positive duration or 0 for the default", cfg.Timeout)
+	case cfg.MaxRedirects < 0:
+		return nil, fmt.Errorf("file reader: MaxRedirects is %d; use a positive bound or 0 for the default (%d)", cfg.MaxRedirects, DefaultFileMaxRedirects)
 	}
 	for i, f := range cfg.Files {
 		if err := checkSource(f); err != nil {
@@ -85,9 +103,14 @@ func FileReader(cfg FileReaderConfig) (Tool, error) {
 	if r.cfg.Timeout == 0 {
 		r.cfg.Timeout = DefaultFileTimeout
 	}
-	if r.cfg.Client == nil {
-		r.cfg.Client = http.DefaultClient
+	if r.cfg.MaxRedirects == 0 {
+		r.cfg.MaxRedirects = DefaultFileMaxRedirects
 	}
+	client, err := fetchClient(r.cfg)
+	if err != nil {
+		return nil, err
+	}
+	r.cfg.Client = client
 	desc := "Read one of the files given for this task (text, Markdown, JSON or CSV), by its number. Call it without a number to list them."
 	if len(cfg.Files) > 0 {
 		desc += " The files are:\n" + listFiles(cfg.Files)
@@ -136,7 +159,7 @@ func (r *fileReader) read(ctx context.Context, a fileArgs) (string, error) {
 	if isURL(src) {
 		data, ctype, err = r.fetch(ctx, src)
 	} else {
-		data, err = r.readLocal(src)
+		data, err = r.readLocal(ctx, src)
 	}
 	if err != nil {
 		return "", fmt.Errorf("file %d (%s): %w", a.Index, displayName(src), err)
@@ -152,23 +175,91 @@ func (r *fileReader) read(ctx context.Context, a fileArgs) (string, error) {
 	return fmt.Sprintf("File %d: %s (%s%s)\n\n%s", a.Index, displayName(src), kind, note, body), nil
 }
 
-func (r *fileReader) readLocal(p string) ([]byte, error) {
-	f, err := os.Open(p)
+// readLocal reads a regular file. It looks before it opens, so that a
+// named pipe or a device (which could block forever or never end) is
+// refused without being opened, and opens without blocking in case the
+// path was swapped meanwhile, checking again what it opened.
+func (r *fileReader) readLocal(parent context.Context, p string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(parent, r.cfg.Timeout)
+	defer cancel()
+	st, err := os.Stat(p)
 	if err != nil {
-		return nil, errors.New("cannot be opened: " + strings.TrimPrefix(err.Error(), "open "+p+": "))
+		return nil, errors.New("cannot be opened: " + pathProblem(err))
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
+	if err := regular(st); err != nil {
 		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, errors.New("is not a regular file")
 	}
 	if st.Size() > r.cfg.MaxBytes {
 		return nil, fmt.Errorf("is %d bytes, over the %d-byte limit of this tool", st.Size(), r.cfg.MaxBytes)
 	}
-	return r.limited(f)
+	f, err := openNoBlock(p)
+	if err != nil {
+		return nil, errors.New("cannot be opened: " + pathProblem(err))
+	}
+	defer f.Close()
+	opened, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if err := regular(opened); err != nil {
+		return nil, err
+	}
+	if !os.SameFile(st, opened) {
+		return nil, errors.New("changed while it was being opened; try again")
+	}
+	data, err := r.limited(ctxReader{ctx: ctx, r: f})
+	if err != nil && ctx.Err() != nil {
+		if parent.Err() != nil {
+			return nil, context.Cause(parent)
+		}
+		return nil, fmt.Errorf("reading it took longer than %v", r.cfg.Timeout)
+	}
+	return data, err
+}
+
+// regular refuses anything but a regular file, saying what it is.
+func regular(st os.FileInfo) error {
+	m := st.Mode()
+	what := ""
+	switch {
+	case m.IsRegular():
+		return nil
+	case m.IsDir():
+		what = "a directory"
+	case m&os.ModeNamedPipe != 0:
+		what = "a named pipe"
+	case m&os.ModeSocket != 0:
+		what = "a socket"
+	case m&os.ModeDevice != 0:
+		what = "a device"
+	default:
+		what = "a special file"
+	}
+	return fmt.Errorf("is not a regular file (it is %s); this tool reads only regular files", what)
+}
+
+func pathProblem(err error) string {
+	if pe, ok := errors.AsType[*os.PathError](err); ok {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// ctxReader reads from r until ctx is done; each read is at most 64 KiB,
+// so a long read notices cancellation soon.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	if len(p) > 64<<10 {
+		p = p[:64<<10]
+	}
+	return c.r.Read(p)
 }
 
 func (r *fileReader) fetch(ctx context.Context, u string) ([]byte, string, error) {
@@ -180,6 +271,9 @@ func (r *fileReader) fetch(ctx context.Context, u string) ([]byte, string, error
 	}
 	resp, err := r.cfg.Client.Do(req)
 	if err != nil {
+		if refused, ok := errors.AsType[*refusedError](err); ok {
+			return nil, "", refused
+		}
 		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 			return nil, "", fmt.Errorf("fetching it took longer than %v", r.cfg.Timeout)
 		}

@@ -200,7 +200,7 @@ func TestFileReaderURLs(t *testing.T) {
 	for i, u := range urls {
 		urls[i] = srv.URL + u
 	}
-	rd, err := tool.FileReader(tool.FileReaderConfig{Files: urls, MaxBytes: 100, Timeout: 200 * time.Millisecond, Client: srv.Client()})
+	rd, err := tool.FileReader(tool.FileReaderConfig{Files: urls, MaxBytes: 100, Timeout: 200 * time.Millisecond, Client: srv.Client(), AllowPrivateNetworks: true})
 	if err != nil {
 		t.Fatal(err)
 	}

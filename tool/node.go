@@ -422,10 +422,14 @@ func stops(ctx context.Context, err error) bool {
 }
 
 func (n *Node) unknownTool(name string) string {
-	if n.names == "" {
-		return fmt.Sprintf("Error: there is no tool named %q, and no tools are available.", name)
+	what := fmt.Sprintf("there is no tool named %q", name)
+	if name == "" {
+		what = "this call names no tool (its name is empty)"
 	}
-	return fmt.Sprintf("Error: there is no tool named %q. The available tools are: %s. Call one of them by its exact name.", name, n.names)
+	if n.names == "" {
+		return fmt.Sprintf("Error: %s, and no tools are available.", what)
+	}
+	return fmt.Sprintf("Error: %s. The available tools are: %s. Call one of them by its exact name.", what, n.names)
 }
 
 func fixArguments(err error) string {

@@ -530,18 +530,29 @@ func TestStopEndsTheLoop(t *testing.T) {
 	}
 }
 
-func TestRouteRejectsBadCallIDs(t *testing.T) {
+// A reply whose calls lack IDs or share one used to fail the run at the
+// route; llm.Call now gives such calls fresh IDs, so each runs and is
+// recorded apart.
+func TestBadCallIDsFromTheModelDoNotStopTheRun(t *testing.T) {
 	cases := map[string][]llm.ToolCall{
-		"has no ID":         {call("", "echo", `{}`)},
-		`two calls with ID`: {call("x", "echo", `{}`), call("x", "echo", `{}`)},
+		"no ID":    {call("", "echo", `{"text":"a"}`)},
+		"same IDs": {call("x", "echo", `{"text":"a"}`), call("x", "echo", `{"text":"b"}`)},
 	}
-	for want, calls := range cases {
-		var c counter
-		m := &fakeModel{replies: []llm.Message{llm.Assistant("", calls...)}}
-		_, err := agentGraph(t, m, newNode(t, tool.NodeConfig{Tools: []tool.Tool{echoTool(t, "echo", &c)}})).Invoke(context.Background(), userInput("go"))
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("err = %v; want it to say %q", err, want)
-		}
+	for name, calls := range cases {
+		t.Run(name, func(t *testing.T) {
+			var c counter
+			m := &fakeModel{replies: []llm.Message{llm.Assistant("", calls...), llm.Assistant("done")}}
+			res, err := agentGraph(t, m, newNode(t, tool.NodeConfig{Tools: []tool.Tool{echoTool(t, "echo", &c, tool.ReadOnly())}})).Invoke(context.Background(), userInput("go"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(recordsKey.Get(res.State)); got != len(calls) {
+				t.Errorf("%d calls recorded, want %d", got, len(calls))
+			}
+			if err := llm.CheckHistory(msgsKey.Get(res.State)); err != nil {
+				t.Errorf("history: %v", err)
+			}
+		})
 	}
 }
 
@@ -666,5 +677,36 @@ func TestNodeUsesToolValidator(t *testing.T) {
 	}
 	if ct.runs.Load() != 1 || !strings.Contains(logs.String(), "call_id=c2") {
 		t.Errorf("runs %d; log:\n%s", ct.runs.Load(), logs.String())
+	}
+}
+
+// A call with an empty name or arguments that are not an object gets a
+// tool error the model can act on, and the next request is one every
+// provider accepts (the history is repaired on the way out).
+func TestMalformedCallsGetToolErrorsAndTheNextRequestIsValid(t *testing.T) {
+	var c counter
+	m := &fakeModel{replies: []llm.Message{llm.Assistant("",
+		call("c1", "", `{}`), call("c2", "echo", `{"text":`), call("c3", "echo", `[1]`))}}
+	res, err := agentGraph(t, m, newNode(t, tool.NodeConfig{Tools: []tool.Tool{echoTool(t, "echo", &c, tool.ReadOnly())}})).Invoke(context.Background(), userInput("go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	msgs := msgsKey.Get(res.State)
+	var results []string
+	for _, msg := range msgs {
+		if msg.Role == llm.RoleTool {
+			results = append(results, msg.Text())
+		}
+	}
+	for i, want := range []string{"names no tool (its name is empty)", "not valid JSON", "must be a JSON object"} {
+		if i >= len(results) || !strings.Contains(results[i], want) {
+			t.Errorf("results = %q; want result %d to say %q", results, i, want)
+		}
+	}
+	if m.calls() != 2 {
+		t.Fatalf("model called %d times, want 2", m.calls())
+	}
+	if err := llm.CheckHistory(m.requests[1].Messages); err != nil {
+		t.Errorf("the request after the malformed calls is not valid: %v", err)
 	}
 }

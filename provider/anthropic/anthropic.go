@@ -98,6 +98,7 @@ const DefaultMaxTokens = 4096
 type Model struct {
 	model     string
 	maxTokens int
+	limits    llm.Limits
 	client    sdk.Client
 }
 
@@ -114,6 +115,7 @@ type config struct {
 	setClient  bool
 	maxTokens  int
 	setMax     bool
+	limits     llm.Limits
 }
 
 // WithAPIKey sets the API key (default: the ANTHROPIC_API_KEY environment
@@ -147,6 +149,13 @@ func WithDefaultMaxTokens(n int) Option {
 	return func(c *config) { c.maxTokens, c.setMax = n, true }
 }
 
+// WithLimits bounds every reply (see llm.Limits; zero fields keep their
+// defaults): the answer text, thinking, tool-call arguments, the number of
+// tool calls, and the bytes read of a non-streamed body, an error body or
+// one streamed event. A reply over a limit fails with an *llm.LimitError,
+// which is not retried. Negative fields make New fail.
+func WithLimits(l llm.Limits) Option { return func(c *config) { c.limits = l } }
+
 // New returns the Anthropic model named model (e.g. "claude-sonnet-4-5").
 // The API key comes from WithAPIKey, else ANTHROPIC_API_KEY; the base URL
 // from WithBaseURL, else ANTHROPIC_BASE_URL. No other environment variable
@@ -174,6 +183,9 @@ func New(model string, opts ...Option) (*Model, error) {
 	if c.setMax && c.maxTokens <= 0 {
 		return nil, fmt.Errorf("anthropic: WithDefaultMaxTokens(%d): the default must be positive", c.maxTokens)
 	}
+	if err := c.limits.Validate(); err != nil {
+		return nil, fmt.Errorf("anthropic: WithLimits: %w", err)
+	}
 	if c.setClient && c.httpClient == nil {
 		return nil, errors.New("anthropic: WithHTTPClient(nil): pass a client, or leave the option out for http.DefaultClient")
 	}
@@ -199,8 +211,25 @@ func New(model string, opts ...Option) (*Model, error) {
 		}
 		sdkOpts = append(sdkOpts, option.WithHeader(h[0], h[1]))
 	}
-	return &Model{model: model, maxTokens: c.maxTokens, client: sdk.NewClient(sdkOpts...)}, nil
+	limits, name := c.limits.WithDefaults(), "anthropic:"+model
+	sdkOpts = append(sdkOpts, option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		resp, err := next(req)
+		if err == nil && resp.Body != nil {
+			// The whole body of an error or a JSON reply; one event at a
+			// time of anything else (a stream).
+			if resp.StatusCode >= 400 || strings.Contains(strings.ToLower(resp.Header.Get("Content-Type")), "json") {
+				resp.Body = limits.LimitBody(resp.Body, name)
+			} else {
+				resp.Body = limits.LimitEvents(resp.Body, name)
+			}
+		}
+		return resp, err
+	}))
+	return &Model{model: model, maxTokens: c.maxTokens, limits: limits, client: sdk.NewClient(sdkOpts...)}, nil
 }
+
+// Limits returns the limits every reply is held to (see WithLimits).
+func (m *Model) Limits() llm.Limits { return m.limits }
 
 // defaultClient is the HTTP client of Models not given one.
 var defaultClient = sync.OnceValue(func() *http.Client {
@@ -232,16 +261,22 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	if err != nil {
 		return nil, m.wrapErr(ctx, err)
 	}
-	return m.response(msg), nil
+	resp := m.response(msg)
+	if err := m.limits.CheckResponse(resp, m.Name()); err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 func (m *Model) generateByStream(ctx context.Context, params sdk.MessageNewParams) (*llm.Response, error) {
-	a := llm.Assembler{}
+	a := llm.Assembler{Limits: m.limits, Model: m.Name()}
 	for c, err := range m.stream(ctx, params) {
 		if err != nil {
 			return nil, err
 		}
-		a.Add(c)
+		if err := a.Add(c); err != nil {
+			return nil, err
+		}
 	}
 	return a.Response(), nil
 }
@@ -253,7 +288,8 @@ func (m *Model) generateByStream(ctx context.Context, params sdk.MessageNewParam
 // to an llm.Assembler. A failure ends the sequence with an *llm.APIError
 // (an error event in the stream too: overloaded_error comes back as status
 // 529), the context's error, or a plain error for a request that cannot be
-// mapped. Breaking out of the loop closes the connection at once.
+// mapped. A reply over the limits (WithLimits) ends with an
+// *llm.LimitError. Breaking out of the loop closes the connection at once.
 func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
 	params, err := m.params(req)
 	if err != nil {
@@ -269,10 +305,17 @@ func (m *Model) stream(ctx context.Context, params sdk.MessageNewParams) iter.Se
 		s := m.client.Messages.NewStreaming(ctx, params)
 		defer func() { _ = s.Close() }()
 		var st streamState
+		meter := llm.Meter{Limits: m.limits, Model: m.Name()}
 		for s.Next() {
 			c, ok := st.event(s.Current())
-			if ok && !yield(c, nil) {
-				return
+			if ok {
+				if err := meter.Add(c); err != nil {
+					yield(llm.Chunk{}, err)
+					return
+				}
+				if !yield(c, nil) {
+					return
+				}
 			}
 			if st.stopped {
 				return

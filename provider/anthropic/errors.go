@@ -42,6 +42,9 @@ func (m *Model) wrapErr(ctx context.Context, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
+	if le, ok := errors.AsType[*llm.LimitError](err); ok {
+		return le // a body over the limit: not the server's error, and not worth retrying
+	}
 	ae := &llm.APIError{Provider: providerName, Model: m.model, Err: err}
 	se, ok := errors.AsType[*sdk.Error](err)
 	if !ok {

@@ -162,14 +162,14 @@ func toolResultsFirst(blocks []sdk.ContentBlockParamUnion) []sdk.ContentBlockPar
 	return out
 }
 
-// contentBlocks maps user content parts; empty text parts are dropped (the
-// API rejects empty text blocks).
+// contentBlocks maps user content parts; empty and blank text parts are
+// dropped (the API rejects text blocks without non-whitespace text).
 func contentBlocks(i int, parts []llm.Part) ([]sdk.ContentBlockParamUnion, error) {
 	var out []sdk.ContentBlockParamUnion
 	for _, part := range parts {
 		switch part.Type {
 		case llm.PartText, "":
-			if part.Text != "" {
+			if strings.TrimSpace(part.Text) != "" {
 				out = append(out, sdk.NewTextBlock(part.Text))
 			}
 		case llm.PartImage:
@@ -222,7 +222,8 @@ func assistantBlocks(i int, msg llm.Message) ([]sdk.ContentBlockParamUnion, erro
 		if part.Type != llm.PartText && part.Type != "" {
 			return nil, fmt.Errorf("anthropic: message %d (assistant) holds a %q part: assistant messages may hold only text", i, part.Type)
 		}
-		if part.Text != "" {
+		// A model may answer with blank text; the API refuses it back.
+		if strings.TrimSpace(part.Text) != "" {
 			out = append(out, sdk.NewTextBlock(part.Text))
 		}
 	}
@@ -261,7 +262,7 @@ func toolResult(i int, msg llm.Message) (sdk.ContentBlockParamUnion, error) {
 	for _, part := range msg.Parts {
 		switch part.Type {
 		case llm.PartText, "":
-			if part.Text != "" {
+			if strings.TrimSpace(part.Text) != "" {
 				res.Content = append(res.Content, sdk.ToolResultBlockParamContentUnion{OfText: &sdk.TextBlockParam{Text: part.Text}})
 			}
 		case llm.PartImage:

@@ -39,6 +39,9 @@ func (m *Model) callError(ctx context.Context, raw *http.Response, err error) er
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
+	if le, ok := errors.AsType[*llm.LimitError](err); ok {
+		return le // a body over the limit: not the server's error, and not worth retrying
+	}
 	if raw != nil && raw.StatusCode >= 400 {
 		return m.httpError(raw, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"net/http"
 	"net/url"
@@ -56,6 +57,7 @@ type config struct {
 	provider   string
 	tokenField TokenLimitField
 	extra      []option.RequestOption
+	limits     llm.Limits
 }
 
 // WithAPIKey sets the API key sent as a bearer token. Without it New reads
@@ -98,6 +100,13 @@ func WithExtraBody(key string, value any) Option {
 	return func(c *config) { c.extra = append(c.extra, option.WithJSONSet(key, value)) }
 }
 
+// WithLimits bounds every reply (see llm.Limits; zero fields keep their
+// defaults): the answer text, reasoning and tool-call arguments, the number
+// of tool calls, and the bytes read of a non-streamed body, an error body
+// or one streamed event. A reply over a limit fails with an
+// *llm.LimitError, which is not retried. Negative fields make New fail.
+func WithLimits(l llm.Limits) Option { return func(c *config) { c.limits = l } }
+
 // WithRequestOptions appends openai-go request options, applied after this
 // package's own: the escape hatch for anything else (middleware, a query
 // parameter, option.WithJSONDel("stream_options") for a server that rejects
@@ -113,6 +122,7 @@ type Model struct {
 	model        string
 	provider     string
 	useMaxTokens bool
+	limits       llm.Limits
 	svc          openai.ChatCompletionService
 }
 
@@ -135,6 +145,9 @@ func New(model string, opts ...Option) (*Model, error) {
 	}
 	if strings.TrimSpace(cfg.provider) == "" {
 		return nil, errors.New("openai: WithProviderName was given an empty name")
+	}
+	if err := cfg.limits.Validate(); err != nil {
+		return nil, fmt.Errorf("openai: WithLimits: %w", err)
 	}
 	if cfg.tokenField < TokenLimitAuto || cfg.tokenField > TokenLimitMaxTokens {
 		return nil, fmt.Errorf("openai: unknown TokenLimitField %d; use TokenLimitAuto, TokenLimitMaxCompletionTokens or TokenLimitMaxTokens", cfg.tokenField)
@@ -173,6 +186,15 @@ func New(model string, opts ...Option) (*Model, error) {
 	for _, h := range cfg.headers {
 		sdkOpts = append(sdkOpts, option.WithHeader(h[0], h[1]))
 	}
+	limits := cfg.limits.WithDefaults()
+	name := cfg.provider + ":" + model
+	sdkOpts = append(sdkOpts, option.WithMiddleware(func(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+		resp, err := next(req)
+		if err == nil && resp.Body != nil {
+			resp.Body = limitBody(limits, resp, name)
+		}
+		return resp, err
+	}))
 	sdkOpts = append(sdkOpts, cfg.extra...)
 
 	useMax := cfg.tokenField == TokenLimitMaxTokens || (cfg.tokenField == TokenLimitAuto && !official)
@@ -180,9 +202,24 @@ func New(model string, opts ...Option) (*Model, error) {
 		model:        model,
 		provider:     cfg.provider,
 		useMaxTokens: useMax,
+		limits:       limits,
 		svc:          openai.NewChatCompletionService(sdkOpts...),
 	}, nil
 }
+
+// limitBody bounds what is read of a response: the whole body for an error
+// or a JSON reply, one event at a time for anything else (an event stream,
+// whatever content type a compatible server gives it).
+func limitBody(l llm.Limits, resp *http.Response, model string) io.ReadCloser {
+	ctype := strings.ToLower(resp.Header.Get("Content-Type"))
+	if resp.StatusCode >= 400 || strings.Contains(ctype, "json") {
+		return l.LimitBody(resp.Body, model)
+	}
+	return l.LimitEvents(resp.Body, model)
+}
+
+// Limits returns the limits every reply is held to (see WithLimits).
+func (m *Model) Limits() llm.Limits { return m.limits }
 
 func isOfficial(u *url.URL) bool {
 	return strings.EqualFold(u.Hostname(), "api.openai.com")
@@ -193,7 +230,8 @@ func (m *Model) Name() string { return m.provider + ":" + m.model }
 
 // Generate sends req and returns the whole reply. Failures are
 // *llm.APIError values, except a request this package cannot map (a plain
-// error, not retryable) and a cancelled context (its error, unwrapped).
+// error, not retryable), a reply over the limits (*llm.LimitError, see
+// WithLimits) and a cancelled context (its error, unwrapped).
 func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	params, err := m.params(req)
 	if err != nil {
@@ -204,15 +242,23 @@ func (m *Model) Generate(ctx context.Context, req *llm.Request) (*llm.Response, 
 	if err != nil {
 		return nil, m.callError(ctx, raw, err)
 	}
-	return m.response(cc)
+	resp, err := m.response(cc)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.limits.CheckResponse(resp, m.Name()); err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 // Stream sends req with streaming on and yields one chunk per server-sent
 // event: text, reasoning and tool-call fragments as they arrive, the finish
 // reason, and a last chunk with the usage. A failure is yielded last, as
 // the sole non-nil error; a stream that stops before the model finished is
-// such a failure. Breaking out of the loop or cancelling ctx closes the
-// connection at once.
+// such a failure, and so is a reply over the model's limits (an
+// *llm.LimitError, see WithLimits). Breaking out of the loop or cancelling
+// ctx closes the connection at once.
 func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
 	return func(yield func(llm.Chunk, error) bool) {
 		params, err := m.params(req)
@@ -225,11 +271,16 @@ func (m *Model) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chun
 		s := m.svc.NewStreaming(ctx, params, option.WithResponseInto(&raw))
 		defer s.Close()
 		finished, events := false, 0
+		meter := llm.Meter{Limits: m.limits, Model: m.Name()}
 		for s.Next() {
 			ev := s.Current()
 			c, done := chunkOf(&ev)
 			finished = finished || done
 			events++
+			if err := meter.Add(c); err != nil {
+				yield(llm.Chunk{}, err)
+				return
+			}
 			if !yield(c, nil) {
 				return
 			}

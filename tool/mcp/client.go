@@ -20,7 +20,10 @@
 // isError becomes a *ToolError; a server that says the params are invalid
 // gives a *tool.ArgumentError. Each call is bounded by WithCallTimeout; a
 // timeout is an ordinary error (the model sees it), while cancellation of
-// the caller's context is returned wrapped so the run stops.
+// the caller's context is returned wrapped so the run stops. A call that
+// must reconnect first takes at most WithConnectTimeout more. A result's
+// text is cut at WithMaxResultBytes, saying so; one message from the
+// server may not exceed MaxMessageBytes.
 //
 // # Reconnecting, and never running a write twice
 //
@@ -53,7 +56,15 @@ const (
 	DefaultCallTimeout    = 60 * time.Second
 	DefaultListTimeout    = 30 * time.Second
 	DefaultConnectTimeout = 30 * time.Second
+	// DefaultMaxResultBytes bounds the text of one call result.
+	DefaultMaxResultBytes = 1 << 20
 )
+
+// MaxMessageBytes bounds one message from a server: a stdio line (the
+// SDK's own limit), an HTTP response body or one event of an HTTP event
+// stream. A longer message fails the call (or the listing) with an error
+// saying so.
+const MaxMessageBytes = 16 << 20
 
 // Option configures a Client.
 type Option func(*config)
@@ -63,6 +74,7 @@ type config struct {
 	callTimeout    time.Duration
 	listTimeout    time.Duration
 	connectTimeout time.Duration
+	maxResult      int
 	prefix         string
 	filter         func(name string) bool
 	errs           []error
@@ -85,10 +97,23 @@ func WithListTimeout(d time.Duration) Option {
 }
 
 // WithConnectTimeout bounds each connection attempt, handshake included,
-// at Connect and on every reconnect (default DefaultConnectTimeout). It must
-// be positive.
+// at Connect and on every reconnect (default DefaultConnectTimeout): when
+// it runs out, a stdio server process is killed at once rather than given
+// time to exit. It must be positive.
 func WithConnectTimeout(d time.Duration) Option {
 	return func(c *config) { c.connectTimeout = positive(c, "WithConnectTimeout", d) }
+}
+
+// WithMaxResultBytes bounds the text a call returns to the model (default
+// DefaultMaxResultBytes): a longer result keeps its beginning and ends
+// with a line saying how much was cut. It must be positive.
+func WithMaxResultBytes(n int) Option {
+	return func(c *config) {
+		if n <= 0 {
+			c.errs = append(c.errs, fmt.Errorf("WithMaxResultBytes(%d): the bound must be positive", n))
+		}
+		c.maxResult = n
+	}
 }
 
 // WithToolPrefix prepends prefix to the name of every tool Tools returns
@@ -195,7 +220,7 @@ func Connect(ctx context.Context, server Server, opts ...Option) (*Client, error
 	if err != nil {
 		return nil, err
 	}
-	cfg := config{callTimeout: DefaultCallTimeout, listTimeout: DefaultListTimeout, connectTimeout: DefaultConnectTimeout}
+	cfg := config{callTimeout: DefaultCallTimeout, listTimeout: DefaultListTimeout, connectTimeout: DefaultConnectTimeout, maxResult: DefaultMaxResultBytes}
 	for _, o := range opts {
 		if o != nil {
 			o(&cfg)
@@ -314,7 +339,21 @@ func (c *Client) dial(ctx context.Context) (*conn, error) {
 	defer cancel()
 	stop := context.AfterFunc(c.closeCtx, cancel)
 	defer stop()
+	// A handshake that gives up must not then wait on the server: the SDK
+	// closes the half-open session by waiting up to 5 s for a stdio
+	// process to exit and for its cancellation notice to be delivered.
+	// When the attempt's time is up, the connection is aborted at once (a
+	// stdio process killed, HTTP requests cancelled).
+	var stopKill func() bool
+	if d.abort != nil {
+		stopKill = context.AfterFunc(dctx, d.abort)
+	}
 	session, err := c.sdk.Connect(dctx, d.transport, nil)
+	if stopKill != nil && !stopKill() && err == nil {
+		// Killed just as the handshake completed: the session is dead.
+		_ = session.Close()
+		err = dctx.Err()
+	}
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:

@@ -21,7 +21,7 @@ import (
 // The test binary doubles as a stdio MCP server when helperEnv is set, so
 // stdio tests run a real child process without building anything.
 const (
-	helperEnv    = "TRELLIS_MCP_TEST_HELPER" // "serve"; "fail" exits at once; "mute" never answers
+	helperEnv    = "TRELLIS_MCP_TEST_HELPER" // "serve"; "fail" exits at once; "mute" never answers; "stuck" ignores stdin
 	helperLogEnv = "TRELLIS_MCP_TEST_LOG"    // file the helper's tools append to
 )
 
@@ -35,6 +35,11 @@ func TestMain(m *testing.M) {
 	case "mute": // reads requests, never answers
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		os.Exit(0)
+	case "stuck": // never reads, never answers, ignores stdin closing
+		time.Sleep(time.Hour)
+		os.Exit(0)
+	case "big": // serves, with a tool whose result is huge
+		os.Exit(runHelper())
 	}
 	goleak.VerifyTestMain(m)
 }

@@ -37,6 +37,7 @@ type dialed struct {
 	cmd       *exec.Cmd    // stdio: the server process
 	stderr    *tailWriter  // stdio: the end of the server's stderr
 	gone      *atomic.Bool // HTTP: set when the server says the session is unknown
+	abort     func()       // ends the connection at once (a handshake gave up)
 }
 
 // Stdio runs a command and speaks MCP over its stdin and stdout (one JSON
@@ -90,7 +91,44 @@ func (s Stdio) dial(context.Context) (*dialed, error) {
 	}
 	// A grandchild holding stderr open must not keep Wait (and Close) stuck.
 	cmd.WaitDelay = 2 * time.Second
-	return &dialed{transport: &sdk.CommandTransport{Command: cmd}, cmd: cmd, stderr: tail}, nil
+	k := &killable{inner: &sdk.CommandTransport{Command: cmd}}
+	return &dialed{transport: k, cmd: cmd, stderr: tail, abort: k.kill}, nil
+}
+
+// killable is a command transport whose process can be killed while the
+// handshake is still under way.
+type killable struct {
+	inner  *sdk.CommandTransport
+	mu     sync.Mutex
+	proc   *os.Process
+	killed bool
+}
+
+// Connect starts the process.
+func (k *killable) Connect(ctx context.Context) (sdk.Connection, error) {
+	conn, err := k.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	k.mu.Lock()
+	k.proc = k.inner.Command.Process
+	killed := k.killed
+	k.mu.Unlock()
+	if killed {
+		_ = k.proc.Kill()
+	}
+	return conn, nil
+}
+
+// kill kills the process, now or as soon as it starts.
+func (k *killable) kill() {
+	k.mu.Lock()
+	k.killed = true
+	p := k.proc
+	k.mu.Unlock()
+	if p != nil {
+		_ = p.Kill()
+	}
 }
 
 // HTTP connects to a streamable HTTP endpoint (MCP spec 2025-03-26 and
@@ -126,8 +164,9 @@ func (h HTTP) dial(context.Context) (*dialed, error) {
 		rt = http.DefaultTransport
 	}
 	gone := new(atomic.Bool)
+	aborted, abort := context.WithCancel(context.Background())
 	hc := *base
-	hc.Transport = &sessionTransport{base: rt, headers: h.Headers, gone: gone}
+	hc.Transport = &sessionTransport{base: rt, headers: h.Headers, gone: gone, aborted: aborted}
 	return &dialed{
 		transport: &sdk.StreamableClientTransport{
 			Endpoint:   h.URL,
@@ -135,8 +174,10 @@ func (h HTTP) dial(context.Context) (*dialed, error) {
 			// Tools need no server-initiated stream; without it nothing
 			// runs in the background between calls.
 			DisableStandaloneSSE: true,
+			MaxEventSize:         MaxMessageBytes,
 		},
-		gone: gone,
+		gone:  gone,
+		abort: abort,
 	}, nil
 }
 
@@ -180,12 +221,14 @@ func normalize(s Server) (Server, error) {
 	return s, nil
 }
 
-// sessionTransport adds the configured headers and notices when the server
-// no longer knows the session.
+// sessionTransport adds the configured headers, notices when the server
+// no longer knows the session, bounds response bodies, and cancels every
+// request once aborted is done.
 type sessionTransport struct {
 	base    http.RoundTripper
 	headers http.Header
 	gone    *atomic.Bool
+	aborted context.Context // nil: never aborted
 }
 
 const sessionHeader = "Mcp-Session-Id"
@@ -202,9 +245,33 @@ func (t *sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			}
 		}
 	}
+	var release func()
+	if t.aborted != nil {
+		if t.aborted.Err() != nil {
+			return nil, errAborted
+		}
+		ctx, cancel := context.WithCancel(req.Context())
+		stop := context.AfterFunc(t.aborted, cancel)
+		release = func() { stop(); cancel() }
+		req = req.WithContext(ctx)
+	}
 	resp, err := t.base.RoundTrip(req)
-	if err != nil || req.Header.Get(sessionHeader) == "" || req.Method == http.MethodDelete {
+	if err != nil {
+		if release != nil {
+			release()
+		}
 		return resp, err
+	}
+	if release != nil && resp.Body != nil {
+		resp.Body = &onClose{ReadCloser: resp.Body, fn: release}
+	}
+	if resp.Body != nil && !strings.HasPrefix(strings.ToLower(resp.Header.Get("Content-Type")), "text/event-stream") {
+		// The SDK reads JSON and error bodies whole; events it bounds
+		// itself (MaxEventSize).
+		resp.Body = &limitedBody{rc: resp.Body, left: MaxMessageBytes}
+	}
+	if req.Header.Get(sessionHeader) == "" || req.Method == http.MethodDelete {
+		return resp, nil
 	}
 	switch resp.StatusCode {
 	case http.StatusNotFound:
@@ -225,6 +292,46 @@ func (t *sessionTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	return resp, nil
 }
+
+var errAborted = errors.New("the connection attempt was abandoned")
+
+// onClose runs fn once the body is closed.
+type onClose struct {
+	io.ReadCloser
+	fn   func()
+	once sync.Once
+}
+
+func (b *onClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.once.Do(b.fn)
+	return err
+}
+
+// limitedBody fails a read once more than MaxMessageBytes were read.
+type limitedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errTooLong
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, errTooLong
+	}
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
+
+var errTooLong = fmt.Errorf("the server's message exceeds %d bytes (mcp.MaxMessageBytes), so it was not read", MaxMessageBytes)
 
 const stderrTail = 2 << 10
 

@@ -195,3 +195,24 @@ func TestStdioHandshakeTimeout(t *testing.T) {
 		t.Errorf("Connect took %v", d)
 	}
 }
+
+// A server that never answers and ignores its stdin closing used to make a
+// 3 s connect timeout take 8 s: the handshake gave up on time, then closing
+// the half-open connection waited 5 s for the process to exit before
+// signalling it. The connect timeout now bounds the whole attempt.
+func TestStdioConnectTimeoutBoundsTheWholeAttempt(t *testing.T) {
+	server, _ := helper(t, "stuck")
+	const timeout = time.Second
+	start := time.Now()
+	c, err := Connect(t.Context(), server, WithConnectTimeout(timeout))
+	if err == nil {
+		c.Close()
+		t.Fatal("Connect succeeded against a server that never answers")
+	}
+	if !strings.Contains(err.Error(), "no handshake within 1s") {
+		t.Errorf("err = %v, want it to name the connect timeout", err)
+	}
+	if d := time.Since(start); d > 2*timeout {
+		t.Errorf("Connect took %v with a %v connect timeout", d, timeout)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -17,8 +18,12 @@ import (
 	"github.com/trellis-agents/trellis/tool"
 )
 
-// maxPages stops a server whose cursors never end.
-const maxPages = 1000
+// maxPages stops a server whose cursors never end, and maxTools one that
+// lists more tools than any model could be offered.
+const (
+	maxPages = 1000
+	maxTools = 10000
+)
 
 // Tools lists the server's tools, following cursors through every page,
 // within WithListTimeout. Each tool.Info carries the server's description
@@ -70,6 +75,9 @@ func (c *Client) listAll(ctx context.Context, cn *conn) ([]*sdk.Tool, error) {
 			return nil, err
 		}
 		all = append(all, res.Tools...)
+		if len(all) > maxTools {
+			return nil, fmt.Errorf("the server lists over %d tools (page %d); no model can be offered that many, so the listing was stopped", maxTools, page)
+		}
 		if res.NextCursor == "" {
 			return all, nil
 		}
@@ -251,7 +259,7 @@ func jsonKind(first byte) string {
 
 // result turns a call result into the text the model reads.
 func (t *remoteTool) result(res *sdk.CallToolResult) (string, error) {
-	text := render(res)
+	text := cut(render(res), t.client.cfg.maxResult)
 	if res.IsError {
 		if text == "" {
 			text = "the tool reported an error without a message"
@@ -303,6 +311,20 @@ func render(res *sdk.CallToolResult) string {
 		}
 	}
 	return strings.Join(parts, "\n")
+}
+
+// cut keeps the first max bytes of text (whole characters) and says how
+// much was left out.
+func cut(text string, max int) string {
+	if len(text) <= max {
+		return text
+	}
+	end := max
+	for end > 0 && !utf8.RuneStart(text[end]) {
+		end--
+	}
+	return fmt.Sprintf("%s\n[... result cut: the first %d of %d bytes are shown; the MCP client keeps at most %d (WithMaxResultBytes) ...]",
+		text[:end], end, len(text), max)
 }
 
 func orUnknown(mime string) string {

@@ -193,3 +193,7 @@ func (m packModel) Generate(ctx context.Context, req *llm.Request) (*llm.Respons
 func (m packModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
 	return m.Model.Stream(ctx, m.narrow(req))
 }
+
+// Limits passes the wrapped model's reply limits on (see llm.Limited), so
+// a provider whose limits were raised is not cut at the defaults.
+func (m packModel) Limits() llm.Limits { return llm.LimitsOf(m.Model) }

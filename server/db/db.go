@@ -1,0 +1,306 @@
+// Package db is the agent service's store of record: assistants, threads,
+// runs, their event logs and the leases that fence running runs. One
+// interface, DB, with a SQLite implementation (server/db/sqlite, the
+// embedded default) and a PostgreSQL one (server/db/postgres); both pass the
+// conformance suite in server/db/dbtest.
+//
+// Every method takes the tenant first: rows of one tenant are invisible to
+// another, whatever IDs a caller passes, so a handler cannot forget to scope
+// a query. Checkpoints and long-term store items live in the checkpoint and
+// store packages; the run service maps (tenant, thread ID) to their keys.
+//
+// Errors wrap ErrNotFound, ErrConflict, ErrBusy or ErrLeaseLost so the
+// service can answer 404, 409 or retry; a stored row that does not decode is
+// an error naming the row, never a zero value.
+package db
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// Errors every implementation wraps.
+var (
+	// ErrNotFound: no such assistant, thread, run or version for this
+	// tenant.
+	ErrNotFound = errors.New("db: not found")
+	// ErrConflict: the ID exists already (create with IfExistsRaise).
+	ErrConflict = errors.New("db: already exists")
+	// ErrBusy: the thread has a running run, so another cannot start.
+	ErrBusy = errors.New("db: the thread has a running run")
+	// ErrLeaseLost: the lease was taken over or the run finished; the
+	// holder must stop writing.
+	ErrLeaseLost = errors.New("db: the run's lease was lost")
+)
+
+// IfExists says what a create does when the ID is taken.
+type IfExists string
+
+// IfExists values (LangGraph's if_exists).
+const (
+	IfExistsRaise     IfExists = "raise"      // ErrConflict
+	IfExistsDoNothing IfExists = "do_nothing" // return the existing row
+)
+
+// Metadata is free-form JSON metadata; searches match it by containment.
+type Metadata map[string]any
+
+// Assistant is a graph with its configuration, versioned: every update
+// makes a new version, and one version is the latest.
+type Assistant struct {
+	ID          string          `json:"assistant_id"`
+	GraphID     string          `json:"graph_id"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Config      json.RawMessage `json:"config"`  // LangGraph's config object ({} when empty)
+	Context     json.RawMessage `json:"context"` // the run context ({} when empty)
+	Metadata    Metadata        `json:"metadata"`
+	Version     int             `json:"version"`
+	CreatedAt   time.Time       `json:"created_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+}
+
+// AssistantPatch changes an assistant, making a new latest version. Nil
+// fields keep their value; Metadata is merged key by key.
+type AssistantPatch struct {
+	GraphID     *string
+	Name        *string
+	Description *string
+	Config      json.RawMessage
+	Context     json.RawMessage
+	Metadata    Metadata
+}
+
+// Query bounds and orders a search. SortBy names a column the resource
+// documents ("created_at", "updated_at", and others per resource); "" means
+// created_at. Limit 0 means the implementation's default (10).
+type Query struct {
+	Metadata  Metadata // containment: every key must be present with an equal value
+	Limit     int
+	Offset    int
+	SortBy    string
+	SortOrder string // "asc" or "desc" (default)
+}
+
+// AssistantQuery filters assistants.
+type AssistantQuery struct {
+	Query
+	GraphID string
+	Name    string // substring, case-insensitive
+}
+
+// ThreadStatus is a thread's status.
+type ThreadStatus string
+
+// Thread statuses (LangGraph's).
+const (
+	ThreadIdle        ThreadStatus = "idle"
+	ThreadBusy        ThreadStatus = "busy"
+	ThreadInterrupted ThreadStatus = "interrupted"
+	ThreadError       ThreadStatus = "error"
+)
+
+// Thread is a conversation: its checkpoints are in the saver; the row
+// keeps what searches and lists need.
+type Thread struct {
+	ID       string       `json:"thread_id"`
+	Metadata Metadata     `json:"metadata"`
+	Status   ThreadStatus `json:"status"`
+	// Values is a copy of the latest state, for search by values and for
+	// lists; Interrupts the pending interrupts by task ID. The run service
+	// writes both when a run ends.
+	Values     json.RawMessage `json:"values"`
+	Interrupts json.RawMessage `json:"interrupts"`
+	// Error is the last run's error, when Status is error.
+	Error     string    `json:"error,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// ThreadQuery filters threads.
+type ThreadQuery struct {
+	Query
+	IDs    []string
+	Status ThreadStatus
+	Values json.RawMessage // containment on Values, as a JSON object
+}
+
+// ThreadResult is what the run service records on a thread when a run
+// ends or the state is updated.
+type ThreadResult struct {
+	Status     ThreadStatus
+	Values     json.RawMessage
+	Interrupts json.RawMessage
+	Error      string
+}
+
+// RunStatus is a run's status.
+type RunStatus string
+
+// Run statuses (LangGraph's). Pending and running are live; the others are
+// terminal and final.
+const (
+	RunPending     RunStatus = "pending"
+	RunRunning     RunStatus = "running"
+	RunSuccess     RunStatus = "success"
+	RunError       RunStatus = "error"
+	RunTimeout     RunStatus = "timeout"
+	RunInterrupted RunStatus = "interrupted"
+)
+
+// Terminal reports whether the status is final.
+func (s RunStatus) Terminal() bool { return s != RunPending && s != RunRunning }
+
+// Run is one execution request on a thread.
+type Run struct {
+	ID          string    `json:"run_id"`
+	ThreadID    string    `json:"thread_id"`
+	AssistantID string    `json:"assistant_id"`
+	Status      RunStatus `json:"status"`
+	Metadata    Metadata  `json:"metadata"`
+	// Kwargs is the request as the run service needs it to execute the run
+	// (input, command, config, context, stream modes...), opaque here.
+	Kwargs            json.RawMessage `json:"kwargs"`
+	MultitaskStrategy string          `json:"multitask_strategy"`
+	// Usage is what the run's model calls cost (opaque JSON), set when it
+	// ends.
+	Usage json.RawMessage `json:"usage,omitempty"`
+	// Error is the error message of a run that ended in error.
+	Error     string    `json:"error,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// AfterSeconds delays the start: the run is not claimable before
+	// NotBefore.
+	NotBefore time.Time `json:"-"`
+	// CancelRequested is set by RequestCancel; the executing worker polls
+	// it (and is told faster through the run service's signal).
+	CancelRequested string `json:"-"` // "", "interrupt" or "rollback"
+}
+
+// RunQuery filters a thread's runs.
+type RunQuery struct {
+	Status RunStatus
+	Limit  int
+	Offset int
+}
+
+// Lease is a worker's claim on a running run. Token grows with each claim,
+// so a worker whose lease was taken over is refused (ErrLeaseLost) on its
+// next fenced write.
+type Lease struct {
+	Tenant    string
+	RunID     string
+	ThreadID  string
+	Owner     string
+	Token     int64
+	ExpiresAt time.Time
+}
+
+// Event is one entry of a run's event log. Seq grows by one per run from 1:
+// it is the SSE event id.
+type Event struct {
+	RunID     string          `json:"run_id"`
+	Seq       int64           `json:"seq"`
+	Event     string          `json:"event"` // SSE event name, e.g. "values", "messages|ns"
+	Data      json.RawMessage `json:"data"`
+	CreatedAt time.Time       `json:"created_at"`
+}
+
+// Assistants stores assistants and their versions.
+type Assistants interface {
+	CreateAssistant(ctx context.Context, tenant string, a Assistant, ifExists IfExists) (Assistant, error)
+	GetAssistant(ctx context.Context, tenant, id string) (Assistant, error)
+	// UpdateAssistant makes a new version from the latest and makes it
+	// the latest.
+	UpdateAssistant(ctx context.Context, tenant, id string, p AssistantPatch) (Assistant, error)
+	DeleteAssistant(ctx context.Context, tenant, id string) error
+	SearchAssistants(ctx context.Context, tenant string, q AssistantQuery) ([]Assistant, error)
+	CountAssistants(ctx context.Context, tenant string, q AssistantQuery) (int, error)
+	// AssistantVersions lists the versions, newest first.
+	AssistantVersions(ctx context.Context, tenant, id string, q Query) ([]Assistant, error)
+	// SetLatestVersion makes an existing version the latest.
+	SetLatestVersion(ctx context.Context, tenant, id string, version int) (Assistant, error)
+}
+
+// Threads stores threads.
+type Threads interface {
+	CreateThread(ctx context.Context, tenant string, t Thread, ifExists IfExists) (Thread, error)
+	GetThread(ctx context.Context, tenant, id string) (Thread, error)
+	// UpdateThreadMetadata merges metadata into the thread's.
+	UpdateThreadMetadata(ctx context.Context, tenant, id string, md Metadata) (Thread, error)
+	// SetThreadResult records a run's outcome or a state update.
+	SetThreadResult(ctx context.Context, tenant, id string, r ThreadResult) (Thread, error)
+	// DeleteThread deletes the thread with its runs, events and leases.
+	DeleteThread(ctx context.Context, tenant, id string) error
+	SearchThreads(ctx context.Context, tenant string, q ThreadQuery) ([]Thread, error)
+	CountThreads(ctx context.Context, tenant string, q ThreadQuery) (int, error)
+	// CopyThread copies the thread row (not its runs) under a new ID.
+	CopyThread(ctx context.Context, tenant, from, to string) (Thread, error)
+}
+
+// Runs stores runs and their leases. At most one run per (tenant, thread)
+// is running at a time; the implementations enforce it with a unique
+// index, not in memory.
+type Runs interface {
+	// CreateRun stores a pending run; the thread must exist.
+	CreateRun(ctx context.Context, tenant string, r Run) (Run, error)
+	GetRun(ctx context.Context, tenant, threadID, runID string) (Run, error)
+	// ListRuns lists a thread's runs, newest first.
+	ListRuns(ctx context.Context, tenant, threadID string, q RunQuery) ([]Run, error)
+	// DeleteRun deletes a terminal run with its events.
+	DeleteRun(ctx context.Context, tenant, threadID, runID string) error
+	// NextPending returns the thread's oldest pending run whose NotBefore
+	// has passed (ErrNotFound when none).
+	NextPending(ctx context.Context, tenant, threadID string, now time.Time) (Run, error)
+	// ClaimRun moves a pending run to running and gives owner a new lease
+	// (token one above any before) for ttl; ErrBusy when another run of
+	// the thread is running; ErrConflict when the run is not pending.
+	ClaimRun(ctx context.Context, tenant, runID, owner string, ttl time.Duration) (Run, Lease, error)
+	// RenewLease extends the lease by ttl; ErrLeaseLost when its token no
+	// longer holds the run.
+	RenewLease(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	// ExpiredLeases lists leases expired at now, oldest first (any tenant:
+	// the sweeper is the service's own).
+	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]Lease, error)
+	// TakeOver gives a run whose lease expired to owner with the next
+	// token; ErrLeaseLost when the lease was renewed or taken since.
+	TakeOver(ctx context.Context, expired Lease, owner string, ttl time.Duration) (Lease, error)
+	// FinishRun records a terminal status (with usage and error) and ends
+	// the lease, fenced by it.
+	FinishRun(ctx context.Context, l Lease, status RunStatus, usage json.RawMessage, errMsg string) (Run, error)
+	// CancelPending ends a pending run (not claimed) with status; a run
+	// already running is ErrConflict (use RequestCancel).
+	CancelPending(ctx context.Context, tenant, threadID, runID string, status RunStatus) (Run, error)
+	// RequestCancel marks a live run to be cancelled with action
+	// ("interrupt" or "rollback").
+	RequestCancel(ctx context.Context, tenant, threadID, runID, action string) (Run, error)
+}
+
+// Events stores run event logs.
+type Events interface {
+	// AppendEvents appends events to the lease's run, fenced by the lease,
+	// assigning Seq in order after the last one; it returns them with Seq
+	// and CreatedAt set.
+	AppendEvents(ctx context.Context, l Lease, events []Event) ([]Event, error)
+	// ReadEvents returns the run's events with Seq > after, in order, at
+	// most limit (0: all).
+	ReadEvents(ctx context.Context, tenant, runID string, after int64, limit int) ([]Event, error)
+	// DeleteEvents removes a run's events (rollback) and reports how many.
+	DeleteEvents(ctx context.Context, tenant, runID string) (int, error)
+	// PruneEvents removes the events of runs that ended before cutoff
+	// (the service keeps logs for a documented time).
+	PruneEvents(ctx context.Context, endedBefore time.Time) (int, error)
+}
+
+// DB is the whole store of record.
+type DB interface {
+	Assistants
+	Threads
+	Runs
+	Events
+	// Ping checks the database answers (GET /ok?check_db=1).
+	Ping(ctx context.Context) error
+	Close() error
+}

@@ -1,0 +1,156 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"maps"
+	"slices"
+)
+
+// ErrCorrupt means a stored checkpoint, blob or pending write was damaged
+// after it was written: its checksum does not match, it does not decode, or
+// it decodes to something no Put could have stored (a checkpoint without its
+// ID, a blob chain with a hole). Backends wrap it with the thread, namespace
+// and checkpoint (and the key or task) concerned. The data cannot be trusted;
+// restore the thread from a backup, or delete it.
+var ErrCorrupt = errors.New("checkpoint: stored data is corrupt")
+
+// ErrTooLarge means a checkpoint row, blob, pending write or store value is
+// larger than the backend's size limit, on Put or when read back. The error
+// names the limit; raise it with the backend's option if the data is
+// legitimately that large.
+var ErrTooLarge = errors.New("checkpoint: value exceeds the size limit")
+
+// DefaultMaxBytes is the size limit every Saver applies unless configured
+// otherwise: the most bytes of one encoded checkpoint row (checkpoint and
+// metadata, without its blobs), of one blob's data, and of one pending
+// write's value, accepted on Put and on read.
+const DefaultMaxBytes = 64 << 20
+
+// castagnoli is the CRC-32C table; the CPU computes it in hardware on amd64
+// and arm64.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// Checksum returns the CRC-32C of the concatenation of parts, continuing
+// from sum (0 to start). Backends store it beside each checkpoint row, blob
+// and pending write and compare it on read; see ErrCorrupt.
+func Checksum(sum uint32, parts ...[]byte) uint32 {
+	for _, p := range parts {
+		sum = crc32.Update(sum, castagnoli, p)
+	}
+	return sum
+}
+
+// ChecksumString is Checksum for strings, without copying them.
+func ChecksumString(sum uint32, parts ...string) uint32 {
+	var buf [256]byte
+	for _, s := range parts {
+		for len(s) > 0 {
+			n := copy(buf[:], s)
+			sum = crc32.Update(sum, castagnoli, buf[:n])
+			s = s[n:]
+		}
+	}
+	return sum
+}
+
+// Corrupt returns an error wrapping ErrCorrupt that names ref and says what
+// is wrong (what is formatted with args like fmt.Sprintf).
+func Corrupt(ref Ref, format string, args ...any) error {
+	return fmt.Errorf("checkpoint: %s: %s: %w", ref, fmt.Sprintf(format, args...), ErrCorrupt)
+}
+
+// CheckSize returns an error wrapping ErrTooLarge when n bytes exceed limit
+// (a limit of 0 or less means DefaultMaxBytes). what names the value, e.g.
+// `blob "messages" version 3`; op is "put" or "read".
+func CheckSize(ref Ref, op, what string, n, limit int) error {
+	if limit <= 0 {
+		limit = DefaultMaxBytes
+	}
+	if n <= limit {
+		return nil
+	}
+	return fmt.Errorf("checkpoint: %s %s: %s has %d bytes, more than the limit of %d bytes: %w", op, ref, what, n, limit, ErrTooLarge)
+}
+
+// Validate checks that a Tuple read from storage is one a Saver could have
+// stored, and returns an error wrapping ErrCorrupt naming the first problem
+// otherwise. Every Saver calls it on each Tuple it returns, so damage that
+// survives decoding (a checkpoint row replaced by "{}" or "null", a
+// hand-edited chain) is an error, never a silently different state:
+//
+//   - the Ref names a thread and a checkpoint, and the checkpoint's own ID
+//     is that checkpoint's;
+//   - Metadata.Parent is not the checkpoint itself;
+//   - every key of Versions is non-empty, and Blobs holds, for each key in
+//     sorted order, a chain that starts with a Full blob, continues with
+//     Delta blobs each based on the previous version, and ends at the
+//     version in force; no blob belongs to a key without a version;
+//   - every pending write names a task, and the writes are sorted by task
+//     and then index without repeats.
+func (t *Tuple) Validate() error {
+	if t == nil {
+		return fmt.Errorf("checkpoint: nil tuple: %w", ErrCorrupt)
+	}
+	ref := t.Ref
+	if ref.ThreadID == "" || ref.ID == "" {
+		return Corrupt(ref, "the tuple names no thread or no checkpoint")
+	}
+	if t.Checkpoint.ID != ref.ID {
+		return Corrupt(ref, "the stored checkpoint names ID %q", t.Checkpoint.ID)
+	}
+	if t.Metadata.Parent == ref.ID {
+		return Corrupt(ref, "the checkpoint names itself as its parent")
+	}
+	blobs := t.Checkpoint.Blobs
+	for _, key := range slices.Sorted(maps.Keys(t.Checkpoint.Versions)) {
+		if key == "" {
+			return Corrupt(ref, "a state key in the versions is empty")
+		}
+		want := t.Checkpoint.Versions[key]
+		n := 0
+		for n < len(blobs) && blobs[n].Key == key {
+			n++
+		}
+		if err := validChain(blobs[:n], want); err != nil {
+			return Corrupt(ref, "key %q: %v", key, err)
+		}
+		blobs = blobs[n:]
+	}
+	if len(blobs) > 0 {
+		return Corrupt(ref, "blob of key %q version %d belongs to no key in force (or the blobs are out of order)", blobs[0].Key, blobs[0].Version)
+	}
+	for i, w := range t.Writes {
+		if w.TaskID == "" {
+			return Corrupt(ref, "pending write %d names no task", i)
+		}
+		if i > 0 {
+			p := t.Writes[i-1]
+			if p.TaskID > w.TaskID || (p.TaskID == w.TaskID && p.Index >= w.Index) {
+				return Corrupt(ref, "pending writes of task %q are out of order or repeated at index %d", w.TaskID, w.Index)
+			}
+		}
+	}
+	return nil
+}
+
+// validChain checks one key's chain, oldest first, ending at version want.
+func validChain(chain []Blob, want uint64) error {
+	if len(chain) == 0 {
+		return fmt.Errorf("no blob rebuilds version %d", want)
+	}
+	if chain[0].Kind != Full {
+		return fmt.Errorf("the chain starts with a %s blob at version %d, not a full one", chain[0].Kind, chain[0].Version)
+	}
+	for i, b := range chain[1:] {
+		prev := chain[i]
+		if b.Kind != Delta || b.Base != prev.Version || b.Base >= b.Version {
+			return fmt.Errorf("blob version %d (%s, base %d) does not follow version %d", b.Version, b.Kind, b.Base, prev.Version)
+		}
+	}
+	if last := chain[len(chain)-1].Version; last != want {
+		return fmt.Errorf("the chain ends at version %d, not at the version in force %d", last, want)
+	}
+	return nil
+}

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -153,4 +154,22 @@ func validChain(chain []Blob, want uint64) error {
 		return fmt.Errorf("the chain ends at version %d, not at the version in force %d", last, want)
 	}
 	return nil
+}
+
+// BlobChecksum returns the checksum a Saver stores beside a blob: the
+// CRC-32C of its key, version, kind, base and data.
+func BlobChecksum(b Blob) uint32 {
+	var head [17]byte
+	binary.LittleEndian.PutUint64(head[0:], b.Version)
+	head[8] = byte(b.Kind)
+	binary.LittleEndian.PutUint64(head[9:], b.Base)
+	return Checksum(ChecksumString(0, b.Key), head[:], b.Data)
+}
+
+// WriteChecksum returns the checksum a Saver stores beside a pending write:
+// the CRC-32C of its task ID, index, key and value.
+func WriteChecksum(w PendingWrite) uint32 {
+	var idx [8]byte
+	binary.LittleEndian.PutUint64(idx[:], uint64(w.Index))
+	return Checksum(ChecksumString(0, w.TaskID, "\x00", w.Key, "\x00"), idx[:], w.Value)
 }

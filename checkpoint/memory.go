@@ -84,9 +84,7 @@ type memWrite struct {
 	sum uint32
 }
 
-func writeSum(w PendingWrite) uint32 {
-	return Checksum(ChecksumString(0, w.Key), w.Value)
-}
+func writeSum(w PendingWrite) uint32 { return WriteChecksum(w) }
 
 // memCheckpoint is a stored checkpoint; cp.Blobs is always nil, its blobs
 // live in the namespace.
@@ -270,7 +268,7 @@ func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (
 		m.threads[ref.ThreadID][ref.Namespace] = ns
 	}
 	for _, b := range cp.Blobs {
-		ns.blobs[blobID{b.Key, b.Version}] = memBlob{Blob: cloneBlob(b), sum: Checksum(0, b.Data)}
+		ns.blobs[blobID{b.Key, b.Version}] = memBlob{Blob: cloneBlob(b), sum: BlobChecksum(b)}
 	}
 	stored := cloneCheckpoint(cp)
 	stored.Blobs = nil
@@ -312,7 +310,7 @@ func (m *Memory) PutWrites(ctx context.Context, ref Ref, taskID string, writes [
 		indexes[w.Index] = true
 		ws[i].PendingWrite = cloneWrite(w)
 		ws[i].TaskID = taskID
-		ws[i].sum = writeSum(w)
+		ws[i].sum = writeSum(ws[i].PendingWrite)
 	}
 	slices.SortFunc(ws, func(a, b memWrite) int { return cmp.Compare(a.Index, b.Index) })
 
@@ -504,7 +502,7 @@ func (ns *memNamespace) chain(key string, v uint64) ([]Blob, error) {
 			}
 			return nil, fmt.Errorf("delta version %d is based on version %d, which is not stored; the chain does not reach a full blob", chain[len(chain)-1].Version, v)
 		}
-		if Checksum(0, b.Data) != b.sum {
+		if BlobChecksum(b.Blob) != b.sum {
 			return nil, fmt.Errorf("blob version %d fails its checksum: %w", v, ErrCorrupt)
 		}
 		chain = append(chain, cloneBlob(b.Blob))

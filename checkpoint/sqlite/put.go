@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"bytes"
+	"encoding/binary"
 	"cmp"
 	"context"
 	"database/sql"
@@ -16,12 +17,23 @@ import (
 
 // record is what the checkpoint column holds: the checkpoint without its ID
 // (a column of its own) and without its blobs (rows of their own).
+// Created is always written, so a record without it (such as "{}" or
+// "null") is damaged.
 type record struct {
 	Versions map[string]uint64   `json:"versions,omitempty"`
 	Next     []checkpoint.Task   `json:"next,omitempty"`
 	Waiting  map[string][]string `json:"waiting,omitempty"`
 	Deferred []string            `json:"deferred,omitempty"`
-	Created  time.Time           `json:"created"`
+	Created  *time.Time          `json:"created"`
+}
+
+// rowSum is the checksum of a checkpoint row: its metadata columns, extra
+// and the record.
+func rowSum(parent string, step int, source, runID string, extra, rec []byte) uint32 {
+	var buf [8]byte
+	binary.LittleEndian.PutUint64(buf[:], uint64(step))
+	sum := checkpoint.ChecksumString(0, parent, "\x00", source, "\x00", runID, "\x00")
+	return checkpoint.Checksum(sum, buf[:], extra, []byte{0}, rec)
 }
 
 // encodeJSON encodes v without escaping HTML characters, so that stored
@@ -62,7 +74,7 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 	if err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
-	rec, err := encodeJSON(record{Versions: cp.Versions, Next: cp.Next, Waiting: cp.Waiting, Deferred: cp.Deferred, Created: cp.Created})
+	rec, err := encodeJSON(record{Versions: cp.Versions, Next: cp.Next, Waiting: cp.Waiting, Deferred: cp.Deferred, Created: &cp.Created})
 	if err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: encode: %w", out, err)
 	}
@@ -70,6 +82,14 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 	if len(md.Extra) > 0 {
 		if extra, err = encodeJSON(md.Extra); err != nil {
 			return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: encode metadata: %w", out, err)
+		}
+	}
+	if err := checkpoint.CheckSize(out, "put", "the checkpoint row", len(rec)+len(extra), s.maxBytes); err != nil {
+		return checkpoint.Ref{}, err
+	}
+	for _, b := range blobs {
+		if err := checkpoint.CheckSize(out, "put", fmt.Sprintf("blob %q version %d", b.Key, b.Version), len(b.Data), s.maxBytes); err != nil {
+			return checkpoint.Ref{}, err
 		}
 	}
 
@@ -86,7 +106,8 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 	}
 	defer tx.Rollback()
 	res, err := tx.StmtContext(ctx, s.insertCP).ExecContext(ctx, ref.ThreadID, ref.Namespace, cp.ID,
-		md.Parent, md.Step, string(md.Source), md.RunID, extra, rec, unixNano(cp.Created), ref.ID)
+		md.Parent, md.Step, string(md.Source), md.RunID, extra, rec, unixNano(cp.Created), ref.ID,
+		int64(rowSum(md.Parent, md.Step, string(md.Source), md.RunID, extra, rec)))
 	if err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
@@ -155,12 +176,12 @@ func (s *Saver) blobInserts(ctx context.Context, n int) ([]*sql.Stmt, error) {
 // one; the transaction is rolled back by the caller on error.
 func (s *Saver) insertBlobsTx(ctx context.Context, tx *sql.Tx, inserts []*sql.Stmt, ref checkpoint.Ref, blobs []checkpoint.Blob) error {
 	inserted := int64(0)
-	args := make([]any, 0, 2+5*min(len(blobs), maxBlobRows))
+	args := make([]any, 0, 2+6*min(len(blobs), maxBlobRows))
 	for i, st := range inserts {
 		chunk := blobs[i*maxBlobRows : min(len(blobs), (i+1)*maxBlobRows)]
 		args = append(args[:0], ref.ThreadID, ref.Namespace)
 		for _, b := range chunk {
-			args = append(args, b.Key, int64(b.Version), int64(b.Kind), int64(b.Base), []byte(b.Data))
+			args = append(args, b.Key, int64(b.Version), int64(b.Kind), int64(b.Base), []byte(b.Data), int64(checkpoint.BlobChecksum(b)))
 		}
 		res, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 		if err != nil {
@@ -221,7 +242,11 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 		if indexes[w.Index] {
 			return fmt.Errorf("checkpoint: put writes of task %q for %s: index %d is used twice", taskID, ref, w.Index)
 		}
+		if err := checkpoint.CheckSize(ref, "put writes", fmt.Sprintf("the value of write %d of task %q", w.Index, taskID), len(w.Value), s.maxBytes); err != nil {
+			return err
+		}
 		indexes[w.Index] = true
+		ws[i].TaskID = taskID
 	}
 	slices.SortFunc(ws, func(a, b checkpoint.PendingWrite) int { return cmp.Compare(a.Index, b.Index) })
 
@@ -242,13 +267,13 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 		if len(ws) == 0 {
 			return nil
 		}
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO writes (thread, ns, checkpoint_id, task_id, idx, key, value) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO writes (thread, ns, checkpoint_id, task_id, idx, key, value, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
 		defer ins.Close()
 		for _, w := range ws {
-			if _, err := ins.ExecContext(ctx, ref.ThreadID, ref.Namespace, ref.ID, taskID, w.Index, w.Key, []byte(w.Value)); err != nil {
+			if _, err := ins.ExecContext(ctx, ref.ThreadID, ref.Namespace, ref.ID, taskID, w.Index, w.Key, []byte(w.Value), int64(checkpoint.WriteChecksum(w))); err != nil {
 				return err
 			}
 		}

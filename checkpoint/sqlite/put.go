@@ -2,10 +2,10 @@ package sqlite
 
 import (
 	"bytes"
-	"encoding/binary"
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"

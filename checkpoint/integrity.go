@@ -1,7 +1,6 @@
 package checkpoint
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -35,7 +34,9 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Checksum returns the CRC-32C of the concatenation of parts, continuing
 // from sum (0 to start). Backends store it beside each checkpoint row, blob
-// and pending write and compare it on read; see ErrCorrupt.
+// and pending write and compare it on read; see ErrCorrupt. The parts are
+// handed to hash/crc32, so a caller's stack buffer passed here moves to the
+// heap; small fixed fields are cheaper through ChecksumString.
 func Checksum(sum uint32, parts ...[]byte) uint32 {
 	for _, p := range parts {
 		sum = crc32.Update(sum, castagnoli, p)
@@ -43,15 +44,34 @@ func Checksum(sum uint32, parts ...[]byte) uint32 {
 	return sum
 }
 
-// ChecksumString is Checksum for strings, without copying them.
+// ChecksumString is Checksum for strings. It is meant for short strings
+// (keys, IDs): it runs a byte at a time, without copying or allocating.
 func ChecksumString(sum uint32, parts ...string) uint32 {
-	var buf [256]byte
 	for _, s := range parts {
-		for len(s) > 0 {
-			n := copy(buf[:], s)
-			sum = crc32.Update(sum, castagnoli, buf[:n])
-			s = s[n:]
+		sum = ^sum
+		for i := 0; i < len(s); i++ {
+			sum = castagnoli[byte(sum)^s[i]] ^ (sum >> 8)
 		}
+		sum = ^sum
+	}
+	return sum
+}
+
+// checksumUint64 continues sum over v's 8 little-endian bytes.
+func checksumUint64(sum uint32, v uint64) uint32 {
+	sum = ^sum
+	for range 8 {
+		sum = castagnoli[byte(sum)^byte(v)] ^ (sum >> 8)
+		v >>= 8
+	}
+	return ^sum
+}
+
+// ChecksumUint64 continues sum over the 8 little-endian bytes of each of
+// vs, without allocating.
+func ChecksumUint64(sum uint32, vs ...uint64) uint32 {
+	for _, v := range vs {
+		sum = checksumUint64(sum, v)
 	}
 	return sum
 }
@@ -159,17 +179,13 @@ func validChain(chain []Blob, want uint64) error {
 // BlobChecksum returns the checksum a Saver stores beside a blob: the
 // CRC-32C of its key, version, kind, base and data.
 func BlobChecksum(b Blob) uint32 {
-	var head [17]byte
-	binary.LittleEndian.PutUint64(head[0:], b.Version)
-	head[8] = byte(b.Kind)
-	binary.LittleEndian.PutUint64(head[9:], b.Base)
-	return Checksum(ChecksumString(0, b.Key), head[:], b.Data)
+	sum := ChecksumUint64(ChecksumString(0, b.Key), b.Version, uint64(b.Kind), b.Base)
+	return crc32.Update(sum, castagnoli, b.Data)
 }
 
 // WriteChecksum returns the checksum a Saver stores beside a pending write:
 // the CRC-32C of its task ID, index, key and value.
 func WriteChecksum(w PendingWrite) uint32 {
-	var idx [8]byte
-	binary.LittleEndian.PutUint64(idx[:], uint64(w.Index))
-	return Checksum(ChecksumString(0, w.TaskID, "\x00", w.Key, "\x00"), idx[:], w.Value)
+	sum := ChecksumUint64(ChecksumString(0, w.TaskID, "\x00", w.Key, "\x00"), uint64(w.Index))
+	return crc32.Update(sum, castagnoli, w.Value)
 }

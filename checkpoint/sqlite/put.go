@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,10 +29,9 @@ type record struct {
 // rowSum is the checksum of a checkpoint row: its metadata columns, extra
 // and the record.
 func rowSum(parent string, step int, source, runID string, extra, rec []byte) uint32 {
-	var buf [8]byte
-	binary.LittleEndian.PutUint64(buf[:], uint64(step))
 	sum := checkpoint.ChecksumString(0, parent, "\x00", source, "\x00", runID, "\x00")
-	return checkpoint.Checksum(sum, buf[:], extra, []byte{0}, rec)
+	sum = checkpoint.ChecksumUint64(sum, uint64(step), uint64(len(extra)))
+	return checkpoint.Checksum(sum, extra, rec)
 }
 
 // encodeJSON encodes v without escaping HTML characters, so that stored

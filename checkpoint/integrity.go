@@ -6,6 +6,7 @@ import (
 	"hash/crc32"
 	"maps"
 	"slices"
+	"unsafe"
 )
 
 // ErrCorrupt means a stored checkpoint, blob or pending write was damaged
@@ -44,10 +45,14 @@ func Checksum(sum uint32, parts ...[]byte) uint32 {
 	return sum
 }
 
-// ChecksumString is Checksum for strings. It is meant for short strings
-// (keys, IDs): it runs a byte at a time, without copying or allocating.
+// ChecksumString is Checksum for strings, without copying or allocating.
 func ChecksumString(sum uint32, parts ...string) uint32 {
 	for _, s := range parts {
+		if len(s) > 64 {
+			// hash/crc32 only reads the bytes.
+			sum = crc32.Update(sum, castagnoli, unsafe.Slice(unsafe.StringData(s), len(s)))
+			continue
+		}
 		sum = ^sum
 		for i := 0; i < len(s); i++ {
 			sum = castagnoli[byte(sum)^s[i]] ^ (sum >> 8)

@@ -467,9 +467,6 @@ func (ns *memNamespace) tuple(thread, namespace, id string, c *memCheckpoint) (*
 	for _, key := range slices.Sorted(maps.Keys(cp.Versions)) {
 		chain, err := ns.chain(key, cp.Versions[key])
 		if err != nil {
-			if errors.Is(err, ErrCorrupt) {
-				return nil, Corrupt(ref, "key %q: %v", key, err)
-			}
 			return nil, fmt.Errorf("checkpoint: %s: key %q: %w", ref, key, err)
 		}
 		cp.Blobs = append(cp.Blobs, chain...)

@@ -341,8 +341,6 @@ ORDER BY checkpoint_id, task_id, idx`, ref.ThreadID, ref.Namespace, ids).Query(f
 		for _, key := range slices.Sorted(maps.Keys(d.cp.Versions)) {
 			chain, err := chainOf(blobs, key, d.cp.Versions[key], limit)
 			switch {
-			case errors.Is(err, checkpoint.ErrCorrupt):
-				return out, &rowError{checkpoint.Corrupt(tref, "key %q: %v", key, errors.Unwrap(err))}
 			case errors.Is(err, checkpoint.ErrTooLarge):
 				return out, &rowError{fmt.Errorf("checkpoint: read %s: key %q: %w", tref, key, err)}
 			case err != nil:

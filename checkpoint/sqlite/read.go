@@ -342,9 +342,6 @@ func (s *Saver) load(ctx context.Context, tx *sql.Tx, thread, ns string, rows []
 				if errors.Is(err, checkpoint.ErrTooLarge) {
 					return tuples[:i], fmt.Errorf("checkpoint: read %s: key %q: %w", t.Ref, key, err)
 				}
-				if errors.Is(err, checkpoint.ErrCorrupt) {
-					return tuples[:i], checkpoint.Corrupt(t.Ref, "key %q: %v", key, errors.Unwrap(err))
-				}
 				return tuples[:i], fmt.Errorf("checkpoint: %s: key %q: %w", t.Ref, key, err)
 			}
 			t.Checkpoint.Blobs = append(t.Checkpoint.Blobs, chain...)

@@ -35,6 +35,7 @@
 //
 // DeleteRun is one script over the thread's keys too: it reads each
 // checkpoint's run ID from its metadata JSON (with the server's cjson).
+//
 //	Pthreads         set   every thread ID, for Prune and Size over all threads
 //
 // # Atomicity

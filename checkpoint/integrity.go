@@ -194,3 +194,30 @@ func WriteChecksum(w PendingWrite) uint32 {
 	sum := ChecksumUint64(ChecksumString(0, w.TaskID, "\x00", w.Key, "\x00"), uint64(w.Index))
 	return crc32.Update(sum, castagnoli, w.Value)
 }
+
+// CheckBlobSizes returns CheckSize's error for the first blob whose data
+// exceeds limit (0 or less means DefaultMaxBytes), nil when none does. It
+// builds no message unless one is too large.
+func CheckBlobSizes(ref Ref, op string, blobs []Blob, limit int) error {
+	if limit <= 0 {
+		limit = DefaultMaxBytes
+	}
+	for _, b := range blobs {
+		if len(b.Data) > limit {
+			return CheckSize(ref, op, fmt.Sprintf("blob %q version %d", b.Key, b.Version), len(b.Data), limit)
+		}
+	}
+	return nil
+}
+
+// CheckWriteSize returns CheckSize's error when the value of w, a write of
+// task taskID, exceeds limit (0 or less means DefaultMaxBytes).
+func CheckWriteSize(ref Ref, op, taskID string, w PendingWrite, limit int) error {
+	if limit <= 0 {
+		limit = DefaultMaxBytes
+	}
+	if len(w.Value) <= limit {
+		return nil
+	}
+	return CheckSize(ref, op, fmt.Sprintf("the value of write %d of task %q", w.Index, taskID), len(w.Value), limit)
+}

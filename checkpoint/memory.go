@@ -227,10 +227,8 @@ func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (
 	if err := CheckSize(out, "put", "the checkpoint", rowBytes(cp, md), m.maxBytes); err != nil {
 		return Ref{}, err
 	}
-	for _, b := range cp.Blobs {
-		if err := CheckSize(out, "put", fmt.Sprintf("blob %q version %d", b.Key, b.Version), len(b.Data), m.maxBytes); err != nil {
-			return Ref{}, err
-		}
+	if err := CheckBlobSizes(out, "put", cp.Blobs, m.maxBytes); err != nil {
+		return Ref{}, err
 	}
 
 	m.mu.Lock()
@@ -304,7 +302,7 @@ func (m *Memory) PutWrites(ctx context.Context, ref Ref, taskID string, writes [
 		if indexes[w.Index] {
 			return fmt.Errorf("checkpoint: put writes of task %q for %s: index %d is used twice", taskID, ref, w.Index)
 		}
-		if err := CheckSize(ref, "put writes", fmt.Sprintf("the value of write %d of task %q", w.Index, taskID), len(w.Value)+len(w.Key), m.maxBytes); err != nil {
+		if err := CheckWriteSize(ref, "put writes", taskID, w, m.maxBytes); err != nil {
 			return err
 		}
 		indexes[w.Index] = true

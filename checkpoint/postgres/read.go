@@ -315,7 +315,7 @@ ORDER BY checkpoint_id, task_id, idx`, ref.ThreadID, ref.Namespace, ids).Query(f
 				return nil
 			}
 			wref := checkpoint.Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: id}
-			if err := checkpoint.CheckSize(wref, "read", fmt.Sprintf("the value of write %d of task %q", w.Index, w.TaskID), len(w.Value), limit); err != nil {
+			if err := checkpoint.CheckWriteSize(wref, "read", w.TaskID, w, limit); err != nil {
 				badWrites[id] = err
 				return nil
 			}

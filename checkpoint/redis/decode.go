@@ -230,7 +230,7 @@ func (rt rawTuple) writes(ref checkpoint.Ref, limit int) ([]checkpoint.PendingWr
 			return nil, checkpoint.Corrupt(ref, "decode pending writes of task %q: %v", task, err)
 		}
 		for _, w := range ws {
-			if err := checkpoint.CheckSize(ref, "read", fmt.Sprintf("the value of write %d of task %q", w.Index, task), len(w.Value), limit); err != nil {
+			if err := checkpoint.CheckWriteSize(ref, "read", task, w, limit); err != nil {
 				return nil, err
 			}
 			w.TaskID = task

@@ -276,10 +276,8 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 	if err := checkpoint.CheckSize(out, "put", "the checkpoint record", len(cpJSON)+len(mdJSON)+len(versions), s.maxBytes); err != nil {
 		return checkpoint.Ref{}, err
 	}
-	for _, b := range blobs {
-		if err := checkpoint.CheckSize(out, "put", fmt.Sprintf("blob %q version %d", b.Key, b.Version), len(b.Data), s.maxBytes); err != nil {
-			return checkpoint.Ref{}, err
-		}
+	if err := checkpoint.CheckBlobSizes(out, "put", blobs, s.maxBytes); err != nil {
+		return checkpoint.Ref{}, err
 	}
 
 	k := s.keys(ref.ThreadID, ref.Namespace)
@@ -397,7 +395,7 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 		return err
 	}
 	for _, w := range ws {
-		if err := checkpoint.CheckSize(ref, "put writes", fmt.Sprintf("the value of write %d of task %q", w.Index, taskID), len(w.Value), s.maxBytes); err != nil {
+		if err := checkpoint.CheckWriteSize(ref, "put writes", taskID, w, s.maxBytes); err != nil {
 			return err
 		}
 	}

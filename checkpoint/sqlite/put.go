@@ -85,10 +85,8 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 	if err := checkpoint.CheckSize(out, "put", "the checkpoint row", len(rec)+len(extra), s.maxBytes); err != nil {
 		return checkpoint.Ref{}, err
 	}
-	for _, b := range blobs {
-		if err := checkpoint.CheckSize(out, "put", fmt.Sprintf("blob %q version %d", b.Key, b.Version), len(b.Data), s.maxBytes); err != nil {
-			return checkpoint.Ref{}, err
-		}
+	if err := checkpoint.CheckBlobSizes(out, "put", blobs, s.maxBytes); err != nil {
+		return checkpoint.Ref{}, err
 	}
 
 	// The statements must be prepared before the transaction holds the
@@ -240,7 +238,7 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 		if indexes[w.Index] {
 			return fmt.Errorf("checkpoint: put writes of task %q for %s: index %d is used twice", taskID, ref, w.Index)
 		}
-		if err := checkpoint.CheckSize(ref, "put writes", fmt.Sprintf("the value of write %d of task %q", w.Index, taskID), len(w.Value), s.maxBytes); err != nil {
+		if err := checkpoint.CheckWriteSize(ref, "put writes", taskID, w, s.maxBytes); err != nil {
 			return err
 		}
 		indexes[w.Index] = true

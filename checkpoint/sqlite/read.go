@@ -425,7 +425,7 @@ func (s *Saver) loadWrites(ctx context.Context, tx *sql.Tx, thread, ns string, t
 		if t == nil || bad[id] != nil {
 			continue
 		}
-		if err := checkpoint.CheckSize(t.Ref, "read", fmt.Sprintf("the value of write %d of task %q", w.Index, w.TaskID), len(value), s.maxBytes); err != nil {
+		if err := checkpoint.CheckWriteSize(t.Ref, "read", w.TaskID, w, s.maxBytes); err != nil {
 			bad[id] = err
 			continue
 		}

@@ -64,7 +64,10 @@ type options struct {
 // accept and that Get and List read back; beyond it they fail with an error
 // wrapping checkpoint.ErrTooLarge. The default is
 // checkpoint.DefaultMaxBytes; n <= 0 keeps it. A row stored under a larger
-// limit is refused on read, though it has been received by then.
+// limit is refused on read, though it has been received by then. Reads
+// allow a checkpoint row twice the limit: jsonb renders JSON with a space
+// after each ':' and ',', so a row comes back longer than it was put, never
+// twice as long.
 func WithMaxBytes(n int) Option {
 	return func(o *options) { o.maxBytes = n }
 }

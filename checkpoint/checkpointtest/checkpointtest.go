@@ -121,6 +121,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) checkpoint.Saver) {
 		{"DeleteRun", testDeleteRun},
 		{"DeleteRunKeepsNeededBlobs", testDeleteRunKeepsNeededBlobs},
 		{"DeleteRunEdges", testDeleteRunEdges},
+		{"DeleteRunConcurrentPut", testDeleteRunConcurrentPut},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -188,3 +188,82 @@ func testDeleteRunEdges(t *testing.T, s checkpoint.Saver) {
 	b := th.put(full("k", 1, `"new"`))
 	checkGet(t, s, th.ref, b.want([]checkpoint.Blob{full("k", 1, `"new"`)}))
 }
+
+// testDeleteRunConcurrentPut deletes a run while another writer keeps
+// appending to the same namespace with deltas on the latest state it read,
+// retrying on conflict. Afterwards none of the run's checkpoints is left,
+// every checkpoint the writer stored is there, and every checkpoint reads
+// back with complete chains: a Put never builds on blobs the deletion
+// collected.
+func testDeleteRunConcurrentPut(t *testing.T, s checkpoint.Saver) {
+	ctx := context.Background()
+	th := newThread(t, s, "main")
+	th.run = "run-1"
+	th.put(full("msgs", 1, `["a"]`))
+	th.run = "run-2"
+	for i := range 5 {
+		v := uint64(i + 2)
+		th.put(delta("msgs", v, v-1, `["b"]`))
+	}
+
+	const appends = 8
+	done := make(chan error, 1)
+	var stored []string
+	go func() {
+		defer close(done)
+		attempt := uint64(1000)
+		for len(stored) < appends {
+			attempt++
+			latest, err := s.Get(ctx, th.ref)
+			if err != nil {
+				done <- err
+				return
+			}
+			// Every attempt uses a new, larger version, so a retry never
+			// reuses a version with other content.
+			v, next := latest.Checkpoint.Versions["msgs"], attempt
+			cp := checkpoint.Checkpoint{
+				ID:       checkpoint.NewID(),
+				Versions: map[string]uint64{"msgs": next},
+				Blobs:    []checkpoint.Blob{delta("msgs", next, v, `["c"]`)},
+				Created:  now(),
+			}
+			md := checkpoint.Metadata{Source: checkpoint.SourceLoop, Step: latest.Metadata.Step + 1, Parent: latest.Ref.ID, RunID: "run-3"}
+			_, err = s.Put(ctx, at(th.ref, latest.Ref.ID), cp, md)
+			switch {
+			case errors.Is(err, checkpoint.ErrConflict):
+				continue
+			case err != nil:
+				done <- err
+				return
+			}
+			stored = append(stored, cp.ID)
+		}
+	}()
+	n, err := s.DeleteRun(ctx, th.ref.ThreadID, "run-2")
+	if err != nil {
+		t.Fatalf("DeleteRun: %v", err)
+	}
+	if n != 5 {
+		t.Errorf("DeleteRun removed %d checkpoints, want 5", n)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	all := snapshot(t, s, th.ref)
+	seen := map[string]bool{}
+	for _, tup := range all {
+		if tup.Metadata.RunID == "run-2" {
+			t.Errorf("checkpoint %s of the deleted run is still listed", tup.Ref.ID)
+		}
+		seen[tup.Ref.ID] = true
+	}
+	for _, id := range stored {
+		if !seen[id] {
+			t.Errorf("checkpoint %s that the writer stored is missing", id)
+		}
+	}
+	if len(all) != 1+len(stored) {
+		t.Errorf("the namespace lists %d checkpoints, want %d (run 1's and the writer's)", len(all), 1+len(stored))
+	}
+}

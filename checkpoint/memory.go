@@ -71,20 +71,17 @@ type memNamespace struct {
 	blobs map[blobID]memBlob
 }
 
-// memBlob is a stored blob with the checksum of its data.
+// memBlob is a stored blob with its BlobChecksum.
 type memBlob struct {
 	Blob
 	sum uint32
 }
 
-// memWrite is a stored pending write with the checksum of its key and
-// value.
+// memWrite is a stored pending write with its WriteChecksum.
 type memWrite struct {
 	PendingWrite
 	sum uint32
 }
-
-func writeSum(w PendingWrite) uint32 { return WriteChecksum(w) }
 
 // memCheckpoint is a stored checkpoint; cp.Blobs is always nil, its blobs
 // live in the namespace.
@@ -308,7 +305,7 @@ func (m *Memory) PutWrites(ctx context.Context, ref Ref, taskID string, writes [
 		indexes[w.Index] = true
 		ws[i].PendingWrite = cloneWrite(w)
 		ws[i].TaskID = taskID
-		ws[i].sum = writeSum(ws[i].PendingWrite)
+		ws[i].sum = WriteChecksum(ws[i].PendingWrite)
 	}
 	slices.SortFunc(ws, func(a, b memWrite) int { return cmp.Compare(a.Index, b.Index) })
 
@@ -472,7 +469,7 @@ func (ns *memNamespace) tuple(thread, namespace, id string, c *memCheckpoint) (*
 	var writes []PendingWrite
 	for _, task := range slices.Sorted(maps.Keys(c.writes)) {
 		for _, w := range c.writes[task] {
-			if writeSum(w.PendingWrite) != w.sum {
+			if WriteChecksum(w.PendingWrite) != w.sum {
 				return nil, Corrupt(ref, "pending write %d of task %q fails its checksum", w.Index, task)
 			}
 			writes = append(writes, cloneWrite(w.PendingWrite))

@@ -502,7 +502,7 @@ func (ns *memNamespace) chain(key string, v uint64) ([]Blob, error) {
 			break
 		}
 		if b.Kind != Delta || b.Base >= b.Version {
-			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which cannot be rebuilt", b.Version, b.Kind, b.Base)
+			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which no Put stores: %w", b.Version, b.Kind, b.Base, ErrCorrupt)
 		}
 		v = b.Base
 	}

@@ -384,7 +384,7 @@ func chainOf(blobs map[blobKey]storedBlob, key string, v uint64, limit int) ([]c
 			break
 		}
 		if b.Kind != checkpoint.Delta || b.Base >= b.Version {
-			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which cannot be rebuilt", b.Version, b.Kind, b.Base)
+			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which no Put stores: %w", b.Version, b.Kind, b.Base, checkpoint.ErrCorrupt)
 		}
 		v = b.Base
 	}

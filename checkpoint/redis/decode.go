@@ -198,7 +198,7 @@ func (p page) chain(key string, v uint64, idx []int, limit int) ([]checkpoint.Bl
 			break
 		}
 		if b.Base >= b.Version {
-			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which cannot be rebuilt", b.Version, b.Kind, b.Base)
+			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which no Put stores: %w", b.Version, b.Kind, b.Base, checkpoint.ErrCorrupt)
 		}
 		v = b.Base
 	}

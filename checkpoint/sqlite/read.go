@@ -387,7 +387,7 @@ func chain(blobs map[blobID]stored, key string, v uint64, limit int) ([]checkpoi
 			break
 		}
 		if b.kind != checkpoint.Delta || b.base >= v {
-			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which cannot be rebuilt", v, b.kind, b.base)
+			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which no Put stores: %w", v, b.kind, b.base, checkpoint.ErrCorrupt)
 		}
 		v = b.base
 	}

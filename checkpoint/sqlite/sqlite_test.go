@@ -569,3 +569,19 @@ func TestUpgradeReadsOldRows(t *testing.T) {
 		t.Errorf("rows with a checksum after the upgrade = %d, %v; want 2", n, err)
 	}
 }
+
+// TestUnknownBlobKindIsCorrupt reads a blob whose kind no Put stores, in a
+// row without a checksum (as written before checksums): validation alone
+// must report it as damage.
+func TestUnknownBlobKindIsCorrupt(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "cp.db"))
+	ref := put(t, s, checkpoint.Ref{ThreadID: "t"}, "", map[string]uint64{"k": 1}, full("k", 1, `1`))
+	if _, err := s.db.Write.Exec(`UPDATE blobs SET kind = 7, sum = NULL WHERE thread = 't'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Get(ctx, ref)
+	if !errors.Is(err, checkpoint.ErrCorrupt) || !strings.Contains(err.Error(), `"k"`) {
+		t.Errorf("Get of a blob of unknown kind: error = %v, want ErrCorrupt naming key \"k\"", err)
+	}
+}

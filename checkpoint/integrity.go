@@ -81,9 +81,9 @@ func ChecksumUint64(sum uint32, vs ...uint64) uint32 {
 	return sum
 }
 
-// Corrupt returns an error wrapping ErrCorrupt that names ref and says what
-// is wrong (what is formatted with args like fmt.Sprintf).
-func Corrupt(ref Ref, format string, args ...any) error {
+// Corruptf returns an error wrapping ErrCorrupt that names ref and says
+// what is wrong, formatted like fmt.Sprintf.
+func Corruptf(ref Ref, format string, args ...any) error {
 	return fmt.Errorf("checkpoint: %s: %s: %w", ref, fmt.Sprintf(format, args...), ErrCorrupt)
 }
 
@@ -121,18 +121,18 @@ func (t *Tuple) Validate() error {
 	}
 	ref := t.Ref
 	if ref.ThreadID == "" || ref.ID == "" {
-		return Corrupt(ref, "the tuple names no thread or no checkpoint")
+		return Corruptf(ref, "the tuple names no thread or no checkpoint")
 	}
 	if t.Checkpoint.ID != ref.ID {
-		return Corrupt(ref, "the stored checkpoint names ID %q", t.Checkpoint.ID)
+		return Corruptf(ref, "the stored checkpoint names ID %q", t.Checkpoint.ID)
 	}
 	if t.Metadata.Parent == ref.ID {
-		return Corrupt(ref, "the checkpoint names itself as its parent")
+		return Corruptf(ref, "the checkpoint names itself as its parent")
 	}
 	blobs := t.Checkpoint.Blobs
 	for _, key := range slices.Sorted(maps.Keys(t.Checkpoint.Versions)) {
 		if key == "" {
-			return Corrupt(ref, "a state key in the versions is empty")
+			return Corruptf(ref, "a state key in the versions is empty")
 		}
 		want := t.Checkpoint.Versions[key]
 		n := 0
@@ -140,21 +140,21 @@ func (t *Tuple) Validate() error {
 			n++
 		}
 		if err := validChain(blobs[:n], want); err != nil {
-			return Corrupt(ref, "key %q: %v", key, err)
+			return Corruptf(ref, "key %q: %v", key, err)
 		}
 		blobs = blobs[n:]
 	}
 	if len(blobs) > 0 {
-		return Corrupt(ref, "blob of key %q version %d belongs to no key in force (or the blobs are out of order)", blobs[0].Key, blobs[0].Version)
+		return Corruptf(ref, "blob of key %q version %d belongs to no key in force (or the blobs are out of order)", blobs[0].Key, blobs[0].Version)
 	}
 	for i, w := range t.Writes {
 		if w.TaskID == "" {
-			return Corrupt(ref, "pending write %d names no task", i)
+			return Corruptf(ref, "pending write %d names no task", i)
 		}
 		if i > 0 {
 			p := t.Writes[i-1]
 			if p.TaskID > w.TaskID || (p.TaskID == w.TaskID && p.Index >= w.Index) {
-				return Corrupt(ref, "pending writes of task %q are out of order or repeated at index %d", w.TaskID, w.Index)
+				return Corruptf(ref, "pending writes of task %q are out of order or repeated at index %d", w.TaskID, w.Index)
 			}
 		}
 	}

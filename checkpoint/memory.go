@@ -470,7 +470,7 @@ func (ns *memNamespace) tuple(thread, namespace, id string, c *memCheckpoint) (*
 	for _, task := range slices.Sorted(maps.Keys(c.writes)) {
 		for _, w := range c.writes[task] {
 			if WriteChecksum(w.PendingWrite) != w.sum {
-				return nil, Corrupt(ref, "pending write %d of task %q fails its checksum", w.Index, task)
+				return nil, Corruptf(ref, "pending write %d of task %q fails its checksum", w.Index, task)
 			}
 			writes = append(writes, cloneWrite(w.PendingWrite))
 		}

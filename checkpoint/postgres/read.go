@@ -232,16 +232,16 @@ func decode(ref checkpoint.Ref, r cpRow, limit int) (decoded, error) {
 		return decoded{}, &rowError{err}
 	}
 	if !r.sumOK {
-		return decoded{}, &rowError{checkpoint.Corrupt(ref, "the checkpoint row fails its checksum")}
+		return decoded{}, &rowError{checkpoint.Corruptf(ref, "the checkpoint row fails its checksum")}
 	}
 	if err := json.Unmarshal(r.checkpoint, &d.cp); err != nil {
-		return decoded{}, &rowError{checkpoint.Corrupt(ref, "the stored checkpoint does not decode: %v", err)}
+		return decoded{}, &rowError{checkpoint.Corruptf(ref, "the stored checkpoint does not decode: %v", err)}
 	}
 	if d.cp.ID != r.id {
-		return decoded{}, &rowError{checkpoint.Corrupt(ref, "the stored checkpoint names ID %q", d.cp.ID)}
+		return decoded{}, &rowError{checkpoint.Corruptf(ref, "the stored checkpoint names ID %q", d.cp.ID)}
 	}
 	if err := json.Unmarshal(r.metadata, &d.md); err != nil {
-		return decoded{}, &rowError{checkpoint.Corrupt(ref, "the stored metadata does not decode: %v", err)}
+		return decoded{}, &rowError{checkpoint.Corruptf(ref, "the stored metadata does not decode: %v", err)}
 	}
 	return d, nil
 }
@@ -322,7 +322,7 @@ ORDER BY checkpoint_id, task_id, idx`, ref.ThreadID, ref.Namespace, ids).Query(f
 				return nil
 			}
 			if sum != nil && uint32(*sum) != checkpoint.WriteChecksum(w) {
-				badWrites[id] = checkpoint.Corrupt(wref, "pending write %d of task %q fails its checksum", w.Index, w.TaskID)
+				badWrites[id] = checkpoint.Corruptf(wref, "pending write %d of task %q fails its checksum", w.Index, w.TaskID)
 				return nil
 			}
 			writes[id] = append(writes[id], w)

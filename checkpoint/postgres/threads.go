@@ -260,7 +260,7 @@ FROM checkpoints c JOIN unnest($1::text[], $2::text[]) AS a(thread, ns) ON c.thr
 			var versions map[string]uint64
 			if raw == nil || json.Unmarshal(raw, &versions) != nil {
 				ref := checkpoint.Ref{ThreadID: k.thread, Namespace: k.ns, ID: id}
-				return &rowError{checkpoint.Corrupt(ref, "the stored checkpoint's versions do not decode, so the blobs it needs are unknown")}
+				return &rowError{checkpoint.Corruptf(ref, "the stored checkpoint's versions do not decode, so the blobs it needs are unknown")}
 			}
 			for key, v := range versions {
 				needed = append(needed, blobRef{k, blobKey{key, v}})

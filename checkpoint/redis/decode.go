@@ -100,20 +100,20 @@ func pairs(flat []string) map[string]string {
 func (rt rawTuple) metadata(ref checkpoint.Ref, limit int) (checkpoint.Metadata, error) {
 	var md checkpoint.Metadata
 	if len(rt.fields) == 0 {
-		return md, checkpoint.Corrupt(ref, "the checkpoint is listed but its record is missing")
+		return md, checkpoint.Corruptf(ref, "the checkpoint is listed but its record is missing")
 	}
 	cp, mdRaw, vs, t := rt.fields[fieldCheckpoint], rt.fields[fieldMetadata], rt.fields[fieldVersions], rt.fields[fieldCreated]
 	if err := checkpoint.CheckSize(ref, "read", "the checkpoint record", len(cp)+len(mdRaw)+len(vs), limit); err != nil {
 		return md, err
 	}
 	if sum, ok := rt.fields[fieldSum]; ok && sum != recordSum(cp, mdRaw, vs, t) {
-		return md, checkpoint.Corrupt(ref, "the checkpoint record fails its checksum")
+		return md, checkpoint.Corruptf(ref, "the checkpoint record fails its checksum")
 	}
 	if _, ok := rt.fields[fieldMetadata]; !ok {
-		return md, checkpoint.Corrupt(ref, "the checkpoint's record has no metadata")
+		return md, checkpoint.Corruptf(ref, "the checkpoint's record has no metadata")
 	}
 	if err := json.Unmarshal([]byte(mdRaw), &md); err != nil {
-		return md, checkpoint.Corrupt(ref, "decode metadata: %v", err)
+		return md, checkpoint.Corruptf(ref, "decode metadata: %v", err)
 	}
 	return md, nil
 }
@@ -132,18 +132,18 @@ func (p page) tuple(thread, namespace string, rt rawTuple, filter map[string]str
 	}
 	raw, ok := rt.fields[fieldCheckpoint]
 	if !ok {
-		return nil, checkpoint.Corrupt(ref, "the checkpoint's record has no checkpoint")
+		return nil, checkpoint.Corruptf(ref, "the checkpoint's record has no checkpoint")
 	}
 	var sc storedCheckpoint
 	if err := json.Unmarshal([]byte(raw), &sc); err != nil {
-		return nil, checkpoint.Corrupt(ref, "decode checkpoint: %v", err)
+		return nil, checkpoint.Corruptf(ref, "decode checkpoint: %v", err)
 	}
 	if sc.Created == nil {
-		return nil, checkpoint.Corrupt(ref, "the stored checkpoint has no creation time (it reads %.40q)", raw)
+		return nil, checkpoint.Corruptf(ref, "the stored checkpoint has no creation time (it reads %.40q)", raw)
 	}
 	versions, err := decodeVersions(rt.fields[fieldVersions])
 	if err != nil {
-		return nil, checkpoint.Corrupt(ref, "decode versions: %v", err)
+		return nil, checkpoint.Corruptf(ref, "decode versions: %v", err)
 	}
 	cp := checkpoint.Checkpoint{
 		ID:       rt.id,
@@ -223,11 +223,11 @@ func (rt rawTuple) writes(ref checkpoint.Ref, limit int) ([]checkpoint.PendingWr
 	for _, task := range tasks {
 		js, err := decodeWritesValue(rt.fields[writesPrefix+task])
 		if err != nil {
-			return nil, checkpoint.Corrupt(ref, "pending writes of task %q: %v", task, err)
+			return nil, checkpoint.Corruptf(ref, "pending writes of task %q: %v", task, err)
 		}
 		var ws []checkpoint.PendingWrite
 		if err := json.Unmarshal([]byte(js), &ws); err != nil {
-			return nil, checkpoint.Corrupt(ref, "decode pending writes of task %q: %v", task, err)
+			return nil, checkpoint.Corruptf(ref, "decode pending writes of task %q: %v", task, err)
 		}
 		for _, w := range ws {
 			if err := checkpoint.CheckWriteSize(ref, "read", task, w, limit); err != nil {

@@ -38,19 +38,19 @@ func (r *row) decode(thread, ns string, limit int) (*checkpoint.Tuple, error) {
 		return nil, err
 	}
 	if r.sum.Valid && uint32(r.sum.Int64) != rowSum(r.parent, r.step, r.source, r.runID, r.extra, r.rec) {
-		return nil, checkpoint.Corrupt(ref, "the checkpoint row fails its checksum")
+		return nil, checkpoint.Corruptf(ref, "the checkpoint row fails its checksum")
 	}
 	var rec record
 	if err := json.Unmarshal(r.rec, &rec); err != nil {
-		return nil, checkpoint.Corrupt(ref, "decode the stored checkpoint: %v", err)
+		return nil, checkpoint.Corruptf(ref, "decode the stored checkpoint: %v", err)
 	}
 	if rec.Created == nil {
-		return nil, checkpoint.Corrupt(ref, "the stored checkpoint has no creation time (it reads %.40q)", r.rec)
+		return nil, checkpoint.Corruptf(ref, "the stored checkpoint has no creation time (it reads %.40q)", r.rec)
 	}
 	md := checkpoint.Metadata{Source: checkpoint.Source(r.source), Step: r.step, Parent: r.parent, RunID: r.runID}
 	if r.extra != nil {
 		if err := json.Unmarshal(r.extra, &md.Extra); err != nil {
-			return nil, checkpoint.Corrupt(ref, "decode the stored metadata: %v", err)
+			return nil, checkpoint.Corruptf(ref, "decode the stored metadata: %v", err)
 		}
 	}
 	cp := checkpoint.Checkpoint{
@@ -430,7 +430,7 @@ func (s *Saver) loadWrites(ctx context.Context, tx *sql.Tx, thread, ns string, t
 			continue
 		}
 		if sum.Valid && uint32(sum.Int64) != checkpoint.WriteChecksum(w) {
-			bad[id] = checkpoint.Corrupt(t.Ref, "pending write %d of task %q fails its checksum", w.Index, w.TaskID)
+			bad[id] = checkpoint.Corruptf(t.Ref, "pending write %d of task %q fails its checksum", w.Index, w.TaskID)
 			continue
 		}
 		t.Writes = append(t.Writes, w)

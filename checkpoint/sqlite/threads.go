@@ -261,7 +261,7 @@ func collectBlobs(ctx context.Context, tx *sql.Tx, thread, ns string) error {
 		}
 		if err != nil {
 			rows.Close()
-			return checkpoint.Corrupt(checkpoint.Ref{ThreadID: thread, Namespace: ns, ID: id},
+			return checkpoint.Corruptf(checkpoint.Ref{ThreadID: thread, Namespace: ns, ID: id},
 				"decode the stored checkpoint to find the blobs it needs: %v", err)
 		}
 		for key, v := range rec.Versions {

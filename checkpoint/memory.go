@@ -629,13 +629,12 @@ func (m *Memory) DeleteRun(ctx context.Context, threadID, runID string) (int, er
 }
 
 // rowBytes estimates the encoded size of a checkpoint without its blobs,
-// for the size limit: the IDs, keys, task fields and payloads, join
-// barriers, deferred nodes and metadata, plus a little per entry.
+// for the size limit: the IDs, task fields and payloads, join barriers,
+// deferred nodes and metadata, plus a little per entry.
 func rowBytes(cp Checkpoint, md Metadata) int {
-	n := 64 + len(cp.ID) + len(md.Parent) + len(md.RunID) + len(md.Source)
-	for k := range cp.Versions {
-		n += len(k) + 24
-	}
+	// State key names come from the graph's definition, not from data:
+	// count them at a generous 64 bytes each instead of iterating the map.
+	n := 64 + len(cp.ID) + len(md.Parent) + len(md.RunID) + len(md.Source) + 88*len(cp.Versions)
 	for _, t := range cp.Next {
 		n += len(t.ID) + len(t.Node) + len(t.Path) + len(t.Payload) + 32
 	}

@@ -74,6 +74,7 @@ const (
 	SourceLoop   Source = "loop"   // a superstep committed
 	SourceUpdate Source = "update" // a caller changed the state from outside (UpdateState)
 	SourceFork   Source = "fork"   // a copy of an earlier checkpoint, starting a new branch
+	SourceResume Source = "resume" // a copy of the latest checkpoint by a run that continues another run's pending work
 )
 
 // Metadata describes a checkpoint. It is stored beside the checkpoint and is

@@ -78,8 +78,11 @@ func TestCommandInputIsOneStep(t *testing.T) {
 			if len(res.Path) != 2 || res.Path[0].Step != res.Path[1].Step {
 				t.Errorf("path %+v: want ask and extra in one step", res.Path)
 			}
-			if n := len(listAll(t, saver, "cmd")) - before; n != 1 {
-				t.Errorf("%d checkpoints for the command's step, want 1", n)
+			// The run adopts the interrupted checkpoint (a "resume" copy
+			// under its own run ID), then the command's step commits once.
+			after := listAll(t, saver, "cmd")
+			if n := len(after) - before; n != 2 || after[0].Metadata.Source != checkpoint.SourceLoop || after[1].Metadata.Source != checkpoint.SourceResume {
+				t.Errorf("%d new checkpoints (%s, %s), want a resume copy and one for the command's step", n, after[1].Metadata.Source, after[0].Metadata.Source)
 			}
 			if c.get("flaky") != 1 || c.get("extra") != 1 {
 				t.Errorf("flaky ran %d times, extra %d", c.get("flaky"), c.get("extra"))

@@ -386,8 +386,19 @@ func (r *run) carryWrites(tup *checkpoint.Tuple) error {
 	}
 	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.cpID}
 	for _, id := range order {
-		if err := r.cfg.saver.PutWrites(r.ctx, ref, id, byTask[id]); err != nil {
-			return fmt.Errorf("graph: UpdateState: carry the pending writes of task %s: %w", id, err)
+		ws := byTask[id]
+		do := func() error {
+			if err := r.cfg.saver.PutWrites(r.ctx, ref, id, ws); err != nil {
+				return fmt.Errorf("graph: carry the pending writes of task %s to checkpoint %s: %w", id, ref.ID, err)
+			}
+			return nil
+		}
+		if r.w != nil {
+			r.w.submit(do) // after the checkpoint's own Put, in order
+			continue
+		}
+		if err := do(); err != nil {
+			return err
 		}
 	}
 	return nil

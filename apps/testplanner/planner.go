@@ -347,7 +347,7 @@ func (p *planner) load(ctx context.Context, s graph.State) (graph.Output, error)
 	if len(plans) > 0 {
 		graph.Emit(ctx, Progress{Message: fmt.Sprintf("resuming: %d of %d tools already have a plan in the store", len(plans), len(infos))})
 	}
-	return graph.Writes(toolsKey.Set(infos), graph.Append(plansKey, plans...), batchKey.Set(0)), nil
+	return graph.Writes(threadKey.Set(thread), toolsKey.Set(infos), graph.Append(plansKey, plans...), batchKey.Set(0)), nil
 }
 
 // batch moves to the first batch with a tool left to plan and records the

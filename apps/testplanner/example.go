@@ -79,7 +79,7 @@ func New(ctx context.Context, cfg Config) (*apps.App, error) {
 			}
 		},
 		Outcome: func(_ context.Context, s graph.State) string { return Render(Plans(s)) },
-		Close: apps.Closer(closers...),
+		Close:   apps.Closer(closers...),
 	}, nil
 }
 

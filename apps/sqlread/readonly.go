@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,13 +44,59 @@ type Table struct {
 	SQL string `json:"sql"`
 }
 
-// Rows is the result of a query, every value rendered as text.
+// Rows is the result of a query, every value rendered as text, within the
+// database's Limits: what was cut is counted, and Render says so.
 type Rows struct {
 	Columns []string `json:"columns"`
 	// Rows holds the values; NULL is kept as a nil pointer.
 	Rows [][]*string `json:"rows"`
-	// Truncated says there were more rows than the limit.
+	// Truncated says there were more rows than the limit (the caller's
+	// maxRows, or Limits.MaxCells over the columns).
 	Truncated bool `json:"truncated,omitempty"`
+	// OmittedColumns counts the result's columns past Limits.MaxColumns,
+	// which were not read.
+	OmittedColumns int `json:"omitted_columns,omitempty"`
+	// CutValues counts the values longer than Limits.MaxValueBytes, which
+	// were read only up to it.
+	CutValues int `json:"cut_values,omitempty"`
+	// MaxValueBytes is the limit CutValues refers to.
+	MaxValueBytes int `json:"max_value_bytes,omitempty"`
+}
+
+// Limits bound what a query reads into memory, whatever the statement
+// asks for: a single huge value or a table of thousands of columns cannot
+// exhaust memory.
+type Limits struct {
+	// MaxValueBytes is the most bytes of one value read (default
+	// DefaultMaxValueBytes). Text and blobs are cut in SQL, before they
+	// reach this process.
+	MaxValueBytes int
+	// MaxColumns is the most columns of a result read (default
+	// DefaultMaxColumns); the rest are left out and counted.
+	MaxColumns int
+	// MaxCells bounds rows × columns of a result (default
+	// DefaultMaxCells): a wide result gets fewer rows.
+	MaxCells int
+}
+
+// The default Limits.
+const (
+	DefaultMaxValueBytes = 4 << 10
+	DefaultMaxColumns    = 64
+	DefaultMaxCells      = 4000
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.MaxValueBytes <= 0 {
+		l.MaxValueBytes = DefaultMaxValueBytes
+	}
+	if l.MaxColumns <= 0 {
+		l.MaxColumns = DefaultMaxColumns
+	}
+	if l.MaxCells <= 0 {
+		l.MaxCells = DefaultMaxCells
+	}
+	return l
 }
 
 // maxCell is the most runes a value keeps when rendered for a model.
@@ -85,6 +132,12 @@ func (r *Rows) Render() string {
 		b.WriteString("(1 row)")
 	default:
 		fmt.Fprintf(&b, "(%d rows)", len(r.Rows))
+	}
+	if r.OmittedColumns > 0 {
+		fmt.Fprintf(&b, "\n(%d more columns not shown: name the columns you need instead of SELECT *)", r.OmittedColumns)
+	}
+	if r.CutValues > 0 {
+		fmt.Fprintf(&b, "\n(%d values longer than %d bytes were cut: select substr(column, start, length) to read a part)", r.CutValues, r.MaxValueBytes)
 	}
 	return b.String()
 }
@@ -267,6 +320,8 @@ type SQLiteDB struct {
 	db *sql.DB
 	// Timeout bounds each query (default 10 seconds).
 	Timeout time.Duration
+	// Limits bound what each query reads (zero fields: the defaults).
+	Limits Limits
 }
 
 // OpenReadOnly opens the SQLite database at path for reading only. The
@@ -299,7 +354,15 @@ func (d *SQLiteDB) Close() error { return d.db.Close() }
 
 // Tables returns the user tables and their CREATE statements.
 func (d *SQLiteDB) Tables(ctx context.Context) ([]Table, error) {
-	rows, err := d.Query(ctx, `SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`, 1000)
+	if d.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
+		defer cancel()
+	}
+	// Schema text is the database's own, not a model's query: a wide
+	// table's definition is kept whole up to a generous bound.
+	lim := Limits{MaxValueBytes: 1 << 20, MaxColumns: 2, MaxCells: 2 * 1000}
+	rows, err := d.scan(ctx, `SELECT name, sql FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name`, nil, 1000, lim)
 	if err != nil {
 		return nil, err
 	}
@@ -314,18 +377,67 @@ func (d *SQLiteDB) Tables(ctx context.Context) ([]Table, error) {
 }
 
 // Query checks query with CheckReadOnly and runs it, returning at most
-// maxRows rows (at least 1).
+// maxRows rows (at least 1) within d.Limits. The statement runs wrapped in
+// an outer SELECT that reads only the first Limits.MaxColumns columns and
+// cuts text and blobs to Limits.MaxValueBytes in SQL, so a huge value never
+// reaches this process whole. A statement that cannot be wrapped (EXPLAIN)
+// runs as it is, its values cut as they are scanned.
 func (d *SQLiteDB) Query(ctx context.Context, query string, maxRows int) (*Rows, error) {
 	if err := CheckReadOnly(query); err != nil {
 		return nil, err
 	}
 	maxRows = max(maxRows, 1)
+	lim := d.Limits.withDefaults()
 	if d.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, d.Timeout)
 		defer cancel()
 	}
-	rs, err := d.db.QueryContext(ctx, query)
+	body := strings.TrimRight(strings.TrimSpace(query), "; \t\r\n")
+	inner := "(\n" + body + "\n)"
+	var all []string
+	if rs, err := d.db.QueryContext(ctx, "SELECT * FROM "+inner+" LIMIT 0"); err == nil {
+		all, err = rs.Columns()
+		rs.Close()
+		if err != nil {
+			all = nil
+		}
+	}
+	if all == nil {
+		// Not wrappable (or wrong: the plain statement gives the error
+		// the model should see).
+		return d.scan(ctx, query, nil, maxRows, lim)
+	}
+	cols := all[:min(len(all), lim.MaxColumns)]
+	// The statement becomes a CTE whose column list names its columns by
+	// position (c1, c2...), so duplicate or odd names cannot mix columns
+	// up.
+	names := make([]string, len(all))
+	for i := range all {
+		names[i] = fmt.Sprintf("c%d", i+1)
+	}
+	exprs := make([]string, len(cols))
+	for i := range cols {
+		// One byte (or character) more than the limit tells a cut value
+		// from one that fits exactly.
+		exprs[i] = fmt.Sprintf("CASE WHEN typeof(%[1]s) IN ('text', 'blob') THEN substr(%[1]s, 1, %[2]d) ELSE %[1]s END", names[i], lim.MaxValueBytes+1)
+	}
+	rowLimit := min(maxRows, max(lim.MaxCells/max(len(cols), 1), 1))
+	wrapped := fmt.Sprintf("WITH trellis_q(%s) AS %s SELECT %s FROM trellis_q LIMIT %d", strings.Join(names, ", "), inner, strings.Join(exprs, ", "), rowLimit+1)
+	out, err := d.scan(ctx, wrapped, cols, rowLimit, lim)
+	if err != nil {
+		return nil, err
+	}
+	out.OmittedColumns = len(all) - len(cols)
+	return out, nil
+}
+
+// scan runs q and reads at most maxRows rows, each value cut to
+// lim.MaxValueBytes; names replaces the driver's column names when set.
+// Without names (a statement run unwrapped), the columns past
+// lim.MaxColumns are dropped as they are scanned.
+func (d *SQLiteDB) scan(ctx context.Context, q string, names []string, maxRows int, lim Limits) (*Rows, error) {
+	rs, err := d.db.QueryContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("query failed: %w", err)
 	}
@@ -334,7 +446,14 @@ func (d *SQLiteDB) Query(ctx context.Context, query string, maxRows int) (*Rows,
 	if err != nil {
 		return nil, fmt.Errorf("query failed: %w", err)
 	}
-	out := &Rows{Columns: cols, Rows: [][]*string{}}
+	out := &Rows{Rows: [][]*string{}, MaxValueBytes: lim.MaxValueBytes}
+	keep := min(len(cols), lim.MaxColumns)
+	out.Columns = slices.Clone(cols[:keep])
+	if names != nil {
+		out.Columns = slices.Clone(names)
+	}
+	out.OmittedColumns = len(cols) - keep
+	maxRows = min(maxRows, max(lim.MaxCells/max(keep, 1), 1))
 	vals := make([]any, len(cols))
 	ptrs := make([]any, len(cols))
 	for i := range vals {
@@ -348,10 +467,15 @@ func (d *SQLiteDB) Query(ctx context.Context, query string, maxRows int) (*Rows,
 		if err := rs.Scan(ptrs...); err != nil {
 			return nil, fmt.Errorf("query failed: %w", err)
 		}
-		row := make([]*string, len(cols))
-		for i, v := range vals {
-			row[i] = text(v)
+		row := make([]*string, keep)
+		for i, v := range vals[:keep] {
+			var cut bool
+			row[i], cut = text(v, lim.MaxValueBytes)
+			if cut {
+				out.CutValues++
+			}
 		}
+		clear(vals)
 		out.Rows = append(out.Rows, row)
 	}
 	if err := rs.Err(); err != nil {
@@ -365,19 +489,26 @@ func (d *SQLiteDB) Query(ctx context.Context, query string, maxRows int) (*Rows,
 // as it is.
 func QuoteIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
 
-// text renders a SQLite value; nil stays nil.
-func text(v any) *string {
+// text renders a SQLite value cut to limit bytes (on a character
+// boundary), reporting whether it was cut; nil stays nil.
+func text(v any, limit int) (*string, bool) {
 	var s string
 	switch v := v.(type) {
 	case nil:
-		return nil
+		return nil, false
 	case string:
 		s = v
 	case []byte:
 		if utf8.Valid(v) {
-			s = string(v)
+			s = string(v[:min(len(v), limit+1)])
 		} else {
+			cut := len(v) > limit
+			v = v[:min(len(v), limit/2)] // two hex digits per byte
 			s = fmt.Sprintf("x'%x'", v)
+			if cut {
+				s += "…"
+			}
+			return &s, cut
 		}
 	case int64:
 		s = strconv.FormatInt(v, 10)
@@ -390,7 +521,15 @@ func text(v any) *string {
 	default:
 		s = fmt.Sprint(v)
 	}
-	return &s
+	if len(s) <= limit {
+		return &s, false
+	}
+	i := limit
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	s = s[:i] + "…"
+	return &s, true
 }
 
 // SQLToolName is the name of the tool SQLTool returns.

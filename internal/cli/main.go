@@ -65,6 +65,9 @@ func Report(w io.Writer, name string, err error) int {
 	if err == nil {
 		return 0
 	}
+	if errors.Is(err, ErrInterrupted) {
+		return ExitInterrupted // Run has said how to resume
+	}
 	var v *verboseError
 	if errors.As(err, &v) {
 		fmt.Fprintf(w, "%s: %s\n", name, Summary(err))
@@ -74,12 +77,7 @@ func Report(w io.Writer, name string, err error) int {
 		}
 	} else {
 		fmt.Fprintf(w, "%s: %s\n", name, Summary(err))
-		if !errors.Is(err, ErrInterrupted) {
-			fmt.Fprintln(w, "(run with --verbose for the details)")
-		}
-	}
-	if errors.Is(err, ErrInterrupted) {
-		return ExitInterrupted
+		fmt.Fprintln(w, "(run with --verbose for the details)")
 	}
 	return ExitFailed
 }

@@ -39,7 +39,10 @@ type Prompter struct {
 	// with a JSON value typed on one line.
 	Handlers []Handler
 
-	lines chan readResult // fed by one reader goroutine, started on first use
+	// The reader goroutine, started on first use: one line per request.
+	reqs    chan struct{}
+	lines   chan readResult
+	waiting bool // a request is out and its line not yet taken
 }
 
 type readResult struct {
@@ -101,34 +104,43 @@ func (p *Prompter) Line(prompt string) (string, error) {
 }
 
 // read returns the next line of In, or Ctx's error as soon as Ctx ends.
-// Lines are read by one goroutine, so a prompt left by Ctrl-C does not
-// lose the line typed next; the goroutine ends with In (at its end, or
-// with the process).
+// A reader goroutine reads one line per request, so nothing is read
+// ahead; Stop ends it. After Ctrl-C at a prompt the goroutine may still
+// wait for a line, which the next read takes.
 func (p *Prompter) read() (string, error) {
 	if p.Ctx == nil {
 		return p.In.ReadString('\n')
 	}
-	if p.lines == nil {
-		p.lines = make(chan readResult)
-		go func(in *bufio.Reader, out chan<- readResult) {
-			for {
+	if p.reqs == nil {
+		p.reqs = make(chan struct{})
+		p.lines = make(chan readResult, 1)
+		go func(in *bufio.Reader, reqs <-chan struct{}, out chan<- readResult) {
+			for range reqs {
 				s, err := in.ReadString('\n')
 				out <- readResult{s, err}
-				if err != nil {
-					close(out)
-					return
-				}
 			}
-		}(p.In, p.lines)
+		}(p.In, p.reqs, p.lines)
+	}
+	if !p.waiting {
+		p.reqs <- struct{}{}
+		p.waiting = true
 	}
 	select {
-	case r, ok := <-p.lines:
-		if !ok {
-			return "", io.EOF
-		}
+	case r := <-p.lines:
+		p.waiting = false
 		return r.line, r.err
 	case <-p.Ctx.Done():
 		return "", p.Ctx.Err()
+	}
+}
+
+// Stop ends the goroutine that reads In for prompts that honour Ctx (it
+// ends at once unless a read is still waiting for a line). A later prompt
+// starts it again.
+func (p *Prompter) Stop() {
+	if p.reqs != nil && !p.waiting {
+		close(p.reqs)
+		p.reqs = nil
 	}
 }
 
@@ -196,6 +208,7 @@ type AnswerLog interface {
 // person, or cut off by a crash), or else starts it with input, and keeps
 // answering questions until the run finishes. It returns the final state.
 func (s *Session) Run(ctx context.Context, input graph.Update) (graph.State, error) {
+	defer s.Prompt.Stop()
 	snap, err := s.Graph.GetState(ctx, s.Options...)
 	switch {
 	case errors.Is(err, checkpoint.ErrNotFound):

@@ -16,14 +16,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 
+	"github.com/trellis-agents/trellis/agent/planexec"
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/checkpoint/sqlite"
@@ -147,6 +150,14 @@ func Run(ctx context.Context, term Streams, e apps.Entry, resolve Resolver, cmd 
 	}
 	if f.Database == "" {
 		f.Database = DefaultDatabase
+	}
+	if !f.Verbose {
+		// Library log lines (a step failed, a retry) would land in the
+		// middle of the conversation; the run's own messages say what
+		// happened, and --verbose shows the logs too.
+		prev := slog.Default()
+		slog.SetDefault(slog.New(slog.DiscardHandler))
+		defer slog.SetDefault(prev)
 	}
 	model, err := ChooseModel(term.Out, f, e, resolve)
 	if err != nil {
@@ -303,14 +314,25 @@ func PrintGraph(ctx context.Context, out io.Writer, e apps.Entry) error {
 	return nil
 }
 
-// Summary renders err as one line for a person: the first line of its
-// message, without task IDs. --verbose shows the whole error instead.
+// Summary renders err as one line for a person: what failed, without the
+// engine's wrapping (node names, task IDs, namespaces) — failed planexec
+// steps by their IDs —, cut to 300 characters. --verbose shows the whole
+// error instead.
 func Summary(err error) string {
-	msg := err.Error()
+	var msg string
+	var se *planexec.StepError
+	if errors.As(err, &se) {
+		parts := make([]string, 0, len(se.Failed))
+		for _, id := range slices.Sorted(maps.Keys(se.Failed)) {
+			parts = append(parts, fmt.Sprintf("step %s failed: %s", id, console.Plain(se.Failed[id])))
+		}
+		msg = strings.Join(parts, "; ")
+	} else {
+		msg = console.Plain(err.Error())
+	}
 	if i := strings.IndexByte(msg, '\n'); i >= 0 {
 		msg = msg[:i]
 	}
-	msg = taskID.ReplaceAllString(msg, "")
 	msg = strings.Join(strings.Fields(msg), " ")
 	const max = 300
 	if r := []rune(msg); len(r) > max {
@@ -318,10 +340,6 @@ func Summary(err error) string {
 	}
 	return strings.TrimSuffix(msg, ".")
 }
-
-// taskID matches the engine's task hashes (and interrupt suffixes) in
-// error messages: noise for a person.
-var taskID = regexp.MustCompile(`\s*\(?(task )?[0-9a-f]{32}(:\d+)?\)?`)
 
 // answersNS and failedNS are where the CLI keeps, in the long-term store,
 // the answers given to a thread's waiting questions and the failure of its

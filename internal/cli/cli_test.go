@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"log"
 	"os"
 	"path/filepath"
 	"strings"
@@ -149,6 +150,9 @@ func TestAFailedRunIsResumable(t *testing.T) {
 	script := e.Script
 	e.Script = func() llm.Model { return flaky{script(), down} }
 	db := filepath.Join(t.TempDir(), "t.db")
+	var logs strings.Builder
+	log.SetOutput(&logs)
+	t.Cleanup(func() { log.SetOutput(os.Stderr) })
 	out, err := run(t, e, "", Flags{Database: db, Answers: demoAnswers})
 	var re *RunError
 	if !errors.As(err, &re) || !errors.Is(err, ErrFailed) {
@@ -159,6 +163,12 @@ func TestAFailedRunIsResumable(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("the message lacks %q: %s", want, msg)
 		}
+	}
+	if !strings.HasPrefix(msg, "step s1 failed: llm: model llmtest:scripted: openai: 503 Service Unavailable") || strings.Contains(msg, "ContinueOnError") {
+		t.Errorf("the message does not say plainly what failed: %s", msg)
+	}
+	if logs.Len() > 0 {
+		t.Errorf("log lines were printed during the run:\n%s", logs.String())
 	}
 	if strings.Contains(msg, "\n") {
 		t.Errorf("the message is not one line: %q", msg)
@@ -225,6 +235,10 @@ func TestAnswersAreKeptWhenQuitting(t *testing.T) {
 func TestSummaryIsOneLine(t *testing.T) {
 	err := errors.New("graph: node \"s\" (task 3baa3d89f6d9752cdc54784a7cdb71c0:0) failed:\n  detail\n  more")
 	if got := Summary(err); got != `graph: node "s" failed:` {
+		t.Errorf("Summary = %q", got)
+	}
+	nested := errors.New(`graph: node "dispatch" failed at step 8: x: graph: node "model" in subgraph "step:381504d44c5d3448cc580db0cf41020a" failed at step 1 (task 02416ba42d274dc8565a0cd5052faa7c): llm: boom`)
+	if got := Summary(nested); got != "x: llm: boom" {
 		t.Errorf("Summary = %q", got)
 	}
 	var w strings.Builder

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -246,7 +247,7 @@ func (v *PlanView) Print(w io.Writer, ev graph.Event) {
 	case planexec.EventStepFinished:
 		fmt.Fprintf(w, "  step %s done: %s\n", e.StepID, firstLine(e.Result))
 	case planexec.EventStepFailed:
-		fmt.Fprintf(w, "  step %s FAILED: %s\n", e.StepID, e.Error)
+		fmt.Fprintf(w, "  step %s FAILED: %s\n", e.StepID, Plain(e.Error))
 	case planexec.EventStepSkipped:
 		fmt.Fprintf(w, "  step %s skipped: %s\n", e.StepID, e.Error)
 	case planexec.EventDelivered:
@@ -264,3 +265,18 @@ func firstLine(s string) string {
 	}
 	return s
 }
+
+// Plain removes the engine's wrapping from an error message — the
+// "graph: node … failed at step N (task …)" prefixes and task IDs — so a
+// person reads what went wrong.
+func Plain(msg string) string {
+	msg = engineWrap.ReplaceAllString(msg, "")
+	return taskID.ReplaceAllString(msg, "")
+}
+
+// engineWrap matches the prefix graph.NodeError puts before a node's error.
+var engineWrap = regexp.MustCompile(`graph: node "[^"]*"(?: in subgraph "[^"]*")? failed at step \d+(?: \(task [0-9a-f]+\))?: `)
+
+// taskID matches the engine's task hashes (and interrupt suffixes) left
+// in a message.
+var taskID = regexp.MustCompile(`\s*\(?(task )?[0-9a-f]{32}(:\d+)?\)?`)

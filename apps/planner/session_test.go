@@ -48,10 +48,10 @@ func TestSessionWithAnswersFile(t *testing.T) {
 		"Choose > 1",
 		"Question: " + FormQuestion,
 		"Number of people (number, required, 1 to 40) > 80",
-		"Length (select, required):",
-		"Anything we should know (text, any to 200) > vegetarian food, please",
-		"(the last answer did not fit: Number of people must be at most 40)",
+		"Number of people must be at most 40; try again.",
 		"Number of people (number, required, 1 to 40) > 12",
+		"Length (choose one, required):",
+		"Anything we should know (text, optional, at most 200 characters) > vegetarian food, please",
 		"Plan ready:",
 		"venues. Find venues [replan after]",
 		"budget. Estimate the budget (after venues, activity)",
@@ -89,5 +89,31 @@ func TestSessionWithAnswersFile(t *testing.T) {
 		if !strings.Contains(outcome, w) {
 			t.Errorf("the outcome lacks %q:\n%s", w, outcome)
 		}
+	}
+}
+
+// TestFormIsNotAskedTwice: a value out of range is asked again at once, so
+// the form's other fields are asked only once.
+func TestFormIsNotAskedTwice(t *testing.T) {
+	ctx := apps.WithScope(context.Background(), "planner")
+	app, err := New(ctx, Config{Model: Script()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	lines, err := console.LoadAnswers("testdata/answers.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	s := cli.NewSession(app, cli.Streams{Out: &out}, lines, []graph.RunOption{graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("planner")})
+	if _, err := s.Run(ctx, app.Input("")); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if n := strings.Count(out.String(), "Length (choose one"); n != 1 {
+		t.Errorf("the length field was asked %d times, want 1:\n%s", n, out.String())
+	}
+	if strings.Contains(out.String(), "did not fit") {
+		t.Errorf("the form was sent back whole:\n%s", out.String())
 	}
 }

@@ -4,18 +4,20 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/trellis-agents/trellis/agent/planexec"
 	"github.com/trellis-agents/trellis/graph"
 )
 
 // PlanAsk answers planexec questions: free text, a choice among options
-// (by number or text), or a form filled field by field. Values are checked
-// against the field here only for their type; planexec checks the rest and
+// (by number or text), or a form filled field by field, each value checked
+// as it is typed (CheckField). planexec checks the whole answer again and
 // asks again with the problems, which are shown.
 func PlanAsk(p *Prompter, in graph.InterruptInfo) (any, bool, error) {
 	a, ok := planexec.AskFrom(in)
@@ -50,6 +52,12 @@ func PlanAsk(p *Prompter, in graph.InterruptInfo) (any, bool, error) {
 
 // choose lists options and reads one, by number or by its text.
 func (p *Prompter) choose(options []string) (string, error) {
+	return p.chooseOptional(options, false)
+}
+
+// chooseOptional is choose that, when optional, takes an empty line as no
+// choice ("").
+func (p *Prompter) chooseOptional(options []string, optional bool) (string, error) {
 	for i, o := range options {
 		fmt.Fprintf(p.Out, "  %d) %s\n", i+1, o)
 	}
@@ -57,6 +65,9 @@ func (p *Prompter) choose(options []string) (string, error) {
 		line, err := p.Line("Choose > ")
 		if err != nil {
 			return "", err
+		}
+		if line == "" && optional {
+			return "", nil
 		}
 		if n, err := strconv.Atoi(line); err == nil && n >= 1 && n <= len(options) {
 			return options[n-1], nil
@@ -68,20 +79,20 @@ func (p *Prompter) choose(options []string) (string, error) {
 	}
 }
 
-// field reads one form field; set is false when an optional field is left
-// empty.
+// field reads one form field, checking each value as it is typed
+// against the field's type and bounds (the same rules planexec applies),
+// so that a value that does not fit is asked again at once, with the
+// reason, instead of after the whole form; set is false when an optional
+// field is left empty.
 func (p *Prompter) field(f planexec.Field) (v any, set bool, err error) {
-	hint := string(f.Type)
-	if f.Required {
-		hint += ", required"
-	}
-	if f.Min != nil || f.Max != nil {
-		hint += ", " + bound(f.Min) + " to " + bound(f.Max)
-	}
+	hint := Hint(f)
 	if f.Type == planexec.FieldSelect {
 		fmt.Fprintf(p.Out, "%s (%s):\n", f.Label, hint)
-		c, err := p.choose(f.Options)
-		return c, err == nil, err
+		if !f.Required {
+			fmt.Fprintln(p.Out, "  (leave empty to skip)")
+		}
+		c, err := p.chooseOptional(f.Options, !f.Required)
+		return c, err == nil && c != "", err
 	}
 	for {
 		line, err := p.Line(fmt.Sprintf("%s (%s) > ", f.Label, hint))
@@ -95,27 +106,92 @@ func (p *Prompter) field(f planexec.Field) (v any, set bool, err error) {
 			fmt.Fprintln(p.Out, "This field is required.")
 			continue
 		}
-		switch f.Type {
-		case planexec.FieldNumber:
-			n, err := strconv.ParseFloat(line, 64)
-			if err != nil {
-				fmt.Fprintln(p.Out, "Type a number.")
-				continue
-			}
-			return n, true, nil
-		case planexec.FieldBoolean:
-			switch strings.ToLower(line) {
-			case "y", "yes", "true":
-				return true, true, nil
-			case "n", "no", "false":
-				return false, true, nil
-			}
-			fmt.Fprintln(p.Out, "Type y or n.")
+		v, problem := CheckField(f, line)
+		if problem != "" {
+			fmt.Fprintln(p.Out, problem+"; try again.")
 			continue
-		default:
-			return line, true, nil
 		}
+		return v, true, nil
 	}
+}
+
+// Hint describes what a form field takes, shown in its prompt: the type
+// in words, whether it is required, its bounds, and for yes/no fields the
+// letters to type.
+func Hint(f planexec.Field) string {
+	var parts []string
+	switch f.Type {
+	case planexec.FieldBoolean:
+		parts = append(parts, "y/n")
+	case planexec.FieldNumber:
+		parts = append(parts, "number")
+	case planexec.FieldSelect:
+		parts = append(parts, "choose one")
+	default:
+		parts = append(parts, "text")
+	}
+	if f.Required {
+		parts = append(parts, "required")
+	} else {
+		parts = append(parts, "optional")
+	}
+	unit := ""
+	if f.Type == planexec.FieldText || f.Type == "" {
+		unit = " characters"
+	}
+	switch {
+	case f.Min != nil && f.Max != nil:
+		parts = append(parts, bound(f.Min)+" to "+bound(f.Max)+unit)
+	case f.Min != nil:
+		parts = append(parts, "at least "+bound(f.Min)+unit)
+	case f.Max != nil:
+		parts = append(parts, "at most "+bound(f.Max)+unit)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// CheckField parses a typed line as the field's value and checks it
+// against the field's bounds. It returns the value, or a problem in words
+// ("Most study slots per day must be at most 8").
+func CheckField(f planexec.Field, line string) (any, string) {
+	line = strings.TrimSpace(line)
+	switch f.Type {
+	case planexec.FieldNumber:
+		n, err := strconv.ParseFloat(line, 64)
+		if err != nil || math.IsNaN(n) || math.IsInf(n, 0) {
+			return nil, fmt.Sprintf("%s must be a number; %q is not", f.Label, line)
+		}
+		if f.Min != nil && n < *f.Min {
+			return nil, fmt.Sprintf("%s must be at least %s", f.Label, bound(f.Min))
+		}
+		if f.Max != nil && n > *f.Max {
+			return nil, fmt.Sprintf("%s must be at most %s", f.Label, bound(f.Max))
+		}
+		return n, ""
+	case planexec.FieldBoolean:
+		switch strings.ToLower(line) {
+		case "y", "yes", "true":
+			return true, ""
+		case "n", "no", "false":
+			return false, ""
+		}
+		return nil, fmt.Sprintf("%s takes y or n", f.Label)
+	case planexec.FieldSelect:
+		for _, o := range f.Options {
+			if strings.EqualFold(line, o) {
+				return o, ""
+			}
+		}
+		return nil, fmt.Sprintf("%s must be one of %s", f.Label, strings.Join(f.Options, ", "))
+	}
+	n := float64(utf8.RuneCountInString(line))
+	if f.Min != nil && n < *f.Min {
+		return nil, fmt.Sprintf("%s must be at least %s characters long", f.Label, bound(f.Min))
+	}
+	if f.Max != nil && n > *f.Max {
+		return nil, fmt.Sprintf("%s must be at most %s characters long (it has %d)", f.Label, bound(f.Max), int(n))
+	}
+	return line, ""
 }
 
 func bound(f *float64) string {

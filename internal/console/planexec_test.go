@@ -29,7 +29,7 @@ func TestPlanAskModes(t *testing.T) {
 			{Key: "hours", Label: "Study hours", Type: planexec.FieldNumber, Required: true, Min: fptr(1), Max: fptr(40)},
 			{Key: "focus", Label: "Focus", Type: planexec.FieldSelect, Options: []string{"math", "physics"}},
 			{Key: "mornings", Label: "Mornings free", Type: planexec.FieldBoolean},
-			{Key: "note", Label: "Note", Type: planexec.FieldText},
+			{Key: "note", Label: "Note", Type: planexec.FieldText, Max: fptr(20)},
 		}}
 	cases := []struct {
 		name  string
@@ -41,9 +41,15 @@ func TestPlanAskModes(t *testing.T) {
 		{"text", planexec.Ask{Kind: planexec.AskKind, Mode: planexec.AskText, Question: "Anything else?"}, []string{"no"}, planexec.TextAnswer("no"), []string{"Question: Anything else?"}},
 		{"select by number after a bad one", planexec.Ask{Kind: planexec.AskKind, Mode: planexec.AskSelect, Question: "Which week?", Options: []string{"this", "next"}},
 			[]string{"9", "2"}, planexec.ChoiceAnswer("next"), []string{"2) next", "Type a number from 1 to 2."}},
-		{"form", form, []string{"", "many", "12", "physics", "maybe", "n", ""},
-			planexec.FormAnswer(map[string]any{"hours": 12.0, "focus": "physics", "mornings": false}),
-			[]string{"did not fit: hours must be at most 40", "Study hours (number, required, 1 to 40) > ", "This field is required.", "Type a number.", "Type y or n."}},
+		// Each value is checked as it is typed: an out-of-range number or
+		// an overlong text is asked again at once, with the reason, and
+		// the fields before it are not asked again.
+		{"form", form, []string{"", "many", "41", "12", "physics", "maybe", "n", strings.Repeat("x", 21), "short"},
+			planexec.FormAnswer(map[string]any{"hours": 12.0, "focus": "physics", "mornings": false, "note": "short"}),
+			[]string{"did not fit: hours must be at most 40", "Study hours (number, required, 1 to 40) > ", "This field is required.",
+				`Study hours must be a number; "many" is not; try again.`, "Study hours must be at most 40; try again.",
+				"Focus (choose one, optional):", "Mornings free (y/n, optional) > maybe", "Mornings free takes y or n; try again.",
+				"Note (text, optional, at most 20 characters) > ", "Note must be at most 20 characters long (it has 21); try again."}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -197,6 +197,7 @@ func Run(ctx context.Context, term Streams, e apps.Entry, resolve Resolver, cmd 
 	opts := append([]graph.RunOption{graph.WithCheckpointer(saver), graph.WithThread(thread), graph.WithStore(st)}, app.Options...)
 	s := NewSession(app, term, answers, opts)
 	s.Saved = &savedAnswers{store: st, thread: thread}
+	s.Prompt.Editor = editor(term.In)
 	fmt.Fprintf(term.Out, "Thread %q in %s.\n", thread, f.Database)
 
 	rerun := fmt.Sprintf("%s --thread %s --database %s", cmd, thread, f.Database)
@@ -426,4 +427,21 @@ func lastFailure(ctx context.Context, st store.Store, thread string) (string, er
 		why = "an error"
 	}
 	return why, nil
+}
+
+// editor returns the person's editor ($VISUAL, else $EDITOR) when in is
+// the terminal, where an editor can run; else "" (plans are then edited
+// as one line of JSON).
+func editor(in io.Reader) string {
+	f, ok := in.(*os.File)
+	if !ok || f != os.Stdin {
+		return ""
+	}
+	if st, err := f.Stat(); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		return ""
+	}
+	if e := os.Getenv("VISUAL"); e != "" {
+		return e
+	}
+	return os.Getenv("EDITOR")
 }

@@ -34,15 +34,23 @@ type Prompter struct {
 	Ctx context.Context
 	// Answers are lines to use before reading In, in order.
 	Answers []string
+	// Editor is the command that edits a file (from $VISUAL or $EDITOR),
+	// used for editing a plan; "" types it at the prompt instead. A
+	// replayed answer never opens it.
+	Editor string
+	// EditorIO, when set, is the editor's output instead of the terminal
+	// (for tests; the editor then gets no input).
+	EditorIO io.Writer
 	// Handlers render and answer interrupts of known kinds, tried in
 	// order; an interrupt no handler takes is shown as JSON and answered
 	// with a JSON value typed on one line.
 	Handlers []Handler
 
 	// The reader goroutine, started on first use: one line per request.
-	reqs    chan struct{}
-	lines   chan readResult
-	waiting bool // a request is out and its line not yet taken
+	reqs     chan struct{}
+	lines    chan readResult
+	waiting  bool // a request is out and its line not yet taken
+	replayed bool // the last line came from Answers
 }
 
 type readResult struct {
@@ -77,6 +85,7 @@ func LoadAnswers(path string) ([]string, error) {
 func (p *Prompter) Line(prompt string) (string, error) {
 	fmt.Fprint(p.Out, prompt)
 	var line string
+	p.replayed = len(p.Answers) > 0
 	if len(p.Answers) > 0 {
 		line, p.Answers = p.Answers[0], p.Answers[1:]
 		fmt.Fprintln(p.Out, line) // echo, so a replayed session reads like a typed one

@@ -1,10 +1,14 @@
 package console
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strconv"
@@ -233,7 +237,7 @@ func (v *PlanView) Review(p *Prompter, in graph.InterruptInfo) (any, bool, error
 		fmt.Fprintf(p.Out, "  (asked again: %s)\n", r.Problem)
 	}
 	for {
-		line, err := p.Line("Run this plan? y = yes, n = no and say why, e = edit (the plan as JSON) > ")
+		line, err := p.Line("Run this plan? y = yes, n = no and say why, e = edit it > ")
 		if err != nil {
 			return nil, true, err
 		}
@@ -244,13 +248,11 @@ func (v *PlanView) Review(p *Prompter, in graph.InterruptInfo) (any, bool, error
 			fb, err := p.Line("What should change? > ")
 			return planexec.RejectPlan(fb), true, err
 		case "e", "edit":
-			raw, err := p.Line("Plan JSON > ")
+			plan, ok, err := p.editPlan(r.Plan)
 			if err != nil {
 				return nil, true, err
 			}
-			var plan planexec.Plan
-			if err := json.Unmarshal([]byte(raw), &plan); err != nil {
-				fmt.Fprintf(p.Out, "That is not a plan: %v\n", err)
+			if !ok {
 				continue
 			}
 			return planexec.EditPlan(plan), true, nil
@@ -258,6 +260,100 @@ func (v *PlanView) Review(p *Prompter, in graph.InterruptInfo) (any, bool, error
 			fmt.Fprintln(p.Out, "Please answer y, n or e (q quits and keeps the thread).")
 		}
 	}
+}
+
+// editPlan gets an edited plan: in the person's editor (Prompter.Editor)
+// on the plan as indented JSON when the "e" was typed, else as one line of
+// JSON at the prompt. The result must be a valid plan with no fields the
+// plan schema does not have; ok is false (after saying why) when it is
+// not, and the review asks again.
+func (p *Prompter) editPlan(plan planexec.Plan) (planexec.Plan, bool, error) {
+	var raw []byte
+	if p.Editor != "" && !p.replayed {
+		b, err := p.runEditor(plan)
+		if err != nil {
+			fmt.Fprintf(p.Out, "The editor failed (%v); type the plan as one line of JSON instead.\n", err)
+		} else {
+			raw = b
+		}
+	}
+	if raw == nil {
+		line, err := p.Line("Plan JSON (one line) > ")
+		if err != nil {
+			return planexec.Plan{}, false, err
+		}
+		raw = []byte(line)
+	}
+	edited, err := ParsePlan(raw)
+	if err != nil {
+		fmt.Fprintf(p.Out, "That plan was not taken: %v\n", err)
+		return planexec.Plan{}, false, nil
+	}
+	return edited, true, nil
+}
+
+// runEditor opens the plan in p.Editor and returns the file as saved.
+func (p *Prompter) runEditor(plan planexec.Plan) ([]byte, error) {
+	f, err := os.CreateTemp("", "trellis-plan-*.json")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	b, err := json.MarshalIndent(plan, "", "  ")
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	words := strings.Fields(p.Editor)
+	if len(words) == 0 {
+		return nil, errors.New("the editor command is empty")
+	}
+	fmt.Fprintf(p.Out, "Opening the plan in %s; save and close it to continue.\n", words[0])
+	cmd := exec.Command(words[0], append(words[1:], f.Name())...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if p.EditorIO != nil {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, p.EditorIO, p.EditorIO
+	}
+	if err := cmd.Run(); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(f.Name())
+}
+
+// ParsePlan reads an edited plan: JSON with only the plan schema's fields
+// (an unknown field is an error naming it, never silently dropped), which
+// must then pass planexec.Plan.Validate.
+func ParsePlan(raw []byte) (planexec.Plan, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	var plan planexec.Plan
+	if err := dec.Decode(&plan); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return plan, fmt.Errorf("it is not valid JSON (%v at byte %d)", se, se.Offset)
+		}
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return plan, errors.New("it is not valid JSON (it ends too early)")
+		}
+		if msg := err.Error(); strings.Contains(msg, "unknown field") {
+			return plan, fmt.Errorf("%s: a plan has task, steps (id, title, description, depends_on, done_when) and replan", strings.TrimPrefix(msg, "json: "))
+		}
+		return plan, fmt.Errorf("it does not fit the plan schema: %v", err)
+	}
+	if dec.More() {
+		return plan, errors.New("there is more after the plan's JSON object")
+	}
+	if err := plan.Validate(); err != nil {
+		return plan, err
+	}
+	return plan, nil
 }
 
 // seen reports whether plan is the one last printed.

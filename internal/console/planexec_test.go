@@ -1,7 +1,10 @@
 package console
 
 import (
+	"bufio"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -85,7 +88,7 @@ func TestPlanReviewDecisions(t *testing.T) {
 	}{
 		{[]string{"y"}, planexec.ApprovePlan()},
 		{[]string{"what", "n", "do physics first"}, planexec.RejectPlan("do physics first")},
-		{[]string{"e", "{not json", "e", edited}, planexec.EditPlan(planexec.Plan{Task: "Fill", Steps: []planexec.Step{{ID: "a", Title: "A", Description: "d"}}})},
+		{[]string{"e", "{not json", "e", `{"task":"Fill","stepz":[]}`, "e", edited}, planexec.EditPlan(planexec.Plan{Task: "Fill", Steps: []planexec.Step{{ID: "a", Title: "A", Description: "d"}}})},
 	} {
 		var out strings.Builder
 		got, ok, err := PlanReview(&Prompter{Out: &out, Answers: c.lines}, in)
@@ -119,5 +122,58 @@ func TestPlanViewShowsAPlanOnce(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "The plan:\n  Task: Fill the week") {
 		t.Errorf("a fresh view did not show the plan:\n%s", out.String())
+	}
+}
+
+// TestPlanEditRejectsUnknownFieldsByName: an edited plan with a field the
+// schema lacks is refused with the field's name, an invalid one with the
+// plan's problems; neither is silently taken.
+func TestPlanEditRejectsUnknownFieldsByName(t *testing.T) {
+	for raw, want := range map[string]string{
+		`{"task":"Fill","stepz":[]}`: `unknown field "stepz"`,
+		`{"task":"Fill","steps":[{"id":"a","title":"A","description":"d","after":["b"]}]}`: `unknown field "after"`,
+		`{"task":"Fill","steps":[{"id":"a","title":"A","description":"d","depends_on":["zz"]}]}`: "zz",
+		`{"task":"Fill"`: "not valid JSON",
+	} {
+		if _, err := ParsePlan([]byte(raw)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParsePlan(%s) = %v, want it to say %q", raw, err, want)
+		}
+	}
+	plan := planexec.Plan{Task: "Fill the week", Steps: []planexec.Step{{ID: "s1", Title: "Look at the week", Description: "d"}}}
+	var out strings.Builder
+	got, _, err := PlanReview(&Prompter{Out: &out, Answers: []string{"e", `{"task":"x","steps":[],"notes":"hi"}`, "y"}}, interrupt(t, planexec.PlanReview{Kind: planexec.ReviewKind, Plan: plan}))
+	if err != nil || !strings.Contains(out.String(), `That plan was not taken: unknown field "notes"`) {
+		t.Errorf("review: %v\n%s", err, out.String())
+	}
+	if d := cmp.Diff(planexec.ApprovePlan(), got); d != "" {
+		t.Errorf("after the refused edit (-want +got):\n%s", d)
+	}
+}
+
+// TestPlanEditOpensTheEditor: with an editor set and "e" typed, the plan
+// opens in the editor as indented JSON and the saved file is the edit.
+func TestPlanEditOpensTheEditor(t *testing.T) {
+	dir := t.TempDir()
+	seen := filepath.Join(dir, "seen.json")
+	script := filepath.Join(dir, "editor.sh")
+	// The "editor" keeps a copy of what it was given and saves a new plan.
+	body := "#!/bin/sh\ncp \"$1\" " + seen + "\nprintf '%s' '{\"task\":\"Edited\",\"steps\":[{\"id\":\"e1\",\"title\":\"Only step\",\"description\":\"do it\"}]}' > \"$1\"\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plan := planexec.Plan{Task: "Fill the week", Steps: []planexec.Step{{ID: "s1", Title: "Look at the week", Description: "d"}}}
+	var out strings.Builder
+	p := &Prompter{Out: &out, In: bufio.NewReader(strings.NewReader("e\n")), Editor: script, EditorIO: &out}
+	got, _, err := PlanReview(p, interrupt(t, planexec.PlanReview{Kind: planexec.ReviewKind, Plan: plan}))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	want := planexec.EditPlan(planexec.Plan{Task: "Edited", Steps: []planexec.Step{{ID: "e1", Title: "Only step", Description: "do it"}}})
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("decision (-want +got):\n%s\n%s", d, out.String())
+	}
+	given, err := os.ReadFile(seen)
+	if err != nil || !strings.Contains(string(given), "\"task\": \"Fill the week\",\n  \"steps\": [") {
+		t.Errorf("the editor was given %q (%v)", given, err)
 	}
 }

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,7 +11,6 @@ import (
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/graph"
-	"github.com/trellis-agents/trellis/llm/llmtest"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -19,7 +19,7 @@ import (
 func TestScriptedScenario(t *testing.T) {
 	ctx := context.Background()
 	st := openStore(t)
-	model := Script().(*llmtest.Model)
+	model := Script()
 	g, err := NewGraph(model, st, testScope, nil, "")
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestScriptedScenario(t *testing.T) {
 		t.Fatalf("status %v", res.Status)
 	}
 	answer, _ := planexec.Answer(res.State)
-	if !strings.Contains(answer, "Your week is planned") {
+	if !strings.Contains(answer, "Your week:") || !strings.Contains(answer, "Not placed #23: the student turned it down (keep the study hall for reading)") || !strings.Contains(answer, "Friday stays free") {
 		t.Errorf("delivery = %q", answer)
 	}
 	sch, err := st.Load(ctx, testScope)
@@ -158,8 +158,8 @@ func TestThreadsKeepTheirOwnCalendars(t *testing.T) {
 			t.Errorf("bob rejected every place, but #%d is placed in bob's week (alice's write leaked?)", id)
 		}
 	}
-	if la, _ := st.ChangeLog(ctx, "alice"); len(la) != 3 {
-		t.Errorf("alice's change log has %d rows, want 3", len(la))
+	if la, _ := st.ChangeLog(ctx, "alice"); len(la) != 4 {
+		t.Errorf("alice's change log has %d rows, want 4 (#20, #21, #23, and #22 as Friday was not kept free)", len(la))
 	}
 	if lb, _ := st.ChangeLog(ctx, "bob"); len(lb) != 0 {
 		t.Errorf("bob's change log has %d rows, want 0", len(lb))
@@ -193,3 +193,70 @@ func TestNewRejectsAnIncompleteConfig(t *testing.T) {
 
 func isAsk(in graph.InterruptInfo) bool    { _, ok := planexec.AskFrom(in); return ok }
 func isReview(in graph.InterruptInfo) bool { _, ok := planexec.ReviewFrom(in); return ok }
+
+// TestScriptedAnswersShapeTheOutcome: the form's answers change what the
+// scripted scenario does, and its delivered summary names exactly what
+// the schedule shows — every task it says it placed is placed there, and
+// none it did not.
+func TestScriptedAnswersShapeTheOutcome(t *testing.T) {
+	ctx := context.Background()
+	db := filepath.Join(t.TempDir(), "app.db")
+	app, err := New(ctx, Config{Model: Script(), Database: db})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	st, err := Open(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	saver := checkpoint.NewMemory()
+	run := func(thread string, form map[string]any) (string, *Schedule) {
+		t.Helper()
+		tctx := apps.WithScope(ctx, thread)
+		opts := []graph.RunOption{graph.WithCheckpointer(saver), graph.WithThread(thread)}
+		res, _ := app.Graph.Invoke(tctx, app.Input(""), opts...)
+		for i := 0; len(res.Interrupts) > 0 && i < 10; i++ {
+			answers := map[string]any{}
+			for _, in := range res.Interrupts {
+				switch {
+				case isAsk(in):
+					answers[in.ID] = planexec.FormAnswer(form)
+				case isReview(in):
+					answers[in.ID] = planexec.ApprovePlan()
+				default:
+					answers[in.ID] = tool.Approve()
+				}
+			}
+			res, err = app.Graph.Invoke(tctx, nil, append(opts, graph.WithResumeMap(answers))...)
+		}
+		if err != nil || res.Status != graph.StatusCompleted {
+			t.Fatalf("%s: %v %v", thread, res.Status, err)
+		}
+		answer, _ := planexec.Answer(res.State)
+		sch, err := st.Load(ctx, thread)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The summary agrees with the schedule, item by item.
+		for _, id := range []int{20, 21, 22, 23} {
+			said := strings.Contains(answer, fmt.Sprintf("(#%d) at", id))
+			if placed := sch.Items[id].Placed(); said != placed {
+				t.Errorf("%s: the summary says #%d placed = %v, the schedule says %v:\n%s", thread, id, said, placed, answer)
+			}
+		}
+		return answer, sch
+	}
+	relaxed, a := run("relaxed", map[string]any{"max_slots": 6, "first": "math", "friday_free": true})
+	tight, b := run("tight", map[string]any{"max_slots": 2, "first": "cs", "friday_free": false})
+	if !a.Items[21].Placed() || a.Items[22].Placed() || !strings.Contains(relaxed, "Friday stays free") {
+		t.Errorf("6 slots a day, Friday free: #21 placed %v, #22 placed %v\n%s", a.Items[21].Placed(), a.Items[22].Placed(), relaxed)
+	}
+	if b.Items[21].Placed() || !b.Items[22].Placed() || strings.Contains(tight, "Friday stays free") {
+		t.Errorf("2 slots a day, Friday not free: #21 placed %v, #22 placed %v\n%s", b.Items[21].Placed(), b.Items[22].Placed(), tight)
+	}
+	if !strings.Contains(tight, "Still pending: #21") {
+		t.Errorf("the tight week does not say the assignment is pending:\n%s", tight)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"iter"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/trellis-agents/trellis/agent/planexec"
 	"github.com/trellis-agents/trellis/llm"
@@ -137,7 +138,8 @@ func (s *scripted) reply(req *llm.Request) (llmtest.Turn, bool) {
 	}
 	// The delivery: the step results, as they are.
 	if strings.HasPrefix(systemText(msgs), "The plan has run.") {
-		return llmtest.Text(delivery(lastUser(msgs))), true
+		// Paced, so the demo shows the answer streaming as a model's would.
+		return llmtest.Text(delivery(lastUser(msgs))).Paced(8 * time.Millisecond), true
 	}
 	// A write step's or the check's result, from its tool results.
 	m := stepRE.FindStringSubmatch(lastUser(msgs))

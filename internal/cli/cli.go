@@ -271,7 +271,8 @@ func (e *RunError) Error() string {
 func (e *RunError) Unwrap() []error { return []error{ErrFailed, e.Err} }
 
 // NewSession builds the console session that runs app: the app's printer
-// and the console's planexec view, and handlers for every interrupt the
+// and the console's planexec view (step progress, and the answer streamed
+// token by token), and handlers for every interrupt the
 // apps raise (planexec questions and plan reviews, router questions, tool
 // approvals).
 func NewSession(app *apps.App, term Streams, answers []string, opts []graph.RunOption) *console.Session {
@@ -284,7 +285,7 @@ func NewSession(app *apps.App, term Streams, answers []string, opts []graph.RunO
 		Graph:   app.Graph,
 		Options: opts,
 		Out:     term.Out,
-		Events:  app.Events | graph.EventCustom,
+		Events:  app.Events | graph.EventCustom | graph.EventMessages,
 		Print: func(w io.Writer, ev graph.Event) {
 			view.Print(w, ev)
 			if app.Print != nil && ev.Kind&app.Events != 0 {

@@ -250,3 +250,38 @@ func TestSummaryIsOneLine(t *testing.T) {
 		t.Errorf("report (%d): %q", code, w.String())
 	}
 }
+
+// writes records each Write separately.
+type writes struct{ parts []string }
+
+func (w *writes) Write(p []byte) (int, error) { w.parts = append(w.parts, string(p)); return len(p), nil }
+
+// TestDemoStreamsTheAnswer: the delivered answer reaches the terminal in
+// pieces as the model writes it, after the steps' progress lines.
+func TestDemoStreamsTheAnswer(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	var w writes
+	err := Run(context.Background(), Streams{Out: &w, In: strings.NewReader("")}, scheduler.Entry(), nil, "trellis demo",
+		Flags{Database: filepath.Join(t.TempDir(), "t.db"), Answers: demoAnswers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, end := -1, -1
+	var sofar strings.Builder
+	for i, p := range w.parts {
+		sofar.WriteString(p)
+		if strings.Contains(sofar.String(), "Delivered:") && start < 0 {
+			start = i
+		}
+		if strings.Contains(sofar.String(), "as you asked") && end < 0 {
+			end = i
+		}
+	}
+	if start < 0 || end < 0 || end-start < 10 {
+		t.Errorf("the answer came in %d writes (from %d to %d), want it streamed in many", end-start, start, end)
+	}
+	all := strings.Join(w.parts, "")
+	if strings.Index(all, "> step s5: Check the result") > strings.Index(all, "Delivered:") {
+		t.Error("step progress did not come before the answer")
+	}
+}

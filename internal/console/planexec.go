@@ -211,6 +211,9 @@ func bound(f *float64) string {
 // value is ready; use one per session.
 type PlanView struct {
 	shown string // the JSON of the plan last printed
+	// streamed is the text of the delivery printed as it streamed (the
+	// delivered event then only ends the line).
+	streamed strings.Builder
 }
 
 // PlanReview answers plan reviews, always showing the plan (see PlanView
@@ -385,12 +388,24 @@ func WritePlan(w io.Writer, plan planexec.Plan) {
 }
 
 // PrintPlanEvents shows planexec's events: the plan, steps starting and
-// ending, tool calls and results, and the delivered answer.
+// ending, tool calls and results, and the delivered answer (streamed as
+// it is written when the run streams graph.EventMessages).
 func PrintPlanEvents(w io.Writer, ev graph.Event) { new(PlanView).Print(w, ev) }
 
 // Print shows planexec's events, like PrintPlanEvents, remembering the
 // plan it shows for Review.
 func (v *PlanView) Print(w io.Writer, ev graph.Event) {
+	if ev.Kind == graph.EventMessages {
+		// The delivery's answer streams as the model writes it.
+		if ev.Node == planexec.DeliverNode && ev.Namespace == "" && ev.Message.Part == graph.PartText {
+			if v.streamed.Len() == 0 {
+				fmt.Fprint(w, "\nDelivered:\n")
+			}
+			v.streamed.WriteString(ev.Message.Text)
+			fmt.Fprint(w, ev.Message.Text)
+		}
+		return
+	}
 	e, ok := planexec.EventFrom(ev)
 	if !ok {
 		return
@@ -423,7 +438,15 @@ func (v *PlanView) Print(w io.Writer, ev graph.Event) {
 	case planexec.EventStepSkipped:
 		fmt.Fprintf(w, "  step %s skipped: %s\n", e.StepID, e.Error)
 	case planexec.EventDelivered:
-		fmt.Fprintf(w, "\nDelivered:\n%s\n", e.Text)
+		switch {
+		case v.streamed.Len() == 0:
+			fmt.Fprintf(w, "\nDelivered:\n%s\n", e.Text)
+		case strings.TrimSpace(v.streamed.String()) == strings.TrimSpace(e.Text):
+			fmt.Fprintln(w) // it streamed whole
+		default: // what streamed is not the answer (a retried reply): show the answer
+			fmt.Fprintf(w, "\n\nDelivered:\n%s\n", e.Text)
+		}
+		v.streamed.Reset()
 	}
 }
 

@@ -177,3 +177,21 @@ func TestPlanEditOpensTheEditor(t *testing.T) {
 		t.Errorf("the editor was given %q (%v)", given, err)
 	}
 }
+
+// TestDeliveryStreams: the delivered answer is printed as its tokens
+// arrive, and not again when the delivered event follows.
+func TestDeliveryStreams(t *testing.T) {
+	var out strings.Builder
+	v := &PlanView{}
+	for _, tok := range []string{"Your ", "week ", "is planned."} {
+		v.Print(&out, graph.Event{Kind: graph.EventMessages, Node: planexec.DeliverNode, Message: graph.MessageChunk{Part: graph.PartText, Text: tok}})
+		if !strings.HasSuffix(out.String(), tok) {
+			t.Fatalf("token %q not printed at once:\n%s", tok, out.String())
+		}
+	}
+	v.Print(&out, graph.Event{Kind: graph.EventMessages, Node: "model", Namespace: "step:x", Message: graph.MessageChunk{Part: graph.PartText, Text: "step talk"}})
+	v.Print(&out, graph.Event{Kind: graph.EventCustom, Custom: planexec.Event{Kind: planexec.EventDelivered, Text: "Your week is planned."}})
+	if got := out.String(); got != "\nDelivered:\nYour week is planned.\n" {
+		t.Errorf("printed %q", got)
+	}
+}

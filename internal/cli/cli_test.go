@@ -254,7 +254,10 @@ func TestSummaryIsOneLine(t *testing.T) {
 // writes records each Write separately.
 type writes struct{ parts []string }
 
-func (w *writes) Write(p []byte) (int, error) { w.parts = append(w.parts, string(p)); return len(p), nil }
+func (w *writes) Write(p []byte) (int, error) {
+	w.parts = append(w.parts, string(p))
+	return len(p), nil
+}
 
 // TestDemoStreamsTheAnswer: the delivered answer reaches the terminal in
 // pieces as the model writes it, after the steps' progress lines.

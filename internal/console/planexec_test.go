@@ -131,7 +131,7 @@ func TestPlanViewShowsAPlanOnce(t *testing.T) {
 func TestPlanEditRejectsUnknownFieldsByName(t *testing.T) {
 	for raw, want := range map[string]string{
 		`{"task":"Fill","stepz":[]}`: `unknown field "stepz"`,
-		`{"task":"Fill","steps":[{"id":"a","title":"A","description":"d","after":["b"]}]}`: `unknown field "after"`,
+		`{"task":"Fill","steps":[{"id":"a","title":"A","description":"d","after":["b"]}]}`:       `unknown field "after"`,
 		`{"task":"Fill","steps":[{"id":"a","title":"A","description":"d","depends_on":["zz"]}]}`: "zz",
 		`{"task":"Fill"`: "not valid JSON",
 	} {

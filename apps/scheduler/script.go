@@ -108,14 +108,14 @@ func (s *scripted) Name() string { return s.rules.Name() }
 
 func (s *scripted) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
 	if t, ok := s.reply(req); ok {
-		return llmtest.New(llmtest.WithName(s.Name())).Reply(t).Generate(ctx, req)
+		return llmtest.New(llmtest.WithName(s.Name()), llmtest.WithChunkSize(8)).Reply(t).Generate(ctx, req)
 	}
 	return s.rules.Generate(ctx, req)
 }
 
 func (s *scripted) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
 	if t, ok := s.reply(req); ok {
-		return llmtest.New(llmtest.WithName(s.Name())).Reply(t).Stream(ctx, req)
+		return llmtest.New(llmtest.WithName(s.Name()), llmtest.WithChunkSize(8)).Reply(t).Stream(ctx, req)
 	}
 	return s.rules.Stream(ctx, req)
 }
@@ -139,7 +139,7 @@ func (s *scripted) reply(req *llm.Request) (llmtest.Turn, bool) {
 	// The delivery: the step results, as they are.
 	if strings.HasPrefix(systemText(msgs), "The plan has run.") {
 		// Paced, so the demo shows the answer streaming as a model's would.
-		return llmtest.Text(delivery(lastUser(msgs))).Paced(8 * time.Millisecond), true
+		return llmtest.Text(delivery(lastUser(msgs))).Paced(4 * time.Millisecond), true
 	}
 	// A write step's or the check's result, from its tool results.
 	m := stepRE.FindStringSubmatch(lastUser(msgs))

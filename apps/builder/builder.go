@@ -145,24 +145,41 @@ func Entry() apps.Entry {
 
 // Script returns the scripted model: a first draft that forgets the free
 // return label, a review asking for it, a corrected draft and an approving
-// review, with the judge's verdicts.
+// review, with the judge's verdicts. Each reply is chosen by what the
+// request holds (which node asks, how many policy lookups came back,
+// what the review said), never by how many requests came before, so any
+// number of threads get the same replies.
 func Script() llm.Model {
 	m := llmtest.New()
-	m.When(llmtest.Namespace("answer:"),
-		llmtest.ToolCalls(llmtest.Call("lookup_policy", `{"topic":"returns"}`)),
-		llmtest.Text("Yes: faulty items can be returned within 30 days, so you are in time. Reply with your order number and we will start the return."),
-		llmtest.ToolCalls(llmtest.Call("lookup_policy", `{"topic":"shipping"}`)),
-		llmtest.Text("Yes: faulty items can be returned within 30 days, so you are in time. We will email you a free prepaid return label; reply with your order number to start."),
-	)
-	m.When(llmtest.Namespace("review:"),
-		llmtest.Text("Accurate, but it should say that return shipping is free for faulty items. Please add that."),
-		llmtest.Text("Accurate and kind. No changes needed."),
-	)
-	m.When(llmtest.LastUserContains(Condition),
-		llmtest.JSON(map[string]any{"holds": true, "reason": "the review asks to mention free return shipping"}),
-		llmtest.JSON(map[string]any{"holds": false, "reason": "the review approves the reply"}),
-	)
+	answer, review := llmtest.Namespace("answer:"), llmtest.Namespace("review:")
+	after := llmtest.LastIsToolResult()
+	m.When(llmtest.And(answer, toolResults(0)), llmtest.ToolCalls(llmtest.Call("lookup_policy", `{"topic":"returns"}`))).Repeat()
+	m.When(llmtest.And(answer, toolResults(1), after),
+		llmtest.Text("Yes: faulty items can be returned within 30 days, so you are in time. Reply with your order number and we will start the return.")).Repeat()
+	m.When(llmtest.And(answer, toolResults(1)), llmtest.ToolCalls(llmtest.Call("lookup_policy", `{"topic":"shipping"}`))).Repeat()
+	m.When(llmtest.And(answer, toolResults(2), after),
+		llmtest.Text("Yes: faulty items can be returned within 30 days, so you are in time. We will email you a free prepaid return label; reply with your order number to start.")).Repeat()
+	m.When(llmtest.And(review, toolResults(1)),
+		llmtest.Text("Accurate, but it should say that return shipping is free for faulty items. Please add that.")).Repeat()
+	m.When(llmtest.And(review, toolResults(2)), llmtest.Text("Accurate and kind. No changes needed.")).Repeat()
+	judge := llmtest.LastUserContains(Condition)
+	m.When(llmtest.And(judge, llmtest.LastUserContains("No changes needed")),
+		llmtest.JSON(map[string]any{"holds": false, "reason": "the review approves the reply"})).Repeat()
+	m.When(judge, llmtest.JSON(map[string]any{"holds": true, "reason": "the review asks to mention free return shipping"})).Repeat()
 	return m
+}
+
+// toolResults matches a request holding n tool results.
+func toolResults(n int) llmtest.Matcher {
+	return func(r *llmtest.Request) bool {
+		c := 0
+		for _, m := range r.Messages {
+			if m.Role == llm.RoleTool {
+				c++
+			}
+		}
+		return c == n
+	}
 }
 
 func printTask(w io.Writer, ev graph.Event) {

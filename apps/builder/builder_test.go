@@ -7,6 +7,8 @@ import (
 
 	agentbuilder "github.com/trellis-agents/trellis/agent/builder"
 	"github.com/trellis-agents/trellis/agent/react"
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm/llmtest"
 )
 
@@ -57,5 +59,25 @@ func TestScriptedRun(t *testing.T) {
 	}
 	if out := outcome(res.FinalState); !strings.Contains(out, "holds = true") || !strings.Contains(out, "No changes needed") {
 		t.Errorf("outcome:\n%s", out)
+	}
+}
+
+// TestScriptServesManyThreads: one scripted model answers any number of
+// threads the same way (its replies follow the request, not a queue).
+func TestScriptServesManyThreads(t *testing.T) {
+	app, err := New(context.Background(), Config{Model: Script()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	saver := checkpoint.NewMemory()
+	for _, thread := range []string{"t1", "t2", "t3"} {
+		res, err := app.Graph.Invoke(context.Background(), app.Input(""), graph.WithCheckpointer(saver), graph.WithThread(thread))
+		if err != nil {
+			t.Fatalf("%s: %v", thread, err)
+		}
+		if out := app.Outcome(context.Background(), res.State); !strings.Contains(out, "No changes needed") || !strings.Contains(out, "free prepaid return label") {
+			t.Errorf("%s:\n%s", thread, out)
+		}
 	}
 }

@@ -50,9 +50,10 @@ type Config struct {
 	// Model asks, plans, runs the steps and delivers (required; Script()
 	// for the scripted demo model).
 	Model llm.Model
-	// Agency is the events agency whose tools the agent uses (default
-	// NewAgency(), the sample agency in memory). It is shared by every
-	// thread of the App; bookings record their run's scope.
+	// Agency is the events agency whose tools the agent uses, shared by
+	// every thread of the App (bookings record their run's scope). Default:
+	// a sample agency in memory per data scope (apps.WithScope), so each
+	// thread books from its own venues.
 	Agency *Agency
 	// System is added to every phase's instructions (default System).
 	System string
@@ -91,13 +92,19 @@ func New(_ context.Context, cfg Config) (*apps.App, error) {
 	if cfg.Model == nil {
 		return nil, errors.New("planner: Config.Model is nil; pass the llm.Model that plans (planner.Script() for the scripted demo)")
 	}
-	if cfg.Agency == nil {
-		cfg.Agency = NewAgency()
-	}
 	if cfg.Request == "" {
 		cfg.Request = Task
 	}
-	pc := AgentConfig(cfg.Model, cfg.Agency)
+	bookings := func(scope string) []Booking { return cfg.Agency.BookingsIn(scope) }
+	var pc planexec.Config
+	if cfg.Agency == nil {
+		per := &Agencies{}
+		pc = AgentConfig(cfg.Model, NewAgency())
+		pc.Tools = per.Tools()
+		bookings = func(scope string) []Booking { return per.For(scope).Bookings() }
+	} else {
+		pc = AgentConfig(cfg.Model, cfg.Agency)
+	}
 	if cfg.System != "" {
 		pc.System = cfg.System
 	}
@@ -108,7 +115,6 @@ func New(_ context.Context, cfg Config) (*apps.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	agency := cfg.Agency
 	return &apps.App{
 		Name:    Name,
 		Summary: Summary,
@@ -122,7 +128,7 @@ func New(_ context.Context, cfg Config) (*apps.App, error) {
 		Script:  Script,
 		Retry:   apps.RetryFailedSteps,
 		Events:  graph.EventCustom,
-		Outcome: func(ctx context.Context, s graph.State) string { return Outcome(s, agency.BookingsIn(apps.Scope(ctx))) },
+		Outcome: func(ctx context.Context, s graph.State) string { return Outcome(s, bookings(apps.Scope(ctx))) },
 		Close:   apps.Closer(),
 	}, nil
 }

@@ -5,11 +5,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-agents/trellis/agent/planexec"
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/internal/cli"
 	"github.com/trellis-agents/trellis/internal/console"
+	"github.com/trellis-agents/trellis/tool"
 )
 
 // The scenario as the CLI runs it: the example opened on its script, a
@@ -115,5 +117,44 @@ func TestFormIsNotAskedTwice(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "did not fit") {
 		t.Errorf("the form was sent back whole:\n%s", out.String())
+	}
+}
+
+// TestScriptServesManyThreads: one scripted model and one App serve
+// several threads, each to the end, with its own bookings.
+func TestScriptServesManyThreads(t *testing.T) {
+	app, err := New(context.Background(), Config{Model: Script()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	saver := checkpoint.NewMemory()
+	for _, thread := range []string{"t1", "t2"} {
+		ctx := apps.WithScope(context.Background(), thread)
+		opts := []graph.RunOption{graph.WithCheckpointer(saver), graph.WithThread(thread)}
+		res, err := app.Graph.Invoke(ctx, app.Input(""), opts...)
+		for i := 0; len(res.Interrupts) > 0 && i < 10; i++ {
+			answers := map[string]any{}
+			for _, in := range res.Interrupts {
+				if a, ok := planexec.AskFrom(in); ok {
+					if a.Mode == planexec.AskSelect {
+						answers[in.ID] = planexec.ChoiceAnswer(Cities[0])
+					} else {
+						answers[in.ID] = planexec.FormAnswer(map[string]any{"people": 12, "length": Lengths[1]})
+					}
+				} else if _, ok := planexec.ReviewFrom(in); ok {
+					answers[in.ID] = planexec.ApprovePlan()
+				} else {
+					answers[in.ID] = tool.Approve()
+				}
+			}
+			res, err = app.Graph.Invoke(ctx, nil, append(opts, graph.WithResumeMap(answers))...)
+		}
+		if err != nil || res.Status != graph.StatusCompleted {
+			t.Fatalf("%s: %v %v", thread, res.Status, err)
+		}
+		if out := app.Outcome(ctx, res.State); !strings.Contains(out, "Bookings:\n  OFF-001: Quinta Verde from Jun 9") {
+			t.Errorf("%s should show its own one booking:\n%s", thread, out)
+		}
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/trellis-agents/trellis/apps"
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/internal/cli"
 )
 
@@ -56,5 +58,25 @@ func TestExampleOpenFailsOnABadDataDir(t *testing.T) {
 	_, err := Entry().Open(t.Context(), apps.Env{Model: Script(), DataDir: file})
 	if err == nil || !strings.Contains(err.Error(), "sample database") {
 		t.Errorf("Open under a file: %v", err)
+	}
+}
+
+// TestScriptServesManyThreads: one scripted model answers any number of
+// threads the same way (its replies follow the request, not a queue).
+func TestScriptServesManyThreads(t *testing.T) {
+	app, err := New(t.Context(), Config{Model: Script(), Database: filepath.Join(t.TempDir(), SampleFile), Sample: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	saver := checkpoint.NewMemory()
+	for _, thread := range []string{"t1", "t2", "t3"} {
+		res, err := app.Graph.Invoke(t.Context(), app.Input(""), graph.WithCheckpointer(saver), graph.WithThread(thread))
+		if err != nil {
+			t.Fatalf("%s: %v", thread, err)
+		}
+		if out := app.Outcome(t.Context(), res.State); !strings.Contains(out, "- fiction: 8 loans") {
+			t.Errorf("%s:\n%s", thread, out)
+		}
 	}
 }

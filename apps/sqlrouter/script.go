@@ -1,10 +1,13 @@
 package sqlrouter
 
 import (
+	"context"
 	"encoding/json"
+	"iter"
 
 	"github.com/trellis-agents/trellis/agent/router"
 	"github.com/trellis-agents/trellis/apps/sqlread"
+	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
 )
@@ -67,39 +70,105 @@ type obj = map[string]any
 // schema by reference, checks books and validates its repair; execute_sql
 // runs the repaired query and summarises the rows, which ends the turn.
 //
-// Each sub-agent's replies are chosen by its namespace and the router's by
-// its node, so the order in which requests arrive does not matter.
+// Each reply is chosen by what the request holds — the sub-agent's
+// namespace or the router's node, and how many tool results the turn has
+// so far — never by how many requests came before, so any number of
+// threads get the same replies.
 func Script() llm.Model {
 	m := llmtest.New()
-	m.When(llmtest.Namespace(DiscoveryAgent+":"),
-		llmtest.ToolCalls(llmtest.Call(ListTablesName, `{}`)),
-		llmtest.ToolCalls(
-			llmtest.Call(DescribeTableName, `{"table":"loans"}`),
-			llmtest.Call(DescribeTableName, `{"table":"books"}`)),
-		llmtest.ToolCalls(llmtest.Call(SampleRowsName, `{"table":"loans","limit":3}`)),
-		llmtest.Text(discoveryAnswer),
-	)
-	m.When(llmtest.Namespace(GenerateAgent+":"), llmtest.Text(badSQL))
-	m.When(llmtest.Namespace(FixAgent+":"),
-		llmtest.ToolCalls(llmtest.Call(DescribeTableName, `{"table":"books"}`)),
-		llmtest.ToolCalls(call("", ValidateSQLName, obj{"sql": fixedSQL})),
-		llmtest.Text(fixedSQL),
-	)
-	m.When(llmtest.Namespace(ExecuteAgent+":"),
-		llmtest.ToolCalls(call("", sqlread.SQLToolName, obj{"sql": fixedSQL})),
-		llmtest.Text(scriptedAnswer),
-	)
-	m.When(llmtest.Node(router.RouterNode),
-		llmtest.ToolCalls(call(discoverCall, DiscoveryAgent, obj{
-			"task": "Find the tables and columns that answer this question: " + Question})),
-		llmtest.ToolCalls(call(generateCall, GenerateAgent, obj{
-			"task": "Write one SQLite query for this question: " + Question + "\n\nThe relevant schema:\n" + router.Ref(discoverCall)})),
-		llmtest.ToolCalls(call(validateCall, ValidateSQLName, obj{"sql": router.Ref(generateCall)})),
-		llmtest.ToolCalls(call(fixCall, FixAgent, obj{
-			"task": "This query failed validation.\n\nQuery:\n" + router.Ref(generateCall) +
-				"\n\nError:\n" + router.Ref(validateCall) + "\n\nSchema:\n" + router.Ref(discoverCall)})),
-		llmtest.ToolCalls(call(executeCall, ExecuteAgent, obj{
-			"task": "Run this query and answer the question \"" + Question + "\" from its rows.\n\n" + router.Ref(fixCall)})),
-	)
-	return m
+	at := func(ns string, n int, t llmtest.Turn) {
+		m.When(llmtest.And(llmtest.Namespace(ns+":"), turnResults(n)), t).Repeat()
+	}
+	at(DiscoveryAgent, 0, llmtest.ToolCalls(llmtest.Call(ListTablesName, `{}`)))
+	at(DiscoveryAgent, 1, llmtest.ToolCalls(
+		llmtest.Call(DescribeTableName, `{"table":"loans"}`),
+		llmtest.Call(DescribeTableName, `{"table":"books"}`)))
+	at(DiscoveryAgent, 3, llmtest.ToolCalls(llmtest.Call(SampleRowsName, `{"table":"loans","limit":3}`)))
+	at(DiscoveryAgent, 4, llmtest.Text(discoveryAnswer))
+	m.When(llmtest.Namespace(GenerateAgent+":"), llmtest.Text(badSQL)).Repeat()
+	at(FixAgent, 0, llmtest.ToolCalls(llmtest.Call(DescribeTableName, `{"table":"books"}`)))
+	at(FixAgent, 1, llmtest.ToolCalls(call("", ValidateSQLName, obj{"sql": fixedSQL})))
+	at(FixAgent, 2, llmtest.Text(fixedSQL))
+	at(ExecuteAgent, 0, llmtest.ToolCalls(call("", sqlread.SQLToolName, obj{"sql": fixedSQL})))
+	at(ExecuteAgent, 1, llmtest.Text(scriptedAnswer))
+	return &scripted{rules: m}
+}
+
+// scripted plays the router from its conversation: the n-th call of the
+// turn refers to the earlier calls by the IDs they actually got (a model
+// serving many threads gets fresh call IDs), and the sub-agents from the
+// rules.
+type scripted struct{ rules *llmtest.Model }
+
+func (s *scripted) Name() string { return s.rules.Name() }
+
+func (s *scripted) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	if t, ok := routerTurn(ctx, req); ok {
+		return llmtest.New(llmtest.WithName(s.Name())).Reply(t).Generate(ctx, req)
+	}
+	return s.rules.Generate(ctx, req)
+}
+
+func (s *scripted) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	if t, ok := routerTurn(ctx, req); ok {
+		return llmtest.New(llmtest.WithName(s.Name())).Reply(t).Stream(ctx, req)
+	}
+	return s.rules.Stream(ctx, req)
+}
+
+// routerTurn is the router's next call in the scripted turn.
+func routerTurn(ctx context.Context, req *llm.Request) (llmtest.Turn, bool) {
+	if graph.NodeName(ctx) != router.RouterNode || graph.Namespace(ctx) != "" {
+		return llmtest.Turn{}, false
+	}
+	// The calls of the latest turn, by tool, with their IDs.
+	ids := map[string]string{}
+	results := 0
+	for _, m := range req.Messages {
+		switch m.Role {
+		case llm.RoleUser:
+			ids, results = map[string]string{}, 0
+		case llm.RoleTool:
+			results++
+		}
+		for _, c := range m.ToolCalls {
+			ids[c.Name] = c.ID
+		}
+	}
+	ref := func(tool string) string { return router.Ref(ids[tool]) }
+	switch results {
+	case 0:
+		return llmtest.ToolCalls(call(discoverCall, DiscoveryAgent, obj{
+			"task": "Find the tables and columns that answer this question: " + Question})), true
+	case 1:
+		return llmtest.ToolCalls(call(generateCall, GenerateAgent, obj{
+			"task": "Write one SQLite query for this question: " + Question + "\n\nThe relevant schema:\n" + ref(DiscoveryAgent)})), true
+	case 2:
+		return llmtest.ToolCalls(call(validateCall, ValidateSQLName, obj{"sql": ref(GenerateAgent)})), true
+	case 3:
+		return llmtest.ToolCalls(call(fixCall, FixAgent, obj{
+			"task": "This query failed validation.\n\nQuery:\n" + ref(GenerateAgent) +
+				"\n\nError:\n" + ref(ValidateSQLName) + "\n\nSchema:\n" + ref(DiscoveryAgent)})), true
+	case 4:
+		return llmtest.ToolCalls(call(executeCall, ExecuteAgent, obj{
+			"task": "Run this query and answer the question \"" + Question + "\" from its rows.\n\n" + ref(FixAgent)})), true
+	}
+	return llmtest.Turn{}, false
+}
+
+// turnResults matches a request whose latest turn (the messages after the
+// last user message) holds n tool results.
+func turnResults(n int) llmtest.Matcher {
+	return func(r *llmtest.Request) bool {
+		c := 0
+		for _, m := range r.Messages {
+			switch m.Role {
+			case llm.RoleUser:
+				c = 0
+			case llm.RoleTool:
+				c++
+			}
+		}
+		return c == n
+	}
 }

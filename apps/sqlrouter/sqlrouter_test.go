@@ -25,8 +25,9 @@ import (
 func TestScriptedScenario(t *testing.T) {
 	ro, _ := sample(t)
 	db := &recordingDB{Database: ro}
-	model := Script().(*llmtest.Model)
-	s := run(t, model, db, Question)
+	sm := Script().(*scripted)
+	s := run(t, sm, db, Question)
+	model := sm.rules // the sub-agents' requests
 
 	o, ok := router.Finished(s)
 	if !ok || o.Reason != router.ReasonTerminal || o.Tool != ExecuteAgent || o.CallID != executeCall || o.Failed() {

@@ -6,7 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/apps/sqlread"
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/store"
 )
 
 // fingerprint summarises every table of the sample database, so a test can
@@ -87,5 +90,26 @@ func TestSampleDB(t *testing.T) {
 	rows, err = db.Query(ctx, "SELECT paid_at FROM payments WHERE id = 506", 3)
 	if err != nil || rows.Rows[0][0] != nil || rows.Render() != "paid_at\nNULL\n(1 row)" {
 		t.Errorf("NULL: %v, %q", err, rows.Render())
+	}
+}
+
+// TestScriptServesManyThreads: one scripted model and one App plan for
+// several threads, each to the end.
+func TestScriptServesManyThreads(t *testing.T) {
+	ctx := t.Context()
+	app, err := New(ctx, Config{Model: ScriptedModel(), Database: filepath.Join(t.TempDir(), SampleFile), Sample: true, Project: "shop", Environment: "dev"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	st := store.NewMemory()
+	for _, thread := range []string{"t1", "t2"} {
+		res, err := app.Graph.Invoke(apps.WithScope(ctx, thread), app.Input(""), graph.WithStore(st))
+		if err != nil {
+			t.Fatalf("%s: %v", thread, err)
+		}
+		if n := len(Plans(res.State)); n != 7 {
+			t.Errorf("%s: %d plans, want 7", thread, n)
+		}
 	}
 }

@@ -1,8 +1,14 @@
-// Package builder is the builder example: a support agent of two LLM nodes
+// Package builder is the builder app: a support agent of two LLM nodes
 // made with agent/builder. "answer" drafts a reply to a customer (it may
 // look up the returns policy), "review" checks it, and a model judges after
 // each review whether the reviewer asked for changes: if so the draft goes
 // back to "answer", otherwise the run ends.
+//
+// # Embedding
+//
+// New(ctx, Config{Model}) builds the app; Tools, AnswerPrompt,
+// ReviewPrompt and MaxIterations replace the defaults. See Example and
+// Config.
 package builder
 
 import (

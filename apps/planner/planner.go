@@ -1,4 +1,4 @@
-// Package planner is the plan-and-execute example: an agent (agent/planexec
+// Package planner is the plan-and-execute app: an agent (agent/planexec
 // with PlanMode, AskMode and ConfirmPlan) that organises a team offsite
 // through a made-up events agency.
 //
@@ -14,6 +14,12 @@
 // already finished keep their results and never run again. Booking is a
 // write tool, so it waits for the person's approval. The agent delivers a
 // summary.
+//
+// # Embedding
+//
+// New(ctx, Config{Model}) builds the app; each data scope
+// (apps.WithScope) gets its own sample agency unless Config.Agency gives a
+// shared one. See Example and Config.
 package planner
 
 import (

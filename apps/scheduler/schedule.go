@@ -1,4 +1,4 @@
-// Package scheduler is the study-schedule example: a week of days and
+// Package scheduler is the study-schedule app: a week of days and
 // periods holding fixed events (classes, labs) and study tasks to place,
 // ten tools a planning agent uses to read and change it, and a SQLite store
 // that persists every change as a diff in one transaction.
@@ -8,6 +8,16 @@
 // task can be done); a task placed entirely inside such an event is
 // embedded in it rather than conflicting with it. Every other overlap is a
 // conflict, and a write that would cause one changes nothing.
+//
+// # Embedding
+//
+// New(ctx, Config{Model, Database}) builds the app: a plan-and-execute
+// agent over the schedules kept in the SQLite file Database (tables
+// prefixed sched_, one schedule per scope). Run its Graph with a
+// checkpointer and a thread, and the thread as the data scope
+// (apps.WithScope); answer its form question, plan review and approvals
+// through interrupts. See Example and Config for every option and its
+// default.
 package scheduler
 
 import (

@@ -1,4 +1,4 @@
-// Package sqlrouter is the SQL router example: a router agent
+// Package sqlrouter is the SQL router app: a router agent
 // (agent/router) answers questions about a sample library database by
 // calling four sub-agents, each a ReAct agent with its own prompt and tools:
 //
@@ -27,6 +27,12 @@
 //
 // A request of the form "@agent task" goes straight to that agent, without
 // the router model (router.Mentions).
+//
+// # Embedding
+//
+// New(ctx, Config{Model, Database or DB}) builds the app; AgentModels
+// gives sub-agents models of their own. Runs need a checkpointer and a
+// thread (the router may ask a person). See Example and Config.
 package sqlrouter
 
 import (

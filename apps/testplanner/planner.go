@@ -1,4 +1,4 @@
-// Package testplanner is the test-planning example: for every tool of an
+// Package testplanner is the test-planning app: for every tool of an
 // MCP server it reads a SQL database (the schema and sample rows, then
 // targeted queries for as long as the model says the data is not enough, up
 // to a bound) and writes a test plan whose cases use real rows.
@@ -50,6 +50,13 @@
 // middle of its query rounds continues from its last round — and a plan
 // node that runs again after its plan reached the store reuses the stored
 // plan instead of asking the model again. So no tool is planned twice.
+//
+// # Embedding
+//
+// New(ctx, Config{Model, Tools or Sample, DB or Database, Project,
+// Environment}) builds the app; runs need a store (graph.WithStore), and
+// the thread (Input, or the run's scope) names the plans' namespace. See
+// Example and Config.
 package testplanner
 
 import (

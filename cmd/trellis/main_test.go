@@ -59,7 +59,7 @@ func TestGraphAndList(t *testing.T) {
 
 func TestRunTestplannerScripted(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "t.db")
-	out, err := trellis(t, "", "run", "testplanner", "--database", db)
+	out, err := trellis(t, "", "run", "testplanner", "--db", db)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -125,5 +125,19 @@ func TestEveryExampleDraws(t *testing.T) {
 				t.Fatalf("graph %s: %v\n%s", ex.Name, err, out)
 			}
 		})
+	}
+}
+
+// TestMissingAnswersFileCreatesNothing: a wrong --answers fails before the
+// data directory exists, with an error naming the file.
+func TestMissingAnswersFileCreatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	_, err := trellis(t, "", "demo", "--answers", "missing.txt")
+	if err == nil || !strings.Contains(err.Error(), "missing.txt") {
+		t.Fatalf("err = %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the failed command left %v behind", entries)
 	}
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"iter"
 	"os"
@@ -179,5 +180,43 @@ func TestCtrlCTwiceQuitsAtOnce(t *testing.T) {
 	}
 	if code := h.exit(t, 5*time.Second); code != ExitInterrupted {
 		t.Errorf("exit status %d, want %d:\n%s", code, ExitInterrupted, h.seen.String())
+	}
+}
+
+// waiting is a model that blocks until its context ends, as a network
+// call does.
+type waiting struct{ started chan struct{} }
+
+func (waiting) Name() string { return "waiting" }
+func (w waiting) Generate(ctx context.Context, _ *llm.Request) (*llm.Response, error) {
+	close(w.started)
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+func (w waiting) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		_, err := w.Generate(ctx, req)
+		yield(llm.Chunk{}, err)
+	}
+}
+
+// TestCancelDuringAModelCall: cancelling while a model works stops the
+// run with the thread saved and the resume command printed — not a bare
+// "context canceled".
+func TestCancelDuringAModelCall(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	started := make(chan struct{})
+	e := scheduler.Entry()
+	e.Script = func() llm.Model { return waiting{started} }
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { <-started; cancel() }()
+	var out strings.Builder
+	err := Run(ctx, Streams{Out: &out, In: strings.NewReader("")}, e, nil, "trellis demo", Flags{Database: filepath.Join(t.TempDir(), "t.db")})
+	if !errors.Is(err, ErrInterrupted) || !strings.Contains(out.String(), "Interrupted. The thread is saved: run `trellis demo --thread scheduler --database") {
+		t.Errorf("err = %v\n%s", err, out.String())
+	}
+	var w strings.Builder
+	if code := Report(&w, "trellis", err); code != ExitInterrupted || w.Len() != 0 {
+		t.Errorf("report: %d %q", code, w.String())
 	}
 }

@@ -41,7 +41,7 @@ func Endpoint(spec string) string {
 	default:
 		return ""
 	}
-	if v := os.Getenv(env); v != "" {
+	if v := strings.TrimSpace(os.Getenv(env)); v != "" {
 		return v
 	}
 	return def

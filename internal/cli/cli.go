@@ -200,7 +200,7 @@ func Run(ctx context.Context, term Streams, e apps.Entry, resolve Resolver, cmd 
 	s.Prompt.Editor = editor(term.In)
 	fmt.Fprintf(term.Out, "Thread %q in %s.\n", thread, f.Database)
 
-	rerun := fmt.Sprintf("%s --thread %s --database %s", cmd, thread, f.Database)
+	rerun := fmt.Sprintf("%s --thread %s --database %s", cmd, shellQuote(thread), shellQuote(f.Database))
 	if f.Thread == "" && f.Database == DefaultDatabase {
 		rerun = string(cmd)
 	}
@@ -445,4 +445,16 @@ func editor(in io.Reader) string {
 		return e
 	}
 	return os.Getenv("EDITOR")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain
+// characters, so a printed command can be pasted as it is.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == ':' || r == '=' || r == '+' || r == ',' ||
+			('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9'))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -288,3 +288,11 @@ func TestDemoStreamsTheAnswer(t *testing.T) {
 		t.Error("step progress did not come before the answer")
 	}
 }
+
+func TestShellQuote(t *testing.T) {
+	for in, want := range map[string]string{"a/b.db": "a/b.db", "my data/t.db": "'my data/t.db'", "it's": `'it'\''s'`, "": "''"} {
+		if got := shellQuote(in); got != want {
+			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
+		}
+	}
+}

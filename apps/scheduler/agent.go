@@ -29,10 +29,14 @@ type Config struct {
 	// Model plans, asks, runs the steps and delivers (required; Script()
 	// for the scripted demo model).
 	Model llm.Model
-	// Database is the SQLite file the schedules live in (required); the
-	// tables are prefixed sched_, so it may be the file the runner keeps
-	// its threads in.
+	// Database is where the schedules live (required): a SQLite file, or a
+	// postgres:// URL. The tables are prefixed sched_ and migrate
+	// themselves, so it may be the database the runner keeps its threads
+	// in.
 	Database string
+	// Schema is the PostgreSQL schema for the tables (default: the URL's
+	// search_path); ignored for SQLite.
+	Schema string
 	// Scope is the data scope of runs whose context has none
 	// (apps.WithScope); default "" (such runs fail, saying so).
 	Scope string
@@ -60,7 +64,7 @@ func New(ctx context.Context, cfg Config) (*apps.App, error) {
 		return nil, errors.New("scheduler: Config.Model is nil; pass the llm.Model that plans (scheduler.Script() for the scripted demo)")
 	}
 	if cfg.Database == "" {
-		return nil, errors.New("scheduler: Config.Database is empty; pass the SQLite file to keep the schedules in")
+		return nil, errors.New("scheduler: Config.Database is empty; pass the SQLite file (or postgres:// URL) to keep the schedules in")
 	}
 	if cfg.Seed == nil {
 		cfg.Seed = Sample
@@ -71,7 +75,7 @@ func New(ctx context.Context, cfg Config) (*apps.App, error) {
 	if cfg.Request == "" {
 		cfg.Request = Request
 	}
-	store, err := Open(ctx, cfg.Database)
+	store, err := OpenSource(ctx, cfg.Database, cfg.Schema)
 	if err != nil {
 		return nil, err
 	}

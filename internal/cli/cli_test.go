@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"errors"
+	"fmt"
 	"iter"
 	"log"
 	"os"
@@ -246,8 +247,12 @@ func TestSummaryIsOneLine(t *testing.T) {
 		t.Errorf("verbose report (%d):\n%s", code, w.String())
 	}
 	w.Reset()
-	if code := Report(&w, "trellis", errors.New("boom")); code != ExitFailed || w.String() != "trellis: boom\n(run with --verbose for the details)\n" {
+	if code := Report(&w, "trellis", errors.New("boom")); code != ExitFailed || w.String() != "trellis: boom\n" {
 		t.Errorf("report (%d): %q", code, w.String())
+	}
+	w.Reset()
+	if Report(&w, "trellis", fmt.Errorf("outer: %w", errors.New("boom"))); !strings.HasSuffix(w.String(), "(run with --verbose for the details)\n") {
+		t.Errorf("a wrapped error gives no --verbose hint: %q", w.String())
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -77,7 +78,9 @@ func Report(w io.Writer, name string, err error) int {
 		}
 	} else {
 		fmt.Fprintf(w, "%s: %s\n", name, Summary(err))
-		fmt.Fprintln(w, "(run with --verbose for the details)")
+		if len(chain(err)) > 1 || Summary(err) != strings.TrimSuffix(err.Error(), ".") {
+			fmt.Fprintln(w, "(run with --verbose for the details)")
+		}
 	}
 	return ExitFailed
 }

@@ -81,10 +81,14 @@ func WithScope(ctx context.Context, scope string) context.Context {
 	return context.WithValue(ctx, scopeKey{}, scope)
 }
 
-// Scope returns the scope set with WithScope, or "".
+// Scope returns the scope set with WithScope; inside a graph node without
+// one, the thread the run checkpoints under (graph.ThreadID), so an app run
+// on a thread keeps its data per thread by default; else "".
 func Scope(ctx context.Context) string {
-	s, _ := ctx.Value(scopeKey{}).(string)
-	return s
+	if s, _ := ctx.Value(scopeKey{}).(string); s != "" {
+		return s
+	}
+	return graph.ThreadID(ctx)
 }
 
 // ScopeOr returns the scope of ctx, or fallback when ctx has none.

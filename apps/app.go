@@ -81,14 +81,10 @@ func WithScope(ctx context.Context, scope string) context.Context {
 	return context.WithValue(ctx, scopeKey{}, scope)
 }
 
-// Scope returns the scope set with WithScope; inside a graph node without
-// one, the thread the run checkpoints under (graph.ThreadID), so an app run
-// on a thread keeps its data per thread by default; else "".
+// Scope returns the scope set with WithScope, or "".
 func Scope(ctx context.Context) string {
-	if s, _ := ctx.Value(scopeKey{}).(string); s != "" {
-		return s
-	}
-	return graph.ThreadID(ctx)
+	s, _ := ctx.Value(scopeKey{}).(string)
+	return s
 }
 
 // ScopeOr returns the scope of ctx, or fallback when ctx has none.

@@ -96,13 +96,30 @@ func WithCommand(cmd Command) RunOption {
 	return runOptionFunc(func(c *runConfig) { c.rare().command = &cmd })
 }
 
+// SendJSON targets a node that takes a payload, with the payload as JSON:
+// the node's payload type decodes it when the command is applied (an error
+// naming the node when it does not fit). It is how a command that arrives
+// as JSON (the HTTP API's goto {"node", "input"}) sends to a typed node.
+func SendJSON(node string, payload json.RawMessage) Target {
+	return Target{node: node, payload: rawPayload(payload), send: true}
+}
+
+// rawPayload is a Send payload still in JSON.
+type rawPayload json.RawMessage
+
 // command applies a command given to the run (cmd) and one restored from
 // the checkpoint's pending writes (r.x.command).
 func (r *run) command(cmd *Command, resumed bool) error {
 	if cmd != nil {
-		if err := r.checkGoto(cmd.Goto); err != nil {
+		c := *cmd
+		var err error
+		if c.Goto, err = r.decodeTargets(c.Goto); err != nil {
 			return err
 		}
+		if err := r.checkGoto(c.Goto); err != nil {
+			return err
+		}
+		cmd = &c
 	}
 	if !resumed || len(r.next) == 0 {
 		if cmd == nil {
@@ -236,6 +253,34 @@ func (r *run) saveCommand(ct *task, ids []string) error {
 		return nil
 	}
 	return do()
+}
+
+// decodeTargets decodes the JSON payloads of SendJSON targets into the
+// payload types of their nodes.
+func (r *run) decodeTargets(targets []Target) ([]Target, error) {
+	var out []Target
+	for i, tg := range targets {
+		raw, ok := tg.payload.(rawPayload)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(targets)
+		}
+		j, found := r.g.byName[tg.node]
+		if !found || !r.g.nodes[j].takesPayload {
+			return nil, fmt.Errorf("graph: the command sends to node %q, which does not take a payload%s", tg.node, suggest(tg.node, r.g.byName))
+		}
+		v, err := r.g.nodes[j].decodePayload(raw)
+		if err != nil {
+			return nil, fmt.Errorf("graph: the payload the command sends to %q does not decode as %s: %w", tg.node, r.g.nodes[j].payloadType, err)
+		}
+		out[i].payload = v
+	}
+	if out == nil {
+		return targets, nil
+	}
+	return out, nil
 }
 
 // checkGoto checks a command's targets against the graph.

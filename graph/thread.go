@@ -157,6 +157,11 @@ func (g *Graph) UpdateState(ctx context.Context, update Update, asNode string, o
 	}
 	cmd := r.cfg.get().command
 	if cmd != nil {
+		c := *cmd
+		if c.Goto, err = r.decodeTargets(c.Goto); err != nil {
+			return checkpoint.Ref{}, err
+		}
+		cmd = &c
 		if err := r.checkGoto(cmd.Goto); err != nil {
 			return checkpoint.Ref{}, err
 		}

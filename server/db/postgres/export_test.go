@@ -1,0 +1,29 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+)
+
+// Corrupt makes the stored metadata of one row a JSON string, which does
+// not decode as metadata, for dbtest.Corrupter.
+func (d *DB) Corrupt(kind, tenant, id string) error {
+	tables := map[string][2]string{
+		"assistant": {"trellis_assistants", "assistant_id"},
+		"thread":    {"trellis_threads", "thread_id"},
+		"run":       {"trellis_runs", "run_id"},
+	}
+	tc, ok := tables[kind]
+	if !ok {
+		return fmt.Errorf("corrupt: unknown kind %q", kind)
+	}
+	tag, err := d.pool.Exec(context.Background(),
+		`UPDATE `+tc[0]+` SET metadata = '"not metadata"'::jsonb WHERE tenant = $1 AND `+tc[1]+` = $2`, tenant, id)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("corrupt %s %q: %d rows changed", kind, id, tag.RowsAffected())
+	}
+	return nil
+}

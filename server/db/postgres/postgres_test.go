@@ -38,3 +38,14 @@ func TestSuiteShared(t *testing.T) {
 	d := open(t)
 	dbtest.Run(t, func(t *testing.T) db.DB { return d })
 }
+
+// BenchmarkRunCycle: ClaimRun + AppendEvents(10) + FinishRun.
+func BenchmarkRunCycle(b *testing.B) {
+	dsn, schema := pgdbtest.Schema(b)
+	d, err := postgres.Open(context.Background(), dsn, postgres.WithSchema(schema))
+	if err != nil {
+		b.Fatalf("Open: %v", err)
+	}
+	b.Cleanup(func() { _ = d.Close() })
+	dbtest.BenchmarkRunCycle(b, d)
+}

@@ -43,3 +43,8 @@ func TestSuiteShared(t *testing.T) {
 	d := open(t, filepath.Join(t.TempDir(), "trellis.db"))
 	dbtest.Run(t, func(t *testing.T) db.DB { return d })
 }
+
+// BenchmarkRunCycle: ClaimRun + AppendEvents(10) + FinishRun on a file.
+func BenchmarkRunCycle(b *testing.B) {
+	dbtest.BenchmarkRunCycle(b, open(b, filepath.Join(b.TempDir(), "bench.db")))
+}

@@ -65,6 +65,7 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"LeaseRenewExpire", testLeaseRenewExpire},
 		{"TakeOverFences", testTakeOverFences},
+		{"TakeOverRace", testTakeOverRace},
 		{"FinishRun", testFinishRun},
 		{"Cancel", testCancel},
 		{"EventsAppendRead", testEventsAppendRead},

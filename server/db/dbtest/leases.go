@@ -1,6 +1,9 @@
 package dbtest
 
 import (
+	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,4 +140,51 @@ func testTakeOverFences(t *testing.T, d db.DB) {
 	}
 	_, err = d.TakeOver(bg(), exp[0], "late", time.Minute)
 	isErr(t, "TakeOver of a finished run", err, db.ErrLeaseLost)
+}
+
+// testTakeOverRace: several sweepers take over one expired lease at once;
+// exactly one wins and the others get ErrLeaseLost.
+func testTakeOverRace(t *testing.T, d db.DB) {
+	ten := tenant(t, "a")
+	for round := range 4 {
+		th := fmt.Sprintf("t%d", round)
+		mkThread(t, d, ten, th, nil)
+		mkRun(t, d, ten, th, th+"-r")
+		claim(t, d, ten, th+"-r", "dead")
+		var exp db.Lease
+		for _, l := range expiredOf(t, d, ten, time.Now().Add(2*time.Hour)) {
+			if l.RunID == th+"-r" {
+				exp = l
+			}
+		}
+		if exp.RunID == "" {
+			t.Fatalf("round %d: the lease of %s-r is not listed as expired", round, th)
+		}
+		const sweepers = 4
+		errs := make([]error, sweepers)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range sweepers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				_, errs[i] = d.TakeOver(bg(), exp, fmt.Sprintf("s%d", i), time.Minute)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		won := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				won++
+			case !errors.Is(err, db.ErrLeaseLost):
+				t.Errorf("round %d: TakeOver: %v, want success or ErrLeaseLost", round, err)
+			}
+		}
+		if won != 1 {
+			t.Errorf("round %d: %d sweepers took the run over, want exactly 1 (errors %v)", round, won, errs)
+		}
+	}
 }

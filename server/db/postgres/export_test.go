@@ -27,3 +27,10 @@ func (d *DB) Corrupt(kind, tenant, id string) error {
 	}
 	return nil
 }
+
+// Exec runs a raw statement, for tests that check what the schema itself
+// enforces.
+func (d *DB) Exec(query string, args ...any) error {
+	_, err := d.pool.Exec(context.Background(), query, args...)
+	return err
+}

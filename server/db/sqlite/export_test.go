@@ -28,3 +28,10 @@ func (d *DB) Corrupt(kind, tenant, id string) error {
 	}
 	return nil
 }
+
+// Exec runs a raw statement on the write connection, for tests that check
+// what the schema itself enforces.
+func (d *DB) Exec(query string, args ...any) error {
+	_, err := d.sq.Write.ExecContext(context.Background(), query, args...)
+	return err
+}

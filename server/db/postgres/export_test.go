@@ -34,3 +34,8 @@ func (d *DB) Exec(query string, args ...any) error {
 	_, err := d.pool.Exec(context.Background(), query, args...)
 	return err
 }
+
+// QueryRow runs a raw one-row query into dst.
+func (d *DB) QueryRow(query string, dst any, args ...any) error {
+	return d.pool.QueryRow(context.Background(), query, args...).Scan(dst)
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/trellis-agents/trellis/internal/pgdb"
 	"github.com/trellis-agents/trellis/internal/pgdb/pgdbtest"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
 	"github.com/trellis-agents/trellis/server/db/postgres"
 )
 
@@ -109,5 +110,20 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if _, err := postgres.Open(ctx, dsn, postgres.WithSchema(schema)); !errors.Is(err, pgdb.ErrSchemaTooNew) {
 		t.Errorf("Open of a schema from a newer Trellis = %v, want ErrSchemaTooNew", err)
+	}
+}
+
+// TestContainmentAgreesWithGo: PostgreSQL's @> gives the answer the
+// SQLite store's Go matcher is tested for, on every shared case.
+func TestContainmentAgreesWithGo(t *testing.T) {
+	d := open(t)
+	for _, c := range dbutil.ContainmentCases {
+		var got bool
+		if err := d.QueryRow(`SELECT $1::jsonb @> $2::jsonb`, &got, c.Doc, c.Filter); err != nil {
+			t.Fatalf("%s @> %s: %v", c.Doc, c.Filter, err)
+		}
+		if got != c.Want {
+			t.Errorf("PostgreSQL: %s @> %s = %v, the shared case says %v", c.Doc, c.Filter, got, c.Want)
+		}
 	}
 }

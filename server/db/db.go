@@ -49,7 +49,10 @@ const (
 	IfExistsDoNothing IfExists = "do_nothing" // return the existing row
 )
 
-// Metadata is free-form JSON metadata; searches match it by containment.
+// Metadata is free-form JSON metadata; searches match it by containment
+// (PostgreSQL's jsonb @> semantics on every backend), comparing numbers as
+// stored. Read back, numbers are float64 (encoding/json's default) unless
+// the caller stored json.Number values, which keep every digit.
 type Metadata map[string]any
 
 // Assistant is a graph with its configuration, versioned: every update

@@ -56,6 +56,7 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"ThreadUpdate", testThreadUpdate},
 		{"ThreadDeleteCascades", testThreadDeleteCascades},
 		{"ThreadSearch", testThreadSearch},
+		{"ThreadSearchExactNumbers", testThreadSearchExactNumbers},
 		{"ThreadSortPaging", testThreadSortPaging},
 		{"ThreadCopy", testThreadCopy},
 		{"RunCreateGetList", testRunCreateGetList},
@@ -74,6 +75,7 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"TenantIsolation", testTenantIsolation},
 		{"SameIDTwoTenants", testSameIDTwoTenants},
 		{"InvalidArguments", testInvalidArguments},
+		{"CanceledContext", testCanceledContext},
 		{"Corrupt", testCorrupt},
 	}
 	for _, tc := range tests {

@@ -1,6 +1,7 @@
 package dbtest
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -314,5 +315,60 @@ func testCorrupt(t *testing.T, d db.DB) {
 	check("NextPending", err, "bad-run")
 	if _, err := d.GetThread(bg(), ten, "t"); err != nil {
 		t.Errorf("a sound thread next to corrupted rows: %v", err)
+	}
+}
+
+// testCanceledContext: every method called with a canceled context fails
+// with an error wrapping context.Canceled and changes nothing.
+func testCanceledContext(t *testing.T, d db.DB) {
+	ten := tenant(t, "a")
+	mkThread(t, d, ten, "t", db.Metadata{"k": "v"})
+	mkRun(t, d, ten, "t", "r")
+	_, err := d.CreateAssistant(bg(), ten, db.Assistant{ID: "a", GraphID: "g"}, db.IfExistsRaise)
+	ok(t, "CreateAssistant", err)
+	c, cancel := context.WithCancel(bg())
+	cancel()
+	check := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s with a canceled context: %v, want an error wrapping context.Canceled", what, err)
+		}
+	}
+	_, err = d.CreateAssistant(c, ten, db.Assistant{ID: "b", GraphID: "g"}, db.IfExistsRaise)
+	check("CreateAssistant", err)
+	_, err = d.UpdateAssistant(c, ten, "a", db.AssistantPatch{Name: ptr("x")})
+	check("UpdateAssistant", err)
+	_, err = d.SearchAssistants(c, ten, db.AssistantQuery{})
+	check("SearchAssistants", err)
+	_, err = d.CreateThread(c, ten, db.Thread{ID: "u"}, db.IfExistsRaise)
+	check("CreateThread", err)
+	_, err = d.UpdateThreadMetadata(c, ten, "t", db.Metadata{"k": "changed"})
+	check("UpdateThreadMetadata", err)
+	_, err = d.SearchThreads(c, ten, db.ThreadQuery{Query: db.Query{Metadata: db.Metadata{"k": "v"}}})
+	check("SearchThreads", err)
+	check("DeleteThread", d.DeleteThread(c, ten, "t"))
+	_, err = d.CreateRun(c, ten, db.Run{ThreadID: "t"})
+	check("CreateRun", err)
+	_, _, err = d.ClaimRun(c, ten, "r", "w", time.Minute)
+	check("ClaimRun", err)
+	_, err = d.ReadEvents(c, ten, "r", 0, 0)
+	check("ReadEvents", err)
+	check("Ping", d.Ping(c))
+
+	a, err := d.GetAssistant(bg(), ten, "a")
+	ok(t, "GetAssistant", err)
+	if a.Version != 1 {
+		t.Errorf("a canceled update made version %d", a.Version)
+	}
+	th, err := d.GetThread(bg(), ten, "t")
+	ok(t, "GetThread", err)
+	jsonEq(t, "metadata after a canceled update", th.Metadata, `{"k":"v"}`)
+	r, err := d.GetRun(bg(), ten, "t", "r")
+	ok(t, "GetRun", err)
+	if r.Status != db.RunPending {
+		t.Errorf("a canceled claim left the run %s", r.Status)
+	}
+	if _, err := d.GetAssistant(bg(), ten, "b"); !errors.Is(err, db.ErrNotFound) {
+		t.Errorf("a canceled create stored assistant b: %v", err)
 	}
 }

@@ -186,6 +186,17 @@ func testThreadSearch(t *testing.T, d db.DB) {
 	}
 }
 
+// testThreadSearchExactNumbers: metadata numbers are matched as stored,
+// so integers beyond float64's precision match exactly, on every backend.
+func testThreadSearchExactNumbers(t *testing.T, d db.DB) {
+	ten := tenant(t, "a")
+	mkThread(t, d, ten, "big", db.Metadata{"id": json.Number("12345678901234567891")})
+	mkThread(t, d, ten, "near", db.Metadata{"id": json.Number("12345678901234567890")})
+	got, err := d.SearchThreads(bg(), ten, db.ThreadQuery{Query: db.Query{Metadata: db.Metadata{"id": json.Number("12345678901234567891")}}})
+	ok(t, "SearchThreads", err)
+	sameIDs(t, "search by a large integer", ids(got, threadID), []string{"big"})
+}
+
 func testThreadSortPaging(t *testing.T, d db.DB) {
 	ten := tenant(t, "a")
 	statuses := []db.ThreadStatus{db.ThreadIdle, db.ThreadBusy, db.ThreadError, db.ThreadInterrupted, db.ThreadIdle}

@@ -18,19 +18,27 @@ type scanner interface{ Scan(dest ...any) error }
 // scanAssistant reads a row of assistantCols; an undecodable row is an
 // error naming it.
 func scanAssistant(s scanner, tenant string) (db.Assistant, error) {
+	a, _, err := scanAssistantMD(s, tenant)
+	return a, err
+}
+
+// scanAssistantMD is scanAssistant that also returns the stored metadata
+// JSON, which searches match as stored (a large integer decoded into a
+// float64 would no longer equal the filter's).
+func scanAssistantMD(s scanner, tenant string) (db.Assistant, []byte, error) {
 	var a db.Assistant
 	var config, cx, md []byte
 	var created, updated int64
 	if err := s.Scan(&a.ID, &a.GraphID, &a.Name, &a.Description, &config, &cx, &md, &a.Version, &created, &updated); err != nil {
-		return db.Assistant{}, err
+		return db.Assistant{}, nil, err
 	}
 	var err error
 	if a.Metadata, err = dbutil.DecodeMetadata(md); err != nil {
-		return db.Assistant{}, fmt.Errorf("server/db/sqlite: assistant %q (tenant %q) version %d: %w", a.ID, tenant, a.Version, err)
+		return db.Assistant{}, nil, fmt.Errorf("server/db/sqlite: assistant %q (tenant %q) version %d: %w", a.ID, tenant, a.Version, err)
 	}
 	a.Config, a.Context = config, cx
 	a.CreatedAt, a.UpdatedAt = fromMicros(created), fromMicros(updated)
-	return a, nil
+	return a, md, nil
 }
 
 // CreateAssistant stores a new assistant as its version 1 (an empty ID gets
@@ -199,7 +207,7 @@ func (d *DB) DeleteAssistant(ctx context.Context, tenant, id string) error {
 }
 
 // assistantWhere builds the SQL filter and the Go filters of q.
-func assistantWhere(tenant string, q db.AssistantQuery) (where string, args []any, goMatch func(db.Assistant) bool, err error) {
+func assistantWhere(tenant string, q db.AssistantQuery) (where string, args []any, goMatch func(db.Assistant, []byte) bool, err error) {
 	where, args = ` WHERE tenant = ?`, []any{tenant}
 	if q.GraphID != "" {
 		where += ` AND graph_id = ?`
@@ -213,15 +221,14 @@ func assistantWhere(tenant string, q db.AssistantQuery) (where string, args []an
 	if f.Empty() && name == "" {
 		return where, args, nil, nil
 	}
-	return where, args, func(a db.Assistant) bool {
+	return where, args, func(a db.Assistant, md []byte) bool {
 		if name != "" && !strings.Contains(strings.ToLower(a.Name), name) {
 			return false
 		}
 		if f.Empty() {
 			return true
 		}
-		md, err := dbutil.EncodeMetadata(a.Metadata)
-		return err == nil && f.Match(md)
+		return f.Match(md)
 	}, nil
 }
 
@@ -256,11 +263,11 @@ func (d *DB) SearchAssistants(ctx context.Context, tenant string, q db.Assistant
 		}
 		defer rows.Close()
 		for len(out) < limit && rows.Next() {
-			a, err := scanAssistant(rows, tenant)
+			a, md, err := scanAssistantMD(rows, tenant)
 			if err != nil {
 				return err
 			}
-			if match != nil && !match(a) {
+			if match != nil && !match(a, md) {
 				continue
 			}
 			if offset > 0 {
@@ -297,11 +304,11 @@ func (d *DB) CountAssistants(ctx context.Context, tenant string, q db.AssistantQ
 		}
 		defer rows.Close()
 		for rows.Next() {
-			a, err := scanAssistant(rows, tenant)
+			a, md, err := scanAssistantMD(rows, tenant)
 			if err != nil {
 				return err
 			}
-			if match(a) {
+			if match(a, md) {
 				n++
 			}
 		}
@@ -344,15 +351,12 @@ func (d *DB) AssistantVersions(ctx context.Context, tenant, id string, q db.Quer
 		}
 		defer rows.Close()
 		for len(out) < limit && rows.Next() {
-			a, err := scanAssistant(rows, tenant)
+			a, md, err := scanAssistantMD(rows, tenant)
 			if err != nil {
 				return err
 			}
-			if !f.Empty() {
-				md, _ := dbutil.EncodeMetadata(a.Metadata)
-				if !f.Match(md) {
-					continue
-				}
+			if !f.Match(md) {
+				continue
 			}
 			if offset > 0 {
 				offset--

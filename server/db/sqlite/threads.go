@@ -16,19 +16,26 @@ const threadCols = `thread_id, status, metadata, thread_values, interrupts, erro
 // scanThread reads a row of threadCols; an undecodable row is an error
 // naming it.
 func scanThread(s scanner, tenant string) (db.Thread, error) {
+	t, _, err := scanThreadMD(s, tenant)
+	return t, err
+}
+
+// scanThreadMD is scanThread that also returns the stored metadata JSON,
+// which searches match as stored.
+func scanThreadMD(s scanner, tenant string) (db.Thread, []byte, error) {
 	var t db.Thread
 	var md, values, interrupts []byte
 	var created, updated int64
 	if err := s.Scan(&t.ID, &t.Status, &md, &values, &interrupts, &t.Error, &created, &updated); err != nil {
-		return db.Thread{}, err
+		return db.Thread{}, nil, err
 	}
 	var err error
 	if t.Metadata, err = dbutil.DecodeMetadata(md); err != nil {
-		return db.Thread{}, fmt.Errorf("server/db/sqlite: thread %q (tenant %q): %w", t.ID, tenant, err)
+		return db.Thread{}, nil, fmt.Errorf("server/db/sqlite: thread %q (tenant %q): %w", t.ID, tenant, err)
 	}
 	t.Values, t.Interrupts = values, interrupts
 	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(updated)
-	return t, nil
+	return t, md, nil
 }
 
 func getThread(ctx context.Context, q querier, tenant, id string) (db.Thread, error) {
@@ -191,7 +198,7 @@ func (d *DB) DeleteThread(ctx context.Context, tenant, id string) error {
 }
 
 // threadWhere builds the SQL filter and the Go filter of q.
-func threadWhere(tenant string, q db.ThreadQuery) (where string, args []any, match func(db.Thread) bool, err error) {
+func threadWhere(tenant string, q db.ThreadQuery) (where string, args []any, match func(db.Thread, []byte) bool, err error) {
 	if err := dbutil.ThreadStatus(q.Status, true); err != nil {
 		return "", nil, nil, err
 	}
@@ -221,14 +228,8 @@ func threadWhere(tenant string, q db.ThreadQuery) (where string, args []any, mat
 	if mf.Empty() && vf.Empty() {
 		return where, args, nil, nil
 	}
-	return where, args, func(t db.Thread) bool {
-		if !mf.Empty() {
-			md, err := dbutil.EncodeMetadata(t.Metadata)
-			if err != nil || !mf.Match(md) {
-				return false
-			}
-		}
-		return vf.Match(t.Values)
+	return where, args, func(t db.Thread, md []byte) bool {
+		return mf.Match(md) && vf.Match(t.Values)
 	}, nil
 }
 
@@ -263,11 +264,11 @@ func (d *DB) SearchThreads(ctx context.Context, tenant string, q db.ThreadQuery)
 		}
 		defer rows.Close()
 		for len(out) < limit && rows.Next() {
-			t, err := scanThread(rows, tenant)
+			t, md, err := scanThreadMD(rows, tenant)
 			if err != nil {
 				return err
 			}
-			if match != nil && !match(t) {
+			if match != nil && !match(t, md) {
 				continue
 			}
 			if offset > 0 {
@@ -304,11 +305,11 @@ func (d *DB) CountThreads(ctx context.Context, tenant string, q db.ThreadQuery) 
 		}
 		defer rows.Close()
 		for rows.Next() {
-			t, err := scanThread(rows, tenant)
+			t, md, err := scanThreadMD(rows, tenant)
 			if err != nil {
 				return err
 			}
-			if match(t) {
+			if match(t, md) {
 				n++
 			}
 		}

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,7 +70,8 @@ func Order(q db.Query, cols map[string]string) (col, dir string, err error) {
 				names = append(names, k)
 			}
 		}
-		return "", "", Invalid("sort_by %q is not one of %s", q.SortBy, strings.Join(sorted(names), ", "))
+		slices.Sort(names)
+		return "", "", Invalid("sort_by %q is not one of %s", q.SortBy, strings.Join(names, ", "))
 	}
 	switch strings.ToLower(q.SortOrder) {
 	case "", "desc":
@@ -78,15 +80,6 @@ func Order(q db.Query, cols map[string]string) (col, dir string, err error) {
 		return col, "ASC", nil
 	}
 	return "", "", Invalid(`sort_order %q is neither "asc" nor "desc"`, q.SortOrder)
-}
-
-func sorted(s []string) []string {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
-	return s
 }
 
 // Object validates raw as a JSON object for field, returning "{}" when raw

@@ -51,8 +51,9 @@ const (
 
 // Metadata is free-form JSON metadata; searches match it by containment
 // (PostgreSQL's jsonb @> semantics on every backend), comparing numbers as
-// stored. Read back, numbers are float64 (encoding/json's default) unless
-// the caller stored json.Number values, which keep every digit.
+// stored. Read back, numbers are float64 (encoding/json's default), so an
+// integer beyond 2^53 loses digits when read, though searches still match
+// it exactly.
 type Metadata map[string]any
 
 // Assistant is a graph with its configuration, versioned: every update

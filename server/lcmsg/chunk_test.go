@@ -161,3 +161,28 @@ func TestCanonicalFieldsPerType(t *testing.T) {
 		t.Errorf("no messages = %s, want []", b)
 	}
 }
+
+func TestValue(t *testing.T) {
+	u := llm.User("hi")
+	state := map[string]any{"messages": []llm.Message{u}, "last": &u, "none": []llm.Message(nil), "n": 3}
+	out := map[string]any{}
+	for k, v := range state {
+		out[k] = lcmsg.Value(v)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got map[string]any
+	_ = json.Unmarshal(b, &got)
+	ms, ok := got["messages"].([]any)
+	if !ok || len(ms) != 1 || ms[0].(map[string]any)["type"] != "human" || got["last"].(map[string]any)["content"] != "hi" {
+		t.Errorf("values = %s", b)
+	}
+	if none, ok := got["none"].([]any); !ok || len(none) != 0 {
+		t.Errorf("an empty history = %v, want []", got["none"])
+	}
+	if got["n"] != 3.0 {
+		t.Errorf("a non-message value changed: %v", got["n"])
+	}
+}

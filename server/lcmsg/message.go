@@ -254,6 +254,25 @@ func FromLLMAll(ms []llm.Message) []Message {
 	return out
 }
 
+// Value returns v with Trellis messages in LangChain's form, for state
+// values sent to clients: an llm.Message (or pointer to one) becomes a
+// Message, a []llm.Message a []Message (never null); anything else is
+// returned unchanged.
+func Value(v any) any {
+	switch x := v.(type) {
+	case llm.Message:
+		return FromLLM(x)
+	case *llm.Message:
+		if x == nil {
+			return nil
+		}
+		return FromLLM(*x)
+	case []llm.Message:
+		return FromLLMAll(x)
+	}
+	return v
+}
+
 // Remove returns the removal of the message with this id, as LangGraph
 // streams and accepts it; RemoveAll as id clears the list.
 func Remove(id string) Message { return Message{Type: TypeRemove, ID: id} }

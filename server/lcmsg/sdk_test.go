@@ -9,25 +9,39 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/trellis-agents/trellis/internal/testenv"
 	"github.com/trellis-agents/trellis/server/lcmsg"
 )
 
+// sdkInstall says how to get the SDK the compatibility tests run.
+const sdkInstall = `npm install --prefix "${XDG_CACHE_HOME:-$HOME/.cache}/trellis/npm" @langchain/langgraph-sdk@1.15.0 @langchain/core@1.3.2` +
+	` and set TRELLIS_LANGGRAPH_SDK=<that folder>/node_modules/@langchain/langgraph-sdk`
+
 // sdkDir returns the @langchain/langgraph-sdk package named by
-// TRELLIS_LANGGRAPH_SDK, installed with its peer @langchain/core (npm
-// install @langchain/langgraph-sdk@1.15.0 @langchain/core@1.3.2, then
-// point at node_modules/@langchain/langgraph-sdk); the test skips
-// without it or node.
+// TRELLIS_LANGGRAPH_SDK, installed with its peer @langchain/core beside
+// it, or skips the test when something is missing (fails it under
+// TRELLIS_REQUIRE_SERVICES=1, as CI runs).
 func sdkDir(t *testing.T) string {
 	t.Helper()
+	missing := func(msg string) {
+		t.Helper()
+		if testenv.Required() {
+			t.Fatal(testenv.RequireVar + "=1 but " + msg)
+		}
+		t.Skip(msg)
+	}
 	dir := os.Getenv("TRELLIS_LANGGRAPH_SDK")
 	if dir == "" {
-		t.Skip("TRELLIS_LANGGRAPH_SDK is not set (point it at an installed @langchain/langgraph-sdk 1.15.0)")
+		missing("the SDK compatibility test needs node and TRELLIS_LANGGRAPH_SDK: " + sdkInstall)
 	}
 	if _, err := exec.LookPath("node"); err != nil {
-		t.Skip("node is not installed")
+		missing("the SDK compatibility test needs node on PATH (" + err.Error() + ")")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "dist", "ui", "messages.js")); err != nil {
+		missing("TRELLIS_LANGGRAPH_SDK does not point at the SDK package (" + err.Error() + "): " + sdkInstall)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "..", "core", "package.json")); err != nil {
-		t.Skipf("no @langchain/core beside %s: install it with the SDK", dir)
+		missing("no @langchain/core beside the SDK (" + err.Error() + "): " + sdkInstall)
 	}
 	return dir
 }

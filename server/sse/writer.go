@@ -235,8 +235,14 @@ func (w *Writer) writeLocked(b []byte) error {
 	if err := w.flushLocked(); err != nil {
 		return err
 	}
+	if cap(w.buf) > maxKeptBuf {
+		w.buf = nil // an idle stream keeps no copy of a large event
+	}
 	return w.setDeadline(time.Time{})
 }
+
+// maxKeptBuf is the largest framing buffer a Writer keeps between events.
+const maxKeptBuf = 16 << 10
 
 func (w *Writer) flushLocked() error {
 	if err := w.rc.Flush(); err != nil {

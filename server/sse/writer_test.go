@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/trellis-agents/trellis/server/sse"
 )
 
@@ -334,3 +336,51 @@ func TestWriterOverHTTP(t *testing.T) {
 		t.Errorf("after the last event: %v, want EOF", err)
 	}
 }
+
+// The heartbeat goroutine ends with the request's context even before the
+// handler calls Close, and writes nothing after it.
+func TestHeartbeatsStopWithTheRequest(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	ctx, cancel := context.WithCancel(context.Background())
+	req := httptest.NewRequest("GET", "/", nil).WithContext(ctx)
+	rec := &countingWriter{}
+	w, err := sse.NewWriter(rec, req, sse.Options{Heartbeat: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if err := w.Open(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for rec.writes.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if rec.writes.Load() < 2 {
+		t.Fatal("no heartbeats on an idle stream")
+	}
+	cancel()
+	goleak.VerifyNone(t, before) // retries until the goroutine is gone
+	n := rec.writes.Load()
+	time.Sleep(30 * time.Millisecond)
+	if rec.writes.Load() != n {
+		t.Error("heartbeats written after the request ended")
+	}
+}
+
+// countingWriter is a ResponseWriter that counts writes, safe to read
+// while the Writer writes.
+type countingWriter struct {
+	h      http.Header
+	writes atomic.Int32
+}
+
+func (c *countingWriter) Header() http.Header {
+	if c.h == nil {
+		c.h = http.Header{}
+	}
+	return c.h
+}
+func (c *countingWriter) Write(b []byte) (int, error) { c.writes.Add(1); return len(b), nil }
+func (c *countingWriter) WriteHeader(int)             {}
+func (c *countingWriter) Flush()                      {}

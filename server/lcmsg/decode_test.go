@@ -203,6 +203,11 @@ func TestDecodeInputRemovals(t *testing.T) {
 	if !in.ReplaceAll || len(in.Messages) != 1 || in.Messages[0].ID != "k" || len(in.Remove) != 0 {
 		t.Errorf("remove-all input = %+v: want only the messages after the marker, ReplaceAll set", in)
 	}
+	// A list of [role, content] pairs.
+	in, err = lcmsg.DecodeInput([]byte(`[["user","q"],["assistant","a"]]`))
+	if err != nil || len(in.Messages) != 2 || in.Messages[1].Role != llm.RoleAssistant || in.Messages[1].Text() != "a" {
+		t.Errorf("pairs: %+v, %v", in, err)
+	}
 	// A single message object is a one-message input.
 	in, err = lcmsg.DecodeInput([]byte(`{"role":"user","content":"solo"}`))
 	if err != nil || len(in.Messages) != 1 || in.Messages[0].Text() != "solo" {

@@ -46,7 +46,8 @@ const (
 // encoding/json: it writes the fields LangChain writes for its Type, in
 // LangChain's order, with empty lists and maps as [] and {} and absent
 // values as null, so clients that index fields without checking find
-// them.
+// them. Message only encodes: read client JSON with ToLLM or DecodeInput,
+// which accept every form clients send.
 type Message struct {
 	Type    string
 	Content Content

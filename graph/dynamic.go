@@ -159,3 +159,34 @@ func (u Update) MarshalJSON() ([]byte, error) {
 	b.WriteByte('}')
 	return b.Bytes(), nil
 }
+
+// DecodeWrite builds one write to a key from JSON, for generic code: op
+// "set" goes through the key's reducer (as DecodeInput), "overwrite"
+// replaces the value, "remove" removes the items or entries whose IDs or
+// keys value lists (merge-by-ID and merge-map keys). Errors name the key.
+func (g *Graph) DecodeWrite(key, op string, value json.RawMessage) (Write, error) {
+	i, ok := g.sch.byName(key)
+	if !ok {
+		return Write{}, fmt.Errorf("graph: no state key %q", key)
+	}
+	k := g.sch.keys[i]
+	if op == "set" {
+		w, err := k.decodeSet(value)
+		if err != nil {
+			return Write{}, fmt.Errorf("graph: key %q: %w", key, err)
+		}
+		return w, nil
+	}
+	if op != "overwrite" && op != "remove" {
+		return Write{}, fmt.Errorf("graph: key %q: unknown write op %q (set, overwrite or remove)", key, op)
+	}
+	b, err := json.Marshal(wireWrite{Op: op, Value: value})
+	if err != nil {
+		return Write{}, err
+	}
+	w, err := k.decodeWrite(b)
+	if err != nil {
+		return Write{}, fmt.Errorf("graph: %w", err)
+	}
+	return w, nil
+}

@@ -2,6 +2,8 @@ package graph_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -81,5 +83,39 @@ func TestDynamicJSONView(t *testing.T) {
 	}
 	if u, err := g.DecodeInput([]byte(" null ")); err != nil || u != nil {
 		t.Errorf("null input: %v %v", u, err)
+	}
+}
+
+func TestDecodeWrite(t *testing.T) {
+	notes := graph.NewKey("notes", graph.MergeByID[note]())
+	b := graph.New(notes)
+	b.AddNode("n", func(context.Context, graph.State) (graph.Output, error) { return nil, nil })
+	b.SetEntry("n")
+	b.AddEdge("n", graph.END)
+	g := mustCompile(t, b)
+	var u graph.Update
+	for _, c := range []struct{ op, v string }{{"set", `[{"id":"a","text":"1"},{"id":"b","text":"2"}]`}, {"remove", `["a"]`}, {"set", `[{"id":"c","text":"3"}]`}} {
+		w, err := g.DecodeWrite("notes", c.op, json.RawMessage(c.v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		u = append(u, w)
+	}
+	res, err := g.Invoke(context.Background(), u)
+	if err != nil || fmt.Sprint(notes.Get(res.State)) != "[{b 2} {c 3}]" {
+		t.Errorf("notes %v err %v", notes.Get(res.State), err)
+	}
+	w, err := g.DecodeWrite("notes", "overwrite", json.RawMessage(`[{"id":"z","text":"only"}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = g.Invoke(context.Background(), graph.Writes(w))
+	if err != nil || len(notes.Get(res.State)) != 1 {
+		t.Errorf("overwrite: %v %v", notes.Get(res.State), err)
+	}
+	for _, bad := range []struct{ key, op, v string }{{"nope", "set", `[]`}, {"notes", "zap", `[]`}, {"notes", "set", `{}`}} {
+		if _, err := g.DecodeWrite(bad.key, bad.op, json.RawMessage(bad.v)); err == nil {
+			t.Errorf("DecodeWrite(%s, %s, %s): no error", bad.key, bad.op, bad.v)
+		}
 	}
 }

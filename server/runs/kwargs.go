@@ -3,6 +3,7 @@ package runs
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -69,10 +70,10 @@ func inputErr(pointer, format string, args ...any) *InputError {
 	return &InputError{Pointer: pointer, Detail: fmt.Sprintf(format, args...)}
 }
 
-// Converter rewrites a JSON object of state keys before the graph decodes
-// it: the service's converter turns LangChain messages into Trellis's.
-// The identity is used when none is given.
-type Converter func(g *graph.Graph, obj json.RawMessage) (json.RawMessage, error)
+// Converter decodes a JSON object of state keys into writes: the service's
+// converter reads LangChain messages (with removals); the default is
+// graph.DecodeInput.
+type Converter func(g *graph.Graph, obj json.RawMessage) (graph.Update, error)
 
 // Plan is what executing Kwargs on a graph means: its input and run
 // options.
@@ -87,15 +88,15 @@ type Plan struct {
 func PlanRun(g *graph.Graph, kw Kwargs, waiting []graph.InterruptInfo, assistantCtx json.RawMessage, conv Converter) (Plan, error) {
 	var p Plan
 	if conv == nil {
-		conv = func(_ *graph.Graph, obj json.RawMessage) (json.RawMessage, error) { return obj, nil }
+		conv = func(g *graph.Graph, obj json.RawMessage) (graph.Update, error) { return g.DecodeInput(obj) }
 	}
 	decodeState := func(pointer string, raw json.RawMessage) (graph.Update, error) {
-		obj, err := conv(g, raw)
+		u, err := conv(g, raw)
 		if err != nil {
-			return nil, inputErr(pointer, "%v", err)
-		}
-		u, err := g.DecodeInput(obj)
-		if err != nil {
+			var fe interface{ FieldPointer() string }
+			if errors.As(err, &fe) {
+				return nil, inputErr(pointer+fe.FieldPointer(), "%s", strings.TrimPrefix(err.Error(), "graph: "))
+			}
 			return nil, inputErr(pointer, "%s", strings.TrimPrefix(err.Error(), "graph: "))
 		}
 		return u, nil

@@ -271,6 +271,7 @@ func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *
 		defer cancelT()
 	}
 	opts := append(append(base, plan.Options...), graph.WithEvents(ms.kinds()))
+	ref := RunRef{ThreadID: run.ThreadID, RunID: run.ID, AssistantID: a.ID, GraphID: a.GraphID}
 	var interrupts []graph.InterruptInfo
 	var streamErr error
 	usage := graph.Usage{}
@@ -285,7 +286,7 @@ func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *
 		if ev.Kind == graph.EventTaskEnd && ev.Namespace == "" {
 			usage = usage.Add(ev.Task.Usage)
 		}
-		if err := s.encode(ctx, log, ms, kw.StreamSubgraphs, ev); err != nil {
+		if err := s.encode(ctx, log, ms, kw.StreamSubgraphs, ev, ref); err != nil {
 			return fail(err)
 		}
 	}
@@ -343,7 +344,7 @@ func (s *Service) record(ctx context.Context, lease db.Lease, run db.Run, g *gra
 }
 
 // encode logs one engine event in the run's stream modes.
-func (s *Service) encode(ctx context.Context, log *eventLog, ms modes, subgraphs bool, ev graph.Event) error {
+func (s *Service) encode(ctx context.Context, log *eventLog, ms modes, subgraphs bool, ev graph.Event, ref RunRef) error {
 	if ev.Namespace != "" && !subgraphs && ev.Kind != graph.EventInterrupt {
 		return nil
 	}
@@ -369,7 +370,7 @@ func (s *Service) encode(ctx context.Context, log *eventLog, ms modes, subgraphs
 		}
 		log.add(ctx, eventName(ModeUpdates, ev.Namespace), b)
 	case graph.EventMessages:
-		b, err := w.Chunk(ev)
+		b, err := w.Chunk(ev, ref)
 		if err != nil {
 			return err
 		}

@@ -19,7 +19,12 @@ type Wire interface {
 	Update(u graph.Update) (json.RawMessage, error)
 	// Chunk encodes a streamed model chunk for "messages" events (LangGraph's
 	// messages-tuple data: [chunk, metadata]).
-	Chunk(ev graph.Event) (json.RawMessage, error)
+	Chunk(ev graph.Event, run RunRef) (json.RawMessage, error)
+}
+
+// RunRef names the run an event belongs to, for chunk metadata.
+type RunRef struct {
+	ThreadID, RunID, AssistantID, GraphID string
 }
 
 // JSONWire encodes states and updates with their own JSON and chunks as
@@ -33,7 +38,7 @@ func (JSONWire) State(s graph.State) (json.RawMessage, error) { return s.Marshal
 func (JSONWire) Update(u graph.Update) (json.RawMessage, error) { return u.MarshalJSON() }
 
 // Chunk encodes a message chunk with LangGraph's metadata keys.
-func (JSONWire) Chunk(ev graph.Event) (json.RawMessage, error) {
+func (JSONWire) Chunk(ev graph.Event, _ RunRef) (json.RawMessage, error) {
 	typ := "AIMessageChunk"
 	chunk := map[string]any{"id": ev.Message.MessageID, "type": typ, "content": ev.Message.Text}
 	if ev.Message.Part == graph.PartReasoning {

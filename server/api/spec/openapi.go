@@ -190,6 +190,11 @@ func (g *generator) componentSchema(t reflect.Type) (*jsonschema.Schema, error) 
 		return nil, err
 	}
 	fixRefs(s)
+	for name, p := range s.Properties {
+		if !slices.Contains(s.Required, name) {
+			nullable(p) // the decoder reads null as absent, like the SDK's Optional<T>
+		}
+	}
 	if !reflect.PointerTo(t).Implements(strictT) {
 		s.AdditionalProperties = nil // LangGraph's shapes grow; readers and the decoder tolerate new members
 	}
@@ -227,6 +232,26 @@ func fixRefs(s *jsonschema.Schema) {
 	fixRefs(s.AdditionalProperties)
 	for _, a := range s.AnyOf {
 		fixRefs(a)
+	}
+}
+
+// nullable makes s also accept null.
+func nullable(s *jsonschema.Schema) {
+	switch {
+	case s.Ref != "":
+		ref := s.Ref
+		*s = jsonschema.Schema{AnyOf: []*jsonschema.Schema{{Ref: ref}, {Type: "null"}}}
+	case s.Type != "":
+		s.Types = []string{"null", s.Type}
+		s.Type = ""
+	case len(s.Types) > 0:
+		if !slices.Contains(s.Types, "null") {
+			s.Types = append([]string{"null"}, s.Types...)
+		}
+	case len(s.AnyOf) > 0:
+		if !slices.ContainsFunc(s.AnyOf, func(a *jsonschema.Schema) bool { return a.Type == "null" }) {
+			s.AnyOf = append(s.AnyOf, &jsonschema.Schema{Type: "null"})
+		}
 	}
 }
 

@@ -42,48 +42,60 @@ const maxErrors = 20
 // undefined); a json.RawMessage field keeps it as the literal null, so
 // "input": null and no input at all can be told apart.
 func Decode[T any](r *http.Request, limit int64) (T, *Problem) {
-	var zero T
+	var out T
+	return out, DecodeInto(r, limit, &out)
+}
+
+// DecodeInto is Decode into dst, a non-nil pointer (for callers that hold
+// a reflect.Type rather than a type parameter).
+func DecodeInto(r *http.Request, limit int64, dst any) *Problem {
 	if limit <= 0 {
 		limit = DefaultBodyLimit
 	}
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return zero, NewProblem(http.StatusUnsupportedMediaType, fmt.Sprintf("the body must be JSON (Content-Type: application/json), not %q", ct))
+			return NewProblem(http.StatusUnsupportedMediaType, fmt.Sprintf("the body must be JSON (Content-Type: application/json), not %q", ct))
 		}
 	}
 	var body []byte
 	if r.Body != nil {
 		b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 		if err != nil {
-			return zero, BadRequest("reading the body failed: " + err.Error())
+			return BadRequest("reading the body failed: " + err.Error())
 		}
 		if int64(len(b)) > limit {
-			return zero, NewProblem(http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes, the limit for %s %s; send less (large inputs belong in the store or a file the graph reads)", limit, r.Method, r.URL.Path))
+			return NewProblem(http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes, the limit for %s %s; send less (large inputs belong in the store or a file the graph reads)", limit, r.Method, r.URL.Path))
 		}
 		body = b
 	}
-	return DecodeBytes[T](body)
+	return DecodeBytesInto(body, dst)
 }
 
 // DecodeBytes is Decode on a body already read; it applies no size limit.
 func DecodeBytes[T any](body []byte) (T, *Problem) {
 	var out T
+	return out, DecodeBytesInto(body, &out)
+}
+
+// DecodeBytesInto is DecodeBytes into dst, a non-nil pointer.
+func DecodeBytesInto(body []byte, dst any) *Problem {
+	rv := reflect.ValueOf(dst)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return NewProblem(http.StatusInternalServerError, fmt.Sprintf("decoding into %T: need a non-nil pointer", dst))
+	}
 	tree, p := parseTree(body)
 	if p != nil {
-		return out, p
+		return p
 	}
 	d := &walker{}
-	d.assign("", tree, reflect.ValueOf(&out).Elem())
+	d.assign("", tree, rv.Elem())
 	if len(d.errs) == 0 {
-		if v, ok := any(&out).(validator); ok {
+		if v, ok := dst.(validator); ok {
 			d.errs = v.Validate()
 		}
 	}
-	if len(d.errs) > 0 {
-		return out, Invalid(d.errs...)
-	}
-	return out, nil
+	return Invalid(d.errs...)
 }
 
 // parseTree parses one JSON value into maps, slices, strings, bools,

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -16,26 +17,32 @@ import (
 // takes the last. Booleans are 1/0/true/false (the SDK sends "1"/"0").
 func DecodeQuery[T any](r *http.Request) (T, *Problem) {
 	var out T
-	rv := reflect.ValueOf(&out).Elem()
-	if rv.Kind() != reflect.Struct {
-		return out, NewProblem(http.StatusInternalServerError, "query type is not a struct")
+	return out, DecodeQueryInto(r, &out)
+}
+
+// DecodeQueryInto is DecodeQuery into dst, a non-nil pointer to a struct.
+func DecodeQueryInto(r *http.Request, dst any) *Problem {
+	rv := reflect.ValueOf(dst)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() || rv.Elem().Kind() != reflect.Struct {
+		return NewProblem(http.StatusInternalServerError, fmt.Sprintf("decoding a query into %T: need a non-nil pointer to a struct", dst))
 	}
+	rv = rv.Elem()
 	tree := queryTree(r.URL.Query(), rv.Type())
 	d := &walker{}
 	d.assignStruct("", tree, rv)
 	if len(d.errs) == 0 {
-		if v, ok := any(&out).(validator); ok {
+		if v, ok := dst.(validator); ok {
 			d.errs = v.Validate()
 		}
 	}
 	if len(d.errs) == 0 {
-		return out, nil
+		return nil
 	}
 	for i, e := range d.errs {
 		name, _, _ := strings.Cut(strings.TrimPrefix(e.Pointer, "/"), "/")
 		d.errs[i] = FieldError{Parameter: name, Detail: e.Detail}
 	}
-	return out, Invalid(d.errs...)
+	return Invalid(d.errs...)
 }
 
 // queryTree turns the query into the parsed-JSON shape the walker assigns,

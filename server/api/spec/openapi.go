@@ -343,6 +343,9 @@ func (g *generator) queryParams(t reflect.Type) ([]map[string]any, error) {
 		if err != nil {
 			return nil, fmt.Errorf("query parameter %s: %w", name, err)
 		}
+		if f.Type.Kind() == reflect.Bool { // the SDK sends "1"/"0" as well as true/false
+			s = &jsonschema.Schema{Type: "string", Enum: []any{"1", "0", "true", "false"}}
+		}
 		p := map[string]any{"name": name, "in": "query", "schema": s}
 		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
 			p["required"] = true

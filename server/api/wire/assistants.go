@@ -37,12 +37,18 @@ func (b *AssistantCreate) Validate() []FieldError {
 // AssistantPatch is the body of PATCH /assistants/{assistant_id}: the
 // members given replace the latest version's, making a new version.
 type AssistantPatch struct {
-	GraphID     string          `json:"graph_id,omitempty"`
-	Config      *Config         `json:"config,omitempty"`
-	Context     json.RawMessage `json:"context,omitempty"`
-	Metadata    Metadata        `json:"metadata,omitempty"`
-	Name        string          `json:"name,omitempty"`
-	Description string          `json:"description,omitempty"`
+	// GraphID switches the assistant to another registered graph.
+	GraphID string `json:"graph_id,omitempty"`
+	// Config replaces the assistant's config (see Config).
+	Config *Config `json:"config,omitempty"`
+	// Context replaces the default run context (an object).
+	Context json.RawMessage `json:"context,omitempty"`
+	// Metadata replaces the assistant's metadata.
+	Metadata Metadata `json:"metadata,omitempty"`
+	// Name replaces the display name.
+	Name string `json:"name,omitempty"`
+	// Description says what the assistant is for.
+	Description string `json:"description,omitempty"`
 }
 
 // Validate checks the rules across fields.
@@ -54,11 +60,17 @@ func (b *AssistantPatch) Validate() []FieldError {
 // list of Assistant; the X-Pagination-Next header carries the next offset
 // when there are more.
 type AssistantSearch struct {
-	GraphID   string          `json:"graph_id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Metadata  Metadata        `json:"metadata,omitempty"`
-	Limit     *int            `json:"limit,omitempty"`
-	Offset    int             `json:"offset,omitempty"`
+	// GraphID keeps assistants of this graph.
+	GraphID string `json:"graph_id,omitempty"`
+	// Name filters by the display name.
+	Name string `json:"name,omitempty"`
+	// Metadata keeps those whose metadata contains these members.
+	Metadata Metadata `json:"metadata,omitempty"`
+	// Limit is the page size, 1 to MaxLimit (default DefaultLimit).
+	Limit *int `json:"limit,omitempty"`
+	// Offset skips this many results.
+	Offset int `json:"offset,omitempty"`
+	// SortBy and SortOrder order the results (default: created_at desc).
 	SortBy    AssistantSortBy `json:"sort_by,omitempty"`
 	SortOrder SortOrder       `json:"sort_order,omitempty"`
 	// Select limits each assistant to these fields.
@@ -71,16 +83,22 @@ func (b *AssistantSearch) Validate() []FieldError { return pageErrors("", b.Limi
 // AssistantCount is the body of POST /assistants/count; the answer is a
 // bare JSON integer.
 type AssistantCount struct {
+	// Metadata keeps those whose metadata contains these members.
 	Metadata Metadata `json:"metadata,omitempty"`
-	GraphID  string   `json:"graph_id,omitempty"`
-	Name     string   `json:"name,omitempty"`
+	// GraphID keeps assistants of this graph.
+	GraphID string `json:"graph_id,omitempty"`
+	// Name filters by the display name.
+	Name string `json:"name,omitempty"`
 }
 
 // AssistantVersionsSearch is the body of POST /assistants/{assistant_id}/versions.
 type AssistantVersionsSearch struct {
+	// Metadata keeps those whose metadata contains these members.
 	Metadata Metadata `json:"metadata,omitempty"`
-	Limit    *int     `json:"limit,omitempty"`
-	Offset   int      `json:"offset,omitempty"`
+	// Limit is the page size, 1 to MaxLimit (default DefaultLimit).
+	Limit *int `json:"limit,omitempty"`
+	// Offset skips this many results.
+	Offset int `json:"offset,omitempty"`
 }
 
 // Validate checks limit and offset.
@@ -119,12 +137,13 @@ type AssistantSubgraphsQuery struct {
 
 // Assistant is an assistant as responses show it (its latest version).
 type Assistant struct {
-	AssistantID string   `json:"assistant_id"`
-	GraphID     string   `json:"graph_id"`
-	Config      Config   `json:"config"`
-	Context     any      `json:"context"`
-	CreatedAt   Time     `json:"created_at"`
-	UpdatedAt   Time     `json:"updated_at"`
+	AssistantID string `json:"assistant_id"`
+	GraphID     string `json:"graph_id"`
+	Config      Config `json:"config"`
+	Context     any    `json:"context"`
+	CreatedAt   Time   `json:"created_at"`
+	UpdatedAt   Time   `json:"updated_at"`
+	// Metadata is free-form JSON metadata.
 	Metadata    Metadata `json:"metadata"`
 	Version     int      `json:"version"`
 	Name        string   `json:"name"`
@@ -133,11 +152,12 @@ type Assistant struct {
 
 // AssistantVersion is one version of an assistant.
 type AssistantVersion struct {
-	AssistantID string   `json:"assistant_id"`
-	GraphID     string   `json:"graph_id"`
-	Config      Config   `json:"config"`
-	Context     any      `json:"context"`
-	CreatedAt   Time     `json:"created_at"`
+	AssistantID string `json:"assistant_id"`
+	GraphID     string `json:"graph_id"`
+	Config      Config `json:"config"`
+	Context     any    `json:"context"`
+	CreatedAt   Time   `json:"created_at"`
+	// Metadata is free-form JSON metadata.
 	Metadata    Metadata `json:"metadata"`
 	Version     int      `json:"version"`
 	Name        string   `json:"name"`
@@ -152,7 +172,8 @@ type AssistantGraph struct {
 
 // GraphNode is one node of an AssistantGraph.
 type GraphNode struct {
-	ID       string `json:"id"`
+	ID string `json:"id"`
+	// Name filters by the display name.
 	Name     string `json:"name,omitempty"`
 	Data     any    `json:"data,omitempty"`
 	Metadata any    `json:"metadata,omitempty"`

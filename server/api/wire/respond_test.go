@@ -14,12 +14,12 @@ func TestPathID(t *testing.T) {
 	var prob *Problem
 	mux.HandleFunc("GET /threads/{thread_id}", func(_ http.ResponseWriter, r *http.Request) { got, prob = PathID(r, "thread_id") })
 	for path, want := range map[string]string{
-		"/threads/6f1c2a0e-0000-4000-8000-000000000001": "6f1c2a0e-0000-4000-8000-000000000001",
-		"/threads/" + strings.Repeat("a", MaxIDLength): strings.Repeat("a", MaxIDLength),
-		"/threads/%E4%B8%AD": "中",
+		"/threads/6f1c2a0e-0000-4000-8000-000000000001":  "6f1c2a0e-0000-4000-8000-000000000001",
+		"/threads/" + strings.Repeat("a", MaxIDLength):   strings.Repeat("a", MaxIDLength),
+		"/threads/%E4%B8%AD":                             "中",
 		"/threads/" + strings.Repeat("a", MaxIDLength+1): "",
-		"/threads/a%00b": "",
-		"/threads/a%FFb": "",
+		"/threads/a%00b":                                 "",
+		"/threads/a%FFb":                                 "",
 	} {
 		got, prob = "", nil
 		mux.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", path, nil))

@@ -225,8 +225,11 @@ type RunStreamQuery struct {
 
 // RunListQuery is the query of GET /threads/{thread_id}/runs.
 type RunListQuery struct {
-	Limit  *int      `json:"limit,omitempty"`
-	Offset int       `json:"offset,omitempty"`
+	// Limit is the page size, 1 to MaxLimit (default DefaultLimit).
+	Limit *int `json:"limit,omitempty"`
+	// Offset skips this many results.
+	Offset int `json:"offset,omitempty"`
+	// Status keeps runs with this status.
 	Status RunStatus `json:"status,omitempty"`
 	// Select limits each run to these fields.
 	Select []RunSelectField `json:"select,omitempty"`
@@ -255,6 +258,7 @@ func (q *RunCancelQuery) Validate() []FieldError {
 
 // RunCancelManyQuery is the query of POST /runs/cancel.
 type RunCancelManyQuery struct {
+	// Action is how to stop the runs (default "interrupt").
 	Action CancelAction `json:"action,omitempty"`
 }
 
@@ -267,6 +271,7 @@ type RunJoinQuery struct {
 // RunJoinStreamQuery is the query of GET .../runs/{run_id}/stream (the
 // Last-Event-ID header says where to resume; "-1" replays everything).
 type RunJoinStreamQuery struct {
+	// CancelOnDisconnect cancels the run if this request goes away.
 	CancelOnDisconnect bool `json:"cancel_on_disconnect,omitempty"`
 	// StreamMode narrows the joined events to these modes (default: the
 	// run's own).
@@ -285,7 +290,8 @@ type Run struct {
 	CreatedAt   Time      `json:"created_at"`
 	UpdatedAt   Time      `json:"updated_at"`
 	Status      RunStatus `json:"status"`
-	Metadata    Metadata  `json:"metadata"`
+	// Metadata is free-form JSON metadata.
+	Metadata Metadata `json:"metadata"`
 	// MultitaskStrategy is the strategy the run was created with.
 	MultitaskStrategy *MultitaskStrategy `json:"multitask_strategy"`
 	// Kwargs is the creation body as stored (only when selected).

@@ -88,8 +88,10 @@ type StoreSearch struct {
 	NamespacePrefix []string `json:"namespace_prefix,omitempty"`
 	// Filter keeps items whose value contains these members.
 	Filter map[string]any `json:"filter,omitempty"`
-	Limit  *int           `json:"limit,omitempty"`
-	Offset int            `json:"offset,omitempty"`
+	// Limit is the page size, 1 to MaxLimit (default DefaultLimit).
+	Limit *int `json:"limit,omitempty"`
+	// Offset skips this many results.
+	Offset int `json:"offset,omitempty"`
 	// Query is a natural-language query; Trellis's stores have no vector
 	// index, so it is a case-insensitive substring match on the value.
 	Query string `json:"query,omitempty"`
@@ -104,12 +106,15 @@ func (b *StoreSearch) Validate() []FieldError {
 
 // StoreListNamespaces is the body of POST /store/namespaces.
 type StoreListNamespaces struct {
+	// Prefix and Suffix keep namespaces that start or end with these labels.
 	Prefix []string `json:"prefix,omitempty"`
 	Suffix []string `json:"suffix,omitempty"`
 	// MaxDepth truncates namespaces to this many labels.
 	MaxDepth *int `json:"max_depth,omitempty"`
-	Limit    *int `json:"limit,omitempty"`
-	Offset   int  `json:"offset,omitempty"`
+	// Limit is the page size, 1 to MaxLimit (default DefaultLimit).
+	Limit *int `json:"limit,omitempty"`
+	// Offset skips this many results.
+	Offset int `json:"offset,omitempty"`
 }
 
 // Validate checks the bounds.

@@ -57,16 +57,21 @@ type SuperstepUpdate struct {
 type ThreadPatch struct {
 	// Metadata is merged into the thread's (a key with null removes it).
 	Metadata Metadata `json:"metadata,omitempty"`
-	TTL      *TTL     `json:"ttl,omitempty"`
+	// TTL replaces the thread's time to live.
+	TTL *TTL `json:"ttl,omitempty"`
 }
 
 // ThreadSearch is the body of POST /threads/search.
 type ThreadSearch struct {
+	// Metadata keeps those whose metadata contains these members.
 	Metadata Metadata `json:"metadata,omitempty"`
 	// IDs limits the search to these threads.
-	IDs    []string     `json:"ids,omitempty"`
-	Limit  *int         `json:"limit,omitempty"`
-	Offset int          `json:"offset,omitempty"`
+	IDs []string `json:"ids,omitempty"`
+	// Limit is the page size, 1 to MaxLimit (default DefaultLimit).
+	Limit *int `json:"limit,omitempty"`
+	// Offset skips this many results.
+	Offset int `json:"offset,omitempty"`
+	// Status keeps threads with this status.
 	Status ThreadStatus `json:"status,omitempty"`
 	// SortBy and SortOrder order the results (default: updated_at desc).
 	SortBy    ThreadSortBy `json:"sort_by,omitempty"`
@@ -86,9 +91,12 @@ func (b *ThreadSearch) Validate() []FieldError { return pageErrors("", b.Limit, 
 // ThreadCount is the body of POST /threads/count; the answer is a bare
 // JSON integer.
 type ThreadCount struct {
-	Metadata Metadata       `json:"metadata,omitempty"`
-	Values   map[string]any `json:"values,omitempty"`
-	Status   ThreadStatus   `json:"status,omitempty"`
+	// Metadata keeps those whose metadata contains these members.
+	Metadata Metadata `json:"metadata,omitempty"`
+	// Values keeps threads whose state contains these values.
+	Values map[string]any `json:"values,omitempty"`
+	// Status keeps threads with this status.
+	Status ThreadStatus `json:"status,omitempty"`
 }
 
 // ThreadPrune is the body of POST /threads/prune.
@@ -132,8 +140,10 @@ type ThreadStateQuery struct {
 type ThreadStateAt struct {
 	// Checkpoint is the checkpoint to read. Required.
 	Checkpoint CheckpointSelector `json:"checkpoint"`
-	Subgraphs  bool               `json:"subgraphs,omitempty"`
-	Select     []StateSelectField `json:"select,omitempty"`
+	// Subgraphs includes subgraphs' states in the tasks.
+	Subgraphs bool `json:"subgraphs,omitempty"`
+	// Select limits each state to these fields.
+	Select []StateSelectField `json:"select,omitempty"`
 }
 
 // ThreadStateUpdate is the body of POST /threads/{thread_id}/state: a
@@ -160,12 +170,14 @@ type ThreadStateUpdateResult struct {
 // ThreadStatePatch is the body of PATCH /threads/{thread_id}/state: the
 // latest checkpoint's metadata is merged with it.
 type ThreadStatePatch struct {
+	// Metadata is free-form JSON metadata.
 	Metadata Metadata `json:"metadata"`
 }
 
 // ThreadHistory is the body of POST /threads/{thread_id}/history: past
 // states, newest first.
 type ThreadHistory struct {
+	// Limit is the page size, 1 to MaxLimit (default DefaultLimit).
 	Limit *int `json:"limit,omitempty"`
 	// Before lists only states older than config.configurable.checkpoint_id.
 	Before *Config `json:"before,omitempty"`
@@ -173,7 +185,8 @@ type ThreadHistory struct {
 	Metadata Metadata `json:"metadata,omitempty"`
 	// Checkpoint selects a namespace (checkpoint_ns) or starting checkpoint.
 	Checkpoint *CheckpointSelector `json:"checkpoint,omitempty"`
-	Select     []StateSelectField  `json:"select,omitempty"`
+	// Select limits each state to these fields.
+	Select []StateSelectField `json:"select,omitempty"`
 }
 
 // Validate checks the limit.
@@ -187,17 +200,19 @@ type ThreadJoinStreamQuery struct {
 
 // Thread is a thread as responses show it.
 type Thread struct {
-	ThreadID       string       `json:"thread_id"`
-	CreatedAt      Time         `json:"created_at"`
-	UpdatedAt      Time         `json:"updated_at"`
-	StateUpdatedAt Time         `json:"state_updated_at"`
-	Metadata       Metadata     `json:"metadata"`
-	Status         ThreadStatus `json:"status"`
+	ThreadID       string `json:"thread_id"`
+	CreatedAt      Time   `json:"created_at"`
+	UpdatedAt      Time   `json:"updated_at"`
+	StateUpdatedAt Time   `json:"state_updated_at"`
+	// Metadata is free-form JSON metadata.
+	Metadata Metadata     `json:"metadata"`
+	Status   ThreadStatus `json:"status"`
 	// Values is the thread's current state (null before the first run).
 	Values any `json:"values"`
 	// Interrupts maps task IDs to their pending interrupts.
 	Interrupts map[string][]Interrupt `json:"interrupts"`
-	Config     *Config                `json:"config,omitempty"`
+	// Config replaces the assistant's config (see Config).
+	Config *Config `json:"config,omitempty"`
 	// Error describes the last run's failure when status is "error".
 	Error any `json:"error,omitempty"`
 }
@@ -207,8 +222,9 @@ type ThreadState struct {
 	Values any `json:"values"`
 	// Next lists the nodes that run next; empty when the thread is done
 	// until new input.
-	Next             []string     `json:"next"`
-	Checkpoint       Checkpoint   `json:"checkpoint"`
+	Next       []string   `json:"next"`
+	Checkpoint Checkpoint `json:"checkpoint"`
+	// Metadata is free-form JSON metadata.
 	Metadata         Metadata     `json:"metadata"`
 	CreatedAt        *Time        `json:"created_at"`
 	ParentCheckpoint *Checkpoint  `json:"parent_checkpoint"`

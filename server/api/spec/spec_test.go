@@ -292,3 +292,40 @@ func TestSDKRequestsDecode(t *testing.T) {
 		t.Errorf("no SDK fixture reaches %v", missing)
 	}
 }
+
+// TestSchemaAgreesWithDecoder: bodies the decoder refuses for their types
+// or enum values fail the document's schema too, and the shapes it accepts
+// pass it, so a client generated from the document sends what works.
+func TestSchemaAgreesWithDecoder(t *testing.T) {
+	d := doc(t)
+	schema := resolved(t, d, map[string]any{"$ref": "#/components/schemas/RunCreate"})
+	for body, ok := range map[string]bool{
+		`{"assistant_id":"a","command":{"goto":[{"node":5}]}}`:  false,
+		`{"assistant_id":"a","command":{"goto":[{"input":1}]}}`: false,
+		`{"assistant_id":"a","stream_mode":"valuez"}`:           false,
+		`{"assistant_id":"a","stream_mode":["values",3]}`:       false,
+		`{"assistant_id":"a","multitask_strategy":"queue"}`:     false,
+		`{"assistant_id":"a","interrupt_before":"approve"}`:     false,
+		`{"assistant_id":"a","command":{"update":[["k"]]}}`:     false,
+		`{"assistant_id":7}`: false,
+		`{"input":{}}`:       false,
+		`{"assistant_id":"a","after_seconds":"2"}`:                                    false,
+		`{"assistant_id":"a","command":{"goto":"n","update":[["k",1]]}}`:              true,
+		`{"assistant_id":"a","command":{"goto":{"node":"w","input":null}}}`:           true,
+		`{"assistant_id":"a","stream_mode":"values","interrupt_after":"*"}`:           true,
+		`{"assistant_id":"a","input":null,"metadata":null,"config":null}`:             true,
+		`{"assistant_id":"a","unknown_new_option":{"x":1},"config":{"run_name":"r"}}`: true,
+	} {
+		var inst any
+		if err := json.Unmarshal([]byte(body), &inst); err != nil {
+			t.Fatal(err)
+		}
+		_, p := wire.DecodeBytes[wire.RunCreate]([]byte(body))
+		if (p == nil) != ok {
+			t.Errorf("decoder on %s: %v, want ok=%v", body, p, ok)
+		}
+		if err := schema.Validate(inst); (err == nil) != ok {
+			t.Errorf("schema on %s: %v, want ok=%v", body, err, ok)
+		}
+	}
+}

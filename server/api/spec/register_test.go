@@ -36,3 +36,27 @@ func TestRegister(t *testing.T) {
 		t.Errorf("err = %v, want it to name the missing and the unknown operation", err)
 	}
 }
+
+func TestFallback(t *testing.T) {
+	routes := Routes()
+	mux := http.NewServeMux()
+	handlers := map[string]http.Handler{}
+	for _, r := range routes {
+		handlers[r.OperationID] = http.NotFoundHandler()
+	}
+	if err := Register(mux, routes, handlers); err != nil {
+		t.Fatal(err)
+	}
+	mux.Handle("/", Fallback(routes))
+
+	rec := httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("PUT", "/threads/t1", nil))
+	if rec.Code != 405 || rec.Header().Get("Allow") != "DELETE, GET, PATCH" || rec.Header().Get("Content-Type") != "application/problem+json" {
+		t.Errorf("PUT /threads/t1: %d, Allow %q, %s", rec.Code, rec.Header().Get("Allow"), rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	mux.ServeHTTP(rec, httptest.NewRequest("POST", "/runs/crons", nil))
+	if rec.Code != 404 || !strings.Contains(rec.Body.String(), "no route for POST /runs/crons") {
+		t.Errorf("POST /runs/crons: %d %s", rec.Code, rec.Body)
+	}
+}

@@ -60,13 +60,13 @@ func OpenAPI(info Info, routes []Route) ([]byte, error) {
 			tags = append(tags, map[string]string{"name": r.Tag})
 		}
 	}
+	infoObj := map[string]string{"title": info.Title, "version": info.Version}
+	if info.Description != "" {
+		infoObj["description"] = info.Description
+	}
 	doc := map[string]any{
-		"openapi": "3.1.0",
-		"info": map[string]string{
-			"title":       info.Title,
-			"version":     info.Version,
-			"description": info.Description,
-		},
+		"openapi":    "3.1.0",
+		"info":       infoObj,
 		"tags":       tags,
 		"paths":      paths,
 		"components": map[string]any{"schemas": g.components},

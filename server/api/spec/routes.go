@@ -1,0 +1,175 @@
+// Package spec is the route table of the LangGraph-compatible API and the
+// OpenAPI 3.1 document generated from it. The server registers its
+// handlers from the same table (one handler per OperationID), so the mux
+// and the document cannot disagree, and the document's schemas come from
+// the Go types in server/api/wire that the handlers decode and encode.
+package spec
+
+import (
+	"encoding/json"
+	"net/http"
+	"reflect"
+	"strings"
+
+	"github.com/trellis-agents/trellis/server/api/wire"
+)
+
+// Route is one operation of the API.
+type Route struct {
+	// Method is the HTTP method ("GET", "POST", ...).
+	Method string
+	// Pattern is the path in net/http pattern syntax: "/threads/{thread_id}".
+	Pattern string
+	// OperationID names the operation; the server maps it to its handler.
+	OperationID string
+	// Tag groups operations in the document (Assistants, Threads, ...).
+	Tag string
+	// Summary is the one-line description.
+	Summary string
+	// Description adds what a caller must know (headers, odd statuses).
+	Description string
+	// Body is the request body's type (nil: none), decoded by wire.Decode.
+	Body reflect.Type
+	// BodyLimit is the body size limit in bytes (0: wire.DefaultBodyLimit).
+	BodyLimit int64
+	// Query is the query's type (nil: none), decoded by wire.DecodeQuery.
+	Query reflect.Type
+	// Status is the success status.
+	Status int
+	// Response is the success body's type (nil: no body).
+	Response reflect.Type
+	// Stream is set when the success body is a text/event-stream.
+	Stream bool
+	// NoContent lists other success statuses, answered without a body
+	// (204 for PATCH /threads/{id} with "Prefer: return=minimal").
+	NoContent []int
+	// Headers are response headers the success answer sets, by name, with
+	// what they carry.
+	Headers map[string]string
+	// Problems are the error statuses beyond the ones every route of its
+	// kind has (see Problems).
+	Problems []int
+}
+
+// MuxPattern is the pattern for http.ServeMux.Handle: "POST /threads".
+func (r Route) MuxPattern() string { return r.Method + " " + r.Pattern }
+
+// PathParams lists the wildcards of Pattern, in order.
+func (r Route) PathParams() []string {
+	var out []string
+	for _, seg := range strings.Split(r.Pattern, "/") {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			out = append(out, strings.TrimSuffix(strings.Trim(seg, "{}"), "..."))
+		}
+	}
+	return out
+}
+
+// AllProblems is every error status the route may answer: 400, 413, 415
+// and 422 with a body; 422 with a query; 404 with path parameters; the
+// route's own; and 500.
+func (r Route) AllProblems() []int {
+	set := map[int]bool{http.StatusInternalServerError: true}
+	if r.Body != nil {
+		for _, s := range []int{400, 413, 415, 422} {
+			set[s] = true
+		}
+	}
+	if r.Query != nil {
+		set[422] = true
+	}
+	if len(r.PathParams()) > 0 {
+		set[404] = true
+	}
+	for _, s := range r.Problems {
+		set[s] = true
+	}
+	var out []int
+	for s := range 600 {
+		if set[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func t[T any]() reflect.Type { return reflect.TypeFor[T]() }
+
+// Headers of run creations (the SDK reads Content-Location for the run's
+// ID and reconnects to Location).
+var runHeaders = map[string]string{
+	"Location":         "the run's stream (GET), to rejoin it",
+	"Content-Location": "the run: /threads/{thread_id}/runs/{run_id}",
+}
+
+// Routes returns the LangGraph-compatible API, in document order. Crons
+// and the v2 thread protocol (/threads/{id}/commands, .../stream/events)
+// are not part of it: those SDK calls get a 404.
+func Routes() []Route {
+	rc := t[wire.RunCreate]()
+	ok, nc := http.StatusOK, http.StatusNoContent
+	rs := []Route{
+		// Assistants.
+		{Method: "POST", Pattern: "/assistants", OperationID: "createAssistant", Tag: "Assistants", Summary: "Create an assistant", Body: t[wire.AssistantCreate](), Status: ok, Response: t[wire.Assistant](), Problems: []int{409}},
+		{Method: "POST", Pattern: "/assistants/search", OperationID: "searchAssistants", Tag: "Assistants", Summary: "Search assistants", Body: t[wire.AssistantSearch](), Status: ok, Response: t[[]wire.Assistant](), Headers: map[string]string{"X-Pagination-Next": "the offset of the next page, when there is one"}},
+		{Method: "POST", Pattern: "/assistants/count", OperationID: "countAssistants", Tag: "Assistants", Summary: "Count assistants", Body: t[wire.AssistantCount](), Status: ok, Response: t[int]()},
+		{Method: "GET", Pattern: "/assistants/{assistant_id}", OperationID: "getAssistant", Tag: "Assistants", Summary: "Get an assistant (its latest version)", Status: ok, Response: t[wire.Assistant]()},
+		{Method: "PATCH", Pattern: "/assistants/{assistant_id}", OperationID: "patchAssistant", Tag: "Assistants", Summary: "Update an assistant, making a new version", Body: t[wire.AssistantPatch](), Status: ok, Response: t[wire.Assistant]()},
+		{Method: "DELETE", Pattern: "/assistants/{assistant_id}", OperationID: "deleteAssistant", Tag: "Assistants", Summary: "Delete an assistant", Query: t[wire.AssistantDeleteQuery](), Status: nc},
+		{Method: "POST", Pattern: "/assistants/{assistant_id}/versions", OperationID: "listAssistantVersions", Tag: "Assistants", Summary: "List an assistant's versions", Body: t[wire.AssistantVersionsSearch](), Status: ok, Response: t[[]wire.AssistantVersion]()},
+		{Method: "POST", Pattern: "/assistants/{assistant_id}/latest", OperationID: "setLatestAssistantVersion", Tag: "Assistants", Summary: "Make a version the latest", Body: t[wire.AssistantSetLatest](), Status: ok, Response: t[wire.Assistant]()},
+		{Method: "GET", Pattern: "/assistants/{assistant_id}/graph", OperationID: "getAssistantGraph", Tag: "Assistants", Summary: "Get the assistant's graph (nodes and edges)", Query: t[wire.AssistantGraphQuery](), Status: ok, Response: t[wire.AssistantGraph]()},
+		{Method: "GET", Pattern: "/assistants/{assistant_id}/schemas", OperationID: "getAssistantSchemas", Tag: "Assistants", Summary: "Get the JSON Schemas of the graph's input, output, state, config and context", Status: ok, Response: t[wire.GraphSchema]()},
+		{Method: "GET", Pattern: "/assistants/{assistant_id}/subgraphs", OperationID: "getAssistantSubgraphs", Tag: "Assistants", Summary: "Get the schemas of the graph's subgraphs", Query: t[wire.AssistantSubgraphsQuery](), Status: ok, Response: t[wire.Subgraphs]()},
+		{Method: "GET", Pattern: "/assistants/{assistant_id}/subgraphs/{namespace}", OperationID: "getAssistantSubgraphsAt", Tag: "Assistants", Summary: "Get the schemas of the subgraphs under a namespace", Query: t[wire.AssistantSubgraphsQuery](), Status: ok, Response: t[wire.Subgraphs]()},
+
+		// Threads.
+		{Method: "POST", Pattern: "/threads", OperationID: "createThread", Tag: "Threads", Summary: "Create a thread", Body: t[wire.ThreadCreate](), Status: ok, Response: t[wire.Thread](), Problems: []int{409}},
+		{Method: "POST", Pattern: "/threads/search", OperationID: "searchThreads", Tag: "Threads", Summary: "Search threads", Body: t[wire.ThreadSearch](), Status: ok, Response: t[[]wire.Thread]()},
+		{Method: "POST", Pattern: "/threads/count", OperationID: "countThreads", Tag: "Threads", Summary: "Count threads", Body: t[wire.ThreadCount](), Status: ok, Response: t[int]()},
+		{Method: "POST", Pattern: "/threads/prune", OperationID: "pruneThreads", Tag: "Threads", Summary: "Delete threads, or keep only their latest checkpoint", Body: t[wire.ThreadPrune](), Status: ok, Response: t[wire.ThreadPruneResult]()},
+		{Method: "GET", Pattern: "/threads/{thread_id}", OperationID: "getThread", Tag: "Threads", Summary: "Get a thread", Query: t[wire.ThreadGetQuery](), Status: ok, Response: t[wire.Thread]()},
+		{Method: "PATCH", Pattern: "/threads/{thread_id}", OperationID: "patchThread", Tag: "Threads", Summary: "Update a thread's metadata or TTL", Description: `With "Prefer: return=minimal" the answer is 204 without a body.`, Body: t[wire.ThreadPatch](), Status: ok, Response: t[wire.Thread](), NoContent: []int{nc}},
+		{Method: "DELETE", Pattern: "/threads/{thread_id}", OperationID: "deleteThread", Tag: "Threads", Summary: "Delete a thread, its runs and checkpoints", Status: nc, Problems: []int{409}},
+		{Method: "POST", Pattern: "/threads/{thread_id}/copy", OperationID: "copyThread", Tag: "Threads", Summary: "Copy a thread with its checkpoints", Status: ok, Response: t[wire.Thread]()},
+		{Method: "GET", Pattern: "/threads/{thread_id}/state", OperationID: "getThreadState", Tag: "Threads", Summary: "Get the thread's current state", Query: t[wire.ThreadStateQuery](), Status: ok, Response: t[wire.ThreadState]()},
+		{Method: "POST", Pattern: "/threads/{thread_id}/state", OperationID: "updateThreadState", Tag: "Threads", Summary: "Update the state as a node", Body: t[wire.ThreadStateUpdate](), Status: ok, Response: t[wire.ThreadStateUpdateResult](), Problems: []int{409}},
+		{Method: "PATCH", Pattern: "/threads/{thread_id}/state", OperationID: "patchThreadState", Tag: "Threads", Summary: "Merge metadata into the latest checkpoint's", Body: t[wire.ThreadStatePatch](), Status: nc},
+		{Method: "GET", Pattern: "/threads/{thread_id}/state/{checkpoint_id}", OperationID: "getThreadStateAt", Tag: "Threads", Summary: "Get the state at a checkpoint", Query: t[wire.ThreadStateQuery](), Status: ok, Response: t[wire.ThreadState]()},
+		{Method: "POST", Pattern: "/threads/{thread_id}/state/checkpoint", OperationID: "getThreadStateAtCheckpoint", Tag: "Threads", Summary: "Get the state at a checkpoint given as an object", Body: t[wire.ThreadStateAt](), Status: ok, Response: t[wire.ThreadState]()},
+		{Method: "POST", Pattern: "/threads/{thread_id}/history", OperationID: "getThreadHistory", Tag: "Threads", Summary: "List past states, newest first", Body: t[wire.ThreadHistory](), Status: ok, Response: t[[]wire.ThreadState]()},
+		{Method: "GET", Pattern: "/threads/{thread_id}/stream", OperationID: "joinThreadStream", Tag: "Threads", Summary: "Stream the events of every run on the thread", Description: "Last-Event-ID resumes after that event.", Query: t[wire.ThreadJoinStreamQuery](), Status: ok, Stream: true},
+
+		// Runs on a thread.
+		{Method: "POST", Pattern: "/threads/{thread_id}/runs", OperationID: "createRun", Tag: "Thread Runs", Summary: "Create a run in the background", Body: rc, Status: ok, Response: t[wire.Run](), Headers: runHeaders, Problems: []int{409}},
+		{Method: "POST", Pattern: "/threads/{thread_id}/runs/stream", OperationID: "streamRun", Tag: "Thread Runs", Summary: "Create a run and stream its events", Body: rc, Query: t[wire.RunStreamQuery](), Status: ok, Stream: true, Headers: runHeaders, Problems: []int{409}},
+		{Method: "POST", Pattern: "/threads/{thread_id}/runs/wait", OperationID: "waitRun", Tag: "Thread Runs", Summary: "Create a run and answer its final state values", Body: rc, Status: ok, Response: t[wire.RunResult](), Headers: runHeaders, Problems: []int{409}},
+		{Method: "GET", Pattern: "/threads/{thread_id}/runs", OperationID: "listRuns", Tag: "Thread Runs", Summary: "List the thread's runs, newest first", Query: t[wire.RunListQuery](), Status: ok, Response: t[[]wire.Run]()},
+		{Method: "GET", Pattern: "/threads/{thread_id}/runs/{run_id}", OperationID: "getRun", Tag: "Thread Runs", Summary: "Get a run", Status: ok, Response: t[wire.Run]()},
+		{Method: "DELETE", Pattern: "/threads/{thread_id}/runs/{run_id}", OperationID: "deleteRun", Tag: "Thread Runs", Summary: "Delete a finished run", Status: nc, Problems: []int{409}},
+		{Method: "POST", Pattern: "/threads/{thread_id}/runs/{run_id}/cancel", OperationID: "cancelRun", Tag: "Thread Runs", Summary: "Cancel a run", Query: t[wire.RunCancelQuery](), Status: http.StatusAccepted, Problems: []int{409}},
+		{Method: "GET", Pattern: "/threads/{thread_id}/runs/{run_id}/join", OperationID: "joinRun", Tag: "Thread Runs", Summary: "Wait for a run and answer the thread's final state values", Query: t[wire.RunJoinQuery](), Status: ok, Response: t[wire.RunResult]()},
+		{Method: "GET", Pattern: "/threads/{thread_id}/runs/{run_id}/stream", OperationID: "joinRunStream", Tag: "Thread Runs", Summary: "Stream a run's events (rejoin)", Description: `Last-Event-ID resumes after that event; "-1" replays the whole run.`, Query: t[wire.RunJoinStreamQuery](), Status: ok, Stream: true},
+
+		// Stateless runs.
+		{Method: "POST", Pattern: "/runs", OperationID: "createStatelessRun", Tag: "Stateless Runs", Summary: "Create a run on a temporary thread", Body: rc, Status: ok, Response: t[wire.Run](), Headers: runHeaders},
+		{Method: "POST", Pattern: "/runs/stream", OperationID: "streamStatelessRun", Tag: "Stateless Runs", Summary: "Create a run on a temporary thread and stream it", Body: rc, Query: t[wire.RunStreamQuery](), Status: ok, Stream: true, Headers: runHeaders},
+		{Method: "POST", Pattern: "/runs/wait", OperationID: "waitStatelessRun", Tag: "Stateless Runs", Summary: "Create a run on a temporary thread and answer its final values", Body: rc, Status: ok, Response: t[wire.RunResult](), Headers: runHeaders},
+		{Method: "POST", Pattern: "/runs/batch", OperationID: "createRunBatch", Tag: "Stateless Runs", Summary: "Create several runs on temporary threads", Body: t[wire.RunBatch](), Status: ok, Response: t[[]wire.Run]()},
+		{Method: "POST", Pattern: "/runs/cancel", OperationID: "cancelRuns", Tag: "Stateless Runs", Summary: "Cancel runs by ID or status", Body: t[wire.RunCancelMany](), Query: t[wire.RunCancelManyQuery](), Status: nc},
+		{Method: "GET", Pattern: "/runs/{run_id}/stream", OperationID: "joinStatelessRunStream", Tag: "Stateless Runs", Summary: "Stream a run's events by run ID alone", Query: t[wire.RunJoinStreamQuery](), Status: ok, Stream: true},
+
+		// Store.
+		{Method: "PUT", Pattern: "/store/items", OperationID: "putStoreItem", Tag: "Store", Summary: "Store or replace an item", Body: t[wire.StorePut](), Status: nc},
+		{Method: "GET", Pattern: "/store/items", OperationID: "getStoreItem", Tag: "Store", Summary: "Get an item", Query: t[wire.StoreGetQuery](), Status: ok, Response: t[wire.Item](), Problems: []int{404}},
+		{Method: "DELETE", Pattern: "/store/items", OperationID: "deleteStoreItem", Tag: "Store", Summary: "Delete an item", Body: t[wire.StoreDelete](), Status: nc},
+		{Method: "POST", Pattern: "/store/items/search", OperationID: "searchStoreItems", Tag: "Store", Summary: "Search items under a namespace prefix", Body: t[wire.StoreSearch](), Status: ok, Response: t[wire.StoreSearchResult]()},
+		{Method: "POST", Pattern: "/store/namespaces", OperationID: "listStoreNamespaces", Tag: "Store", Summary: "List namespaces", Body: t[wire.StoreListNamespaces](), Status: ok, Response: t[wire.StoreNamespaces]()},
+
+		// System.
+		{Method: "GET", Pattern: "/ok", OperationID: "ok", Tag: "System", Summary: "Health check", Query: t[wire.OkQuery](), Status: ok, Response: t[wire.Ok](), Problems: []int{503}},
+		{Method: "GET", Pattern: "/info", OperationID: "info", Tag: "System", Summary: "What this server is and supports", Status: ok, Response: t[wire.Info]()},
+		{Method: "GET", Pattern: "/openapi.json", OperationID: "openapi", Tag: "System", Summary: "This document", Status: ok, Response: t[json.RawMessage]()},
+	}
+	return rs
+}

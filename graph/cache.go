@@ -180,8 +180,16 @@ func (r *run) cacheStore(t *task, c cache.Cache, key string) error {
 	if err != nil {
 		return fmt.Errorf("encode its output for the node cache: %w", err)
 	}
-	if err := c.Set(t, r.g.cacheNamespace(t.node.name), key, b, t.node.cache.TTL); err != nil {
+	// The task has finished: a sibling's failure, which cancels the step,
+	// must not undo its work, so the write is detached from that and
+	// bounded on its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t), cacheWriteTimeout)
+	defer cancel()
+	if err := c.Set(ctx, r.g.cacheNamespace(t.node.name), key, b, t.node.cache.TTL); err != nil {
 		return fmt.Errorf("write the node cache: %w", err)
 	}
 	return nil
 }
+
+// cacheWriteTimeout bounds storing a finished task's result in the cache.
+const cacheWriteTimeout = 10 * time.Second

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/trellis-agents/trellis/cache"
 	cachesqlite "github.com/trellis-agents/trellis/cache/sqlite"
+	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/checkpoint/sqlite"
 	"github.com/trellis-agents/trellis/graph"
 )
@@ -132,5 +135,52 @@ func TestNodeCacheWithPendingWrites(t *testing.T) {
 	res, err := g.Invoke(context.Background(), nil, opts...)
 	if err != nil || runs.Load() != 1 || !cmp.Equal(sortedLog(res.State, log), []string{"cached", "flaky"}) {
 		t.Errorf("runs %d log %v err %v; want the cached node's pending writes reused", runs.Load(), log.Get(res.State), err)
+	}
+}
+
+// slowCache delays Set until the step's sibling has failed.
+type slowCache struct {
+	cache.Cache
+	release chan struct{}
+}
+
+func (s slowCache) Set(ctx context.Context, ns, key string, v []byte, ttl time.Duration) error {
+	<-s.release
+	return s.Cache.Set(ctx, ns, key, v, ttl)
+}
+
+// A cached task that finished is not undone when a sibling fails while its
+// result is being written to the cache.
+func TestNodeCacheWriteSurvivesASiblingFailure(t *testing.T) {
+	release, ran := make(chan struct{}), make(chan struct{})
+	log := graph.NewKey("log", graph.Concat[string]())
+	b := graph.New(log)
+	b.AddNode("cached", func(context.Context, graph.State) (graph.Output, error) {
+		close(ran)
+		return graph.Writes(graph.Append(log, "cached")), nil
+	}, graph.WithCache(graph.CachePolicy{}))
+	b.AddNode("fails", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+		<-ran // the cached node has its result and is writing it
+		// The failure cancels the step at once; the write goes on after.
+		time.AfterFunc(50*time.Millisecond, func() { close(release) })
+		return nil, errors.New("boom")
+	})
+	for _, n := range []string{"cached", "fails"} {
+		b.AddEdge(graph.START, n)
+		b.AddEdge(n, graph.END)
+	}
+	g := mustCompile(t, b)
+	opts := append(threadOpts(checkpoint.NewMemory(), "c"), graph.WithNodeCache(slowCache{cache.NewMemory(), release}))
+	if _, err := g.Invoke(context.Background(), nil, opts...); err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("err = %v", err)
+	}
+	s, err := g.GetState(context.Background(), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range s.Tasks {
+		if ts.Node == "cached" && !ts.Finished {
+			t.Errorf("the cached task was undone by its sibling's failure: %+v", ts)
+		}
 	}
 }

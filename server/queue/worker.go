@@ -1,0 +1,72 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"time"
+
+	"github.com/riverqueue/river"
+)
+
+// reenqueueTimeout bounds the re-enqueue of a More result. It does not
+// depend on the job's context, which may be ending (JobTimeout, a stop)
+// exactly when the work left over must be recorded.
+const reenqueueTimeout = 10 * time.Second
+
+// worker works run jobs by calling Config.Advance.
+type worker struct {
+	river.WorkerDefaults[args]
+	q *Queue
+}
+
+// Work calls Advance once and turns its Result into River's job outcome. It
+// returns an error to River only to snooze: every other ending completes
+// the job, so River never retries a run.
+func (w *worker) Work(ctx context.Context, job *river.Job[args]) error {
+	a := job.Args
+	log := w.q.cfg.Logger.With(slog.String("tenant", a.Tenant), slog.String("thread_id", a.ThreadID), slog.Int64("job_id", job.ID))
+	res, err := w.advance(ctx, a.Tenant, a.ThreadID)
+	if err != nil {
+		log.ErrorContext(ctx, "queue: advancing the thread failed; the job completes and is not retried", slog.String("error", err.Error()))
+		return nil
+	}
+	switch res.Outcome {
+	case Done:
+		return nil
+	case Busy:
+		d := res.After
+		if d < 0 {
+			log.ErrorContext(ctx, "queue: Advance returned Busy with a negative duration; snoozing for the default", slog.Duration("after", d))
+			d = 0
+		}
+		if d == 0 {
+			d = w.q.cfg.BusySnooze
+		}
+		return river.JobSnooze(d)
+	case More:
+		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reenqueueTimeout)
+		defer cancel()
+		if err := w.q.Enqueue(ectx, a.Tenant, a.ThreadID); err != nil {
+			// The job itself stays to do the rest: a snooze keeps it (and
+			// does not count as an attempt); the poll picks it up.
+			log.ErrorContext(ctx, "queue: enqueueing the thread's pending work failed; the job snoozes instead", slog.String("error", err.Error()))
+			return river.JobSnooze(0)
+		}
+		return nil
+	default:
+		log.ErrorContext(ctx, "queue: Advance returned an unknown outcome; the job completes", slog.String("outcome", res.Outcome.String()))
+		return nil
+	}
+}
+
+// advance calls Config.Advance, turning a panic into an error.
+func (w *worker) advance(ctx context.Context, tenant, threadID string) (res Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("Advance panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return w.q.cfg.Advance(ctx, tenant, threadID)
+}

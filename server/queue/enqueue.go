@@ -22,14 +22,14 @@ func (args) Kind() string { return Kind }
 
 // slots is how many deduplicated jobs a thread may have at once. Each slot
 // holds at most one job that is waiting or running; a request finding
-// every slot's job running (normally one runs, plus a dead one left by a
-// crash until River's rescuer discards it) gets a job without
-// deduplication, so it is never dropped.
-const slots = 4
+// every slot's job running (one runs the thread; others are checking
+// whether it is busy, or are left by a crash until River's rescuer
+// discards them) gets a job without deduplication, so it is never dropped.
+const slots = 6
 
-// deleteRetries bounds how often enqueue replaces a slot's waiting job
-// before it moves on to the next slot.
-const deleteRetries = 3
+// slotRetries bounds how often enqueue retries one slot whose job changed
+// under it before it moves on to the next slot.
+const slotRetries = 3
 
 // uniqueStates are the states in which a job holds its slot. River
 // requires available, pending, running and scheduled here, so a running job
@@ -48,10 +48,27 @@ var uniqueStates = []rivertype.JobState{
 type jobOps struct {
 	insert func(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
 	del    func(ctx context.Context, id int64) (*rivertype.JobRow, error)
+	retry  func(ctx context.Context, id int64) (*rivertype.JobRow, error)
+	// snoozes knows which running rows are snoozes not yet written (nil
+	// in a transaction, where no existing job may stand for the request).
+	snoozes *snoozeTracker
 	// inTx: the caller's change commits with the insert, so an existing job
 	// can never stand for it (it may run before the commit).
 	inTx bool
 }
+
+// How enqueue treats a waiting job it finds in a slot.
+type mode int
+
+const (
+	// coalesce: a waiting job stands for the request; a snoozed one is
+	// made due now (River's JobRetry: no new row, found by the next poll).
+	coalesce mode = iota
+	// replace: a waiting job is deleted and a new one inserted in its slot,
+	// which wakes the workers at once and, in a transaction, commits with
+	// the caller's change. Used in transactions and for More.
+	replace
+)
 
 // enqueue makes sure a job of the thread starts after this call began.
 //
@@ -62,21 +79,25 @@ type jobOps struct {
 // key each (tenant, thread, slot), tried in order:
 //
 //   - the slot is free: the job is inserted; done.
-//   - its job is available and has never started (outside a transaction):
-//     it will start later and read the state; done, nothing added.
-//   - its job is running: try the next slot.
-//   - its job is waiting otherwise (snoozed, scheduled; or any waiting job
-//     inside a transaction): delete it and insert anew in the same slot, so
-//     the job is due now (and, in a transaction, commits with the change).
-//     If it started meanwhile it did so after this call began, which is
-//     enough outside a transaction; inside one, try the next slot.
+//   - its job is running: try the next slot, unless (coalesce) it is a job
+//     of this process that returned a snooze River has not written yet:
+//     it will run again, so it stands for the request (see snoozeTracker).
+//   - its job is waiting (available, scheduled, snoozed): it will start
+//     after this call began and read the state. With coalesce it stands for
+//     the request (made due now if snoozed); with replace it is deleted and
+//     a new job inserted in the slot. A job that started meanwhile did so
+//     after this call began, which is enough outside a transaction; inside
+//     one, the next slot is tried.
 //
 // When every slot is held by a running job, a job without deduplication is
 // inserted.
-func enqueue(ctx context.Context, ops jobOps, queueName, tenant, threadID string) error {
+func enqueue(ctx context.Context, ops jobOps, m mode, queueName, tenant, threadID string) error {
+	if ops.inTx {
+		m = replace
+	}
 	for slot := range slots {
 		next := false
-		for try := 0; try < deleteRetries && !next; try++ {
+		for try := 0; try < slotRetries && !next; try++ {
 			res, err := ops.insert(ctx, args{Tenant: tenant, ThreadID: threadID, Slot: slot}, &river.InsertOpts{
 				Queue:      queueName,
 				UniqueOpts: river.UniqueOpts{ByArgs: true, ByState: uniqueStates},
@@ -89,12 +110,29 @@ func enqueue(ctx context.Context, ops jobOps, queueName, tenant, threadID string
 			}
 			job := res.Job
 			switch {
+			case m == coalesce && ops.snoozes != nil && ops.snoozes.willRerun(job):
+				return nil // it snoozed and will run again, reading the state
 			case job.State == rivertype.JobStateRunning:
 				next = true
-			case !ops.inTx && job.State == rivertype.JobStateAvailable && job.AttemptedAt == nil:
-				return nil
+			case m == coalesce && job.AttemptedAt == nil && job.State == rivertype.JobStateAvailable:
+				return nil // fresh: its insert woke the workers
+			case m == coalesce:
+				_, err := ops.retry(ctx, job.ID)
+				// A job that started meanwhile is left alone (running) or, if
+				// it even finished, revived to run once more, harmlessly.
+				if err == nil {
+					return nil
+				}
+				if ctx.Err() != nil {
+					return err
+				}
+				// Gone, or its revival conflicts with a newer job in the
+				// slot: try the slot again.
 			default:
 				_, err := ops.del(ctx, job.ID)
+				if err == nil && ops.snoozes != nil {
+					ops.snoozes.forget(job.ID)
+				}
 				switch {
 				case errors.Is(err, rivertype.ErrJobRunning):
 					if !ops.inTx {

@@ -170,9 +170,10 @@ type Config struct {
 // Queue is a started River client working run jobs. Create it with New and
 // stop it with Stop. Its methods are safe for concurrent use.
 type Queue struct {
-	cfg  Config
-	eng  engine
-	kind string // "sqlite" or "postgres", for messages
+	cfg     Config
+	eng     engine
+	kind    string // "sqlite" or "postgres", for messages
+	snoozes snoozeTracker
 }
 
 // engine is the driver-specific part of a Queue.
@@ -302,16 +303,23 @@ func (q *Queue) riverConfig() *river.Config {
 // change that needs the advance has committed.
 //
 // Jobs of one thread are deduplicated among waiting jobs: when a job of the
-// thread is waiting and has never started, Enqueue adds nothing; a snoozed
-// job is replaced by one that is due now. A running job is never reused,
-// since its Advance may already have read the state, so a request made
-// while a job is completing gets a job of its own. At most a few jobs of a
-// thread are waiting at once.
+// thread is waiting, Enqueue adds nothing (a snoozed one is made due now and
+// starts at the next poll). A running job is never reused, since its
+// Advance may already have read the state, so a request made while a job is
+// completing gets a job of its own. A thread has at most a few live jobs
+// (6 slots), beyond which a request gets a job without deduplication.
 func (q *Queue) Enqueue(ctx context.Context, tenant, threadID string) error {
 	if err := checkIDs(tenant, threadID); err != nil {
 		return err
 	}
-	if err := enqueue(ctx, q.eng.ops(), q.cfg.QueueName, tenant, threadID); err != nil {
+	return q.enqueue(ctx, coalesce, tenant, threadID)
+}
+
+// enqueue is Enqueue with a choice of how waiting jobs are treated.
+func (q *Queue) enqueue(ctx context.Context, m mode, tenant, threadID string) error {
+	ops := q.eng.ops()
+	ops.snoozes = &q.snoozes
+	if err := enqueue(ctx, ops, m, q.cfg.QueueName, tenant, threadID); err != nil {
 		return fmt.Errorf("queue: enqueue thread %q of tenant %q: %w", threadID, tenant, err)
 	}
 	return nil
@@ -332,7 +340,7 @@ func (q *Queue) EnqueueTx(ctx context.Context, tx pgx.Tx, tenant, threadID strin
 	if tx == nil {
 		return errors.New("queue: EnqueueTx: the transaction is nil")
 	}
-	if err := enqueue(ctx, pg.txOps(tx), q.cfg.QueueName, tenant, threadID); err != nil {
+	if err := enqueue(ctx, pg.txOps(tx), replace, q.cfg.QueueName, tenant, threadID); err != nil {
 		return fmt.Errorf("queue: enqueue thread %q of tenant %q in a transaction: %w", threadID, tenant, err)
 	}
 	return nil
@@ -444,7 +452,7 @@ func migratePostgres(ctx context.Context, cfg Config, driver *riverpgxv5.Driver)
 }
 
 func (e *pgEngine) ops() jobOps {
-	return jobOps{insert: e.client.Insert, del: e.client.JobDelete}
+	return jobOps{insert: e.client.Insert, del: e.client.JobDelete, retry: e.client.JobRetry}
 }
 
 func (e *pgEngine) txOps(tx pgx.Tx) jobOps {
@@ -454,6 +462,9 @@ func (e *pgEngine) txOps(tx pgx.Tx) jobOps {
 		},
 		del: func(ctx context.Context, id int64) (*rivertype.JobRow, error) {
 			return e.client.JobDeleteTx(ctx, tx, id)
+		},
+		retry: func(ctx context.Context, id int64) (*rivertype.JobRow, error) {
+			return e.client.JobRetryTx(ctx, tx, id)
 		},
 		inTx: true,
 	}

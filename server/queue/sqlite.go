@@ -57,7 +57,7 @@ func newSQLiteEngine(ctx context.Context, cfg Config, rcfg *river.Config) (*sqli
 }
 
 func (e *sqliteEngine) ops() jobOps {
-	return jobOps{insert: e.client.Insert, del: e.client.JobDelete}
+	return jobOps{insert: e.client.Insert, del: e.client.JobDelete, retry: e.client.JobRetry}
 }
 
 func (e *sqliteEngine) stop(ctx context.Context) error          { return e.client.Stop(ctx) }

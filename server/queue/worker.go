@@ -26,6 +26,7 @@ type worker struct {
 // the job, so River never retries a run.
 func (w *worker) Work(ctx context.Context, job *river.Job[args]) error {
 	a := job.Args
+	w.q.snoozes.forget(job.ID) // running again: this attempt may complete
 	log := w.q.cfg.Logger.With(slog.String("tenant", a.Tenant), slog.String("thread_id", a.ThreadID), slog.Int64("job_id", job.ID))
 	res, err := w.advance(ctx, a.Tenant, a.ThreadID)
 	if err != nil {
@@ -44,14 +45,18 @@ func (w *worker) Work(ctx context.Context, job *river.Job[args]) error {
 		if d == 0 {
 			d = w.q.cfg.BusySnooze
 		}
+		w.q.snoozes.snoozed(job.ID, job.AttemptedAt)
 		return river.JobSnooze(d)
 	case More:
+		// replace: a job of the thread snoozed while this one ran (it
+		// found the thread busy) is replaced by one that starts at once.
 		ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reenqueueTimeout)
 		defer cancel()
-		if err := w.q.Enqueue(ectx, a.Tenant, a.ThreadID); err != nil {
+		if err := w.q.enqueue(ectx, replace, a.Tenant, a.ThreadID); err != nil {
 			// The job itself stays to do the rest: a snooze keeps it (and
 			// does not count as an attempt); the poll picks it up.
 			log.ErrorContext(ctx, "queue: enqueueing the thread's pending work failed; the job snoozes instead", slog.String("error", err.Error()))
+			w.q.snoozes.snoozed(job.ID, job.AttemptedAt)
 			return river.JobSnooze(0)
 		}
 		return nil

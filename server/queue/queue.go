@@ -179,6 +179,9 @@ type Queue struct {
 // engine is the driver-specific part of a Queue.
 type engine interface {
 	ops() jobOps
+	// complete marks the running job completed now, in a transaction of
+	// its own, instead of in River's next completer batch.
+	complete(ctx context.Context, job *river.Job[args]) error
 	stop(ctx context.Context) error
 	stopAndCancel(ctx context.Context) error
 }
@@ -382,6 +385,7 @@ func (q *Queue) Stop(ctx context.Context) error {
 // pgEngine runs the queue on PostgreSQL.
 type pgEngine struct {
 	client *river.Client[pgx.Tx]
+	pool   *pgxpool.Pool
 }
 
 func newPostgresEngine(ctx context.Context, cfg Config, rcfg *river.Config) (*pgEngine, error) {
@@ -399,7 +403,7 @@ func newPostgresEngine(ctx context.Context, cfg Config, rcfg *river.Config) (*pg
 	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("queue: start the River client on PostgreSQL: %w", err)
 	}
-	return &pgEngine{client: client}, nil
+	return &pgEngine{client: client, pool: cfg.Postgres}, nil
 }
 
 // maxSchemaLen is the longest schema name River works in: it names its
@@ -468,6 +472,13 @@ func (e *pgEngine) txOps(tx pgx.Tx) jobOps {
 		},
 		inTx: true,
 	}
+}
+
+func (e *pgEngine) complete(ctx context.Context, job *river.Job[args]) error {
+	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
 }
 
 func (e *pgEngine) stop(ctx context.Context) error          { return e.client.Stop(ctx) }

@@ -24,17 +24,17 @@ type thread struct {
 	changed   chan struct{}
 }
 
-func newThreads(n int) []*thread {
-	ths := make([]*thread, n)
+func newThreads(n int) threads {
+	ths := make(threads, n)
 	for i := range ths {
 		ths[i] = &thread{changed: make(chan struct{}, 1)}
 	}
 	return ths
 }
 
-// advance reads the thread's latest request and returns at once, so the
-// job is completing while the test records the next request.
-func (th *thread) advance() Result {
+// advance reads the thread's latest request and returns (after up to hold),
+// so the job is completing while the test records the next request.
+func (th *thread) advance(hold time.Duration) Result {
 	if !th.running.CompareAndSwap(false, true) {
 		return Result{Outcome: Busy, After: time.Millisecond}
 	}
@@ -45,11 +45,14 @@ func (th *thread) advance() Result {
 			break
 		}
 	}
-	th.running.Store(false)
 	select {
 	case th.changed <- struct{}{}:
 	default:
 	}
+	if hold > 0 {
+		time.Sleep(time.Duration(rand.Int64N(int64(hold))))
+	}
+	th.running.Store(false)
 	return Result{Outcome: Done}
 }
 
@@ -72,42 +75,71 @@ func (th *thread) waitSeen(n int64, within time.Duration) bool {
 // would strand it: nothing would ever read it. Every request must be read.
 func TestEnqueueWhileCompletingIsNeverStranded(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
-		const nThreads, rounds = 6, 150
-		ths := newThreads(nThreads)
+		ths := newThreads(6)
 		cfg := b.open(t)
-		cfg.Advance = func(_ context.Context, _, id string) (Result, error) {
-			var i int
-			fmt.Sscanf(id, "race-%d", &i)
-			return ths[i].advance(), nil
-		}
-		q := start(t, cfg)
-		var wg sync.WaitGroup
-		errs := make(chan error, nThreads)
-		for i, th := range ths {
-			wg.Go(func() {
-				id := fmt.Sprintf("race-%d", i)
-				for n := int64(1); n <= rounds; n++ {
-					th.requested.Store(n)
-					if err := q.Enqueue(context.Background(), "t", id); err != nil {
-						errs <- err
-						return
-					}
-					if !th.waitSeen(n, 10*time.Second) {
-						errs <- fmt.Errorf("%s: request %d was stranded: Advance last read request %d", id, n, th.seen.Load())
-						return
-					}
-					if rand.IntN(4) == 0 {
-						time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Error(err)
-		}
+		cfg.Advance = ths.advance(0)
+		hammer(t, []*Queue{start(t, cfg)}, ths, 150)
 	})
+}
+
+// The same with two queues on one PostgreSQL schema (two processes) and
+// Advance calls that hold the thread a little, so that jobs often find it
+// busy and snooze in one process, then run again in the other: a snooze
+// remembered by one process must not make it trust a job that the other
+// is now completing.
+func TestNeverStrandedAcrossProcesses(t *testing.T) {
+	ths := newThreads(6)
+	cfg := openPostgres(t)
+	cfg.Advance = ths.advance(5 * time.Millisecond)
+	cfg.BusySnooze = time.Millisecond
+	second := cfg
+	hammer(t, []*Queue{start(t, cfg), start(t, second)}, ths, 100)
+}
+
+type threads []*thread
+
+// advance is an AdvanceFunc over the threads "race-<i>" that holds a
+// thread for up to hold.
+func (ths threads) advance(hold time.Duration) AdvanceFunc {
+	return func(_ context.Context, _, id string) (Result, error) {
+		var i int
+		if _, err := fmt.Sscanf(id, "race-%d", &i); err != nil || i < 0 || i >= len(ths) {
+			return Result{}, fmt.Errorf("unknown thread %q", id)
+		}
+		return ths[i].advance(hold), nil
+	}
+}
+
+// hammer records and enqueues rounds requests per thread, through the
+// queues in turn, each as soon as the previous one was read, and fails the
+// test when one is never read.
+func hammer(t *testing.T, queues []*Queue, ths threads, rounds int64) {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(ths))
+	for i, th := range ths {
+		wg.Go(func() {
+			id := fmt.Sprintf("race-%d", i)
+			for n := int64(1); n <= rounds; n++ {
+				th.requested.Store(n)
+				if err := queues[int(n)%len(queues)].Enqueue(context.Background(), "t", id); err != nil {
+					errs <- err
+					return
+				}
+				if !th.waitSeen(n, 10*time.Second) {
+					errs <- fmt.Errorf("%s: request %d was stranded: Advance last read request %d", id, n, th.seen.Load())
+					return
+				}
+				if rand.IntN(4) == 0 {
+					time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
 }
 
 // While a thread is busy, repeated requests do not pile up jobs: the

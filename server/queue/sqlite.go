@@ -35,6 +35,7 @@ func (sqliteDriver) SupportsListenNotify() bool { return false }
 // sqliteEngine runs the queue on SQLite.
 type sqliteEngine struct {
 	client *river.Client[*sql.Tx]
+	db     *sql.DB
 }
 
 func newSQLiteEngine(ctx context.Context, cfg Config, rcfg *river.Config) (*sqliteEngine, error) {
@@ -53,11 +54,23 @@ func newSQLiteEngine(ctx context.Context, cfg Config, rcfg *river.Config) (*sqli
 	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("queue: start the River client on SQLite: %w", err)
 	}
-	return &sqliteEngine{client: client}, nil
+	return &sqliteEngine{client: client, db: cfg.SQLite}, nil
 }
 
 func (e *sqliteEngine) ops() jobOps {
 	return jobOps{insert: e.client.Insert, del: e.client.JobDelete, retry: e.client.JobRetry}
+}
+
+func (e *sqliteEngine) complete(ctx context.Context, job *river.Job[args]) error {
+	tx, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if _, err := river.JobCompleteTx[sqliteDriver](ctx, tx, job); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
 }
 
 func (e *sqliteEngine) stop(ctx context.Context) error          { return e.client.Stop(ctx) }

@@ -25,8 +25,30 @@ type worker struct {
 // returns an error to River only to snooze: every other ending completes
 // the job, so River never retries a run.
 func (w *worker) Work(ctx context.Context, job *river.Job[args]) error {
-	a := job.Args
 	w.q.snoozes.forget(job.ID) // running again: this attempt may complete
+	err := w.work(ctx, job)
+	if err == nil {
+		w.completeNow(ctx, job)
+	}
+	return err
+}
+
+// completeNow writes the job's completion at once. River's completer
+// would write it in its next batch, up to 250 ms later, and until then the
+// job's row says running, so each Enqueue of the thread in that window
+// would skip its slot and insert another job.
+func (w *worker) completeNow(ctx context.Context, job *river.Job[args]) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reenqueueTimeout)
+	defer cancel()
+	if err := w.q.eng.complete(cctx, job); err != nil {
+		// River's completer still completes it (Work returns nil).
+		w.q.cfg.Logger.WarnContext(ctx, "queue: completing the job at once failed; River completes it in its next batch",
+			slog.Int64("job_id", job.ID), slog.String("error", err.Error()))
+	}
+}
+
+func (w *worker) work(ctx context.Context, job *river.Job[args]) error {
+	a := job.Args
 	log := w.q.cfg.Logger.With(slog.String("tenant", a.Tenant), slog.String("thread_id", a.ThreadID), slog.Int64("job_id", job.ID))
 	res, err := w.advance(ctx, a.Tenant, a.ThreadID)
 	if err != nil {

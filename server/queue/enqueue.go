@@ -13,9 +13,15 @@ type args struct {
 	Tenant   string `json:"tenant"`
 	ThreadID string `json:"thread_id"`
 	// Slot numbers the job among the thread's jobs for deduplication (see
-	// enqueue); -1 marks a job inserted without deduplication.
+	// enqueue); slotOverflow and slotDelayed mark jobs inserted without.
 	Slot int `json:"slot"`
 }
+
+// Slots of jobs that are not deduplicated.
+const (
+	slotOverflow = -1 // every slot was held by a running job
+	slotDelayed  = -2 // EnqueueAt: must not start before its time
+)
 
 // Kind is River's job kind of args.
 func (args) Kind() string { return Kind }
@@ -145,6 +151,6 @@ func enqueue(ctx context.Context, ops jobOps, m mode, queueName, tenant, threadI
 			}
 		}
 	}
-	_, err := ops.insert(ctx, args{Tenant: tenant, ThreadID: threadID, Slot: -1}, &river.InsertOpts{Queue: queueName})
+	_, err := ops.insert(ctx, args{Tenant: tenant, ThreadID: threadID, Slot: slotOverflow}, &river.InsertOpts{Queue: queueName})
 	return err
 }

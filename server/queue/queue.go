@@ -226,10 +226,10 @@ func (c *Config) fill() error {
 			c.SQLite.Stats().MaxOpenConnections))
 	}
 	if c.SQLite != nil && c.Schema != "" {
-		errs = append(errs, errors.New("Schema is set for SQLite; it names a PostgreSQL schema only"))
+		errs = append(errs, errors.New("a Schema is set for SQLite; it names a PostgreSQL schema only"))
 	}
 	if c.Advance == nil {
-		errs = append(errs, errors.New("Advance is nil; give the function that advances a thread"))
+		errs = append(errs, errors.New("no Advance function is set; give the function that advances a thread"))
 	}
 	for _, d := range []struct {
 		name string
@@ -243,7 +243,7 @@ func (c *Config) fill() error {
 		}
 	}
 	if c.Workers < 0 || c.Workers > 10000 {
-		errs = append(errs, fmt.Errorf("Workers is %d; it must be between 1 and 10000 (zero means %d)", c.Workers, DefaultWorkers))
+		errs = append(errs, fmt.Errorf("the number of Workers is %d; it must be between 1 and 10000 (zero means %d)", c.Workers, DefaultWorkers))
 	}
 	if c.QueueName != "" && !queueNameRE.MatchString(c.QueueName) {
 		errs = append(errs, fmt.Errorf("QueueName %q holds characters other than letters, digits, '_' and '-' or is over 128 bytes", c.QueueName))
@@ -316,6 +316,26 @@ func (q *Queue) Enqueue(ctx context.Context, tenant, threadID string) error {
 		return err
 	}
 	return q.enqueue(ctx, coalesce, tenant, threadID)
+}
+
+// EnqueueAt asks for the thread to be advanced at or after at (a run with
+// a delayed start). Such a job is not deduplicated, and no Enqueue merges
+// into it or moves it earlier, so it cannot start too soon and find nothing
+// due. River's scheduler makes it available, so it starts up to about 5 s
+// (the scheduler's interval) after at. A time not in the future is Enqueue.
+func (q *Queue) EnqueueAt(ctx context.Context, tenant, threadID string, at time.Time) error {
+	if err := checkIDs(tenant, threadID); err != nil {
+		return err
+	}
+	if !at.After(time.Now()) {
+		return q.enqueue(ctx, coalesce, tenant, threadID)
+	}
+	_, err := q.eng.ops().insert(ctx, args{Tenant: tenant, ThreadID: threadID, Slot: slotDelayed},
+		&river.InsertOpts{Queue: q.cfg.QueueName, ScheduledAt: at})
+	if err != nil {
+		return fmt.Errorf("queue: enqueue thread %q of tenant %q for %s: %w", threadID, tenant, at.Format(time.RFC3339Nano), err)
+	}
+	return nil
 }
 
 // enqueue is Enqueue with a choice of how waiting jobs are treated.

@@ -291,7 +291,7 @@ func TestBadInput(t *testing.T) {
 		want string
 	}{
 		{"no database", Config{Advance: advance}, "neither SQLite nor Postgres"},
-		{"no advance", Config{SQLite: one}, "Advance is nil"},
+		{"no advance", Config{SQLite: one}, "no Advance function is set"},
 		{"pool of many", Config{SQLite: multi, Advance: advance}, "needs a pool of one"},
 		{"schema on sqlite", Config{SQLite: one, Schema: "x", Advance: advance}, "Schema is set for SQLite"},
 		{"negative timeout", Config{SQLite: one, Advance: advance, JobTimeout: -time.Second}, "JobTimeout is -1s"},
@@ -326,4 +326,36 @@ func TestBadInput(t *testing.T) {
 	if err := q.EnqueueTx(context.Background(), nil, "t", "x"); err == nil || !strings.Contains(err.Error(), "needs a PostgreSQL queue") {
 		t.Errorf("EnqueueTx on SQLite = %v", err)
 	}
+}
+
+// EnqueueAt starts the thread's job no earlier than asked, and an Enqueue
+// meanwhile does not pull the delayed job forward.
+func TestEnqueueAtWaits(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		calls := make(chan call, 10)
+		cfg := b.open(t)
+		cfg.Advance = func(_ context.Context, tenant, thread string) (Result, error) {
+			calls <- call{tenant, thread, time.Now()}
+			return Result{Outcome: Done}, nil
+		}
+		q := start(t, cfg)
+		ctx := context.Background()
+		at := time.Now().Add(400 * time.Millisecond)
+		if err := q.EnqueueAt(ctx, "t", "later", at); err != nil {
+			t.Fatal(err)
+		}
+		if err := q.Enqueue(ctx, "t", "later"); err != nil {
+			t.Fatal(err)
+		}
+		if c := recv(t, calls, wait); c.at.After(at) {
+			t.Fatalf("the immediate request ran only at %s, after the delayed time", c.at)
+		}
+		c := recv(t, calls, wait)
+		if c.at.Before(at) {
+			t.Fatalf("the delayed job ran %s early", at.Sub(c.at))
+		}
+		if err := q.EnqueueAt(ctx, "", "x", at); err == nil {
+			t.Error("EnqueueAt accepted an empty tenant")
+		}
+	})
 }

@@ -92,7 +92,7 @@ func (w *worker) work(ctx context.Context, job *river.Job[args]) error {
 func (w *worker) advance(ctx context.Context, tenant, threadID string) (res Result, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("Advance panicked: %v\n%s", p, debug.Stack())
+			err = fmt.Errorf("the Advance function panicked: %v\n%s", p, debug.Stack())
 		}
 	}()
 	return w.q.cfg.Advance(ctx, tenant, threadID)

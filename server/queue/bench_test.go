@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -38,6 +40,45 @@ func BenchmarkEnqueueToAdvance(b *testing.B) {
 			}
 			b.StopTimer()
 			reportPercentiles(b, lat)
+		})
+	}
+}
+
+// BenchmarkThroughput enqueues b.N distinct threads from 10 goroutines and
+// reports how many jobs per second reach Advance and complete.
+func BenchmarkThroughput(b *testing.B) {
+	for _, be := range backends {
+		b.Run(be.name, func(b *testing.B) {
+			var done sync.WaitGroup
+			cfg := be.open(b)
+			cfg.Advance = func(context.Context, string, string) (Result, error) {
+				done.Done()
+				return Result{Outcome: Done}, nil
+			}
+			q := start(b, cfg)
+			ctx := context.Background()
+			done.Add(b.N)
+			var next atomic.Int64
+			b.ResetTimer()
+			t0 := time.Now()
+			var senders sync.WaitGroup
+			for range 10 {
+				senders.Go(func() {
+					for {
+						i := next.Add(1)
+						if i > int64(b.N) {
+							return
+						}
+						if err := q.Enqueue(ctx, "bench", fmt.Sprintf("tp-%d", i)); err != nil {
+							b.Error(err)
+							done.Done()
+						}
+					}
+				})
+			}
+			senders.Wait()
+			done.Wait()
+			b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "jobs/s")
 		})
 	}
 }

@@ -351,7 +351,9 @@ func (q *Queue) enqueue(ctx context.Context, m mode, tenant, threadID string) er
 // EnqueueTx is Enqueue inside the caller's PostgreSQL transaction: the job
 // exists if and only if tx commits, together with the state change that
 // needs it. It never merges into an existing job (that job could run before
-// tx commits and miss the change). It fails on a SQLite queue.
+// tx commits and miss the change). Keep tx short: it holds row locks on the
+// thread's jobs it met, which delays their completion until it ends. It
+// fails on a SQLite queue.
 func (q *Queue) EnqueueTx(ctx context.Context, tx pgx.Tx, tenant, threadID string) error {
 	if err := checkIDs(tenant, threadID); err != nil {
 		return err

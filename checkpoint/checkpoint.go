@@ -74,6 +74,7 @@ const (
 	SourceLoop   Source = "loop"   // a superstep committed
 	SourceUpdate Source = "update" // a caller changed the state from outside (UpdateState)
 	SourceFork   Source = "fork"   // a copy of an earlier checkpoint, starting a new branch
+	SourceResume Source = "resume" // a copy of the latest checkpoint by a run that continues another run's pending work
 )
 
 // Metadata describes a checkpoint. It is stored beside the checkpoint and is
@@ -256,8 +257,12 @@ type PruneOptions struct {
 // update is never lost silently. (Metadata.Parent is the checkpoint tree's
 // parent, which for a fork is older than the latest.)
 //
-// A stored row that cannot be decoded is reported as an error naming the
-// thread and checkpoint; a Saver never returns a zero value in its place.
+// A stored row that cannot be decoded, fails its checksum, or does not pass
+// Tuple.Validate is reported as an error wrapping ErrCorrupt naming the
+// thread, namespace and checkpoint; a Saver never returns a zero value in
+// its place. Every Saver has a size limit (DefaultMaxBytes unless
+// configured) on one checkpoint row, blob or pending write, on Put and on
+// read; exceeding it is an error wrapping ErrTooLarge.
 type Saver interface {
 	// Get returns the checkpoint ref names, or the latest of its thread
 	// namespace when ref.ID is "". It wraps ErrNotFound when there is none.
@@ -282,4 +287,19 @@ type Saver interface {
 	// Prune removes old checkpoints as opts says and reports how many it
 	// removed.
 	Prune(ctx context.Context, opts PruneOptions) (int, error)
+	// DeleteRun removes, atomically, every checkpoint of thread threadID
+	// whose Metadata.RunID is runID, in every namespace, with the pending
+	// writes attached to those checkpoints and every blob that no
+	// remaining checkpoint needs to rebuild its state. It returns how many
+	// checkpoints it removed: 0 and nil for an unknown thread or run. An
+	// empty runID is an error (checkpoints without a run ID are not a run).
+	//
+	// Afterwards each namespace's latest checkpoint is its newest remaining
+	// one (a namespace left empty is gone), so the next Put names that one
+	// as its parent, and may store again a key and version whose blob was
+	// removed, with other content. Pending writes the run attached to a
+	// checkpoint of another run (a resumed run's first task results belong
+	// to the checkpoint it resumed from) are not touched. This is what a
+	// service's "rollback" of a run uses.
+	DeleteRun(ctx context.Context, threadID, runID string) (int, error)
 }

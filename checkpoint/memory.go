@@ -27,10 +27,33 @@ import (
 //     checkpoint: a checkpoint's Put carries only its new blobs, and Get
 //     rebuilds each key's chain from the blobs stored by earlier Puts.
 //   - Every value passed in or handed out is a deep copy.
+//
+// Memory keeps Go values, not encoded rows, so it has no bytes of a
+// checkpoint row that could rot; it still keeps a CRC-32C of every blob's
+// data and pending write's value and checks it, and every Tuple it returns
+// passes Tuple.Validate. Its size limit (see MemoryMaxBytes) is checked on
+// Put and PutWrites only: it never holds more than it accepted.
 type Memory struct {
-	mu      sync.RWMutex
-	threads map[string]map[string]*memNamespace // thread -> namespace -> data
-	now     func() time.Time                    // clock for Prune's OlderThan
+	mu       sync.RWMutex
+	threads  map[string]map[string]*memNamespace // thread -> namespace -> data
+	now      func() time.Time                    // clock for Prune's OlderThan
+	maxBytes int
+}
+
+// MemoryOption configures NewMemory.
+type MemoryOption func(*Memory)
+
+// MemoryMaxBytes sets the most bytes Memory accepts in one blob's data, one
+// pending write's value, and one checkpoint (an estimate of its encoded
+// size: IDs, keys, task payloads and metadata); larger ones fail with an
+// error wrapping ErrTooLarge. The default is DefaultMaxBytes; n <= 0 keeps
+// it.
+func MemoryMaxBytes(n int) MemoryOption {
+	return func(m *Memory) {
+		if n > 0 {
+			m.maxBytes = n
+		}
+	}
 }
 
 // blobID identifies a stored blob inside one thread namespace.
@@ -45,7 +68,19 @@ type blobID struct {
 type memNamespace struct {
 	ids   []string // checkpoint IDs, ascending
 	cps   map[string]*memCheckpoint
-	blobs map[blobID]Blob
+	blobs map[blobID]memBlob
+}
+
+// memBlob is a stored blob with its BlobChecksum.
+type memBlob struct {
+	Blob
+	sum uint32
+}
+
+// memWrite is a stored pending write with its WriteChecksum.
+type memWrite struct {
+	PendingWrite
+	sum uint32
 }
 
 // memCheckpoint is a stored checkpoint; cp.Blobs is always nil, its blobs
@@ -53,14 +88,18 @@ type memNamespace struct {
 type memCheckpoint struct {
 	cp     Checkpoint
 	md     Metadata
-	writes map[string][]PendingWrite // task ID -> writes sorted by Index
+	writes map[string][]memWrite // task ID -> writes sorted by Index
 }
 
 var _ Saver = (*Memory)(nil)
 
 // NewMemory returns an empty in-memory Saver.
-func NewMemory() *Memory {
-	return &Memory{threads: make(map[string]map[string]*memNamespace), now: time.Now}
+func NewMemory(opts ...MemoryOption) *Memory {
+	m := &Memory{threads: make(map[string]map[string]*memNamespace), now: time.Now, maxBytes: DefaultMaxBytes}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
 }
 
 var errEmptyThread = errors.New("checkpoint: thread ID is empty")
@@ -91,7 +130,7 @@ func (m *Memory) Get(ctx context.Context, ref Ref) (*Tuple, error) {
 	if c == nil {
 		return nil, notFound(ref)
 	}
-	return ns.tuple(ref.ThreadID, ref.Namespace, c)
+	return ns.tuple(ref.ThreadID, ref.Namespace, id, c)
 }
 
 // List yields the checkpoints of ref's thread namespace, newest first, each
@@ -151,7 +190,7 @@ func (m *Memory) list(ref Ref, opts ListOptions) ([]*Tuple, error) {
 		if !c.md.Matches(opts.Filter) {
 			continue
 		}
-		t, err := ns.tuple(ref.ThreadID, ref.Namespace, c)
+		t, err := ns.tuple(ref.ThreadID, ref.Namespace, id, c)
 		if err != nil {
 			return out, err
 		}
@@ -182,6 +221,12 @@ func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (
 	if _, err := CheckBlobs(cp.Blobs); err != nil {
 		return Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
+	if err := CheckSize(out, "put", "the checkpoint", rowBytes(cp, md), m.maxBytes); err != nil {
+		return Ref{}, err
+	}
+	if err := CheckBlobSizes(out, "put", cp.Blobs, m.maxBytes); err != nil {
+		return Ref{}, err
+	}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -204,21 +249,21 @@ func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (
 			return Ref{}, fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
 		}
 		for _, b := range cp.Blobs {
-			if old, ok := ns.blobs[blobID{b.Key, b.Version}]; ok && !old.Equal(b) {
+			if old, ok := ns.blobs[blobID{b.Key, b.Version}]; ok && !old.Blob.Equal(b) {
 				return Ref{}, fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)
 			}
 		}
 	}
 
 	if ns == nil {
-		ns = &memNamespace{cps: make(map[string]*memCheckpoint), blobs: make(map[blobID]Blob)}
+		ns = &memNamespace{cps: make(map[string]*memCheckpoint), blobs: make(map[blobID]memBlob)}
 		if m.threads[ref.ThreadID] == nil {
 			m.threads[ref.ThreadID] = make(map[string]*memNamespace)
 		}
 		m.threads[ref.ThreadID][ref.Namespace] = ns
 	}
 	for _, b := range cp.Blobs {
-		ns.blobs[blobID{b.Key, b.Version}] = cloneBlob(b)
+		ns.blobs[blobID{b.Key, b.Version}] = memBlob{Blob: cloneBlob(b), sum: BlobChecksum(b)}
 	}
 	stored := cloneCheckpoint(cp)
 	stored.Blobs = nil
@@ -245,7 +290,7 @@ func (m *Memory) PutWrites(ctx context.Context, ref Ref, taskID string, writes [
 	if taskID == "" {
 		return fmt.Errorf("checkpoint: put writes for %s: task ID is empty", ref)
 	}
-	ws := make([]PendingWrite, len(writes))
+	ws := make([]memWrite, len(writes))
 	indexes := make(map[int]bool, len(writes))
 	for i, w := range writes {
 		if w.TaskID != "" && w.TaskID != taskID {
@@ -254,11 +299,15 @@ func (m *Memory) PutWrites(ctx context.Context, ref Ref, taskID string, writes [
 		if indexes[w.Index] {
 			return fmt.Errorf("checkpoint: put writes of task %q for %s: index %d is used twice", taskID, ref, w.Index)
 		}
+		if err := CheckWriteSize(ref, "put writes", taskID, w, m.maxBytes); err != nil {
+			return err
+		}
 		indexes[w.Index] = true
-		ws[i] = cloneWrite(w)
+		ws[i].PendingWrite = cloneWrite(w)
 		ws[i].TaskID = taskID
+		ws[i].sum = WriteChecksum(ws[i].PendingWrite)
 	}
-	slices.SortFunc(ws, func(a, b PendingWrite) int { return cmp.Compare(a.Index, b.Index) })
+	slices.SortFunc(ws, func(a, b memWrite) int { return cmp.Compare(a.Index, b.Index) })
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -272,7 +321,7 @@ func (m *Memory) PutWrites(ctx context.Context, ref Ref, taskID string, writes [
 		return nil
 	}
 	if c.writes == nil {
-		c.writes = make(map[string][]PendingWrite)
+		c.writes = make(map[string][]memWrite)
 	}
 	c.writes[taskID] = ws
 	return nil
@@ -374,6 +423,12 @@ func (ns *memNamespace) prune(opts PruneOptions, cutoff time.Time) int {
 	if removed == 0 {
 		return 0
 	}
+	ns.collect()
+	return removed
+}
+
+// collect removes the blobs that no checkpoint of the namespace needs.
+func (ns *memNamespace) collect() {
 	needed := make(map[blobID]bool)
 	for _, c := range ns.cps {
 		for key, v := range c.cp.Versions {
@@ -392,18 +447,17 @@ func (ns *memNamespace) prune(opts PruneOptions, cutoff time.Time) int {
 			}
 		}
 	}
-	maps.DeleteFunc(ns.blobs, func(id blobID, _ Blob) bool { return !needed[id] })
-	return removed
+	maps.DeleteFunc(ns.blobs, func(id blobID, _ memBlob) bool { return !needed[id] })
 }
 
 func (ns *memNamespace) latest() string {
 	return ns.ids[len(ns.ids)-1]
 }
 
-// tuple builds the Tuple of a stored checkpoint, with its blob chains and
-// writes, as deep copies.
-func (ns *memNamespace) tuple(thread, namespace string, c *memCheckpoint) (*Tuple, error) {
-	ref := Ref{ThreadID: thread, Namespace: namespace, ID: c.cp.ID}
+// tuple builds the Tuple of a stored checkpoint (whose ID is id), with its
+// blob chains and writes, as deep copies, and checks it.
+func (ns *memNamespace) tuple(thread, namespace, id string, c *memCheckpoint) (*Tuple, error) {
+	ref := Ref{ThreadID: thread, Namespace: namespace, ID: id}
 	cp := cloneCheckpoint(c.cp)
 	for _, key := range slices.Sorted(maps.Keys(cp.Versions)) {
 		chain, err := ns.chain(key, cp.Versions[key])
@@ -415,10 +469,17 @@ func (ns *memNamespace) tuple(thread, namespace string, c *memCheckpoint) (*Tupl
 	var writes []PendingWrite
 	for _, task := range slices.Sorted(maps.Keys(c.writes)) {
 		for _, w := range c.writes[task] {
-			writes = append(writes, cloneWrite(w))
+			if WriteChecksum(w.PendingWrite) != w.sum {
+				return nil, Corruptf(ref, "pending write %d of task %q fails its checksum", w.Index, task)
+			}
+			writes = append(writes, cloneWrite(w.PendingWrite))
 		}
 	}
-	return &Tuple{Ref: ref, Checkpoint: cp, Metadata: cloneMetadata(c.md), Writes: writes}, nil
+	t := &Tuple{Ref: ref, Checkpoint: cp, Metadata: cloneMetadata(c.md), Writes: writes}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // chain returns copies of the blobs that rebuild key at version v, oldest
@@ -433,12 +494,15 @@ func (ns *memNamespace) chain(key string, v uint64) ([]Blob, error) {
 			}
 			return nil, fmt.Errorf("delta version %d is based on version %d, which is not stored; the chain does not reach a full blob", chain[len(chain)-1].Version, v)
 		}
-		chain = append(chain, cloneBlob(b))
+		if BlobChecksum(b.Blob) != b.sum {
+			return nil, fmt.Errorf("blob version %d fails its checksum: %w", v, ErrCorrupt)
+		}
+		chain = append(chain, cloneBlob(b.Blob))
 		if b.Kind == Full {
 			break
 		}
 		if b.Kind != Delta || b.Base >= b.Version {
-			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which cannot be rebuilt", b.Version, b.Kind, b.Base)
+			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which no Put stores: %w", b.Version, b.Kind, b.Base, ErrCorrupt)
 		}
 		v = b.Base
 	}
@@ -450,19 +514,19 @@ func (ns *memNamespace) clone() *memNamespace {
 	out := &memNamespace{
 		ids:   slices.Clone(ns.ids),
 		cps:   make(map[string]*memCheckpoint, len(ns.cps)),
-		blobs: make(map[blobID]Blob, len(ns.blobs)),
+		blobs: make(map[blobID]memBlob, len(ns.blobs)),
 	}
 	for id, b := range ns.blobs {
-		out.blobs[id] = cloneBlob(b)
+		out.blobs[id] = memBlob{Blob: cloneBlob(b.Blob), sum: b.sum}
 	}
 	for id, c := range ns.cps {
 		cc := &memCheckpoint{cp: cloneCheckpoint(c.cp), md: cloneMetadata(c.md)}
 		if c.writes != nil {
-			cc.writes = make(map[string][]PendingWrite, len(c.writes))
+			cc.writes = make(map[string][]memWrite, len(c.writes))
 			for task, ws := range c.writes {
-				cws := make([]PendingWrite, len(ws))
+				cws := make([]memWrite, len(ws))
 				for i, w := range ws {
-					cws[i] = cloneWrite(w)
+					cws[i] = memWrite{PendingWrite: cloneWrite(w.PendingWrite), sum: w.sum}
 				}
 				cc.writes[task] = cws
 			}
@@ -517,4 +581,74 @@ func cloneCheckpoint(cp Checkpoint) Checkpoint {
 	}
 	cp.Deferred = slices.Clone(cp.Deferred)
 	return cp
+}
+
+// DeleteRun removes every checkpoint of thread threadID written by run
+// runID (Metadata.RunID), in every namespace, with their pending writes and
+// the blobs no remaining checkpoint needs; see checkpoint.Saver. A namespace
+// left without checkpoints is removed. It returns how many checkpoints it
+// removed.
+func (m *Memory) DeleteRun(ctx context.Context, threadID, runID string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if threadID == "" {
+		return 0, errEmptyThread
+	}
+	if runID == "" {
+		return 0, fmt.Errorf("checkpoint: delete run in %s: run ID is empty", Ref{ThreadID: threadID})
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	removed := 0
+	nss := m.threads[threadID]
+	for name, ns := range nss {
+		kept := ns.ids[:0:0]
+		for _, id := range ns.ids {
+			if ns.cps[id].md.RunID == runID {
+				delete(ns.cps, id)
+				removed++
+			} else {
+				kept = append(kept, id)
+			}
+		}
+		if len(kept) == len(ns.ids) {
+			continue
+		}
+		ns.ids = kept
+		if len(kept) == 0 {
+			delete(nss, name)
+			continue
+		}
+		ns.collect()
+	}
+	if len(nss) == 0 {
+		delete(m.threads, threadID)
+	}
+	return removed, nil
+}
+
+// rowBytes estimates the encoded size of a checkpoint without its blobs,
+// for the size limit: the IDs, task fields and payloads, join barriers,
+// deferred nodes and metadata, plus a little per entry.
+func rowBytes(cp Checkpoint, md Metadata) int {
+	// State key names come from the graph's definition, not from data:
+	// count them at a generous 64 bytes each instead of iterating the map.
+	n := 64 + len(cp.ID) + len(md.Parent) + len(md.RunID) + len(md.Source) + 88*len(cp.Versions)
+	for _, t := range cp.Next {
+		n += len(t.ID) + len(t.Node) + len(t.Path) + len(t.Payload) + 32
+	}
+	for k, v := range cp.Waiting {
+		n += len(k) + 8
+		for _, s := range v {
+			n += len(s) + 4
+		}
+	}
+	for _, d := range cp.Deferred {
+		n += len(d) + 4
+	}
+	for k, v := range md.Extra {
+		n += len(k) + len(v) + 8
+	}
+	return n
 }

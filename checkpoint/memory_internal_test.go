@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"hash/crc32"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +99,26 @@ func copyVersions(v map[string]uint64) map[string]uint64 {
 		out[k] = n
 	}
 	return out
+}
+
+// TestChecksumHelpersAgree checks that the allocation-free helpers compute
+// the same CRC-32C as hash/crc32 over the same bytes.
+func TestChecksumHelpersAgree(t *testing.T) {
+	want := crc32.Checksum([]byte("key\x00value\x01\x00\x00\x00\x00\x00\x00\x00"), crc32.MakeTable(crc32.Castagnoli))
+	got := ChecksumUint64(ChecksumString(0, "key", "\x00", "value"), 1)
+	if got != want {
+		t.Errorf("ChecksumString+ChecksumUint64 = %08x, hash/crc32 = %08x", got, want)
+	}
+	if got := Checksum(0, []byte("key\x00value"), []byte{1, 0, 0, 0, 0, 0, 0, 0}); got != want {
+		t.Errorf("Checksum = %08x, want %08x", got, want)
+	}
+	b := Blob{Key: "k", Version: 2, Kind: Delta, Base: 1, Data: []byte(`[1]`)}
+	c := b
+	c.Data = []byte(`[2]`)
+	if BlobChecksum(b) == BlobChecksum(c) {
+		t.Error("BlobChecksum does not depend on the data")
+	}
+	if n := testing.AllocsPerRun(100, func() { BlobChecksum(b) }); n != 0 {
+		t.Errorf("BlobChecksum allocates %v times, want 0", n)
+	}
 }

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -95,13 +96,30 @@ func WithCommand(cmd Command) RunOption {
 	return runOptionFunc(func(c *runConfig) { c.rare().command = &cmd })
 }
 
+// SendJSON targets a node that takes a payload, with the payload as JSON:
+// the node's payload type decodes it when the command is applied (an error
+// naming the node when it does not fit). It is how a command that arrives
+// as JSON (the HTTP API's goto {"node", "input"}) sends to a typed node.
+func SendJSON(node string, payload json.RawMessage) Target {
+	return Target{node: node, payload: rawPayload(payload), send: true}
+}
+
+// rawPayload is a Send payload still in JSON.
+type rawPayload json.RawMessage
+
 // command applies a command given to the run (cmd) and one restored from
 // the checkpoint's pending writes (r.x.command).
 func (r *run) command(cmd *Command, resumed bool) error {
 	if cmd != nil {
-		if err := r.checkGoto(cmd.Goto); err != nil {
+		c := *cmd
+		var err error
+		if c.Goto, err = r.decodeTargets(c.Goto); err != nil {
 			return err
 		}
+		if err := r.checkGoto(c.Goto); err != nil {
+			return err
+		}
+		cmd = &c
 	}
 	if !resumed || len(r.next) == 0 {
 		if cmd == nil {
@@ -120,46 +138,50 @@ func (r *run) command(cmd *Command, resumed bool) error {
 		r.next = nil
 		return r.commit([]*task{t})
 	}
-	// With pending work: one task stands for the command in the next step.
+	// With pending work: the command's update applies to the state the
+	// step reads and its targets join the step. Its record (update, targets
+	// and the IDs the targets' tasks got) is saved under a reserved task ID,
+	// so it is found again whatever checkpoint carries it (see adopt).
 	ct := &task{r: r, node: r.g.start, step: r.step + 1, done: true, viaGoto: true}
+	var ids []string
 	if r.x != nil && r.x.command != nil {
 		ct.writes, ct.routes = r.x.command.writes, r.x.command.routes
+		ids = r.x.commandIDs
 	}
 	if cmd != nil {
 		if err := r.checkWrites(&task{r: r, node: r.g.start, writes: cmd.Update}); err != nil {
 			return fmt.Errorf("graph: the command's update: %w", err)
 		}
-		ct.writes = append(ct.writes, cmd.Update...)
-		ct.routes = append(ct.routes, cmd.Goto...)
-		if err := r.saveTask(ct); err != nil {
-			return err
-		}
-		r.dirty = true
+		ct.writes = append(slices.Clone(ct.writes), cmd.Update...)
+		ct.routes = append(slices.Clone(ct.routes), cmd.Goto...)
 	}
-	if err := r.apply([]*task{ct}); err != nil {
-		return fmt.Errorf("graph: the command's update: %w", err)
-	}
+	ids = append(slices.Clone(ids), make([]string, len(ct.routes)-len(ids))...)
 	sends := int32(0)
 	for _, t := range r.next {
 		if t.push {
 			sends = max(sends, t.seq+1)
 		}
 	}
-	for _, tg := range ct.routes {
+	for i, tg := range ct.routes {
 		if tg.node == END {
 			continue
 		}
 		n := r.g.nodes[r.g.byName[tg.node]]
 		var t *task
-		switch {
-		case tg.send:
+		if !tg.send {
+			if j := slices.IndexFunc(r.next, func(t *task) bool { return !t.push && t.node == n }); j >= 0 {
+				ids[i] = r.next[j].ID() // already due in this step
+				continue
+			}
+			t = &task{r: r, node: n, step: r.step + 1, idx: int32(len(r.next))}
+		} else {
 			t = &task{r: r, node: n, push: true, seq: sends, payload: tg.payload, step: r.step + 1, idx: int32(len(r.next))}
 			sends++
-		case !slices.ContainsFunc(r.next, func(t *task) bool { return !t.push && t.node == n }):
-			t = &task{r: r, node: n, step: r.step + 1, idx: int32(len(r.next))}
-		default:
-			continue
 		}
+		if h, ok := parseTaskID(ids[i]); ok {
+			t.hash, t.hashed = h, true // the ID it had when the command was first given
+		}
+		ids[i] = t.ID()
 		r.next = append(r.next, t)
 		if r.x != nil && r.x.orphans != nil {
 			// It ran in an earlier attempt of the step: what it left.
@@ -168,7 +190,97 @@ func (r *run) command(cmd *Command, resumed bool) error {
 			}
 		}
 	}
+	if cmd != nil {
+		if err := r.saveCommand(ct, ids); err != nil {
+			return err
+		}
+		r.dirty = true
+	}
+	if err := r.apply([]*task{ct}); err != nil {
+		return fmt.Errorf("graph: the command's update: %w", err)
+	}
 	return nil
+}
+
+// commandTaskID is the reserved task ID under which a command given with
+// pending work is saved, as pending writes of the checkpoint it applies to.
+const commandTaskID = "command"
+
+// saveCommand stores a command's record: its update, its targets and the
+// IDs of their tasks.
+func (r *run) saveCommand(ct *task, ids []string) error {
+	var ws []checkpoint.PendingWrite
+	add := func(key string, v []byte) {
+		ws = append(ws, checkpoint.PendingWrite{TaskID: commandTaskID, Index: len(ws), Key: key, Value: v})
+	}
+	for _, w := range ct.writes {
+		b, err := w.key.encodeWrite(w)
+		if err != nil {
+			return fmt.Errorf("graph: encode the command's update: %w", err)
+		}
+		add(w.key.Name(), b)
+	}
+	routes := wireRoutes{Goto: true, Targets: []wireTarget{}}
+	for i, tg := range ct.routes {
+		wt := wireTarget{Node: tg.node, Send: tg.send, Task: ids[i]}
+		if tg.send {
+			p, err := r.g.nodes[r.g.byName[tg.node]].encodePayload(tg.payload)
+			if err != nil {
+				return fmt.Errorf("graph: encode the payload the command sends to %q: %w", tg.node, err)
+			}
+			wt.Payload = p
+		}
+		routes.Targets = append(routes.Targets, wt)
+	}
+	b, err := json.Marshal(routes)
+	if err != nil {
+		return fmt.Errorf("graph: encode the command's targets: %w", err)
+	}
+	add(checkpoint.WriteGoto, b)
+	if r.cfg.durability == DurabilityExit && !r.finishing() {
+		r.hold(heldWrites{cp: r.cpID, task: commandTaskID, node: "command", ws: ws})
+		return nil
+	}
+	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.cpID}
+	do := func() error {
+		if err := r.cfg.saver.PutWrites(r.ctx, ref, commandTaskID, ws); err != nil {
+			return fmt.Errorf("graph: save the command: %w", err)
+		}
+		return nil
+	}
+	if r.w != nil {
+		r.w.submit(do)
+		return nil
+	}
+	return do()
+}
+
+// decodeTargets decodes the JSON payloads of SendJSON targets into the
+// payload types of their nodes.
+func (r *run) decodeTargets(targets []Target) ([]Target, error) {
+	var out []Target
+	for i, tg := range targets {
+		raw, ok := tg.payload.(rawPayload)
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(targets)
+		}
+		j, found := r.g.byName[tg.node]
+		if !found || !r.g.nodes[j].takesPayload {
+			return nil, fmt.Errorf("graph: the command sends to node %q, which does not take a payload%s", tg.node, suggest(tg.node, r.g.byName))
+		}
+		v, err := r.g.nodes[j].decodePayload(raw)
+		if err != nil {
+			return nil, fmt.Errorf("graph: the payload the command sends to %q does not decode as %s: %w", tg.node, r.g.nodes[j].payloadType, err)
+		}
+		out[i].payload = v
+	}
+	if out == nil {
+		return targets, nil
+	}
+	return out, nil
 }
 
 // checkGoto checks a command's targets against the graph.

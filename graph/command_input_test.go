@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -78,8 +79,11 @@ func TestCommandInputIsOneStep(t *testing.T) {
 			if len(res.Path) != 2 || res.Path[0].Step != res.Path[1].Step {
 				t.Errorf("path %+v: want ask and extra in one step", res.Path)
 			}
-			if n := len(listAll(t, saver, "cmd")) - before; n != 1 {
-				t.Errorf("%d checkpoints for the command's step, want 1", n)
+			// The run adopts the interrupted checkpoint (a "resume" copy
+			// under its own run ID), then the command's step commits once.
+			after := listAll(t, saver, "cmd")
+			if n := len(after) - before; n != 2 || after[0].Metadata.Source != checkpoint.SourceLoop || after[1].Metadata.Source != checkpoint.SourceResume {
+				t.Errorf("%d new checkpoints (%s, %s), want a resume copy and one for the command's step", n, after[1].Metadata.Source, after[0].Metadata.Source)
 			}
 			if c.get("flaky") != 1 || c.get("extra") != 1 {
 				t.Errorf("flaky ran %d times, extra %d", c.get("flaky"), c.get("extra"))
@@ -202,5 +206,32 @@ func TestUpdateStateAsEndAndWithGoto(t *testing.T) {
 	}
 	if _, err := g.UpdateState(ctx, nil, graph.END, append(opts, graph.WithCommand(graph.Command{Goto: []graph.Target{graph.To("extra")}}))...); err == nil {
 		t.Error("END with a goto: no error")
+	}
+}
+
+// A command's Send may carry its payload as JSON, decoded into the node's
+// payload type; a payload that does not fit is an error naming the node.
+func TestCommandSendJSON(t *testing.T) {
+	log := graph.NewKey("log", graph.Concat[string]())
+	type job struct {
+		Name string `json:"name"`
+		N    int    `json:"n"`
+	}
+	b := graph.New(log)
+	b.AddNode("start", logNode(log, "start"), graph.Destinations("work"))
+	graph.AddSendNode(b, "work", func(_ context.Context, _ graph.State, j job) (graph.Output, error) {
+		return graph.Writes(graph.Append(log, fmt.Sprintf("%s*%d", j.Name, j.N))), nil
+	})
+	b.SetEntry("start")
+	b.AddEdge("start", graph.END)
+	b.AddEdge("work", graph.END)
+	g := mustCompile(t, b)
+	res, err := g.Invoke(context.Background(), nil, graph.WithCommand(graph.Command{Goto: []graph.Target{graph.SendJSON("work", []byte(`{"name":"x","n":3}`))}}))
+	if err != nil || !cmp.Equal(log.Get(res.State), []string{"x*3"}) {
+		t.Fatalf("log %v err %v", log.Get(res.State), err)
+	}
+	_, err = g.Invoke(context.Background(), nil, graph.WithCommand(graph.Command{Goto: []graph.Target{graph.SendJSON("work", []byte(`{"n":"three"}`))}}))
+	if err == nil || !strings.Contains(err.Error(), `"work"`) {
+		t.Errorf("bad payload: err = %v", err)
 	}
 }

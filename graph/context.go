@@ -42,6 +42,17 @@ func TaskID(ctx context.Context) string {
 	return ""
 }
 
+// ThreadID reports the thread the running task's run checkpoints under
+// (WithThread; a nested run's is its parent's), or "" outside a node or in
+// a run without a checkpointer. Nodes that keep data of their own per
+// thread key it on this.
+func ThreadID(ctx context.Context) string {
+	if t := taskFrom(ctx); t != nil {
+		return t.r.cfg.thread
+	}
+	return ""
+}
+
 // NodeName reports the running node's name, or "" outside a node.
 func NodeName(ctx context.Context) string {
 	if t := taskFrom(ctx); t != nil {

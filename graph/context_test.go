@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/store"
 )
@@ -42,5 +43,31 @@ func TestStoreFromContext(t *testing.T) {
 	}
 	if graph.StoreFrom(context.Background()) != nil {
 		t.Error("StoreFrom outside a run is not nil")
+	}
+}
+
+// Nodes, nested ones included, read the thread their run checkpoints under.
+func TestThreadIDFromContext(t *testing.T) {
+	var got []string
+	inner := graph.New(answer)
+	inner.AddNode("in", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+		got = append(got, graph.ThreadID(ctx))
+		return nil, nil
+	})
+	inner.SetEntry("in")
+	inner.AddEdge("in", graph.END)
+	b := graph.New(answer)
+	b.AddSubgraph("sub", mustCompile(t, inner))
+	b.SetEntry("sub")
+	b.AddEdge("sub", graph.END)
+	g := mustCompile(t, b)
+	if _, err := g.Invoke(context.Background(), nil, threadOpts(checkpoint.NewMemory(), "t-7")...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := g.Invoke(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != "t-7" || got[1] != "" || graph.ThreadID(context.Background()) != "" {
+		t.Errorf("thread IDs %q", got)
 	}
 }

@@ -334,8 +334,7 @@ func TestReplayToAnInterruptIsABranch(t *testing.T) {
 		if err != nil || !slices.Contains(log.Get(s.Values), "note") {
 			t.Fatalf("after update: %v, %v", s, err)
 		}
-		res, err = g.Invoke(ctx, nil, replay...)
-		if !errors.Is(err, graph.ErrInterrupted) {
+		if _, err := g.Invoke(ctx, nil, replay...); !errors.Is(err, graph.ErrInterrupted) {
 			t.Fatalf("second replay: %v", err)
 		}
 		res, err = g.Invoke(ctx, nil, append(opts, graph.WithResume("third"))...)

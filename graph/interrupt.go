@@ -148,6 +148,7 @@ type (
 		Node    string          `json:"node"`
 		Send    bool            `json:"send,omitempty"`
 		Payload json.RawMessage `json:"payload,omitempty"`
+		Task    string          `json:"task,omitempty"` // a command's target: the ID of its task
 	}
 	wireInterrupt struct {
 		InterruptInfo

@@ -3,6 +3,7 @@ package graph
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 )
@@ -133,6 +134,8 @@ type keyImpl interface {
 	defaultValue() (any, bool)
 	apply(cur any, has bool, ws []Write) (any, error)
 	encodeValue(v any) ([]byte, error)
+	valueType() reflect.Type
+	decodeSet(b []byte) (Write, error)
 	decodeValue(b []byte) (any, error)
 	encodeWrite(w Write) ([]byte, error)
 	decodeWrite(b []byte) (Write, error)
@@ -238,6 +241,18 @@ func (k *Key[T]) decodeValue(b []byte) (any, error) {
 type wireWrite struct {
 	Op    string          `json:"o,omitempty"`
 	Value json.RawMessage `json:"v"`
+}
+
+func (k *Key[T]) valueType() reflect.Type { return reflect.TypeFor[T]() }
+
+// decodeSet decodes a JSON value of the key's type into a write through
+// its reducer.
+func (k *Key[T]) decodeSet(b []byte) (Write, error) {
+	var v T
+	if err := json.Unmarshal(b, &v); err != nil {
+		return Write{}, fmt.Errorf("does not decode as %T: %w", v, err)
+	}
+	return Write{key: k, op: opReduce, val: v}, nil
 }
 
 func (k *Key[T]) encodeWrite(w Write) ([]byte, error) {

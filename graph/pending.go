@@ -295,9 +295,8 @@ func (r *run) restoreTask(t *task, ws []checkpoint.PendingWrite) error {
 // restored command adds (kept for command).
 func (r *run) restoreRest(byTask map[string][]checkpoint.PendingWrite, fail func(error) (bool, error)) error {
 	// A command given to an earlier attempt of the step (see WithCommand).
-	cmdID := (&task{r: r, node: r.g.start, step: r.step + 1}).ID()
-	if ws, ok := byTask[cmdID]; ok {
-		delete(byTask, cmdID)
+	if ws, ok := byTask[commandTaskID]; ok {
+		delete(byTask, commandTaskID)
 		ct := &task{r: r, node: r.g.start, step: r.step + 1}
 		for _, w := range ws {
 			switch w.Key {
@@ -313,6 +312,11 @@ func (r *run) restoreRest(byTask map[string][]checkpoint.PendingWrite, fail func
 					return err
 				}
 				ct.routes = routes
+				ids := make([]string, len(wr.Targets))
+				for i, wt := range wr.Targets {
+					ids[i] = wt.Task
+				}
+				r.extra().commandIDs = ids
 			default:
 				i, ok := r.g.sch.byName(w.Key)
 				if !ok {

@@ -176,7 +176,25 @@ func (r *run) restore() (bool, error) {
 	}
 	// Resuming the head reuses what its step's tasks left; a replay from an
 	// older checkpoint runs that step again.
-	return r.restoreFrom(tup, tup.Ref.ID == r.headID)
+	head := tup.Ref.ID == r.headID
+	if head && len(tup.Checkpoint.Next) > 0 && tup.Metadata.RunID != r.cfg.runID {
+		r.extra().adopt = tup // see adopt
+	}
+	return r.restoreFrom(tup, head)
+}
+
+// adopt copies the head checkpoint, with its pending writes, under this
+// run's ID (source "resume") before the run continues another run's
+// pending work (an interrupt answered, a failure retried). Everything the
+// run then writes — answers, task results, later checkpoints, in every
+// namespace — belongs to its own checkpoints, so removing the run
+// (Saver.DeleteRun) leaves the thread exactly as the earlier run left it.
+// The next tasks keep their IDs, so subgraphs find their namespaces.
+func (r *run) adopt(tup *checkpoint.Tuple) error {
+	if err := r.save(checkpoint.SourceResume); err != nil {
+		return err
+	}
+	return r.carryWrites(tup)
 }
 
 // load reads the checkpoint a run starts from and the namespace's head (the

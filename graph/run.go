@@ -144,10 +144,12 @@ type runExtra struct {
 	raisedAfter []afterMark // breakpoints after a step this run committed
 	// DurabilityExit bookkeeping: steps committed so far, and the pending
 	// writes held for the checkpoint the run started from until finish.
-	commits int
-	source  checkpoint.Source
-	command *task                                // a command's pending update and routes, restored
-	orphans map[string][]checkpoint.PendingWrite // pending writes of the tasks it adds
+	commits    int
+	source     checkpoint.Source
+	adopt      *checkpoint.Tuple                    // another run's head with pending work (see adopt)
+	command    *task                                // a command's pending update and routes, restored
+	commandIDs []string                             // the IDs of its targets' tasks
+	orphans    map[string][]checkpoint.PendingWrite // pending writes of the tasks it adds
 	// the run context (see WithRunContext): its JSON, saved version, and
 	// whether it changed since the last checkpoint
 	ctxJSON  json.RawMessage
@@ -313,12 +315,6 @@ func (r *run) loop(input Update) error {
 	if err != nil {
 		return err
 	}
-	if err := r.setRunContext(); err != nil {
-		return err
-	}
-	if err := r.resume(resumed, input); err != nil {
-		return err
-	}
 	if r.parent != nil && resumed {
 		input = nil // a nested run found in its namespace goes on where it stopped
 		if r.parent.node.stateful && r.x != nil && r.x.invocation != nil && !(r.parent.restored && len(r.next) > 0) {
@@ -336,6 +332,19 @@ func (r *run) loop(input Update) error {
 		if err := r.fork(); err != nil {
 			return err
 		}
+	}
+	if resumed && input == nil && r.x != nil && r.x.adopt != nil && r.cpID == r.headID {
+		// Before any answer or result is written, so all of them are ours.
+		if err := r.adopt(r.x.adopt); err != nil {
+			return err
+		}
+		r.x.adopt = nil
+	}
+	if err := r.setRunContext(); err != nil {
+		return err
+	}
+	if err := r.resume(resumed, input); err != nil {
+		return err
 	}
 	if cmd := r.cfg.get().command; cmd != nil || input == nil && r.x != nil && r.x.command != nil {
 		if cmd != nil && input != nil {

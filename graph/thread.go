@@ -157,6 +157,11 @@ func (g *Graph) UpdateState(ctx context.Context, update Update, asNode string, o
 	}
 	cmd := r.cfg.get().command
 	if cmd != nil {
+		c := *cmd
+		if c.Goto, err = r.decodeTargets(c.Goto); err != nil {
+			return checkpoint.Ref{}, err
+		}
+		cmd = &c
 		if err := r.checkGoto(cmd.Goto); err != nil {
 			return checkpoint.Ref{}, err
 		}
@@ -386,8 +391,19 @@ func (r *run) carryWrites(tup *checkpoint.Tuple) error {
 	}
 	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.cpID}
 	for _, id := range order {
-		if err := r.cfg.saver.PutWrites(r.ctx, ref, id, byTask[id]); err != nil {
-			return fmt.Errorf("graph: UpdateState: carry the pending writes of task %s: %w", id, err)
+		ws := byTask[id]
+		do := func() error {
+			if err := r.cfg.saver.PutWrites(r.ctx, ref, id, ws); err != nil {
+				return fmt.Errorf("graph: carry the pending writes of task %s to checkpoint %s: %w", id, ref.ID, err)
+			}
+			return nil
+		}
+		if r.w != nil {
+			r.w.submit(do) // after the checkpoint's own Put, in order
+			continue
+		}
+		if err := do(); err != nil {
+			return err
 		}
 	}
 	return nil

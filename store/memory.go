@@ -24,17 +24,39 @@ import (
 // ValidateNamespace, values must be valid JSON, a replaced item keeps its
 // Created time, expired items are invisible, and every value passed in or
 // handed out is a deep copy.
+//
+// Its size limit (see MemoryMaxValueBytes) is checked on Put: it never
+// holds a larger value, so reads need no check.
 type Memory struct {
-	mu    sync.Mutex
-	items map[string]*Item // itemKey(namespace, key) -> item
-	now   func() time.Time // clock for Created, Updated and expiry
+	mu       sync.Mutex
+	items    map[string]*Item // itemKey(namespace, key) -> item
+	now      func() time.Time // clock for Created, Updated and expiry
+	maxBytes int
 }
 
 var _ Store = (*Memory)(nil)
 
+// MemoryOption configures NewMemory.
+type MemoryOption func(*Memory)
+
+// MemoryMaxValueBytes sets the most bytes of one value Put accepts; a
+// larger one fails with an error wrapping ErrTooLarge. The default is
+// DefaultMaxValueBytes; n <= 0 keeps it.
+func MemoryMaxValueBytes(n int) MemoryOption {
+	return func(m *Memory) {
+		if n > 0 {
+			m.maxBytes = n
+		}
+	}
+}
+
 // NewMemory returns an empty in-memory Store.
-func NewMemory() *Memory {
-	return &Memory{items: make(map[string]*Item), now: time.Now}
+func NewMemory(opts ...MemoryOption) *Memory {
+	m := &Memory{items: make(map[string]*Item), now: time.Now, maxBytes: DefaultMaxValueBytes}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
 }
 
 // Get returns a copy of the live item, or an error wrapping ErrNotFound. An
@@ -59,6 +81,9 @@ func (m *Memory) Get(ctx context.Context, namespace []string, key string) (*Item
 // never expires, even if the item it replaces had a TTL.
 func (m *Memory) Put(ctx context.Context, namespace []string, key string, value json.RawMessage, opts PutOptions) error {
 	if err := checkItem(ctx, namespace, key); err != nil {
+		return err
+	}
+	if err := CheckValueSize("put", namespace, key, len(value), m.maxBytes); err != nil {
 		return err
 	}
 	if !json.Valid(value) {

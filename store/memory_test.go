@@ -17,3 +17,9 @@ func TestMemoryShared(t *testing.T) {
 	s := store.NewMemory()
 	storetest.Run(t, func(t *testing.T) store.Store { return s })
 }
+
+func TestMemoryLimits(t *testing.T) {
+	storetest.RunLimits(t, func(t *testing.T, maxBytes int) store.Store {
+		return store.NewMemory(store.MemoryMaxValueBytes(maxBytes))
+	})
+}

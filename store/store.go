@@ -19,6 +19,29 @@ import (
 // ErrNotFound means no live item has that namespace and key.
 var ErrNotFound = errors.New("store: not found")
 
+// ErrTooLarge means a value is larger than the backend's size limit, on Put
+// or when read back (Get, Search). The error names the item and the limit;
+// raise the limit with the backend's option if such values are expected.
+var ErrTooLarge = errors.New("store: value exceeds the size limit")
+
+// DefaultMaxValueBytes is the size limit of one item's value every backend
+// applies unless configured otherwise.
+const DefaultMaxValueBytes = 64 << 20
+
+// CheckValueSize returns an error wrapping ErrTooLarge when a value of n
+// bytes exceeds limit (0 or less means DefaultMaxValueBytes). op is "put"
+// or "read". Backends call it on Put and on every value they read back.
+func CheckValueSize(op string, namespace []string, key string, n, limit int) error {
+	if limit <= 0 {
+		limit = DefaultMaxValueBytes
+	}
+	if n <= limit {
+		return nil
+	}
+	return fmt.Errorf("store: %s %s/%s: the value has %d bytes, more than the limit of %d bytes: %w",
+		op, strings.Join(namespace, "/"), key, n, limit, ErrTooLarge)
+}
+
 // Item is one stored document.
 type Item struct {
 	Namespace []string

@@ -322,19 +322,54 @@ func testCorrupt(t *testing.T, s checkpoint.Saver) {
 	if !ok {
 		t.Skip("the Saver does not implement checkpointtest.Corrupter")
 	}
-	th := newThread(t, s, "main")
-	a := th.put(full("k", 1, `1`))
-	b := th.put(full("k", 2, `2`))
-	if err := c.Corrupt(a.ref); err != nil {
-		t.Fatalf("Corrupt(%s): %v", a.ref, err)
+	ctx := context.Background()
+	const task = "writer-task"
+	for _, d := range []Damage{
+		{Kind: DamageEmptyObject},
+		{Kind: DamageNull},
+		{Kind: DamageFlipCheckpoint},
+		{Kind: DamageFlipBlob, Key: "title", Version: 1},
+		{Kind: DamageFlipWrite, TaskID: task},
+	} {
+		t.Run(string(d.Kind), func(t *testing.T) {
+			th := newThread(t, s, "main")
+			a := th.put(full("title", 1, `"one"`))
+			if err := s.PutWrites(ctx, a.ref, task, []checkpoint.PendingWrite{{Index: 0, Key: "title", Value: json.RawMessage(`"written"`)}}); err != nil {
+				t.Fatal(err)
+			}
+			b := th.put(full("title", 2, `"two"`))
+			err := c.Corrupt(a.ref, d)
+			if errors.Is(err, ErrNotApplicable) {
+				t.Skipf("Corrupt(%s, %s): %v", a.ref, d.Kind, err)
+			}
+			if err != nil {
+				t.Fatalf("Corrupt(%s, %s): %v", a.ref, d.Kind, err)
+			}
+			tup, err := s.Get(ctx, a.ref)
+			if err == nil {
+				t.Fatalf("Get of a checkpoint damaged by %s succeeded: %+v", d.Kind, tup)
+			}
+			if tup != nil {
+				t.Errorf("Get of a damaged checkpoint returned a Tuple with its error: %+v", tup)
+			}
+			if !errors.Is(err, checkpoint.ErrCorrupt) {
+				t.Errorf("Get of a checkpoint damaged by %s: error %v does not wrap ErrCorrupt", d.Kind, err)
+			}
+			checkErrorNames(t, err, a.ref.ThreadID, a.ref.ID)
+			switch d.Kind {
+			case DamageFlipBlob:
+				checkErrorNames(t, err, `"title"`)
+			case DamageFlipWrite:
+				checkErrorNames(t, err, task)
+			}
+			// Listing reaches the damaged checkpoint after the good one
+			// and stops there with the same kind of error.
+			got, err := collect(s.List(ctx, th.ref, checkpoint.ListOptions{}))
+			if !errors.Is(err, checkpoint.ErrCorrupt) {
+				t.Errorf("List over a damaged checkpoint: error = %v, want ErrCorrupt", err)
+			}
+			checkIDs(t, "List before the damaged checkpoint", idsOf(b), ids(got))
+			checkGet(t, s, b.ref, b.want([]checkpoint.Blob{full("title", 2, `"two"`)}))
+		})
 	}
-	tup, err := s.Get(context.Background(), a.ref)
-	if err == nil {
-		t.Fatalf("Get of a corrupted checkpoint succeeded: %+v", tup)
-	}
-	if tup != nil {
-		t.Errorf("Get of a corrupted checkpoint returned a Tuple with its error: %+v", tup)
-	}
-	checkErrorNames(t, err, a.ref.ThreadID, a.ref.ID)
-	checkGet(t, s, b.ref, b.want([]checkpoint.Blob{full("k", 2, `2`)}))
 }

@@ -19,13 +19,74 @@ import (
 	"github.com/trellis-agents/trellis/checkpoint"
 )
 
-// Corrupter is implemented by a Saver under test that decodes what it
-// stores. Corrupt damages the stored checkpoint ref names (ref.ID is set) so
-// that reading it back fails to decode; the suite then checks that Get
-// reports an error naming the thread and checkpoint instead of returning a
-// zero Tuple. The suite skips that check for a Saver without Corrupter.
+// Corrupter is implemented by a Saver under test whose stored data the
+// suite may damage. Corrupt damages what the Saver stores for the
+// checkpoint ref names (ref.ID is set) in the way d says; the suite then
+// checks that reading it back fails with an error wrapping
+// checkpoint.ErrCorrupt that names the thread and checkpoint (and the key or
+// task), instead of returning a different state. A Saver for which a kind of
+// damage cannot happen returns ErrNotApplicable for it, and documents why.
+// The suite skips these checks for a Saver without Corrupter.
 type Corrupter interface {
-	Corrupt(ref checkpoint.Ref) error
+	Corrupt(ref checkpoint.Ref, d Damage) error
+}
+
+// ErrNotApplicable is returned by a Corrupter for a kind of damage that
+// cannot happen to its Saver.
+var ErrNotApplicable = errors.New("checkpointtest: this damage does not apply to the saver")
+
+// DamageKind says how Corrupter.Corrupt damages a stored checkpoint.
+type DamageKind string
+
+// Kinds of damage.
+const (
+	// DamageEmptyObject replaces the checkpoint's stored payload (the
+	// encoded checkpoint without its blobs) with the JSON "{}".
+	DamageEmptyObject DamageKind = "checkpoint-empty-object"
+	// DamageNull replaces the checkpoint's stored payload with "null".
+	DamageNull DamageKind = "checkpoint-null"
+	// DamageFlipCheckpoint changes one byte of the checkpoint's stored
+	// payload, keeping it decodable when the storage requires valid JSON
+	// (e.g. by changing the case of a letter inside a string).
+	DamageFlipCheckpoint DamageKind = "checkpoint-flip"
+	// DamageFlipBlob changes one byte of the stored data of the blob
+	// Damage.Key, Damage.Version.
+	DamageFlipBlob DamageKind = "blob-flip"
+	// DamageFlipWrite changes one byte of the stored value of a pending
+	// write of task Damage.TaskID on the checkpoint.
+	DamageFlipWrite DamageKind = "write-flip"
+)
+
+// Damage describes one damage to a stored checkpoint.
+type Damage struct {
+	Kind    DamageKind
+	Key     string // the blob's key, for DamageFlipBlob
+	Version uint64 // the blob's version, for DamageFlipBlob
+	TaskID  string // the write's task, for DamageFlipWrite
+}
+
+// Flip returns a copy of data with one byte changed so that JSON text stays
+// valid JSON where it can: the case of the last ASCII letter is swapped, or
+// else the last digit changes, or else the last byte's lowest bit flips. A
+// Corrupter whose storage only accepts valid JSON uses it.
+func Flip(data []byte) []byte {
+	out := append([]byte(nil), data...)
+	for i := len(out) - 1; i >= 0; i-- {
+		if c := out[i]; ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') {
+			out[i] ^= 0x20
+			return out
+		}
+	}
+	for i := len(out) - 1; i >= 0; i-- {
+		if c := out[i]; '0' <= c && c <= '9' {
+			out[i] = '0' + (c-'0'+1)%10
+			return out
+		}
+	}
+	if len(out) > 0 {
+		out[len(out)-1] ^= 1
+	}
+	return out
 }
 
 // Run runs the conformance suite against the Savers newSaver returns, one
@@ -57,6 +118,10 @@ func Run(t *testing.T, newSaver func(t *testing.T) checkpoint.Saver) {
 		{"DeepCopy", testDeepCopy},
 		{"CanceledContext", testCanceledContext},
 		{"Corrupt", testCorrupt},
+		{"DeleteRun", testDeleteRun},
+		{"DeleteRunKeepsNeededBlobs", testDeleteRunKeepsNeededBlobs},
+		{"DeleteRunEdges", testDeleteRunEdges},
+		{"DeleteRunConcurrentPut", testDeleteRunConcurrentPut},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,6 +175,7 @@ type thread struct {
 	latest   string
 	step     int
 	versions map[string]uint64
+	run      string // Metadata.RunID of the next checkpoints; "" means "run-1"
 }
 
 func newThread(t *testing.T, s checkpoint.Saver, label string) *thread {
@@ -118,7 +184,7 @@ func newThread(t *testing.T, s checkpoint.Saver, label string) *thread {
 
 // namespace returns a writer for another namespace of the same thread.
 func (th *thread) namespace(ns string) *thread {
-	return &thread{t: th.t, s: th.s, ref: checkpoint.Ref{ThreadID: th.ref.ThreadID, Namespace: ns}, versions: map[string]uint64{}}
+	return &thread{t: th.t, s: th.s, ref: checkpoint.Ref{ThreadID: th.ref.ThreadID, Namespace: ns}, versions: map[string]uint64{}, run: th.run}
 }
 
 // next builds the thread's next checkpoint carrying blobs, without storing
@@ -139,7 +205,11 @@ func (th *thread) next(blobs ...checkpoint.Blob) (checkpoint.Checkpoint, checkpo
 		Next:     []checkpoint.Task{{ID: fmt.Sprintf("task-%d", th.step+1), Node: "agent", Path: "0"}},
 		Created:  now(),
 	}
-	md := checkpoint.Metadata{Source: source, Step: th.step, Parent: th.latest, RunID: "run-1"}
+	run := th.run
+	if run == "" {
+		run = "run-1"
+	}
+	md := checkpoint.Metadata{Source: source, Step: th.step, Parent: th.latest, RunID: run}
 	return cp, md
 }
 

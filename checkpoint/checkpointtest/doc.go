@@ -20,6 +20,10 @@
 // backend may re-encode JSON and drop the monotonic clock reading; fixture
 // times are whole milliseconds in UTC.
 //
-// A backend that decodes stored rows also implements Corrupter, so that the
-// suite can check that an undecodable row is reported as an error.
+// A backend also implements Corrupter, so that the suite can check that a
+// damaged row (payload replaced by "{}" or "null", a flipped byte in a
+// checkpoint, blob or pending write) is reported as an error wrapping
+// checkpoint.ErrCorrupt, never read as a different state. RunLimits checks
+// the backend's size limit and is called separately, with a constructor
+// that takes the limit.
 package checkpointtest

@@ -43,8 +43,9 @@ import (
 // Saver is a checkpoint.Saver backed by PostgreSQL. It is safe for
 // concurrent use, also by several processes sharing one database.
 type Saver struct {
-	pool  *pgxpool.Pool
-	owned bool // Close closes the pool
+	pool     *pgxpool.Pool
+	owned    bool // Close closes the pool
+	maxBytes int  // size limit of one row, blob or write
 }
 
 var _ checkpoint.Saver = (*Saver)(nil)
@@ -53,7 +54,22 @@ var _ checkpoint.Saver = (*Saver)(nil)
 type Option func(*options)
 
 type options struct {
-	schema string
+	schema   string
+	maxBytes int
+}
+
+// WithMaxBytes sets the Saver's size limit: the most bytes of one
+// checkpoint row (its checkpoint and metadata JSON, without blobs), of one
+// blob's data and of one pending write's value that Put and PutWrites
+// accept and that Get and List read back; beyond it they fail with an error
+// wrapping checkpoint.ErrTooLarge. The default is
+// checkpoint.DefaultMaxBytes; n <= 0 keeps it. A row stored under a larger
+// limit is refused on read, though it has been received by then. Reads
+// allow a checkpoint row twice the limit: jsonb renders JSON with a space
+// after each ':' and ',', so a row comes back longer than it was put, never
+// twice as long.
+func WithMaxBytes(n int) Option {
+	return func(o *options) { o.maxBytes = n }
 }
 
 // WithSchema makes Open keep the tables in the named schema, created when
@@ -76,7 +92,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Saver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint/postgres: open: %w", err)
 	}
-	s, err := New(ctx, pool)
+	s, err := New(ctx, pool, opts...)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -88,12 +104,21 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Saver, error) {
 // New returns a Saver using an existing pool, whose connections' search_path
 // selects the schema of the tables; it creates or upgrades the tables as
 // Open does. Close leaves the pool open; the caller closes it after the
-// Saver's last use.
-func New(ctx context.Context, pool *pgxpool.Pool) (*Saver, error) {
+// Saver's last use. Of opts, WithSchema is ignored (the pool's search_path
+// decides).
+func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Saver, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if err := pgdb.Migrate(ctx, pool, component, migrations); err != nil {
 		return nil, fmt.Errorf("checkpoint/postgres: %w", err)
 	}
-	return &Saver{pool: pool}, nil
+	s := &Saver{pool: pool, maxBytes: checkpoint.DefaultMaxBytes}
+	if o.maxBytes > 0 {
+		s.maxBytes = o.maxBytes
+	}
+	return s, nil
 }
 
 // Close releases the connection pool when Open created it. The Saver must
@@ -155,7 +180,22 @@ CREATE TABLE checkpoint_writes (
 	FOREIGN KEY (thread, ns, checkpoint_id) REFERENCES checkpoints (thread, ns, id) ON DELETE CASCADE
 );
 `,
+	// 2: checksums, NULL in rows written before, which are read without
+	// the check. checkpoints.sum is the md5 of the checkpoint and metadata
+	// as the server renders them (rowSum), computed and compared by the
+	// server, since jsonb does not keep the bytes the client sent; the
+	// blobs' and writes' sums are checkpoint.BlobChecksum and
+	// checkpoint.WriteChecksum, computed and compared by the client.
+	`
+ALTER TABLE checkpoints ADD COLUMN sum text;
+ALTER TABLE checkpoint_blobs ADD COLUMN sum bigint;
+ALTER TABLE checkpoint_writes ADD COLUMN sum bigint;
+`,
 }
+
+// rowSum is the SQL expression of a checkpoint row's checksum, over its
+// stored checkpoint and metadata columns.
+const rowSum = `md5(checkpoint::text || ' ' || metadata::text)`
 
 // tables are the Saver's tables, for Size.
 var tables = []string{"checkpoint_heads", "checkpoints", "checkpoint_blobs", "checkpoint_writes"}

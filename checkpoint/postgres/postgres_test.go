@@ -47,6 +47,26 @@ func TestSuite(t *testing.T) {
 	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver { return newSaver(t) })
 }
 
+// TestLimits checks the size limit; the Savers of one test share a schema,
+// so reading data written under a larger limit is checked too.
+func TestLimits(t *testing.T) {
+	type db struct{ dsn, schema string }
+	dbs := map[string]db{}
+	checkpointtest.RunLimits(t, func(t *testing.T, maxBytes int) checkpoint.Saver {
+		d, ok := dbs[t.Name()]
+		if !ok {
+			d.dsn, d.schema = pgdbtest.Schema(t)
+			dbs[t.Name()] = d
+		}
+		s, err := postgres.Open(context.Background(), d.dsn, postgres.WithSchema(d.schema), postgres.WithMaxBytes(maxBytes))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	})
+}
+
 // TestSuiteShared runs the suite against one Saver, on one schema, shared
 // by every subtest, as a long-lived process would use it.
 func TestSuiteShared(t *testing.T) {
@@ -95,7 +115,7 @@ func TestReopenKeepsData(t *testing.T) {
 	}
 	put(t, s2, ref, c2.ID, 3)
 
-	// The migration was recorded once.
+	// Each of the two migration steps was recorded once.
 	var versions int
 	conn, err := pgx.Connect(ctx(), dsn)
 	if err != nil {
@@ -103,8 +123,8 @@ func TestReopenKeepsData(t *testing.T) {
 	}
 	defer conn.Close(ctx())
 	err = conn.QueryRow(ctx(), `SELECT count(*) FROM `+pgx.Identifier{schema, "schema_migrations"}.Sanitize()+` WHERE component = 'checkpoint'`).Scan(&versions)
-	if err != nil || versions != 1 {
-		t.Errorf("schema_migrations has %d checkpoint rows (%v), want 1", versions, err)
+	if err != nil || versions != 2 {
+		t.Errorf("schema_migrations has %d checkpoint rows (%v), want 2", versions, err)
 	}
 }
 
@@ -262,7 +282,7 @@ func TestCorruptNamesCheckpoint(t *testing.T) {
 	c1 := put(t, s, ref, "", 1)
 	c2 := put(t, s, ref, c1.ID, 2)
 	c3 := put(t, s, ref, c2.ID, 3)
-	if err := s.Corrupt(c2); err != nil {
+	if err := s.DamageLegacy(c2); err != nil {
 		t.Fatal(err)
 	}
 	check := func(what string, err error) {
@@ -277,6 +297,9 @@ func TestCorruptNamesCheckpoint(t *testing.T) {
 		}
 		if errors.Is(err, checkpoint.ErrNotFound) {
 			t.Errorf("%s error %q wraps ErrNotFound", what, err)
+		}
+		if !errors.Is(err, checkpoint.ErrCorrupt) {
+			t.Errorf("%s error %q does not wrap ErrCorrupt", what, err)
 		}
 	}
 	tup, err := s.Get(ctx(), c2)

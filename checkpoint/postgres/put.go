@@ -52,6 +52,12 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 	if err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: encode metadata: %w", out, err)
 	}
+	if err := checkpoint.CheckSize(out, "put", "the checkpoint row", len(cpJSON)+len(mdJSON), s.maxBytes); err != nil {
+		return checkpoint.Ref{}, err
+	}
+	if err := checkpoint.CheckBlobSizes(out, "put", cp.Blobs, s.maxBytes); err != nil {
+		return checkpoint.Ref{}, err
+	}
 	if ref.ID != "" && cp.ID <= ref.ID {
 		// Either the writer's latest is stale, or the ID does not grow:
 		// both are errors, and reading tells which.
@@ -71,15 +77,15 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 		}
 		if len(blobs) > 0 {
 			cols := blobColumns(blobs)
-			b.Queue(`INSERT INTO checkpoint_blobs (thread, ns, key, version, kind, base, data)
-SELECT $1, $2, u.key, u.version, u.kind, u.base, u.data
-FROM unnest($3::text[], $4::bigint[], $5::smallint[], $6::bigint[], $7::bytea[]) AS u(key, version, kind, base, data)
+			b.Queue(`INSERT INTO checkpoint_blobs (thread, ns, key, version, kind, base, data, sum)
+SELECT $1, $2, u.key, u.version, u.kind, u.base, u.data, u.sum
+FROM unnest($3::text[], $4::bigint[], $5::smallint[], $6::bigint[], $7::bytea[], $8::bigint[]) AS u(key, version, kind, base, data, sum)
 ON CONFLICT DO NOTHING
 RETURNING key, version`,
-				ref.ThreadID, ref.Namespace, cols.keys, cols.versions, cols.kinds, cols.bases, cols.data)
+				ref.ThreadID, ref.Namespace, cols.keys, cols.versions, cols.kinds, cols.bases, cols.data, cols.sums)
 		}
-		b.Queue(`INSERT INTO checkpoints (thread, ns, id, parent, step, source, run_id, metadata, checkpoint, created)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		b.Queue(`INSERT INTO checkpoints (thread, ns, id, parent, step, source, run_id, metadata, checkpoint, created, sum)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, md5($9::jsonb::text || ' ' || $8::jsonb::text))`,
 			ref.ThreadID, ref.Namespace, cp.ID, md.Parent, int64(md.Step), string(md.Source), md.RunID, mdJSON, cpJSON, cp.Created)
 		br := tx.SendBatch(ctx, b)
 		defer func() { _ = br.Close() }()
@@ -215,7 +221,7 @@ func checkStoredBlobs(ctx context.Context, tx pgx.Tx, out checkpoint.Ref, all, u
 			versions = append(versions, int64(b.Version))
 		}
 	}
-	rows, _ := tx.Query(ctx, `SELECT b.key, b.version, b.kind, b.base, b.data
+	rows, _ := tx.Query(ctx, `SELECT b.key, b.version, b.kind, b.base, b.data, b.sum
 FROM checkpoint_blobs b JOIN unnest($3::text[], $4::bigint[]) AS u(key, version) ON b.key = u.key AND b.version = u.version
 WHERE b.thread = $1 AND b.ns = $2`, out.ThreadID, out.Namespace, keys, versions)
 	old, err := scanBlobs(rows)
@@ -227,7 +233,7 @@ WHERE b.thread = $1 AND b.ns = $2`, out.ThreadID, out.Namespace, keys, versions)
 		if inserted[id] {
 			continue
 		}
-		if o, ok := old[id]; !ok || !o.Equal(b) {
+		if o, ok := old[id]; !ok || !o.Blob.Equal(b) {
 			return &putErr{fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)}
 		}
 	}
@@ -261,6 +267,7 @@ type blobCols struct {
 	kinds    []int16
 	bases    []int64
 	data     [][]byte
+	sums     []int64
 }
 
 func blobColumns(blobs []checkpoint.Blob) blobCols {
@@ -270,9 +277,11 @@ func blobColumns(blobs []checkpoint.Blob) blobCols {
 		kinds:    make([]int16, len(blobs)),
 		bases:    make([]int64, len(blobs)),
 		data:     make([][]byte, len(blobs)),
+		sums:     make([]int64, len(blobs)),
 	}
 	for i, b := range blobs {
 		c.keys[i], c.versions[i], c.kinds[i], c.bases[i], c.data[i] = b.Key, int64(b.Version), int16(b.Kind), int64(b.Base), b.Data
+		c.sums[i] = int64(checkpoint.BlobChecksum(b))
 	}
 	return c
 }
@@ -306,15 +315,20 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 		if indexes[w.Index] {
 			return fmt.Errorf("checkpoint: put writes of task %q for %s: index %d is used twice", taskID, ref, w.Index)
 		}
+		if err := checkpoint.CheckWriteSize(ref, "put writes", taskID, w, s.maxBytes); err != nil {
+			return err
+		}
 		indexes[w.Index] = true
 		ws[i] = w
+		ws[i].TaskID = taskID
 	}
 	slices.SortFunc(ws, func(a, b checkpoint.PendingWrite) int { return cmp.Compare(a.Index, b.Index) })
 	idx := make([]int64, len(ws))
 	keys := make([]string, len(ws))
 	values := make([][]byte, len(ws))
+	sums := make([]int64, len(ws))
 	for i, w := range ws {
-		idx[i], keys[i], values[i] = int64(w.Index), w.Key, w.Value
+		idx[i], keys[i], values[i], sums[i] = int64(w.Index), w.Key, w.Value, int64(checkpoint.WriteChecksum(w))
 	}
 
 	var missing bool
@@ -331,9 +345,9 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 		b.Queue(`DELETE FROM checkpoint_writes WHERE thread = $1 AND ns = $2 AND checkpoint_id = $3 AND task_id = $4`,
 			ref.ThreadID, ref.Namespace, ref.ID, taskID)
 		if len(ws) > 0 {
-			b.Queue(`INSERT INTO checkpoint_writes (thread, ns, checkpoint_id, task_id, idx, key, value)
-SELECT $1, $2, $3, $4, u.idx, u.key, u.value FROM unnest($5::bigint[], $6::text[], $7::bytea[]) AS u(idx, key, value)`,
-				ref.ThreadID, ref.Namespace, ref.ID, taskID, idx, keys, values)
+			b.Queue(`INSERT INTO checkpoint_writes (thread, ns, checkpoint_id, task_id, idx, key, value, sum)
+SELECT $1, $2, $3, $4, u.idx, u.key, u.value, u.sum FROM unnest($5::bigint[], $6::text[], $7::bytea[], $8::bigint[]) AS u(idx, key, value, sum)`,
+				ref.ThreadID, ref.Namespace, ref.ID, taskID, idx, keys, values, sums)
 		}
 		br := tx.SendBatch(ctx, b)
 		defer func() { _ = br.Close() }()

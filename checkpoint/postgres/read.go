@@ -51,7 +51,7 @@ func (s *Saver) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Tuple,
 		if len(rows) == 0 {
 			return notFound(ref)
 		}
-		tuples, err := load(ctx, tx, ref, rows)
+		tuples, err := load(ctx, tx, ref, rows, s.maxBytes)
 		if err != nil {
 			return err
 		}
@@ -155,7 +155,7 @@ func (s *Saver) listPage(ctx context.Context, ref checkpoint.Ref, filter map[str
 		for _, r := range rows {
 			read = append(read, r.id)
 		}
-		tuples, loadErr = load(ctx, tx, ref, rows)
+		tuples, loadErr = load(ctx, tx, ref, rows, s.maxBytes)
 		var bad *rowError
 		if loadErr != nil && !errors.As(loadErr, &bad) {
 			return loadErr // a database error: roll back
@@ -192,20 +192,23 @@ func (e *rowError) Error() string { return e.err.Error() }
 
 // selectCheckpoints starts the queries of checkpoint rows of namespace $2 of
 // thread $1.
-const selectCheckpoints = `SELECT id, metadata, checkpoint FROM checkpoints WHERE thread = $1 AND ns = $2`
+// The server compares each row's checksum (NULL for rows written before
+// checksums) with the row, so that only the verdict travels.
+const selectCheckpoints = `SELECT id, metadata, checkpoint, (sum IS NULL OR sum = ` + rowSum + `) FROM checkpoints WHERE thread = $1 AND ns = $2`
 
 // cpRow is a checkpoint row as read, not yet decoded.
 type cpRow struct {
 	id         string
 	metadata   []byte
 	checkpoint []byte
+	sumOK      bool
 }
 
 func queryCheckpoints(ctx context.Context, tx pgx.Tx, sql string, args ...any) ([]cpRow, error) {
 	rows, _ := tx.Query(ctx, sql, args...)
 	var out []cpRow
 	var r cpRow
-	_, err := pgx.ForEachRow(rows, []any{&r.id, &r.metadata, &r.checkpoint}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&r.id, &r.metadata, &r.checkpoint, &r.sumOK}, func() error {
 		out = append(out, r)
 		return nil
 	})
@@ -218,18 +221,27 @@ type decoded struct {
 	md checkpoint.Metadata
 }
 
-// decode decodes a checkpoint row of ref's namespace.
-func decode(ref checkpoint.Ref, r cpRow) (decoded, error) {
+// decode decodes a checkpoint row of ref's namespace, checking its size
+// and checksum first.
+func decode(ref checkpoint.Ref, r cpRow, limit int) (decoded, error) {
 	ref.ID = r.id
 	var d decoded
+	// jsonb renders JSON with a space after each ':' and ',', so a row
+	// comes back longer than it was put, but never twice as long.
+	if err := checkpoint.CheckSize(ref, "read", "the checkpoint row (as jsonb renders it, allowed twice the limit)", len(r.checkpoint)+len(r.metadata), 2*limit); err != nil {
+		return decoded{}, &rowError{err}
+	}
+	if !r.sumOK {
+		return decoded{}, &rowError{checkpoint.Corruptf(ref, "the checkpoint row fails its checksum")}
+	}
 	if err := json.Unmarshal(r.checkpoint, &d.cp); err != nil {
-		return decoded{}, &rowError{fmt.Errorf("checkpoint: %s: the stored checkpoint does not decode: %w", ref, err)}
+		return decoded{}, &rowError{checkpoint.Corruptf(ref, "the stored checkpoint does not decode: %v", err)}
 	}
 	if d.cp.ID != r.id {
-		return decoded{}, &rowError{fmt.Errorf("checkpoint: %s: the stored checkpoint names ID %q", ref, d.cp.ID)}
+		return decoded{}, &rowError{checkpoint.Corruptf(ref, "the stored checkpoint names ID %q", d.cp.ID)}
 	}
 	if err := json.Unmarshal(r.metadata, &d.md); err != nil {
-		return decoded{}, &rowError{fmt.Errorf("checkpoint: %s: the stored metadata does not decode: %w", ref, err)}
+		return decoded{}, &rowError{checkpoint.Corruptf(ref, "the stored metadata does not decode: %v", err)}
 	}
 	return d, nil
 }
@@ -237,11 +249,11 @@ func decode(ref checkpoint.Ref, r cpRow) (decoded, error) {
 // load builds the tuples of rows (checkpoints of ref's namespace) with their
 // blob chains and writes, reading both in one batch. It returns the tuples
 // before the first row that fails, and that row's error.
-func load(ctx context.Context, tx pgx.Tx, ref checkpoint.Ref, rows []cpRow) ([]*checkpoint.Tuple, error) {
+func load(ctx context.Context, tx pgx.Tx, ref checkpoint.Ref, rows []cpRow, limit int) ([]*checkpoint.Tuple, error) {
 	var rowErr error
 	ds := make([]decoded, 0, len(rows))
 	for _, r := range rows {
-		d, err := decode(ref, r)
+		d, err := decode(ref, r, limit)
 		if err != nil {
 			rowErr = err
 			break
@@ -267,7 +279,7 @@ func load(ctx context.Context, tx pgx.Tx, ref checkpoint.Ref, rows []cpRow) ([]*
 		}
 	}
 	b := &pgx.Batch{}
-	var blobs map[blobKey]checkpoint.Blob
+	var blobs map[blobKey]storedBlob
 	if len(keys) > 0 {
 		// Each chain is followed from the version in force through the
 		// bases of its deltas; UNION stops at blobs already found, so a
@@ -281,7 +293,7 @@ UNION
 	FROM chain c JOIN checkpoint_blobs b ON b.thread = $1 AND b.ns = $2 AND b.key = c.key AND b.version = c.base
 	WHERE c.kind = 2
 )
-SELECT b.key, b.version, b.kind, b.base, b.data
+SELECT b.key, b.version, b.kind, b.base, b.data, b.sum
 FROM chain c JOIN checkpoint_blobs b ON b.thread = $1 AND b.ns = $2 AND b.key = c.key AND b.version = c.version`,
 			ref.ThreadID, ref.Namespace, keys, versions).Query(func(rows pgx.Rows) error {
 			var err error
@@ -290,14 +302,29 @@ FROM chain c JOIN checkpoint_blobs b ON b.thread = $1 AND b.ns = $2 AND b.key = 
 		})
 	}
 	writes := make(map[string][]checkpoint.PendingWrite)
-	b.Queue(`SELECT checkpoint_id, task_id, idx, key, value FROM checkpoint_writes
+	badWrites := make(map[string]error)
+	b.Queue(`SELECT checkpoint_id, task_id, idx, key, value, sum FROM checkpoint_writes
 WHERE thread = $1 AND ns = $2 AND checkpoint_id = ANY($3)
 ORDER BY checkpoint_id, task_id, idx`, ref.ThreadID, ref.Namespace, ids).Query(func(rows pgx.Rows) error {
 		var id string
 		var idx int64
+		var sum *int64
 		var w checkpoint.PendingWrite
-		_, err := pgx.ForEachRow(rows, []any{&id, &w.TaskID, &idx, &w.Key, &w.Value}, func() error {
+		_, err := pgx.ForEachRow(rows, []any{&id, &w.TaskID, &idx, &w.Key, &w.Value, &sum}, func() error {
 			w.Index = int(idx)
+			defer func() { sum = nil }() // pgx would scan the next row into the same int64
+			if badWrites[id] != nil {
+				return nil
+			}
+			wref := checkpoint.Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: id}
+			if err := checkpoint.CheckWriteSize(wref, "read", w.TaskID, w, limit); err != nil {
+				badWrites[id] = err
+				return nil
+			}
+			if sum != nil && uint32(*sum) != checkpoint.WriteChecksum(w) {
+				badWrites[id] = checkpoint.Corruptf(wref, "pending write %d of task %q fails its checksum", w.Index, w.TaskID)
+				return nil
+			}
 			writes[id] = append(writes[id], w)
 			return nil
 		})
@@ -310,14 +337,24 @@ ORDER BY checkpoint_id, task_id, idx`, ref.ThreadID, ref.Namespace, ids).Query(f
 	out := make([]*checkpoint.Tuple, 0, len(ds))
 	for _, d := range ds {
 		tref := checkpoint.Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: d.cp.ID}
+		if err := badWrites[d.cp.ID]; err != nil {
+			return out, &rowError{err}
+		}
 		for _, key := range slices.Sorted(maps.Keys(d.cp.Versions)) {
-			chain, err := chainOf(blobs, key, d.cp.Versions[key])
-			if err != nil {
+			chain, err := chainOf(blobs, key, d.cp.Versions[key], limit)
+			switch {
+			case errors.Is(err, checkpoint.ErrTooLarge):
+				return out, &rowError{fmt.Errorf("checkpoint: read %s: key %q: %w", tref, key, err)}
+			case err != nil:
 				return out, &rowError{fmt.Errorf("checkpoint: %s: key %q: %w", tref, key, err)}
 			}
 			d.cp.Blobs = append(d.cp.Blobs, chain...)
 		}
-		out = append(out, &checkpoint.Tuple{Ref: tref, Checkpoint: d.cp, Metadata: d.md, Writes: writes[d.cp.ID]})
+		t := &checkpoint.Tuple{Ref: tref, Checkpoint: d.cp, Metadata: d.md, Writes: writes[d.cp.ID]}
+		if err := t.Validate(); err != nil {
+			return out, &rowError{err}
+		}
+		out = append(out, t)
 	}
 	return out, rowErr
 }
@@ -325,7 +362,7 @@ ORDER BY checkpoint_id, task_id, idx`, ref.ThreadID, ref.Namespace, ids).Query(f
 // chainOf returns the blobs that rebuild key at version v, oldest (the Full
 // blob) first, with checkpoint.Memory's errors. Blobs shared by several
 // chains are copied, so that no two tuples share memory.
-func chainOf(blobs map[blobKey]checkpoint.Blob, key string, v uint64) ([]checkpoint.Blob, error) {
+func chainOf(blobs map[blobKey]storedBlob, key string, v uint64, limit int) ([]checkpoint.Blob, error) {
 	var chain []checkpoint.Blob
 	for {
 		b, ok := blobs[blobKey{key, v}]
@@ -335,13 +372,19 @@ func chainOf(blobs map[blobKey]checkpoint.Blob, key string, v uint64) ([]checkpo
 			}
 			return nil, fmt.Errorf("delta version %d is based on version %d, which is not stored; the chain does not reach a full blob", chain[len(chain)-1].Version, v)
 		}
+		if len(b.Data) > limit {
+			return nil, fmt.Errorf("blob version %d has %d bytes, more than the limit of %d bytes: %w", v, len(b.Data), limit, checkpoint.ErrTooLarge)
+		}
+		if b.sum != nil && uint32(*b.sum) != checkpoint.BlobChecksum(b.Blob) {
+			return nil, fmt.Errorf("blob version %d fails its checksum: %w", v, checkpoint.ErrCorrupt)
+		}
 		b.Data = slices.Clone(b.Data)
-		chain = append(chain, b)
+		chain = append(chain, b.Blob)
 		if b.Kind == checkpoint.Full {
 			break
 		}
 		if b.Kind != checkpoint.Delta || b.Base >= b.Version {
-			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which cannot be rebuilt", b.Version, b.Kind, b.Base)
+			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which no Put stores: %w", b.Version, b.Kind, b.Base, checkpoint.ErrCorrupt)
 		}
 		v = b.Base
 	}
@@ -349,15 +392,29 @@ func chainOf(blobs map[blobKey]checkpoint.Blob, key string, v uint64) ([]checkpo
 	return chain, nil
 }
 
-// scanBlobs reads rows of (key, version, kind, base, data) into a map.
-func scanBlobs(rows pgx.Rows) (map[blobKey]checkpoint.Blob, error) {
-	out := make(map[blobKey]checkpoint.Blob)
+// storedBlob is a blob as read, with its checksum (nil when written before
+// checksums).
+type storedBlob struct {
+	checkpoint.Blob
+	sum *int64
+}
+
+// scanBlobs reads rows of (key, version, kind, base, data, sum) into a map.
+func scanBlobs(rows pgx.Rows) (map[blobKey]storedBlob, error) {
+	out := make(map[blobKey]storedBlob)
 	var b checkpoint.Blob
 	var version, base int64
 	var kind int16
-	_, err := pgx.ForEachRow(rows, []any{&b.Key, &version, &kind, &base, &b.Data}, func() error {
+	var sum *int64
+	_, err := pgx.ForEachRow(rows, []any{&b.Key, &version, &kind, &base, &b.Data, &sum}, func() error {
 		b.Version, b.Kind, b.Base = uint64(version), checkpoint.BlobKind(kind), uint64(base)
-		out[blobKey{b.Key, b.Version}] = b
+		sb := storedBlob{Blob: b}
+		if sum != nil {
+			v := *sum
+			sb.sum = &v
+			sum = nil // pgx would scan the next row into the same int64
+		}
+		out[blobKey{b.Key, b.Version}] = sb
 		return nil
 	})
 	return out, err

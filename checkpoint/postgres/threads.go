@@ -71,12 +71,12 @@ func (s *Saver) CopyThread(ctx context.Context, from, to string) error {
 		b := &pgx.Batch{}
 		b.Queue(`INSERT INTO checkpoint_heads (thread, ns, latest_id)
 SELECT $2, ns, latest_id FROM checkpoint_heads WHERE thread = $1`, from, to)
-		b.Queue(`INSERT INTO checkpoints (thread, ns, id, parent, step, source, run_id, metadata, checkpoint, created)
-SELECT $2, ns, id, parent, step, source, run_id, metadata, checkpoint, created FROM checkpoints WHERE thread = $1`, from, to)
-		b.Queue(`INSERT INTO checkpoint_blobs (thread, ns, key, version, kind, base, data)
-SELECT $2, ns, key, version, kind, base, data FROM checkpoint_blobs WHERE thread = $1`, from, to)
-		b.Queue(`INSERT INTO checkpoint_writes (thread, ns, checkpoint_id, task_id, idx, key, value)
-SELECT $2, ns, checkpoint_id, task_id, idx, key, value FROM checkpoint_writes WHERE thread = $1`, from, to)
+		b.Queue(`INSERT INTO checkpoints (thread, ns, id, parent, step, source, run_id, metadata, checkpoint, created, sum)
+SELECT $2, ns, id, parent, step, source, run_id, metadata, checkpoint, created, sum FROM checkpoints WHERE thread = $1`, from, to)
+		b.Queue(`INSERT INTO checkpoint_blobs (thread, ns, key, version, kind, base, data, sum)
+SELECT $2, ns, key, version, kind, base, data, sum FROM checkpoint_blobs WHERE thread = $1`, from, to)
+		b.Queue(`INSERT INTO checkpoint_writes (thread, ns, checkpoint_id, task_id, idx, key, value, sum)
+SELECT $2, ns, checkpoint_id, task_id, idx, key, value, sum FROM checkpoint_writes WHERE thread = $1`, from, to)
 		err = tx.SendBatch(ctx, b).Close()
 		if isCode(err, uniqueViolation) {
 			// A Put in the target committed after the check.
@@ -163,6 +163,70 @@ RETURNING c.thread, c.ns`, where, n+1, n+1, n+2, n+3),
 	return removed, nil
 }
 
+// DeleteRun removes every checkpoint of thread threadID whose run ID is
+// runID, in every namespace, with their pending writes and the blobs no
+// remaining checkpoint of those namespaces needs, in one transaction; see
+// checkpoint.Saver. It locks the thread's heads rows first, as
+// DeleteThread does, then points each touched namespace's head at its
+// newest remaining checkpoint (or removes the head of a namespace left
+// empty), so the next Put there names that checkpoint as its parent. A
+// remaining checkpoint of a touched namespace whose versions do not decode
+// fails the call, which then removes nothing. It returns how many
+// checkpoints it removed.
+func (s *Saver) DeleteRun(ctx context.Context, threadID, runID string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if threadID == "" {
+		return 0, errEmptyThread
+	}
+	if runID == "" {
+		return 0, fmt.Errorf("checkpoint: delete run in %s: run ID is empty", checkpoint.Ref{ThreadID: threadID})
+	}
+	removed := 0
+	err := s.inTx(ctx, readWrite, func(tx pgx.Tx) error {
+		removed = 0
+		if _, err := tx.Exec(ctx, `SELECT count(*) FROM (SELECT 1 FROM checkpoint_heads WHERE thread = $1 ORDER BY ns FOR UPDATE) AS h`, threadID); err != nil {
+			return err
+		}
+		// Pending writes go with their checkpoints (ON DELETE CASCADE).
+		rows, _ := tx.Query(ctx, `DELETE FROM checkpoints WHERE thread = $1 AND run_id = $2 RETURNING ns`, threadID, runID)
+		affected := make(map[nsKey]bool)
+		var ns string
+		if _, err := pgx.ForEachRow(rows, []any{&ns}, func() error {
+			removed++
+			affected[nsKey{threadID, ns}] = true
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(affected) == 0 {
+			return nil
+		}
+		nss := make([]string, 0, len(affected))
+		for k := range affected {
+			nss = append(nss, k.ns)
+		}
+		b := &pgx.Batch{}
+		b.Queue(`DELETE FROM checkpoint_heads h WHERE h.thread = $1 AND h.ns = ANY($2)
+AND NOT EXISTS (SELECT 1 FROM checkpoints c WHERE c.thread = h.thread AND c.ns = h.ns)`, threadID, nss)
+		b.Queue(`UPDATE checkpoint_heads h SET latest_id = (SELECT max(c.id) FROM checkpoints c WHERE c.thread = h.thread AND c.ns = h.ns)
+WHERE h.thread = $1 AND h.ns = ANY($2)`, threadID, nss)
+		if err := tx.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		return collectBlobs(ctx, tx, affected)
+	})
+	if err != nil {
+		var own *rowError
+		if errors.As(err, &own) {
+			return 0, own.err
+		}
+		return 0, fmt.Errorf("checkpoint: delete run %q of %s: %w", runID, checkpoint.Ref{ThreadID: threadID}, err)
+	}
+	return removed, nil
+}
+
 // nsKey is a thread namespace.
 type nsKey struct{ thread, ns string }
 
@@ -196,7 +260,7 @@ FROM checkpoints c JOIN unnest($1::text[], $2::text[]) AS a(thread, ns) ON c.thr
 			var versions map[string]uint64
 			if raw == nil || json.Unmarshal(raw, &versions) != nil {
 				ref := checkpoint.Ref{ThreadID: k.thread, Namespace: k.ns, ID: id}
-				return &rowError{fmt.Errorf("checkpoint: prune: %s: the stored checkpoint's versions do not decode, so the blobs it needs are unknown", ref)}
+				return &rowError{checkpoint.Corruptf(ref, "the stored checkpoint's versions do not decode, so the blobs it needs are unknown")}
 			}
 			for key, v := range versions {
 				needed = append(needed, blobRef{k, blobKey{key, v}})

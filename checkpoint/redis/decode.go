@@ -95,18 +95,25 @@ func pairs(flat []string) map[string]string {
 	return m
 }
 
-// metadata decodes the metadata of a page's tuple; ref names the checkpoint.
-func (rt rawTuple) metadata(ref checkpoint.Ref) (checkpoint.Metadata, error) {
+// metadata checks the size and checksum of a page's tuple and decodes its
+// metadata; ref names the checkpoint.
+func (rt rawTuple) metadata(ref checkpoint.Ref, limit int) (checkpoint.Metadata, error) {
 	var md checkpoint.Metadata
 	if len(rt.fields) == 0 {
-		return md, fmt.Errorf("checkpoint/redis: %s: the checkpoint is listed but its record is missing", ref)
+		return md, checkpoint.Corruptf(ref, "the checkpoint is listed but its record is missing")
 	}
-	raw, ok := rt.fields[fieldMetadata]
-	if !ok {
-		return md, fmt.Errorf("checkpoint/redis: %s: the checkpoint's record has no metadata", ref)
+	cp, mdRaw, vs, t := rt.fields[fieldCheckpoint], rt.fields[fieldMetadata], rt.fields[fieldVersions], rt.fields[fieldCreated]
+	if err := checkpoint.CheckSize(ref, "read", "the checkpoint record", len(cp)+len(mdRaw)+len(vs), limit); err != nil {
+		return md, err
 	}
-	if err := json.Unmarshal([]byte(raw), &md); err != nil {
-		return md, fmt.Errorf("checkpoint/redis: %s: decode metadata: %w", ref, err)
+	if sum, ok := rt.fields[fieldSum]; ok && sum != recordSum(cp, mdRaw, vs, t) {
+		return md, checkpoint.Corruptf(ref, "the checkpoint record fails its checksum")
+	}
+	if _, ok := rt.fields[fieldMetadata]; !ok {
+		return md, checkpoint.Corruptf(ref, "the checkpoint's record has no metadata")
+	}
+	if err := json.Unmarshal([]byte(mdRaw), &md); err != nil {
+		return md, checkpoint.Corruptf(ref, "decode metadata: %v", err)
 	}
 	return md, nil
 }
@@ -114,9 +121,9 @@ func (rt rawTuple) metadata(ref checkpoint.Ref) (checkpoint.Metadata, error) {
 // tuple decodes a page's tuple, or returns nil when its metadata does not
 // match filter. Every error names the thread, namespace and checkpoint. The
 // Tuple shares no memory with the page or with other tuples.
-func (p page) tuple(thread, namespace string, rt rawTuple, filter map[string]string) (*checkpoint.Tuple, error) {
+func (p page) tuple(thread, namespace string, rt rawTuple, filter map[string]string, limit int) (*checkpoint.Tuple, error) {
 	ref := checkpoint.Ref{ThreadID: thread, Namespace: namespace, ID: rt.id}
-	md, err := rt.metadata(ref)
+	md, err := rt.metadata(ref, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -125,15 +132,18 @@ func (p page) tuple(thread, namespace string, rt rawTuple, filter map[string]str
 	}
 	raw, ok := rt.fields[fieldCheckpoint]
 	if !ok {
-		return nil, fmt.Errorf("checkpoint/redis: %s: the checkpoint's record has no checkpoint", ref)
+		return nil, checkpoint.Corruptf(ref, "the checkpoint's record has no checkpoint")
 	}
 	var sc storedCheckpoint
 	if err := json.Unmarshal([]byte(raw), &sc); err != nil {
-		return nil, fmt.Errorf("checkpoint/redis: %s: decode checkpoint: %w", ref, err)
+		return nil, checkpoint.Corruptf(ref, "decode checkpoint: %v", err)
+	}
+	if sc.Created == nil {
+		return nil, checkpoint.Corruptf(ref, "the stored checkpoint has no creation time (it reads %.40q)", raw)
 	}
 	versions, err := decodeVersions(rt.fields[fieldVersions])
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint/redis: %s: decode versions: %w", ref, err)
+		return nil, checkpoint.Corruptf(ref, "decode versions: %v", err)
 	}
 	cp := checkpoint.Checkpoint{
 		ID:       rt.id,
@@ -141,26 +151,30 @@ func (p page) tuple(thread, namespace string, rt rawTuple, filter map[string]str
 		Next:     sc.Next,
 		Waiting:  sc.Waiting,
 		Deferred: sc.Deferred,
-		Created:  sc.Created,
+		Created:  *sc.Created,
 	}
 	for _, key := range slices.Sorted(maps.Keys(versions)) {
-		chain, err := p.chain(key, versions[key], rt.chains[key])
+		chain, err := p.chain(key, versions[key], rt.chains[key], limit)
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint/redis: %s: key %q: %w", ref, key, err)
 		}
 		cp.Blobs = append(cp.Blobs, chain...)
 	}
-	writes, err := rt.writes()
+	writes, err := rt.writes(ref, limit)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint/redis: %s: %w", ref, err)
+		return nil, err
 	}
-	return &checkpoint.Tuple{Ref: ref, Checkpoint: cp, Metadata: md, Writes: writes}, nil
+	t := &checkpoint.Tuple{Ref: ref, Checkpoint: cp, Metadata: md, Writes: writes}
+	if err := t.Validate(); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // chain checks and decodes key's chain at version v from the blobs the
 // script found (newest first), and returns it oldest first. Its checks and
 // texts are checkpoint.Memory's.
-func (p page) chain(key string, v uint64, idx []int) ([]checkpoint.Blob, error) {
+func (p page) chain(key string, v uint64, idx []int, limit int) ([]checkpoint.Blob, error) {
 	var chain []checkpoint.Blob
 	for i := 0; ; i++ {
 		if i >= len(idx) {
@@ -170,15 +184,21 @@ func (p page) chain(key string, v uint64, idx []int) ([]checkpoint.Blob, error) 
 			return nil, fmt.Errorf("delta version %d is based on version %d, which is not stored; the chain does not reach a full blob", chain[len(chain)-1].Version, v)
 		}
 		b, err := decodeBlob(key, v, p.blobs[idx[i]])
+		if errors.Is(err, checkpoint.ErrCorrupt) {
+			return nil, fmt.Errorf("blob version %d: %w", v, err)
+		}
 		if err != nil {
-			return nil, fmt.Errorf("blob version %d does not decode: %w", v, err)
+			return nil, fmt.Errorf("blob version %d does not decode: %v: %w", v, err, checkpoint.ErrCorrupt)
+		}
+		if len(b.Data) > limit {
+			return nil, fmt.Errorf("blob version %d has %d bytes, more than the limit of %d bytes: %w", v, len(b.Data), limit, checkpoint.ErrTooLarge)
 		}
 		chain = append(chain, b)
 		if b.Kind == checkpoint.Full {
 			break
 		}
 		if b.Base >= b.Version {
-			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which cannot be rebuilt", b.Version, b.Kind, b.Base)
+			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which no Put stores: %w", b.Version, b.Kind, b.Base, checkpoint.ErrCorrupt)
 		}
 		v = b.Base
 	}
@@ -189,8 +209,9 @@ func (p page) chain(key string, v uint64, idx []int) ([]checkpoint.Blob, error) 
 	return chain, nil
 }
 
-// writes decodes the checkpoint's pending writes, by task then index.
-func (rt rawTuple) writes() ([]checkpoint.PendingWrite, error) {
+// writes decodes the checkpoint's pending writes, by task then index,
+// checking checksums and sizes.
+func (rt rawTuple) writes(ref checkpoint.Ref, limit int) ([]checkpoint.PendingWrite, error) {
 	var tasks []string
 	for f := range rt.fields {
 		if task, ok := strings.CutPrefix(f, writesPrefix); ok {
@@ -200,11 +221,18 @@ func (rt rawTuple) writes() ([]checkpoint.PendingWrite, error) {
 	slices.Sort(tasks)
 	var out []checkpoint.PendingWrite
 	for _, task := range tasks {
+		js, err := decodeWritesValue(rt.fields[writesPrefix+task])
+		if err != nil {
+			return nil, checkpoint.Corruptf(ref, "pending writes of task %q: %v", task, err)
+		}
 		var ws []checkpoint.PendingWrite
-		if err := json.Unmarshal([]byte(rt.fields[writesPrefix+task]), &ws); err != nil {
-			return nil, fmt.Errorf("decode pending writes of task %q: %w", task, err)
+		if err := json.Unmarshal([]byte(js), &ws); err != nil {
+			return nil, checkpoint.Corruptf(ref, "decode pending writes of task %q: %v", task, err)
 		}
 		for _, w := range ws {
+			if err := checkpoint.CheckWriteSize(ref, "read", task, w, limit); err != nil {
+				return nil, err
+			}
 			w.TaskID = task
 			out = append(out, w)
 		}

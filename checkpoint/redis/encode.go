@@ -63,6 +63,7 @@ const (
 	fieldMetadata   = "md" // checkpoint.Metadata JSON
 	fieldVersions   = "v"  // encodeVersions
 	fieldCreated    = "t"  // timeKey of Checkpoint.Created
+	fieldSum        = "s"  // recordSum of the four fields above
 	writesPrefix    = "w:"
 )
 
@@ -73,7 +74,7 @@ type storedCheckpoint struct {
 	Next     []checkpoint.Task   `json:"next,omitempty"`
 	Waiting  map[string][]string `json:"waiting,omitempty"`
 	Deferred []string            `json:"deferred,omitempty"`
-	Created  time.Time           `json:"created"`
+	Created  *time.Time          `json:"created"` // always written: nil means damaged
 }
 
 // blobField names a blob in its namespace's hash: key, NUL, version. The
@@ -82,26 +83,59 @@ func blobField(key string, version uint64) string {
 	return key + "\x00" + strconv.FormatUint(version, 10)
 }
 
-// encodeBlob is a blob's stored value: a header line, "F" or "D" and the
-// base version in decimal, then the data as given.
+// encodeBlob is a blob's stored value: a header line, "F" or "D", the base
+// version in decimal, "," and checkpoint.BlobChecksum in 8 hex digits,
+// then the data as given.
 func encodeBlob(b checkpoint.Blob) []byte {
 	kind := byte('F')
 	if b.Kind == checkpoint.Delta {
 		kind = 'D'
 	}
-	out := make([]byte, 0, len(b.Data)+22)
+	out := make([]byte, 0, len(b.Data)+31)
 	out = append(out, kind)
 	out = strconv.AppendUint(out, b.Base, 10)
+	out = append(out, ',')
+	out = appendHex32(out, checkpoint.BlobChecksum(b))
 	out = append(out, '\n')
 	return append(out, b.Data...)
 }
 
-// decodeBlob parses a value written by encodeBlob.
+// appendHex32 appends v as 8 lowercase hex digits.
+func appendHex32(out []byte, v uint32) []byte {
+	const digits = "0123456789abcdef"
+	for shift := 28; shift >= 0; shift -= 4 {
+		out = append(out, digits[(v>>uint(shift))&0xf])
+	}
+	return out
+}
+
+// parseHex32 parses 8 hex digits written by appendHex32.
+func parseHex32(s string) (uint32, bool) {
+	if len(s) != 8 {
+		return 0, false
+	}
+	v, err := strconv.ParseUint(s, 16, 32)
+	return uint32(v), err == nil
+}
+
+// errBadSum marks a blob whose data fails its checksum.
+var errBadSum = fmt.Errorf("it fails its checksum: %w", checkpoint.ErrCorrupt)
+
+// decodeBlob parses a value written by encodeBlob, or by the versions
+// before checksums (no "," and checksum in the header), and checks the
+// checksum when there is one.
 func decodeBlob(key string, version uint64, val string) (checkpoint.Blob, error) {
 	nl := strings.IndexByte(val, '\n')
 	if nl < 2 {
 		return checkpoint.Blob{}, errors.New("no header")
 	}
+	header := val[:nl]
+	sumText, hasSum := "", false
+	if comma := strings.IndexByte(header, ','); comma >= 0 {
+		header, sumText, hasSum = header[:comma], header[comma+1:], true
+	}
+	val = header + val[nl:]
+	nl = len(header)
 	var kind checkpoint.BlobKind
 	switch val[0] {
 	case 'F':
@@ -119,7 +153,54 @@ func decodeBlob(key string, version uint64, val string) (checkpoint.Blob, error)
 	if data := val[nl+1:]; data != "" {
 		b.Data = json.RawMessage(data)
 	}
+	if hasSum {
+		sum, ok := parseHex32(sumText)
+		if !ok {
+			return checkpoint.Blob{}, fmt.Errorf("bad checksum %q in the header: %w", sumText, checkpoint.ErrCorrupt)
+		}
+		if sum != checkpoint.BlobChecksum(b) {
+			return checkpoint.Blob{}, errBadSum
+		}
+	}
 	return b, nil
+}
+
+// recordSum is the "s" field of a checkpoint's hash: the CRC-32C of its
+// "cp", "md", "v" and "t" fields, each followed by a NUL, in 8 hex digits.
+func recordSum(cp, md, versions, created string) string {
+	sum := checkpoint.ChecksumString(0, cp, "\x00", md, "\x00", versions, "\x00", created, "\x00")
+	return string(appendHex32(nil, sum))
+}
+
+// encodeWrites is the stored value of a task's pending writes: "C", the
+// CRC-32C of the JSON in 8 hex digits, "\n", then the JSON.
+func encodeWrites(js []byte) string {
+	out := make([]byte, 0, len(js)+10)
+	out = append(out, 'C')
+	out = appendHex32(out, checkpoint.Checksum(0, js))
+	out = append(out, '\n')
+	return string(append(out, js...))
+}
+
+// decodeWritesValue returns the JSON of a value written by encodeWrites,
+// after checking its checksum, or the value itself when it was written
+// before checksums (it then starts with "[").
+func decodeWritesValue(val string) (string, error) {
+	if !strings.HasPrefix(val, "C") {
+		return val, nil
+	}
+	if len(val) < 10 || val[9] != '\n' {
+		return "", fmt.Errorf("bad checksum header: %w", checkpoint.ErrCorrupt)
+	}
+	sum, ok := parseHex32(val[1:9])
+	if !ok {
+		return "", fmt.Errorf("bad checksum header: %w", checkpoint.ErrCorrupt)
+	}
+	js := val[10:]
+	if checkpoint.ChecksumString(0, js) != sum {
+		return "", fmt.Errorf("they fail their checksum: %w", checkpoint.ErrCorrupt)
+	}
+	return js, nil
 }
 
 // parseDecimal parses a canonical decimal uint64 (no sign, no leading

@@ -3,6 +3,7 @@ package redis
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -11,24 +12,77 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/checkpoint/checkpointtest"
 	"github.com/trellis-agents/trellis/internal/testenv"
 )
 
 // This file gives the tests (in this package and in redis_test) what they
 // need beyond the public API. It is compiled only into the test binary.
 
-// Corrupt implements checkpointtest.Corrupter: it overwrites the stored
-// checkpoint JSON of the checkpoint ref names with text that does not
-// decode.
-func (s *Saver) Corrupt(ref checkpoint.Ref) error {
-	return s.CorruptField(ref, fieldCheckpoint, "{not json")
+// Corrupt implements checkpointtest.Corrupter: it damages what is stored
+// for the checkpoint ref names as d says, leaving the checksums as they
+// are.
+func (s *Saver) Corrupt(ref checkpoint.Ref, d checkpointtest.Damage) error {
+	ctx := context.Background()
+	k := s.keys(ref.ThreadID, ref.Namespace)
+	flip := func(key, field string) error {
+		val, err := s.client.HGet(ctx, key, field).Result()
+		if err != nil {
+			return fmt.Errorf("corrupt %s: read %s %q: %w", ref, key, field, err)
+		}
+		return s.client.HSet(ctx, key, field, checkpointtest.Flip([]byte(val))).Err()
+	}
+	switch d.Kind {
+	case checkpointtest.DamageEmptyObject:
+		return s.client.HSet(ctx, k.cpPrefix+ref.ID, fieldCheckpoint, "{}").Err()
+	case checkpointtest.DamageNull:
+		return s.client.HSet(ctx, k.cpPrefix+ref.ID, fieldCheckpoint, "null").Err()
+	case checkpointtest.DamageFlipCheckpoint:
+		return flip(k.cpPrefix+ref.ID, fieldCheckpoint)
+	case checkpointtest.DamageFlipBlob:
+		return flip(k.blobs, blobField(d.Key, d.Version))
+	case checkpointtest.DamageFlipWrite:
+		return flip(k.cpPrefix+ref.ID, writesPrefix+d.TaskID)
+	}
+	return fmt.Errorf("unknown damage %q", d.Kind)
 }
 
-// CorruptField overwrites one field of the hash of the checkpoint ref names:
-// "cp", "md", "v", "t" or "w:"+task.
+// CorruptField overwrites one field of the hash of the checkpoint ref names
+// ("cp", "md", "v", "t" or "w:"+task) and removes its checksum, as in a
+// record written before checksums, so that decoding meets the damage.
 func (s *Saver) CorruptField(ref checkpoint.Ref, field, value string) error {
 	k := s.keys(ref.ThreadID, ref.Namespace)
-	return s.client.HSet(context.Background(), k.cpPrefix+ref.ID, field, value).Err()
+	ctx := context.Background()
+	if err := s.client.HDel(ctx, k.cpPrefix+ref.ID, fieldSum).Err(); err != nil {
+		return err
+	}
+	return s.client.HSet(ctx, k.cpPrefix+ref.ID, field, value).Err()
+}
+
+// MakeLegacy rewrites what is stored for the checkpoint ref names, its blob
+// key@version and its writes of task as the versions before checksums
+// stored them.
+func (s *Saver) MakeLegacy(ref checkpoint.Ref, key string, version uint64, task string) error {
+	ctx := context.Background()
+	k := s.keys(ref.ThreadID, ref.Namespace)
+	if err := s.client.HDel(ctx, k.cpPrefix+ref.ID, fieldSum).Err(); err != nil {
+		return err
+	}
+	val, err := s.client.HGet(ctx, k.blobs, blobField(key, version)).Result()
+	if err != nil {
+		return err
+	}
+	head, data, _ := strings.Cut(val, "\n")
+	head, _, _ = strings.Cut(head, ",")
+	if err := s.client.HSet(ctx, k.blobs, blobField(key, version), head+"\n"+data).Err(); err != nil {
+		return err
+	}
+	ws, err := s.client.HGet(ctx, k.cpPrefix+ref.ID, writesPrefix+task).Result()
+	if err != nil {
+		return err
+	}
+	_, js, _ := strings.Cut(ws, "\n")
+	return s.client.HSet(ctx, k.cpPrefix+ref.ID, writesPrefix+task, js).Err()
 }
 
 // DeleteRecord deletes the hash of the checkpoint ref names, leaving its ID

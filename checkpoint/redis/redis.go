@@ -18,13 +18,24 @@
 //	                       latest checkpoint is the last member
 //	P{T}:blobs:N     hash  the namespace's blobs, stored once per key and
 //	                       version: field key+"\x00"+version, value a header
-//	                       line ("F" or "D", the base version, "\n") then the
-//	                       blob's JSON as given
+//	                       line ("F" or "D", the base version, "," and the
+//	                       blob's checkpoint.BlobChecksum in 8 hex digits,
+//	                       "\n") then the blob's JSON as given
 //	P{T}:cp:N:ID     hash  one checkpoint: "cp" its JSON without ID, versions
 //	                       and blobs; "md" the metadata JSON; "v" the versions
 //	                       (length-prefixed keys, exact for Lua and Go); "t" the
 //	                       creation time in a byte-sortable form, for Prune;
-//	                       "w:"+task ID, that task's pending writes as JSON
+//	                       "s" the CRC-32C of cp, md, v and t in 8 hex digits;
+//	                       "w:"+task ID, that task's pending writes: "C", the
+//	                       CRC-32C of the JSON in 8 hex digits, "\n", then the
+//	                       writes as JSON
+//
+// Records written before checksums (no "s" field, a blob header without
+// ",", writes starting with "[") are read without the check.
+//
+// DeleteRun is one script over the thread's keys too: it reads each
+// checkpoint's run ID from its metadata JSON (with the server's cjson).
+//
 //	Pthreads         set   every thread ID, for Prune and Size over all threads
 //
 // # Atomicity
@@ -75,9 +86,10 @@ const listPage = 32
 // Saver is a checkpoint.Saver backed by Redis. It is safe for concurrent
 // use. Make one with New.
 type Saver struct {
-	client goredis.UniversalClient
-	prefix string
-	now    func() time.Time // clock for Prune's OlderThan
+	client   goredis.UniversalClient
+	prefix   string
+	now      func() time.Time // clock for Prune's OlderThan
+	maxBytes int              // size limit of one record, blob or write
 }
 
 var _ checkpoint.Saver = (*Saver)(nil)
@@ -94,10 +106,25 @@ func WithPrefix(prefix string) Option {
 	return func(s *Saver) { s.prefix = prefix }
 }
 
+// WithMaxBytes sets the Saver's size limit: the most bytes of one
+// checkpoint record (its checkpoint, metadata and versions fields), of one
+// blob's data and of one pending write's value that Put and PutWrites
+// accept and that Get and List return; beyond it they fail with an error
+// wrapping checkpoint.ErrTooLarge. The default is
+// checkpoint.DefaultMaxBytes; n <= 0 keeps it. Data stored under a larger
+// limit is refused on read, though it has been received by then.
+func WithMaxBytes(n int) Option {
+	return func(s *Saver) {
+		if n > 0 {
+			s.maxBytes = n
+		}
+	}
+}
+
 // New returns a Saver storing checkpoints through client. The Saver does not
 // own the client: closing it is the caller's job.
 func New(client goredis.UniversalClient, opts ...Option) *Saver {
-	s := &Saver{client: client, prefix: DefaultPrefix, now: time.Now}
+	s := &Saver{client: client, prefix: DefaultPrefix, now: time.Now, maxBytes: checkpoint.DefaultMaxBytes}
 	for _, o := range opts {
 		o(s)
 	}
@@ -132,7 +159,7 @@ func (s *Saver) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Tuple,
 	if len(p.tuples) == 0 {
 		return nil, notFound(ref)
 	}
-	return p.tuple(ref.ThreadID, ref.Namespace, p.tuples[0], nil)
+	return p.tuple(ref.ThreadID, ref.Namespace, p.tuples[0], nil, s.maxBytes)
 }
 
 // read runs readScript; see there for mode and arg.
@@ -187,7 +214,7 @@ func (s *Saver) List(ctx context.Context, ref checkpoint.Ref, opts checkpoint.Li
 					yield(nil, err)
 					return
 				}
-				t, err := p.tuple(ref.ThreadID, ref.Namespace, rt, opts.Filter)
+				t, err := p.tuple(ref.ThreadID, ref.Namespace, rt, opts.Filter, s.maxBytes)
 				if err != nil {
 					yield(nil, err)
 					return
@@ -237,7 +264,7 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 	if err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint/redis: put %s: %w", out, err)
 	}
-	cpJSON, err := json.Marshal(storedCheckpoint{Next: cp.Next, Waiting: cp.Waiting, Deferred: cp.Deferred, Created: cp.Created})
+	cpJSON, err := json.Marshal(storedCheckpoint{Next: cp.Next, Waiting: cp.Waiting, Deferred: cp.Deferred, Created: &cp.Created})
 	if err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint/redis: put %s: encode checkpoint: %w", out, err)
 	}
@@ -245,10 +272,18 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 	if err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint/redis: put %s: encode metadata: %w", out, err)
 	}
+	versions, created := encodeVersions(cp.Versions), timeKey(cp.Created)
+	if err := checkpoint.CheckSize(out, "put", "the checkpoint record", len(cpJSON)+len(mdJSON)+len(versions), s.maxBytes); err != nil {
+		return checkpoint.Ref{}, err
+	}
+	if err := checkpoint.CheckBlobSizes(out, "put", blobs, s.maxBytes); err != nil {
+		return checkpoint.Ref{}, err
+	}
 
 	k := s.keys(ref.ThreadID, ref.Namespace)
-	args := make([]any, 0, 7+2*len(blobs))
-	args = append(args, k.escNS, ref.ID, cp.ID, cpJSON, mdJSON, encodeVersions(cp.Versions), timeKey(cp.Created))
+	args := make([]any, 0, 8+2*len(blobs))
+	args = append(args, k.escNS, ref.ID, cp.ID, cpJSON, mdJSON, versions, created,
+		recordSum(string(cpJSON), string(mdJSON), versions, created))
 	for _, b := range blobs {
 		args = append(args, blobField(b.Key, b.Version), encodeBlob(b))
 	}
@@ -359,13 +394,18 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 	if err != nil {
 		return err
 	}
+	for _, w := range ws {
+		if err := checkpoint.CheckWriteSize(ref, "put writes", taskID, w, s.maxBytes); err != nil {
+			return err
+		}
+	}
 	value := ""
 	if len(ws) > 0 {
 		b, err := json.Marshal(ws)
 		if err != nil {
 			return fmt.Errorf("checkpoint/redis: put writes of task %q for %s: encode: %w", taskID, ref, err)
 		}
-		value = string(b)
+		value = encodeWrites(b)
 	}
 	k := s.keys(ref.ThreadID, ref.Namespace)
 	n, err := putWritesScript.Run(ctx, s.client, []string{k.ids, k.cpPrefix + ref.ID}, ref.ID, writesPrefix+taskID, value).Int64()

@@ -35,6 +35,48 @@ func TestSaver(t *testing.T) {
 	})
 }
 
+// TestLimits checks the size limit; the Savers of one test share a prefix,
+// so reading data written under a larger limit is checked too.
+func TestLimits(t *testing.T) {
+	c := redis.Connect(t)
+	prefixes := map[string]string{}
+	checkpointtest.RunLimits(t, func(t *testing.T, maxBytes int) checkpoint.Saver {
+		p, ok := prefixes[t.Name()]
+		if !ok {
+			p = redis.NewPrefix(t, c)
+			prefixes[t.Name()] = p
+		}
+		return redis.New(c, redis.WithPrefix(p), redis.WithMaxBytes(maxBytes))
+	})
+}
+
+// TestLegacyRecords reads a checkpoint stored before checksums (no "s"
+// field, a blob header without a checksum, writes without a checksum
+// line), and accepts a Put that carries that blob again unchanged.
+func TestLegacyRecords(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newSaver(t)
+	ref := checkpoint.Ref{ThreadID: "legacy"}
+	a := put(t, s, ref, "", map[string]uint64{"k": 1}, blob("k", 1, `"one"`))
+	if err := s.PutWrites(ctx, a, "task", []checkpoint.PendingWrite{{Index: 0, Key: "k", Value: json.RawMessage(`"w"`)}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.MakeLegacy(a, "k", 1, "task"); err != nil {
+		t.Fatal(err)
+	}
+	tup, err := s.Get(ctx, a)
+	if err != nil {
+		t.Fatalf("Get of a legacy record: %v", err)
+	}
+	if string(tup.Checkpoint.Blobs[0].Data) != `"one"` || len(tup.Writes) != 1 || string(tup.Writes[0].Value) != `"w"` {
+		t.Errorf("Get of a legacy record = %+v", tup)
+	}
+	b := put(t, s, ref, a.ID, map[string]uint64{"k": 1}, blob("k", 1, `"one"`))
+	if _, err := s.Get(ctx, b); err != nil {
+		t.Errorf("Get after carrying a legacy blob again: %v", err)
+	}
+}
+
 // TestSaverSharedPrefix runs the suite against one Saver and one prefix
 // shared by every subtest, as an application would use it.
 func TestSaverSharedPrefix(t *testing.T) {
@@ -207,7 +249,11 @@ func TestCorruptRecords(t *testing.T) {
 		names      string // a further text the error must hold
 		brokenFrom int    // the newest checkpoint List fails on: 0 for a, 1 for b
 	}{
-		{"checkpoint", s.Corrupt, "checkpoint", 0},
+		{"checkpoint", func(ref checkpoint.Ref) error { return s.CorruptField(ref, "cp", "{not json") }, "checkpoint", 0},
+		{"checksum", func(ref checkpoint.Ref) error {
+			return s.Corrupt(ref, checkpointtest.Damage{Kind: checkpointtest.DamageFlipCheckpoint})
+		}, "checksum", 0},
+		{"legacy empty checkpoint", func(ref checkpoint.Ref) error { return s.CorruptField(ref, "cp", "{}") }, "creation time", 0},
 		{"metadata", func(ref checkpoint.Ref) error { return s.CorruptField(ref, "md", "[") }, "metadata", 0},
 		{"versions", func(ref checkpoint.Ref) error { return s.CorruptField(ref, "v", "3:k") }, "versions", 0},
 		{"writes", func(ref checkpoint.Ref) error { return s.CorruptField(ref, "w:task-1", "{") }, `"task-1"`, 0},

@@ -53,7 +53,7 @@ end
 -- base returns the version a blob value (see encodeBlob) is a delta on, or
 -- nil when the blob ends its chain (a full blob, or a malformed one).
 local function base(val, v)
-  local b = string.match(val, '^D(%d+)\n')
+  local b = string.match(val, '^D(%d+)[,\n]')
   if b and numlt(b, v) then return b end
   return nil
 end
@@ -61,6 +61,34 @@ end
 local function unlink(keys)
   for i = 1, #keys, 500 do
     redis.call('UNLINK', unpack(keys, i, math.min(i + 499, #keys)))
+  end
+end
+
+-- collect deletes the blobs of a namespace that none of the kept
+-- checkpoints needs, marking each chain as far as it goes (a broken chain
+-- is the readers' to report).
+local function collect(blobsKey, cpPrefix, kept)
+  local needed = {}
+  for _, id in ipairs(kept) do
+    local kv = versions(redis.call('HGET', cpPrefix .. id, 'v') or '')
+    for i = 1, #kv, 2 do
+      local key, v = kv[i], kv[i + 1]
+      while v do
+        local f = key .. '\0' .. v
+        if needed[f] then break end
+        local val = redis.call('HGET', blobsKey, f)
+        if not val then break end
+        needed[f] = true
+        v = base(val, v)
+      end
+    end
+  end
+  local gone = {}
+  for _, f in ipairs(redis.call('HKEYS', blobsKey)) do
+    if not needed[f] then gone[#gone + 1] = f end
+  end
+  for j = 1, #gone, 500 do
+    redis.call('HDEL', blobsKey, unpack(gone, j, math.min(j + 499, #gone)))
   end
 end
 `
@@ -130,8 +158,10 @@ return {tuples, blobs}
 // KEYS[1] namespaces set, KEYS[2] ids zset, KEYS[3] blobs hash, KEYS[4] the
 // checkpoint's hash. ARGV[1] escaped namespace, ARGV[2] the latest ID as the
 // writer read it, ARGV[3] the new ID, ARGV[4] checkpoint JSON, ARGV[5]
-// metadata JSON, ARGV[6] versions, ARGV[7] created (timeKey), ARGV[8..]
-// blob field, value pairs.
+// metadata JSON, ARGV[6] versions, ARGV[7] created (timeKey), ARGV[8] the
+// record's checksum (recordSum), ARGV[9..] blob field, value pairs. A blob
+// stored before checksums equals a new one whose header differs only by
+// its checksum.
 //
 // Replies {"ok"}, {"conflict", latest}, {"exists"}, {"order", latest} or
 // {"blob", i} (the i-th blob pair, 0-based, differs from the stored one).
@@ -141,14 +171,17 @@ if latest ~= ARGV[2] then return {'conflict', latest} end
 local id = ARGV[3]
 if redis.call('ZSCORE', KEYS[2], id) or redis.call('EXISTS', KEYS[4]) == 1 then return {'exists'} end
 if latest ~= '' and lt(id, latest) then return {'order', latest} end
-for i = 8, #ARGV, 2 do
+for i = 9, #ARGV, 2 do
   local old = redis.call('HGET', KEYS[3], ARGV[i])
-  if old and old ~= ARGV[i + 1] then return {'blob', (i - 8) / 2} end
+  if old and old ~= ARGV[i + 1] then
+    local plain = string.gsub(ARGV[i + 1], '^([FD]%d+),%x+\n', '%1\n', 1)
+    if old ~= plain then return {'blob', (i - 9) / 2} end
+  end
 end
-for i = 8, #ARGV, 2 do
+for i = 9, #ARGV, 2 do
   redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
 end
-redis.call('HSET', KEYS[4], 'cp', ARGV[4], 'md', ARGV[5], 'v', ARGV[6], 't', ARGV[7])
+redis.call('HSET', KEYS[4], 'cp', ARGV[4], 'md', ARGV[5], 'v', ARGV[6], 't', ARGV[7], 's', ARGV[8])
 redis.call('ZADD', KEYS[2], 0, id)
 redis.call('SADD', KEYS[1], ARGV[1])
 return {'ok'}
@@ -278,27 +311,49 @@ for _, ns in ipairs(redis.call('SMEMBERS', KEYS[1])) do
       redis.call('ZREM', idsKey, unpack(drop, j, math.min(j + 499, #drop)))
     end
     removed = removed + #drop
-    local needed = {}
-    for _, id in ipairs(kept) do
-      local kv = versions(redis.call('HGET', cpPrefix .. id, 'v') or '')
-      for i = 1, #kv, 2 do
-        local key, v = kv[i], kv[i + 1]
-        while v do
-          local f = key .. '\0' .. v
-          if needed[f] then break end
-          local val = redis.call('HGET', blobsKey, f)
-          if not val then break end
-          needed[f] = true
-          v = base(val, v)
-        end
+    collect(blobsKey, cpPrefix, kept)
+  end
+end
+return removed
+`)
+
+// deleteRunScript removes the checkpoints of one run from every namespace
+// of a thread, with their pending writes, and collects the blobs no
+// remaining checkpoint needs. A namespace left empty is removed. A
+// checkpoint whose metadata does not decode is not the run's: it stays,
+// and reading it reports the damage.
+//
+// KEYS[1] the thread's namespaces set. ARGV[1] the thread's key base,
+// ARGV[2] the run ID. Replies the number of checkpoints removed.
+var deleteRunScript = goredis.NewScript(luaLib + `
+local removed = 0
+for _, ns in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local idsKey = ARGV[1] .. 'ids:' .. ns
+  local blobsKey = ARGV[1] .. 'blobs:' .. ns
+  local cpPrefix = ARGV[1] .. 'cp:' .. ns .. ':'
+  local drop, kept = {}, {}
+  for _, id in ipairs(redis.call('ZRANGE', idsKey, 0, -1)) do
+    local run = nil
+    local md = redis.call('HGET', cpPrefix .. id, 'md')
+    if md then
+      local ok, m = pcall(cjson.decode, md)
+      if ok and type(m) == 'table' then run = m['run_id'] end
+    end
+    if run == ARGV[2] then drop[#drop + 1] = id else kept[#kept + 1] = id end
+  end
+  if #drop > 0 then
+    local keys = {}
+    for j, id in ipairs(drop) do keys[j] = cpPrefix .. id end
+    unlink(keys)
+    removed = removed + #drop
+    if #kept == 0 then
+      unlink({idsKey, blobsKey})
+      redis.call('SREM', KEYS[1], ns)
+    else
+      for j = 1, #drop, 500 do
+        redis.call('ZREM', idsKey, unpack(drop, j, math.min(j + 499, #drop)))
       end
-    end
-    local gone = {}
-    for _, f in ipairs(redis.call('HKEYS', blobsKey)) do
-      if not needed[f] then gone[#gone + 1] = f end
-    end
-    for j = 1, #gone, 500 do
-      redis.call('HDEL', blobsKey, unpack(gone, j, math.min(j + 499, #gone)))
+      collect(blobsKey, cpPrefix, kept)
     end
   end
 end

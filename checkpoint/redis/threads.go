@@ -33,6 +33,31 @@ func (s *Saver) DeleteThread(ctx context.Context, threadID string) error {
 	return nil
 }
 
+// DeleteRun removes every checkpoint of thread threadID whose run ID is
+// runID, in every namespace, with their pending writes and the blobs no
+// remaining checkpoint needs, in one script; see checkpoint.Saver. Each
+// namespace's latest checkpoint is then its newest remaining one (the IDs
+// zset is the index), and a namespace left empty is removed. A thread left
+// empty stays in the thread index, which is harmless (see the package
+// documentation). It returns how many checkpoints it removed.
+func (s *Saver) DeleteRun(ctx context.Context, threadID, runID string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if threadID == "" {
+		return 0, errEmptyThread
+	}
+	if runID == "" {
+		return 0, fmt.Errorf("checkpoint/redis: delete run in %s: run ID is empty", checkpoint.Ref{ThreadID: threadID})
+	}
+	base := s.threadBase(threadID)
+	n, err := deleteRunScript.Run(ctx, s.client, []string{base + "ns"}, base, runID).Int64()
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint/redis: delete run %q of %s: %w", runID, checkpoint.Ref{ThreadID: threadID}, err)
+	}
+	return int(n), nil
+}
+
 // CopyThread copies every namespace, checkpoint, blob and write of thread
 // from into thread to. It returns an error wrapping checkpoint.ErrNotFound
 // when from has no checkpoint, and an error when to already has one. The

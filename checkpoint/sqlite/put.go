@@ -16,12 +16,22 @@ import (
 
 // record is what the checkpoint column holds: the checkpoint without its ID
 // (a column of its own) and without its blobs (rows of their own).
+// Created is always written, so a record without it (such as "{}" or
+// "null") is damaged.
 type record struct {
 	Versions map[string]uint64   `json:"versions,omitempty"`
 	Next     []checkpoint.Task   `json:"next,omitempty"`
 	Waiting  map[string][]string `json:"waiting,omitempty"`
 	Deferred []string            `json:"deferred,omitempty"`
-	Created  time.Time           `json:"created"`
+	Created  *time.Time          `json:"created"`
+}
+
+// rowSum is the checksum of a checkpoint row: its metadata columns, extra
+// and the record.
+func rowSum(parent string, step int, source, runID string, extra, rec []byte) uint32 {
+	sum := checkpoint.ChecksumString(0, parent, "\x00", source, "\x00", runID, "\x00")
+	sum = checkpoint.ChecksumUint64(sum, uint64(step), uint64(len(extra)))
+	return checkpoint.Checksum(sum, extra, rec)
 }
 
 // encodeJSON encodes v without escaping HTML characters, so that stored
@@ -62,7 +72,7 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 	if err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
-	rec, err := encodeJSON(record{Versions: cp.Versions, Next: cp.Next, Waiting: cp.Waiting, Deferred: cp.Deferred, Created: cp.Created})
+	rec, err := encodeJSON(record{Versions: cp.Versions, Next: cp.Next, Waiting: cp.Waiting, Deferred: cp.Deferred, Created: &cp.Created})
 	if err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: encode: %w", out, err)
 	}
@@ -71,6 +81,12 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 		if extra, err = encodeJSON(md.Extra); err != nil {
 			return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: encode metadata: %w", out, err)
 		}
+	}
+	if err := checkpoint.CheckSize(out, "put", "the checkpoint row", len(rec)+len(extra), s.maxBytes); err != nil {
+		return checkpoint.Ref{}, err
+	}
+	if err := checkpoint.CheckBlobSizes(out, "put", blobs, s.maxBytes); err != nil {
+		return checkpoint.Ref{}, err
 	}
 
 	// The statements must be prepared before the transaction holds the
@@ -86,7 +102,8 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 	}
 	defer tx.Rollback()
 	res, err := tx.StmtContext(ctx, s.insertCP).ExecContext(ctx, ref.ThreadID, ref.Namespace, cp.ID,
-		md.Parent, md.Step, string(md.Source), md.RunID, extra, rec, unixNano(cp.Created), ref.ID)
+		md.Parent, md.Step, string(md.Source), md.RunID, extra, rec, unixNano(cp.Created), ref.ID,
+		int64(rowSum(md.Parent, md.Step, string(md.Source), md.RunID, extra, rec)))
 	if err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
@@ -155,12 +172,12 @@ func (s *Saver) blobInserts(ctx context.Context, n int) ([]*sql.Stmt, error) {
 // one; the transaction is rolled back by the caller on error.
 func (s *Saver) insertBlobsTx(ctx context.Context, tx *sql.Tx, inserts []*sql.Stmt, ref checkpoint.Ref, blobs []checkpoint.Blob) error {
 	inserted := int64(0)
-	args := make([]any, 0, 2+5*min(len(blobs), maxBlobRows))
+	args := make([]any, 0, 2+6*min(len(blobs), maxBlobRows))
 	for i, st := range inserts {
 		chunk := blobs[i*maxBlobRows : min(len(blobs), (i+1)*maxBlobRows)]
 		args = append(args[:0], ref.ThreadID, ref.Namespace)
 		for _, b := range chunk {
-			args = append(args, b.Key, int64(b.Version), int64(b.Kind), int64(b.Base), []byte(b.Data))
+			args = append(args, b.Key, int64(b.Version), int64(b.Kind), int64(b.Base), []byte(b.Data), int64(checkpoint.BlobChecksum(b)))
 		}
 		res, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...)
 		if err != nil {
@@ -221,7 +238,11 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 		if indexes[w.Index] {
 			return fmt.Errorf("checkpoint: put writes of task %q for %s: index %d is used twice", taskID, ref, w.Index)
 		}
+		if err := checkpoint.CheckWriteSize(ref, "put writes", taskID, w, s.maxBytes); err != nil {
+			return err
+		}
 		indexes[w.Index] = true
+		ws[i].TaskID = taskID
 	}
 	slices.SortFunc(ws, func(a, b checkpoint.PendingWrite) int { return cmp.Compare(a.Index, b.Index) })
 
@@ -242,13 +263,13 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 		if len(ws) == 0 {
 			return nil
 		}
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO writes (thread, ns, checkpoint_id, task_id, idx, key, value) VALUES (?, ?, ?, ?, ?, ?, ?)`)
+		ins, err := tx.PrepareContext(ctx, `INSERT INTO writes (thread, ns, checkpoint_id, task_id, idx, key, value, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
 		defer ins.Close()
 		for _, w := range ws {
-			if _, err := ins.ExecContext(ctx, ref.ThreadID, ref.Namespace, ref.ID, taskID, w.Index, w.Key, []byte(w.Value)); err != nil {
+			if _, err := ins.ExecContext(ctx, ref.ThreadID, ref.Namespace, ref.ID, taskID, w.Index, w.Key, []byte(w.Value), int64(checkpoint.WriteChecksum(w))); err != nil {
 				return err
 			}
 		}

@@ -22,24 +22,35 @@ type row struct {
 	id, parent, source, runID string
 	step                      int
 	extra, rec                []byte
+	sum                       sql.NullInt64
 }
 
 func (r *row) scan(sc interface{ Scan(...any) error }) error {
-	return sc.Scan(&r.id, &r.parent, &r.step, &r.source, &r.runID, &r.extra, &r.rec)
+	return sc.Scan(&r.id, &r.parent, &r.step, &r.source, &r.runID, &r.extra, &r.rec, &r.sum)
 }
 
-// decode turns the row into a Tuple without blobs and writes. A row that
-// does not decode is an error naming the checkpoint.
-func (r *row) decode(thread, ns string) (*checkpoint.Tuple, error) {
+// decode turns the row into a Tuple without blobs and writes. A row over
+// the size limit, failing its checksum or not decoding is an error naming
+// the checkpoint (wrapping checkpoint.ErrCorrupt for damage).
+func (r *row) decode(thread, ns string, limit int) (*checkpoint.Tuple, error) {
 	ref := checkpoint.Ref{ThreadID: thread, Namespace: ns, ID: r.id}
+	if err := checkpoint.CheckSize(ref, "read", "the checkpoint row", len(r.rec)+len(r.extra), limit); err != nil {
+		return nil, err
+	}
+	if r.sum.Valid && uint32(r.sum.Int64) != rowSum(r.parent, r.step, r.source, r.runID, r.extra, r.rec) {
+		return nil, checkpoint.Corruptf(ref, "the checkpoint row fails its checksum")
+	}
 	var rec record
 	if err := json.Unmarshal(r.rec, &rec); err != nil {
-		return nil, fmt.Errorf("checkpoint: %s: decode the stored checkpoint: %w", ref, err)
+		return nil, checkpoint.Corruptf(ref, "decode the stored checkpoint: %v", err)
+	}
+	if rec.Created == nil {
+		return nil, checkpoint.Corruptf(ref, "the stored checkpoint has no creation time (it reads %.40q)", r.rec)
 	}
 	md := checkpoint.Metadata{Source: checkpoint.Source(r.source), Step: r.step, Parent: r.parent, RunID: r.runID}
 	if r.extra != nil {
 		if err := json.Unmarshal(r.extra, &md.Extra); err != nil {
-			return nil, fmt.Errorf("checkpoint: %s: decode the stored metadata: %w", ref, err)
+			return nil, checkpoint.Corruptf(ref, "decode the stored metadata: %v", err)
 		}
 	}
 	cp := checkpoint.Checkpoint{
@@ -48,7 +59,7 @@ func (r *row) decode(thread, ns string) (*checkpoint.Tuple, error) {
 		Next:     rec.Next,
 		Waiting:  rec.Waiting,
 		Deferred: rec.Deferred,
-		Created:  rec.Created,
+		Created:  *rec.Created,
 	}
 	return &checkpoint.Tuple{Ref: ref, Checkpoint: cp, Metadata: md}, nil
 }
@@ -250,6 +261,7 @@ type stored struct {
 	kind checkpoint.BlobKind
 	base uint64
 	data []byte
+	sum  sql.NullInt64
 }
 
 // load decodes rows (all of thread namespace ns, newest first or in any
@@ -260,7 +272,7 @@ func (s *Saver) load(ctx context.Context, tx *sql.Tx, thread, ns string, rows []
 	var firstErr error
 	tuples := make([]*checkpoint.Tuple, 0, len(rows))
 	for _, r := range rows {
-		t, err := r.decode(thread, ns)
+		t, err := r.decode(thread, ns, s.maxBytes)
 		if err != nil {
 			firstErr = err
 			break
@@ -270,7 +282,8 @@ func (s *Saver) load(ctx context.Context, tx *sql.Tx, thread, ns string, rows []
 	if len(tuples) == 0 {
 		return nil, firstErr
 	}
-	if err := s.loadWrites(ctx, tx, thread, ns, tuples); err != nil {
+	badWrites, err := s.loadWrites(ctx, tx, thread, ns, tuples)
+	if err != nil {
 		return nil, err
 	}
 
@@ -308,31 +321,50 @@ func (s *Saver) load(ctx context.Context, tx *sql.Tx, thread, ns string, rows []
 			var key string
 			var version, kind, base int64
 			var data []byte
-			if err := rs.Scan(&key, &version, &kind, &base, &data); err != nil {
+			var sum sql.NullInt64
+			if err := rs.Scan(&key, &version, &kind, &base, &data, &sum); err != nil {
 				rs.Close()
 				return nil, fmt.Errorf("checkpoint: read blobs of %s: %w", checkpoint.Ref{ThreadID: thread, Namespace: ns}, err)
 			}
-			blobs[blobID{key, uint64(version)}] = stored{kind: checkpoint.BlobKind(kind), base: uint64(base), data: data}
+			blobs[blobID{key, uint64(version)}] = stored{kind: checkpoint.BlobKind(kind), base: uint64(base), data: data, sum: sum}
 		}
 		if err := errors.Join(rs.Err(), rs.Close()); err != nil {
 			return nil, fmt.Errorf("checkpoint: read blobs of %s: %w", checkpoint.Ref{ThreadID: thread, Namespace: ns}, err)
 		}
 	}
 	for i, t := range tuples {
+		if err := badWrites[t.Ref.ID]; err != nil {
+			return tuples[:i], err
+		}
 		for _, key := range slices.Sorted(maps.Keys(t.Checkpoint.Versions)) {
-			chain, err := chain(blobs, key, t.Checkpoint.Versions[key])
+			chain, err := chain(blobs, key, t.Checkpoint.Versions[key], s.maxBytes)
 			if err != nil {
+				if errors.Is(err, checkpoint.ErrTooLarge) {
+					return tuples[:i], fmt.Errorf("checkpoint: read %s: key %q: %w", t.Ref, key, err)
+				}
 				return tuples[:i], fmt.Errorf("checkpoint: %s: key %q: %w", t.Ref, key, err)
 			}
 			t.Checkpoint.Blobs = append(t.Checkpoint.Blobs, chain...)
+		}
+		if err := t.Validate(); err != nil {
+			return tuples[:i], err
 		}
 	}
 	return tuples, firstErr
 }
 
+// errBlobSum is chain's error for a blob that fails its checksum.
+type errBlobSum struct{ version uint64 }
+
+func (e errBlobSum) Error() string {
+	return fmt.Sprintf("blob version %d fails its checksum", e.version)
+}
+
+func (e errBlobSum) Unwrap() error { return checkpoint.ErrCorrupt }
+
 // chain returns copies of the blobs that rebuild key at version v, oldest
-// (the Full blob) first.
-func chain(blobs map[blobID]stored, key string, v uint64) ([]checkpoint.Blob, error) {
+// (the Full blob) first, checking each blob's size and checksum.
+func chain(blobs map[blobID]stored, key string, v uint64, limit int) ([]checkpoint.Blob, error) {
 	var out []checkpoint.Blob
 	for {
 		b, ok := blobs[blobID{key, v}]
@@ -342,12 +374,20 @@ func chain(blobs map[blobID]stored, key string, v uint64) ([]checkpoint.Blob, er
 			}
 			return nil, fmt.Errorf("delta version %d is based on version %d, which is not stored; the chain does not reach a full blob", out[len(out)-1].Version, v)
 		}
-		out = append(out, checkpoint.Blob{Key: key, Version: v, Kind: b.kind, Base: b.base, Data: bytes.Clone(b.data)})
+		blob := checkpoint.Blob{Key: key, Version: v, Kind: b.kind, Base: b.base, Data: b.data}
+		if len(b.data) > limit {
+			return nil, fmt.Errorf("blob version %d has %d bytes, more than the limit of %d bytes: %w", v, len(b.data), limit, checkpoint.ErrTooLarge)
+		}
+		if b.sum.Valid && uint32(b.sum.Int64) != checkpoint.BlobChecksum(blob) {
+			return nil, errBlobSum{v}
+		}
+		blob.Data = bytes.Clone(b.data)
+		out = append(out, blob)
 		if b.kind == checkpoint.Full {
 			break
 		}
 		if b.kind != checkpoint.Delta || b.base >= v {
-			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which cannot be rebuilt", v, b.kind, b.base)
+			return nil, fmt.Errorf("blob version %d is a %s blob with base %d, which no Put stores: %w", v, b.kind, b.base, checkpoint.ErrCorrupt)
 		}
 		v = b.base
 	}
@@ -356,8 +396,10 @@ func chain(blobs map[blobID]stored, key string, v uint64) ([]checkpoint.Blob, er
 }
 
 // loadWrites sets the pending writes of tuples, all of one thread
-// namespace, with one query over the range of their IDs.
-func (s *Saver) loadWrites(ctx context.Context, tx *sql.Tx, thread, ns string, tuples []*checkpoint.Tuple) error {
+// namespace, with one query over the range of their IDs. It returns the
+// first bad write (over the size limit, or failing its checksum) of each
+// checkpoint that has one, and a database error.
+func (s *Saver) loadWrites(ctx context.Context, tx *sql.Tx, thread, ns string, tuples []*checkpoint.Tuple) (map[string]error, error) {
 	byID := make(map[string]*checkpoint.Tuple, len(tuples))
 	lo, hi := tuples[0].Ref.ID, tuples[0].Ref.ID
 	for _, t := range tuples {
@@ -366,23 +408,35 @@ func (s *Saver) loadWrites(ctx context.Context, tx *sql.Tx, thread, ns string, t
 	}
 	rs, err := tx.StmtContext(ctx, s.wr).QueryContext(ctx, thread, ns, lo, hi)
 	if err != nil {
-		return fmt.Errorf("checkpoint: read pending writes of %s: %w", checkpoint.Ref{ThreadID: thread, Namespace: ns}, err)
+		return nil, fmt.Errorf("checkpoint: read pending writes of %s: %w", checkpoint.Ref{ThreadID: thread, Namespace: ns}, err)
 	}
 	defer rs.Close()
+	bad := make(map[string]error)
 	for rs.Next() {
 		var id string
 		var w checkpoint.PendingWrite
 		var value []byte
-		if err := rs.Scan(&id, &w.TaskID, &w.Index, &w.Key, &value); err != nil {
-			return fmt.Errorf("checkpoint: read pending writes of %s: %w", checkpoint.Ref{ThreadID: thread, Namespace: ns, ID: id}, err)
+		var sum sql.NullInt64
+		if err := rs.Scan(&id, &w.TaskID, &w.Index, &w.Key, &value, &sum); err != nil {
+			return nil, fmt.Errorf("checkpoint: read pending writes of %s: %w", checkpoint.Ref{ThreadID: thread, Namespace: ns, ID: id}, err)
 		}
 		w.Value = value
-		if t := byID[id]; t != nil {
-			t.Writes = append(t.Writes, w)
+		t := byID[id]
+		if t == nil || bad[id] != nil {
+			continue
 		}
+		if err := checkpoint.CheckWriteSize(t.Ref, "read", w.TaskID, w, s.maxBytes); err != nil {
+			bad[id] = err
+			continue
+		}
+		if sum.Valid && uint32(sum.Int64) != checkpoint.WriteChecksum(w) {
+			bad[id] = checkpoint.Corruptf(t.Ref, "pending write %d of task %q fails its checksum", w.Index, w.TaskID)
+			continue
+		}
+		t.Writes = append(t.Writes, w)
 	}
 	if err := rs.Err(); err != nil {
-		return fmt.Errorf("checkpoint: read pending writes of %s: %w", checkpoint.Ref{ThreadID: thread, Namespace: ns}, err)
+		return nil, fmt.Errorf("checkpoint: read pending writes of %s: %w", checkpoint.Ref{ThreadID: thread, Namespace: ns}, err)
 	}
-	return nil
+	return bad, nil
 }

@@ -91,6 +91,14 @@ CREATE TABLE writes (
 	PRIMARY KEY (thread, ns, checkpoint_id, task_id, idx),
 	FOREIGN KEY (thread, ns, checkpoint_id) REFERENCES checkpoints (thread, ns, id) ON DELETE CASCADE
 ) WITHOUT ROWID;
+`}, {Version: 2, SQL: `
+-- CRC-32C checksums (checkpoint.Checksum), NULL in rows written before
+-- this version, which are read without the check. checkpoints.sum covers
+-- parent, step, source, run_id, extra and checkpoint; blobs.sum is
+-- checkpoint.BlobChecksum; writes.sum is checkpoint.WriteChecksum.
+ALTER TABLE checkpoints ADD COLUMN sum INTEGER;
+ALTER TABLE blobs ADD COLUMN sum INTEGER;
+ALTER TABLE writes ADD COLUMN sum INTEGER;
 `}}
 
 // Saver is a checkpoint.Saver backed by a SQLite database file. It is safe
@@ -101,8 +109,9 @@ CREATE TABLE writes (
 // same bits; times are kept exactly in the checkpoint JSON, and in a column
 // of Unix nanoseconds (clamped to the int64 range) for Prune.
 type Saver struct {
-	db  *sqlitedb.DB
-	now func() time.Time // clock for Prune's OlderThan
+	db       *sqlitedb.DB
+	now      func() time.Time // clock for Prune's OlderThan
+	maxBytes int              // size limit of one row, blob or write
 
 	// Statements of the hot paths, prepared once.
 	insertCP, getBlob               *sql.Stmt // on the write pool
@@ -114,16 +123,37 @@ type Saver struct {
 
 var _ checkpoint.Saver = (*Saver)(nil)
 
+// Option configures Open.
+type Option func(*Saver)
+
+// WithMaxBytes sets the Saver's size limit: the most bytes of one
+// checkpoint row (its encoded checkpoint and metadata, without blobs), of
+// one blob's data and of one pending write's value that Put and PutWrites
+// accept and that Get and List read back; beyond it they fail with an error
+// wrapping checkpoint.ErrTooLarge. The default is
+// checkpoint.DefaultMaxBytes; n <= 0 keeps it. A row stored under a larger
+// limit is refused on read, though the driver has read it by then.
+func WithMaxBytes(n int) Option {
+	return func(s *Saver) {
+		if n > 0 {
+			s.maxBytes = n
+		}
+	}
+}
+
 // Open opens (creating when missing) the SQLite database at path, with its
 // directory, brings the saver's tables up to date and returns a Saver on
 // it. It fails with an error wrapping sqlitedb.ErrNewerSchema when the file
 // was written by a newer version of this package.
-func Open(ctx context.Context, path string) (*Saver, error) {
+func Open(ctx context.Context, path string, opts ...Option) (*Saver, error) {
 	db, err := sqlitedb.Open(ctx, path, Component, migrations)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint/sqlite: %w", err)
 	}
-	s := &Saver{db: db, now: time.Now, insertBlobs: make(map[int]*sql.Stmt)}
+	s := &Saver{db: db, now: time.Now, maxBytes: checkpoint.DefaultMaxBytes, insertBlobs: make(map[int]*sql.Stmt)}
+	for _, o := range opts {
+		o(s)
+	}
 	prepare := []struct {
 		dst  **sql.Stmt
 		pool *sql.DB
@@ -184,14 +214,14 @@ const (
 	// latest one (?11, "" for none) and the new ID sorts after it; it
 	// inserts nothing otherwise, and Put then finds out why.
 	qInsertCheckpoint = `INSERT INTO checkpoints
-	(thread, ns, id, parent, step, source, run_id, extra, checkpoint, created)
-	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
+	(thread, ns, id, parent, step, source, run_id, extra, checkpoint, created, sum)
+	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?12
 	WHERE coalesce((SELECT id FROM checkpoints WHERE thread = ?1 AND ns = ?2 ORDER BY id DESC LIMIT 1), '') = ?11
 	AND ?3 > ?11`
 
 	qGetBlob = `SELECT kind, base, data FROM blobs WHERE thread = ? AND ns = ? AND key = ? AND version = ?`
 
-	qSelectCheckpoint = `SELECT id, parent, step, source, run_id, extra, checkpoint FROM checkpoints`
+	qSelectCheckpoint = `SELECT id, parent, step, source, run_id, extra, checkpoint, sum FROM checkpoints`
 
 	// qChains returns the blobs of the chains that rebuild the (key,
 	// version) pairs of ?3, a JSON array of [hex key, version] pairs,
@@ -205,7 +235,7 @@ const (
 		ON b.thread = ?1 AND b.ns = ?2 AND b.version = need.version AND b.key = need.key
 	WHERE b.kind = 2
 )
-SELECT b.key, b.version, b.kind, b.base, b.data FROM need CROSS JOIN blobs AS b
+SELECT b.key, b.version, b.kind, b.base, b.data, b.sum FROM need CROSS JOIN blobs AS b
 	ON b.thread = ?1 AND b.ns = ?2 AND b.version = need.version AND b.key = need.key`
 
 	// qChain is qChains for a need list in which every key appears once
@@ -213,18 +243,18 @@ SELECT b.key, b.version, b.kind, b.base, b.data FROM need CROSS JOIN blobs AS b
 	// is fetched once, with its data, as the walk reaches it. The walk
 	// follows a delta only to a smaller version (compared as uint64), so it
 	// ends even on a damaged chain.
-	qChain = `WITH RECURSIVE chain(key, version, kind, base, data) AS (
-	SELECT b.key, b.version, b.kind, b.base, b.data FROM json_each(?3) AS j CROSS JOIN blobs AS b
+	qChain = `WITH RECURSIVE chain(key, version, kind, base, data, sum) AS (
+	SELECT b.key, b.version, b.kind, b.base, b.data, b.sum FROM json_each(?3) AS j CROSS JOIN blobs AS b
 		ON b.thread = ?1 AND b.ns = ?2 AND b.version = j.value ->> 1 AND b.key = CAST(unhex(j.value ->> 0) AS TEXT)
 	UNION ALL
-	SELECT b.key, b.version, b.kind, b.base, b.data FROM chain CROSS JOIN blobs AS b
+	SELECT b.key, b.version, b.kind, b.base, b.data, b.sum FROM chain CROSS JOIN blobs AS b
 		ON b.thread = ?1 AND b.ns = ?2 AND b.version = chain.base AND b.key = chain.key
 	WHERE chain.kind = 2 AND CASE WHEN (chain.base < 0) = (chain.version < 0)
 		THEN chain.base < chain.version ELSE chain.version < 0 END
 )
-SELECT key, version, kind, base, data FROM chain`
+SELECT key, version, kind, base, data, sum FROM chain`
 
-	qWrites = `SELECT checkpoint_id, task_id, idx, key, value FROM writes
+	qWrites = `SELECT checkpoint_id, task_id, idx, key, value, sum FROM writes
 	WHERE thread = ? AND ns = ? AND checkpoint_id BETWEEN ? AND ?
 	ORDER BY checkpoint_id, task_id, idx`
 )
@@ -234,7 +264,7 @@ const maxBlobRows = 32
 
 // blobInsert returns the prepared statement inserting n blobs (n <=
 // maxBlobRows), ignoring those already stored. Parameters: ?1 thread, ?2
-// namespace, then key, version, kind, base and data of each blob (binding
+// namespace, then key, version, kind, base, data and sum of each blob (binding
 // thread and namespace once is cheaper than once per row).
 func (s *Saver) blobInsert(ctx context.Context, n int) (*sql.Stmt, error) {
 	s.mu.Lock()
@@ -243,13 +273,13 @@ func (s *Saver) blobInsert(ctx context.Context, n int) (*sql.Stmt, error) {
 		return st, nil
 	}
 	var b strings.Builder
-	b.WriteString(`INSERT INTO blobs (thread, ns, key, version, kind, base, data) VALUES `)
+	b.WriteString(`INSERT INTO blobs (thread, ns, key, version, kind, base, data, sum) VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		p := 3 + 5*i
-		fmt.Fprintf(&b, "(?1, ?2, ?%d, ?%d, ?%d, ?%d, ?%d)", p, p+1, p+2, p+3, p+4)
+		p := 3 + 6*i
+		fmt.Fprintf(&b, "(?1, ?2, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d)", p, p+1, p+2, p+3, p+4, p+5)
 	}
 	b.WriteString(` ON CONFLICT DO NOTHING`)
 	st, err := s.db.Write.PrepareContext(ctx, b.String())

@@ -19,11 +19,28 @@ import (
 	"github.com/trellis-agents/trellis/internal/sqlitedb"
 )
 
-// Corrupt makes the stored checkpoint ref names undecodable, for the
+// Corrupt damages the stored checkpoint ref names as d says, for the
 // conformance suite (checkpointtest.Corrupter).
-func (s *Saver) Corrupt(ref checkpoint.Ref) error {
-	res, err := s.db.Write.Exec(`UPDATE checkpoints SET checkpoint = ? WHERE thread = ? AND ns = ? AND id = ?`,
-		[]byte(`{"versions":{"k":`), ref.ThreadID, ref.Namespace, ref.ID)
+func (s *Saver) Corrupt(ref checkpoint.Ref, d checkpointtest.Damage) error {
+	var res sql.Result
+	var err error
+	switch d.Kind {
+	case checkpointtest.DamageEmptyObject, checkpointtest.DamageNull:
+		payload := "{}"
+		if d.Kind == checkpointtest.DamageNull {
+			payload = "null"
+		}
+		res, err = s.db.Write.Exec(`UPDATE checkpoints SET checkpoint = ? WHERE thread = ? AND ns = ? AND id = ?`,
+			[]byte(payload), ref.ThreadID, ref.Namespace, ref.ID)
+	case checkpointtest.DamageFlipCheckpoint:
+		res, err = s.flip(`checkpoints`, `checkpoint`, `thread = ? AND ns = ? AND id = ?`, ref.ThreadID, ref.Namespace, ref.ID)
+	case checkpointtest.DamageFlipBlob:
+		res, err = s.flip(`blobs`, `data`, `thread = ? AND ns = ? AND key = ? AND version = ?`, ref.ThreadID, ref.Namespace, d.Key, int64(d.Version))
+	case checkpointtest.DamageFlipWrite:
+		res, err = s.flip(`writes`, `value`, `thread = ? AND ns = ? AND checkpoint_id = ? AND task_id = ? AND idx = 0`, ref.ThreadID, ref.Namespace, ref.ID, d.TaskID)
+	default:
+		return fmt.Errorf("unknown damage %q", d.Kind)
+	}
 	if err != nil {
 		return err
 	}
@@ -31,6 +48,16 @@ func (s *Saver) Corrupt(ref checkpoint.Ref) error {
 		return fmt.Errorf("corrupt %s: %d rows changed, %v", ref, n, err)
 	}
 	return nil
+}
+
+// flip changes one byte of column col of the one row of table that where
+// selects.
+func (s *Saver) flip(table, col, where string, args ...any) (sql.Result, error) {
+	var data []byte
+	if err := s.db.Write.QueryRow(`SELECT `+col+` FROM `+table+` WHERE `+where, args...).Scan(&data); err != nil {
+		return nil, err
+	}
+	return s.db.Write.Exec(`UPDATE `+table+` SET `+col+` = ? WHERE `+where, append([]any{checkpointtest.Flip(data)}, args...)...)
 }
 
 var _ checkpointtest.Corrupter = (*Saver)(nil)
@@ -52,6 +79,25 @@ func open(t testing.TB, path string) *Saver {
 func TestSaver(t *testing.T) {
 	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver {
 		return open(t, filepath.Join(t.TempDir(), "new", "dir", "cp.db"))
+	})
+}
+
+// TestLimits checks the size limit; Savers of one test share a file, so
+// reading data written under a larger limit is checked too.
+func TestLimits(t *testing.T) {
+	paths := map[string]string{}
+	checkpointtest.RunLimits(t, func(t *testing.T, maxBytes int) checkpoint.Saver {
+		path, ok := paths[t.Name()]
+		if !ok {
+			path = filepath.Join(t.TempDir(), "cp.db")
+			paths[t.Name()] = path
+		}
+		s, err := Open(context.Background(), path, WithMaxBytes(maxBytes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
 	})
 }
 
@@ -99,7 +145,13 @@ func (a *alternating) Prune(ctx context.Context, opts checkpoint.PruneOptions) (
 	return a.next().Prune(ctx, opts)
 }
 
-func (a *alternating) Corrupt(ref checkpoint.Ref) error { return a.next().Corrupt(ref) }
+func (a *alternating) Corrupt(ref checkpoint.Ref, d checkpointtest.Damage) error {
+	return a.next().Corrupt(ref, d)
+}
+
+func (a *alternating) DeleteRun(ctx context.Context, threadID, runID string) (int, error) {
+	return a.next().DeleteRun(ctx, threadID, runID)
+}
 
 // TestSaverTwoPools runs the suite with every call going to one of two
 // Savers on one file in turn, so that each write is checked by the other
@@ -261,7 +313,10 @@ func TestCorruptNamesCheckpoint(t *testing.T) {
 	a0 := put(t, s, ref, "", map[string]uint64{"k": 1}, full("k", 1, `1`))
 	a := put(t, s, ref, a0.ID, map[string]uint64{"k": 2}, full("k", 2, `2`))
 	b := put(t, s, ref, a.ID, map[string]uint64{"k": 2})
-	if err := s.Corrupt(a); err != nil {
+	// A row as written before checksums (sum NULL) whose payload became
+	// "{}": only validation can tell.
+	if _, err := s.db.Write.Exec(`UPDATE checkpoints SET checkpoint = '{}', sum = NULL WHERE thread = ? AND ns = ? AND id = ?`,
+		a.ThreadID, a.Namespace, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	check := func(what string, err error) {
@@ -272,7 +327,10 @@ func TestCorruptNamesCheckpoint(t *testing.T) {
 		if errors.Is(err, checkpoint.ErrNotFound) {
 			t.Errorf("%s: error %v wraps ErrNotFound", what, err)
 		}
-		for _, part := range []string{"thread-x", "ns-y", a.ID, "decode"} {
+		if !errors.Is(err, checkpoint.ErrCorrupt) {
+			t.Errorf("%s: error %v does not wrap ErrCorrupt", what, err)
+		}
+		for _, part := range []string{"thread-x", "ns-y", a.ID, "creation time"} {
 			if !strings.Contains(err.Error(), part) {
 				t.Errorf("%s: error %q does not name %q", what, err, part)
 			}
@@ -461,5 +519,69 @@ func BenchmarkGet10Keys(b *testing.B) {
 		if len(tup.Checkpoint.Blobs) != 50 {
 			b.Fatalf("Get returned %d blobs, want 50", len(tup.Checkpoint.Blobs))
 		}
+	}
+}
+
+// TestUpgradeReadsOldRows opens a file written with the schema before
+// checksums, upgrades it, and reads its rows without the check; a row of
+// that age whose payload became "{}" is still refused by validation, and
+// new rows written after the upgrade carry checksums.
+func TestUpgradeReadsOldRows(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	db, err := sqlitedb.Open(ctx, path, Component, migrations[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO checkpoints (thread, ns, id, parent, step, source, run_id, extra, checkpoint, created)
+		VALUES ('t', '', 'id1', '', 0, 'input', 'run-1', NULL, '{"versions":{"k":1},"created":"2026-01-01T00:00:00Z"}', 0)`,
+		`INSERT INTO checkpoints (thread, ns, id, parent, step, source, run_id, extra, checkpoint, created)
+		VALUES ('t', '', 'id2', 'id1', 1, 'loop', 'run-1', NULL, '{}', 0)`,
+		`INSERT INTO blobs (thread, ns, key, version, kind, base, data) VALUES ('t', '', 'k', 1, 1, 0, '"v"')`,
+		`INSERT INTO writes (thread, ns, checkpoint_id, task_id, idx, key, value) VALUES ('t', '', 'id1', 'task', 0, 'k', '"w"')`,
+	} {
+		if _, err := db.Write.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s := open(t, path)
+	tup, err := s.Get(ctx, checkpoint.Ref{ThreadID: "t", ID: "id1"})
+	if err != nil {
+		t.Fatalf("Get of a row written before checksums: %v", err)
+	}
+	if len(tup.Checkpoint.Blobs) != 1 || string(tup.Checkpoint.Blobs[0].Data) != `"v"` || len(tup.Writes) != 1 || string(tup.Writes[0].Value) != `"w"` {
+		t.Errorf("Get of an old row = %+v", tup)
+	}
+	if _, err := s.Get(ctx, checkpoint.Ref{ThreadID: "t", ID: "id2"}); !errors.Is(err, checkpoint.ErrCorrupt) {
+		t.Errorf("Get of an old row holding {}: error = %v, want ErrCorrupt", err)
+	}
+
+	ref := put(t, s, checkpoint.Ref{ThreadID: "t2"}, "", map[string]uint64{"k": 1}, full("k", 1, `1`))
+	var n int
+	err = s.db.Read.QueryRow(`SELECT (SELECT count(*) FROM checkpoints WHERE thread = ?1 AND sum IS NOT NULL) +
+		(SELECT count(*) FROM blobs WHERE thread = ?1 AND sum IS NOT NULL)`, ref.ThreadID).Scan(&n)
+	if err != nil || n != 2 {
+		t.Errorf("rows with a checksum after the upgrade = %d, %v; want 2", n, err)
+	}
+}
+
+// TestUnknownBlobKindIsCorrupt reads a blob whose kind no Put stores, in a
+// row without a checksum (as written before checksums): validation alone
+// must report it as damage.
+func TestUnknownBlobKindIsCorrupt(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "cp.db"))
+	ref := put(t, s, checkpoint.Ref{ThreadID: "t"}, "", map[string]uint64{"k": 1}, full("k", 1, `1`))
+	if _, err := s.db.Write.Exec(`UPDATE blobs SET kind = 7, sum = NULL WHERE thread = 't'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.Get(ctx, ref)
+	if !errors.Is(err, checkpoint.ErrCorrupt) || !strings.Contains(err.Error(), `"k"`) {
+		t.Errorf("Get of a blob of unknown kind: error = %v, want ErrCorrupt naming key \"k\"", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/trellis-agents/trellis/checkpoint"
@@ -71,12 +72,12 @@ func (s *Saver) CopyThread(ctx context.Context, from, to string) error {
 			// Blobs cannot outlive their thread's checkpoints, but clear
 			// any left by hand so the copy cannot collide with them.
 			`DELETE FROM blobs WHERE thread = ?2`,
-			`INSERT INTO checkpoints (thread, ns, id, parent, step, source, run_id, extra, checkpoint, created)
-			SELECT ?2, ns, id, parent, step, source, run_id, extra, checkpoint, created FROM checkpoints WHERE thread = ?1`,
-			`INSERT INTO blobs (thread, ns, key, version, kind, base, data)
-			SELECT ?2, ns, key, version, kind, base, data FROM blobs WHERE thread = ?1`,
-			`INSERT INTO writes (thread, ns, checkpoint_id, task_id, idx, key, value)
-			SELECT ?2, ns, checkpoint_id, task_id, idx, key, value FROM writes WHERE thread = ?1`,
+			`INSERT INTO checkpoints (thread, ns, id, parent, step, source, run_id, extra, checkpoint, created, sum)
+			SELECT ?2, ns, id, parent, step, source, run_id, extra, checkpoint, created, sum FROM checkpoints WHERE thread = ?1`,
+			`INSERT INTO blobs (thread, ns, key, version, kind, base, data, sum)
+			SELECT ?2, ns, key, version, kind, base, data, sum FROM blobs WHERE thread = ?1`,
+			`INSERT INTO writes (thread, ns, checkpoint_id, task_id, idx, key, value, sum)
+			SELECT ?2, ns, checkpoint_id, task_id, idx, key, value, sum FROM writes WHERE thread = ?1`,
 		} {
 			if _, err := tx.ExecContext(ctx, q, from, to); err != nil {
 				return err
@@ -161,6 +162,56 @@ func (s *Saver) Prune(ctx context.Context, opts checkpoint.PruneOptions) (int, e
 	return removed, nil
 }
 
+// DeleteRun removes every checkpoint of thread threadID whose run ID is
+// runID, in every namespace, with their pending writes (ON DELETE CASCADE)
+// and the blobs no remaining checkpoint of those namespaces needs, in one
+// transaction; see checkpoint.Saver. Each namespace's latest checkpoint is
+// then its newest remaining one. It returns how many checkpoints it
+// removed. A remaining checkpoint of a touched namespace that does not
+// decode fails the call, which then removes nothing.
+func (s *Saver) DeleteRun(ctx context.Context, threadID, runID string) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if threadID == "" {
+		return 0, errEmptyThread
+	}
+	if runID == "" {
+		return 0, fmt.Errorf("checkpoint: delete run in %s: run ID is empty", checkpoint.Ref{ThreadID: threadID})
+	}
+	removed := 0
+	err := s.inWriteTx(ctx, func(tx *sql.Tx) error {
+		removed = 0
+		rows, err := tx.QueryContext(ctx, `DELETE FROM checkpoints WHERE thread = ? AND run_id = ? RETURNING ns`, threadID, runID)
+		if err != nil {
+			return err
+		}
+		touched := make(map[string]bool)
+		for rows.Next() {
+			var ns string
+			if err := rows.Scan(&ns); err != nil {
+				rows.Close()
+				return err
+			}
+			touched[ns] = true
+			removed++
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		for _, ns := range slices.Sorted(maps.Keys(touched)) {
+			if err := collectBlobs(ctx, tx, threadID, ns); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: delete run %q of %s: %w", runID, checkpoint.Ref{ThreadID: threadID}, err)
+	}
+	return removed, nil
+}
+
 // collectBlobs deletes the blobs of a thread namespace that no remaining
 // checkpoint needs: those outside the chains of every checkpoint's
 // versions. A chain is marked as far as it goes; a broken chain is
@@ -202,11 +253,16 @@ func collectBlobs(ctx context.Context, tx *sql.Tx, thread, ns string) error {
 		}
 		var rec struct {
 			Versions map[string]uint64 `json:"versions"`
+			Created  *json.RawMessage  `json:"created"`
 		}
-		if err := json.Unmarshal(raw, &rec); err != nil {
+		err := json.Unmarshal(raw, &rec)
+		if err == nil && rec.Created == nil {
+			err = errors.New("it has no creation time")
+		}
+		if err != nil {
 			rows.Close()
-			return fmt.Errorf("%s: decode the stored checkpoint to find the blobs it needs: %w",
-				checkpoint.Ref{ThreadID: thread, Namespace: ns, ID: id}, err)
+			return checkpoint.Corruptf(checkpoint.Ref{ThreadID: thread, Namespace: ns, ID: id},
+				"decode the stored checkpoint to find the blobs it needs: %v", err)
 		}
 		for key, v := range rec.Versions {
 			for {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/trellis-agents/trellis/apps/catalog"
 )
 
 func trellis(t *testing.T, stdin string, args ...string) (string, error) {
@@ -24,7 +26,7 @@ func trellis(t *testing.T, stdin string, args ...string) (string, error) {
 
 func TestRunBuilderScripted(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "t.db")
-	out, err := trellis(t, "", "run", "builder", "--db", db)
+	out, err := trellis(t, "", "run", "builder", "--database", db)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -47,7 +49,7 @@ func TestGraphAndList(t *testing.T) {
 	if err != nil || !strings.Contains(out, "builder") {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
-	if _, err := trellis(t, "", "run", "nosuch"); err == nil || !strings.Contains(err.Error(), "the examples are builder, planner, scheduler, sqlrouter, testplanner") {
+	if _, err := trellis(t, "", "run", "nosuch"); err == nil || !strings.Contains(err.Error(), "the apps are builder, planner, scheduler, sqlrouter, testplanner") {
 		t.Fatalf("unknown example: err = %v", err)
 	}
 	if _, err := trellis(t, "", "run", "builder", "--model", "gemini:pro"); err == nil || !strings.Contains(err.Error(), "unknown provider") {
@@ -72,7 +74,7 @@ func TestRunTestplannerScripted(t *testing.T) {
 func TestDemoQuitAndResume(t *testing.T) {
 	dir := t.TempDir()
 	db := filepath.Join(dir, "trellis.db")
-	all, err := os.ReadFile(filepath.Join("..", "..", "internal", "examples", "scheduler", "testdata", "demo-answers.txt"))
+	all, err := os.ReadFile(filepath.Join("..", "..", "apps", "scheduler", "testdata", "demo-answers.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,11 +88,11 @@ func TestDemoQuitAndResume(t *testing.T) {
 	if err := os.WriteFile(first, []byte(strings.Join(lines[:4], "\n")+"\nq\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, err := trellis(t, "", "demo", "--db", db, "--answers", first)
+	out, err := trellis(t, "", "demo", "--database", db, "--answers", first)
 	if err != nil || !strings.Contains(out, "Stopped. The thread is saved") || !strings.Contains(out, "Approval needed") {
 		t.Fatalf("first run: %v\n%s", err, out)
 	}
-	out, err = trellis(t, strings.Join(lines[4:], "\n")+"\n", "demo", "--db", db)
+	out, err = trellis(t, strings.Join(lines[4:], "\n")+"\n", "demo", "--database", db)
 	if err != nil {
 		t.Fatalf("second run: %v\n%s", err, out)
 	}
@@ -103,12 +105,12 @@ func TestDemoQuitAndResume(t *testing.T) {
 		t.Errorf("the resumed demo asked the form again:\n%s", out)
 	}
 	// A finished thread shows its outcome rather than running again.
-	out, err = trellis(t, "", "demo", "--db", db)
+	out, err = trellis(t, "", "demo", "--database", db)
 	if err != nil || !strings.Contains(out, "This thread finished earlier") || !strings.Contains(out, "#20 Review for the algebra quiz: Tuesday slots 1-2") {
 		t.Errorf("third run: %v\n%s", err, out)
 	}
 	// --new starts over: the form is asked again and the schedule is reset.
-	out, _ = trellis(t, "q\n", "demo", "--db", db, "--new")
+	out, _ = trellis(t, "q\n", "demo", "--database", db, "--new")
 	if !strings.Contains(out, "Question: A few details") {
 		t.Errorf("--new did not start over:\n%s", out)
 	}
@@ -116,12 +118,26 @@ func TestDemoQuitAndResume(t *testing.T) {
 
 // TestEveryExampleDraws prints every example's graph as Mermaid.
 func TestEveryExampleDraws(t *testing.T) {
-	for _, ex := range catalog() {
+	for _, ex := range catalog.All() {
 		t.Run(ex.Name, func(t *testing.T) {
 			out, err := trellis(t, "", "graph", ex.Name)
 			if err != nil || !strings.HasPrefix(out, "flowchart TD") {
 				t.Fatalf("graph %s: %v\n%s", ex.Name, err, out)
 			}
 		})
+	}
+}
+
+// TestMissingAnswersFileCreatesNothing: a wrong --answers fails before the
+// data directory exists, with an error naming the file.
+func TestMissingAnswersFileCreatesNothing(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	_, err := trellis(t, "", "demo", "--answers", "missing.txt")
+	if err == nil || !strings.Contains(err.Error(), "missing.txt") {
+		t.Fatalf("err = %v", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the failed command left %v behind", entries)
 	}
 }

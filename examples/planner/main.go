@@ -4,25 +4,27 @@
 // the plan once the venues are known, and asks before it books.
 //
 //	go run ./examples/planner                          # the scripted model; answer at the prompts
-//	go run ./examples/planner -answers internal/examples/planner/testdata/answers.txt
-//	go run ./examples/planner -model openai:gpt-4o-mini
+//	go run ./examples/planner -answers apps/planner/testdata/answers.txt
+//	go run ./examples/planner --model openai:gpt-4o-mini
 package main
 
 import (
 	"context"
 	"io"
 
-	"github.com/trellis-agents/trellis/internal/examples/cli"
-	"github.com/trellis-agents/trellis/internal/examples/planner"
-	"github.com/trellis-agents/trellis/llm"
-	"github.com/trellis-agents/trellis/provider"
+	"github.com/trellis-agents/trellis/apps/planner"
+	"github.com/trellis-agents/trellis/internal/cli"
+	"github.com/trellis-agents/trellis/internal/cli/resolve"
 )
 
-func main() { cli.Main(planner.Example(), resolve) }
+func main() { cli.Main("planner", cli.Command(planner.Entry(), resolve.Provider)) }
 
-// run is main with its inputs and outputs passed in, for tests.
+// run is main with its arguments, input and output passed in, for tests.
 func run(ctx context.Context, args []string, out io.Writer, in io.Reader) error {
-	return cli.RunArgs(ctx, args, out, in, planner.Example(), resolve)
+	c := cli.Command(planner.Entry(), resolve.Provider)
+	c.SetArgs(args)
+	c.SetOut(out)
+	c.SetErr(out)
+	c.SetIn(in)
+	return c.ExecuteContext(ctx)
 }
-
-func resolve(spec string) (llm.Model, error) { return provider.Resolve(spec) }

@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/trellis-agents/trellis/internal/examples/planner"
+	"github.com/trellis-agents/trellis/apps/planner"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -18,9 +18,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // answers left, stops at the first question, saved.
 func TestScriptedDemo(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "planner.db")
-	answers := filepath.Join("..", "..", "internal", "examples", "planner", "testdata", "answers.txt")
+	answers := filepath.Join("..", "..", "apps", "planner", "testdata", "answers.txt")
 	var out strings.Builder
-	if err := run(context.Background(), []string{"-db", db, "-answers", answers}, &out, strings.NewReader("")); err != nil {
+	if err := run(context.Background(), []string{"--database", db, "--answers", answers}, &out, strings.NewReader("")); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	got := out.String()
@@ -38,7 +38,7 @@ func TestScriptedDemo(t *testing.T) {
 		}
 	}
 	out.Reset()
-	if err := run(context.Background(), []string{"-db", db}, &out, strings.NewReader("")); err != nil {
+	if err := run(context.Background(), []string{"--database", db}, &out, strings.NewReader("")); err != nil {
 		t.Fatalf("second run: %v\n%s", err, out.String())
 	}
 	// The finished thread shows its outcome instead of running again...
@@ -47,13 +47,13 @@ func TestScriptedDemo(t *testing.T) {
 	}
 	// ...and -new starts it over, stopping saved at the first question.
 	out.Reset()
-	if err := run(context.Background(), []string{"-db", db, "-new"}, &out, strings.NewReader("")); err != nil {
+	if err := run(context.Background(), []string{"--database", db, "--new"}, &out, strings.NewReader("")); err != nil {
 		t.Fatalf("third run: %v\n%s", err, out.String())
 	}
 	if got := out.String(); !strings.Contains(got, "Question: "+planner.CityQuestion) || !strings.Contains(got, "Stopped. The thread is saved") {
 		t.Errorf("third run:\n%s", got)
 	}
-	if err := run(context.Background(), []string{"-model", "nosuch:model", "-db", db}, &out, strings.NewReader("")); err == nil {
+	if err := run(context.Background(), []string{"--model", "nosuch:model", "--database", db}, &out, strings.NewReader("")); err == nil {
 		t.Error("an unknown model spec was accepted")
 	}
 }

@@ -3,24 +3,26 @@
 // every change to the schedule approved (the same scenario as trellis demo).
 //
 //	go run ./examples/scheduler                          # the scripted model
-//	go run ./examples/scheduler -model openai:gpt-4o-mini
+//	go run ./examples/scheduler --model openai:gpt-4o-mini
 package main
 
 import (
 	"context"
 	"io"
 
-	"github.com/trellis-agents/trellis/internal/examples/cli"
-	"github.com/trellis-agents/trellis/internal/examples/scheduler"
-	"github.com/trellis-agents/trellis/llm"
-	"github.com/trellis-agents/trellis/provider"
+	"github.com/trellis-agents/trellis/apps/scheduler"
+	"github.com/trellis-agents/trellis/internal/cli"
+	"github.com/trellis-agents/trellis/internal/cli/resolve"
 )
 
-func main() { cli.Main(scheduler.Example(), resolve) }
+func main() { cli.Main("scheduler", cli.Command(scheduler.Entry(), resolve.Provider)) }
 
-// run is main with its inputs and outputs passed in, for tests.
+// run is main with its arguments, input and output passed in, for tests.
 func run(ctx context.Context, args []string, out io.Writer, in io.Reader) error {
-	return cli.RunArgs(ctx, args, out, in, scheduler.Example(), resolve)
+	c := cli.Command(scheduler.Entry(), resolve.Provider)
+	c.SetArgs(args)
+	c.SetOut(out)
+	c.SetErr(out)
+	c.SetIn(in)
+	return c.ExecuteContext(ctx)
 }
-
-func resolve(spec string) (llm.Model, error) { return provider.Resolve(spec) }

@@ -5,27 +5,29 @@
 // prints the answer and the chain of calls that produced it.
 //
 //	go run ./examples/sqlrouter                          # the scripted model
-//	go run ./examples/sqlrouter -model openai:gpt-4o-mini
+//	go run ./examples/sqlrouter --model openai:gpt-4o-mini
 //
 // The thread and the sample database (sqlrouter-library.db, created when
-// missing) live next to the -db file.
+// missing) live under ./.trellis/ (next to the --database file).
 package main
 
 import (
 	"context"
 	"io"
 
-	"github.com/trellis-agents/trellis/internal/examples/cli"
-	"github.com/trellis-agents/trellis/internal/examples/sqlrouter"
-	"github.com/trellis-agents/trellis/llm"
-	"github.com/trellis-agents/trellis/provider"
+	"github.com/trellis-agents/trellis/apps/sqlrouter"
+	"github.com/trellis-agents/trellis/internal/cli"
+	"github.com/trellis-agents/trellis/internal/cli/resolve"
 )
 
-func main() { cli.Main(sqlrouter.Example(), resolve) }
+func main() { cli.Main("sqlrouter", cli.Command(sqlrouter.Entry(), resolve.Provider)) }
 
-// run is main with its inputs and outputs passed in, for tests.
+// run is main with its arguments, input and output passed in, for tests.
 func run(ctx context.Context, args []string, out io.Writer, in io.Reader) error {
-	return cli.RunArgs(ctx, args, out, in, sqlrouter.Example(), resolve)
+	c := cli.Command(sqlrouter.Entry(), resolve.Provider)
+	c.SetArgs(args)
+	c.SetOut(out)
+	c.SetErr(out)
+	c.SetIn(in)
+	return c.ExecuteContext(ctx)
 }
-
-func resolve(spec string) (llm.Model, error) { return provider.Resolve(spec) }

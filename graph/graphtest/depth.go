@@ -200,3 +200,42 @@ func testStatefulAndContext(t *testing.T, e env) {
 		t.Errorf("trail %v err %v", trail.Get(s.Values), err)
 	}
 }
+
+// Removing a run (Saver.DeleteRun) that resumed a subgraph's interrupt
+// leaves the thread as the earlier run left it: the interrupt waits again,
+// inside the subgraph too, and a new answer goes on from there.
+func testRemoveRun(t *testing.T, e env) {
+	var c counter
+	b := graph.New(trail)
+	b.AddNode("before", trailNode(&c, "before"))
+	b.AddNode("ask", askNode(&c, "ask"))
+	b.SetEntry("before")
+	b.AddEdge("before", "ask")
+	b.AddEdge("ask", graph.END)
+	g := wrap(t, must(t, b))
+	ctx := context.Background()
+	res, err := g.Invoke(ctx, nil, e.opts(graph.WithRunID("run-1"))...)
+	wantInterrupted(t, res, err, 1)
+	waiting := res.Interrupts[0].ID
+	if _, err := g.Invoke(ctx, nil, e.opts(graph.WithRunID("run-2"), graph.WithResume("first"))...); err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.saver.DeleteRun(ctx, e.thread, "run-2")
+	if err != nil || n == 0 {
+		t.Fatalf("DeleteRun removed %d checkpoints, err %v", n, err)
+	}
+	s, err := g.GetState(ctx, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Interrupts) != 1 || s.Interrupts[0].ID != waiting || len(trail.Get(s.Values)) != 0 || s.Metadata.RunID != "run-1" {
+		t.Fatalf("after removing run-2: interrupts %+v trail %v run %q; want run-1's waiting interrupt", s.Interrupts, trail.Get(s.Values), s.Metadata.RunID)
+	}
+	res, err = g.Invoke(ctx, nil, e.opts(graph.WithRunID("run-3"), graph.WithResume("second"))...)
+	if err != nil || !cmp.Equal(trail.Get(res.State), []string{"before", "ask=second"}) {
+		t.Errorf("run-3: trail %v err %v", trail.Get(res.State), err)
+	}
+	if c.get("before") != 1 {
+		t.Errorf("before ran %d times, want once", c.get("before"))
+	}
+}

@@ -44,6 +44,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) checkpoint.Saver) {
 		{"UpdateKeepsInterrupt", testUpdateKeepsInterrupt},
 		{"CommandInput", testCommandInput},
 		{"StatefulAndContext", testStatefulAndContext},
+		{"RemoveRun", testRemoveRun},
 	}
 	for _, mode := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit} {
 		t.Run(mode.String(), func(t *testing.T) {

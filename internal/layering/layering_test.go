@@ -106,7 +106,8 @@ func under(path string, roots ...string) bool {
 // many core packages it checked.
 func coreLinksSDK(pkgs []pkg) (violations []string, checked int) {
 	for _, p := range pkgs {
-		if !under(p.path, "graph", "llm", "tool", "agent", "checkpoint", "store", "cache") {
+		// internal/cli/resolve is the mains' one shared resolver.
+		if !under(p.path, "graph", "llm", "tool", "agent", "checkpoint", "store", "cache", "apps", "server", "internal/cli", "internal/console") || under(p.path, "internal/cli/resolve") {
 			continue
 		}
 		checked++
@@ -127,7 +128,8 @@ func coreLinksSDK(pkgs []pkg) (violations []string, checked int) {
 func providerImporters(pkgs []pkg) []string {
 	var violations []string
 	for _, p := range pkgs {
-		if !p.own() || p.name == "main" || under(p.path, "provider") {
+		// internal/cli/resolve is the mains' one shared resolver.
+		if !p.own() || p.name == "main" || under(p.path, "provider", "internal/cli/resolve") {
 			continue
 		}
 		for _, d := range p.deps {

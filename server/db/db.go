@@ -9,7 +9,7 @@
 // a query. Checkpoints and long-term store items live in the checkpoint and
 // store packages; the run service maps (tenant, thread ID) to their keys.
 //
-// Errors wrap ErrNotFound, ErrConflict, ErrBusy or ErrLeaseLost so the
+// Errors wrap ErrNotFound, ErrConflict, ErrBusy, ErrLeaseLost or ErrInvalid so the
 // service can answer 404, 409 or retry; a stored row that does not decode is
 // an error naming the row, never a zero value.
 package db
@@ -33,6 +33,11 @@ var (
 	// ErrLeaseLost: the lease was taken over or the run finished; the
 	// holder must stop writing.
 	ErrLeaseLost = errors.New("db: the run's lease was lost")
+	// ErrInvalid: the caller passed something the store cannot accept (an
+	// unknown sort column or status, a negative limit, JSON that is not an
+	// object where one is required); the message names it. The service
+	// answers 422.
+	ErrInvalid = errors.New("db: invalid argument")
 )
 
 // IfExists says what a create does when the ID is taken.
@@ -44,7 +49,11 @@ const (
 	IfExistsDoNothing IfExists = "do_nothing" // return the existing row
 )
 
-// Metadata is free-form JSON metadata; searches match it by containment.
+// Metadata is free-form JSON metadata; searches match it by containment
+// (PostgreSQL's jsonb @> semantics on every backend), comparing numbers as
+// stored. Read back, numbers are float64 (encoding/json's default), so an
+// integer beyond 2^53 loses digits when read, though searches still match
+// it exactly.
 type Metadata map[string]any
 
 // Assistant is a graph with its configuration, versioned: every update

@@ -48,6 +48,7 @@ type Store struct {
 	pool      *pgxpool.Pool
 	owned     bool         // Close closes the pool
 	lastSweep atomic.Int64 // UnixNano of the last sweep of expired items
+	maxBytes  int          // size limit of one value on Put; reads allow twice as much
 }
 
 var _ store.Store = (*Store)(nil)
@@ -56,7 +57,18 @@ var _ store.Store = (*Store)(nil)
 type Option func(*options)
 
 type options struct {
-	schema string
+	schema   string
+	maxBytes int
+}
+
+// WithMaxBytes sets the most bytes of one value that Put accepts (beyond
+// it, an error wrapping store.ErrTooLarge). Get and Search refuse a value
+// the server returns with more than twice that many bytes: jsonb renders a
+// value with a space after each ':' and ',', so a value can come back
+// longer than it was put, but never twice as long. The default is
+// store.DefaultMaxValueBytes; n <= 0 keeps it.
+func WithMaxBytes(n int) Option {
+	return func(o *options) { o.maxBytes = n }
 }
 
 // WithSchema makes Open keep the table in the named schema, created when
@@ -78,7 +90,7 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store/postgres: open: %w", err)
 	}
-	s, err := New(ctx, pool)
+	s, err := New(ctx, pool, opts...)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -89,12 +101,21 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
 
 // New returns a Store using an existing pool, whose connections' search_path
 // selects the schema of the table; it creates or upgrades the table as Open
-// does. Close leaves the pool open.
-func New(ctx context.Context, pool *pgxpool.Pool) (*Store, error) {
+// does. Close leaves the pool open. Of opts, WithSchema is ignored (the
+// pool's search_path decides).
+func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if err := pgdb.Migrate(ctx, pool, component, migrations); err != nil {
 		return nil, fmt.Errorf("store/postgres: %w", err)
 	}
-	return &Store{pool: pool}, nil
+	s := &Store{pool: pool, maxBytes: store.DefaultMaxValueBytes}
+	if o.maxBytes > 0 {
+		s.maxBytes = o.maxBytes
+	}
+	return s, nil
 }
 
 // Close releases the connection pool when Open created it. The Store must
@@ -148,6 +169,9 @@ WHERE namespace = $1 AND key = $2 AND (expires IS NULL OR expires > $3)`,
 	case err != nil:
 		return nil, fmt.Errorf("store: get %s: %w", itemName(namespace, key), err)
 	}
+	if err := store.CheckValueSize("read", namespace, key, len(value), 2*s.maxBytes); err != nil {
+		return nil, err
+	}
 	it.Value = value
 	if expires != nil {
 		it.Expires = *expires
@@ -162,6 +186,9 @@ WHERE namespace = $1 AND key = $2 AND (expires IS NULL OR expires > $3)`,
 // had a TTL.
 func (s *Store) Put(ctx context.Context, namespace []string, key string, value json.RawMessage, opts store.PutOptions) error {
 	if err := checkItem(ctx, namespace, key); err != nil {
+		return err
+	}
+	if err := store.CheckValueSize("put", namespace, key, len(value), s.maxBytes); err != nil {
 		return err
 	}
 	if !json.Valid(value) {
@@ -237,6 +264,9 @@ func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*
 		var value []byte
 		var expires *time.Time
 		if err := row.Scan(&it.Namespace, &it.Key, &value, &it.Created, &it.Updated, &expires); err != nil {
+			return nil, err
+		}
+		if err := store.CheckValueSize("read", it.Namespace, it.Key, len(value), 2*s.maxBytes); err != nil {
 			return nil, err
 		}
 		it.Value = value

@@ -39,6 +39,25 @@ func newStore(t *testing.T) *postgres.Store {
 	return open(t, dsn, schema)
 }
 
+// TestLimits checks the size limit; the Stores of one test share a schema.
+func TestLimits(t *testing.T) {
+	type db struct{ dsn, schema string }
+	dbs := map[string]db{}
+	storetest.RunLimits(t, func(t *testing.T, maxBytes int) store.Store {
+		d, ok := dbs[t.Name()]
+		if !ok {
+			d.dsn, d.schema = pgdbtest.Schema(t)
+			dbs[t.Name()] = d
+		}
+		s, err := postgres.Open(context.Background(), d.dsn, postgres.WithSchema(d.schema), postgres.WithMaxBytes(maxBytes))
+		if err != nil {
+			t.Fatalf("Open: %v", err)
+		}
+		t.Cleanup(s.Close)
+		return s
+	})
+}
+
 // TestSuite runs the conformance suite with a fresh schema per subtest.
 func TestSuite(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) store.Store { return newStore(t) })

@@ -62,6 +62,9 @@ func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*
 		if err != nil {
 			return nil, fmt.Errorf("store: search %q: %w", prefix, err)
 		}
+		if err := store.CheckValueSize("read", it.Namespace, it.Key, len(it.Value), s.maxBytes); err != nil {
+			return nil, fmt.Errorf("store: search %q: %w", prefix, err)
+		}
 		if len(filter) > 0 {
 			if !jsonmatch.Matches(it.Value, filter) {
 				continue

@@ -62,8 +62,9 @@ const sweepEvery = time.Minute
 // Times are kept in Unix nanoseconds: an expiry beyond the year 2262 is
 // kept as the year 2262.
 type Store struct {
-	db  *sqlitedb.DB
-	now func() time.Time // clock for Created, Updated and expiry
+	db       *sqlitedb.DB
+	now      func() time.Time // clock for Created, Updated and expiry
+	maxBytes int              // size limit of one value
 
 	mu        sync.Mutex
 	lastSweep time.Time
@@ -75,12 +76,32 @@ var _ store.Store = (*Store)(nil)
 // directory, brings the store's tables up to date and returns a Store on
 // it. It fails with an error wrapping sqlitedb.ErrNewerSchema when the file
 // was written by a newer version of this package.
-func Open(ctx context.Context, path string) (*Store, error) {
+func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	db, err := sqlitedb.Open(ctx, path, Component, migrations)
 	if err != nil {
 		return nil, fmt.Errorf("store/sqlite: %w", err)
 	}
-	return &Store{db: db, now: time.Now, lastSweep: time.Now()}, nil
+	s := &Store{db: db, now: time.Now, lastSweep: time.Now(), maxBytes: store.DefaultMaxValueBytes}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
+}
+
+// Option configures Open.
+type Option func(*Store)
+
+// WithMaxBytes sets the most bytes of one value that Put accepts and that
+// Get and Search return; beyond it they fail with an error wrapping
+// store.ErrTooLarge (a Search fails on the first such item). The default is
+// store.DefaultMaxValueBytes; n <= 0 keeps it. A value stored under a
+// larger limit is refused on read, though the driver has read it by then.
+func WithMaxBytes(n int) Option {
+	return func(s *Store) {
+		if n > 0 {
+			s.maxBytes = n
+		}
+	}
 }
 
 // Close closes the database. The Store must not be used afterwards.
@@ -108,6 +129,9 @@ func (s *Store) Get(ctx context.Context, namespace []string, key string) (*store
 		// again meanwhile.
 		_, _ = s.db.Write.ExecContext(ctx, `DELETE FROM store_items WHERE ns = ? AND key = ? AND expires <= ?`, ns, key, now)
 		return nil, fmt.Errorf("store: get %s: %w", itemName(namespace, key), store.ErrNotFound)
+	}
+	if err := store.CheckValueSize("read", namespace, key, len(it.Value), s.maxBytes); err != nil {
+		return nil, err
 	}
 	return it, nil
 }
@@ -139,6 +163,9 @@ func scanItem(sc interface{ Scan(...any) error }) (*store.Item, sql.NullInt64, e
 // never expires, even if the item it replaces had a TTL.
 func (s *Store) Put(ctx context.Context, namespace []string, key string, value json.RawMessage, opts store.PutOptions) error {
 	if err := checkItem(ctx, namespace, key); err != nil {
+		return err
+	}
+	if err := store.CheckValueSize("put", namespace, key, len(value), s.maxBytes); err != nil {
 		return err
 	}
 	if !json.Valid(value) {

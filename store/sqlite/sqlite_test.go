@@ -35,6 +35,24 @@ func TestStore(t *testing.T) {
 	})
 }
 
+// TestLimits checks the size limit; the Stores of one test share a file.
+func TestLimits(t *testing.T) {
+	paths := map[string]string{}
+	storetest.RunLimits(t, func(t *testing.T, maxBytes int) store.Store {
+		path, ok := paths[t.Name()]
+		if !ok {
+			path = filepath.Join(t.TempDir(), "store.db")
+			paths[t.Name()] = path
+		}
+		s, err := Open(context.Background(), path, WithMaxBytes(maxBytes))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	})
+}
+
 // TestStoreShared runs the suite against one database file shared by every
 // subtest.
 func TestStoreShared(t *testing.T) {

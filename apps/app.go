@@ -1,0 +1,167 @@
+// Package apps holds the application systems built on Trellis, one package
+// each (apps/scheduler, apps/planner, apps/sqlrouter, apps/builder,
+// apps/testplanner), all built the same way:
+//
+//	app, err := scheduler.New(ctx, scheduler.Config{Model: model, Database: "data/app.db"})
+//	if err != nil { ... }
+//	defer app.Close()
+//	res, err := app.Graph.Invoke(apps.WithScope(ctx, thread), app.Input(""),
+//		graph.WithCheckpointer(saver), graph.WithThread(thread))
+//
+// Each package has a Config (a model — or one per phase —, tools, prompts,
+// a data source, options; every field documents its default) and
+// New(ctx, Config) (*App, error). App is the compiled graph plus what a
+// runner needs: the name and summary, an input builder, the options every
+// run takes, an outcome renderer and Close. Nothing is global: two Apps
+// built from two Configs share no state.
+//
+// Data an app keeps of its own (the scheduler's calendar) is scoped: every
+// table has a scope column and every query names it. The scope is read from
+// the run's context (WithScope; a runner passes the thread ID) or else from
+// the Config's Scope. A run with neither fails with an error saying so.
+//
+// The scripted models (Script in each package) answer from rules over the
+// request — which node asks, which step, whether a tool result came back —
+// so any number of threads get the same sensible replies.
+package apps
+
+import (
+	"context"
+	"io"
+	"slices"
+
+	"github.com/trellis-agents/trellis/agent/planexec"
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
+)
+
+// App is one built application: its compiled graph and what a runner (the
+// trellis command, a service) needs to run it.
+type App struct {
+	// Name is the app's short name ("scheduler").
+	Name string
+	// Summary says in one line what it does.
+	Summary string
+	// Graph is the compiled graph. Run it with a checkpointer and a thread,
+	// and the scope in the context (WithScope) if the app keeps data.
+	Graph *graph.Graph
+	// Input builds the update that starts a thread on request; "" asks
+	// the app's sample request (the demo's).
+	Input func(request string) graph.Update
+	// Options are added to every run (a step limit...); the runner adds
+	// the checkpointer, the thread and the store.
+	Options []graph.RunOption
+	// Script returns a new scripted model that plays the app's demo
+	// scenario (no real model is called).
+	Script func() llm.Model
+	// Events are the event kinds Print shows; Print renders one as a line
+	// of progress for a person (nil: nothing beyond the questions).
+	Events graph.EventKind
+	Print  func(w io.Writer, ev graph.Event)
+	// Outcome renders a finished thread's state for the person. ctx
+	// carries the scope for apps that read their own data.
+	Outcome func(ctx context.Context, s graph.State) string
+	// Retry, when set, returns the update that lets a thread whose run
+	// failed retry what failed (a runner applies it with
+	// graph.UpdateState(ctx, update, "", ...), keeping the tasks that were
+	// next); nil when there is nothing to clear.
+	Retry func(s graph.State) graph.Update
+	// Close releases what New acquired (databases, servers). Always
+	// non-nil; calling it twice is harmless.
+	Close func() error
+}
+
+type scopeKey struct{}
+
+// WithScope returns ctx with the data scope of a run: an app that keeps
+// data of its own (the scheduler's calendar) reads and writes only the rows
+// of this scope. Runners pass the thread ID, so two threads on one database
+// see their own data.
+func WithScope(ctx context.Context, scope string) context.Context {
+	return context.WithValue(ctx, scopeKey{}, scope)
+}
+
+// Scope returns the scope set with WithScope, or "".
+func Scope(ctx context.Context) string {
+	s, _ := ctx.Value(scopeKey{}).(string)
+	return s
+}
+
+// ScopeOr returns the scope of ctx, or fallback when ctx has none.
+func ScopeOr(ctx context.Context, fallback string) string {
+	if s := Scope(ctx); s != "" {
+		return s
+	}
+	return fallback
+}
+
+// Env is what a runner supplies to build any app by name (see
+// apps/catalog): the parts of every Config that the runner, not the app,
+// decides.
+type Env struct {
+	// Model answers every request (the app's scripted one, or a real
+	// provider's).
+	Model llm.Model
+	// Database is the SQLite file the runner keeps its threads in; apps
+	// with data of their own keep their tables there too (prefixed, each
+	// app migrating its own).
+	Database string
+	// DataDir is a directory for any other files an app needs (sample
+	// databases).
+	DataDir string
+	// Scope is the default data scope (the thread ID).
+	Scope string
+	// Fresh says the thread starts over: an app with data of its own
+	// resets the scope's data to its starting point.
+	Fresh bool
+}
+
+// Closer joins close functions into one that runs each once, for New's
+// error paths and App.Close.
+func Closer(fns ...func() error) func() error {
+	done := false
+	return func() error {
+		if done {
+			return nil
+		}
+		done = true
+		var first error
+		for i := len(fns) - 1; i >= 0; i-- {
+			if fns[i] == nil {
+				continue
+			}
+			if err := fns[i](); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+}
+
+// Entry names an app and builds it from an Env, so a runner can offer
+// every app by name (apps/catalog lists them). Each app package's Entry
+// function maps the Env onto its own Config and its documented defaults.
+type Entry struct {
+	// Name and Summary are the app's (the same as the built App's).
+	Name, Summary string
+	// Script returns a new scripted model for the demo.
+	Script func() llm.Model
+	// Open builds the app over env.
+	Open func(ctx context.Context, env Env) (*App, error)
+}
+
+// RetryFailedSteps is App.Retry for planexec agents: it forgets the
+// results of the steps that failed, so the dispatcher runs them again.
+func RetryFailedSteps(s graph.State) graph.Update {
+	var failed []string
+	for id, r := range planexec.Steps.Get(s) {
+		if r.Status == planexec.StepFailed {
+			failed = append(failed, id)
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	slices.Sort(failed)
+	return graph.Writes(graph.DeleteKeys(planexec.Steps, failed...))
+}

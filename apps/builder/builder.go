@@ -1,0 +1,209 @@
+// Package builder is the builder app: a support agent of two LLM nodes
+// made with agent/builder. "answer" drafts a reply to a customer (it may
+// look up the returns policy), "review" checks it, and a model judges after
+// each review whether the reviewer asked for changes: if so the draft goes
+// back to "answer", otherwise the run ends.
+//
+// # Embedding
+//
+// New(ctx, Config{Model}) builds the app; Tools, AnswerPrompt,
+// ReviewPrompt and MaxIterations replace the defaults. See Example and
+// Config.
+package builder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	agentbuilder "github.com/trellis-agents/trellis/agent/builder"
+	"github.com/trellis-agents/trellis/agent/react"
+	"github.com/trellis-agents/trellis/apps"
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/llmtest"
+	"github.com/trellis-agents/trellis/tool"
+)
+
+// Question is the customer message the example answers.
+const Question = "I bought headphones 20 days ago and one side stopped working. Can I still return them?"
+
+// Condition is the natural-language condition on the review node's edge.
+const Condition = "the reviewer asked for changes to the reply"
+
+type policyArgs struct {
+	Topic string `json:"topic" jsonschema:"returns, warranty or shipping"`
+}
+
+var policies = map[string]string{
+	"returns":  "Items can be returned within 30 days of delivery for a refund, in any condition if faulty.",
+	"warranty": "Electronics carry a 2-year warranty covering defects; repair or replacement at our choice.",
+	"shipping": "Return shipping is free for faulty items; we email a prepaid label.",
+}
+
+// PolicyTool looks up the shop's policy on a topic (a read tool).
+func PolicyTool() tool.Tool {
+	return tool.MustFunc("lookup_policy", "Look up the shop's policy on returns, warranty or shipping.",
+		func(_ context.Context, a policyArgs) (string, error) {
+			p, ok := policies[a.Topic]
+			if !ok {
+				return "", tool.BadArguments("lookup_policy", "unknown topic %q; use returns, warranty or shipping", a.Topic)
+			}
+			return p, nil
+		}, tool.ReadOnly())
+}
+
+// The default prompts of the two nodes.
+const (
+	AnswerPrompt = "You answer customers of an electronics shop. Check the policy with lookup_policy before promising anything. Be brief and kind."
+	ReviewPrompt = "You review a support reply for accuracy against the shop's policy and for tone. Say plainly whether changes are needed and which."
+)
+
+// Name is the app's name.
+const Name = "builder"
+
+// Summary says in one line what the app does.
+const Summary = "a two-node support agent (answer, review) with a model-judged edge, built with agent/builder"
+
+// Config configures the builder app. Model is required; every other field
+// has the default its comment names.
+type Config struct {
+	// Model drafts, reviews and judges (required; Script() for the
+	// scripted demo model).
+	Model llm.Model
+	// Tools are the answer node's tools (default: PolicyTool()).
+	Tools []tool.Tool
+	// AnswerPrompt and ReviewPrompt instruct the two nodes (defaults
+	// AnswerPrompt and ReviewPrompt).
+	AnswerPrompt, ReviewPrompt string
+	// Request is the customer message App.Input("") uses (default
+	// Question).
+	Request string
+	// MaxIterations bounds the answer-review rounds (default 8).
+	MaxIterations int
+}
+
+// NewAgent builds the agent over cfg (defaults applied).
+func NewAgent(cfg Config) (*agentbuilder.Agent, error) {
+	if cfg.Model == nil {
+		return nil, errors.New("builder: Config.Model is nil; pass the llm.Model that drafts and reviews (builder.Script() for the scripted demo)")
+	}
+	if cfg.Tools == nil {
+		cfg.Tools = []tool.Tool{PolicyTool()}
+	}
+	if cfg.AnswerPrompt == "" {
+		cfg.AnswerPrompt = AnswerPrompt
+	}
+	if cfg.ReviewPrompt == "" {
+		cfg.ReviewPrompt = ReviewPrompt
+	}
+	if cfg.MaxIterations <= 0 {
+		cfg.MaxIterations = 8
+	}
+	return agentbuilder.New("support-review").
+		Description("Drafts a reply to a customer and has it reviewed until the reviewer is satisfied.").
+		MaxIterations(cfg.MaxIterations).
+		LLMNode("answer", cfg.AnswerPrompt, cfg.Tools...).
+		LLMNode("review", cfg.ReviewPrompt).
+		Edge("answer", "review").
+		When("review", Condition, "answer").
+		Entry("answer").
+		End("review").
+		Build(cfg.Model)
+}
+
+// New builds the builder app.
+func New(_ context.Context, cfg Config) (*apps.App, error) {
+	a, err := NewAgent(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Request == "" {
+		cfg.Request = Question
+	}
+	return &apps.App{
+		Name:    Name,
+		Summary: Summary,
+		Graph:   a.Graph(),
+		Input: func(request string) graph.Update {
+			if request == "" {
+				request = cfg.Request
+			}
+			return agentbuilder.Input(request)
+		},
+		Script:  Script,
+		Events:  graph.EventTaskEnd,
+		Print:   printTask,
+		Outcome: func(_ context.Context, s graph.State) string { return outcome(s) },
+		Close:   apps.Closer(),
+	}, nil
+}
+
+// Entry describes the app to runners.
+func Entry() apps.Entry {
+	return apps.Entry{Name: Name, Summary: Summary, Script: Script,
+		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
+			return New(ctx, Config{Model: env.Model})
+		}}
+}
+
+// Script returns the scripted model: a first draft that forgets the free
+// return label, a review asking for it, a corrected draft and an approving
+// review, with the judge's verdicts. Each reply is chosen by what the
+// request holds (which node asks, how many policy lookups came back,
+// what the review said), never by how many requests came before, so any
+// number of threads get the same replies.
+func Script() llm.Model {
+	m := llmtest.New()
+	answer, review := llmtest.Namespace("answer:"), llmtest.Namespace("review:")
+	after := llmtest.LastIsToolResult()
+	m.When(llmtest.And(answer, toolResults(0)), llmtest.ToolCalls(llmtest.Call("lookup_policy", `{"topic":"returns"}`))).Repeat()
+	m.When(llmtest.And(answer, toolResults(1), after),
+		llmtest.Text("Yes: faulty items can be returned within 30 days, so you are in time. Reply with your order number and we will start the return.")).Repeat()
+	m.When(llmtest.And(answer, toolResults(1)), llmtest.ToolCalls(llmtest.Call("lookup_policy", `{"topic":"shipping"}`))).Repeat()
+	m.When(llmtest.And(answer, toolResults(2), after),
+		llmtest.Text("Yes: faulty items can be returned within 30 days, so you are in time. We will email you a free prepaid return label; reply with your order number to start.")).Repeat()
+	m.When(llmtest.And(review, toolResults(1)),
+		llmtest.Text("Accurate, but it should say that return shipping is free for faulty items. Please add that.")).Repeat()
+	m.When(llmtest.And(review, toolResults(2)), llmtest.Text("Accurate and kind. No changes needed.")).Repeat()
+	judge := llmtest.LastUserContains(Condition)
+	m.When(llmtest.And(judge, llmtest.LastUserContains("No changes needed")),
+		llmtest.JSON(map[string]any{"holds": false, "reason": "the review approves the reply"})).Repeat()
+	m.When(judge, llmtest.JSON(map[string]any{"holds": true, "reason": "the review asks to mention free return shipping"})).Repeat()
+	return m
+}
+
+// toolResults matches a request holding n tool results.
+func toolResults(n int) llmtest.Matcher {
+	return func(r *llmtest.Request) bool {
+		c := 0
+		for _, m := range r.Messages {
+			if m.Role == llm.RoleTool {
+				c++
+			}
+		}
+		return c == n
+	}
+}
+
+func printTask(w io.Writer, ev graph.Event) {
+	if ev.Kind == graph.EventTaskEnd && ev.Namespace == "" && !strings.HasSuffix(ev.Node, "/route") {
+		fmt.Fprintf(w, "- %s finished (%s)\n", ev.Node, ev.Task.Duration.Round(1e6))
+	}
+}
+
+func outcome(s graph.State) string {
+	var b strings.Builder
+	for _, j := range agentbuilder.Judgements.Get(s) {
+		fmt.Fprintf(&b, "judge after %s: %q holds = %v (%s)\n", j.Node, j.Condition, j.Holds, j.Reason)
+	}
+	b.WriteString("conversation:\n")
+	for _, m := range react.Messages.Get(s) {
+		if t := m.Text(); t != "" && m.Role != llm.RoleTool {
+			fmt.Fprintf(&b, "  %s: %s\n", m.Role, t)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,83 @@
+package builder
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	agentbuilder "github.com/trellis-agents/trellis/agent/builder"
+	"github.com/trellis-agents/trellis/agent/react"
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm/llmtest"
+)
+
+func TestScriptedRun(t *testing.T) {
+	model := Script().(*llmtest.Model)
+	a, err := NewAgent(Config{Model: model})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Run(context.Background(), agentbuilder.Input(Question))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(res.Path, " "); got != "answer review answer review" {
+		t.Errorf("path = %q", got)
+	}
+	if !res.Success || res.Iterations != 4 {
+		t.Errorf("success %v after %d iterations; want true after 4", res.Success, res.Iterations)
+	}
+	js := res.Judgements
+	if len(js) != 2 || !js[0].Holds || js[1].Holds {
+		t.Errorf("judgements = %+v; want changes asked once, then not", js)
+	}
+	msgs := react.Messages.Get(res.FinalState)
+	var replies []string
+	for _, m := range msgs {
+		if strings.HasPrefix(m.Text(), "Yes: faulty items") {
+			replies = append(replies, m.Text())
+		}
+	}
+	if len(replies) != 2 || !strings.Contains(replies[1], "free prepaid return label") {
+		t.Errorf("drafts = %q; want the second to add the free label", replies)
+	}
+	if calls := agentbuilder.ToolCalls(res.FinalState); len(calls) != 2 || calls[1].Result != policies["shipping"] {
+		t.Errorf("tool calls = %+v", calls)
+	}
+	// The second draft was asked with the review in its history.
+	var sawReview bool
+	for _, r := range model.Requests() {
+		if strings.HasPrefix(r.Namespace, "answer:") {
+			for _, m := range r.Messages {
+				sawReview = sawReview || strings.Contains(m.Text(), "return shipping is free")
+			}
+		}
+	}
+	if !sawReview {
+		t.Error("no request of the answer node carried the review")
+	}
+	if out := outcome(res.FinalState); !strings.Contains(out, "holds = true") || !strings.Contains(out, "No changes needed") {
+		t.Errorf("outcome:\n%s", out)
+	}
+}
+
+// TestScriptServesManyThreads: one scripted model answers any number of
+// threads the same way (its replies follow the request, not a queue).
+func TestScriptServesManyThreads(t *testing.T) {
+	app, err := New(context.Background(), Config{Model: Script()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	saver := checkpoint.NewMemory()
+	for _, thread := range []string{"t1", "t2", "t3"} {
+		res, err := app.Graph.Invoke(context.Background(), app.Input(""), graph.WithCheckpointer(saver), graph.WithThread(thread))
+		if err != nil {
+			t.Fatalf("%s: %v", thread, err)
+		}
+		if out := app.Outcome(context.Background(), res.State); !strings.Contains(out, "No changes needed") || !strings.Contains(out, "free prepaid return label") {
+			t.Errorf("%s:\n%s", thread, out)
+		}
+	}
+}

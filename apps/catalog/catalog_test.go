@@ -1,0 +1,42 @@
+package catalog
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trellis-agents/trellis/apps"
+)
+
+// TestEveryAppBuildsFromAnEnv: each entry builds from an Env alone (as a
+// service would), names itself as listed, and closes cleanly.
+func TestEveryAppBuildsFromAnEnv(t *testing.T) {
+	seen := map[string]bool{}
+	for _, e := range All() {
+		if seen[e.Name] || e.Summary == "" || e.Script == nil || e.Open == nil {
+			t.Errorf("entry %q is incomplete or repeated", e.Name)
+		}
+		seen[e.Name] = true
+		dir := t.TempDir()
+		app, err := e.Open(context.Background(), apps.Env{Model: e.Script(), Database: filepath.Join(dir, "t.db"), DataDir: dir, Scope: "t"})
+		if err != nil {
+			t.Fatalf("%s: %v", e.Name, err)
+		}
+		if app.Name != e.Name || app.Graph == nil || app.Input == nil || app.Outcome == nil || app.Close == nil {
+			t.Errorf("%s: the App lacks a part: %+v", e.Name, app)
+		}
+		if err := app.Close(); err != nil {
+			t.Errorf("%s: Close: %v", e.Name, err)
+		}
+		if err := app.Close(); err != nil {
+			t.Errorf("%s: a second Close: %v", e.Name, err)
+		}
+	}
+	if _, err := Lookup(Demo); err != nil {
+		t.Error(err)
+	}
+	if _, err := Lookup("nosuch"); err == nil || !strings.Contains(err.Error(), "the apps are builder, planner, scheduler, sqlrouter, testplanner") {
+		t.Errorf("Lookup(nosuch) = %v", err)
+	}
+}

@@ -1,0 +1,220 @@
+package sqlrouter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/trellis-agents/trellis/agent/react"
+	"github.com/trellis-agents/trellis/agent/router"
+	"github.com/trellis-agents/trellis/apps"
+	"github.com/trellis-agents/trellis/apps/sqlread"
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/tool"
+)
+
+// SampleFile is the name of the sample database under Env.DataDir.
+const SampleFile = "sqlrouter-library.db"
+
+// Name is the app's name.
+const Name = "sqlrouter"
+
+// Summary says in one line what the app does.
+const Summary = "a router over discovery, generate-SQL, fix-SQL and execute-and-analyze agents on a read-only SQLite library, passing outputs by {{call:ID}}"
+
+// Config configures the sqlrouter app. Model and a database (DB or
+// Database) are required; every other field has the default its comment
+// names.
+type Config struct {
+	// Model plays the router and its agents (required; Script() for the
+	// scripted demo model).
+	Model llm.Model
+	// AgentModels gives named sub-agents (DiscoveryAgent, GenerateAgent,
+	// FixAgent, ExecuteAgent) a model of their own (default: none, all use
+	// Model).
+	AgentModels map[string]llm.Model
+	// DB is an open read-only database to answer from. When nil, Database
+	// is opened read-only.
+	DB sqlread.Database
+	// Database is a SQLite file, used when DB is nil; the App closes it.
+	Database string
+	// Sample creates the sample library at Database when the file is
+	// missing (default false: a missing file is an error).
+	Sample bool
+	// Request is the question App.Input("") asks (default Question).
+	Request string
+}
+
+// New builds the sqlrouter app.
+func New(ctx context.Context, cfg Config) (*apps.App, error) {
+	if cfg.Model == nil {
+		return nil, errors.New("sqlrouter: Config.Model is nil; pass the llm.Model that plays the router and its agents (sqlrouter.Script() for the scripted demo)")
+	}
+	closeDB := func() error { return nil }
+	db := cfg.DB
+	if db == nil {
+		if cfg.Database == "" {
+			return nil, errors.New("sqlrouter: no database; set Config.DB (sqlread.OpenReadOnly) or Config.Database (a SQLite file)")
+		}
+		if cfg.Sample {
+			if _, err := CreateSampleDB(ctx, cfg.Database); err != nil {
+				return nil, err
+			}
+		}
+		ro, err := sqlread.OpenReadOnly(ctx, cfg.Database)
+		if err != nil {
+			return nil, err
+		}
+		db, closeDB = ro, ro.Close
+	}
+	if cfg.Request == "" {
+		cfg.Request = Question
+	}
+	g, err := NewGraph(cfg.Model, db, cfg.AgentModels)
+	if err != nil {
+		closeDB()
+		return nil, err
+	}
+	return &apps.App{
+		Name:    Name,
+		Summary: Summary,
+		Graph:   g,
+		Input: func(request string) graph.Update {
+			if request == "" {
+				request = cfg.Request
+			}
+			return react.Input(request)
+		},
+		Script:  Script,
+		Events:  graph.EventUpdates,
+		Print:   printCall,
+		Outcome: func(_ context.Context, s graph.State) string { return Render(s) },
+		Close:   apps.Closer(closeDB),
+	}, nil
+}
+
+// Entry describes the app to runners: the sample library database under
+// the Env's DataDir (created when missing), opened read-only.
+func Entry() apps.Entry {
+	return apps.Entry{Name: Name, Summary: Summary, Script: Script,
+		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
+			return New(ctx, Config{Model: env.Model, Database: filepath.Join(env.DataDir, SampleFile), Sample: true})
+		}}
+}
+
+// printCall shows each call of the router as it finishes: the call, the
+// calls whose outputs it used, and the first line of its result.
+func printCall(w io.Writer, ev graph.Event) {
+	if ev.Kind != graph.EventUpdates || ev.Namespace != "" {
+		return
+	}
+	recs, _ := react.Calls.In(ev.Update)
+	for _, id := range slices.Sorted(maps.Keys(recs)) {
+		rec := recs[id]
+		uses := ""
+		if refs := router.References(rec.Arguments); len(refs) > 0 {
+			uses = " using " + strings.Join(refs, ", ")
+		}
+		fmt.Fprintf(w, "- %s (%s)%s: %s\n", rec.Tool, id, uses, firstLine(rec.Result, 80))
+	}
+}
+
+// Link is one call of the router in a turn: what was called, the earlier
+// calls whose outputs it received by reference, and what came back.
+type Link struct {
+	CallID string
+	Tool   string
+	// Uses are the IDs of the calls its arguments referred to.
+	Uses []string
+	// Result is the call's full output (or error message); Failed says
+	// whether the call failed.
+	Result string
+	Failed bool
+}
+
+// Chain returns the calls of the thread's latest turn, in the order the
+// router made them, from its call records. Calls not finished (waiting for
+// a person, or cut off) are left out.
+func Chain(s graph.State) []Link {
+	msgs := react.Messages.Get(s)
+	start := 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleUser {
+			start = i
+			break
+		}
+	}
+	var out []Link
+	for _, m := range msgs[start:] {
+		for _, c := range m.ToolCalls {
+			rec, ok := tool.LookupCall(s, react.Calls, c.ID)
+			if !ok {
+				continue
+			}
+			out = append(out, Link{CallID: c.ID, Tool: rec.Tool, Uses: router.References(rec.Arguments), Result: rec.Result, Failed: rec.Error != ""})
+		}
+	}
+	return out
+}
+
+// Render shows how the latest turn ended (its answer, or why there is
+// none yet) and the chain of calls that led there.
+func Render(s graph.State) string {
+	var b strings.Builder
+	o, ok := router.Finished(s)
+	switch {
+	case !ok:
+		b.WriteString("The turn has not finished (it waits for an answer, or it failed).\n")
+	case o.Failed():
+		fmt.Fprintf(&b, "FAILED (%s matched %s):\n%s\n", o.Tool, o.Pattern, o.Answer)
+	case o.Tool != "":
+		fmt.Fprintf(&b, "Answer (%s, from %s):\n%s\n", o.Reason, o.Tool, o.Answer)
+	default:
+		fmt.Fprintf(&b, "Answer (%s):\n%s\n", o.Reason, o.Answer)
+	}
+	chain := Chain(s)
+	if len(chain) == 0 {
+		return b.String()
+	}
+	b.WriteString("\nCall chain:\n")
+	width := 0
+	for _, l := range chain {
+		width = max(width, utf8.RuneCountInString(l.CallID)+utf8.RuneCountInString(l.Tool)+1)
+	}
+	for i, l := range chain {
+		head := l.CallID + " " + l.Tool
+		if len(l.Uses) > 0 {
+			head = fmt.Sprintf("%-*s  uses %s", width, head, strings.Join(l.Uses, ", "))
+		}
+		fmt.Fprintf(&b, "%2d. %s", i+1, head)
+		mark := "→"
+		if l.Failed {
+			mark = "✗"
+		}
+		fmt.Fprintf(&b, "\n      %s %s\n", mark, firstLine(l.Result, 100))
+	}
+	return b.String()
+}
+
+// firstLine returns the first non-empty line of s, cut to n runes.
+func firstLine(s string, n int) string {
+	lines := slices.DeleteFunc(strings.Split(strings.TrimSpace(s), "\n"), func(l string) bool { return strings.TrimSpace(l) == "" })
+	if len(lines) == 0 {
+		return "(empty)"
+	}
+	l := strings.TrimSpace(lines[0])
+	if utf8.RuneCountInString(l) > n {
+		l = string([]rune(l)[:n]) + "…"
+	}
+	if len(lines) > 1 {
+		l += fmt.Sprintf(" (+%d lines)", len(lines)-1)
+	}
+	return l
+}

@@ -1,0 +1,124 @@
+package testplanner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"github.com/trellis-agents/trellis/apps"
+	"github.com/trellis-agents/trellis/apps/sqlread"
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
+)
+
+// Name is the app's name.
+const Name = "testplanner"
+
+// Summary says in one line what the app does.
+const Summary = "test plans for every tool of an MCP server, grounded in rows of a read-only SQLite database, in batches of 5 kept in the store"
+
+// SampleFile is the name of the sample shop database under Env.DataDir.
+const SampleFile = "testplanner-shop.db"
+
+// New builds the testplanner app: the graph of NewGraph over cfg, with
+// cfg.DB opened from cfg.Database and cfg.Tools served from the sample
+// server when cfg.Sample says so. App.Input(name) plans under the store
+// namespace's thread element name ("": the run's scope). Runs need a
+// store (graph.WithStore).
+func New(ctx context.Context, cfg Config) (*apps.App, error) {
+	if cfg.Model == nil {
+		return nil, errors.New("testplanner: Config.Model is nil; pass the llm.Model that writes the plans (testplanner.ScriptedModel() for the scripted demo)")
+	}
+	var closers []func() error
+	fail := func(err error) (*apps.App, error) {
+		apps.Closer(closers...)()
+		return nil, err
+	}
+	if cfg.DB == nil {
+		if cfg.Database == "" {
+			return nil, errors.New("testplanner: no database; set Config.DB (sqlread.OpenReadOnly) or Config.Database (a SQLite file)")
+		}
+		if cfg.Sample {
+			if _, err := CreateSampleDB(ctx, cfg.Database); err != nil {
+				return nil, err
+			}
+		}
+		db, err := sqlread.OpenReadOnly(ctx, cfg.Database)
+		if err != nil {
+			return nil, err
+		}
+		cfg.DB = db
+		closers = append(closers, db.Close)
+	}
+	if cfg.Tools == nil && cfg.Sample {
+		client, err := ConnectSample(ctx)
+		if err != nil {
+			return fail(err)
+		}
+		cfg.Tools = client
+		closers = append(closers, client.Close)
+	}
+	g, err := NewGraph(cfg)
+	if err != nil {
+		return fail(err)
+	}
+	return &apps.App{
+		Name:    Name,
+		Summary: Summary,
+		Graph:   g,
+		Input:   Input,
+		Script:  func() llm.Model { return ScriptedModel() },
+		Events:  graph.EventCustom,
+		Print: func(w io.Writer, ev graph.Event) {
+			if p, ok := ev.Custom.(Progress); ok {
+				fmt.Fprintf(w, "  %s\n", p)
+			}
+		},
+		Outcome: func(_ context.Context, s graph.State) string { return Render(Plans(s)) },
+		Close:   apps.Closer(closers...),
+	}, nil
+}
+
+// Entry describes the app to runners: the sample shop server (in
+// process) and database (under the Env's DataDir), planned for project
+// "shop", environment "dev".
+func Entry() apps.Entry {
+	return apps.Entry{Name: Name, Summary: Summary, Script: func() llm.Model { return ScriptedModel() },
+		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
+			return New(ctx, Config{Model: env.Model, Database: filepath.Join(env.DataDir, SampleFile), Sample: true, Project: "shop", Environment: "dev"})
+		}}
+}
+
+// Render shows plans for a person: per tool, the batch, the data rounds
+// and each case with its arguments, its expectation and the rows it used.
+func Render(plans []Plan) string {
+	var b strings.Builder
+	if len(plans) == 0 {
+		return "No plans.\n"
+	}
+	for _, p := range plans {
+		fmt.Fprintf(&b, "\n== %s: %d cases (batch %d, %d query rounds, %d queries)\n", p.Tool, len(p.Cases), p.Batch+1, p.QueryRounds, p.Queries)
+		if p.Note != "" {
+			fmt.Fprintf(&b, "   data: %s\n", p.Note)
+		}
+		for _, c := range p.Cases {
+			args, err := json.Marshal(c.Arguments)
+			if err != nil {
+				args = []byte(fmt.Sprint(c.Arguments))
+			}
+			mark := ""
+			if !c.Grounded {
+				mark = "  [no argument value from the rows]"
+			}
+			fmt.Fprintf(&b, " - %s: %s\n     expect: %s%s\n", c.Name, args, c.Expected, mark)
+			if len(c.DataUsed) > 0 {
+				fmt.Fprintf(&b, "     rows:   %s\n", strings.Join(c.DataUsed, ", "))
+			}
+		}
+	}
+	return b.String()
+}

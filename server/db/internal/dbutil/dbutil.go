@@ -1,0 +1,322 @@
+// Package dbutil holds what the SQLite and PostgreSQL stores of record
+// share: argument validation, defaults, JSON encoding of metadata and
+// JSON containment, so that both answer the same calls the same way.
+package dbutil
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/trellis-agents/trellis/internal/jsonmatch"
+	"github.com/trellis-agents/trellis/server/db"
+)
+
+// DefaultLimit is the page size of a search with Limit 0.
+const DefaultLimit = 10
+
+// Now returns the current time as both stores keep it: UTC, whole
+// microseconds (PostgreSQL's timestamptz precision).
+func Now() time.Time { return time.Now().UTC().Truncate(time.Microsecond) }
+
+// NewID returns a new ID for a row created without one: a UUIDv7, so IDs
+// made later sort later.
+func NewID() string {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return uuid.NewString()
+	}
+	return id.String()
+}
+
+// Invalid returns an error wrapping db.ErrInvalid with the message.
+func Invalid(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), db.ErrInvalid)
+}
+
+// Page returns the limit and offset of q, with the default limit for 0.
+func Page(limit, offset int) (int, int, error) {
+	if limit < 0 || offset < 0 {
+		return 0, 0, Invalid("limit %d and offset %d must not be negative", limit, offset)
+	}
+	if limit == 0 {
+		limit = DefaultLimit
+	}
+	return limit, offset, nil
+}
+
+// Sort columns of each resource: the Query.SortBy names they accept and the
+// column each means.
+var (
+	AssistantSort = map[string]string{"": "created_at", "created_at": "created_at", "updated_at": "updated_at",
+		"assistant_id": "assistant_id", "graph_id": "graph_id", "name": "name"}
+	ThreadSort = map[string]string{"": "created_at", "created_at": "created_at", "updated_at": "updated_at",
+		"thread_id": "thread_id", "status": "status"}
+)
+
+// Order returns the SQL column and direction ("ASC" or "DESC") of q for a
+// resource whose sort columns are cols.
+func Order(q db.Query, cols map[string]string) (col, dir string, err error) {
+	col, ok := cols[q.SortBy]
+	if !ok {
+		names := make([]string, 0, len(cols))
+		for k := range cols {
+			if k != "" {
+				names = append(names, k)
+			}
+		}
+		slices.Sort(names)
+		return "", "", Invalid("sort_by %q is not one of %s", q.SortBy, strings.Join(names, ", "))
+	}
+	switch strings.ToLower(q.SortOrder) {
+	case "", "desc":
+		return col, "DESC", nil
+	case "asc":
+		return col, "ASC", nil
+	}
+	return "", "", Invalid(`sort_order %q is neither "asc" nor "desc"`, q.SortOrder)
+}
+
+// Object validates raw as a JSON object for field, returning "{}" when raw
+// is empty.
+func Object(field string, raw json.RawMessage) ([]byte, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return []byte("{}"), nil
+	}
+	v, err := jsonmatch.Decode(raw)
+	if err != nil {
+		return nil, Invalid("%s is not valid JSON: %v", field, err)
+	}
+	if _, ok := v.(map[string]any); !ok {
+		return nil, Invalid("%s must be a JSON object, not %s", field, short(raw))
+	}
+	return raw, nil
+}
+
+// OptionalJSON validates raw as any JSON value for field; empty stays nil
+// (stored as NULL).
+func OptionalJSON(field string, raw json.RawMessage) ([]byte, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil, nil
+	}
+	if !json.Valid(raw) {
+		return nil, Invalid("%s is not valid JSON: %s", field, short(raw))
+	}
+	return raw, nil
+}
+
+func short(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + "..."
+	}
+	return string(b)
+}
+
+// EncodeMetadata encodes md as a JSON object ("{}" for nil).
+func EncodeMetadata(md db.Metadata) ([]byte, error) {
+	if md == nil {
+		return []byte("{}"), nil
+	}
+	b, err := json.Marshal(md)
+	if err != nil {
+		return nil, Invalid("metadata does not encode as JSON: %v", err)
+	}
+	return b, nil
+}
+
+// DecodeMetadata decodes stored metadata, which must be a JSON object.
+func DecodeMetadata(b []byte) (db.Metadata, error) {
+	var md db.Metadata
+	if err := json.Unmarshal(b, &md); err != nil {
+		return nil, fmt.Errorf("decode metadata %s: %w", short(b), err)
+	}
+	if md == nil {
+		return nil, fmt.Errorf("decode metadata: %s is not a JSON object", short(b))
+	}
+	return md, nil
+}
+
+// Merge returns old with the keys of patch set (top-level keys replace).
+func Merge(old, patch db.Metadata) db.Metadata {
+	out := make(db.Metadata, len(old)+len(patch))
+	for k, v := range old {
+		out[k] = v
+	}
+	for k, v := range patch {
+		out[k] = v
+	}
+	return out
+}
+
+// Filter is a decoded containment filter; nil matches everything.
+type Filter struct{ v any }
+
+// Empty reports whether the filter matches everything.
+func (f Filter) Empty() bool { return f.v == nil }
+
+// MetadataFilter turns a metadata filter into a Filter.
+func MetadataFilter(md db.Metadata) (Filter, error) {
+	if len(md) == 0 {
+		return Filter{}, nil
+	}
+	b, err := json.Marshal(md)
+	if err != nil {
+		return Filter{}, Invalid("metadata filter does not encode as JSON: %v", err)
+	}
+	v, err := jsonmatch.Decode(b)
+	if err != nil {
+		return Filter{}, Invalid("metadata filter: %v", err)
+	}
+	return Filter{v}, nil
+}
+
+// ObjectFilter turns a JSON object filter (e.g. on thread values) into a
+// Filter; an empty raw or {} matches everything.
+func ObjectFilter(field string, raw json.RawMessage) (Filter, error) {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return Filter{}, nil
+	}
+	v, err := jsonmatch.Decode(raw)
+	if err != nil {
+		return Filter{}, Invalid("%s filter is not valid JSON: %v", field, err)
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Filter{}, Invalid("%s filter must be a JSON object, not %s", field, short(raw))
+	}
+	if len(m) == 0 {
+		return Filter{}, nil
+	}
+	return Filter{v}, nil
+}
+
+// JSON returns the filter as JSON text, for PostgreSQL's @>.
+func (f Filter) JSON() []byte {
+	b, _ := json.Marshal(f.v)
+	return b
+}
+
+// Match reports whether the stored JSON doc contains the filter, with
+// PostgreSQL's jsonb @> semantics: an object contains another when it has
+// every key of it with a value that contains the other's; an array
+// contains another when each element of the other is contained by some
+// element of it; scalars must be equal (numbers by value, so 1 matches 1.0;
+// "1" never matches 1). Undecodable or missing documents match nothing.
+func (f Filter) Match(doc []byte) bool {
+	if f.v == nil {
+		return true
+	}
+	if len(doc) == 0 {
+		return false
+	}
+	v, err := jsonmatch.Decode(doc)
+	if err != nil {
+		return false
+	}
+	return Contains(v, f.v)
+}
+
+// Contains reports whether value contains want, both decoded by
+// jsonmatch.Decode; see Filter.Match.
+func Contains(value, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		v, ok := value.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, wv := range w {
+			vv, ok := v[k]
+			if !ok || !Contains(vv, wv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		v, ok := value.([]any)
+		if !ok {
+			return false
+		}
+		for _, we := range w {
+			found := false
+			for _, ve := range v {
+				if Contains(ve, we) {
+					found = true
+					break
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	}
+	return jsonmatch.Equal(value, want)
+}
+
+// ThreadStatus validates a thread status; "" is allowed when optional.
+func ThreadStatus(s db.ThreadStatus, optional bool) error {
+	switch s {
+	case db.ThreadIdle, db.ThreadBusy, db.ThreadInterrupted, db.ThreadError:
+		return nil
+	case "":
+		if optional {
+			return nil
+		}
+	}
+	return Invalid("thread status %q is not one of idle, busy, interrupted, error", s)
+}
+
+// RunStatus validates a run status; "" is allowed when optional.
+func RunStatus(s db.RunStatus, optional bool) error {
+	switch s {
+	case db.RunPending, db.RunRunning, db.RunSuccess, db.RunError, db.RunTimeout, db.RunInterrupted:
+		return nil
+	case "":
+		if optional {
+			return nil
+		}
+	}
+	return Invalid("run status %q is not one of pending, running, success, error, timeout, interrupted", s)
+}
+
+// TerminalStatus validates a status a run ends with.
+func TerminalStatus(s db.RunStatus) error {
+	if err := RunStatus(s, false); err != nil {
+		return err
+	}
+	if !s.Terminal() {
+		return Invalid("run status %q is not terminal; use success, error, timeout or interrupted", s)
+	}
+	return nil
+}
+
+// CancelAction validates a RequestCancel action.
+func CancelAction(a string) error {
+	if a != "interrupt" && a != "rollback" {
+		return Invalid(`cancel action %q is neither "interrupt" nor "rollback"`, a)
+	}
+	return nil
+}
+
+// TTL validates a lease duration.
+func TTL(ttl time.Duration) error {
+	if ttl <= 0 {
+		return Invalid("lease duration %v must be positive", ttl)
+	}
+	return nil
+}
+
+// Tenant validates a tenant name: never empty, so a handler that forgot to
+// set it fails loudly instead of sharing an anonymous tenant.
+func Tenant(tenant string) error {
+	if tenant == "" {
+		return Invalid("the tenant is empty; the service passes its default tenant when auth is off")
+	}
+	return nil
+}

@@ -1,0 +1,41 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+)
+
+// Corrupt makes the stored metadata of one row a JSON string, which does
+// not decode as metadata, for dbtest.Corrupter.
+func (d *DB) Corrupt(kind, tenant, id string) error {
+	tables := map[string][2]string{
+		"assistant": {"trellis_assistants", "assistant_id"},
+		"thread":    {"trellis_threads", "thread_id"},
+		"run":       {"trellis_runs", "run_id"},
+	}
+	tc, ok := tables[kind]
+	if !ok {
+		return fmt.Errorf("corrupt: unknown kind %q", kind)
+	}
+	tag, err := d.pool.Exec(context.Background(),
+		`UPDATE `+tc[0]+` SET metadata = '"not metadata"'::jsonb WHERE tenant = $1 AND `+tc[1]+` = $2`, tenant, id)
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() != 1 {
+		return fmt.Errorf("corrupt %s %q: %d rows changed", kind, id, tag.RowsAffected())
+	}
+	return nil
+}
+
+// Exec runs a raw statement, for tests that check what the schema itself
+// enforces.
+func (d *DB) Exec(query string, args ...any) error {
+	_, err := d.pool.Exec(context.Background(), query, args...)
+	return err
+}
+
+// QueryRow runs a raw one-row query into dst.
+func (d *DB) QueryRow(query string, dst any, args ...any) error {
+	return d.pool.QueryRow(context.Background(), query, args...).Scan(dst)
+}

@@ -1,0 +1,283 @@
+// Package postgres is the service's store of record (db.DB) on
+// PostgreSQL, for services that several replicas share. Its tables, all
+// prefixed trellis_, live in one schema (see WithSchema), next to the
+// checkpoint saver's, the store's and River's if wanted; migrations are
+// versioned and applied under an advisory lock (internal/pgdb), so
+// replicas starting at once migrate once.
+//
+// Every table has the tenant first in its primary key and in every index.
+// At most one run per (tenant, thread) is running: a partial unique index
+// on trellis_runs (tenant, thread_id) WHERE status = 'running' enforces
+// it, so two replicas claiming two runs of one thread at once cannot both
+// win (the loser gets db.ErrBusy).
+//
+// Metadata and thread values are jsonb and searched with @> (containment:
+// nested objects, arrays, numbers by value), inside SQL, so paging and
+// counting run in the database. Event data is stored as bytes exactly as
+// given. Text columns use the "C" collation, so sorting by a text column
+// orders as SQLite and Go do; the case-insensitive name search lowers
+// non-ASCII letters as the database's locale does.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/trellis-agents/trellis/internal/pgdb"
+	"github.com/trellis-agents/trellis/server/db"
+)
+
+// Component is the name under which the tables' migrations are recorded
+// in the schema's schema_migrations table.
+const Component = "server"
+
+// migrations are the versions of the tables; see pgdb.Migrate. Never edit
+// a released one: append.
+var migrations = []string{
+	// 1: the initial tables.
+	`
+CREATE TABLE trellis_assistants (
+	tenant       text COLLATE "C" NOT NULL,
+	assistant_id text COLLATE "C" NOT NULL,
+	graph_id     text COLLATE "C" NOT NULL,
+	name         text COLLATE "C" NOT NULL,
+	description  text             NOT NULL,
+	config       jsonb            NOT NULL,
+	context      jsonb            NOT NULL,
+	metadata     jsonb            NOT NULL,
+	version      integer          NOT NULL,
+	created_at   timestamptz      NOT NULL,
+	updated_at   timestamptz      NOT NULL,
+	PRIMARY KEY (tenant, assistant_id)
+);
+CREATE INDEX trellis_assistants_graph ON trellis_assistants (tenant, graph_id);
+
+CREATE TABLE trellis_assistant_versions (
+	tenant       text COLLATE "C" NOT NULL,
+	assistant_id text COLLATE "C" NOT NULL,
+	version      integer          NOT NULL,
+	graph_id     text COLLATE "C" NOT NULL,
+	name         text COLLATE "C" NOT NULL,
+	description  text             NOT NULL,
+	config       jsonb            NOT NULL,
+	context      jsonb            NOT NULL,
+	metadata     jsonb            NOT NULL,
+	created_at   timestamptz      NOT NULL,
+	PRIMARY KEY (tenant, assistant_id, version),
+	FOREIGN KEY (tenant, assistant_id) REFERENCES trellis_assistants (tenant, assistant_id) ON DELETE CASCADE
+);
+
+CREATE TABLE trellis_threads (
+	tenant        text COLLATE "C" NOT NULL,
+	thread_id     text COLLATE "C" NOT NULL,
+	status        text COLLATE "C" NOT NULL,
+	metadata      jsonb            NOT NULL,
+	thread_values jsonb,
+	interrupts    jsonb            NOT NULL,
+	error         text             NOT NULL,
+	created_at    timestamptz      NOT NULL,
+	updated_at    timestamptz      NOT NULL,
+	PRIMARY KEY (tenant, thread_id)
+);
+CREATE INDEX trellis_threads_status ON trellis_threads (tenant, status);
+
+-- seq orders runs by creation; lease_token is the last lease token given,
+-- event_seq the last event Seq.
+CREATE TABLE trellis_runs (
+	tenant             text COLLATE "C" NOT NULL,
+	run_id             text COLLATE "C" NOT NULL,
+	thread_id          text COLLATE "C" NOT NULL,
+	assistant_id       text COLLATE "C" NOT NULL,
+	status             text COLLATE "C" NOT NULL,
+	metadata           jsonb            NOT NULL,
+	kwargs             jsonb            NOT NULL,
+	multitask_strategy text             NOT NULL,
+	usage              jsonb,
+	error              text             NOT NULL,
+	created_at         timestamptz      NOT NULL,
+	updated_at         timestamptz      NOT NULL,
+	ended_at           timestamptz,
+	not_before         timestamptz,
+	cancel_requested   text             NOT NULL,
+	seq                bigint GENERATED ALWAYS AS IDENTITY,
+	lease_token        bigint           NOT NULL,
+	event_seq          bigint           NOT NULL,
+	PRIMARY KEY (tenant, run_id),
+	FOREIGN KEY (tenant, thread_id) REFERENCES trellis_threads (tenant, thread_id) ON DELETE CASCADE
+);
+CREATE INDEX trellis_runs_thread ON trellis_runs (tenant, thread_id, seq);
+CREATE UNIQUE INDEX trellis_runs_one_running ON trellis_runs (tenant, thread_id) WHERE status = 'running';
+CREATE INDEX trellis_runs_ended ON trellis_runs (ended_at, tenant) WHERE ended_at IS NOT NULL;
+
+CREATE TABLE trellis_run_events (
+	tenant     text COLLATE "C" NOT NULL,
+	run_id     text COLLATE "C" NOT NULL,
+	seq        bigint           NOT NULL,
+	event      text             NOT NULL,
+	data       bytea            NOT NULL,
+	created_at timestamptz      NOT NULL,
+	PRIMARY KEY (tenant, run_id, seq),
+	FOREIGN KEY (tenant, run_id) REFERENCES trellis_runs (tenant, run_id) ON DELETE CASCADE
+);
+
+CREATE TABLE trellis_leases (
+	tenant     text COLLATE "C" NOT NULL,
+	run_id     text COLLATE "C" NOT NULL,
+	thread_id  text COLLATE "C" NOT NULL,
+	owner      text             NOT NULL,
+	token      bigint           NOT NULL,
+	expires_at timestamptz      NOT NULL,
+	PRIMARY KEY (tenant, run_id),
+	FOREIGN KEY (tenant, run_id) REFERENCES trellis_runs (tenant, run_id) ON DELETE CASCADE
+);
+CREATE INDEX trellis_leases_expiry ON trellis_leases (expires_at, tenant);
+`,
+}
+
+// DB is the store of record on PostgreSQL. It is safe for concurrent use,
+// also by several processes sharing one database.
+type DB struct {
+	pool  *pgxpool.Pool
+	owned bool // Close closes the pool
+}
+
+var _ db.DB = (*DB)(nil)
+
+// Option configures Open.
+type Option func(*options)
+
+type options struct {
+	schema string
+}
+
+// WithSchema makes Open keep the tables in the named schema, created when
+// missing, instead of the connection's default (usually "public").
+func WithSchema(name string) Option {
+	return func(o *options) { o.schema = name }
+}
+
+// Open connects to the database dsn names (a postgres:// URL or key=value
+// string), creates or upgrades the tables, and returns a DB that owns its
+// pool. It refuses a schema migrated by a newer Trellis (the error wraps
+// pgdb.ErrSchemaTooNew).
+func Open(ctx context.Context, dsn string, opts ...Option) (*DB, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	pool, err := pgdb.Connect(ctx, dsn, o.schema)
+	if err != nil {
+		return nil, fmt.Errorf("server/db/postgres: open: %w; check the URL and that the server is running", err)
+	}
+	d, err := New(ctx, pool)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	d.owned = true
+	return d, nil
+}
+
+// New returns a DB on an existing pool, whose connections' search_path
+// selects the schema of the tables; it creates or upgrades them as Open
+// does. Close leaves the pool open.
+func New(ctx context.Context, pool *pgxpool.Pool) (*DB, error) {
+	if err := pgdb.Migrate(ctx, pool, Component, migrations); err != nil {
+		return nil, fmt.Errorf("server/db/postgres: %w", err)
+	}
+	return &DB{pool: pool}, nil
+}
+
+// Close releases the pool when Open created it. The DB must not be used
+// afterwards.
+func (d *DB) Close() error {
+	if d.owned {
+		d.pool.Close()
+	}
+	return nil
+}
+
+// Ping checks that the database answers and the tables are there.
+func (d *DB) Ping(ctx context.Context) error {
+	var n int
+	if err := d.pool.QueryRow(ctx, `SELECT count(*) FROM trellis_threads WHERE false`).Scan(&n); err != nil {
+		return fmt.Errorf("server/db/postgres: ping: %w", err)
+	}
+	return nil
+}
+
+// commitTimeout bounds a COMMIT, which runs without the caller's context
+// so that a canceled context cannot leave the outcome unknown.
+const commitTimeout = 30 * time.Second
+
+var (
+	readWrite = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+	readOnly  = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
+)
+
+// inTx runs fn in a transaction, committing when it returns nil.
+func (d *DB) inTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
+	tx, err := d.pool.BeginTx(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("server/db/postgres: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx))
+		return err
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+	defer cancel()
+	if err := tx.Commit(cctx); err != nil {
+		return fmt.Errorf("server/db/postgres: commit: %w", err)
+	}
+	return nil
+}
+
+func (d *DB) write(ctx context.Context, fn func(pgx.Tx) error) error {
+	return d.inTx(ctx, readWrite, fn)
+}
+func (d *DB) read(ctx context.Context, fn func(pgx.Tx) error) error { return d.inTx(ctx, readOnly, fn) }
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+// wrap prefixes err with the package and what was being done.
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("server/db/postgres: %s: %w", fmt.Sprintf(format, args...), err)
+}
+
+// isUnique reports a unique violation, optionally of a named constraint.
+func isUnique(err error, constraint string) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
+}
+
+// notFound is the error for a missing row.
+func notFound(what, id, tenant string) error {
+	return fmt.Errorf("server/db/postgres: %s %q (tenant %q): %w", what, id, tenant, db.ErrNotFound)
+}
+
+// utc returns t in UTC.
+func utc(t time.Time) time.Time { return t.UTC() }
+
+// nullTime stores a zero time as NULL.
+func nullTime(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t
+}

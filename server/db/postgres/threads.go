@@ -1,0 +1,275 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
+)
+
+const threadCols = `thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at`
+
+// scanThread reads a row of threadCols; an undecodable row is an error
+// naming it.
+func scanThread(s scanner, tenant string) (db.Thread, error) {
+	var t db.Thread
+	var md, values, interrupts []byte
+	if err := s.Scan(&t.ID, &t.Status, &md, &values, &interrupts, &t.Error, &t.CreatedAt, &t.UpdatedAt); err != nil {
+		return db.Thread{}, err
+	}
+	var err error
+	if t.Metadata, err = dbutil.DecodeMetadata(md); err != nil {
+		return db.Thread{}, fmt.Errorf("server/db/postgres: thread %q (tenant %q): %w", t.ID, tenant, err)
+	}
+	t.Values, t.Interrupts = values, interrupts
+	t.CreatedAt, t.UpdatedAt = utc(t.CreatedAt), utc(t.UpdatedAt)
+	return t, nil
+}
+
+func getThread(ctx context.Context, q querier, tenant, id string) (db.Thread, error) {
+	t, err := scanThread(q.QueryRow(ctx, `SELECT `+threadCols+` FROM trellis_threads WHERE tenant = $1 AND thread_id = $2`, tenant, id), tenant)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return db.Thread{}, notFound("thread", id, tenant)
+	}
+	if err != nil {
+		return db.Thread{}, wrap(err, "get thread %q", id)
+	}
+	return t, nil
+}
+
+// CreateThread stores a new thread (an empty ID gets a new UUID) with its
+// Metadata, Status (idle when empty), Values (NULL when empty), Interrupts
+// ({} when empty) and Error. A taken ID is ErrConflict with IfExistsRaise
+// and returns the stored thread with IfExistsDoNothing.
+func (d *DB) CreateThread(ctx context.Context, tenant string, t db.Thread, ifExists db.IfExists) (db.Thread, error) {
+	if err := dbutil.Tenant(tenant); err != nil {
+		return db.Thread{}, err
+	}
+	if ifExists == "" {
+		ifExists = db.IfExistsRaise
+	}
+	if ifExists != db.IfExistsRaise && ifExists != db.IfExistsDoNothing {
+		return db.Thread{}, dbutil.Invalid(`if_exists %q is neither "raise" nor "do_nothing"`, ifExists)
+	}
+	if err := dbutil.ThreadStatus(t.Status, true); err != nil {
+		return db.Thread{}, err
+	}
+	md, err := dbutil.EncodeMetadata(t.Metadata)
+	if err != nil {
+		return db.Thread{}, err
+	}
+	values, err := dbutil.OptionalJSON("values", t.Values)
+	if err != nil {
+		return db.Thread{}, err
+	}
+	interrupts, err := dbutil.Object("interrupts", t.Interrupts)
+	if err != nil {
+		return db.Thread{}, err
+	}
+	if t.ID == "" {
+		t.ID = dbutil.NewID()
+	}
+	if t.Status == "" {
+		t.Status = db.ThreadIdle
+	}
+	var out db.Thread
+	err = d.write(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `INSERT INTO trellis_threads (tenant, `+threadCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
+			ON CONFLICT DO NOTHING`, tenant, t.ID, t.Status, md, values, interrupts, t.Error, dbutil.Now())
+		if err != nil {
+			return wrap(err, "create thread %q", t.ID)
+		}
+		if tag.RowsAffected() == 0 && ifExists == db.IfExistsRaise {
+			return fmt.Errorf("server/db/postgres: thread %q exists: %w", t.ID, db.ErrConflict)
+		}
+		out, err = getThread(ctx, tx, tenant, t.ID)
+		return err
+	})
+	return out, err
+}
+
+// GetThread returns the thread.
+func (d *DB) GetThread(ctx context.Context, tenant, id string) (db.Thread, error) {
+	return getThread(ctx, d.pool, tenant, id)
+}
+
+// UpdateThreadMetadata merges md into the thread's metadata key by key.
+func (d *DB) UpdateThreadMetadata(ctx context.Context, tenant, id string, md db.Metadata) (db.Thread, error) {
+	b, err := dbutil.EncodeMetadata(md)
+	if err != nil {
+		return db.Thread{}, err
+	}
+	var out db.Thread
+	err = d.write(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE trellis_threads SET metadata = metadata || $1::jsonb, updated_at = $2
+			WHERE tenant = $3 AND thread_id = $4`, b, dbutil.Now(), tenant, id)
+		if err != nil {
+			return wrap(err, "update thread %q", id)
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound("thread", id, tenant)
+		}
+		out, err = getThread(ctx, tx, tenant, id)
+		return err
+	})
+	return out, err
+}
+
+// SetThreadResult sets the thread's status (required) and error (cleared
+// when empty); Values and Interrupts replace the stored ones when not nil
+// and are kept when nil.
+func (d *DB) SetThreadResult(ctx context.Context, tenant, id string, r db.ThreadResult) (db.Thread, error) {
+	if err := dbutil.ThreadStatus(r.Status, false); err != nil {
+		return db.Thread{}, err
+	}
+	values, err := dbutil.OptionalJSON("values", r.Values)
+	if err != nil {
+		return db.Thread{}, err
+	}
+	var interrupts []byte
+	if r.Interrupts != nil {
+		if interrupts, err = dbutil.Object("interrupts", r.Interrupts); err != nil {
+			return db.Thread{}, err
+		}
+	}
+	var out db.Thread
+	err = d.write(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE trellis_threads SET status = $1, error = $2,
+			thread_values = CASE WHEN $3 THEN $4::jsonb ELSE thread_values END,
+			interrupts = coalesce($5::jsonb, interrupts), updated_at = $6 WHERE tenant = $7 AND thread_id = $8`,
+			r.Status, r.Error, r.Values != nil, values, interrupts, dbutil.Now(), tenant, id)
+		if err != nil {
+			return wrap(err, "set the result of thread %q", id)
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound("thread", id, tenant)
+		}
+		out, err = getThread(ctx, tx, tenant, id)
+		return err
+	})
+	return out, err
+}
+
+// DeleteThread deletes the thread with its runs, their events and leases
+// (a lease holder's next fenced write gets ErrLeaseLost).
+func (d *DB) DeleteThread(ctx context.Context, tenant, id string) error {
+	tag, err := d.pool.Exec(ctx, `DELETE FROM trellis_threads WHERE tenant = $1 AND thread_id = $2`, tenant, id)
+	if err != nil {
+		return wrap(err, "delete thread %q", id)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound("thread", id, tenant)
+	}
+	return nil
+}
+
+// threadWhere builds the filter of q.
+func threadWhere(tenant string, q db.ThreadQuery) (string, args, error) {
+	if err := dbutil.ThreadStatus(q.Status, true); err != nil {
+		return "", nil, err
+	}
+	mf, err := dbutil.MetadataFilter(q.Metadata)
+	if err != nil {
+		return "", nil, err
+	}
+	vf, err := dbutil.ObjectFilter("values", q.Values)
+	if err != nil {
+		return "", nil, err
+	}
+	var a args
+	where := ` WHERE tenant = ` + a.add(tenant)
+	if q.Status != "" {
+		where += ` AND status = ` + a.add(q.Status)
+	}
+	if q.IDs != nil {
+		where += ` AND thread_id = ANY(` + a.add(q.IDs) + `::text[])`
+	}
+	if !mf.Empty() {
+		where += ` AND metadata @> ` + a.add(string(mf.JSON())) + `::jsonb`
+	}
+	if !vf.Empty() {
+		where += ` AND thread_values @> ` + a.add(string(vf.JSON())) + `::jsonb`
+	}
+	return where, a, nil
+}
+
+// SearchThreads lists the tenant's threads that match q: ID among q.IDs
+// (when not nil), status equal, metadata and values containing q's (@>);
+// sorted by q.SortBy (thread_id, status, created_at, updated_at; ties by
+// ID), then paged.
+func (d *DB) SearchThreads(ctx context.Context, tenant string, q db.ThreadQuery) ([]db.Thread, error) {
+	limit, offset, err := dbutil.Page(q.Limit, q.Offset)
+	if err != nil {
+		return nil, err
+	}
+	col, dir, err := dbutil.Order(q.Query, dbutil.ThreadSort)
+	if err != nil {
+		return nil, err
+	}
+	where, a, err := threadWhere(tenant, q)
+	if err != nil {
+		return nil, err
+	}
+	query := `SELECT ` + threadCols + ` FROM trellis_threads` + where +
+		` ORDER BY ` + col + ` ` + dir + `, thread_id ` + dir + ` LIMIT ` + a.add(limit) + ` OFFSET ` + a.add(offset)
+	rows, err := d.pool.Query(ctx, query, a...)
+	if err != nil {
+		return nil, wrap(err, "search threads")
+	}
+	defer rows.Close()
+	out := []db.Thread{}
+	for rows.Next() {
+		t, err := scanThread(rows, tenant)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, wrap(err, "search threads")
+	}
+	return out, nil
+}
+
+// CountThreads counts the threads SearchThreads would find without
+// paging.
+func (d *DB) CountThreads(ctx context.Context, tenant string, q db.ThreadQuery) (int, error) {
+	where, a, err := threadWhere(tenant, q)
+	if err != nil {
+		return 0, err
+	}
+	var n int
+	err = d.pool.QueryRow(ctx, `SELECT count(*) FROM trellis_threads`+where, a...).Scan(&n)
+	return n, wrap(err, "count threads")
+}
+
+// CopyThread copies the thread row (metadata, status, values, interrupts,
+// error; not its runs) under the ID to (a new UUID when empty), created
+// now. A taken ID is ErrConflict.
+func (d *DB) CopyThread(ctx context.Context, tenant, from, to string) (db.Thread, error) {
+	if to == "" {
+		to = dbutil.NewID()
+	}
+	var out db.Thread
+	err := d.write(ctx, func(tx pgx.Tx) error {
+		if _, err := getThread(ctx, tx, tenant, from); err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, `INSERT INTO trellis_threads (tenant, `+threadCols+`)
+			SELECT tenant, $1, status, metadata, thread_values, interrupts, error, $2, $2 FROM trellis_threads
+			WHERE tenant = $3 AND thread_id = $4 ON CONFLICT DO NOTHING`, to, dbutil.Now(), tenant, from)
+		if err != nil {
+			return wrap(err, "copy thread %q to %q", from, to)
+		}
+		if tag.RowsAffected() == 0 {
+			return fmt.Errorf("server/db/postgres: copy thread %q: thread %q exists: %w", from, to, db.ErrConflict)
+		}
+		out, err = getThread(ctx, tx, tenant, to)
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,140 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"strings"
+	"time"
+
+	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
+)
+
+// AppendEvents appends events to the lease's run, fenced by the lease,
+// with Seq following the run's last one (gap-free even when the holder
+// appends from several goroutines); it returns them with Seq and
+// CreatedAt set. Every event needs a name; Data must be JSON (null when
+// empty).
+func (d *DB) AppendEvents(ctx context.Context, l db.Lease, events []db.Event) ([]db.Event, error) {
+	out := make([]db.Event, len(events))
+	for i, e := range events {
+		if e.Event == "" {
+			return nil, dbutil.Invalid("event %d has no name", i)
+		}
+		data, err := dbutil.OptionalJSON("event data", e.Data)
+		if err != nil {
+			return nil, err
+		}
+		if data == nil {
+			data = []byte("null")
+		}
+		out[i] = db.Event{RunID: l.RunID, Event: e.Event, Data: data}
+	}
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		if err := fence(ctx, tx, l); err != nil {
+			return err
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		var last int64
+		if err := tx.QueryRowContext(ctx, `UPDATE trellis_runs SET event_seq = event_seq + ? WHERE tenant = ? AND run_id = ? RETURNING event_seq`,
+			len(out), l.Tenant, l.RunID).Scan(&last); err != nil {
+			return wrap(err, "append events to run %q", l.RunID)
+		}
+		now := dbutil.Now()
+		first := last - int64(len(out)) + 1
+		const cols = 6
+		for start := 0; start < len(out); start += 100 {
+			batch := out[start:min(start+100, len(out))]
+			args := make([]any, 0, cols*len(batch))
+			for i := range batch {
+				batch[i].Seq = first + int64(start+i)
+				batch[i].CreatedAt = now
+				args = append(args, l.Tenant, l.RunID, batch[i].Seq, batch[i].Event, []byte(batch[i].Data), micros(now))
+			}
+			q := `INSERT INTO trellis_run_events (tenant, run_id, seq, event, data, created_at) VALUES ` +
+				strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?), `, len(batch)), ", ")
+			if _, err := tx.ExecContext(ctx, q, args...); err != nil {
+				return wrap(err, "append events to run %q", l.RunID)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ReadEvents returns the run's events with Seq > after, in order, at most
+// limit (0: all); an unknown run is ErrNotFound.
+func (d *DB) ReadEvents(ctx context.Context, tenant, runID string, after int64, limit int) ([]db.Event, error) {
+	if limit < 0 {
+		return nil, dbutil.Invalid("limit %d must not be negative", limit)
+	}
+	if limit == 0 {
+		limit = -1
+	}
+	out := []db.Event{}
+	err := d.read(ctx, func(tx *sql.Tx) error {
+		if _, err := getRun(ctx, tx, tenant, "", runID); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT seq, event, data, created_at FROM trellis_run_events
+			WHERE tenant = ? AND run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, tenant, runID, after, limit)
+		if err != nil {
+			return wrap(err, "read the events of run %q", runID)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			e := db.Event{RunID: runID}
+			var data []byte
+			var created int64
+			if err := rows.Scan(&e.Seq, &e.Event, &data, &created); err != nil {
+				return wrap(err, "read the events of run %q", runID)
+			}
+			e.Data, e.CreatedAt = data, fromMicros(created)
+			out = append(out, e)
+		}
+		return wrap(rows.Err(), "read the events of run %q", runID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteEvents removes the run's events and reports how many; later
+// appends still continue the Seq numbering, so an SSE id is never reused.
+func (d *DB) DeleteEvents(ctx context.Context, tenant, runID string) (int, error) {
+	var n int64
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		if _, err := getRun(ctx, tx, tenant, "", runID); err != nil {
+			return err
+		}
+		res, err := tx.ExecContext(ctx, `DELETE FROM trellis_run_events WHERE tenant = ? AND run_id = ?`, tenant, runID)
+		if err != nil {
+			return wrap(err, "delete the events of run %q", runID)
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}
+
+// PruneEvents removes the events of runs (of every tenant) that ended
+// before endedBefore and reports how many.
+func (d *DB) PruneEvents(ctx context.Context, endedBefore time.Time) (int, error) {
+	var n int64
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM trellis_run_events WHERE (tenant, run_id) IN
+			(SELECT tenant, run_id FROM trellis_runs WHERE ended_at IS NOT NULL AND ended_at < ?)`, micros(endedBefore))
+		if err != nil {
+			return wrap(err, "prune events")
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
+	return int(n), err
+}

@@ -1,0 +1,37 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+)
+
+// Corrupt damages the stored metadata of one row so that it no longer
+// decodes, for dbtest.Corrupter.
+func (d *DB) Corrupt(kind, tenant, id string) error {
+	tables := map[string][2]string{
+		"assistant": {"trellis_assistants", "assistant_id"},
+		"thread":    {"trellis_threads", "thread_id"},
+		"run":       {"trellis_runs", "run_id"},
+	}
+	tc, ok := tables[kind]
+	if !ok {
+		return fmt.Errorf("corrupt: unknown kind %q", kind)
+	}
+	table, col := tc[0], tc[1]
+	res, err := d.sq.Write.ExecContext(context.Background(),
+		`UPDATE `+table+` SET metadata = '{"half":' WHERE tenant = ? AND `+col+` = ?`, tenant, id)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("corrupt %s %q: %d rows changed", kind, id, n)
+	}
+	return nil
+}
+
+// Exec runs a raw statement on the write connection, for tests that check
+// what the schema itself enforces.
+func (d *DB) Exec(query string, args ...any) error {
+	_, err := d.sq.Write.ExecContext(context.Background(), query, args...)
+	return err
+}

@@ -1,0 +1,417 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
+)
+
+const runCols = `run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
+	created_at, updated_at, not_before, cancel_requested`
+
+// scanRun reads a row of runCols; an undecodable row is an error naming
+// it.
+func scanRun(s scanner, tenant string) (db.Run, error) {
+	var r db.Run
+	var md, kwargs, usage []byte
+	var created, updated int64
+	var notBefore sql.NullInt64
+	if err := s.Scan(&r.ID, &r.ThreadID, &r.AssistantID, &r.Status, &md, &kwargs, &r.MultitaskStrategy, &usage, &r.Error,
+		&created, &updated, &notBefore, &r.CancelRequested); err != nil {
+		return db.Run{}, err
+	}
+	var err error
+	if r.Metadata, err = dbutil.DecodeMetadata(md); err != nil {
+		return db.Run{}, fmt.Errorf("server/db/sqlite: run %q of thread %q (tenant %q): %w", r.ID, r.ThreadID, tenant, err)
+	}
+	r.Kwargs, r.Usage = kwargs, usage
+	r.CreatedAt, r.UpdatedAt = fromMicros(created), fromMicros(updated)
+	if notBefore.Valid {
+		r.NotBefore = fromMicros(notBefore.Int64)
+	}
+	return r, nil
+}
+
+// getRun reads a run of the tenant; threadID "" matches any thread.
+func getRun(ctx context.Context, q querier, tenant, threadID, runID string) (db.Run, error) {
+	r, err := scanRun(q.QueryRowContext(ctx, `SELECT `+runCols+` FROM trellis_runs WHERE tenant = ? AND run_id = ? AND ? IN ('', thread_id)`,
+		tenant, runID, threadID), tenant)
+	if errors.Is(err, sql.ErrNoRows) {
+		if threadID != "" {
+			return db.Run{}, fmt.Errorf("server/db/sqlite: run %q of thread %q (tenant %q): %w", runID, threadID, tenant, db.ErrNotFound)
+		}
+		return db.Run{}, notFound("run", runID, tenant)
+	}
+	if err != nil {
+		return db.Run{}, wrap(err, "get run %q", runID)
+	}
+	return r, nil
+}
+
+// CreateRun stores a pending run (an empty ID gets a new UUID) on an
+// existing thread (ErrNotFound otherwise). Status, Usage, Error and
+// CancelRequested are ignored; Kwargs must be JSON ({} when empty). A taken
+// ID is ErrConflict.
+func (d *DB) CreateRun(ctx context.Context, tenant string, r db.Run) (db.Run, error) {
+	if err := dbutil.Tenant(tenant); err != nil {
+		return db.Run{}, err
+	}
+	md, err := dbutil.EncodeMetadata(r.Metadata)
+	if err != nil {
+		return db.Run{}, err
+	}
+	kwargs, err := dbutil.OptionalJSON("kwargs", r.Kwargs)
+	if err != nil {
+		return db.Run{}, err
+	}
+	if kwargs == nil {
+		kwargs = []byte("{}")
+	}
+	if r.ID == "" {
+		r.ID = dbutil.NewID()
+	}
+	var out db.Run
+	err = d.write(ctx, func(tx *sql.Tx) error {
+		if _, err := getThread(ctx, tx, tenant, r.ThreadID); err != nil {
+			return err
+		}
+		if _, err := getRun(ctx, tx, tenant, "", r.ID); err == nil {
+			return fmt.Errorf("server/db/sqlite: run %q exists: %w", r.ID, db.ErrConflict)
+		} else if !errors.Is(err, db.ErrNotFound) {
+			return err
+		}
+		now := micros(dbutil.Now())
+		if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_runs (tenant, `+runCols+`, seq, lease_token, event_seq)
+			VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, NULL, '', ?, ?, ?, '',
+			(SELECT coalesce(max(seq), 0) + 1 FROM trellis_runs WHERE tenant = ? AND thread_id = ?), 0, 0)`,
+			tenant, r.ID, r.ThreadID, r.AssistantID, md, kwargs, r.MultitaskStrategy, now, now, nullMicros(r.NotBefore),
+			tenant, r.ThreadID); err != nil {
+			return wrap(err, "create run %q", r.ID)
+		}
+		var err error
+		out, err = getRun(ctx, tx, tenant, "", r.ID)
+		return err
+	})
+	return out, err
+}
+
+// GetRun returns the run of the thread.
+func (d *DB) GetRun(ctx context.Context, tenant, threadID, runID string) (db.Run, error) {
+	return getRun(ctx, d.sq.Read, tenant, threadID, runID)
+}
+
+// ListRuns lists the thread's runs newest first (creation order), those
+// with q.Status when set, paged by q.Limit (10 when 0) and q.Offset. An
+// unknown thread is ErrNotFound.
+func (d *DB) ListRuns(ctx context.Context, tenant, threadID string, q db.RunQuery) ([]db.Run, error) {
+	limit, offset, err := dbutil.Page(q.Limit, q.Offset)
+	if err != nil {
+		return nil, err
+	}
+	if err := dbutil.RunStatus(q.Status, true); err != nil {
+		return nil, err
+	}
+	out := []db.Run{}
+	err = d.read(ctx, func(tx *sql.Tx) error {
+		if _, err := getThread(ctx, tx, tenant, threadID); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+runCols+` FROM trellis_runs WHERE tenant = ? AND thread_id = ? AND ? IN ('', status)
+			ORDER BY seq DESC LIMIT ? OFFSET ?`, tenant, threadID, q.Status, limit, offset)
+		if err != nil {
+			return wrap(err, "list the runs of thread %q", threadID)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanRun(rows, tenant)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return wrap(rows.Err(), "list the runs of thread %q", threadID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteRun deletes a terminal run with its events; a live run is
+// ErrConflict (cancel it first).
+func (d *DB) DeleteRun(ctx context.Context, tenant, threadID, runID string) error {
+	return d.write(ctx, func(tx *sql.Tx) error {
+		r, err := getRun(ctx, tx, tenant, threadID, runID)
+		if err != nil {
+			return err
+		}
+		if !r.Status.Terminal() {
+			return fmt.Errorf("server/db/sqlite: delete run %q: it is %s; cancel it first: %w", runID, r.Status, db.ErrConflict)
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM trellis_runs WHERE tenant = ? AND run_id = ?`, tenant, runID)
+		return wrap(err, "delete run %q", runID)
+	})
+}
+
+// NextPending returns the thread's oldest pending run (creation order)
+// whose NotBefore is not after now; ErrNotFound when there is none.
+func (d *DB) NextPending(ctx context.Context, tenant, threadID string, now time.Time) (db.Run, error) {
+	r, err := scanRun(d.sq.Read.QueryRowContext(ctx, `SELECT `+runCols+` FROM trellis_runs
+		WHERE tenant = ? AND thread_id = ? AND status = 'pending' AND (not_before IS NULL OR not_before <= ?)
+		ORDER BY seq LIMIT 1`, tenant, threadID, micros(now)), tenant)
+	if errors.Is(err, sql.ErrNoRows) {
+		return db.Run{}, fmt.Errorf("server/db/sqlite: no pending run of thread %q (tenant %q) is due: %w", threadID, tenant, db.ErrNotFound)
+	}
+	return r, wrap(err, "next pending run of thread %q", threadID)
+}
+
+// ClaimRun moves a pending run to running and gives owner a lease for ttl
+// with the run's next token (1 for the first claim). A run whose NotBefore
+// is still ahead, or that is not pending, is ErrConflict; a thread with
+// another running run is ErrBusy.
+func (d *DB) ClaimRun(ctx context.Context, tenant, runID, owner string, ttl time.Duration) (db.Run, db.Lease, error) {
+	if err := dbutil.TTL(ttl); err != nil {
+		return db.Run{}, db.Lease{}, err
+	}
+	if owner == "" {
+		return db.Run{}, db.Lease{}, dbutil.Invalid("the lease owner is empty")
+	}
+	var run db.Run
+	var lease db.Lease
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		r, err := getRun(ctx, tx, tenant, "", runID)
+		if err != nil {
+			return err
+		}
+		now := dbutil.Now()
+		if r.Status != db.RunPending {
+			return fmt.Errorf("server/db/sqlite: claim run %q: it is %s, not pending: %w", runID, r.Status, db.ErrConflict)
+		}
+		if r.NotBefore.After(now) {
+			return fmt.Errorf("server/db/sqlite: claim run %q: it may not start before %s: %w", runID, r.NotBefore.Format(time.RFC3339Nano), db.ErrConflict)
+		}
+		var running string
+		err = tx.QueryRowContext(ctx, `SELECT run_id FROM trellis_runs WHERE tenant = ? AND thread_id = ? AND status = 'running'`,
+			tenant, r.ThreadID).Scan(&running)
+		if err == nil {
+			return fmt.Errorf("server/db/sqlite: claim run %q: run %q of thread %q is running: %w", runID, running, r.ThreadID, db.ErrBusy)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return wrap(err, "claim run %q", runID)
+		}
+		var token int64
+		if err := tx.QueryRowContext(ctx, `UPDATE trellis_runs SET status = 'running', updated_at = ?, lease_token = lease_token + 1
+			WHERE tenant = ? AND run_id = ? RETURNING lease_token`, micros(now), tenant, runID).Scan(&token); err != nil {
+			if isUnique(err) {
+				return fmt.Errorf("server/db/sqlite: claim run %q: thread %q has a running run: %w", runID, r.ThreadID, db.ErrBusy)
+			}
+			return wrap(err, "claim run %q", runID)
+		}
+		lease = db.Lease{Tenant: tenant, RunID: runID, ThreadID: r.ThreadID, Owner: owner, Token: token, ExpiresAt: now.Add(ttl).Truncate(time.Microsecond)}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_leases (tenant, run_id, thread_id, owner, token, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (tenant, run_id) DO UPDATE SET owner = excluded.owner, token = excluded.token, expires_at = excluded.expires_at`,
+			tenant, runID, r.ThreadID, owner, token, micros(lease.ExpiresAt)); err != nil {
+			return wrap(err, "claim run %q", runID)
+		}
+		run, err = getRun(ctx, tx, tenant, "", runID)
+		return err
+	})
+	if err != nil {
+		return db.Run{}, db.Lease{}, err
+	}
+	return run, lease, nil
+}
+
+// leaseLost is the error for a fenced write whose lease no longer holds.
+func leaseLost(l db.Lease) error {
+	return fmt.Errorf("server/db/sqlite: run %q (tenant %q): lease token %d of %q no longer holds the run: %w",
+		l.RunID, l.Tenant, l.Token, l.Owner, db.ErrLeaseLost)
+}
+
+// fence checks, inside a write transaction, that l still holds its run.
+func fence(ctx context.Context, tx *sql.Tx, l db.Lease) error {
+	var token int64
+	err := tx.QueryRowContext(ctx, `SELECT token FROM trellis_leases WHERE tenant = ? AND run_id = ?`, l.Tenant, l.RunID).Scan(&token)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && token != l.Token) {
+		return leaseLost(l)
+	}
+	return wrap(err, "check the lease of run %q", l.RunID)
+}
+
+// RenewLease sets the lease's expiry to now + ttl (and always later than
+// before, so a sweeper that read the old expiry cannot take the run
+// over); ErrLeaseLost when its token no longer holds the run. An expired
+// lease that nobody took over can still be renewed.
+func (d *DB) RenewLease(ctx context.Context, l db.Lease, ttl time.Duration) (db.Lease, error) {
+	if err := dbutil.TTL(ttl); err != nil {
+		return db.Lease{}, err
+	}
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		var exp int64
+		err := tx.QueryRowContext(ctx, `UPDATE trellis_leases SET expires_at = max(?, expires_at + 1)
+			WHERE tenant = ? AND run_id = ? AND token = ? RETURNING expires_at`,
+			micros(dbutil.Now().Add(ttl)), l.Tenant, l.RunID, l.Token).Scan(&exp)
+		if errors.Is(err, sql.ErrNoRows) {
+			return leaseLost(l)
+		}
+		if err != nil {
+			return wrap(err, "renew the lease of run %q", l.RunID)
+		}
+		l.ExpiresAt = fromMicros(exp)
+		return nil
+	})
+	if err != nil {
+		return db.Lease{}, err
+	}
+	return l, nil
+}
+
+// ExpiredLeases lists the leases (of every tenant) whose expiry is not
+// after now, soonest expired first, at most limit (0: all).
+func (d *DB) ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]db.Lease, error) {
+	if limit < 0 {
+		return nil, dbutil.Invalid("limit %d must not be negative", limit)
+	}
+	if limit == 0 {
+		limit = -1
+	}
+	rows, err := d.sq.Read.QueryContext(ctx, `SELECT tenant, run_id, thread_id, owner, token, expires_at FROM trellis_leases
+		WHERE expires_at <= ? ORDER BY expires_at, tenant, run_id LIMIT ?`, micros(now), limit)
+	if err != nil {
+		return nil, wrap(err, "list expired leases")
+	}
+	defer rows.Close()
+	out := []db.Lease{}
+	for rows.Next() {
+		var l db.Lease
+		var exp int64
+		if err := rows.Scan(&l.Tenant, &l.RunID, &l.ThreadID, &l.Owner, &l.Token, &exp); err != nil {
+			return nil, wrap(err, "list expired leases")
+		}
+		l.ExpiresAt = fromMicros(exp)
+		out = append(out, l)
+	}
+	return out, wrap(rows.Err(), "list expired leases")
+}
+
+// TakeOver gives the run of an expired lease (as ExpiredLeases returned
+// it) to owner with the next token, for ttl. It is ErrLeaseLost when the
+// lease changed since it was read: renewed, taken over, or ended.
+func (d *DB) TakeOver(ctx context.Context, expired db.Lease, owner string, ttl time.Duration) (db.Lease, error) {
+	if err := dbutil.TTL(ttl); err != nil {
+		return db.Lease{}, err
+	}
+	if owner == "" {
+		return db.Lease{}, dbutil.Invalid("the lease owner is empty")
+	}
+	l := expired
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		exp := dbutil.Now().Add(ttl)
+		err := tx.QueryRowContext(ctx, `UPDATE trellis_leases SET owner = ?, token = token + 1, expires_at = ?
+			WHERE tenant = ? AND run_id = ? AND token = ? AND expires_at = ? RETURNING token, thread_id`,
+			owner, micros(exp), expired.Tenant, expired.RunID, expired.Token, micros(expired.ExpiresAt)).Scan(&l.Token, &l.ThreadID)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("server/db/sqlite: take over run %q (tenant %q): the lease changed since it was read: %w",
+				expired.RunID, expired.Tenant, db.ErrLeaseLost)
+		}
+		if err != nil {
+			return wrap(err, "take over run %q", expired.RunID)
+		}
+		l.Owner, l.ExpiresAt = owner, exp
+		_, err = tx.ExecContext(ctx, `UPDATE trellis_runs SET lease_token = ?, updated_at = ? WHERE tenant = ? AND run_id = ?`,
+			l.Token, micros(dbutil.Now()), l.Tenant, l.RunID)
+		return wrap(err, "take over run %q", l.RunID)
+	})
+	if err != nil {
+		return db.Lease{}, err
+	}
+	return l, nil
+}
+
+// FinishRun records a terminal status, usage (JSON or empty) and error
+// message on the lease's run and ends the lease; ErrLeaseLost when the
+// lease no longer holds the run.
+func (d *DB) FinishRun(ctx context.Context, l db.Lease, status db.RunStatus, usage json.RawMessage, errMsg string) (db.Run, error) {
+	if err := dbutil.TerminalStatus(status); err != nil {
+		return db.Run{}, err
+	}
+	u, err := dbutil.OptionalJSON("usage", usage)
+	if err != nil {
+		return db.Run{}, err
+	}
+	var out db.Run
+	err = d.write(ctx, func(tx *sql.Tx) error {
+		if err := fence(ctx, tx, l); err != nil {
+			return err
+		}
+		now := micros(dbutil.Now())
+		if _, err := tx.ExecContext(ctx, `UPDATE trellis_runs SET status = ?, usage = ?, error = ?, updated_at = ?, ended_at = ?
+			WHERE tenant = ? AND run_id = ?`, status, u, errMsg, now, now, l.Tenant, l.RunID); err != nil {
+			return wrap(err, "finish run %q", l.RunID)
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM trellis_leases WHERE tenant = ? AND run_id = ?`, l.Tenant, l.RunID); err != nil {
+			return wrap(err, "finish run %q", l.RunID)
+		}
+		var err error
+		out, err = getRun(ctx, tx, l.Tenant, "", l.RunID)
+		return err
+	})
+	return out, err
+}
+
+// CancelPending ends a pending run with a terminal status; a run that is
+// running or already ended is ErrConflict.
+func (d *DB) CancelPending(ctx context.Context, tenant, threadID, runID string, status db.RunStatus) (db.Run, error) {
+	if err := dbutil.TerminalStatus(status); err != nil {
+		return db.Run{}, err
+	}
+	var out db.Run
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		r, err := getRun(ctx, tx, tenant, threadID, runID)
+		if err != nil {
+			return err
+		}
+		if r.Status != db.RunPending {
+			return fmt.Errorf("server/db/sqlite: cancel run %q: it is %s, not pending: %w", runID, r.Status, db.ErrConflict)
+		}
+		now := micros(dbutil.Now())
+		if _, err := tx.ExecContext(ctx, `UPDATE trellis_runs SET status = ?, updated_at = ?, ended_at = ? WHERE tenant = ? AND run_id = ?`,
+			status, now, now, tenant, runID); err != nil {
+			return wrap(err, "cancel run %q", runID)
+		}
+		out, err = getRun(ctx, tx, tenant, threadID, runID)
+		return err
+	})
+	return out, err
+}
+
+// RequestCancel records that the live run is to be cancelled with action
+// ("interrupt" or "rollback"); a run already ended is ErrConflict.
+func (d *DB) RequestCancel(ctx context.Context, tenant, threadID, runID, action string) (db.Run, error) {
+	if err := dbutil.CancelAction(action); err != nil {
+		return db.Run{}, err
+	}
+	var out db.Run
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		r, err := getRun(ctx, tx, tenant, threadID, runID)
+		if err != nil {
+			return err
+		}
+		if r.Status.Terminal() {
+			return fmt.Errorf("server/db/sqlite: cancel run %q: it already ended (%s): %w", runID, r.Status, db.ErrConflict)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE trellis_runs SET cancel_requested = ?, updated_at = ? WHERE tenant = ? AND run_id = ?`,
+			action, micros(dbutil.Now()), tenant, runID); err != nil {
+			return wrap(err, "cancel run %q", runID)
+		}
+		out, err = getRun(ctx, tx, tenant, threadID, runID)
+		return err
+	})
+	return out, err
+}

@@ -1,0 +1,240 @@
+// Package sqlite is the service's store of record (db.DB) in a SQLite
+// database file: the embedded default. Its tables, all prefixed trellis_,
+// can share one file with the checkpoint saver, the long-term store and
+// River, each with its own versioned migrations (internal/sqlitedb).
+//
+// Every table has the tenant first in its primary key and in every index,
+// so a query cannot reach another tenant's rows by ID. At most one run per
+// (tenant, thread) is running: a partial unique index on trellis_runs
+// (tenant, thread_id) WHERE status = 'running' enforces it.
+//
+// Writes go through sqlitedb's single write connection (BEGIN IMMEDIATE),
+// so a read-check-write transaction (claim, fence, append) cannot be
+// interleaved with another writer of this process or another.
+//
+// Metadata and thread-values searches use JSON containment with
+// PostgreSQL's jsonb @> semantics (nested objects, arrays, numbers by
+// value). SQLite's JSON functions cannot express containment of nested
+// arrays, so the rows that pass the SQL filters (tenant, graph, status,
+// IDs) are decoded and matched in Go, and paging is applied after the
+// match; a search therefore reads every row of the tenant that passes the
+// SQL filters. That is the embedded default's trade: exact semantics equal
+// to PostgreSQL's, at a cost linear in the tenant's rows.
+//
+// Times are stored as Unix microseconds (PostgreSQL's precision), so both
+// stores return the same instants.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/trellis-agents/trellis/internal/sqlitedb"
+	"github.com/trellis-agents/trellis/server/db"
+)
+
+// Component is the name under which the tables' migrations are recorded
+// in the file's schema_migrations table.
+const Component = "server"
+
+// migrations is the schema, oldest first. Never edit a released step:
+// append a new one.
+var migrations = []sqlitedb.Migration{{Version: 1, SQL: `
+CREATE TABLE trellis_assistants (
+	tenant       TEXT    NOT NULL,
+	assistant_id TEXT    NOT NULL,
+	graph_id     TEXT    NOT NULL,
+	name         TEXT    NOT NULL,
+	description  TEXT    NOT NULL,
+	config       BLOB    NOT NULL,
+	context      BLOB    NOT NULL,
+	metadata     BLOB    NOT NULL,
+	version      INTEGER NOT NULL,
+	created_at   INTEGER NOT NULL,
+	updated_at   INTEGER NOT NULL,
+	PRIMARY KEY (tenant, assistant_id)
+) WITHOUT ROWID;
+CREATE INDEX trellis_assistants_graph ON trellis_assistants (tenant, graph_id);
+
+CREATE TABLE trellis_assistant_versions (
+	tenant       TEXT    NOT NULL,
+	assistant_id TEXT    NOT NULL,
+	version      INTEGER NOT NULL,
+	graph_id     TEXT    NOT NULL,
+	name         TEXT    NOT NULL,
+	description  TEXT    NOT NULL,
+	config       BLOB    NOT NULL,
+	context      BLOB    NOT NULL,
+	metadata     BLOB    NOT NULL,
+	created_at   INTEGER NOT NULL,
+	PRIMARY KEY (tenant, assistant_id, version),
+	FOREIGN KEY (tenant, assistant_id) REFERENCES trellis_assistants (tenant, assistant_id) ON DELETE CASCADE
+) WITHOUT ROWID;
+
+CREATE TABLE trellis_threads (
+	tenant        TEXT    NOT NULL,
+	thread_id     TEXT    NOT NULL,
+	status        TEXT    NOT NULL,
+	metadata      BLOB    NOT NULL,
+	thread_values BLOB,
+	interrupts    BLOB    NOT NULL,
+	error         TEXT    NOT NULL,
+	created_at    INTEGER NOT NULL,
+	updated_at    INTEGER NOT NULL,
+	PRIMARY KEY (tenant, thread_id)
+) WITHOUT ROWID;
+CREATE INDEX trellis_threads_status ON trellis_threads (tenant, status);
+
+-- seq orders a thread's runs (creation order); lease_token is the last
+-- lease token given, event_seq the last event Seq.
+CREATE TABLE trellis_runs (
+	tenant             TEXT    NOT NULL,
+	run_id             TEXT    NOT NULL,
+	thread_id          TEXT    NOT NULL,
+	assistant_id       TEXT    NOT NULL,
+	status             TEXT    NOT NULL,
+	metadata           BLOB    NOT NULL,
+	kwargs             BLOB    NOT NULL,
+	multitask_strategy TEXT    NOT NULL,
+	usage              BLOB,
+	error              TEXT    NOT NULL,
+	created_at         INTEGER NOT NULL,
+	updated_at         INTEGER NOT NULL,
+	ended_at           INTEGER,
+	not_before         INTEGER,
+	cancel_requested   TEXT    NOT NULL,
+	seq                INTEGER NOT NULL,
+	lease_token        INTEGER NOT NULL,
+	event_seq          INTEGER NOT NULL,
+	PRIMARY KEY (tenant, run_id),
+	FOREIGN KEY (tenant, thread_id) REFERENCES trellis_threads (tenant, thread_id) ON DELETE CASCADE
+) WITHOUT ROWID;
+CREATE INDEX trellis_runs_thread ON trellis_runs (tenant, thread_id, seq);
+CREATE UNIQUE INDEX trellis_runs_one_running ON trellis_runs (tenant, thread_id) WHERE status = 'running';
+CREATE INDEX trellis_runs_ended ON trellis_runs (ended_at, tenant) WHERE ended_at IS NOT NULL;
+
+CREATE TABLE trellis_run_events (
+	tenant     TEXT    NOT NULL,
+	run_id     TEXT    NOT NULL,
+	seq        INTEGER NOT NULL,
+	event      TEXT    NOT NULL,
+	data       BLOB    NOT NULL,
+	created_at INTEGER NOT NULL,
+	PRIMARY KEY (tenant, run_id, seq),
+	FOREIGN KEY (tenant, run_id) REFERENCES trellis_runs (tenant, run_id) ON DELETE CASCADE
+) WITHOUT ROWID;
+
+CREATE TABLE trellis_leases (
+	tenant     TEXT    NOT NULL,
+	run_id     TEXT    NOT NULL,
+	thread_id  TEXT    NOT NULL,
+	owner      TEXT    NOT NULL,
+	token      INTEGER NOT NULL,
+	expires_at INTEGER NOT NULL,
+	PRIMARY KEY (tenant, run_id),
+	FOREIGN KEY (tenant, run_id) REFERENCES trellis_runs (tenant, run_id) ON DELETE CASCADE
+) WITHOUT ROWID;
+CREATE INDEX trellis_leases_expiry ON trellis_leases (expires_at, tenant);
+`}}
+
+// DB is the store of record on a SQLite file. It is safe for concurrent
+// use, also by several processes sharing the file. Create one with Open.
+type DB struct {
+	sq *sqlitedb.DB
+}
+
+var _ db.DB = (*DB)(nil)
+
+// Open opens (creating when missing) the SQLite database at path, with its
+// directory, and brings the service's tables up to date. A "sqlite://" or
+// "file:" prefix is accepted and removed. It fails with an error wrapping
+// sqlitedb.ErrNewerSchema when a newer Trellis migrated the file.
+func Open(ctx context.Context, path string) (*DB, error) {
+	p := strings.TrimPrefix(strings.TrimPrefix(path, "sqlite://"), "file:")
+	if p == "" {
+		return nil, errors.New("server/db/sqlite: the database path is empty; pass a file path such as .trellis/trellis.db")
+	}
+	sq, err := sqlitedb.Open(ctx, p, Component, migrations)
+	if err != nil {
+		return nil, fmt.Errorf("server/db/sqlite: %w", err)
+	}
+	return &DB{sq: sq}, nil
+}
+
+// Close closes the database file's pools. The DB must not be used
+// afterwards.
+func (d *DB) Close() error { return d.sq.Close() }
+
+// Ping checks that the file can be read.
+func (d *DB) Ping(ctx context.Context) error {
+	var n int
+	if err := d.sq.Read.QueryRowContext(ctx, `SELECT count(*) FROM trellis_threads WHERE 0`).Scan(&n); err != nil {
+		return fmt.Errorf("server/db/sqlite: ping %s: %w", d.sq.Path(), err)
+	}
+	return nil
+}
+
+// write runs fn in a write transaction (BEGIN IMMEDIATE), committing when
+// it returns nil.
+func (d *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := d.sq.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("server/db/sqlite: begin: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("server/db/sqlite: commit: %w", err)
+	}
+	d.sq.Committed()
+	return nil
+}
+
+// read runs fn in a read transaction: one snapshot for its statements.
+func (d *DB) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	tx, err := d.sq.Read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return fmt.Errorf("server/db/sqlite: begin: %w", err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	return fn(tx)
+}
+
+// micros converts a time to the stored Unix microseconds.
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+// fromMicros converts stored Unix microseconds to a UTC time.
+func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
+
+// nullMicros stores a zero time as NULL.
+func nullMicros(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixMicro()
+}
+
+// wrap prefixes err with the package and what was being done, keeping
+// context errors and sentinels unwrappable.
+func wrap(err error, format string, args ...any) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("server/db/sqlite: %s: %w", fmt.Sprintf(format, args...), err)
+}
+
+// isUnique reports a UNIQUE or PRIMARY KEY constraint failure.
+func isUnique(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
+}
+
+// notFound is the error for a missing row.
+func notFound(what, id, tenant string) error {
+	return fmt.Errorf("server/db/sqlite: %s %q (tenant %q): %w", what, id, tenant, db.ErrNotFound)
+}

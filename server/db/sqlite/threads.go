@@ -1,0 +1,349 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
+)
+
+const threadCols = `thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at`
+
+// scanThread reads a row of threadCols; an undecodable row is an error
+// naming it.
+func scanThread(s scanner, tenant string) (db.Thread, error) {
+	t, _, err := scanThreadMD(s, tenant)
+	return t, err
+}
+
+// scanThreadMD is scanThread that also returns the stored metadata JSON,
+// which searches match as stored.
+func scanThreadMD(s scanner, tenant string) (db.Thread, []byte, error) {
+	var t db.Thread
+	var md, values, interrupts []byte
+	var created, updated int64
+	if err := s.Scan(&t.ID, &t.Status, &md, &values, &interrupts, &t.Error, &created, &updated); err != nil {
+		return db.Thread{}, nil, err
+	}
+	var err error
+	if t.Metadata, err = dbutil.DecodeMetadata(md); err != nil {
+		return db.Thread{}, nil, fmt.Errorf("server/db/sqlite: thread %q (tenant %q): %w", t.ID, tenant, err)
+	}
+	t.Values, t.Interrupts = values, interrupts
+	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(updated)
+	return t, md, nil
+}
+
+func getThread(ctx context.Context, q querier, tenant, id string) (db.Thread, error) {
+	t, err := scanThread(q.QueryRowContext(ctx, `SELECT `+threadCols+` FROM trellis_threads WHERE tenant = ? AND thread_id = ?`, tenant, id), tenant)
+	if errors.Is(err, sql.ErrNoRows) {
+		return db.Thread{}, notFound("thread", id, tenant)
+	}
+	if err != nil {
+		return db.Thread{}, wrap(err, "get thread %q", id)
+	}
+	return t, nil
+}
+
+// threadRow is a validated thread ready to insert.
+type threadRow struct {
+	md, values, interrupts []byte
+}
+
+func validateThread(t db.Thread) (threadRow, error) {
+	var r threadRow
+	var err error
+	if err = dbutil.ThreadStatus(t.Status, true); err != nil {
+		return r, err
+	}
+	if r.md, err = dbutil.EncodeMetadata(t.Metadata); err != nil {
+		return r, err
+	}
+	if r.values, err = dbutil.OptionalJSON("values", t.Values); err != nil {
+		return r, err
+	}
+	if r.interrupts, err = dbutil.Object("interrupts", t.Interrupts); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// CreateThread stores a new thread (an empty ID gets a new UUID) with its
+// Metadata, Status (idle when empty), Values (NULL when empty), Interrupts
+// ({} when empty) and Error. A taken ID is ErrConflict with IfExistsRaise
+// and returns the stored thread with IfExistsDoNothing.
+func (d *DB) CreateThread(ctx context.Context, tenant string, t db.Thread, ifExists db.IfExists) (db.Thread, error) {
+	if err := dbutil.Tenant(tenant); err != nil {
+		return db.Thread{}, err
+	}
+	if ifExists == "" {
+		ifExists = db.IfExistsRaise
+	}
+	if ifExists != db.IfExistsRaise && ifExists != db.IfExistsDoNothing {
+		return db.Thread{}, dbutil.Invalid(`if_exists %q is neither "raise" nor "do_nothing"`, ifExists)
+	}
+	r, err := validateThread(t)
+	if err != nil {
+		return db.Thread{}, err
+	}
+	if t.ID == "" {
+		t.ID = dbutil.NewID()
+	}
+	if t.Status == "" {
+		t.Status = db.ThreadIdle
+	}
+	var out db.Thread
+	err = d.write(ctx, func(tx *sql.Tx) error {
+		existing, err := getThread(ctx, tx, tenant, t.ID)
+		if err == nil {
+			if ifExists == db.IfExistsDoNothing {
+				out = existing
+				return nil
+			}
+			return fmt.Errorf("server/db/sqlite: thread %q exists: %w", t.ID, db.ErrConflict)
+		}
+		if !errors.Is(err, db.ErrNotFound) {
+			return err
+		}
+		now := micros(dbutil.Now())
+		if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_threads (tenant, `+threadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			tenant, t.ID, t.Status, r.md, r.values, r.interrupts, t.Error, now, now); err != nil {
+			return wrap(err, "create thread %q", t.ID)
+		}
+		out, err = getThread(ctx, tx, tenant, t.ID)
+		return err
+	})
+	return out, err
+}
+
+// GetThread returns the thread.
+func (d *DB) GetThread(ctx context.Context, tenant, id string) (db.Thread, error) {
+	return getThread(ctx, d.sq.Read, tenant, id)
+}
+
+// UpdateThreadMetadata merges md into the thread's metadata key by key.
+func (d *DB) UpdateThreadMetadata(ctx context.Context, tenant, id string, md db.Metadata) (db.Thread, error) {
+	var out db.Thread
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		t, err := getThread(ctx, tx, tenant, id)
+		if err != nil {
+			return err
+		}
+		b, err := dbutil.EncodeMetadata(dbutil.Merge(t.Metadata, md))
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET metadata = ?, updated_at = ? WHERE tenant = ? AND thread_id = ?`,
+			b, micros(dbutil.Now()), tenant, id); err != nil {
+			return wrap(err, "update thread %q", id)
+		}
+		out, err = getThread(ctx, tx, tenant, id)
+		return err
+	})
+	return out, err
+}
+
+// SetThreadResult sets the thread's status (required) and error (cleared
+// when empty); Values and Interrupts replace the stored ones when not nil
+// and are kept when nil.
+func (d *DB) SetThreadResult(ctx context.Context, tenant, id string, r db.ThreadResult) (db.Thread, error) {
+	if err := dbutil.ThreadStatus(r.Status, false); err != nil {
+		return db.Thread{}, err
+	}
+	values, err := dbutil.OptionalJSON("values", r.Values)
+	if err != nil {
+		return db.Thread{}, err
+	}
+	var interrupts []byte
+	if r.Interrupts != nil {
+		if interrupts, err = dbutil.Object("interrupts", r.Interrupts); err != nil {
+			return db.Thread{}, err
+		}
+	}
+	var out db.Thread
+	err = d.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET status = ?, error = ?,
+			thread_values = CASE WHEN ? THEN ? ELSE thread_values END,
+			interrupts = coalesce(?, interrupts), updated_at = ? WHERE tenant = ? AND thread_id = ?`,
+			r.Status, r.Error, r.Values != nil, values, interrupts, micros(dbutil.Now()), tenant, id)
+		if err != nil {
+			return wrap(err, "set the result of thread %q", id)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("thread", id, tenant)
+		}
+		out, err = getThread(ctx, tx, tenant, id)
+		return err
+	})
+	return out, err
+}
+
+// DeleteThread deletes the thread with its runs, their events and leases
+// (a lease holder's next fenced write gets ErrLeaseLost).
+func (d *DB) DeleteThread(ctx context.Context, tenant, id string) error {
+	return d.write(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM trellis_threads WHERE tenant = ? AND thread_id = ?`, tenant, id)
+		if err != nil {
+			return wrap(err, "delete thread %q", id)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("thread", id, tenant)
+		}
+		return nil
+	})
+}
+
+// threadWhere builds the SQL filter and the Go filter of q.
+func threadWhere(tenant string, q db.ThreadQuery) (where string, args []any, match func(db.Thread, []byte) bool, err error) {
+	if err := dbutil.ThreadStatus(q.Status, true); err != nil {
+		return "", nil, nil, err
+	}
+	where, args = ` WHERE tenant = ?`, []any{tenant}
+	if q.Status != "" {
+		where += ` AND status = ?`
+		args = append(args, q.Status)
+	}
+	if q.IDs != nil {
+		if len(q.IDs) == 0 {
+			where += ` AND 0`
+		} else {
+			where += ` AND thread_id IN (?` + strings.Repeat(`, ?`, len(q.IDs)-1) + `)`
+			for _, id := range q.IDs {
+				args = append(args, id)
+			}
+		}
+	}
+	mf, err := dbutil.MetadataFilter(q.Metadata)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	vf, err := dbutil.ObjectFilter("values", q.Values)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	if mf.Empty() && vf.Empty() {
+		return where, args, nil, nil
+	}
+	return where, args, func(t db.Thread, md []byte) bool {
+		return mf.Match(md) && vf.Match(t.Values)
+	}, nil
+}
+
+// SearchThreads lists the tenant's threads that match q: ID among q.IDs
+// (when not nil), status equal, metadata and values containing q's;
+// sorted by q.SortBy (thread_id, status, created_at, updated_at; ties by
+// ID), then paged.
+func (d *DB) SearchThreads(ctx context.Context, tenant string, q db.ThreadQuery) ([]db.Thread, error) {
+	limit, offset, err := dbutil.Page(q.Limit, q.Offset)
+	if err != nil {
+		return nil, err
+	}
+	col, dir, err := dbutil.Order(q.Query, dbutil.ThreadSort)
+	if err != nil {
+		return nil, err
+	}
+	where, args, match, err := threadWhere(tenant, q)
+	if err != nil {
+		return nil, err
+	}
+	query := `SELECT ` + threadCols + ` FROM trellis_threads` + where + ` ORDER BY ` + col + ` ` + dir + `, thread_id ` + dir
+	if match == nil {
+		query += ` LIMIT ? OFFSET ?`
+		args = append(args, limit, offset)
+		offset = 0
+	}
+	out := []db.Thread{}
+	err = d.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return wrap(err, "search threads")
+		}
+		defer rows.Close()
+		for len(out) < limit && rows.Next() {
+			t, md, err := scanThreadMD(rows, tenant)
+			if err != nil {
+				return err
+			}
+			if match != nil && !match(t, md) {
+				continue
+			}
+			if offset > 0 {
+				offset--
+				continue
+			}
+			out = append(out, t)
+		}
+		return wrap(rows.Err(), "search threads")
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// CountThreads counts the threads SearchThreads would find without
+// paging.
+func (d *DB) CountThreads(ctx context.Context, tenant string, q db.ThreadQuery) (int, error) {
+	where, args, match, err := threadWhere(tenant, q)
+	if err != nil {
+		return 0, err
+	}
+	if match == nil {
+		var n int
+		err := d.sq.Read.QueryRowContext(ctx, `SELECT count(*) FROM trellis_threads`+where, args...).Scan(&n)
+		return n, wrap(err, "count threads")
+	}
+	n := 0
+	err = d.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT `+threadCols+` FROM trellis_threads`+where, args...)
+		if err != nil {
+			return wrap(err, "count threads")
+		}
+		defer rows.Close()
+		for rows.Next() {
+			t, md, err := scanThreadMD(rows, tenant)
+			if err != nil {
+				return err
+			}
+			if match(t, md) {
+				n++
+			}
+		}
+		return wrap(rows.Err(), "count threads")
+	})
+	return n, err
+}
+
+// CopyThread copies the thread row (metadata, status, values, interrupts,
+// error; not its runs) under the ID to (a new UUID when empty), created
+// now. A taken ID is ErrConflict.
+func (d *DB) CopyThread(ctx context.Context, tenant, from, to string) (db.Thread, error) {
+	if to == "" {
+		to = dbutil.NewID()
+	}
+	var out db.Thread
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		if _, err := getThread(ctx, tx, tenant, from); err != nil {
+			return err
+		}
+		if _, err := getThread(ctx, tx, tenant, to); err == nil {
+			return fmt.Errorf("server/db/sqlite: copy thread %q: thread %q exists: %w", from, to, db.ErrConflict)
+		} else if !errors.Is(err, db.ErrNotFound) {
+			return err
+		}
+		now := micros(dbutil.Now())
+		if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_threads (tenant, `+threadCols+`)
+			SELECT tenant, ?, status, metadata, thread_values, interrupts, error, ?, ? FROM trellis_threads
+			WHERE tenant = ? AND thread_id = ?`, to, now, now, tenant, from); err != nil {
+			return wrap(err, "copy thread %q to %q", from, to)
+		}
+		var err error
+		out, err = getThread(ctx, tx, tenant, to)
+		return err
+	})
+	return out, err
+}

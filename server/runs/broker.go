@@ -1,0 +1,217 @@
+// Package runs is the agent service's run service: it creates runs with a
+// multitask strategy, executes them as jobs that advance a thread, cancels
+// them, and keeps each run's event log, which every wire reads.
+package runs
+
+import (
+	"context"
+	"iter"
+	"sync"
+
+	"github.com/trellis-agents/trellis/server/db"
+)
+
+// Broker hands a run's events to the subscribers in this process as they
+// are appended to its durable log. It never blocks the publisher: a
+// subscriber that falls more than its buffer behind is marked lagging and
+// catches up from the durable log (see Join), so a slow client costs
+// bounded memory and loses nothing.
+type Broker struct {
+	mu   sync.Mutex
+	subs map[string]map[*Subscription]struct{}
+}
+
+// NewBroker returns an empty broker.
+func NewBroker() *Broker { return &Broker{subs: map[string]map[*Subscription]struct{}{}} }
+
+// Subscription receives one run's live events.
+type Subscription struct {
+	b      *Broker
+	runID  string
+	ch     chan db.Event
+	mu     sync.Mutex
+	lagged bool          // events were dropped: re-read the durable log
+	ended  bool          // the run ended: nothing more will be published
+	wake   chan struct{} // signalled on lag or end (capacity 1)
+}
+
+// subBuffer is how many events a subscriber may fall behind before it is
+// marked lagging. Idle, a subscription holds only its empty channel.
+const subBuffer = 64
+
+// Subscribe starts receiving runID's events. Call Close when done.
+func (b *Broker) Subscribe(runID string) *Subscription {
+	s := &Subscription{b: b, runID: runID, ch: make(chan db.Event, subBuffer), wake: make(chan struct{}, 1)}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.subs[runID] == nil {
+		b.subs[runID] = map[*Subscription]struct{}{}
+	}
+	b.subs[runID][s] = struct{}{}
+	return s
+}
+
+// Publish hands events (already durable, in Seq order) to runID's
+// subscribers.
+func (b *Broker) Publish(runID string, events ...db.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs[runID] {
+		for _, ev := range events {
+			select {
+			case s.ch <- ev:
+			default:
+				s.signal(func() { s.lagged = true })
+			}
+		}
+	}
+}
+
+// End tells runID's subscribers that the run has ended: after what they
+// have, the durable log is complete.
+func (b *Broker) End(runID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for s := range b.subs[runID] {
+		s.signal(func() { s.ended = true })
+	}
+}
+
+// Subscribers reports how many subscriptions runID has (for tests and
+// metrics).
+func (b *Broker) Subscribers(runID string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.subs[runID])
+}
+
+func (s *Subscription) signal(set func()) {
+	s.mu.Lock()
+	set()
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Subscription) state() (lagged, ended bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	lagged, s.lagged = s.lagged, false
+	return lagged, s.ended
+}
+
+// Close stops the subscription.
+func (s *Subscription) Close() {
+	s.b.mu.Lock()
+	defer s.b.mu.Unlock()
+	if m := s.b.subs[s.runID]; m != nil {
+		delete(m, s)
+		if len(m) == 0 {
+			delete(s.b.subs, s.runID)
+		}
+	}
+}
+
+// Log is what Join reads a run's durable events and status from.
+type Log interface {
+	ReadEvents(ctx context.Context, tenant, runID string, after int64, limit int) ([]db.Event, error)
+}
+
+// joinPage is how many durable events Join reads at a time.
+const joinPage = 256
+
+// Join yields runID's events with Seq > after: first from the durable log,
+// then live from the broker, with no gap and no duplicate, until the run
+// ends (the broker's End, or ended reporting true when Join starts or
+// after the log is read) or ctx is done. A subscriber that lags is caught
+// up from the log. ended reports whether the run is over (its status is
+// terminal); it is asked once the log has been read, so a run that ends
+// between the read and the subscription is not waited on forever.
+func Join(ctx context.Context, log Log, b *Broker, tenant, runID string, after int64, ended func(context.Context) (bool, error)) iter.Seq2[db.Event, error] {
+	return func(yield func(db.Event, error) bool) {
+		sub := b.Subscribe(runID) // before reading, so nothing falls between
+		defer sub.Close()
+		last := after
+		catchUp := func() bool {
+			for {
+				evs, err := log.ReadEvents(ctx, tenant, runID, last, joinPage)
+				if err != nil {
+					yield(db.Event{}, err)
+					return false
+				}
+				for _, ev := range evs {
+					last = ev.Seq
+					if !yield(ev, nil) {
+						return false
+					}
+				}
+				if len(evs) < joinPage {
+					return true
+				}
+			}
+		}
+		if !catchUp() {
+			return
+		}
+		if done, err := ended(ctx); err != nil {
+			yield(db.Event{}, err)
+			return
+		} else if done {
+			catchUp()
+			return
+		}
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev := <-sub.ch:
+				switch {
+				case ev.Seq <= last:
+					continue // read from the log already
+				case ev.Seq > last+1:
+					if !catchUp() { // a gap: the log has what was missed
+						return
+					}
+					if ev.Seq <= last {
+						continue
+					}
+				}
+				last = ev.Seq
+				if !yield(ev, nil) {
+					return
+				}
+			case <-sub.wake:
+				lagged, isEnded := sub.state()
+				if lagged || isEnded {
+					if !drain(sub.ch, &last, func(ev db.Event) bool { return yield(ev, nil) }) || !catchUp() {
+						return
+					}
+				}
+				if isEnded {
+					return
+				}
+			}
+		}
+	}
+}
+
+// drain yields what is buffered in order, skipping what was seen; it
+// reports false when the consumer stopped.
+func drain(ch chan db.Event, last *int64, yield func(db.Event) bool) bool {
+	for {
+		select {
+		case ev := <-ch:
+			if ev.Seq != *last+1 {
+				continue // the log read that follows fills any gap
+			}
+			*last = ev.Seq
+			if !yield(ev) {
+				return false
+			}
+		default:
+			return true
+		}
+	}
+}

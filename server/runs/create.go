@@ -1,0 +1,186 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/server/db"
+)
+
+// Multitask strategies: what a new run does when its thread has a live run
+// (LangGraph's double-texting).
+const (
+	Reject    = "reject"    // refuse the new run (the default)
+	Enqueue   = "enqueue"   // run it after the live ones, in order
+	Interrupt = "interrupt" // cancel the running run (keeping its finished work), then run
+	Rollback  = "rollback"  // cancel the running run and remove it, then run
+)
+
+// ErrThreadBusy is returned by Create with the reject strategy when the
+// thread has a live run.
+var ErrThreadBusy = errors.New("runs: the thread has a run in progress; retry later or choose multitask_strategy enqueue, interrupt or rollback")
+
+// CreateRequest asks for a run on a thread.
+type CreateRequest struct {
+	Tenant      string
+	ThreadID    string
+	AssistantID string // an assistant ID, or a graph ID (its latest assistant)
+	Kwargs      Kwargs
+	Metadata    db.Metadata
+	// MultitaskStrategy is Reject (default), Enqueue, Interrupt or Rollback.
+	MultitaskStrategy string
+	// CreateThread creates the thread when it does not exist
+	// (LangGraph's if_not_exists "create"); otherwise a missing thread is
+	// db.ErrNotFound.
+	CreateThread bool
+	// After delays the start.
+	After time.Duration
+}
+
+// Enqueuer hands a thread to the queue (server/queue), which calls Advance.
+type Enqueuer func(ctx context.Context, tenant, thread string) error
+
+// Create validates a run request against the assistant's graph and the
+// thread's state (a bad request never creates a run: it is an
+// *InputError), applies the multitask strategy, stores the run as pending
+// and enqueues its thread.
+func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateRequest) (db.Run, error) {
+	if !ValidTenant(req.Tenant) {
+		return db.Run{}, fmt.Errorf("runs: tenant %q is not a valid tenant name", req.Tenant)
+	}
+	strategy := req.MultitaskStrategy
+	switch strategy {
+	case "":
+		strategy = Reject
+	case Reject, Enqueue, Interrupt, Rollback:
+	default:
+		return db.Run{}, inputErr("/multitask_strategy", "must be reject, enqueue, interrupt or rollback, got %q", strategy)
+	}
+	a, err := s.assistant(ctx, req.Tenant, req.AssistantID)
+	if err != nil {
+		return db.Run{}, err
+	}
+	if _, err := s.cfg.DB.GetThread(ctx, req.Tenant, req.ThreadID); errors.Is(err, db.ErrNotFound) && req.CreateThread {
+		if _, err := s.cfg.DB.CreateThread(ctx, req.Tenant, db.Thread{ID: req.ThreadID, Status: db.ThreadIdle}, db.IfExistsDoNothing); err != nil {
+			return db.Run{}, err
+		}
+	} else if err != nil {
+		return db.Run{}, err
+	}
+	g, err := s.cfg.Graphs.Graph(ctx, req.Tenant, a)
+	if err != nil {
+		return db.Run{}, err
+	}
+	// Validate now, so a bad request gets a 4xx and no run. (A command's
+	// resume is checked against what waits now; enqueued behind another
+	// run, it is checked again when it runs.)
+	live, err := s.live(ctx, req.Tenant, req.ThreadID)
+	if err != nil {
+		return db.Run{}, err
+	}
+	var waiting []graph.InterruptInfo
+	if len(live) == 0 {
+		if snap, err := g.GetState(ctx, stateOpts(s, req.Tenant, req.ThreadID)...); err == nil {
+			waiting = snap.Interrupts
+		} else if !errors.Is(err, checkpoint.ErrNotFound) {
+			return db.Run{}, err
+		}
+		if _, err := PlanRun(g, req.Kwargs, waiting, a.Context, s.cfg.Converter); err != nil {
+			return db.Run{}, err
+		}
+	}
+	if _, err := parseModes(req.Kwargs.StreamMode); err != nil {
+		return db.Run{}, err
+	}
+	if len(live) > 0 {
+		switch strategy {
+		case Reject:
+			return db.Run{}, ErrThreadBusy
+		case Interrupt, Rollback:
+			for _, r := range live {
+				if r.Status == db.RunRunning {
+					if _, err := s.cfg.DB.RequestCancel(ctx, req.Tenant, req.ThreadID, r.ID, strategy); err != nil && !errors.Is(err, db.ErrConflict) {
+						return db.Run{}, err
+					}
+					s.Cancel(r.ID, strategy)
+				}
+			}
+		}
+	}
+	kw, err := json.Marshal(req.Kwargs)
+	if err != nil {
+		return db.Run{}, err
+	}
+	run := db.Run{
+		ID: checkpoint.NewID(), ThreadID: req.ThreadID, AssistantID: a.ID, Status: db.RunPending,
+		Metadata: req.Metadata, Kwargs: kw, MultitaskStrategy: strategy,
+	}
+	if req.After > 0 {
+		run.NotBefore = time.Now().Add(req.After)
+	}
+	created, err := s.cfg.DB.CreateRun(ctx, req.Tenant, run)
+	if err != nil {
+		return db.Run{}, err
+	}
+	if enqueue != nil {
+		if err := enqueue(ctx, req.Tenant, req.ThreadID); err != nil {
+			return created, fmt.Errorf("runs: run %s is stored but could not be queued (it runs when the thread is next advanced): %w", created.ID, err)
+		}
+	}
+	return created, nil
+}
+
+// assistant finds an assistant by ID, or the latest assistant of a graph
+// when id is a graph ID (as LangGraph allows).
+func (s *Service) assistant(ctx context.Context, tenant, id string) (db.Assistant, error) {
+	a, err := s.cfg.DB.GetAssistant(ctx, tenant, id)
+	if err == nil || !errors.Is(err, db.ErrNotFound) {
+		return a, err
+	}
+	found, serr := s.cfg.DB.SearchAssistants(ctx, tenant, db.AssistantQuery{GraphID: id, Query: db.Query{Limit: 1, SortBy: "created_at", SortOrder: "asc"}})
+	if serr != nil {
+		return db.Assistant{}, serr
+	}
+	if len(found) == 0 {
+		return db.Assistant{}, fmt.Errorf("assistant %q: %w (neither an assistant ID nor a graph with an assistant)", id, db.ErrNotFound)
+	}
+	return found[0], nil
+}
+
+// live lists the thread's pending and running runs.
+func (s *Service) live(ctx context.Context, tenant, thread string) ([]db.Run, error) {
+	var out []db.Run
+	for _, st := range []db.RunStatus{db.RunRunning, db.RunPending} {
+		rs, err := s.cfg.DB.ListRuns(ctx, tenant, thread, db.RunQuery{Status: st, Limit: 1000})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
+}
+
+// rollback removes a cancelled run: its checkpoints (every namespace), its
+// events and its row.
+func (s *Service) rollback(ctx context.Context, tenant string, run db.Run) error {
+	if _, err := s.cfg.Saver.DeleteRun(ctx, ThreadKey(tenant, run.ThreadID), run.ID); err != nil {
+		return fmt.Errorf("roll back run %s: %w", run.ID, err)
+	}
+	if _, err := s.cfg.DB.DeleteEvents(ctx, tenant, run.ID); err != nil {
+		return fmt.Errorf("roll back run %s: %w", run.ID, err)
+	}
+	if err := s.cfg.DB.DeleteRun(ctx, tenant, run.ThreadID, run.ID); err != nil {
+		return fmt.Errorf("roll back run %s: %w", run.ID, err)
+	}
+	return nil
+}
+
+// stateOpts are the options that read a tenant's thread.
+func stateOpts(s *Service, tenant, thread string) []graph.RunOption {
+	return []graph.RunOption{graph.WithCheckpointer(s.cfg.Saver), graph.WithThread(ThreadKey(tenant, thread))}
+}

@@ -1,0 +1,142 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/server/db"
+)
+
+// eventLog buffers a run's events and appends them to its durable log,
+// fenced by the run's lease, then hands them to live subscribers. Events
+// are flushed in batches (token chunks add up quickly) and always before
+// the engine saves pending writes or a checkpoint (see fencedSaver), so a
+// task's events are durable no later than its writes.
+type eventLog struct {
+	db     db.Events
+	broker *Broker
+
+	mu     sync.Mutex
+	l      db.Lease
+	buf    []db.Event
+	last   time.Time
+	lost   bool
+	failed error // the first append error: the run stops on it
+}
+
+// flushEvery bounds how long and how many events wait in the buffer.
+const (
+	flushAfter = 50 * time.Millisecond
+	flushBatch = 64
+)
+
+func newEventLog(d db.Events, b *Broker, l db.Lease) *eventLog {
+	return &eventLog{db: d, broker: b, l: l, last: time.Now()}
+}
+
+func (e *eventLog) lease() db.Lease {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.l
+}
+
+func (e *eventLog) setLease(l db.Lease) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.l = l
+}
+
+// lose marks the lease lost: nothing more is written.
+func (e *eventLog) lose() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.lost = true
+}
+
+// add buffers an event, flushing when the buffer is due. Message chunks
+// wait for the next flush; every other event flushes at once, so a
+// joiner sees run-level events promptly.
+func (e *eventLog) add(ctx context.Context, name string, data json.RawMessage) {
+	e.mu.Lock()
+	e.buf = append(e.buf, db.Event{RunID: e.l.RunID, Event: name, Data: data})
+	due := len(e.buf) >= flushBatch || time.Since(e.last) >= flushAfter || !isChunk(name)
+	e.mu.Unlock()
+	if due {
+		if err := e.flush(ctx); err != nil {
+			e.mu.Lock()
+			if e.failed == nil {
+				e.failed = err
+			}
+			e.mu.Unlock()
+		}
+	}
+}
+
+func isChunk(name string) bool {
+	return name == "messages" || len(name) > 9 && name[:9] == "messages|"
+}
+
+// flush appends the buffered events.
+func (e *eventLog) flush(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.last = time.Now()
+	if e.failed != nil {
+		return e.failed
+	}
+	if len(e.buf) == 0 {
+		return nil
+	}
+	if e.lost {
+		return db.ErrLeaseLost
+	}
+	evs, err := e.db.AppendEvents(ctx, e.l, e.buf)
+	if err != nil {
+		if errors.Is(err, db.ErrLeaseLost) {
+			e.lost = true
+		}
+		return err
+	}
+	e.buf = e.buf[:0]
+	e.broker.Publish(e.l.RunID, evs...)
+	return nil
+}
+
+// fencedSaver is the run's view of the checkpoint saver: it flushes the
+// run's events before every write, and refuses writes once the run's
+// lease is lost (another worker owns the run; the saver's head check
+// covers the moments before this worker notices).
+type fencedSaver struct {
+	checkpoint.Saver
+	log *eventLog
+}
+
+var errFenced = errors.New("runs: the run's lease was lost; this worker must not write")
+
+func (f *fencedSaver) before(ctx context.Context) error {
+	if err := f.log.flush(ctx); err != nil {
+		if errors.Is(err, db.ErrLeaseLost) {
+			return errFenced
+		}
+		return err
+	}
+	return nil
+}
+
+func (f *fencedSaver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Checkpoint, md checkpoint.Metadata) (checkpoint.Ref, error) {
+	if err := f.before(ctx); err != nil {
+		return checkpoint.Ref{}, err
+	}
+	return f.Saver.Put(ctx, ref, cp, md)
+}
+
+func (f *fencedSaver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string, writes []checkpoint.PendingWrite) error {
+	if err := f.before(ctx); err != nil {
+		return err
+	}
+	return f.Saver.PutWrites(ctx, ref, taskID, writes)
+}

@@ -1,0 +1,325 @@
+package runs
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/trellis-agents/trellis/graph"
+)
+
+// Kwargs is a run's request in the form the run service executes it; it is
+// stored with the run (db.Run.Kwargs) so a worker in any process, or a
+// later takeover, runs exactly what was asked. The HTTP layer builds it
+// from LangGraph's run-create body.
+type Kwargs struct {
+	// Input is the run's input: a JSON object of state keys (messages in
+	// LangChain's JSON are converted by the service's input converter).
+	// Absent or null with no Command: the thread resumes.
+	Input json.RawMessage `json:"input,omitempty"`
+	// Command answers interrupts, updates the state and routes, in one
+	// step (LangGraph's command).
+	Command *Command `json:"command,omitempty"`
+	// Config is LangGraph's config: "configurable" joins the run context;
+	// "recursion_limit" is the step limit.
+	Config json.RawMessage `json:"config,omitempty"`
+	// Context is the run context (merged over the assistant's and
+	// config.configurable, key by key).
+	Context json.RawMessage `json:"context,omitempty"`
+	// CheckpointID replays or forks from that checkpoint of the thread.
+	CheckpointID string `json:"checkpoint_id,omitempty"`
+	// InterruptBefore/After name nodes ("*", graph.AllNodes, for all;
+	// "sub/node" inside a subgraph).
+	InterruptBefore []string `json:"interrupt_before,omitempty"`
+	InterruptAfter  []string `json:"interrupt_after,omitempty"`
+	// Durability is "sync", "async" or "exit" ("" for the default).
+	Durability string `json:"durability,omitempty"`
+	// StreamMode and StreamSubgraphs choose the events logged for the run
+	// (see the executor); they do not change what the graph does.
+	StreamMode      []string `json:"stream_mode,omitempty"`
+	StreamSubgraphs bool     `json:"stream_subgraphs,omitempty"`
+}
+
+// Command is LangGraph's run command.
+type Command struct {
+	// Resume answers the waiting interrupts: one value for the one that
+	// waits, or an object keyed by interrupt IDs. An explicit JSON null is
+	// a deliberate null answer.
+	Resume json.RawMessage `json:"resume,omitempty"`
+	// Update is a JSON object of state keys, or a list of [key, value].
+	Update json.RawMessage `json:"update,omitempty"`
+	// Goto is a node name, a Send ({"node", "input"}), or a list of them.
+	Goto json.RawMessage `json:"goto,omitempty"`
+}
+
+// InputError is a run request that does not fit the graph or the thread.
+// Pointer is the JSON Pointer of the field at fault; the HTTP layer answers
+// with a 4xx problem naming it.
+type InputError struct {
+	Pointer string
+	Detail  string
+}
+
+func (e *InputError) Error() string { return e.Pointer + ": " + e.Detail }
+
+func inputErr(pointer, format string, args ...any) *InputError {
+	return &InputError{Pointer: pointer, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Converter rewrites a JSON object of state keys before the graph decodes
+// it: the service's converter turns LangChain messages into Trellis's.
+// The identity is used when none is given.
+type Converter func(g *graph.Graph, obj json.RawMessage) (json.RawMessage, error)
+
+// Plan is what executing Kwargs on a graph means: its input and run
+// options.
+type Plan struct {
+	Input   graph.Update // nil: the thread resumes (or the command is the input)
+	Options []graph.RunOption
+}
+
+// PlanRun turns kw into a plan for g. waiting lists the interrupts the
+// thread waits on (for a command's resume); assistantCtx is the
+// assistant's default run context. Errors are *InputError.
+func PlanRun(g *graph.Graph, kw Kwargs, waiting []graph.InterruptInfo, assistantCtx json.RawMessage, conv Converter) (Plan, error) {
+	var p Plan
+	if conv == nil {
+		conv = func(_ *graph.Graph, obj json.RawMessage) (json.RawMessage, error) { return obj, nil }
+	}
+	decodeState := func(pointer string, raw json.RawMessage) (graph.Update, error) {
+		obj, err := conv(g, raw)
+		if err != nil {
+			return nil, inputErr(pointer, "%v", err)
+		}
+		u, err := g.DecodeInput(obj)
+		if err != nil {
+			return nil, inputErr(pointer, "%s", strings.TrimPrefix(err.Error(), "graph: "))
+		}
+		return u, nil
+	}
+	if present(kw.Input) {
+		if kw.Command != nil {
+			return p, inputErr("/command", "give either input or command, not both: a command is the run's input")
+		}
+		u, err := decodeState("/input", kw.Input)
+		if err != nil {
+			return p, err
+		}
+		p.Input = u
+		if p.Input == nil {
+			p.Input = graph.Writes()
+		}
+	}
+	if kw.Command != nil {
+		opts, err := planCommand(g, *kw.Command, waiting, decodeState)
+		if err != nil {
+			return p, err
+		}
+		p.Options = append(p.Options, opts...)
+	}
+	if kw.CheckpointID != "" {
+		p.Options = append(p.Options, graph.WithCheckpointID(kw.CheckpointID))
+	}
+	var cfg struct {
+		Configurable   json.RawMessage `json:"configurable"`
+		RecursionLimit *int            `json:"recursion_limit"`
+	}
+	if present(kw.Config) {
+		if err := json.Unmarshal(kw.Config, &cfg); err != nil {
+			return p, inputErr("/config", "must be an object: %v", err)
+		}
+		if cfg.RecursionLimit != nil {
+			if *cfg.RecursionLimit < 1 {
+				return p, inputErr("/config/recursion_limit", "must be at least 1, got %d", *cfg.RecursionLimit)
+			}
+			p.Options = append(p.Options, graph.WithStepLimit(*cfg.RecursionLimit))
+		}
+	}
+	rc, err := mergeObjects([]string{"/assistant/context", "/config/configurable", "/context"}, assistantCtx, cfg.Configurable, kw.Context)
+	if err != nil {
+		return p, err
+	}
+	if rc != nil {
+		p.Options = append(p.Options, graph.WithRunContext(rc))
+	}
+	if len(kw.InterruptBefore) > 0 {
+		p.Options = append(p.Options, graph.WithInterruptBefore(kw.InterruptBefore...))
+	}
+	if len(kw.InterruptAfter) > 0 {
+		p.Options = append(p.Options, graph.WithInterruptAfter(kw.InterruptAfter...))
+	}
+	switch kw.Durability {
+	case "", "sync":
+		if kw.Durability == "sync" {
+			p.Options = append(p.Options, graph.WithDurability(graph.DurabilitySync))
+		}
+	case "async":
+		p.Options = append(p.Options, graph.WithDurability(graph.DurabilityAsync))
+	case "exit":
+		p.Options = append(p.Options, graph.WithDurability(graph.DurabilityExit))
+	default:
+		return p, inputErr("/durability", "must be sync, async or exit, got %q", kw.Durability)
+	}
+	return p, nil
+}
+
+// planCommand turns a command into run options.
+func planCommand(g *graph.Graph, c Command, waiting []graph.InterruptInfo, decodeState func(string, json.RawMessage) (graph.Update, error)) ([]graph.RunOption, error) {
+	var opts []graph.RunOption
+	var cmd graph.Command
+	hasCmd := false
+	if len(c.Resume) > 0 {
+		o, err := planResume(c.Resume, waiting)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, o)
+	}
+	if present(c.Update) {
+		raw := c.Update
+		if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("[")) {
+			var pairs [][2]json.RawMessage
+			if err := json.Unmarshal(raw, &pairs); err != nil {
+				return nil, inputErr("/command/update", "must be an object of state keys or a list of [key, value] pairs: %v", err)
+			}
+			obj := map[string]json.RawMessage{}
+			for i, kv := range pairs {
+				var k string
+				if err := json.Unmarshal(kv[0], &k); err != nil {
+					return nil, inputErr(fmt.Sprintf("/command/update/%d/0", i), "must be a state key name")
+				}
+				obj[k] = kv[1]
+			}
+			raw, _ = json.Marshal(obj)
+		}
+		u, err := decodeState("/command/update", raw)
+		if err != nil {
+			return nil, err
+		}
+		cmd.Update, hasCmd = u, true
+	}
+	if present(c.Goto) {
+		targets, err := planGoto(g, c.Goto)
+		if err != nil {
+			return nil, err
+		}
+		cmd.Goto, hasCmd = targets, true
+	}
+	if hasCmd {
+		opts = append(opts, graph.WithCommand(cmd))
+	}
+	if len(opts) == 0 {
+		return nil, inputErr("/command", "is empty: give resume, update or goto")
+	}
+	return opts, nil
+}
+
+// planResume chooses between one answer and answers by interrupt ID.
+func planResume(raw json.RawMessage, waiting []graph.InterruptInfo) (graph.RunOption, error) {
+	if len(waiting) == 0 {
+		return nil, inputErr("/command/resume", "the thread has no interrupt waiting for an answer")
+	}
+	byID := map[string]bool{}
+	var nodeWaits []graph.InterruptInfo
+	for _, w := range waiting {
+		byID[w.ID] = true
+		if !w.Breakpoint() {
+			nodeWaits = append(nodeWaits, w)
+		}
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) == nil && len(obj) > 0 {
+		all := true
+		for id := range obj {
+			all = all && byID[id]
+		}
+		if all {
+			m := make(map[string]any, len(obj))
+			for id, v := range obj {
+				m[id] = v
+			}
+			return graph.WithResumeMap(m), nil
+		}
+	}
+	if len(nodeWaits) > 1 {
+		ids := make([]string, len(nodeWaits))
+		for i, w := range nodeWaits {
+			ids[i] = w.ID
+		}
+		return nil, inputErr("/command/resume", "%d interrupts are waiting; answer them with an object keyed by their IDs: %s", len(nodeWaits), strings.Join(ids, ", "))
+	}
+	return graph.WithResume(json.RawMessage(raw)), nil
+}
+
+// planGoto reads a goto: a node name, a Send object, or a list of them.
+func planGoto(g *graph.Graph, raw json.RawMessage) ([]graph.Target, error) {
+	var list []json.RawMessage
+	if bytes.HasPrefix(bytes.TrimSpace(raw), []byte("[")) {
+		if err := json.Unmarshal(raw, &list); err != nil {
+			return nil, inputErr("/command/goto", "must be a node name, a Send object or a list of them: %v", err)
+		}
+	} else {
+		list = []json.RawMessage{raw}
+	}
+	nodes := g.Nodes()
+	var out []graph.Target
+	for i, item := range list {
+		pointer := "/command/goto"
+		if len(list) > 1 || bytes.HasPrefix(bytes.TrimSpace(raw), []byte("[")) {
+			pointer = fmt.Sprintf("/command/goto/%d", i)
+		}
+		var name string
+		if json.Unmarshal(item, &name) == nil {
+			if name != graph.END && !slices.Contains(nodes, name) {
+				return nil, inputErr(pointer, "no node %q in this graph (its nodes: %s)", name, strings.Join(nodes, ", "))
+			}
+			out = append(out, graph.To(name))
+			continue
+		}
+		var send struct {
+			Node  string          `json:"node"`
+			Input json.RawMessage `json:"input"`
+		}
+		if err := json.Unmarshal(item, &send); err != nil || send.Node == "" {
+			return nil, inputErr(pointer, "must be a node name or a Send object {\"node\": ..., \"input\": ...}")
+		}
+		if !slices.Contains(nodes, send.Node) {
+			return nil, inputErr(pointer+"/node", "no node %q in this graph (its nodes: %s)", send.Node, strings.Join(nodes, ", "))
+		}
+		out = append(out, graph.SendJSON(send.Node, send.Input))
+	}
+	return out, nil
+}
+
+// mergeObjects merges JSON objects key by key, later ones winning; nil
+// when all are absent.
+func mergeObjects(pointers []string, objs ...json.RawMessage) (json.RawMessage, error) {
+	var merged map[string]json.RawMessage
+	for i, raw := range objs {
+		if !present(raw) {
+			continue
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, inputErr(pointers[i], "must be a JSON object: %v", err)
+		}
+		if merged == nil {
+			merged = map[string]json.RawMessage{}
+		}
+		maps.Copy(merged, m)
+	}
+	if merged == nil {
+		return nil, nil
+	}
+	b, err := json.Marshal(merged)
+	return b, err
+}
+
+// present reports whether a JSON value was given and is not null.
+func present(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && !bytes.Equal(t, []byte("null"))
+}

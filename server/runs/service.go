@@ -1,0 +1,432 @@
+package runs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/store"
+)
+
+// Config wires a Service.
+type Config struct {
+	DB     db.DB
+	Saver  checkpoint.Saver
+	Store  store.Store // may be nil
+	Graphs *Registry
+	Broker *Broker // nil: a new one
+	// Owner names this worker in leases (default: a new ID).
+	Owner string
+	// LeaseTTL is how long a lease lives without renewal (default 15 s);
+	// it is renewed every third of it.
+	LeaseTTL time.Duration
+	// CancelPoll is how often a running run checks for a cancel request
+	// in the database (default 500 ms); cancels sent through this
+	// process's Cancel are seen at once.
+	CancelPoll time.Duration
+	// RunTimeout bounds one run (0: none); it ends with status timeout.
+	RunTimeout time.Duration
+	// Wire encodes state, updates and chunks (default JSONWire).
+	Wire Wire
+	// Converter rewrites input and update objects (default: none).
+	Converter Converter
+	// Log receives the service's own log lines (default slog.Default()).
+	Log *slog.Logger
+}
+
+// Service is the run service: it executes runs as the queue asks, keeps
+// their event logs and records their outcome.
+type Service struct {
+	cfg     Config
+	mu      sync.Mutex
+	running map[string]context.CancelCauseFunc // run ID → its cancel, in this process
+}
+
+// New returns a Service.
+func New(cfg Config) (*Service, error) {
+	if cfg.DB == nil || cfg.Saver == nil || cfg.Graphs == nil {
+		return nil, errors.New("runs: a Service needs a DB, a Saver and a Registry")
+	}
+	if cfg.Broker == nil {
+		cfg.Broker = NewBroker()
+	}
+	if cfg.Owner == "" {
+		cfg.Owner = "worker-" + checkpoint.NewID()
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 15 * time.Second
+	}
+	if cfg.CancelPoll <= 0 {
+		cfg.CancelPoll = 500 * time.Millisecond
+	}
+	if cfg.Wire == nil {
+		cfg.Wire = JSONWire{}
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	return &Service{cfg: cfg, running: map[string]context.CancelCauseFunc{}}, nil
+}
+
+// Broker returns the service's event broker.
+func (s *Service) Broker() *Broker { return s.cfg.Broker }
+
+// AdvanceResult says what the queue should do with a thread after Advance.
+type AdvanceResult int
+
+// Advance results.
+const (
+	Idle AdvanceResult = iota // nothing pending: the job is done
+	Busy                      // another run holds the thread: snooze and try again
+	More                      // a run finished and others are pending: enqueue again
+)
+
+// Errors a run ends with when it is cancelled.
+var (
+	// ErrCancelInterrupt: the run was cancelled (action interrupt); it
+	// ends with status interrupted, its finished tasks' writes kept.
+	ErrCancelInterrupt = errors.New("runs: the run was cancelled")
+	// ErrCancelRollback: the run was cancelled to be removed.
+	ErrCancelRollback = errors.New("runs: the run was cancelled for a rollback")
+	errLeaseLost      = errors.New("runs: this worker lost the run's lease")
+)
+
+// Advance runs the thread's oldest pending run, if any. A job of the queue
+// calls it; a run that fails or is interrupted is a normal outcome (the
+// run's status says it), and only infrastructure errors are returned.
+func (s *Service) Advance(ctx context.Context, tenant, thread string) (AdvanceResult, error) {
+	run, err := s.cfg.DB.NextPending(ctx, tenant, thread, time.Now())
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return Idle, nil
+	case err != nil:
+		return Idle, err
+	}
+	claimed, lease, err := s.cfg.DB.ClaimRun(ctx, tenant, run.ID, s.cfg.Owner, s.cfg.LeaseTTL)
+	switch {
+	case errors.Is(err, db.ErrBusy):
+		return Busy, nil
+	case errors.Is(err, db.ErrConflict):
+		return More, nil // taken by another worker meanwhile: look again
+	case err != nil:
+		return Idle, err
+	}
+	if err := s.Execute(ctx, lease, claimed); err != nil {
+		return Idle, err
+	}
+	if _, err := s.cfg.DB.NextPending(ctx, tenant, thread, time.Now()); err == nil {
+		return More, nil
+	}
+	return Idle, nil
+}
+
+// Cancel cancels a run executing in this process, with action "interrupt"
+// or "rollback". It reports whether the run was running here; otherwise
+// the executor that holds it sees the request in the database.
+func (s *Service) Cancel(runID, action string) bool {
+	s.mu.Lock()
+	cancel, ok := s.running[runID]
+	s.mu.Unlock()
+	if ok {
+		cancel(cancelCause(action))
+	}
+	return ok
+}
+
+func cancelCause(action string) error {
+	if action == "rollback" {
+		return ErrCancelRollback
+	}
+	return ErrCancelInterrupt
+}
+
+// Execute runs a claimed run to its end under lease and records its
+// outcome; the returned error is an infrastructure failure only.
+func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	s.mu.Lock()
+	s.running[run.ID] = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.running, run.ID)
+		s.mu.Unlock()
+	}()
+	log := newEventLog(s.cfg.DB, s.cfg.Broker, lease)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	wg.Add(1)
+	go func() { defer wg.Done(); s.watch(watchCtx, cancel, &lease, log) }()
+
+	status, usage, runErr := s.execute(ctx, lease, run, log)
+	stopWatch()
+	wg.Wait()
+	if err := log.flush(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, db.ErrLeaseLost) {
+		return err
+	}
+	errMsg := ""
+	if runErr != nil {
+		errMsg = runErr.Error()
+	}
+	done := context.WithoutCancel(ctx)
+	_, err := s.cfg.DB.FinishRun(done, log.lease(), status, usage, errMsg)
+	s.cfg.Broker.End(run.ID)
+	if errors.Is(err, db.ErrLeaseLost) {
+		s.cfg.Log.Warn("run lost its lease before finishing; another worker took it over", "run", run.ID, "thread", run.ThreadID)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if errors.Is(context.Cause(ctx), ErrCancelRollback) {
+		return s.rollback(done, lease.Tenant, run)
+	}
+	return nil
+}
+
+// watch renews the lease and looks for cancel requests until ctx ends.
+func (s *Service) watch(ctx context.Context, cancel context.CancelCauseFunc, lease *db.Lease, log *eventLog) {
+	renew := time.NewTicker(s.cfg.LeaseTTL / 3)
+	defer renew.Stop()
+	poll := time.NewTicker(s.cfg.CancelPoll)
+	defer poll.Stop()
+	l := log.lease()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-renew.C:
+			nl, err := s.cfg.DB.RenewLease(ctx, l, s.cfg.LeaseTTL)
+			if errors.Is(err, db.ErrLeaseLost) {
+				log.lose()
+				cancel(errLeaseLost)
+				return
+			}
+			if err == nil {
+				l = nl
+				log.setLease(nl)
+			}
+		case <-poll.C:
+			r, err := s.cfg.DB.GetRun(ctx, l.Tenant, l.ThreadID, l.RunID)
+			if err == nil && r.CancelRequested != "" {
+				cancel(cancelCause(r.CancelRequested))
+				return
+			}
+		}
+	}
+}
+
+// execute runs the graph and reports the run's terminal status.
+func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *eventLog) (db.RunStatus, json.RawMessage, error) {
+	fail := func(err error) (db.RunStatus, json.RawMessage, error) {
+		log.add(ctx, "error", errorEvent("RunError", err))
+		return db.RunError, nil, err
+	}
+	var kw Kwargs
+	if err := json.Unmarshal(run.Kwargs, &kw); err != nil {
+		return fail(fmt.Errorf("the run's stored request does not decode: %w", err))
+	}
+	md, _ := json.Marshal(map[string]any{"run_id": run.ID, "thread_id": run.ThreadID})
+	log.add(ctx, "metadata", md)
+	ms, err := parseModes(kw.StreamMode)
+	if err != nil {
+		return fail(err)
+	}
+	a, err := s.cfg.DB.GetAssistant(ctx, lease.Tenant, run.AssistantID)
+	if err != nil {
+		return fail(fmt.Errorf("assistant %s: %w", run.AssistantID, err))
+	}
+	g, err := s.cfg.Graphs.Graph(ctx, lease.Tenant, a)
+	if err != nil {
+		return fail(err)
+	}
+	saver := &fencedSaver{Saver: s.cfg.Saver, log: log}
+	base := []graph.RunOption{graph.WithCheckpointer(saver), graph.WithThread(ThreadKey(lease.Tenant, run.ThreadID)), graph.WithRunID(run.ID)}
+	if s.cfg.Store != nil {
+		base = append(base, graph.WithStore(s.cfg.Store))
+	}
+	var waiting []graph.InterruptInfo
+	if snap, err := g.GetState(ctx, base...); err == nil {
+		waiting = snap.Interrupts
+	} else if !errors.Is(err, checkpoint.ErrNotFound) {
+		return fail(err)
+	}
+	plan, err := PlanRun(g, kw, waiting, a.Context, s.cfg.Converter)
+	if err != nil {
+		return fail(err)
+	}
+	if s.cfg.RunTimeout > 0 {
+		var cancelT context.CancelFunc
+		ctx, cancelT = context.WithTimeoutCause(ctx, s.cfg.RunTimeout, context.DeadlineExceeded)
+		defer cancelT()
+	}
+	opts := append(append(base, plan.Options...), graph.WithEvents(ms.kinds()))
+	var interrupts []graph.InterruptInfo
+	var streamErr error
+	usage := graph.Usage{}
+	for ev, err := range g.Stream(ctx, plan.Input, opts...) {
+		if err != nil {
+			streamErr = err
+			break
+		}
+		if ev.Kind == graph.EventInterrupt && ev.Namespace == "" {
+			interrupts = ev.Interrupts
+		}
+		if ev.Kind == graph.EventTaskEnd && ev.Namespace == "" {
+			usage = usage.Add(ev.Task.Usage)
+		}
+		if err := s.encode(ctx, log, ms, kw.StreamSubgraphs, ev); err != nil {
+			return fail(err)
+		}
+	}
+	ub, _ := json.Marshal(usage)
+	status := db.RunSuccess
+	cause := context.Cause(ctx)
+	switch {
+	case errors.Is(cause, errLeaseLost):
+		return db.RunError, ub, cause
+	case errors.Is(cause, ErrCancelInterrupt), errors.Is(cause, ErrCancelRollback):
+		status, streamErr = db.RunInterrupted, nil
+	case errors.Is(cause, context.DeadlineExceeded) || errors.Is(streamErr, context.DeadlineExceeded):
+		log.add(ctx, "error", errorEvent("TimeoutError", fmt.Errorf("the run took longer than %s", s.cfg.RunTimeout)))
+		return db.RunTimeout, ub, errors.New("run timed out")
+	case streamErr != nil:
+		log.add(ctx, "error", errorEvent("RunError", streamErr))
+		status = db.RunError
+	case len(interrupts) > 0:
+		status = db.RunInterrupted
+	}
+	if err := s.record(context.WithoutCancel(ctx), lease, run, g, base, status, streamErr); err != nil {
+		return db.RunError, ub, err
+	}
+	return status, ub, streamErr
+}
+
+// record writes the thread's status, values and interrupts after a run.
+func (s *Service) record(ctx context.Context, lease db.Lease, run db.Run, g *graph.Graph, base []graph.RunOption, status db.RunStatus, runErr error) error {
+	res := db.ThreadResult{Status: db.ThreadIdle}
+	snap, err := g.GetState(ctx, base...)
+	if err == nil {
+		if res.Values, err = s.cfg.Wire.State(snap.Values); err != nil {
+			return err
+		}
+		byTask := map[string][]map[string]any{}
+		for _, in := range snap.Interrupts {
+			key := in.ID
+			byTask[key] = wireInterrupts([]graph.InterruptInfo{in})
+		}
+		res.Interrupts, _ = json.Marshal(byTask)
+		if len(snap.Interrupts) > 0 {
+			res.Status = db.ThreadInterrupted
+		}
+	} else if !errors.Is(err, checkpoint.ErrNotFound) {
+		return err
+	}
+	if status == db.RunError || status == db.RunTimeout {
+		res.Status = db.ThreadError
+		if runErr != nil {
+			res.Error = runErr.Error()
+		}
+	}
+	_, err = s.cfg.DB.SetThreadResult(ctx, lease.Tenant, run.ThreadID, res)
+	return err
+}
+
+// encode logs one engine event in the run's stream modes.
+func (s *Service) encode(ctx context.Context, log *eventLog, ms modes, subgraphs bool, ev graph.Event) error {
+	if ev.Namespace != "" && !subgraphs && ev.Kind != graph.EventInterrupt {
+		return nil
+	}
+	w := s.cfg.Wire
+	switch ev.Kind {
+	case graph.EventValues:
+		if !ms[ModeValues] {
+			return nil
+		}
+		b, err := w.State(ev.State)
+		if err != nil {
+			return err
+		}
+		log.add(ctx, eventName(ModeValues, ev.Namespace), b)
+	case graph.EventUpdates:
+		u, err := w.Update(ev.Update)
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(map[string]json.RawMessage{ev.Node: u})
+		if err != nil {
+			return err
+		}
+		log.add(ctx, eventName(ModeUpdates, ev.Namespace), b)
+	case graph.EventMessages:
+		b, err := w.Chunk(ev)
+		if err != nil {
+			return err
+		}
+		log.add(ctx, eventName("messages", ev.Namespace), b)
+	case graph.EventCustom:
+		b, err := json.Marshal(ev.Custom)
+		if err != nil {
+			return fmt.Errorf("encode a custom event of node %q: %w", ev.Node, err)
+		}
+		log.add(ctx, eventName(ModeCustom, ev.Namespace), b)
+	case graph.EventTaskStart, graph.EventTaskEnd:
+		b, err := taskEvent(w, ev)
+		if err != nil {
+			return err
+		}
+		if ms[ModeTasks] {
+			log.add(ctx, eventName(ModeTasks, ev.Namespace), b)
+		}
+		if ms[ModeDebug] {
+			kind := "task"
+			if ev.Kind == graph.EventTaskEnd {
+				kind = "task_result"
+			}
+			d, err := debugEvent(kind, ev.Step, b)
+			if err != nil {
+				return err
+			}
+			log.add(ctx, eventName(ModeDebug, ev.Namespace), d)
+		}
+	case graph.EventCheckpoint:
+		b, err := json.Marshal(map[string]any{"config": map[string]any{"configurable": map[string]any{"checkpoint_id": ev.Checkpoint.ID, "checkpoint_ns": ev.Checkpoint.Namespace}}, "step": ev.Step})
+		if err != nil {
+			return err
+		}
+		if ms[ModeCheckpoints] {
+			log.add(ctx, eventName(ModeCheckpoints, ev.Namespace), b)
+		}
+		if ms[ModeDebug] {
+			d, err := debugEvent("checkpoint", ev.Step, b)
+			if err != nil {
+				return err
+			}
+			log.add(ctx, eventName(ModeDebug, ev.Namespace), d)
+		}
+	case graph.EventInterrupt:
+		if ev.Namespace != "" {
+			return nil // the parent reports it as its own
+		}
+		b, err := json.Marshal(map[string]any{"__interrupt__": wireInterrupts(ev.Interrupts)})
+		if err != nil {
+			return err
+		}
+		mode := ModeValues
+		if ms[ModeUpdates] {
+			mode = ModeUpdates
+		}
+		log.add(ctx, mode, b)
+	}
+	return nil
+}

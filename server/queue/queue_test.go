@@ -87,6 +87,39 @@ func TestBusySnoozesAndRunsAgain(t *testing.T) {
 	})
 }
 
+// A Busy result with a negative duration and an unknown outcome are logged
+// as the Advance function's mistakes; the first snoozes for BusySnooze, the
+// second completes its job.
+func TestBadResultsAreLogged(t *testing.T) {
+	calls := make(chan call, 10)
+	var logs logBuffer
+	var n atomic.Int32
+	cfg := openSQLite(t)
+	cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelError}))
+	cfg.BusySnooze = 100 * time.Millisecond
+	cfg.Advance = func(_ context.Context, tenant, thread string) (Result, error) {
+		calls <- call{tenant, thread, time.Now()}
+		if n.Add(1) == 1 {
+			return Result{Outcome: Busy, After: -time.Second}, nil
+		}
+		return Result{Outcome: Outcome(7)}, nil
+	}
+	q := start(t, cfg)
+	if err := q.Enqueue(context.Background(), "t", "odd"); err != nil {
+		t.Fatal(err)
+	}
+	first := recv(t, calls, wait)
+	if second := recv(t, calls, wait); second.at.Sub(first.at) < cfg.BusySnooze {
+		t.Errorf("the job ran again after %s, before BusySnooze", second.at.Sub(first.at))
+	}
+	none(t, calls, 300*time.Millisecond)
+	for _, want := range []string{"negative duration", "unknown outcome", "Outcome(7)"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, logs.String())
+		}
+	}
+}
+
 // More enqueues the thread again: Advance is called once more.
 func TestMoreEnqueuesAgain(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {

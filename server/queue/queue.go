@@ -135,7 +135,10 @@ type Config struct {
 	// Postgres is the PostgreSQL pool. River's tables go to Schema, or to
 	// the pool's search_path when Schema is "". Workers are woken by
 	// LISTEN/NOTIFY, so the pool must reach the server directly, not through
-	// a transaction-pooling proxy.
+	// a transaction-pooling proxy. River holds one connection for LISTEN
+	// and each finished job takes one briefly to complete, so a pool much
+	// smaller than Workers (pgxpool's default is max(4, CPUs)) limits
+	// throughput, not correctness.
 	Postgres *pgxpool.Pool
 	// Schema is the PostgreSQL schema of River's tables (Postgres only).
 	Schema string

@@ -1,0 +1,62 @@
+// Package api serves the LangGraph-compatible HTTP API: one handler per
+// operation of the route table (server/api/spec), each decoding with
+// server/api/wire, working through the run service (server/runs) and the
+// store of record (server/db), and answering in LangGraph's shapes or with
+// a problem+json.
+package api
+
+import (
+	"net/http"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/runs"
+	"github.com/trellis-agents/trellis/store"
+)
+
+// API holds what the handlers work with.
+type API struct {
+	DB     db.DB
+	Runs   *runs.Service
+	Graphs *runs.Registry
+	Saver  checkpoint.Saver
+	Store  store.Store // nil: the store routes answer 404 problems
+	// Enqueue hands a thread to the run queue (server/queue's Enqueue).
+	Enqueue runs.Enqueuer
+	// Tenant returns the tenant of a request (the default tenant until
+	// authentication exists).
+	Tenant func(r *http.Request) string
+	// Info is what GET /info reports beyond the version (scripted models
+	// and the like).
+	Scripted bool
+	Version  string
+	// BodyLimit bounds request bodies (0: wire's default).
+	BodyLimit int64
+}
+
+// DefaultTenant is the tenant of every request until authentication
+// exists.
+const DefaultTenant = "default"
+
+// tenant returns the request's tenant.
+func (a *API) tenant(r *http.Request) string {
+	if a.Tenant != nil {
+		return a.Tenant(r)
+	}
+	return DefaultTenant
+}
+
+// Handlers returns one handler per operation ID of spec.Routes(); each
+// group of routes adds its own (assistants.go, threads.go, runs.go,
+// store.go, system.go).
+func (a *API) Handlers() map[string]http.Handler {
+	h := map[string]http.Handler{}
+	for _, group := range []map[string]http.Handler{
+		a.assistantHandlers(), a.threadHandlers(), a.runHandlers(), a.storeHandlers(), a.systemHandlers(),
+	} {
+		for id, handler := range group {
+			h[id] = handler
+		}
+	}
+	return h
+}

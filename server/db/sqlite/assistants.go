@@ -249,39 +249,7 @@ func (d *DB) SearchAssistants(ctx context.Context, tenant string, q db.Assistant
 	if err != nil {
 		return nil, err
 	}
-	query := `SELECT ` + assistantCols + ` FROM trellis_assistants` + where + ` ORDER BY ` + col + ` ` + dir + `, assistant_id ` + dir
-	if match == nil {
-		query += ` LIMIT ? OFFSET ?`
-		args = append(args, limit, offset)
-		offset = 0
-	}
-	out := []db.Assistant{}
-	err = d.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, query, args...)
-		if err != nil {
-			return wrap(err, "search assistants")
-		}
-		defer rows.Close()
-		for len(out) < limit && rows.Next() {
-			a, md, err := scanAssistantMD(rows, tenant)
-			if err != nil {
-				return err
-			}
-			if match != nil && !match(a, md) {
-				continue
-			}
-			if offset > 0 {
-				offset--
-				continue
-			}
-			out = append(out, a)
-		}
-		return wrap(rows.Err(), "search assistants")
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return search(ctx, d, assistantListing, tenant, where, args, match, col, dir, limit, offset)
 }
 
 // CountAssistants counts the assistants SearchAssistants would find
@@ -291,31 +259,10 @@ func (d *DB) CountAssistants(ctx context.Context, tenant string, q db.AssistantQ
 	if err != nil {
 		return 0, err
 	}
-	if match == nil {
-		var n int
-		err := d.sq.Read.QueryRowContext(ctx, `SELECT count(*) FROM trellis_assistants`+where, args...).Scan(&n)
-		return n, wrap(err, "count assistants")
-	}
-	n := 0
-	err = d.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+assistantCols+` FROM trellis_assistants`+where, args...)
-		if err != nil {
-			return wrap(err, "count assistants")
-		}
-		defer rows.Close()
-		for rows.Next() {
-			a, md, err := scanAssistantMD(rows, tenant)
-			if err != nil {
-				return err
-			}
-			if match(a, md) {
-				n++
-			}
-		}
-		return wrap(rows.Err(), "count assistants")
-	})
-	return n, err
+	return count(ctx, d, assistantListing, tenant, where, args, match)
 }
+
+var assistantListing = listing[db.Assistant]{what: "assistants", table: "trellis_assistants", cols: assistantCols, idCol: "assistant_id", scan: scanAssistantMD}
 
 const versionCols = `assistant_id, graph_id, name, description, config, context, metadata, version, created_at, created_at`
 

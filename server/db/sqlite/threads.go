@@ -250,39 +250,7 @@ func (d *DB) SearchThreads(ctx context.Context, tenant string, q db.ThreadQuery)
 	if err != nil {
 		return nil, err
 	}
-	query := `SELECT ` + threadCols + ` FROM trellis_threads` + where + ` ORDER BY ` + col + ` ` + dir + `, thread_id ` + dir
-	if match == nil {
-		query += ` LIMIT ? OFFSET ?`
-		args = append(args, limit, offset)
-		offset = 0
-	}
-	out := []db.Thread{}
-	err = d.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, query, args...)
-		if err != nil {
-			return wrap(err, "search threads")
-		}
-		defer rows.Close()
-		for len(out) < limit && rows.Next() {
-			t, md, err := scanThreadMD(rows, tenant)
-			if err != nil {
-				return err
-			}
-			if match != nil && !match(t, md) {
-				continue
-			}
-			if offset > 0 {
-				offset--
-				continue
-			}
-			out = append(out, t)
-		}
-		return wrap(rows.Err(), "search threads")
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
+	return search(ctx, d, threadListing, tenant, where, args, match, col, dir, limit, offset)
 }
 
 // CountThreads counts the threads SearchThreads would find without
@@ -292,31 +260,10 @@ func (d *DB) CountThreads(ctx context.Context, tenant string, q db.ThreadQuery) 
 	if err != nil {
 		return 0, err
 	}
-	if match == nil {
-		var n int
-		err := d.sq.Read.QueryRowContext(ctx, `SELECT count(*) FROM trellis_threads`+where, args...).Scan(&n)
-		return n, wrap(err, "count threads")
-	}
-	n := 0
-	err = d.read(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `SELECT `+threadCols+` FROM trellis_threads`+where, args...)
-		if err != nil {
-			return wrap(err, "count threads")
-		}
-		defer rows.Close()
-		for rows.Next() {
-			t, md, err := scanThreadMD(rows, tenant)
-			if err != nil {
-				return err
-			}
-			if match(t, md) {
-				n++
-			}
-		}
-		return wrap(rows.Err(), "count threads")
-	})
-	return n, err
+	return count(ctx, d, threadListing, tenant, where, args, match)
 }
+
+var threadListing = listing[db.Thread]{what: "threads", table: "trellis_threads", cols: threadCols, idCol: "thread_id", scan: scanThreadMD}
 
 // CopyThread copies the thread row (metadata, status, values, interrupts,
 // error; not its runs) under the ID to (a new UUID when empty), created

@@ -9,6 +9,8 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -74,4 +76,35 @@ func Name(t testing.TB, suffix string, maxLen int) string {
 		base = base[:max(keep, 0)]
 	}
 	return base + "_" + suffix
+}
+
+// LangGraphSDKVar names the installed @langchain/langgraph-sdk package the
+// wire tests run against (.ci/run installs it with npm ci in
+// server/testdata/js).
+const LangGraphSDKVar = "TRELLIS_LANGGRAPH_SDK"
+
+// LangGraphSDK returns the SDK package folder, after checking that node is
+// on PATH and that the package holds file (a path under it); it skips the
+// test when something is missing, or fails it when services are required.
+func LangGraphSDK(t testing.TB, file string) string {
+	t.Helper()
+	const install = "run `npm ci` in server/testdata/js and set " + LangGraphSDKVar + "=$PWD/server/testdata/js/node_modules/@langchain/langgraph-sdk"
+	missing := func(msg string) {
+		t.Helper()
+		if Required() {
+			t.Fatal(RequireVar + "=1 but " + msg)
+		}
+		t.Skip(msg)
+	}
+	dir := os.Getenv(LangGraphSDKVar)
+	if dir == "" {
+		missing("the SDK compatibility test needs node and " + LangGraphSDKVar + ": " + install)
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		missing("the SDK compatibility test needs node on PATH (" + err.Error() + ")")
+	}
+	if _, err := os.Stat(filepath.Join(dir, file)); err != nil {
+		missing(LangGraphSDKVar + " does not point at the SDK package (" + err.Error() + "): " + install)
+	}
+	return dir
 }

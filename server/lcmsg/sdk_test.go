@@ -3,7 +3,6 @@ package lcmsg_test
 import (
 	"bytes"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -13,37 +12,10 @@ import (
 	"github.com/trellis-agents/trellis/server/lcmsg"
 )
 
-// sdkInstall says how to get the SDK the compatibility tests run.
-const sdkInstall = `npm install --prefix "${XDG_CACHE_HOME:-$HOME/.cache}/trellis/npm" @langchain/langgraph-sdk@1.15.0 @langchain/core@1.3.2` +
-	` and set TRELLIS_LANGGRAPH_SDK=<that folder>/node_modules/@langchain/langgraph-sdk`
-
-// sdkDir returns the @langchain/langgraph-sdk package named by
-// TRELLIS_LANGGRAPH_SDK, installed with its peer @langchain/core beside
-// it, or skips the test when something is missing (fails it under
-// TRELLIS_REQUIRE_SERVICES=1, as CI runs).
+// sdkDir returns the installed SDK package (see testenv.LangGraphSDK).
 func sdkDir(t *testing.T) string {
 	t.Helper()
-	missing := func(msg string) {
-		t.Helper()
-		if testenv.Required() {
-			t.Fatal(testenv.RequireVar + "=1 but " + msg)
-		}
-		t.Skip(msg)
-	}
-	dir := os.Getenv("TRELLIS_LANGGRAPH_SDK")
-	if dir == "" {
-		missing("the SDK compatibility test needs node and TRELLIS_LANGGRAPH_SDK: " + sdkInstall)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		missing("the SDK compatibility test needs node on PATH (" + err.Error() + ")")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "dist", "ui", "messages.js")); err != nil {
-		missing("TRELLIS_LANGGRAPH_SDK does not point at the SDK package (" + err.Error() + "): " + sdkInstall)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "..", "core", "package.json")); err != nil {
-		missing("no @langchain/core beside the SDK (" + err.Error() + "): " + sdkInstall)
-	}
-	return dir
+	return testenv.LangGraphSDK(t, "dist/ui/messages.js")
 }
 
 // TestSDKReadsOurMessages runs the SDK's own code on our JSON: the

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -14,33 +13,10 @@ import (
 	"github.com/trellis-agents/trellis/server/sse"
 )
 
-// sdkInstall says how to get the SDK the compatibility tests run.
-const sdkInstall = `npm install --prefix "${XDG_CACHE_HOME:-$HOME/.cache}/trellis/npm" @langchain/langgraph-sdk@1.15.0 @langchain/core@1.3.2` +
-	` and set TRELLIS_LANGGRAPH_SDK=<that folder>/node_modules/@langchain/langgraph-sdk`
-
-// sdkDir returns the installed @langchain/langgraph-sdk package named by
-// TRELLIS_LANGGRAPH_SDK, or skips the test when it or node is missing
-// (fails it under TRELLIS_REQUIRE_SERVICES=1, as CI runs).
+// sdkDir returns the installed SDK package (see testenv.LangGraphSDK).
 func sdkDir(t *testing.T) string {
 	t.Helper()
-	missing := func(msg string) {
-		t.Helper()
-		if testenv.Required() {
-			t.Fatal(testenv.RequireVar + "=1 but " + msg)
-		}
-		t.Skip(msg)
-	}
-	dir := os.Getenv("TRELLIS_LANGGRAPH_SDK")
-	if dir == "" {
-		missing("the SDK compatibility test needs node and TRELLIS_LANGGRAPH_SDK: " + sdkInstall)
-	}
-	if _, err := exec.LookPath("node"); err != nil {
-		missing("the SDK compatibility test needs node on PATH (" + err.Error() + ")")
-	}
-	if _, err := os.Stat(filepath.Join(dir, "dist", "utils", "sse.js")); err != nil {
-		missing("TRELLIS_LANGGRAPH_SDK does not point at the SDK package (" + err.Error() + "): " + sdkInstall)
-	}
-	return dir
+	return testenv.LangGraphSDK(t, "dist/utils/sse.js")
 }
 
 type sdkEvent struct {

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -529,5 +530,44 @@ func TestSubgraphsInheritRunOptions(t *testing.T) {
 				t.Errorf("cancel: err = %v", err)
 			}
 		})
+	}
+}
+
+// Resume answers are never silently empty: nil to a node interrupt is an
+// error, a JSON null sent on purpose reaches the node, and an unknown ID
+// names what waits.
+func TestResumeAnswersAreExplicit(t *testing.T) {
+	var c counter
+	log := graph.NewKey("log", graph.Concat[string]())
+	b := graph.New(log)
+	b.AddNode("ask", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+		v, err := graph.Interrupt[*string](ctx, "anything?")
+		if err != nil {
+			return nil, err
+		}
+		c.add("ask")
+		return graph.Writes(graph.Append(log, fmt.Sprint(v == nil))), nil
+	})
+	b.SetEntry("ask")
+	b.AddEdge("ask", graph.END)
+	g := mustCompile(t, b)
+	opts := threadOpts(checkpoint.NewMemory(), "explicit")
+	res, err := g.Invoke(context.Background(), nil, opts...)
+	if !errors.Is(err, graph.ErrInterrupted) {
+		t.Fatal(err)
+	}
+	id := res.Interrupts[0].ID
+	if _, err := g.Invoke(context.Background(), nil, append(opts, graph.WithResume(nil))...); err == nil || !strings.Contains(err.Error(), "nil") {
+		t.Errorf("WithResume(nil): err = %v, want an error", err)
+	}
+	if _, err := g.Invoke(context.Background(), nil, append(opts, graph.WithResumeMap(map[string]any{id: nil}))...); err == nil {
+		t.Error("WithResumeMap with a nil answer: no error")
+	}
+	if _, err := g.Invoke(context.Background(), nil, append(opts, graph.WithResumeMap(map[string]any{"nope:0": "x"}))...); err == nil || !strings.Contains(err.Error(), id) {
+		t.Errorf("unknown ID: err = %v, want it to list %s", err, id)
+	}
+	res, err = g.Invoke(context.Background(), nil, append(opts, graph.WithResume(json.RawMessage("null")))...)
+	if err != nil || !cmp.Equal(log.Get(res.State), []string{"true"}) || c.get("ask") != 1 {
+		t.Errorf("a deliberate null: log %v err %v", log.Get(res.State), err)
 	}
 }

@@ -106,7 +106,10 @@ func WithResume(answer any) RunOption {
 
 // WithResumeMap answers interrupts by ID (see InterruptInfo.ID). Answering
 // only some of them re-runs only the tasks they belong to; the run then
-// stops again for the rest.
+// stops again for the rest. An ID nothing waits for is an error listing
+// what waits; a nil answer to a node interrupt is an error (as for
+// WithResume). An empty map answers nothing: like a nil input, it passes
+// the waiting breakpoints and leaves node interrupts waiting.
 func WithResumeMap(answers map[string]any) RunOption {
 	return runOptionFunc(func(c *runConfig) { c.rare().resumeMap = answers })
 }

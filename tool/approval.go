@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/internal/answer"
 	"github.com/trellis-agents/trellis/llm"
 )
 
@@ -133,9 +134,36 @@ type Decision struct {
 // interrupts carry (graph.InterruptInfo.Schema). A test checks it is not
 // nil.
 var decisionSchema = sync.OnceValue(func() json.RawMessage {
-	s, _ := llm.SchemaFor[Decision]()
-	return s
+	obj, _ := llm.SchemaFor[decisionObject]()
+	return answer.AnyOf(answer.ConfirmSchema(), obj)
 })
+
+// decisionObject is a Decision's object form, for its schema.
+type decisionObject Decision
+
+// UnmarshalJSON reads a Decision as a person may give it: the object form
+// {"action", "arguments", "message"}, or a plain confirmation — true,
+// "approve", "accept", "是", "确认" approve; false, "reject", "否", "拒绝"
+// reject. Any other text is an error saying what fits.
+func (d *Decision) UnmarshalJSON(b []byte) error {
+	if yes, ok := answer.Confirm(b); ok {
+		if yes {
+			*d = Approve()
+		} else {
+			*d = Reject("")
+		}
+		return nil
+	}
+	if s, ok := answer.String(b); ok {
+		return fmt.Errorf("tool: %q is not a decision: answer true or false (approve/reject, 是/否), or {\"action\": \"approve\"|\"edit\"|\"reject\", \"arguments\": {...}, \"message\": \"...\"}", s)
+	}
+	var o decisionObject
+	if err := json.Unmarshal(b, &o); err != nil {
+		return fmt.Errorf("tool: a decision is true, false or an object {action, arguments, message}: %w", err)
+	}
+	*d = Decision(o)
+	return nil
+}
 
 // Approve returns a decision to run the call as the model wrote it.
 func Approve() Decision { return Decision{Action: ActionApprove} }

@@ -2,6 +2,7 @@ package tool_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -69,5 +70,24 @@ func TestApprovalJSON(t *testing.T) {
 		if _, ok := tool.ApprovalFrom(graph.InterruptInfo{Payload: json.RawMessage(p)}); ok {
 			t.Errorf("ApprovalFrom accepted %s", p)
 		}
+	}
+}
+
+// People answer approvals plainly: true/false, approve/reject, 是/否.
+func TestDecisionPlainAnswers(t *testing.T) {
+	for in, want := range map[string]tool.Decision{
+		`true`: tool.Approve(), `"approve"`: tool.Approve(), `"Accept"`: tool.Approve(), `"确认"`: tool.Approve(), `"是"`: tool.Approve(),
+		`false`: tool.Reject(""), `"reject"`: tool.Reject(""), `"否"`: tool.Reject(""), `"拒绝"`: tool.Reject(""),
+		`{"action":"edit","arguments":{"a":1}}`: tool.Edit(json.RawMessage(`{"a":1}`)),
+		`{"action":"reject","message":"not now"}`: tool.Reject("not now"),
+	} {
+		var d tool.Decision
+		if err := json.Unmarshal([]byte(in), &d); err != nil || d.String() != want.String() {
+			t.Errorf("%s: %v %v, want %v", in, d, err, want)
+		}
+	}
+	var d tool.Decision
+	if err := json.Unmarshal([]byte(`"maybe"`), &d); err == nil || !strings.Contains(err.Error(), "approve") {
+		t.Errorf("a word that is not a decision: err = %v", err)
 	}
 }

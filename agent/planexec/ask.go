@@ -1,6 +1,7 @@
 package planexec
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/internal/answer"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/tool"
 )
@@ -96,6 +98,44 @@ type AskAnswer struct {
 	Text   string         `json:"text,omitempty"`
 	Choice string         `json:"choice,omitempty"`
 	Values map[string]any `json:"values,omitempty"`
+}
+
+// UnmarshalJSON reads an answer as a person may give it: the object form
+// {"text"|"choice"|"values"}, or plainly — a string (the text, or the
+// option chosen), a number or boolean (its text), or an object of form
+// values keyed by field.
+func (a *AskAnswer) UnmarshalJSON(b []byte) error {
+	if s, ok := answer.String(b); ok {
+		*a = AskAnswer{Text: s}
+		return nil
+	}
+	if answer.Object(b) {
+		if answer.HasKey(b, "text", "choice", "values") {
+			type object AskAnswer
+			var o object
+			if err := json.Unmarshal(b, &o); err != nil {
+				return fmt.Errorf("planexec: an answer object {text, choice, values}: %w", err)
+			}
+			*a = AskAnswer(o)
+			return nil
+		}
+		var values map[string]any
+		if err := json.Unmarshal(b, &values); err != nil {
+			return fmt.Errorf("planexec: form values: %w", err)
+		}
+		*a = AskAnswer{Values: values}
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("planexec: an answer: %w", err)
+	}
+	switch v.(type) {
+	case bool, float64:
+		*a = AskAnswer{Text: string(bytes.TrimSpace(b))}
+		return nil
+	}
+	return fmt.Errorf("planexec: an answer is text, an option, form values or {text, choice, values}; got %s", bytes.TrimSpace(b))
 }
 
 // TextAnswer answers a text question.
@@ -319,9 +359,10 @@ func (f Field) check(v any) (any, string) {
 	return s, ""
 }
 
-// AnswerSchema is the JSON Schema of the AskAnswer that fits a: the text
-// of a text question, one of the options of a select question, or the
-// form's values with their types, bounds and required fields. Its
+// AnswerSchema is the JSON Schema of the answers that fit a, plain or as
+// an AskAnswer object: the text of a text question, one of the options of
+// a select question, or the form's values with their types, bounds and
+// required fields. Its
 // interrupt carries it (graph.InterruptInfo.Schema) for clients to show
 // and check.
 func (a Ask) AnswerSchema() json.RawMessage {
@@ -335,7 +376,10 @@ func (a Ask) AnswerSchema() json.RawMessage {
 	var schema map[string]any
 	switch a.Mode {
 	case AskSelect:
-		schema = obj(map[string]any{"choice": map[string]any{"type": "string", "enum": a.Options}}, "choice")
+		schema = map[string]any{"anyOf": []any{
+			map[string]any{"type": "string", "enum": a.Options},
+			obj(map[string]any{"choice": map[string]any{"type": "string", "enum": a.Options}}, "choice"),
+		}}
 	case AskForm:
 		props := map[string]any{}
 		var required []string
@@ -368,9 +412,11 @@ func (a Ask) AnswerSchema() json.RawMessage {
 				required = append(required, f.Key)
 			}
 		}
-		schema = obj(map[string]any{"values": obj(props, required...)}, "values")
+		form := obj(props, required...)
+		schema = map[string]any{"anyOf": []any{form, obj(map[string]any{"values": form}, "values")}}
 	default:
-		schema = obj(map[string]any{"text": map[string]any{"type": "string", "minLength": 1}}, "text")
+		text := map[string]any{"type": "string", "minLength": 1}
+		schema = map[string]any{"anyOf": []any{text, obj(map[string]any{"text": text}, "text")}}
 	}
 	b, err := json.Marshal(schema)
 	if err != nil {

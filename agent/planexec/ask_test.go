@@ -102,3 +102,39 @@ func TestAskToolSpec(t *testing.T) {
 		t.Error("AskFrom accepted a tool approval")
 	}
 }
+
+// People answer questions and plan reviews plainly.
+func TestPlainAnswers(t *testing.T) {
+	for in, want := range map[string]planexec.AskAnswer{
+		`"Rome"`:                  {Text: "Rome"},
+		`{"choice":"Oslo"}`:       {Choice: "Oslo"},
+		`{"nights":3,"veg":true}`: {Values: map[string]any{"nights": 3.0, "veg": true}},
+		`{"values":{"nights":2}}`: {Values: map[string]any{"nights": 2.0}},
+		`42`:                      {Text: "42"},
+		`true`:                    {Text: "true"},
+	} {
+		var got planexec.AskAnswer
+		if err := json.Unmarshal([]byte(in), &got); err != nil || !cmp.Equal(got, want) {
+			t.Errorf("%s: %+v %v, want %+v", in, got, err, want)
+		}
+	}
+	var a planexec.AskAnswer
+	if err := json.Unmarshal([]byte(`["a","b"]`), &a); err == nil {
+		t.Error("a list answer: no error")
+	}
+	for in, want := range map[string]planexec.ReviewDecision{
+		`true`: planexec.ApprovePlan(), `"approve"`: planexec.ApprovePlan(), `"确认"`: planexec.ApprovePlan(),
+		`false`: planexec.RejectPlan(""), `"否"`: planexec.RejectPlan(""),
+		`"start on Monday instead"`: planexec.RejectPlan("start on Monday instead"),
+		`{"action":"approve"}`:      planexec.ApprovePlan(),
+	} {
+		var got planexec.ReviewDecision
+		if err := json.Unmarshal([]byte(in), &got); err != nil || !cmp.Equal(got, want) {
+			t.Errorf("%s: %+v %v, want %+v", in, got, err, want)
+		}
+	}
+	var d planexec.ReviewDecision
+	if err := json.Unmarshal([]byte(`"  "`), &d); err == nil {
+		t.Error("an empty review: no error")
+	}
+}

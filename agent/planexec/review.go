@@ -3,11 +3,13 @@ package planexec
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
 
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/internal/answer"
 	"github.com/trellis-agents/trellis/llm"
 )
 
@@ -66,9 +68,42 @@ func RejectPlan(feedback string) ReviewDecision {
 // (A test checks it is not nil: SchemaFor fails only for types it cannot
 // describe, which would be a bug in this package.)
 var reviewSchema = sync.OnceValue(func() json.RawMessage {
-	s, _ := llm.SchemaFor[ReviewDecision]()
-	return s
+	obj, _ := llm.SchemaFor[reviewObject]()
+	feedback, _ := json.Marshal(map[string]any{"type": "string", "minLength": 1, "description": "feedback: plan again following it"})
+	return answer.AnyOf(answer.ConfirmSchema(), feedback, obj)
 })
+
+// reviewObject is a ReviewDecision's object form, for its schema.
+type reviewObject ReviewDecision
+
+// UnmarshalJSON reads a plan review as a person may give it: the object
+// form {"action", "plan", "feedback"}; a plain confirmation (true,
+// "approve", "accept", "是", "确认" run the plan; false, "reject", "否",
+// "拒绝" plan again); or any other text, taken as feedback to plan again
+// with.
+func (d *ReviewDecision) UnmarshalJSON(b []byte) error {
+	if yes, ok := answer.Confirm(b); ok {
+		if yes {
+			*d = ApprovePlan()
+		} else {
+			*d = RejectPlan("")
+		}
+		return nil
+	}
+	if s, ok := answer.String(b); ok {
+		if strings.TrimSpace(s) == "" {
+			return errors.New("planexec: an empty plan review: approve (true), reject (false), or say what to change")
+		}
+		*d = RejectPlan(strings.TrimSpace(s))
+		return nil
+	}
+	var o reviewObject
+	if err := json.Unmarshal(b, &o); err != nil {
+		return fmt.Errorf("planexec: a plan review is true, false, feedback text or {action, plan, feedback}: %w", err)
+	}
+	*d = ReviewDecision(o)
+	return nil
+}
 
 // ReviewFrom decodes the plan review an interrupt carries. It reports
 // false for interrupts that are not plan reviews.

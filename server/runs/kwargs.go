@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
+
 	"github.com/trellis-agents/trellis/graph"
 )
 
@@ -239,8 +241,15 @@ func planResume(raw json.RawMessage, waiting []graph.InterruptInfo) (graph.RunOp
 		}
 		if all {
 			m := make(map[string]any, len(obj))
-			for id, v := range obj {
-				m[id] = v
+			for _, id := range slices.Sorted(maps.Keys(obj)) {
+				for _, w := range waiting {
+					if w.ID == id {
+						if err := checkAnswer(w, obj[id], "/command/resume/"+id); err != nil {
+							return nil, err
+						}
+					}
+				}
+				m[id] = obj[id]
 			}
 			return graph.WithResumeMap(m), nil
 		}
@@ -252,7 +261,37 @@ func planResume(raw json.RawMessage, waiting []graph.InterruptInfo) (graph.RunOp
 		}
 		return nil, inputErr("/command/resume", "%d interrupts are waiting; answer them with an object keyed by their IDs: %s", len(nodeWaits), strings.Join(ids, ", "))
 	}
+	if len(nodeWaits) == 1 {
+		if err := checkAnswer(nodeWaits[0], raw, "/command/resume"); err != nil {
+			return nil, err
+		}
+	}
 	return graph.WithResume(json.RawMessage(raw)), nil
+}
+
+// checkAnswer validates an answer against the JSON Schema its interrupt
+// expects (InterruptInfo.Schema), so an answer that does not fit is a 4xx
+// naming what was expected and the thread keeps waiting.
+func checkAnswer(in graph.InterruptInfo, raw json.RawMessage, pointer string) error {
+	if len(in.Schema) == 0 {
+		return nil
+	}
+	var s jsonschema.Schema
+	if err := json.Unmarshal(in.Schema, &s); err != nil {
+		return nil // a schema the agent wrote wrongly is not the caller's fault: the node checks
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		return nil
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return inputErr(pointer, "is not JSON: %v", err)
+	}
+	if err := rs.Validate(v); err != nil {
+		return inputErr(pointer, "does not fit what interrupt %s (node %q) expects: %v; expected: %s", in.ID, in.Node, err, in.Schema)
+	}
+	return nil
 }
 
 // planGoto reads a goto: a node name, a Send object, or a list of them.

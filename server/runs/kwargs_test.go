@@ -141,3 +141,22 @@ func TestPlanRunErrorsNameTheField(t *testing.T) {
 		}
 	}
 }
+
+// An answer that does not fit the interrupt's schema is refused before the
+// run starts, naming what was expected.
+func TestResumeCheckedAgainstTheSchema(t *testing.T) {
+	waiting := []graph.InterruptInfo{{ID: "t:0", Node: "ask", Kind: graph.InterruptNode, Schema: json.RawMessage(`{"anyOf":[{"type":"boolean"},{"type":"string","enum":["approve","reject"]}]}`)}}
+	g := kwGraph(t)
+	for _, good := range []string{`true`, `"approve"`, `{"t:0":false}`} {
+		if _, err := PlanRun(g, Kwargs{Command: &Command{Resume: json.RawMessage(good)}}, waiting, nil, nil); err != nil {
+			t.Errorf("%s: %v", good, err)
+		}
+	}
+	for bad, pointer := range map[string]string{`"maybe"`: "/command/resume", `{"t:0":7}`: "/command/resume/t:0"} {
+		_, err := PlanRun(g, Kwargs{Command: &Command{Resume: json.RawMessage(bad)}}, waiting, nil, nil)
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.Pointer != pointer || !strings.Contains(ie.Detail, "expects") || !strings.Contains(ie.Detail, "approve") {
+			t.Errorf("%s: err = %v", bad, err)
+		}
+	}
+}

@@ -253,7 +253,8 @@ func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *
 	saver := &fencedSaver{Saver: s.cfg.Saver, log: log}
 	base := []graph.RunOption{graph.WithCheckpointer(saver), graph.WithThread(ThreadKey(lease.Tenant, run.ThreadID)), graph.WithRunID(run.ID)}
 	if s.cfg.Store != nil {
-		base = append(base, graph.WithStore(s.cfg.Store))
+		// The tenant's part of the store, as the store API shows it.
+		base = append(base, graph.WithStore(TenantStore(s.cfg.Store, lease.Tenant)))
 	}
 	var waiting []graph.InterruptInfo
 	if snap, err := g.GetState(ctx, base...); err == nil {
@@ -430,4 +431,11 @@ func (s *Service) encode(ctx context.Context, log *eventLog, ms modes, subgraphs
 		log.add(ctx, mode, b)
 	}
 	return nil
+}
+
+// TenantStore is a tenant's part of the long-term store: every namespace
+// starts with "tenant:<name>", added and removed by the view. Runs and the
+// store API both use it, so what an agent remembers is what the API shows.
+func TenantStore(s store.Store, tenant string) store.Store {
+	return store.Prefixed(s, "tenant:"+tenant)
 }

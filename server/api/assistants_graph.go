@@ -47,7 +47,7 @@ func parseMermaid(src string, depth int) mermaidGraph {
 		switch {
 		case strings.HasPrefix(t, "subgraph "):
 			id, label, _ := strings.Cut(strings.TrimPrefix(t, "subgraph "), "[")
-			name := prefix + unlabel(label)
+			name := prefix + unlabel("["+label)
 			names[id] = name
 			if shown {
 				out.subs = append(out.subs, name)
@@ -100,7 +100,7 @@ func parseMermaid(src string, depth int) mermaidGraph {
 				name = prefix + unlabel(label)
 			}
 			names[id] = name
-			if shown && len(stack) <= max(depth, len(stack)) {
+			if shown {
 				out.nodes = append(out.nodes, wire.GraphNode{ID: name, Name: name})
 			}
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-agents/trellis/checkpoint"
 	cpsqlite "github.com/trellis-agents/trellis/checkpoint/sqlite"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/server/api/spec"
@@ -226,4 +227,9 @@ func TestSystemRoutes(t *testing.T) {
 	e.db.Close()
 	e.problem(503, "", "GET", "/ok?check_db=1", nil)
 	e.must(200, nil, "GET", "/ok", nil)
+}
+
+// refOf is the latest checkpoint of a tenant's thread.
+func refOf(tenant, thread string) checkpoint.Ref {
+	return checkpoint.Ref{ThreadID: runs.ThreadKey(tenant, thread)}
 }

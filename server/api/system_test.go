@@ -83,6 +83,33 @@ func newResEnv(t *testing.T, withStore bool) *resEnv {
 	}}); err != nil {
 		t.Fatal(err)
 	}
+	if err := reg.Register("nested", runs.GraphSpec{New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		ib := graph.New(resLog)
+		ib.AddNode("ask", func(ctx context.Context, st graph.State) (graph.Output, error) {
+			v, err := graph.Interrupt[string](ctx, "name?", graph.ExpectAnswer(json.RawMessage(`{"type":"string"}`)))
+			if err != nil {
+				return nil, err
+			}
+			return graph.Writes(graph.Append(resLog, "name "+v)), nil
+		})
+		ib.SetEntry("ask")
+		ib.AddEdge("ask", graph.END)
+		inner, err := ib.Compile()
+		if err != nil {
+			return nil, err
+		}
+		b := graph.New(resLog)
+		b.AddNode("prep", func(ctx context.Context, st graph.State) (graph.Output, error) {
+			return graph.Writes(graph.Append(resLog, "prep")), nil
+		})
+		b.AddSubgraph("sub", inner)
+		b.SetEntry("prep")
+		b.AddEdge("prep", "sub")
+		b.AddEdge("sub", graph.END)
+		return b.Compile()
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	svc, err := runs.New(runs.Config{DB: d, Saver: s, Graphs: reg, Wire: runs.LCWire{}, Converter: runs.LCConverter()})
 	if err != nil {
 		t.Fatal(err)
@@ -112,8 +139,10 @@ func newResEnv(t *testing.T, withStore bool) *resEnv {
 	e := &resEnv{t: t, api: a, db: d, srv: httptest.NewServer(mux)}
 	t.Cleanup(e.srv.Close)
 	for _, tenant := range []string{DefaultTenant, "other"} {
-		if _, err := d.CreateAssistant(ctx, tenant, db.Assistant{ID: "chat", GraphID: "chat", Name: "chat"}, db.IfExistsRaise); err != nil {
-			t.Fatal(err)
+		for _, g := range []string{"chat", "nested"} {
+			if _, err := d.CreateAssistant(ctx, tenant, db.Assistant{ID: g, GraphID: g, Name: g}, db.IfExistsRaise); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	return e
@@ -192,8 +221,14 @@ func (e *resEnv) problem(status int, where, method, path string, body any, hdr .
 // run creates a run on thread (made when missing) with input and runs it.
 func (e *resEnv) run(tenant, thread, input string) {
 	e.t.Helper()
+	e.runOn("chat", tenant, thread, input)
+}
+
+// runOn is run with another assistant.
+func (e *resEnv) runOn(assistant, tenant, thread, input string) {
+	e.t.Helper()
 	ctx := context.Background()
-	if _, err := e.api.Runs.Create(ctx, nil, runs.CreateRequest{Tenant: tenant, ThreadID: thread, AssistantID: "chat",
+	if _, err := e.api.Runs.Create(ctx, nil, runs.CreateRequest{Tenant: tenant, ThreadID: thread, AssistantID: assistant,
 		Kwargs: runs.Kwargs{Input: json.RawMessage(input)}, CreateThread: true}); err != nil {
 		e.t.Fatal(err)
 	}

@@ -37,6 +37,9 @@ type resEnv struct {
 	api *API
 	srv *httptest.Server
 	db  *dbsqlite.DB
+	// started receives when a "slow" run is running (it then waits
+	// until cancelled).
+	started chan struct{}
 }
 
 // tenantHeader picks the tenant in these tests.
@@ -60,6 +63,7 @@ func newResEnv(t *testing.T, withStore bool) *resEnv {
 	}
 	t.Cleanup(func() { st.Close(); s.Close(); d.Close() })
 	reg := runs.NewRegistry(0)
+	started := make(chan struct{}, 10)
 	if err := reg.Register("chat", runs.GraphSpec{Context: resCtx{}, New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
 		b := graph.New(resLog)
 		b.AddNode("greet", func(ctx context.Context, st graph.State) (graph.Output, error) {
@@ -67,6 +71,11 @@ func newResEnv(t *testing.T, withStore bool) *resEnv {
 		})
 		b.AddNode("route", func(ctx context.Context, st graph.State) (graph.Output, error) {
 			l := resLog.Get(st)
+			if len(l) >= 2 && l[len(l)-2] == "slow" {
+				started <- struct{}{}
+				<-ctx.Done() // until cancelled
+				return nil, ctx.Err()
+			}
 			if len(l) >= 2 && l[len(l)-2] == "ask" {
 				v, err := graph.Interrupt[string](ctx, "what?")
 				if err != nil {
@@ -136,7 +145,7 @@ func newResEnv(t *testing.T, withStore bool) *resEnv {
 		t.Fatal(err)
 	}
 	mux.Handle("/", spec.Fallback(spec.Routes()))
-	e := &resEnv{t: t, api: a, db: d, srv: httptest.NewServer(mux)}
+	e := &resEnv{t: t, api: a, db: d, srv: httptest.NewServer(mux), started: started}
 	t.Cleanup(e.srv.Close)
 	for _, tenant := range []string{DefaultTenant, "other"} {
 		for _, g := range []string{"chat", "nested"} {

@@ -93,13 +93,17 @@ func (a *API) createThread(w http.ResponseWriter, r *http.Request) {
 		ifExists = db.IfExistsDoNothing
 	}
 	if len(b.Supersteps) > 0 {
-		if _, err := a.DB.GetThread(r.Context(), tenant, t.ID); err == nil {
+		// An existing thread keeps its state: supersteps apply to new
+		// threads only.
+		if existing, err := a.DB.GetThread(r.Context(), tenant, t.ID); err == nil {
 			if ifExists == db.IfExistsRaise {
 				wire.Conflict(fmt.Sprintf("thread %q exists already; choose another thread_id, or send if_exists \"do_nothing\"", t.ID)).Write(w, r)
 				return
 			}
-			existing, _ := a.DB.GetThread(r.Context(), tenant, t.ID)
 			wire.WriteJSON(w, r, http.StatusOK, toWireThread(existing))
+			return
+		} else if !isNotFound(err) {
+			a.fail(w, r, err)
 			return
 		}
 		if _, ok := a.graphForMetadata(r.Context(), tenant, t.Metadata); !ok {

@@ -1,10 +1,16 @@
 package api
 
 import (
+	"context"
+	"encoding/json"
+	"errors"
 	"strings"
+	"time"
 	"testing"
 
 	"github.com/trellis-agents/trellis/server/api/wire"
+	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/runs"
 )
 
 func TestThreadCRUD(t *testing.T) {
@@ -153,6 +159,41 @@ func TestThreadSupersteps(t *testing.T) {
 		"supersteps": []any{map[string]any{"updates": []any{map[string]any{"command": map[string]any{"goto": "nowhere"}, "as_node": "greet"}}}}})
 	e.problem(422, "/supersteps/0/updates/0/command/resume", "POST", "/threads", map[string]any{"metadata": map[string]any{"graph_id": "chat"},
 		"supersteps": []any{map[string]any{"updates": []any{map[string]any{"command": map[string]any{"resume": "x"}, "as_node": "greet"}}}}})
+}
+
+// Deleting a thread cancels its running run first, and removes its
+// pending ones with it.
+func TestThreadDeleteCancelsRuns(t *testing.T) {
+	e := newResEnv(t, false)
+	ctx := context.Background()
+	if _, err := e.api.Runs.Create(ctx, nil, runs.CreateRequest{Tenant: DefaultTenant, ThreadID: "busy", AssistantID: "chat",
+		Kwargs: runs.Kwargs{Input: json.RawMessage(`{"log":["slow"]}`)}, CreateThread: true}); err != nil {
+		t.Fatal(err)
+	}
+	pending, err := e.api.Runs.Create(ctx, nil, runs.CreateRequest{Tenant: DefaultTenant, ThreadID: "busy", AssistantID: "chat",
+		Kwargs: runs.Kwargs{Input: json.RawMessage(`{"log":["x"]}`)}, MultitaskStrategy: runs.Enqueue})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := e.api.Runs.Advance(ctx, DefaultTenant, "busy"); done <- err }()
+	select {
+	case <-e.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the slow run did not start")
+	}
+	// The state cannot be updated while a run runs.
+	e.problem(409, "", "POST", "/threads/busy/state", map[string]any{"values": map[string]any{}})
+	e.must(204, nil, "DELETE", "/threads/busy", nil)
+	select {
+	case <-done: // cancelled: Advance returned
+	case <-time.After(10 * time.Second):
+		t.Fatal("deleting the thread did not cancel its running run")
+	}
+	e.problem(404, "", "GET", "/threads/busy", nil)
+	if _, err := e.db.GetRun(ctx, DefaultTenant, "busy", pending.ID); !errors.Is(err, db.ErrNotFound) {
+		t.Fatalf("pending run after delete: %v", err)
+	}
 }
 
 func toStrings(v any) []string {

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/trellis-agents/trellis/server/api/wire"
 	"github.com/trellis-agents/trellis/server/db"

@@ -58,7 +58,9 @@ func parseMermaid(src string, depth int) mermaidGraph {
 			if len(stack) > 0 {
 				stack = stack[:len(stack)-1]
 			}
-		case strings.Contains(t, "-->") || strings.Contains(t, "-.->"):
+		case !strings.HasSuffix(t, "]") && !strings.HasSuffix(t, ")") && (strings.Contains(t, "-->") || strings.Contains(t, "-.->")):
+			// An edge ends with its target's ID; a node's declaration
+			// ends with its label, which may contain arrows.
 			if !shown {
 				continue
 			}

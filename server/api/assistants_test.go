@@ -171,13 +171,13 @@ func TestAssistantGraphAndSchemas(t *testing.T) {
 }
 
 func TestParseMermaidNested(t *testing.T) {
-	src := "flowchart TD\n  __start__([START])\n  subgraph inner[\"inner\"]\n    inner____start__([START])\n    inner__work[\"work (deferred)\"]\n    inner____end__([END])\n    inner____start__ --> inner__work\n    inner__work --> inner____end__\n  end\n  after[\"after\"]\n  __end__([END])\n  __start__ --> inner\n  inner -->|\"go / stay\"| after\n  after -.->|goto| __end__\n  inner & after -->|join| __end__\n"
+	src := "flowchart TD\n  __start__([START])\n  subgraph inner[\"inner\"]\n    inner____start__([START])\n    inner__work[\"work (deferred)\"]\n    inner____end__([END])\n    inner____start__ --> inner__work\n    inner__work --> inner____end__\n  end\n  after[\"after\"]\n  odd_2d__2d__3e_x[\"odd-->x\"]\n  __end__([END])\n  __start__ --> inner\n  inner -->|\"go / stay\"| after\n  after -.->|goto| __end__\n  inner & after -->|join| __end__\n"
 	flat := parseMermaid(src, 0)
 	var got []string
 	for _, n := range flat.nodes {
 		got = append(got, n.ID)
 	}
-	if strings.Join(got, ",") != "__start__,inner,after,__end__" || len(flat.subs) != 1 {
+	if strings.Join(got, ",") != "__start__,inner,after,odd-->x,__end__" || len(flat.subs) != 1 {
 		t.Fatalf("flat nodes %v subs %v", got, flat.subs)
 	}
 	var edges []string
@@ -195,7 +195,7 @@ func TestParseMermaidNested(t *testing.T) {
 	for _, n := range deep.nodes {
 		got = append(got, n.ID)
 	}
-	if strings.Join(got, ",") != "__start__,inner,inner:__start__,inner:work,inner:__end__,after,__end__" || len(deep.edges) != 7 {
+	if strings.Join(got, ",") != "__start__,inner,inner:__start__,inner:work,inner:__end__,after,odd-->x,__end__" || len(deep.edges) != 7 {
 		t.Fatalf("xray nodes %v, %d edges", got, len(deep.edges))
 	}
 }

@@ -95,7 +95,7 @@ func TestAssistantCRUD(t *testing.T) {
 	}
 
 	// Tenant isolation: the other tenant sees only its own.
-	o := []string{tenantHeader, "other"}
+	o := []string{resTenantHeader, "other"}
 	e.problem(404, "", "GET", "/assistants/a1", nil, o...)
 	e.problem(404, "", "PATCH", "/assistants/a1", map[string]any{"name": "x"}, o...)
 	e.problem(404, "", "DELETE", "/assistants/a1", nil, o...)
@@ -138,7 +138,7 @@ func TestAssistantGraphAndSchemas(t *testing.T) {
 	}
 	e.problem(422, "xray", "GET", "/assistants/chat/graph?xray=-2", nil)
 	e.problem(404, "", "GET", "/assistants/nope/graph", nil)
-	e.problem(404, "", "GET", "/assistants/chat/graph", nil, tenantHeader, "third")
+	e.problem(404, "", "GET", "/assistants/chat/graph", nil, resTenantHeader, "third")
 
 	var s wire.GraphSchema
 	e.must(200, &s, "GET", "/assistants/chat/schemas", nil)

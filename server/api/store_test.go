@@ -69,7 +69,7 @@ func TestStoreRoutes(t *testing.T) {
 	e.problem(422, "/max_depth", "POST", "/store/namespaces", map[string]any{"max_depth": 0})
 
 	// Tenant isolation: the other tenant sees none of it.
-	o := []string{tenantHeader, "other"}
+	o := []string{resTenantHeader, "other"}
 	e.problem(404, "", "GET", "/store/items?namespace=users.ann&key=prefs", nil, o...)
 	e.must(200, &res, "POST", "/store/items/search", map[string]any{}, o...)
 	if len(res.Items) != 0 {

@@ -42,8 +42,8 @@ type resEnv struct {
 	started chan struct{}
 }
 
-// tenantHeader picks the tenant in these tests.
-const tenantHeader = "X-Test-Tenant"
+// resTenantHeader picks the tenant in these tests.
+const resTenantHeader = "X-Test-Tenant"
 
 func newResEnv(t *testing.T, withStore bool) *resEnv {
 	t.Helper()
@@ -125,7 +125,7 @@ func newResEnv(t *testing.T, withStore bool) *resEnv {
 	}
 	a := &API{DB: d, Runs: svc, Graphs: reg, Saver: s, Version: "1.2.3", Scripted: true,
 		Tenant: func(r *http.Request) string {
-			if v := r.Header.Get(tenantHeader); v != "" {
+			if v := r.Header.Get(resTenantHeader); v != "" {
 				return v
 			}
 			return DefaultTenant
@@ -273,7 +273,7 @@ func TestSystemRoutes(t *testing.T) {
 	e.must(200, nil, "GET", "/ok", nil)
 }
 
-// refOf is the latest checkpoint of a tenant's thread.
-func refOf(tenant, thread string) checkpoint.Ref {
+// resRefOf is the latest checkpoint of a tenant's thread.
+func resRefOf(tenant, thread string) checkpoint.Ref {
 	return checkpoint.Ref{ThreadID: runs.ThreadKey(tenant, thread)}
 }

@@ -42,7 +42,7 @@ func TestThreadStateAndHistory(t *testing.T) {
 	if s.Metadata["source"] != "loop" || s.Metadata["run_id"] == nil {
 		t.Fatalf("metadata %v", s.Metadata)
 	}
-	if got := strings.Join(toStrings(s.Values.(map[string]any)["log"]), ","); got != "ask,hi" {
+	if got := strings.Join(resStrings(s.Values.(map[string]any)["log"]), ","); got != "ask,hi" {
 		t.Fatalf("values %q", got)
 	}
 	latest := *s.Checkpoint.CheckpointID
@@ -71,7 +71,7 @@ func TestThreadStateAndHistory(t *testing.T) {
 	e.problem(422, "/checkpoint/thread_id", "POST", "/threads/t1/state/checkpoint", map[string]any{"checkpoint": map[string]any{"thread_id": "t2"}})
 	e.problem(422, "/checkpoint/checkpoint_ns", "POST", "/threads/t1/state/checkpoint", map[string]any{"checkpoint": map[string]any{"checkpoint_ns": "nowhere:1"}})
 	e.problem(404, "", "GET", "/threads/nope/state", nil)
-	e.problem(404, "", "GET", "/threads/t1/state/"+latest, nil, tenantHeader, "other")
+	e.problem(404, "", "GET", "/threads/t1/state/"+latest, nil, resTenantHeader, "other")
 
 	// History: newest first, limit, before, metadata filter.
 	e.must(200, &hist, "POST", "/threads/t1/history", map[string]any{})
@@ -103,7 +103,7 @@ func TestThreadStateAndHistory(t *testing.T) {
 	}
 	s = wire.ThreadState{}
 	e.must(200, &s, "GET", "/threads/t1/state", nil)
-	if len(s.Next) != 0 || len(s.Interrupts) != 0 || strings.Join(toStrings(s.Values.(map[string]any)["log"]), ",") != "ask,hi,edited" {
+	if len(s.Next) != 0 || len(s.Interrupts) != 0 || strings.Join(resStrings(s.Values.(map[string]any)["log"]), ",") != "ask,hi,edited" {
 		t.Fatalf("state after the update: next %v interrupts %v values %v tasks %+v md %v", s.Next, s.Interrupts, s.Values, s.Tasks, s.Metadata)
 	}
 	th = wire.Thread{}
@@ -122,7 +122,7 @@ func TestThreadStateAndHistory(t *testing.T) {
 	e.problem(422, "/values", "POST", "/threads/t1/state", map[string]any{"values": map[string]any{"log": "not a list"}})
 	e.problem(404, "", "POST", "/threads/t1/state", map[string]any{"values": map[string]any{}, "checkpoint_id": "nope"})
 	e.problem(404, "", "POST", "/threads/nope/state", map[string]any{})
-	e.problem(404, "", "POST", "/threads/t1/state", map[string]any{}, tenantHeader, "other")
+	e.problem(404, "", "POST", "/threads/t1/state", map[string]any{}, resTenantHeader, "other")
 
 	// PATCH .../state is not supported, and says so.
 	e.problem(501, "", "PATCH", "/threads/t1/state", map[string]any{"metadata": map[string]any{"a": 1}})

@@ -83,7 +83,7 @@ func TestThreadCRUD(t *testing.T) {
 	e.problem(404, "", "POST", "/threads/nope/copy", nil)
 
 	// Tenant isolation.
-	o := []string{tenantHeader, "other"}
+	o := []string{resTenantHeader, "other"}
 	e.problem(404, "", "GET", "/threads/t1", nil, o...)
 	e.problem(404, "", "PATCH", "/threads/t1", map[string]any{}, o...)
 	e.problem(404, "", "DELETE", "/threads/t1", nil, o...)
@@ -98,7 +98,7 @@ func TestThreadCRUD(t *testing.T) {
 	e.must(204, nil, "DELETE", "/threads/t1", nil)
 	e.problem(404, "", "GET", "/threads/t1", nil)
 	e.problem(404, "", "DELETE", "/threads/t1", nil)
-	if tup, err := e.api.Saver.Get(t.Context(), refOf(DefaultTenant, "t1")); err == nil {
+	if tup, err := e.api.Saver.Get(t.Context(), resRefOf(DefaultTenant, "t1")); err == nil {
 		t.Fatalf("checkpoint left after delete: %+v", tup.Ref)
 	}
 
@@ -127,7 +127,7 @@ func TestThreadSupersteps(t *testing.T) {
 			map[string]any{"updates": []any{map[string]any{"values": map[string]any{"log": []string{"b"}}, "as_node": "greet"}}},
 		}})
 	v, _ := th.Values.(map[string]any)
-	if v == nil || strings.Join(toStrings(v["log"]), ",") != "a,b" {
+	if v == nil || strings.Join(resStrings(v["log"]), ",") != "a,b" {
 		t.Fatalf("values after supersteps: %v", th.Values)
 	}
 	var s wire.ThreadState
@@ -152,7 +152,7 @@ func TestThreadSupersteps(t *testing.T) {
 	e.must(200, &th, "POST", "/threads", map[string]any{"thread_id": "s2", "metadata": map[string]any{"graph_id": "chat"},
 		"supersteps": []any{map[string]any{"updates": []any{map[string]any{"command": map[string]any{"update": map[string]any{"log": []string{"c"}}, "goto": "route"}, "as_node": "greet"}}}}})
 	e.must(200, &s, "GET", "/threads/s2/state", nil)
-	if strings.Join(s.Next, ",") != "route" || strings.Join(toStrings(s.Values.(map[string]any)["log"]), ",") != "c" {
+	if strings.Join(s.Next, ",") != "route" || strings.Join(resStrings(s.Values.(map[string]any)["log"]), ",") != "c" {
 		t.Fatalf("after a goto command: next %v values %v", s.Next, s.Values)
 	}
 	e.problem(422, "/supersteps/0/updates/0/command/goto/0", "POST", "/threads", map[string]any{"metadata": map[string]any{"graph_id": "chat"},
@@ -196,7 +196,7 @@ func TestThreadDeleteCancelsRuns(t *testing.T) {
 	}
 }
 
-func toStrings(v any) []string {
+func resStrings(v any) []string {
 	l, _ := v.([]any)
 	out := make([]string, len(l))
 	for i, x := range l {

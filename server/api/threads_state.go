@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/trellis-agents/trellis/checkpoint"
@@ -391,7 +392,7 @@ func (a *API) updateState(ctx context.Context, tenant string, t db.Thread, value
 		}
 		opts = append(opts, graph.WithCommand(gc))
 	}
-	if ns == "" && asNode != "" && asNode != graph.START && asNode != graph.END && !contains(g.Nodes(), asNode) {
+	if ns == "" && asNode != "" && asNode != graph.START && asNode != graph.END && !slices.Contains(g.Nodes(), asNode) {
 		return checkpoint.Ref{}, wire.Invalid(wire.FieldError{Pointer: base + "/as_node", Detail: fmt.Sprintf("no node %q in this graph (its nodes: %s)", asNode, strings.Join(g.Nodes(), ", "))}), nil
 	}
 	ref, err := g.UpdateState(ctx, update, asNode, opts...)
@@ -462,7 +463,7 @@ func commandFor(g *graph.Graph, c *wire.Command, ptr string) (graph.Command, *wi
 	}
 	nodes := g.Nodes()
 	for i, t := range c.Goto {
-		if t.Node != graph.END && !contains(nodes, t.Node) {
+		if t.Node != graph.END && !slices.Contains(nodes, t.Node) {
 			return out, wire.Invalid(wire.FieldError{Pointer: fmt.Sprintf("%s/goto/%d", ptr, i), Detail: fmt.Sprintf("no node %q in this graph (its nodes: %s)", t.Node, strings.Join(nodes, ", "))})
 		}
 		if t.Send {
@@ -472,15 +473,6 @@ func commandFor(g *graph.Graph, c *wire.Command, ptr string) (graph.Command, *wi
 		}
 	}
 	return out, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // applySupersteps applies a new thread's supersteps in order, each update

@@ -39,8 +39,6 @@ type API struct {
 const DefaultTenant = "default"
 
 // tenant returns the request's tenant.
-//
-//lint:ignore U1000 the handler groups call it as they land
 func (a *API) tenant(r *http.Request) string {
 	if a.Tenant != nil {
 		return a.Tenant(r)

@@ -279,8 +279,11 @@ func TestInterruptAndRollbackStrategies(t *testing.T) {
 			next := e.mustCreate("acme", "t", "chat-a", in(`{"log":["next"]}`), strategy)
 			select {
 			case res := <-done:
-				if res != More {
-					t.Errorf("the cancelled run's advance: %v, want More", res)
+				// More when the new run was stored before the cancelled one
+				// finished; Idle when not (the queue's enqueue at create
+				// covers that case).
+				if res != More && res != Idle {
+					t.Errorf("the cancelled run's advance: %v, want More or Idle", res)
 				}
 			case <-time.After(10 * time.Second):
 				t.Fatal("the running run was not cancelled")

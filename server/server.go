@@ -205,8 +205,17 @@ func (s *Server) Close() error {
 	return errors.Join(errs...)
 }
 
-// ErrAddrInUse is wrapped by Run's error when the address is taken.
+// ErrAddrInUse matches (errors.Is) Run's error when the address is taken.
 var ErrAddrInUse = errors.New("the address is in use")
+
+// addrInUse is that error as one line, with no chain of causes to show.
+type addrInUse struct{ addr string }
+
+func (e *addrInUse) Error() string {
+	return fmt.Sprintf("%s is in use (another server is listening there); pass --addr HOST:PORT to use another, e.g. --addr 127.0.0.1:2025", e.addr)
+}
+
+func (e *addrInUse) Is(target error) bool { return target == ErrAddrInUse }
 
 // Run creates the default assistants, starts the queue and the lease
 // sweeper, re-enqueues threads that have pending runs, and serves HTTP
@@ -222,7 +231,11 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	}
 	s.ran = true
 	s.mu.Unlock()
-	defer func() { err = errors.Join(err, s.Close()) }()
+	defer func() {
+		if cerr := s.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
 
 	if err := s.ensureAssistants(ctx); err != nil {
 		return err
@@ -237,7 +250,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	q, err := queue.New(life, queue.Config{
 		SQLite: s.st.river, Postgres: s.st.pool,
 		Advance: advanceFunc(s.svc), Workers: s.cfg.Workers,
-		Logger: s.log.With("component", "queue"),
+		Logger: slog.New(atLeast{s.log.Handler(), slog.LevelWarn}).With("component", "queue"),
 	})
 	if err != nil {
 		ln.Close()
@@ -318,7 +331,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 func listen(addr string) (net.Listener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if errors.Is(err, syscall.EADDRINUSE) {
-		return nil, fmt.Errorf("server: %s: %w (another server is running there); pass --addr HOST:PORT to use another, e.g. --addr 127.0.0.1:2025", addr, ErrAddrInUse)
+		return nil, &addrInUse{addr}
 	}
 	if err != nil {
 		return nil, fmt.Errorf("server: listen on %s: %w", addr, err)
@@ -360,4 +373,26 @@ func advanceFunc(svc *runs.Service) queue.AdvanceFunc {
 		}
 		return queue.Result{Outcome: queue.Done}, err
 	}
+}
+
+// atLeast drops records below min unless the handler logs debug records
+// (River logs its migrations and start-up at info).
+type atLeast struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h atLeast) Enabled(ctx context.Context, l slog.Level) bool {
+	if h.Handler.Enabled(ctx, slog.LevelDebug) {
+		return true
+	}
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h atLeast) WithAttrs(as []slog.Attr) slog.Handler {
+	return atLeast{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h atLeast) WithGroup(name string) slog.Handler {
+	return atLeast{h.Handler.WithGroup(name), h.min}
 }

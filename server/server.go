@@ -247,9 +247,13 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	// Jobs run on a context only the shutdown ends (queue.Stop cancels
 	// them after the grace period).
 	life := context.WithoutCancel(ctx)
-	q, err := queue.New(life, queue.Config{
+	var q *queue.Queue
+	advance := advanceFunc(s.svc, func(ctx context.Context, tenant, thread string) error {
+		return s.scheduleDelayed(ctx, q, tenant, thread)
+	})
+	q, err = queue.New(life, queue.Config{
 		SQLite: s.st.river, Postgres: s.st.pool,
-		Advance: advanceFunc(s.svc), Workers: s.cfg.Workers,
+		Advance: advance, Workers: s.cfg.Workers,
 		Logger: slog.New(atLeast{s.log.Handler(), slog.LevelWarn}).With("component", "queue"),
 	})
 	if err != nil {
@@ -361,8 +365,10 @@ func (s *Server) handler(enqueue runs.Enqueuer) (http.Handler, error) {
 	return logRequests(s.log, mux), nil
 }
 
-// advanceFunc adapts the run service's Advance to the queue's.
-func advanceFunc(svc *runs.Service) queue.AdvanceFunc {
+// advanceFunc adapts the run service's Advance to the queue's. When a
+// thread has nothing left to run now, idle asks for a job at the start of
+// its next delayed run (after_seconds), if any.
+func advanceFunc(svc *runs.Service, idle func(ctx context.Context, tenant, thread string) error) queue.AdvanceFunc {
 	return func(ctx context.Context, tenant, thread string) (queue.Result, error) {
 		res, err := svc.Advance(ctx, tenant, thread)
 		switch res {
@@ -370,6 +376,9 @@ func advanceFunc(svc *runs.Service) queue.AdvanceFunc {
 			return queue.Result{Outcome: queue.Busy}, err
 		case runs.More:
 			return queue.Result{Outcome: queue.More}, err
+		}
+		if err == nil {
+			err = idle(ctx, tenant, thread)
 		}
 		return queue.Result{Outcome: queue.Done}, err
 	}

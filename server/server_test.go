@@ -361,3 +361,22 @@ func TestParseDatabase(t *testing.T) {
 		t.Errorf("redact: %s", got)
 	}
 }
+
+// A run delayed with after_seconds starts once its time has come, though
+// the job that the create enqueued found nothing to run yet.
+func TestDelayedRunStarts(t *testing.T) {
+	r := start(t, Config{Database: filepath.Join(t.TempDir(), "t.db")}, nil)
+	run, err := r.s.svc.Create(context.Background(), r.s.enqueue, runs.CreateRequest{
+		Tenant: api.DefaultTenant, ThreadID: "later", AssistantID: "echo", CreateThread: true,
+		Kwargs: runs.Kwargs{Input: json.RawMessage(`{"log":["later"]}`)}, After: 300 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := waitRun(t, r.s.st.db, "later", run.ID); got.Status != db.RunSuccess {
+		t.Fatalf("delayed run: %s %s", got.Status, got.Error)
+	}
+	if took := time.Since(run.CreatedAt); took < 300*time.Millisecond {
+		t.Errorf("the delayed run ended %s after its creation, before its delay", took)
+	}
+}

@@ -143,21 +143,8 @@ func (s *Server) requeuePending(ctx context.Context, q *queue.Queue) error {
 			} else if !errors.Is(err, db.ErrNotFound) {
 				return fmt.Errorf("server: thread %s: %w", t.ID, err)
 			}
-			pending, err := s.st.db.ListRuns(ctx, tenant, t.ID, db.RunQuery{Status: db.RunPending, Limit: 100})
-			if err != nil {
-				return fmt.Errorf("server: thread %s: %w", t.ID, err)
-			}
-			var first time.Time
-			for _, r := range pending {
-				if first.IsZero() || r.NotBefore.Before(first) {
-					first = r.NotBefore
-				}
-			}
-			if !first.IsZero() {
-				if err := q.EnqueueAt(ctx, tenant, t.ID, first); err != nil {
-					return fmt.Errorf("server: re-enqueue thread %s: %w", t.ID, err)
-				}
-				n++
+			if err := s.scheduleDelayed(ctx, q, tenant, t.ID); err != nil {
+				return fmt.Errorf("server: re-enqueue thread %s: %w", t.ID, err)
 			}
 		}
 		if len(threads) < 200 {
@@ -168,4 +155,25 @@ func (s *Server) requeuePending(ctx context.Context, q *queue.Queue) error {
 		s.log.Info("re-enqueued threads with pending runs", "threads", n)
 	}
 	return nil
+}
+
+// scheduleDelayed enqueues a job for the start of the thread's earliest
+// pending run that may not start yet (after_seconds): the run service
+// stores such a run and enqueues the thread at once, and the job finds
+// nothing to run.
+func (s *Server) scheduleDelayed(ctx context.Context, q *queue.Queue, tenant, thread string) error {
+	pending, err := s.st.db.ListRuns(ctx, tenant, thread, db.RunQuery{Status: db.RunPending, Limit: 100})
+	if err != nil {
+		return fmt.Errorf("list the pending runs of thread %s: %w", thread, err)
+	}
+	var first time.Time
+	for _, r := range pending {
+		if r.NotBefore.After(time.Now()) && (first.IsZero() || r.NotBefore.Before(first)) {
+			first = r.NotBefore
+		}
+	}
+	if first.IsZero() {
+		return nil
+	}
+	return q.EnqueueAt(ctx, tenant, thread, first)
 }

@@ -262,10 +262,14 @@ func TestExpiredLeaseIsTakenOver(t *testing.T) {
 }
 
 // Shutdown cancels a step still running after the grace period, and Run
-// returns promptly (goleak checks that nothing is left behind).
+// returns promptly (goleak checks that nothing is left behind); the run is
+// left to resume, and the next start takes it over and runs the step
+// again.
 func TestShutdownCancelsRunningStepsAfterGrace(t *testing.T) {
 	var blocked atomic.Int32
-	r := start(t, Config{Database: filepath.Join(t.TempDir(), "t.db"), ShutdownGrace: 300 * time.Millisecond}, &blocked)
+	file := filepath.Join(t.TempDir(), "t.db")
+	cfg := Config{Database: file, ShutdownGrace: 300 * time.Millisecond, LeaseTTL: time.Second, SweepInterval: 100 * time.Millisecond}
+	r := start(t, cfg, &blocked)
 	if _, err := r.s.svc.Create(context.Background(), r.s.enqueue, runs.CreateRequest{
 		Tenant: api.DefaultTenant, ThreadID: "t3", AssistantID: "echo", CreateThread: true,
 		Kwargs: runs.Kwargs{Input: json.RawMessage(`{"log":["block"]}`)},
@@ -283,6 +287,14 @@ func TestShutdownCancelsRunningStepsAfterGrace(t *testing.T) {
 	if took := time.Since(began); took > 10*time.Second {
 		t.Errorf("shutdown took %s with a 300ms grace", took)
 	}
+	r = start(t, cfg, &blocked)
+	for i := 0; blocked.Load() < 2; i++ {
+		if i > 1000 {
+			t.Fatal("the interrupted run was not resumed after the restart")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	r.stop(t)
 }
 
 // A taken port is one clear error naming the address and --addr.

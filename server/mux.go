@@ -70,7 +70,7 @@ func builtinSystem(a *api.API, routes []spec.Route) map[string]http.Handler {
 			wire.WriteJSON(w, r, http.StatusOK, wire.Ok{Ok: true})
 		}),
 		"info": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			wire.WriteJSON(w, r, http.StatusOK, wire.Info{Version: a.Version, Flags: wire.InfoFlags{Assistants: true}, ScriptedModels: a.Scripted})
+			wire.WriteJSON(w, r, http.StatusOK, wire.Info{Version: a.Version, Flags: wire.InfoFlags{Assistants: true, StrictResume: true}, ScriptedModels: a.Scripted})
 		}),
 		"openapi": http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			once.Do(func() {

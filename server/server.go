@@ -99,6 +99,7 @@ type Server struct {
 	ran   bool
 	// enqueue is the queue's Enqueue while Run serves.
 	enqueue runs.Enqueuer
+	served  bool // Run got as far as listening
 	// closers release what graph constructors acquired (OnClose).
 	closers []func() error
 }
@@ -232,6 +233,11 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	s.ran = true
 	s.mu.Unlock()
 	defer func() {
+		if err != nil && ctx.Err() != nil && !s.served {
+			// Stopped (Ctrl-C) while starting: not a failure.
+			s.log.Info("stopped before serving", "cause", err)
+			err = nil
+		}
 		if cerr := s.Close(); cerr != nil {
 			err = errors.Join(err, cerr)
 		}
@@ -297,6 +303,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	s.mu.Lock()
 	s.addr = ln.Addr().String()
 	s.enqueue = q.Enqueue
+	s.served = true
 	s.mu.Unlock()
 	s.banner()
 	close(s.ready)

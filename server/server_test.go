@@ -392,3 +392,23 @@ func TestDelayedRunStarts(t *testing.T) {
 		t.Errorf("the delayed run ended %s after its creation, before its delay", took)
 	}
 }
+
+// A context that ends while the server starts stops it cleanly: no error,
+// nothing left running.
+func TestStopWhileStarting(t *testing.T) {
+	for _, after := range []time.Duration{0, time.Millisecond, 5 * time.Millisecond, 20 * time.Millisecond} {
+		s, err := New(context.Background(), Config{Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "t.db"), Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Register("echo", echoGraph(nil)); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), after)
+		err = s.Run(ctx)
+		cancel()
+		if err != nil {
+			t.Errorf("stopped %s into the start: %v", after, err)
+		}
+	}
+}

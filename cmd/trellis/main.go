@@ -1,7 +1,8 @@
 // Command trellis runs the apps built on Trellis in the terminal: `trellis
 // demo` plays the study-schedule scenario, `trellis run APP` runs any app
 // (the same as go run ./examples/APP), `trellis graph APP` prints its graph
-// as Mermaid, `trellis list` lists the apps.
+// as Mermaid, `trellis list` lists the apps, and `trellis serve` serves
+// them over HTTP with LangGraph's threads/runs API (see docs/serve.md).
 //
 // Without --model (and without OPENAI_API_KEY) the apps run on a scripted
 // model that plays a fixed scenario; the banner says which model runs, and
@@ -20,16 +21,20 @@ import (
 	"github.com/trellis-agents/trellis/internal/cli/resolve"
 )
 
+// version is reported by `trellis serve`'s /info; release builds set it
+// with -ldflags "-X main.version=...".
+var version = "dev"
+
 func main() { cli.Main("trellis", newRoot()) }
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "trellis",
-		Short:         "Run the Trellis apps in the terminal",
+		Short:         "Run the Trellis apps in the terminal, or serve them over HTTP",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(demoCommand(), runCommand(), graphCommand(), listCommand())
+	root.AddCommand(demoCommand(), runCommand(), graphCommand(), listCommand(), serveCommand())
 	return root
 }
 

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/trellis-agents/trellis/apps/catalog"
+	"github.com/trellis-agents/trellis/internal/cli"
+	"github.com/trellis-agents/trellis/internal/cli/resolve"
+	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/server"
+	"github.com/trellis-agents/trellis/server/config"
+	"github.com/trellis-agents/trellis/server/db"
+)
+
+// DefaultConfigFile is read by serve when present and --config is not
+// given.
+const DefaultConfigFile = "trellis.yaml"
+
+// serveFlags are serve's options; a flag given on the command line wins
+// over the config file.
+type serveFlags struct {
+	addr, database, config, model string
+	verbose                       bool
+}
+
+func serveCommand() *cobra.Command {
+	var f serveFlags
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the apps over HTTP with LangGraph's threads/runs API",
+		Long: `Serve the five apps as assistants over HTTP, with the API of LangGraph's
+agent server (threads, runs, streamed events), so @langchain/langgraph-sdk and
+chat front-ends built for LangGraph work against it.
+
+Data lives in ./.trellis/trellis.db (--database; a postgres:// URL works too).
+Models: --model, else models.default in the config file, else OPENAI_API_KEY
+(openai:gpt-4o-mini) or ANTHROPIC_API_KEY (anthropic:claude-sonnet-4-5); with
+none the apps answer from their scripted demo scenarios, and the server says so.
+The config file (trellis.yaml in the current directory, or --config) declares
+the address, database, named models and assistants; see docs/serve.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return cli.Verbose(f.verbose, serve(c, f))
+		},
+	}
+	fs := c.Flags()
+	fs.StringVar(&f.addr, "addr", "", "host:port to listen on (default "+server.DefaultAddr+")")
+	fs.StringVar(&f.database, "database", "", "SQLite file, sqlite://PATH or postgres:// URL (default "+server.DefaultDatabase+")")
+	fs.StringVar(&f.database, "db", "", "alias of --database")
+	_ = fs.MarkHidden("db")
+	fs.StringVar(&f.config, "config", "", "config file (default ./"+DefaultConfigFile+" when it exists)")
+	fs.StringVar(&f.model, "model", "", `default model spec, e.g. "openai:gpt-4o-mini" (default: the config file's, else from OPENAI_API_KEY / ANTHROPIC_API_KEY, else scripted)`)
+	fs.BoolVar(&f.verbose, "verbose", false, "log every request and show errors in full")
+	return c
+}
+
+// loadConfig reads --config, or trellis.yaml when it exists.
+func loadConfig(path string) (*config.File, error) {
+	if path != "" {
+		return config.Load(path)
+	}
+	f, err := config.Load(DefaultConfigFile)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &config.File{}, nil
+	}
+	return f, err
+}
+
+// defaultModel is the spec of assistants that name no model.
+func defaultModel(flag string, file *config.File) string {
+	switch {
+	case flag != "":
+		return flag
+	case file.Models["default"] != "":
+		return file.Models["default"]
+	case os.Getenv("OPENAI_API_KEY") != "":
+		return "openai:gpt-4o-mini"
+	case os.Getenv("ANTHROPIC_API_KEY") != "":
+		return "anthropic:claude-sonnet-4-5"
+	}
+	return ""
+}
+
+// serverConfig turns the flags and the file into the server's Config and
+// the apps' Models.
+func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Config, server.Models, error) {
+	cfg := server.Config{Addr: file.Address, Database: file.Database, Logger: log, Version: version}
+	if f.addr != "" {
+		cfg.Addr = f.addr
+	}
+	if f.database != "" {
+		cfg.Database = f.database
+	}
+	models := server.Models{
+		Default: defaultModel(f.model, file),
+		Named:   file.Models,
+		Resolve: func(spec string) (llm.Model, error) {
+			m, _, err := resolve.Provider(spec)
+			return m, err
+		},
+	}
+	cfg.Scripted = models.Scripted()
+	for i, a := range file.Assistants {
+		conf := a.Config
+		if a.Model != "" {
+			conf = withModel(conf, a.Model)
+		}
+		var errs []error
+		enc := func(field string, v map[string]any) json.RawMessage {
+			if v == nil {
+				return nil
+			}
+			b, err := json.Marshal(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("assistants[%d].%s: %w", i, field, err))
+			}
+			return b
+		}
+		da := db.Assistant{ID: a.AssistantID(), GraphID: a.Graph, Name: a.Name, Description: a.Description,
+			Config: enc("config", conf), Context: enc("context", a.Context)}
+		if a.Metadata != nil {
+			da.Metadata = db.Metadata(a.Metadata)
+		}
+		if len(errs) > 0 {
+			return cfg, models, errors.Join(errs...)
+		}
+		cfg.Assistants = append(cfg.Assistants, da)
+	}
+	return cfg, models, nil
+}
+
+// withModel returns conf with configurable.model set, copying what it
+// changes.
+func withModel(conf map[string]any, model string) map[string]any {
+	out := map[string]any{}
+	for k, v := range conf {
+		out[k] = v
+	}
+	c := map[string]any{}
+	if old, ok := out["configurable"].(map[string]any); ok {
+		for k, v := range old {
+			c[k] = v
+		}
+	}
+	c["model"] = model
+	out["configurable"] = c
+	return out
+}
+
+func serve(c *cobra.Command, f serveFlags) error {
+	file, err := loadConfig(f.config)
+	if err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if f.verbose {
+		level = slog.LevelDebug
+	}
+	out := &lockedWriter{w: c.ErrOrStderr()}
+	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level}))
+	cfg, models, err := serverConfig(f, file, log)
+	if err != nil {
+		return err
+	}
+	srv, err := server.New(c.Context(), cfg)
+	if err != nil {
+		return err
+	}
+	if err := srv.RegisterApps(catalog.All(), models); err != nil {
+		return errors.Join(err, srv.Close())
+	}
+	stopBanner := make(chan struct{})
+	defer close(stopBanner)
+	go func() {
+		select {
+		case <-srv.Ready():
+			if models.Scripted() {
+				banner(out)
+			}
+		case <-stopBanner:
+		}
+	}()
+	return srv.Run(c.Context())
+}
+
+// banner says loudly that no real model answers.
+func banner(w io.Writer) {
+	line := strings.Repeat("!", 72)
+	fmt.Fprintf(w, "%s\n!! MODELS ARE SCRIPTED: the assistants play canned demo scenarios.\n!! For real answers pass --model, set OPENAI_API_KEY or ANTHROPIC_API_KEY,\n!! or name models.default in trellis.yaml. GET /info says scripted_models.\n%s\n", line, line)
+}
+
+// lockedWriter serializes the log's and the banner's writes.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/trellis-agents/trellis/server/config"
+)
+
+// serve fails before opening anything when the config file is wrong, and
+// the error names the field.
+func TestServeBadConfigNamesTheField(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "trellis.yaml")
+	if err := os.WriteFile(cfg, []byte("assistants:\n  - name: x\n    model: nosuch\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "t.db")
+	_, err := trellis(t, "", "serve", "--config", cfg, "--db", db)
+	if err == nil || !strings.Contains(err.Error(), "assistants[0].graph: required") || !strings.Contains(err.Error(), `assistants[0].model: "nosuch"`) {
+		t.Fatalf("err = %v", err)
+	}
+	if _, serr := os.Stat(db); serr == nil {
+		t.Error("a database was created for a bad config")
+	}
+	if _, err := trellis(t, "", "serve", "--config", filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
+		t.Fatalf("missing config: %v", err)
+	}
+}
+
+// A taken address is one line saying so and naming --addr.
+func TestServeAddressInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	out, err := trellis(t, "", "serve", "--addr", ln.Addr().String(), "--db", filepath.Join(t.TempDir(), "t.db"))
+	if err == nil || !strings.Contains(err.Error(), ln.Addr().String()+" is in use") || !strings.Contains(err.Error(), "--addr") {
+		t.Fatalf("err = %v\n%s", err, out)
+	}
+}
+
+// serve starts on a free port, says the models are scripted, and stops
+// cleanly when its context ends.
+func TestServeStartsAndStops(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	ctx, cancel := context.WithCancel(context.Background())
+	root := newRoot()
+	var out syncBuffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"serve", "--addr", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "t.db")})
+	t.Setenv("OPENAI_API_KEY", "")
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(out.String(), "MODELS ARE SCRIPTED") {
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no scripted banner:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v\n%s", err, out.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	for _, want := range []string{"trellis serve listening", "graphs=\"[builder planner scheduler sqlrouter testplanner]\"", "msg=stopped"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// Flags win over the file; a declared assistant's model goes to
+// config.configurable.model, beside its other configurable values.
+func TestServerConfigFromFlagsAndFile(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	file, err := config.Parse([]byte(`
+address: 0.0.0.0:9000
+database: from-file.db
+models: {strong: "anthropic:claude-sonnet-4-5"}
+assistants:
+  - {graph: planner, name: P, model: strong, config: {configurable: {lang: fr}, recursion_limit: 5}}
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, models, err := serverConfig(serveFlags{addr: "127.0.0.1:1"}, file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Addr != "127.0.0.1:1" || cfg.Database != "from-file.db" || !cfg.Scripted || !models.Scripted() {
+		t.Errorf("cfg %+v scripted %v", cfg, models.Scripted())
+	}
+	var conf map[string]any
+	if err := json.Unmarshal(cfg.Assistants[0].Config, &conf); err != nil {
+		t.Fatal(err)
+	}
+	c := conf["configurable"].(map[string]any)
+	if c["model"] != "strong" || c["lang"] != "fr" || conf["recursion_limit"] != float64(5) {
+		t.Errorf("config %s", cfg.Assistants[0].Config)
+	}
+	if file.Assistants[0].Config["configurable"].(map[string]any)["model"] != nil {
+		t.Error("the file's own config was changed")
+	}
+	t.Setenv("ANTHROPIC_API_KEY", "x")
+	if _, models, _ = serverConfig(serveFlags{}, file, nil); models.Default != "anthropic:claude-sonnet-4-5" {
+		t.Errorf("ANTHROPIC_API_KEY: default %q", models.Default)
+	}
+	if _, models, _ = serverConfig(serveFlags{model: "ollama:qwen2.5"}, file, nil); models.Default != "ollama:qwen2.5" {
+		t.Errorf("--model: default %q", models.Default)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,109 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/trellis-agents/trellis/apps"
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/server/runs"
+)
+
+// Models chooses the model of each assistant of the bundled apps. An
+// assistant names its model in config.configurable.model — a name under
+// Named or a model spec ("openai:gpt-4o-mini"); one naming none gets
+// Default; with no Default either it gets its app's scripted model.
+type Models struct {
+	// Resolve turns a model spec into a model. `trellis serve` passes the
+	// CLI's resolver (internal/cli/resolve); this package never imports a
+	// provider. nil: only the scripted models are available.
+	Resolve func(spec string) (llm.Model, error)
+	// Default is the spec of assistants that name no model ("": scripted).
+	Default string
+	// Named maps model names to specs (trellis.yaml's models).
+	Named map[string]string
+	// Timeout bounds one model call (2 minutes when 0); failed calls are
+	// retried with llm.Retry's default policy.
+	Timeout time.Duration
+}
+
+// Scripted reports whether an assistant naming no model answers from the
+// scripted demo models.
+func (m Models) Scripted() bool { return m.Default == "" }
+
+// spec returns the spec an assistant's model field selects.
+func (m Models) spec(model string) string {
+	if model == "" {
+		return m.Default
+	}
+	if s, ok := m.Named[model]; ok {
+		return s
+	}
+	return model
+}
+
+// model returns the model of an assistant of app e.
+func (m Models) model(e apps.Entry, model string) (llm.Model, error) {
+	spec := m.spec(model)
+	if spec == "" {
+		return e.Script(), nil
+	}
+	if m.Resolve == nil {
+		return nil, fmt.Errorf("model %q cannot be resolved: this server was built without a model resolver", spec)
+	}
+	mod, err := m.Resolve(spec)
+	if err != nil {
+		return nil, fmt.Errorf("model %q: %w", spec, err)
+	}
+	timeout := m.Timeout
+	if timeout <= 0 {
+		timeout = 2 * time.Minute
+	}
+	return llm.Retry(llm.WithTimeout(mod, timeout), llm.RetryPolicy{}), nil
+}
+
+// RegisterApps registers each app under its name. An assistant's graph is
+// the app built over the assistant's model (see Models), with its own
+// tables in the server's SQLite file (DataDir/apps.db on PostgreSQL) and
+// its files under DataDir; what the app acquires is released when the
+// server stops.
+func (s *Server) RegisterApps(entries []apps.Entry, m Models) error {
+	var errs []error
+	for _, e := range entries {
+		errs = append(errs, s.Register(e.Name, runs.GraphSpec{
+			Description: e.Summary,
+			New:         s.appConstructor(e, m),
+		}))
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Server) appConstructor(e apps.Entry, m Models) runs.Constructor {
+	return func(ctx context.Context, a runs.Assistant) (*graph.Graph, error) {
+		var conf struct {
+			Model string `json:"model"`
+		}
+		if err := a.Configurable(&conf); err != nil {
+			return nil, err
+		}
+		model, err := m.model(e, conf.Model)
+		if err != nil {
+			return nil, fmt.Errorf("assistant %s: config.configurable.model: %w", a.ID, err)
+		}
+		file := s.SQLiteFile()
+		if file == "" {
+			file = filepath.Join(s.DataDir(), "apps.db")
+		}
+		// The app outlives the request that first needed it.
+		app, err := e.Open(context.WithoutCancel(ctx), apps.Env{Model: model, Database: file, DataDir: s.DataDir(), Scope: a.ID})
+		if err != nil {
+			return nil, fmt.Errorf("build app %s for assistant %s: %w", e.Name, a.ID, err)
+		}
+		s.OnClose(app.Close)
+		return app.Graph, nil
+	}
+}

@@ -1,0 +1,72 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/trellis-agents/trellis/apps/catalog"
+	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/server/api"
+	"github.com/trellis-agents/trellis/server/db"
+)
+
+// The five apps are registered with a default assistant each, and every
+// assistant's graph builds: scripted without a model, through the
+// resolver when its config names one (by name or spec), and an
+// unresolvable model is an error naming the field.
+func TestRegisterApps(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(ctx, Config{Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "t.db"), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var resolved []string
+	m := Models{
+		Named: map[string]string{"strong": "fake:strong"},
+		Resolve: func(spec string) (llm.Model, error) {
+			resolved = append(resolved, spec)
+			if spec == "fake:broken" {
+				return nil, errors.New("unknown provider fake")
+			}
+			return catalog.All()[0].Script(), nil
+		},
+	}
+	if err := s.RegisterApps(catalog.All(), m); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ensureAssistants(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range catalog.All() {
+		a, err := s.st.db.GetAssistant(ctx, api.DefaultTenant, DefaultAssistantID(e.Name))
+		if err != nil || a.GraphID != e.Name || a.Description != e.Summary {
+			t.Fatalf("default assistant of %s: %+v %v", e.Name, a, err)
+		}
+		if g, err := s.graphs.Graph(ctx, api.DefaultTenant, a); err != nil || g == nil {
+			t.Errorf("graph of %s: %v", e.Name, err)
+		}
+	}
+	if len(resolved) != 0 {
+		t.Errorf("scripted assistants resolved models %v", resolved)
+	}
+	for _, c := range []struct{ model, want, err string }{
+		{"strong", "fake:strong", ""},
+		{"other:spec", "other:spec", ""},
+		{"fake:broken", "fake:broken", `config.configurable.model: model "fake:broken": unknown provider fake`},
+	} {
+		a := db.Assistant{ID: "a-" + c.model, GraphID: "planner", Name: c.model, Config: json.RawMessage(`{"configurable":{"model":"` + c.model + `"}}`)}
+		resolved = nil
+		_, err := s.graphs.Graph(ctx, api.DefaultTenant, a)
+		if len(resolved) != 1 || resolved[0] != c.want {
+			t.Errorf("%s: resolved %v, want %s", c.model, resolved, c.want)
+		}
+		if (c.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.err)) {
+			t.Errorf("%s: err = %v, want %q", c.model, err, c.err)
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/trellis-agents/trellis/server/api"
+	"github.com/trellis-agents/trellis/server/config"
+	"github.com/trellis-agents/trellis/server/db"
+)
+
+// DefaultAssistantID is the ID of a graph's default assistant: a
+// version-5 UUID of the graph ID, the same on every start. Runs may also
+// name the graph ID itself (its latest assistant).
+func DefaultAssistantID(graphID string) string { return config.NameUUID(graphID) }
+
+// ensureAssistants creates each registered graph's default assistant and
+// the configured ones when absent, and gives a configured assistant a new
+// version when its declaration changed.
+func (s *Server) ensureAssistants(ctx context.Context) error {
+	ids := s.graphs.IDs()
+	if len(ids) == 0 {
+		return errors.New("server: no graph is registered; call Register before Run")
+	}
+	for _, id := range ids {
+		spec, _ := s.graphs.Spec(id)
+		a := db.Assistant{
+			ID: DefaultAssistantID(id), GraphID: id, Name: id, Description: spec.Description,
+			Config: json.RawMessage(`{}`), Context: json.RawMessage(`{}`),
+			Metadata: db.Metadata{"created_by": "system"},
+		}
+		if _, err := s.st.db.CreateAssistant(ctx, api.DefaultTenant, a, db.IfExistsDoNothing); err != nil {
+			return fmt.Errorf("server: create the default assistant of graph %q: %w", id, err)
+		}
+	}
+	for i, a := range s.cfg.Assistants {
+		if _, ok := s.graphs.Spec(a.GraphID); !ok {
+			return fmt.Errorf("server: assistants[%d] (%s) names graph %q, which is not registered; the graphs are %s", i, a.Name, a.GraphID, strings.Join(ids, ", "))
+		}
+		if a.ID == "" {
+			a.ID = config.NameUUID("assistant:" + a.Name)
+		}
+		a.Config, a.Context = orEmpty(a.Config), orEmpty(a.Context)
+		old, err := s.st.db.GetAssistant(ctx, api.DefaultTenant, a.ID)
+		switch {
+		case errors.Is(err, db.ErrNotFound):
+			if _, err := s.st.db.CreateAssistant(ctx, api.DefaultTenant, a, db.IfExistsRaise); err != nil {
+				return fmt.Errorf("server: create assistant %s (%s): %w", a.ID, a.Name, err)
+			}
+			s.log.Info("assistant created", "id", a.ID, "name", a.Name, "graph", a.GraphID)
+			continue
+		case err != nil:
+			return fmt.Errorf("server: read assistant %s: %w", a.ID, err)
+		}
+		if sameAssistant(old, a) {
+			continue
+		}
+		if _, err := s.st.db.UpdateAssistant(ctx, api.DefaultTenant, a.ID, db.AssistantPatch{
+			GraphID: &a.GraphID, Name: &a.Name, Description: &a.Description,
+			Config: a.Config, Context: a.Context, Metadata: a.Metadata,
+		}); err != nil {
+			return fmt.Errorf("server: update assistant %s (%s): %w", a.ID, a.Name, err)
+		}
+		s.log.Info("assistant updated to the configured declaration (new version)", "id", a.ID, "name", a.Name)
+	}
+	return nil
+}
+
+func orEmpty(m json.RawMessage) json.RawMessage {
+	if len(bytes.TrimSpace(m)) == 0 || string(bytes.TrimSpace(m)) == "null" {
+		return json.RawMessage(`{}`)
+	}
+	return m
+}
+
+// sameAssistant compares what a declaration sets (JSON by value).
+func sameAssistant(old, a db.Assistant) bool {
+	if old.GraphID != a.GraphID || old.Name != a.Name || old.Description != a.Description {
+		return false
+	}
+	for _, p := range [][2]json.RawMessage{{old.Config, a.Config}, {old.Context, a.Context}} {
+		if !jsonEqual(p[0], p[1]) {
+			return false
+		}
+	}
+	if a.Metadata == nil {
+		return true // the declaration leaves metadata alone
+	}
+	ob, _ := json.Marshal(old.Metadata)
+	nb, _ := json.Marshal(a.Metadata)
+	return jsonEqual(ob, nb)
+}
+
+func jsonEqual(a, b json.RawMessage) bool {
+	var x, y any
+	if json.Unmarshal(orEmpty(a), &x) != nil || json.Unmarshal(orEmpty(b), &y) != nil {
+		return false
+	}
+	return reflect.DeepEqual(x, y)
+}

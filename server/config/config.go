@@ -1,0 +1,261 @@
+// Package config reads trellis.yaml, the configuration file of `trellis
+// serve`: the address, the database, named model specs and the assistants
+// to create at start.
+//
+//	address: 127.0.0.1:2024
+//	database: sqlite://.trellis/trellis.db   # or a file path, or postgres://...
+//	models:
+//	  default: openai:gpt-4o-mini            # every assistant without its own
+//	  strong: anthropic:claude-sonnet-4-5
+//	assistants:
+//	  - id: planner-strong                   # optional; a UUID is derived from name
+//	    graph: planner
+//	    name: Planner (strong model)
+//	    model: strong                        # a name under models, or a spec
+//	    config: {configurable: {}}
+//	    context: {}
+//	    metadata: {team: docs}
+//
+// `${NAME}` anywhere in the file is replaced by the environment variable
+// NAME before parsing (`${NAME:-fallback}` gives a default; `$$` is a
+// literal `$`), so secrets stay out of the file. An unset variable without
+// a default is an error naming it. Unknown keys, wrong types and bad values
+// are errors naming the field (`assistants[1].graph: ...`).
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/google/uuid"
+	"gopkg.in/yaml.v3"
+)
+
+// File is a parsed trellis.yaml.
+type File struct {
+	// Address is host:port to listen on ("" : the command's default).
+	Address string `yaml:"address"`
+	// Database is a file path, a sqlite:// URL or a postgres:// URL ("" :
+	// the command's default).
+	Database string `yaml:"database"`
+	// Models maps names to model specs ("openai:gpt-4o-mini"). The name
+	// "default" is the model of every assistant that names none.
+	Models map[string]string `yaml:"models"`
+	// Assistants are created at start when absent, and updated (a new
+	// version) when the file changed them.
+	Assistants []Assistant `yaml:"assistants"`
+}
+
+// Assistant declares an assistant of a registered graph.
+type Assistant struct {
+	// ID is the assistant's ID ("" : derived from Name, stable across
+	// restarts).
+	ID string `yaml:"id"`
+	// Graph is the registered graph ID (required).
+	Graph string `yaml:"graph"`
+	// Name is the assistant's name (required).
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Model is a name under models or a model spec ("" : models.default,
+	// else the server's default). It is put into
+	// config.configurable.model, where the bundled apps read it.
+	Model string `yaml:"model"`
+	// Config, Context and Metadata are JSON objects (written as YAML).
+	Config   map[string]any `yaml:"config"`
+	Context  map[string]any `yaml:"context"`
+	Metadata map[string]any `yaml:"metadata"`
+}
+
+// Load reads and parses the file at path, expanding ${ENV} references with
+// os.LookupEnv.
+func Load(path string) (*File, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	f, err := Parse(b, os.LookupEnv)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return f, nil
+}
+
+var envRef = regexp.MustCompile(`\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(:-([^}]*))?\}|\$\{[^}]*\}?`)
+
+// Expand replaces ${NAME} and ${NAME:-default} with values from lookup and
+// $$ with $. A reference to an unset variable without a default, or a
+// malformed reference, is an error naming it and its line.
+func Expand(src []byte, lookup func(string) (string, bool)) ([]byte, error) {
+	var errs []error
+	out := envRef.ReplaceAllFunc(src, func(m []byte) []byte {
+		if string(m) == "$$" {
+			return []byte("$")
+		}
+		sub := envRef.FindSubmatch(m)
+		if len(sub[1]) == 0 {
+			errs = append(errs, fmt.Errorf("line %d: %q is not a valid reference; write ${NAME} or ${NAME:-default}", lineOf(src, m), m))
+			return m
+		}
+		if v, ok := lookup(string(sub[1])); ok {
+			return []byte(v)
+		}
+		if len(sub[2]) > 0 {
+			return sub[3]
+		}
+		errs = append(errs, fmt.Errorf("line %d: environment variable %s is not set; set it or write ${%s:-default}", lineOf(src, m), sub[1], sub[1]))
+		return m
+	})
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	return out, nil
+}
+
+func lineOf(src, m []byte) int {
+	i := bytes.Index(src, m)
+	if i < 0 {
+		return 0
+	}
+	return bytes.Count(src[:i], []byte("\n")) + 1
+}
+
+// Parse parses a trellis.yaml after expanding its ${ENV} references and
+// validates it.
+func Parse(src []byte, lookup func(string) (string, bool)) (*File, error) {
+	src, err := Expand(src, lookup)
+	if err != nil {
+		return nil, err
+	}
+	var f File
+	dec := yaml.NewDecoder(bytes.NewReader(src))
+	dec.KnownFields(true)
+	if err := dec.Decode(&f); err != nil && !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("config: %s", yamlMessage(err))
+	}
+	if err := f.Validate(); err != nil {
+		return nil, err
+	}
+	return &f, nil
+}
+
+// yamlMessage rewrites yaml.v3's messages for unknown and mistyped fields
+// to name the field and the known ones.
+func yamlMessage(err error) string {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		var parts []string
+		for _, e := range te.Errors {
+			if m := unknownField.FindStringSubmatch(e); m != nil {
+				parts = append(parts, fmt.Sprintf("line %s: unknown field %q (known: %s)", m[1], m[2], known(m[3])))
+				continue
+			}
+			parts = append(parts, e)
+		}
+		return strings.Join(parts, "; ")
+	}
+	return err.Error()
+}
+
+var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in type config\.(\w+)$`)
+
+func known(typ string) string {
+	switch typ {
+	case "File":
+		return "address, database, models, assistants"
+	case "Assistant":
+		return "id, graph, name, description, model, config, context, metadata"
+	}
+	return "see the config package's documentation"
+}
+
+// Validate checks the file's values; each error names its field.
+func (f *File) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("config: %s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if f.Address != "" {
+		if i := strings.LastIndex(f.Address, ":"); i < 0 || i == len(f.Address)-1 {
+			bad("address", "%q is not host:port (e.g. 127.0.0.1:2024)", f.Address)
+		}
+	}
+	if d := f.Database; d != "" && strings.Contains(d, "://") {
+		scheme := d[:strings.Index(d, "://")]
+		switch scheme {
+		case "sqlite", "postgres", "postgresql":
+		default:
+			bad("database", "scheme %q is not supported; use a file path, sqlite://PATH or postgres://...", scheme)
+		}
+	}
+	for name, spec := range f.Models {
+		if strings.TrimSpace(name) == "" {
+			bad("models", "a model has an empty name")
+		}
+		if !strings.Contains(spec, ":") {
+			bad("models."+name, "%q is not a model spec like openai:gpt-4o-mini", spec)
+		}
+	}
+	ids := map[string]int{}
+	for i, a := range f.Assistants {
+		field := fmt.Sprintf("assistants[%d]", i)
+		if strings.TrimSpace(a.Graph) == "" {
+			bad(field+".graph", "required: the registered graph this assistant runs")
+		}
+		if strings.TrimSpace(a.Name) == "" {
+			bad(field+".name", "required")
+		}
+		if a.Model != "" && !strings.Contains(a.Model, ":") {
+			if _, ok := f.Models[a.Model]; !ok {
+				bad(field+".model", "%q is neither a name under models nor a spec like openai:gpt-4o-mini", a.Model)
+			}
+		}
+		for _, obj := range []struct {
+			name string
+			v    map[string]any
+		}{{"config", a.Config}, {"context", a.Context}, {"metadata", a.Metadata}} {
+			if _, err := json.Marshal(obj.v); err != nil {
+				bad(field+"."+obj.name, "not representable as JSON: %v", err)
+			}
+		}
+		id := a.AssistantID()
+		if j, dup := ids[id]; dup {
+			bad(field+".id", "%q is also the ID of assistants[%d]", id, j)
+		}
+		ids[id] = i
+	}
+	return errors.Join(errs...)
+}
+
+// AssistantID is the assistant's ID: ID, or a UUID derived from the name.
+func (a Assistant) AssistantID() string {
+	if a.ID != "" {
+		return a.ID
+	}
+	return NameUUID("assistant:" + a.Name)
+}
+
+// ModelSpec returns the model spec of an assistant's model field: the spec
+// under models when model is a name there, the model itself when it is a
+// spec, and models.default when it is "".
+func (f *File) ModelSpec(model string) string {
+	if model == "" {
+		return f.Models["default"]
+	}
+	if spec, ok := f.Models[model]; ok {
+		return spec
+	}
+	return model
+}
+
+// NameUUID is the name-based (SHA-1, version 5) UUID of name in RFC 9562's
+// URL namespace: the same name gives the same ID on every start and every
+// server, so assistants declared by name keep their ID (and their threads).
+func NameUUID(name string) string {
+	return uuid.NewSHA1(uuid.NameSpaceURL, []byte(name)).String()
+}

@@ -1,0 +1,68 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/trellis-agents/trellis/server/api"
+	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/runs"
+)
+
+// On PostgreSQL (TRELLIS_TEST_PG_DSN, a fresh schema through the URL's
+// search_path) the same wiring runs a run on the queue and keeps it
+// across a restart.
+func TestPostgresBackend(t *testing.T) {
+	dsn := os.Getenv("TRELLIS_TEST_PG_DSN")
+	if dsn == "" {
+		t.Skip("TRELLIS_TEST_PG_DSN is not set")
+	}
+	ctx := context.Background()
+	schema := fmt.Sprintf("serve_%d", time.Now().UnixNano())
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	url := dsn + sep + "search_path=" + schema
+
+	r := start(t, Config{Database: url, DataDir: t.TempDir()}, nil)
+	if r.s.SQLiteFile() != "" {
+		t.Errorf("SQLiteFile on PostgreSQL = %q", r.s.SQLiteFile())
+	}
+	run, err := r.s.svc.Create(ctx, r.s.enqueue, runs.CreateRequest{
+		Tenant: api.DefaultTenant, ThreadID: "pg", AssistantID: "echo", CreateThread: true,
+		Kwargs: runs.Kwargs{Input: json.RawMessage(`{"log":["pg"]}`)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := waitRun(t, r.s.st.db, "pg", run.ID); got.Status != db.RunSuccess {
+		t.Fatalf("run: %s %s", got.Status, got.Error)
+	}
+	r.stop(t)
+	r = start(t, Config{Database: url, DataDir: t.TempDir()}, nil)
+	th, err := r.s.st.db.GetThread(ctx, api.DefaultTenant, "pg")
+	if err != nil || !strings.Contains(string(th.Values), `"echo pg"`) {
+		t.Errorf("after a restart: %s %v", th.Values, err)
+	}
+	var n int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+schema+".river_job").Scan(&n); err != nil || n == 0 {
+		t.Errorf("River's jobs are not in the schema: %d %v", n, err)
+	}
+}

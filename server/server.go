@@ -1,0 +1,414 @@
+// Package server wires the Trellis agent service together: the database
+// (one SQLite file by default, or PostgreSQL), the run service
+// (server/runs) with LangChain's message wire, the run queue on River
+// (server/queue), the lease sweeper that takes over runs of dead workers,
+// and the LangGraph-compatible HTTP API (server/api). `trellis serve` is
+// this package plus the bundled apps; a Go program serves its own graphs
+// the same way:
+//
+//	srv, err := server.New(ctx, server.Config{Addr: "127.0.0.1:2024"})
+//	if err != nil { ... }
+//	err = srv.Register("echo", runs.GraphSpec{New: newEchoGraph})
+//	if err != nil { ... }
+//	err = srv.Run(ctx) // until ctx ends (SIGINT/SIGTERM), then shuts down
+//
+// Register every graph before Run; Run creates one default assistant per
+// graph (if absent), starts the queue and serves until ctx is done.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/server/api"
+	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/queue"
+	"github.com/trellis-agents/trellis/server/runs"
+)
+
+// DefaultAddr is the address of a Config that names none (LangGraph's dev
+// server's port).
+const DefaultAddr = "127.0.0.1:2024"
+
+// Config configures a Server. The zero value serves on DefaultAddr with the
+// data in DefaultDatabase.
+type Config struct {
+	// Addr is host:port to listen on (DefaultAddr when ""). Port 0 picks a
+	// free port; Addr() reports it once Ready() is closed.
+	Addr string
+	// Database is a SQLite file path, sqlite://PATH, or a postgres:// URL
+	// (DefaultDatabase when ""). On SQLite one file holds the store of
+	// record, the checkpoints, the store and River's jobs.
+	Database string
+	// DataDir is where graphs keep other files (the apps' sample
+	// databases). Default: the SQLite file's directory, or ./.trellis on
+	// PostgreSQL.
+	DataDir string
+	// Assistants are created at start when absent and updated (a new
+	// version) when they differ, in the default tenant, after each
+	// registered graph's default assistant. Their GraphID must be
+	// registered.
+	Assistants []db.Assistant
+	// Scripted says the graphs answer from scripted demo models, not a
+	// real one: logged loudly at start and reported by /info.
+	Scripted bool
+	// Version is reported by /info ("dev" when "").
+	Version string
+	// Logger receives the server's logs (slog.Default() when nil).
+	Logger *slog.Logger
+	// ShutdownGrace is how long a shutdown waits for requests and running
+	// steps before cancelling them (10 s when 0).
+	ShutdownGrace time.Duration
+	// LeaseTTL is how long a running run's lease lives without renewal
+	// (the run service's default, 15 s, when 0). A run of a dead process
+	// is taken over within LeaseTTL + SweepInterval.
+	LeaseTTL time.Duration
+	// SweepInterval is how often expired leases are looked for (5 s when
+	// 0).
+	SweepInterval time.Duration
+	// Workers is how many threads advance at once (the queue's default
+	// when 0).
+	Workers int
+	// BodyLimit bounds request bodies (the wire package's default when 0).
+	BodyLimit int64
+}
+
+// Server is the agent service. Create it with New, Register graphs, then
+// Run it once.
+type Server struct {
+	cfg    Config
+	log    *slog.Logger
+	st     *storage
+	graphs *runs.Registry
+	svc    *runs.Service
+	owner  string
+
+	ready chan struct{}
+	mu    sync.Mutex
+	addr  string
+	ran   bool
+	// enqueue is the queue's Enqueue while Run serves.
+	enqueue runs.Enqueuer
+	served  bool // Run got as far as listening
+	// closers release what graph constructors acquired (OnClose).
+	closers []func() error
+}
+
+// New opens (creating or migrating) the database and builds the run
+// service; nothing listens and no job runs until Run. Close the Server if
+// Run is never called.
+func New(ctx context.Context, cfg Config) (*Server, error) {
+	if cfg.Addr == "" {
+		cfg.Addr = DefaultAddr
+	}
+	if cfg.Version == "" {
+		cfg.Version = "dev"
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ShutdownGrace <= 0 {
+		cfg.ShutdownGrace = 10 * time.Second
+	}
+	if cfg.SweepInterval <= 0 {
+		cfg.SweepInterval = 5 * time.Second
+	}
+	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
+		return nil, fmt.Errorf("server: address %q is not host:port (e.g. %s): %w", cfg.Addr, DefaultAddr, err)
+	}
+	st, err := openStorage(ctx, cfg.Database)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	if cfg.DataDir == "" {
+		cfg.DataDir = filepath.Dir(DefaultDatabase)
+		if st.file != "" {
+			cfg.DataDir = filepath.Dir(st.file)
+		}
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, st: st, graphs: runs.NewRegistry(0), ready: make(chan struct{})}
+	host, _ := os.Hostname()
+	s.owner = fmt.Sprintf("serve-%s-%d-%s", host, os.Getpid(), checkpoint.NewID()[:8])
+	s.svc, err = runs.New(runs.Config{
+		DB: st.db, Saver: st.saver, Store: st.store, Graphs: s.graphs,
+		Owner: s.owner, LeaseTTL: cfg.LeaseTTL,
+		Wire: runs.LCWire{}, Converter: runs.LCConverter(),
+		Log: s.log,
+	})
+	if err != nil {
+		st.close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	return s, nil
+}
+
+// Register adds a graph under graphID; Run gives it a default assistant.
+// It must be called before Run.
+func (s *Server) Register(graphID string, spec runs.GraphSpec) error {
+	s.mu.Lock()
+	ran := s.ran
+	s.mu.Unlock()
+	if ran {
+		return fmt.Errorf("server: graph %q registered after Run; register every graph first", graphID)
+	}
+	return s.graphs.Register(graphID, spec)
+}
+
+// OnClose adds fn to what the Server runs when it stops (last added runs
+// first): for resources a graph constructor acquires.
+func (s *Server) OnClose(fn func() error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closers = append(s.closers, fn)
+}
+
+// SQLiteFile is the SQLite file the server keeps its data in, "" on
+// PostgreSQL. Graphs with tables of their own may keep them there.
+func (s *Server) SQLiteFile() string { return s.st.file }
+
+// DataDir is the directory for graphs' other files (Config.DataDir).
+func (s *Server) DataDir() string { return s.cfg.DataDir }
+
+// Ready is closed once Run listens; Addr is then the address served.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Addr is the address Run listens on ("" before Ready is closed).
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Close releases the database and what graphs acquired. Run calls it when
+// it returns; call it yourself only if Run is never called.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	closers := s.closers
+	s.closers = nil
+	s.mu.Unlock()
+	var errs []error
+	for i := len(closers) - 1; i >= 0; i-- {
+		errs = append(errs, closers[i]())
+	}
+	if s.st != nil {
+		errs = append(errs, s.st.close())
+	}
+	return errors.Join(errs...)
+}
+
+// ErrAddrInUse matches (errors.Is) Run's error when the address is taken.
+var ErrAddrInUse = errors.New("the address is in use")
+
+// addrInUse is that error as one line, with no chain of causes to show.
+type addrInUse struct{ addr string }
+
+func (e *addrInUse) Error() string {
+	return fmt.Sprintf("%s is in use (another server is listening there); pass --addr HOST:PORT to use another, e.g. --addr 127.0.0.1:2025", e.addr)
+}
+
+func (e *addrInUse) Is(target error) bool { return target == ErrAddrInUse }
+
+// Run creates the default assistants, starts the queue and the lease
+// sweeper, re-enqueues threads that have pending runs, and serves HTTP
+// until ctx is done or serving fails. Then it shuts down: it stops
+// accepting, lets requests and running steps finish for ShutdownGrace,
+// cancels what remains, stops the queue and closes the database. Run may
+// be called once.
+func (s *Server) Run(ctx context.Context) (err error) {
+	s.mu.Lock()
+	if s.ran {
+		s.mu.Unlock()
+		return errors.New("server: Run was already called")
+	}
+	s.ran = true
+	s.mu.Unlock()
+	defer func() {
+		if err != nil && ctx.Err() != nil && !s.served {
+			// Stopped (Ctrl-C) while starting: not a failure.
+			s.log.Info("stopped before serving", "cause", err)
+			err = nil
+		}
+		if cerr := s.Close(); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
+	}()
+
+	if err := s.ensureAssistants(ctx); err != nil {
+		return err
+	}
+	ln, err := listen(s.cfg.Addr)
+	if err != nil {
+		return err
+	}
+	// Jobs run on a context only the shutdown ends (queue.Stop cancels
+	// them after the grace period).
+	life := context.WithoutCancel(ctx)
+	var q *queue.Queue
+	advance := advanceFunc(s.svc, func(ctx context.Context, tenant, thread string) error {
+		return s.scheduleDelayed(ctx, q, tenant, thread)
+	})
+	q, err = queue.New(life, queue.Config{
+		SQLite: s.st.river, Postgres: s.st.pool,
+		Advance: advance, Workers: s.cfg.Workers,
+		Logger: slog.New(atLeast{s.log.Handler(), slog.LevelWarn}).With("component", "queue"),
+	})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("server: start the run queue: %w", err)
+	}
+	sw := newSweeper(s, q.Enqueue)
+	stopQueue := func() error {
+		grace, cancel := context.WithTimeout(life, s.cfg.ShutdownGrace)
+		defer cancel()
+		swErr := sw.stop(grace)
+		qErr := q.Stop(grace)
+		if qErr != nil && grace.Err() != nil {
+			// Steps still running after the grace period were cancelled:
+			// the shutdown working as documented, not a failure.
+			s.log.Warn("running steps were cancelled after the grace period", "err", qErr)
+			qErr = nil
+		}
+		return errors.Join(swErr, qErr)
+	}
+	if err := s.requeuePending(ctx, q); err != nil {
+		ln.Close()
+		return errors.Join(err, stopQueue())
+	}
+	sw.start(life)
+
+	handler, err := s.handler(q.Enqueue)
+	if err != nil {
+		ln.Close()
+		return errors.Join(err, stopQueue())
+	}
+	base, cancelBase := context.WithCancel(life)
+	defer cancelBase()
+	hs := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.mu.Lock()
+	s.addr = ln.Addr().String()
+	s.enqueue = q.Enqueue
+	s.served = true
+	s.mu.Unlock()
+	s.banner()
+	close(s.ready)
+
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		s.log.Info("shutting down: no new requests; running steps get a grace period", "grace", s.cfg.ShutdownGrace)
+	case serveErr = <-served:
+		s.log.Error("serving stopped", "err", serveErr)
+	}
+
+	// Stop accepting and let requests end; running steps get the same
+	// grace in parallel. Streams still open after it are cut.
+	var wg sync.WaitGroup
+	var queueErr error
+	wg.Add(1)
+	go func() { defer wg.Done(); queueErr = stopQueue() }()
+	grace, cancel := context.WithTimeout(life, s.cfg.ShutdownGrace)
+	defer cancel()
+	if err := hs.Shutdown(grace); err != nil {
+		cancelBase()
+		hs.Close()
+	}
+	wg.Wait()
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return errors.Join(fmt.Errorf("server: %w", serveErr), queueErr)
+	}
+	s.log.Info("stopped")
+	return queueErr
+}
+
+// listen binds addr; a taken port is one clear error saying what to do.
+func listen(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return nil, &addrInUse{addr}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("server: listen on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// banner logs where the server listens, its database and its models.
+func (s *Server) banner() {
+	s.log.Info("trellis serve listening", "url", "http://"+s.addr, "database", s.st.kind+" "+s.st.where, "graphs", s.graphs.IDs(), "version", s.cfg.Version)
+	if s.cfg.Scripted {
+		s.log.Warn("MODELS ARE SCRIPTED: no real model is configured, so the assistants answer from canned demo scenarios. " +
+			"Set OPENAI_API_KEY or ANTHROPIC_API_KEY, or name models in trellis.yaml, for real answers.")
+	}
+}
+
+// handler is the API's mux with request logging.
+func (s *Server) handler(enqueue runs.Enqueuer) (http.Handler, error) {
+	a := &api.API{
+		DB: s.st.db, Runs: s.svc, Graphs: s.graphs, Saver: s.st.saver, Store: s.st.store,
+		Enqueue: enqueue, Scripted: s.cfg.Scripted, Version: s.cfg.Version, BodyLimit: s.cfg.BodyLimit,
+	}
+	mux, err := newMux(a, s.log)
+	if err != nil {
+		return nil, err
+	}
+	return logRequests(s.log, mux), nil
+}
+
+// advanceFunc adapts the run service's Advance to the queue's. When a
+// thread has nothing left to run now, idle asks for a job at the start of
+// its next delayed run (after_seconds), if any.
+func advanceFunc(svc *runs.Service, idle func(ctx context.Context, tenant, thread string) error) queue.AdvanceFunc {
+	return func(ctx context.Context, tenant, thread string) (queue.Result, error) {
+		res, err := svc.Advance(ctx, tenant, thread)
+		switch res {
+		case runs.Busy:
+			return queue.Result{Outcome: queue.Busy}, err
+		case runs.More:
+			return queue.Result{Outcome: queue.More}, err
+		}
+		if err == nil {
+			err = idle(ctx, tenant, thread)
+		}
+		return queue.Result{Outcome: queue.Done}, err
+	}
+}
+
+// atLeast drops records below min unless the handler logs debug records
+// (River logs its migrations and start-up at info).
+type atLeast struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h atLeast) Enabled(ctx context.Context, l slog.Level) bool {
+	if h.Handler.Enabled(ctx, slog.LevelDebug) {
+		return true
+	}
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h atLeast) WithAttrs(as []slog.Attr) slog.Handler {
+	return atLeast{h.Handler.WithAttrs(as), h.min}
+}
+
+func (h atLeast) WithGroup(name string) slog.Handler {
+	return atLeast{h.Handler.WithGroup(name), h.min}
+}

@@ -1,0 +1,159 @@
+package server
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+	ckpg "github.com/trellis-agents/trellis/checkpoint/postgres"
+	cksqlite "github.com/trellis-agents/trellis/checkpoint/sqlite"
+	"github.com/trellis-agents/trellis/internal/pgdb"
+	"github.com/trellis-agents/trellis/internal/sqlitedb"
+	"github.com/trellis-agents/trellis/server/db"
+	dbpg "github.com/trellis-agents/trellis/server/db/postgres"
+	dbsqlite "github.com/trellis-agents/trellis/server/db/sqlite"
+	"github.com/trellis-agents/trellis/store"
+	stpg "github.com/trellis-agents/trellis/store/postgres"
+	stsqlite "github.com/trellis-agents/trellis/store/sqlite"
+)
+
+// DefaultDatabase is the database of a Config that names none: one SQLite
+// file under ./.trellis/.
+var DefaultDatabase = filepath.Join(".trellis", "trellis.db")
+
+// storage is everything the server keeps data in: the store of record,
+// the saver, the store and River's connection, on one backend.
+type storage struct {
+	kind   string // "sqlite" or "postgres"
+	where  string // the file, or the URL without its password, for logs
+	file   string // the SQLite file ("" on PostgreSQL)
+	db     db.DB
+	saver  checkpoint.Saver
+	store  store.Store
+	river  *sql.DB        // SQLite: River's one-connection write pool
+	pool   *pgxpool.Pool  // PostgreSQL: the pool everything shares
+	closes []func() error // in opening order; close runs them backwards
+}
+
+// parseDatabase says which backend a --database value names: "postgres"
+// with the URL, or "sqlite" with the file path. A value that is neither a
+// path nor a known URL is an error saying what is accepted.
+func parseDatabase(v string) (kind, target string, err error) {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return "sqlite", DefaultDatabase, nil
+	}
+	i := strings.Index(v, "://")
+	if i < 0 {
+		return "sqlite", v, nil
+	}
+	switch scheme := strings.ToLower(v[:i]); scheme {
+	case "postgres", "postgresql":
+		return "postgres", v, nil
+	case "sqlite", "file":
+		path := v[i+3:]
+		if j := strings.IndexAny(path, "?#"); j >= 0 {
+			path = path[:j]
+		}
+		if path == "" {
+			return "", "", fmt.Errorf("database %q names no file; write sqlite://PATH (sqlite:///abs/path for an absolute one)", v)
+		}
+		return "sqlite", path, nil
+	default:
+		return "", "", fmt.Errorf("database %q: scheme %q is not supported; give a file path, sqlite://PATH or postgres://USER@HOST/DB", v, scheme)
+	}
+}
+
+// openStorage opens (creating or migrating) the backend database names.
+func openStorage(ctx context.Context, database string) (_ *storage, err error) {
+	kind, target, err := parseDatabase(database)
+	if err != nil {
+		return nil, err
+	}
+	s := &storage{kind: kind}
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	if kind == "postgres" {
+		s.where = redact(target)
+		if s.pool, err = pgdb.Connect(ctx, target, ""); err != nil {
+			return nil, fmt.Errorf("database %s: %w; check the URL and that the server is running", s.where, err)
+		}
+		pool := s.pool
+		s.closes = append(s.closes, func() error { pool.Close(); return nil })
+		d, err := dbpg.New(ctx, pool)
+		if err != nil {
+			return nil, err
+		}
+		s.db = d
+		saver, err := ckpg.New(ctx, pool)
+		if err != nil {
+			return nil, err
+		}
+		s.saver = saver
+		st, err := stpg.New(ctx, pool)
+		if err != nil {
+			return nil, err
+		}
+		s.store = st
+		return s, nil
+	}
+	s.file, s.where = target, target
+	d, err := dbsqlite.Open(ctx, target)
+	if err != nil {
+		return nil, fmt.Errorf("database %s: %w", target, err)
+	}
+	s.db = d
+	s.closes = append(s.closes, d.Close)
+	saver, err := cksqlite.Open(ctx, target)
+	if err != nil {
+		return nil, fmt.Errorf("database %s: %w", target, err)
+	}
+	s.saver = saver
+	s.closes = append(s.closes, saver.Close)
+	st, err := stsqlite.Open(ctx, target)
+	if err != nil {
+		return nil, fmt.Errorf("database %s: %w", target, err)
+	}
+	s.store = st
+	s.closes = append(s.closes, st.Close)
+	rdb, err := sqlitedb.Open(ctx, target, "river_host", nil)
+	if err != nil {
+		return nil, fmt.Errorf("database %s: %w", target, err)
+	}
+	s.river = rdb.Write
+	s.closes = append(s.closes, rdb.Close)
+	return s, nil
+}
+
+// close closes what openStorage opened, last first, and joins the errors.
+func (s *storage) close() error {
+	var errs []error
+	for i := len(s.closes) - 1; i >= 0; i-- {
+		errs = append(errs, s.closes[i]())
+	}
+	s.closes = nil
+	return errors.Join(errs...)
+}
+
+// redact drops the password from a URL for logs.
+func redact(u string) string {
+	at := strings.LastIndex(u, "@")
+	scheme := strings.Index(u, "://")
+	if at < 0 || scheme < 0 {
+		return u
+	}
+	userinfo := u[scheme+3 : at]
+	if c := strings.Index(userinfo, ":"); c >= 0 {
+		return u[:scheme+3] + userinfo[:c] + ":***" + u[at:]
+	}
+	return u
+}

@@ -1,0 +1,179 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/trellis-agents/trellis/server/api"
+	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/queue"
+	"github.com/trellis-agents/trellis/server/runs"
+)
+
+// sweeper takes over runs whose lease expired (their worker died or hung):
+// every SweepInterval it lists expired leases, takes each over with a new
+// token (the old worker's writes are then refused), executes the run from
+// its thread's latest checkpoint, and enqueues the thread for the runs
+// waiting behind it.
+type sweeper struct {
+	s       *Server
+	enqueue runs.Enqueuer
+	cancel  context.CancelFunc
+	loop    sync.WaitGroup // the ticker loop
+	runs    sync.WaitGroup // runs taken over, executing
+	runCtx  context.Context
+	stopRun context.CancelFunc
+}
+
+func newSweeper(s *Server, enqueue runs.Enqueuer) *sweeper {
+	return &sweeper{s: s, enqueue: enqueue}
+}
+
+// start sweeps at once (runs of a previous process whose lease already
+// expired), then every SweepInterval until stop.
+func (w *sweeper) start(ctx context.Context) {
+	ctx, w.cancel = context.WithCancel(ctx)
+	w.runCtx, w.stopRun = context.WithCancel(context.WithoutCancel(ctx))
+	w.loop.Add(1)
+	go func() {
+		defer w.loop.Done()
+		t := time.NewTicker(w.s.cfg.SweepInterval)
+		defer t.Stop()
+		for {
+			if n, err := w.sweep(ctx); err != nil && ctx.Err() == nil {
+				w.s.log.Warn("lease sweep failed; retrying at the next tick", "err", err)
+			} else if n > 0 {
+				w.s.log.Info("took over runs whose lease expired", "runs", n)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+}
+
+// stop ends the sweeps, waits for taken-over runs until ctx ends, then
+// cancels them and waits for them to return.
+func (w *sweeper) stop(ctx context.Context) error {
+	if w.cancel == nil {
+		return nil
+	}
+	w.cancel()
+	w.loop.Wait()
+	done := make(chan struct{})
+	go func() { w.runs.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		w.stopRun()
+		<-done
+	}
+	w.stopRun()
+	return nil
+}
+
+// sweep takes over the expired leases it finds and reports how many.
+func (w *sweeper) sweep(ctx context.Context) (int, error) {
+	expired, err := w.s.st.db.ExpiredLeases(ctx, time.Now(), 100)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, l := range expired {
+		lease, err := w.s.st.db.TakeOver(ctx, l, w.s.owner, w.s.leaseTTL())
+		if errors.Is(err, db.ErrLeaseLost) {
+			continue // renewed or taken by another worker meanwhile
+		}
+		if err != nil {
+			return n, fmt.Errorf("take over run %s: %w", l.RunID, err)
+		}
+		run, err := w.s.st.db.GetRun(ctx, lease.Tenant, lease.ThreadID, lease.RunID)
+		if err != nil {
+			return n, fmt.Errorf("read run %s taken over: %w", l.RunID, err)
+		}
+		n++
+		w.s.log.Info("resuming a run whose worker stopped renewing its lease", "run", run.ID, "thread", run.ThreadID, "previous_owner", l.Owner)
+		w.runs.Add(1)
+		go func() {
+			defer w.runs.Done()
+			if err := w.s.svc.Execute(w.runCtx, lease, run); err != nil {
+				w.s.log.Error("a run taken over failed to execute", "run", run.ID, "err", err)
+			}
+			if err := w.enqueue(context.WithoutCancel(w.runCtx), lease.Tenant, lease.ThreadID); err != nil {
+				w.s.log.Error("could not enqueue the thread after a run taken over", "thread", lease.ThreadID, "err", err)
+			}
+		}()
+	}
+	return n, nil
+}
+
+func (s *Server) leaseTTL() time.Duration {
+	if s.cfg.LeaseTTL > 0 {
+		return s.cfg.LeaseTTL
+	}
+	return 15 * time.Second // the run service's default
+}
+
+// requeuePending enqueues every thread of the default tenant that has a
+// pending run, so a run whose job was lost (the process died between
+// storing the run and enqueueing it) still runs; delayed runs are enqueued
+// for their start time. Queued jobs survive restarts on their own; this
+// is the backstop.
+func (s *Server) requeuePending(ctx context.Context, q *queue.Queue) error {
+	tenant := api.DefaultTenant
+	n := 0
+	for offset := 0; ; offset += 200 {
+		threads, err := s.st.db.SearchThreads(ctx, tenant, db.ThreadQuery{Query: db.Query{Limit: 200, Offset: offset, SortBy: "created_at", SortOrder: "asc"}})
+		if err != nil {
+			return fmt.Errorf("server: list threads to re-enqueue: %w", err)
+		}
+		for _, t := range threads {
+			now := time.Now()
+			if _, err := s.st.db.NextPending(ctx, tenant, t.ID, now); err == nil {
+				if err := q.Enqueue(ctx, tenant, t.ID); err != nil {
+					return fmt.Errorf("server: re-enqueue thread %s: %w", t.ID, err)
+				}
+				n++
+				continue
+			} else if !errors.Is(err, db.ErrNotFound) {
+				return fmt.Errorf("server: thread %s: %w", t.ID, err)
+			}
+			if err := s.scheduleDelayed(ctx, q, tenant, t.ID); err != nil {
+				return fmt.Errorf("server: re-enqueue thread %s: %w", t.ID, err)
+			}
+		}
+		if len(threads) < 200 {
+			break
+		}
+	}
+	if n > 0 {
+		s.log.Info("re-enqueued threads with pending runs", "threads", n)
+	}
+	return nil
+}
+
+// scheduleDelayed enqueues a job for the start of the thread's earliest
+// pending run that may not start yet (after_seconds): the run service
+// stores such a run and enqueues the thread at once, and the job finds
+// nothing to run.
+func (s *Server) scheduleDelayed(ctx context.Context, q *queue.Queue, tenant, thread string) error {
+	pending, err := s.st.db.ListRuns(ctx, tenant, thread, db.RunQuery{Status: db.RunPending, Limit: 100})
+	if err != nil {
+		return fmt.Errorf("list the pending runs of thread %s: %w", thread, err)
+	}
+	var first time.Time
+	for _, r := range pending {
+		if r.NotBefore.After(time.Now()) && (first.IsZero() || r.NotBefore.Before(first)) {
+			first = r.NotBefore
+		}
+	}
+	if first.IsZero() {
+		return nil
+	}
+	return q.EnqueueAt(ctx, tenant, thread, first)
+}

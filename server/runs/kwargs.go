@@ -42,6 +42,11 @@ type Kwargs struct {
 	// (see the executor); they do not change what the graph does.
 	StreamMode      []string `json:"stream_mode,omitempty"`
 	StreamSubgraphs bool     `json:"stream_subgraphs,omitempty"`
+	// TemporaryThread marks a stateless run's thread as temporary: when
+	// the run ends, the executor deletes the thread (row, runs, events and
+	// checkpoints). Joiners already subscribed still get every event from
+	// the broker; a later read of the thread is a 404.
+	TemporaryThread bool `json:"temporary_thread,omitempty"`
 }
 
 // Command is LangGraph's run command.

@@ -383,13 +383,13 @@ func (a *API) awaitEnd(ctx context.Context, tenant string, run db.Run) error {
 }
 
 func (a *API) cancelRun(w http.ResponseWriter, r *http.Request) {
-	run, ok := a.pathRun(w, r)
-	if !ok {
-		return
-	}
 	q, p := wire.DecodeQuery[wire.RunCancelQuery](r)
 	if p != nil {
 		p.Write(w, r)
+		return
+	}
+	run, ok := a.pathRun(w, r)
+	if !ok {
 		return
 	}
 	action := string(q.Action)

@@ -391,13 +391,13 @@ func (a *API) waitNew(w http.ResponseWriter, r *http.Request, stateless bool) {
 }
 
 func (a *API) joinRun(w http.ResponseWriter, r *http.Request) {
-	run, ok := a.pathRun(w, r)
-	if !ok {
-		return
-	}
 	q, p := wire.DecodeQuery[wire.RunJoinQuery](r)
 	if p != nil {
 		p.Write(w, r)
+		return
+	}
+	run, ok := a.pathRun(w, r)
+	if !ok {
 		return
 	}
 	a.answer(w, r, run, q.CancelOnDisconnect)

@@ -151,6 +151,18 @@ func PlanRun(g *graph.Graph, kw Kwargs, waiting []graph.InterruptInfo, assistant
 	if rc != nil {
 		p.Options = append(p.Options, graph.WithRunContext(rc))
 	}
+	for _, sel := range []struct {
+		ptr   string
+		nodes []string
+	}{{"/interrupt_before", kw.InterruptBefore}, {"/interrupt_after", kw.InterruptAfter}} {
+		for i, n := range sel.nodes {
+			// "*" is every node; "sub/node" names a subgraph's node,
+			// which the subgraph checks.
+			if n != graph.AllNodes && !strings.Contains(n, "/") && !slices.Contains(g.Nodes(), n) {
+				return p, inputErr(fmt.Sprintf("%s/%d", sel.ptr, i), "no node %q in this graph (its nodes: %s)", n, strings.Join(g.Nodes(), ", "))
+			}
+		}
+	}
 	if len(kw.InterruptBefore) > 0 {
 		p.Options = append(p.Options, graph.WithInterruptBefore(kw.InterruptBefore...))
 	}

@@ -198,7 +198,9 @@ func TestCancel(t *testing.T) {
 
 	later := e.create("t2", map[string]any{"input": input("x"), "after_seconds": 60})
 	done := make(chan []sse.Event)
-	go func() { done <- e.events(e.open(context.Background(), "GET", "/threads/t2/runs/"+later+"/stream", nil)) }()
+	go func() {
+		done <- e.events(e.open(context.Background(), "GET", "/threads/t2/runs/"+later+"/stream", nil))
+	}()
 	time.Sleep(50 * time.Millisecond)
 	st, _, b = e.do("POST", "/runs/cancel", map[string]any{"status": "pending"})
 	if st != http.StatusNoContent {

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -284,6 +283,5 @@ func decode[T any](t *testing.T, b []byte) T {
 	return v
 }
 
-var _ = slices.Contains[[]string]
 
 func llmText(s string) llmtest.Turn { return llmtest.Text(s) }

@@ -198,8 +198,19 @@ func TestCancel(t *testing.T) {
 
 	later := e.create("t2", map[string]any{"input": input("x"), "after_seconds": 60})
 	done := make(chan []sse.Event)
-	go func() {
-		done <- e.events(e.open(context.Background(), "GET", "/threads/t2/runs/"+later+"/stream", nil))
+	joiner := e.open(context.Background(), "GET", "/threads/t2/runs/"+later+"/stream", nil)
+	defer joiner.Body.Close()
+	go func() { // reads only: the test goroutine fails the test
+		var evs []sse.Event
+		r := sse.NewReader(joiner.Body)
+		for {
+			ev, err := r.Next()
+			if err != nil {
+				done <- evs
+				return
+			}
+			evs = append(evs, ev)
+		}
 	}()
 	time.Sleep(50 * time.Millisecond)
 	st, _, b = e.do("POST", "/runs/cancel", map[string]any{"status": "pending"})
@@ -208,7 +219,7 @@ func TestCancel(t *testing.T) {
 	}
 	select {
 	case evs := <-done:
-		if evs[len(evs)-1].Event != "end" {
+		if len(evs) == 0 || evs[len(evs)-1].Event != "end" {
 			t.Errorf("joiner of a cancelled pending run got %v", names(evs))
 		}
 	case <-time.After(5 * time.Second):
@@ -304,5 +315,39 @@ func TestRunRequestProblems(t *testing.T) {
 		if st != c.status || !strings.Contains(hdr.Get("Content-Type"), "problem+json") || !strings.Contains(string(b), c.want) {
 			t.Errorf("%s: %d %s %s, want %d problem naming %q", c.name, st, hdr.Get("Content-Type"), b, c.status, c.want)
 		}
+	}
+}
+
+// The thread stream sends the events of each run on the thread as it
+// runs, one run after another.
+func TestJoinThreadStream(t *testing.T) {
+	e := newRunEnv(t)
+	first := e.create("t1", map[string]any{"input": input("go")})
+	e.waitStatus("t1", first, "success")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	resp := e.open(ctx, "GET", "/threads/t1/stream", nil)
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("thread stream: %d", resp.StatusCode)
+	}
+	a := e.create("t1", map[string]any{"input": input("a"), "multitask_strategy": "enqueue"})
+	b := e.create("t1", map[string]any{"input": input("b"), "multitask_strategy": "enqueue"})
+	r := sse.NewReader(resp.Body)
+	var seen []string
+	for len(seen) < 2 {
+		ev, err := r.Next()
+		if err != nil {
+			t.Fatalf("after runs %v: %v", seen, err)
+		}
+		if ev.Event == "metadata" {
+			seen = append(seen, decode[map[string]string](t, ev.Data)["run_id"])
+		}
+	}
+	if seen[0] != a || seen[1] != b {
+		t.Errorf("thread stream showed runs %v, want %s then %s (not the finished %s)", seen, a, b, first)
+	}
+	if st, _, body := e.do("GET", "/threads/none/stream", nil); st != http.StatusNotFound {
+		t.Errorf("stream of a missing thread: %d %s", st, body)
 	}
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -93,4 +92,3 @@ func containsAll(list []string, want ...string) bool {
 	return true
 }
 
-var _ = http.StatusOK

@@ -283,5 +283,4 @@ func decode[T any](t *testing.T, b []byte) T {
 	return v
 }
 
-
 func llmText(s string) llmtest.Turn { return llmtest.Text(s) }

@@ -91,4 +91,3 @@ func containsAll(list []string, want ...string) bool {
 	}
 	return true
 }
-

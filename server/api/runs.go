@@ -228,6 +228,9 @@ func (a *API) createRunBatch(w http.ResponseWriter, r *http.Request) {
 		}
 		run, err := a.Runs.Create(r.Context(), a.Enqueue, req)
 		if err != nil && run.ID == "" {
+			if derr := a.Runs.DeleteThread(context.WithoutCancel(r.Context()), req.Tenant, req.ThreadID); derr != nil {
+				slog.Warn("temporary thread of a refused run not deleted", "thread", req.ThreadID, "err", derr)
+			}
 			p := runProblem(r, err)
 			p.Detail = fmt.Sprintf("run %d of the batch: %s (the %d before it were created)", i, p.Detail, i)
 			p.Write(w, r)

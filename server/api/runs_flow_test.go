@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/sse"
 )
 
@@ -286,6 +287,22 @@ func TestStatelessRuns(t *testing.T) {
 	st, _, b = e.do("POST", "/runs/batch", []map[string]any{{"assistant_id": "steps-a", "input": input("a")}, {"assistantId": "steps-a", "input": input("b")}})
 	if list := decode[[]map[string]any](t, b); st != http.StatusOK || len(list) != 2 || list[0]["thread_id"] == list[1]["thread_id"] {
 		t.Errorf("batch: %d %s", st, b)
+	}
+	// A refused stateless run leaves no temporary thread behind.
+	before, err := e.db.CountThreads(context.Background(), DefaultTenant, db.ThreadQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, b = e.do("POST", "/runs/batch", []map[string]any{{"assistant_id": "steps-a", "input": map[string]any{"nope": 1}}})
+	if st != http.StatusUnprocessableEntity || !strings.Contains(string(b), "run 0 of the batch") {
+		t.Errorf("bad batch: %d %s", st, b)
+	}
+	st, _, b = e.do("POST", "/runs/wait", map[string]any{"assistant_id": "steps-a", "input": map[string]any{"nope": 1}})
+	if st != http.StatusUnprocessableEntity {
+		t.Errorf("bad stateless wait: %d %s", st, b)
+	}
+	if after, err := e.db.CountThreads(context.Background(), DefaultTenant, db.ThreadQuery{}); err != nil || after != before {
+		t.Errorf("threads %d before refused stateless runs, %d after (%v)", before, after, err)
 	}
 }
 

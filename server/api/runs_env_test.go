@@ -257,8 +257,9 @@ func (e *runEnv) waitStatus(thread, id, want string) {
 		if got == want {
 			return
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("run %s is %v, want %s", id, got, want)
+		if time.Now().After(deadline) || (got != "pending" && got != "running") {
+			r, _ := e.db.GetRun(context.Background(), DefaultTenant, thread, id)
+			e.t.Fatalf("run %s is %v (%s), want %s", id, got, r.Error, want)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

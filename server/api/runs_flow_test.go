@@ -259,7 +259,24 @@ func TestStreamDisconnect(t *testing.T) {
 // on_completion is "keep"; a batch creates several.
 func TestStatelessRuns(t *testing.T) {
 	e := newRunEnv(t)
-	st, hdr, b := e.do("POST", "/runs/wait", map[string]any{"assistant_id": "steps-a", "input": input("go")})
+	// A refused stateless run leaves no temporary thread behind.
+	before, err := e.db.CountThreads(context.Background(), DefaultTenant, db.ThreadQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, b := e.do("POST", "/runs/batch", []map[string]any{{"assistant_id": "steps-a", "input": map[string]any{"nope": 1}}})
+	if st != http.StatusUnprocessableEntity || !strings.Contains(string(b), "run 0 of the batch") {
+		t.Errorf("bad batch: %d %s", st, b)
+	}
+	st, _, b = e.do("POST", "/runs/wait", map[string]any{"assistant_id": "steps-a", "input": map[string]any{"nope": 1}})
+	if st != http.StatusUnprocessableEntity {
+		t.Errorf("bad stateless wait: %d %s", st, b)
+	}
+	if after, err := e.db.CountThreads(context.Background(), DefaultTenant, db.ThreadQuery{}); err != nil || after != before {
+		t.Errorf("threads %d before refused stateless runs, %d after (%v)", before, after, err)
+	}
+	var hdr http.Header
+	st, hdr, b = e.do("POST", "/runs/wait", map[string]any{"assistant_id": "steps-a", "input": input("go")})
 	if st != http.StatusOK || !strings.Contains(string(b), `"done"`) {
 		t.Fatalf("stateless wait: %d %s", st, b)
 	}
@@ -287,22 +304,6 @@ func TestStatelessRuns(t *testing.T) {
 	st, _, b = e.do("POST", "/runs/batch", []map[string]any{{"assistant_id": "steps-a", "input": input("a")}, {"assistantId": "steps-a", "input": input("b")}})
 	if list := decode[[]map[string]any](t, b); st != http.StatusOK || len(list) != 2 || list[0]["thread_id"] == list[1]["thread_id"] {
 		t.Errorf("batch: %d %s", st, b)
-	}
-	// A refused stateless run leaves no temporary thread behind.
-	before, err := e.db.CountThreads(context.Background(), DefaultTenant, db.ThreadQuery{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, _, b = e.do("POST", "/runs/batch", []map[string]any{{"assistant_id": "steps-a", "input": map[string]any{"nope": 1}}})
-	if st != http.StatusUnprocessableEntity || !strings.Contains(string(b), "run 0 of the batch") {
-		t.Errorf("bad batch: %d %s", st, b)
-	}
-	st, _, b = e.do("POST", "/runs/wait", map[string]any{"assistant_id": "steps-a", "input": map[string]any{"nope": 1}})
-	if st != http.StatusUnprocessableEntity {
-		t.Errorf("bad stateless wait: %d %s", st, b)
-	}
-	if after, err := e.db.CountThreads(context.Background(), DefaultTenant, db.ThreadQuery{}); err != nil || after != before {
-		t.Errorf("threads %d before refused stateless runs, %d after (%v)", before, after, err)
 	}
 }
 
@@ -341,7 +342,7 @@ func TestJoinThreadStream(t *testing.T) {
 	e := newRunEnv(t)
 	first := e.create("t1", map[string]any{"input": input("go")})
 	e.waitStatus("t1", first, "success")
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	resp := e.open(ctx, "GET", "/threads/t1/stream", nil)
 	defer resp.Body.Close()

@@ -233,8 +233,9 @@ func (a *API) rejoin(w http.ResponseWriter, r *http.Request, run db.Run) {
 	a.sendRun(w, r, run, after, eventFilter(q.StreamMode, q.Namespace), q.CancelOnDisconnect)
 }
 
-// joinThreadStream streams the events of the thread's runs, one run after
-// another as each starts, until the client leaves. Event ids are each
+// joinThreadStream streams the events of the thread's runs — those live
+// when it starts and every run created after — one run after another,
+// until the client leaves. Event ids are each
 // run's own sequence numbers, so Last-Event-ID does not resume a thread
 // stream: a reconnecting client gets the runs live from then on.
 func (a *API) joinThreadStream(w http.ResponseWriter, r *http.Request) {
@@ -252,6 +253,7 @@ func (a *API) joinThreadStream(w http.ResponseWriter, r *http.Request) {
 		fail(w, r, err)
 		return
 	}
+	since := time.Now() // before the client can see the stream open
 	sw, err := sse.NewWriter(w, r, sse.Options{})
 	if err != nil {
 		fail(w, r, err)
@@ -265,7 +267,7 @@ func (a *API) joinThreadStream(w http.ResponseWriter, r *http.Request) {
 	tick := time.NewTicker(threadPoll)
 	defer tick.Stop()
 	for {
-		next, err := a.nextLive(ctx, tenant, thread, done)
+		next, err := a.nextLive(ctx, tenant, thread, since, done)
 		if err != nil {
 			if ctx.Err() == nil && !errors.Is(err, db.ErrNotFound) {
 				slog.Error("thread stream failed", "thread", thread, "err", err)
@@ -292,18 +294,19 @@ func (a *API) joinThreadStream(w http.ResponseWriter, r *http.Request) {
 // threadPoll is how often a thread stream looks for the next run.
 var threadPoll = 250 * time.Millisecond
 
-// nextLive returns the thread's running run, else its oldest pending one,
-// not yet streamed (a zero Run when there is none).
-func (a *API) nextLive(ctx context.Context, tenant, thread string, done map[string]bool) (db.Run, error) {
-	for _, st := range []db.RunStatus{db.RunRunning, db.RunPending} {
-		rs, err := a.DB.ListRuns(ctx, tenant, thread, db.RunQuery{Status: st, Limit: wire.MaxLimit})
-		if err != nil {
-			return db.Run{}, err
-		}
-		for i := len(rs) - 1; i >= 0; i-- { // newest first: take the oldest
-			if !done[rs[i].ID] {
-				return rs[i], nil
-			}
+// nextLive returns the thread's oldest run not yet streamed that is live
+// or was created since the stream started (so a run that starts and ends
+// between two looks is still streamed, from its log); a zero Run when
+// there is none.
+func (a *API) nextLive(ctx context.Context, tenant, thread string, since time.Time, done map[string]bool) (db.Run, error) {
+	rs, err := a.DB.ListRuns(ctx, tenant, thread, db.RunQuery{Limit: wire.MaxLimit})
+	if err != nil {
+		return db.Run{}, err
+	}
+	for i := len(rs) - 1; i >= 0; i-- { // newest first: take the oldest
+		r := rs[i]
+		if !done[r.ID] && (!r.Status.Terminal() || !r.CreatedAt.Before(since)) {
+			return r, nil
 		}
 	}
 	return db.Run{}, nil

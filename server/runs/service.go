@@ -179,6 +179,14 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 		errMsg = runErr.Error()
 	}
 	done := context.WithoutCancel(ctx)
+	rollback := errors.Is(context.Cause(ctx), ErrCancelRollback)
+	if rollback {
+		// The run's checkpoints go before FinishRun frees the thread: the
+		// next run must neither start from them nor race their removal.
+		if _, err := s.cfg.Saver.DeleteRun(done, ThreadKey(lease.Tenant, run.ThreadID), run.ID); err != nil {
+			return fmt.Errorf("roll back run %s: %w", run.ID, err)
+		}
+	}
 	_, err := s.cfg.DB.FinishRun(done, log.lease(), status, usage, errMsg)
 	s.cfg.Broker.End(run.ID)
 	if errors.Is(err, db.ErrLeaseLost) {
@@ -188,7 +196,7 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 	if err != nil {
 		return err
 	}
-	if errors.Is(context.Cause(ctx), ErrCancelRollback) {
+	if rollback {
 		if err := s.rollback(done, lease.Tenant, run); err != nil {
 			return err
 		}

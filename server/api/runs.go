@@ -82,7 +82,10 @@ var dropModes = []wire.StreamMode{wire.StreamEvents, wire.StreamTools, wire.Stre
 
 // createRequest turns a run-create body into the run service's request.
 // thread is the thread of the path, or a new temporary one (stateless).
-func (a *API) createRequest(r *http.Request, thread string, b *wire.RunCreate, stateless bool) (runs.CreateRequest, *wire.Problem) {
+// workerDeletes makes the executor delete a temporary thread when the run
+// ends (background stateless runs; a stream or wait deletes it itself,
+// after it has read the run's events).
+func (a *API) createRequest(r *http.Request, thread string, b *wire.RunCreate, stateless, workerDeletes bool) (runs.CreateRequest, *wire.Problem) {
 	if b.Checkpoint != nil && b.Checkpoint.ThreadID != "" && b.Checkpoint.ThreadID != thread && !stateless {
 		return runs.CreateRequest{}, wire.Invalid(wire.FieldError{Pointer: "/checkpoint/thread_id",
 			Detail: fmt.Sprintf("names thread %q but the path names %q; leave it out or send the same", b.Checkpoint.ThreadID, thread)})
@@ -90,7 +93,7 @@ func (a *API) createRequest(r *http.Request, thread string, b *wire.RunCreate, s
 	kw := runs.Kwargs{
 		Input: b.Input, Context: b.Context, CheckpointID: b.EffectiveCheckpointID(),
 		Durability: string(b.EffectiveDurability()), StreamSubgraphs: b.StreamSubgraphs,
-		TemporaryThread: stateless && b.OnCompletion != wire.OnCompletionKeep,
+		TemporaryThread: stateless && workerDeletes && b.OnCompletion != wire.OnCompletionKeep,
 	}
 	if b.Command != nil {
 		c := &runs.Command{Resume: b.Command.Resume}
@@ -153,7 +156,7 @@ func nodes(s *wire.NodeSelector) []string {
 
 // create decodes a run-create body and creates the run on thread ("" for
 // a stateless run on a new temporary thread).
-func (a *API) create(w http.ResponseWriter, r *http.Request, stateless bool) (db.Run, wire.RunCreate, bool) {
+func (a *API) create(w http.ResponseWriter, r *http.Request, stateless, background bool) (db.Run, wire.RunCreate, bool) {
 	thread := checkpoint.NewID()
 	if !stateless {
 		t, p := wire.PathID(r, "thread_id")
@@ -168,13 +171,13 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, stateless bool) (db
 		p.Write(w, r)
 		return db.Run{}, b, false
 	}
-	run, ok := a.createFrom(w, r, thread, &b, stateless)
+	run, ok := a.createFrom(w, r, thread, &b, stateless, background)
 	return run, b, ok
 }
 
 // createFrom creates the run b asks for on thread.
-func (a *API) createFrom(w http.ResponseWriter, r *http.Request, thread string, b *wire.RunCreate, stateless bool) (db.Run, bool) {
-	req, p := a.createRequest(r, thread, b, stateless)
+func (a *API) createFrom(w http.ResponseWriter, r *http.Request, thread string, b *wire.RunCreate, stateless, background bool) (db.Run, bool) {
+	req, p := a.createRequest(r, thread, b, stateless, background)
 	if p != nil {
 		p.Write(w, r)
 		return db.Run{}, false
@@ -202,7 +205,7 @@ func (a *API) createStatelessRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) createBackground(w http.ResponseWriter, r *http.Request, stateless bool) {
-	run, _, ok := a.create(w, r, stateless)
+	run, _, ok := a.create(w, r, stateless, true)
 	if !ok {
 		return
 	}
@@ -221,7 +224,7 @@ func (a *API) createRunBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]any, 0, len(b))
 	for i := range b {
-		req, p := a.createRequest(r, checkpoint.NewID(), &b[i].RunCreate, true)
+		req, p := a.createRequest(r, checkpoint.NewID(), &b[i].RunCreate, true, true)
 		if p != nil {
 			p.Write(w, r)
 			return

@@ -60,8 +60,8 @@ func (a *API) follow(ctx context.Context, tenant, thread, runID string, after in
 	last := after
 	for ev, err := range runs.Join(jctx, a.DB, a.Runs.Broker(), tenant, runID, after, ended) {
 		if err != nil {
-			if jctx.Err() != nil {
-				break
+			if jctx.Err() != nil || errors.Is(err, db.ErrNotFound) {
+				break // ended, or deleted with its thread
 			}
 			return last, err
 		}
@@ -76,6 +76,9 @@ func (a *API) follow(ctx context.Context, tenant, thread, runID string, after in
 	// The run ended: hand over what the log has past last (the watcher
 	// may have stopped the join before the tail was read).
 	evs, err := a.DB.ReadEvents(ctx, tenant, runID, last, 0)
+	if errors.Is(err, db.ErrNotFound) {
+		return last, nil // deleted with its thread
+	}
 	if err != nil {
 		return last, err
 	}
@@ -176,12 +179,37 @@ func (a *API) streamNew(w http.ResponseWriter, r *http.Request, stateless bool) 
 		p.Write(w, r)
 		return
 	}
-	run, b, ok := a.create(w, r, stateless)
+	run, b, ok := a.create(w, r, stateless, false)
 	if !ok {
 		return
 	}
 	setRunHeaders(w.Header(), run)
 	a.sendRun(w, r, run, 0, eventFilter(nil, q.Namespace), b.OnDisconnect != wire.DisconnectContinue)
+	if stateless && b.OnCompletion != wire.OnCompletionKeep {
+		a.dropTemporary(r, run)
+	}
+}
+
+// tempGrace bounds how long a stateless stream or wait whose client left
+// waits for its run to end to delete the temporary thread.
+var tempGrace = 30 * time.Second
+
+// dropTemporary deletes a stateless run's temporary thread once the run
+// has ended. The handler does it, not the executor, so the run's events
+// are still in the log however late the handler subscribed. A run still
+// live after tempGrace (a client that left with on_disconnect=continue)
+// keeps its thread; that is logged.
+func (a *API) dropTemporary(r *http.Request, run db.Run) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), tempGrace)
+	defer cancel()
+	tenant := a.tenant(r)
+	if err := a.awaitEnd(ctx, tenant, run); err != nil {
+		slog.Warn("temporary thread kept: its run did not end in time", "thread", run.ThreadID, "run", run.ID, "err", err)
+		return
+	}
+	if err := a.Runs.DeleteThread(ctx, tenant, run.ThreadID); err != nil {
+		slog.Warn("temporary thread not deleted", "thread", run.ThreadID, "err", err)
+	}
 }
 
 // rejoinAfter reads Last-Event-ID: absent or "-1" is the run's start.
@@ -385,12 +413,15 @@ func (a *API) waitRun(w http.ResponseWriter, r *http.Request) { a.waitNew(w, r, 
 func (a *API) waitStatelessRun(w http.ResponseWriter, r *http.Request) { a.waitNew(w, r, true) }
 
 func (a *API) waitNew(w http.ResponseWriter, r *http.Request, stateless bool) {
-	run, b, ok := a.create(w, r, stateless)
+	run, b, ok := a.create(w, r, stateless, false)
 	if !ok {
 		return
 	}
 	setRunHeaders(w.Header(), run)
 	a.answer(w, r, run, b.OnDisconnect != wire.DisconnectContinue)
+	if stateless && b.OnCompletion != wire.OnCompletionKeep {
+		a.dropTemporary(r, run)
+	}
 }
 
 func (a *API) joinRun(w http.ResponseWriter, r *http.Request) {

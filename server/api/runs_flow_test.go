@@ -369,3 +369,35 @@ func TestJoinThreadStream(t *testing.T) {
 		t.Errorf("stream of a missing thread: %d %s", st, body)
 	}
 }
+
+// Listing filters by status and selects fields; a live run cannot be
+// deleted; join with cancel_on_disconnect cancels when the client leaves.
+func TestListSelectDeleteAndJoinDisconnect(t *testing.T) {
+	e := newRunEnv(t)
+	done := e.create("t1", map[string]any{"input": input("go")})
+	e.waitStatus("t1", done, "success")
+	live := e.create("t1", map[string]any{"input": input("slow")})
+	<-e.slow
+	st, _, b := e.do("GET", "/threads/t1/runs?status=success&select=run_id&select=status", nil)
+	list := decode[[]map[string]any](t, b)
+	if st != http.StatusOK || len(list) != 1 || list[0]["run_id"] != done || len(list[0]) != 2 {
+		t.Errorf("list status=success select=run_id,status: %d %s", st, b)
+	}
+	if st, _, b := e.do("DELETE", "/threads/t1/runs/"+live, nil); st != http.StatusConflict {
+		t.Errorf("delete of a running run: %d %s, want 409", st, b)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(ctx, "GET", e.srv.URL+"/threads/t1/runs/"+live+"/join?cancel_on_disconnect=1", nil)
+		resp, err := e.srv.Client().Do(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		errc <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	cancel()
+	<-errc
+	e.waitStatus("t1", live, "interrupted")
+}

@@ -165,12 +165,9 @@ func (s *Service) live(ctx context.Context, tenant, thread string) ([]db.Run, er
 	return out, nil
 }
 
-// rollback removes a cancelled run: its checkpoints (every namespace), its
-// events and its row.
+// rollback removes a cancelled run's events and row (Execute removed its
+// checkpoints, every namespace, before finishing it).
 func (s *Service) rollback(ctx context.Context, tenant string, run db.Run) error {
-	if _, err := s.cfg.Saver.DeleteRun(ctx, ThreadKey(tenant, run.ThreadID), run.ID); err != nil {
-		return fmt.Errorf("roll back run %s: %w", run.ID, err)
-	}
 	if _, err := s.cfg.DB.DeleteEvents(ctx, tenant, run.ID); err != nil {
 		return fmt.Errorf("roll back run %s: %w", run.ID, err)
 	}

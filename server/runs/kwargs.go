@@ -44,6 +44,11 @@ type Kwargs struct {
 	// (see the executor); they do not change what the graph does.
 	StreamMode      []string `json:"stream_mode,omitempty"`
 	StreamSubgraphs bool     `json:"stream_subgraphs,omitempty"`
+	// TemporaryThread marks a stateless run's thread as temporary: when
+	// the run ends, the executor deletes the thread (row, runs, events and
+	// checkpoints). Joiners already subscribed still get every event from
+	// the broker; a later read of the thread is a 404.
+	TemporaryThread bool `json:"temporary_thread,omitempty"`
 }
 
 // Command is LangGraph's run command.
@@ -147,6 +152,18 @@ func PlanRun(g *graph.Graph, kw Kwargs, waiting []graph.InterruptInfo, assistant
 	}
 	if rc != nil {
 		p.Options = append(p.Options, graph.WithRunContext(rc))
+	}
+	for _, sel := range []struct {
+		ptr   string
+		nodes []string
+	}{{"/interrupt_before", kw.InterruptBefore}, {"/interrupt_after", kw.InterruptAfter}} {
+		for i, n := range sel.nodes {
+			// "*" is every node; "sub/node" names a subgraph's node,
+			// which the subgraph checks.
+			if n != graph.AllNodes && !strings.Contains(n, "/") && !slices.Contains(g.Nodes(), n) {
+				return p, inputErr(fmt.Sprintf("%s/%d", sel.ptr, i), "no node %q in this graph (its nodes: %s)", n, strings.Join(g.Nodes(), ", "))
+			}
+		}
 	}
 	if len(kw.InterruptBefore) > 0 {
 		p.Options = append(p.Options, graph.WithInterruptBefore(kw.InterruptBefore...))

@@ -179,6 +179,14 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 		errMsg = runErr.Error()
 	}
 	done := context.WithoutCancel(ctx)
+	rollback := errors.Is(context.Cause(ctx), ErrCancelRollback)
+	if rollback {
+		// The run's checkpoints go before FinishRun frees the thread: the
+		// next run must neither start from them nor race their removal.
+		if _, err := s.cfg.Saver.DeleteRun(done, ThreadKey(lease.Tenant, run.ThreadID), run.ID); err != nil {
+			return fmt.Errorf("roll back run %s: %w", run.ID, err)
+		}
+	}
 	_, err := s.cfg.DB.FinishRun(done, log.lease(), status, usage, errMsg)
 	s.cfg.Broker.End(run.ID)
 	if errors.Is(err, db.ErrLeaseLost) {
@@ -188,8 +196,28 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 	if err != nil {
 		return err
 	}
-	if errors.Is(context.Cause(ctx), ErrCancelRollback) {
-		return s.rollback(done, lease.Tenant, run)
+	if rollback {
+		if err := s.rollback(done, lease.Tenant, run); err != nil {
+			return err
+		}
+	}
+	var kw struct {
+		TemporaryThread bool `json:"temporary_thread"`
+	}
+	if json.Unmarshal(run.Kwargs, &kw) == nil && kw.TemporaryThread {
+		return s.DeleteThread(done, lease.Tenant, run.ThreadID)
+	}
+	return nil
+}
+
+// DeleteThread deletes a thread: its checkpoints, then its row with its
+// runs and events. A thread already gone is not an error.
+func (s *Service) DeleteThread(ctx context.Context, tenant, thread string) error {
+	if err := s.cfg.Saver.DeleteThread(ctx, ThreadKey(tenant, thread)); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+		return fmt.Errorf("runs: delete thread %s: %w", thread, err)
+	}
+	if err := s.cfg.DB.DeleteThread(ctx, tenant, thread); err != nil && !errors.Is(err, db.ErrNotFound) {
+		return fmt.Errorf("runs: delete thread %s: %w", thread, err)
 	}
 	return nil
 }

@@ -1,0 +1,438 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/trellis-agents/trellis/server/api/wire"
+	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/runs"
+	"github.com/trellis-agents/trellis/server/sse"
+)
+
+// followPoll is how often a follower checks the run's status in the
+// database, for runs that end without this process's broker hearing of
+// it (cancelled while pending elsewhere, deleted with their thread).
+var followPoll = time.Second
+
+// follow hands fn the run's events with Seq > after, live, until the run
+// ends (then its whole log has been handed over) or ctx ends (ctx's
+// error). It returns the last Seq handed over.
+func (a *API) follow(ctx context.Context, tenant, thread, runID string, after int64, fn func(db.Event) error) (int64, error) {
+	jctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	ended := func(c context.Context) (bool, error) {
+		r, err := a.DB.GetRun(c, tenant, thread, runID)
+		switch {
+		case errors.Is(err, db.ErrNotFound):
+			return true, nil
+		case err != nil:
+			return false, err
+		}
+		return r.Status.Terminal(), nil
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(followPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-jctx.Done():
+				return
+			case <-t.C:
+				if done, err := ended(jctx); err == nil && done {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	last := after
+	for ev, err := range runs.Join(jctx, a.DB, a.Runs.Broker(), tenant, runID, after, ended) {
+		if err != nil {
+			if jctx.Err() != nil || errors.Is(err, db.ErrNotFound) {
+				break // ended, or deleted with its thread
+			}
+			return last, err
+		}
+		if err := fn(ev); err != nil {
+			return last, err
+		}
+		last = ev.Seq
+	}
+	if err := ctx.Err(); err != nil {
+		return last, err
+	}
+	// The run ended: hand over what the log has past last (the watcher
+	// may have stopped the join before the tail was read).
+	evs, err := a.DB.ReadEvents(ctx, tenant, runID, last, 0)
+	if errors.Is(err, db.ErrNotFound) {
+		return last, nil // deleted with its thread
+	}
+	if err != nil {
+		return last, err
+	}
+	for _, ev := range evs {
+		if err := fn(ev); err != nil {
+			return last, err
+		}
+		last = ev.Seq
+	}
+	return last, nil
+}
+
+// leave applies on_disconnect "cancel": the client went away, so a run
+// still live is cancelled (action interrupt).
+func (a *API) leave(r *http.Request, run db.Run) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), 5*time.Second)
+	defer cancel()
+	tenant := a.tenant(r)
+	cur, err := a.DB.GetRun(ctx, tenant, run.ThreadID, run.ID)
+	if err != nil || cur.Status.Terminal() {
+		return
+	}
+	if err := a.stopRun(ctx, tenant, cur, runs.Interrupt); err != nil && !errors.Is(err, db.ErrConflict) {
+		slog.Warn("cancel of a run whose client left failed", "run", run.ID, "err", err)
+	}
+}
+
+// eventFilter keeps the events of the given stream modes and namespaces
+// (nil: all). metadata, error and end always pass.
+func eventFilter(modes wire.StreamModes, namespaces []string) func(string) bool {
+	if len(modes) == 0 && len(namespaces) == 0 {
+		return nil
+	}
+	return func(name string) bool {
+		base, ns, _ := strings.Cut(name, "|")
+		switch base {
+		case "metadata", "error", "end":
+			return true
+		}
+		if len(modes) > 0 {
+			ok := modes.Has(wire.StreamMode(base))
+			if base == "messages" {
+				ok = ok || modes.Has(wire.StreamMessagesTuple)
+			}
+			if !ok {
+				return false
+			}
+		}
+		if len(namespaces) > 0 {
+			top, _, _ := strings.Cut(ns, "|")
+			return slices.Contains(namespaces, ns) || slices.Contains(namespaces, top)
+		}
+		return true
+	}
+}
+
+// sendRun streams the run's events after after as SSE, then "end"; a
+// failure mid-stream is an "error" event {error, message}. When the
+// client leaves and cancelOnLeave is set, the run is cancelled.
+func (a *API) sendRun(w http.ResponseWriter, r *http.Request, run db.Run, after int64, keep func(string) bool, cancelOnLeave bool) {
+	sw, err := sse.NewWriter(w, r, sse.Options{})
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	defer sw.Close()
+	if err := sw.Open(); err != nil {
+		return
+	}
+	_, ferr := a.follow(r.Context(), a.tenant(r), run.ThreadID, run.ID, after, func(ev db.Event) error {
+		if keep != nil && !keep(ev.Event) {
+			return nil
+		}
+		return sw.Send(sse.Event{ID: sse.FormatID(ev.Seq), Event: ev.Event, Data: ev.Data})
+	})
+	if ferr != nil {
+		if r.Context().Err() != nil || sw.Err() != nil {
+			if cancelOnLeave {
+				a.leave(r, run)
+			}
+			return
+		}
+		slog.Error("run stream failed", "run", run.ID, "err", ferr)
+		data, _ := json.Marshal(wire.RunFailure{Error: "StreamError", Message: "the run's events could not be read; rejoin with Last-Event-ID to resume"})
+		_ = sw.Send(sse.Event{Event: "error", Data: data})
+		return
+	}
+	_ = sw.Send(sse.Event{Event: "end"})
+}
+
+func (a *API) streamRun(w http.ResponseWriter, r *http.Request) { a.streamNew(w, r, false) }
+
+func (a *API) streamStatelessRun(w http.ResponseWriter, r *http.Request) { a.streamNew(w, r, true) }
+
+func (a *API) streamNew(w http.ResponseWriter, r *http.Request, stateless bool) {
+	q, p := wire.DecodeQuery[wire.RunStreamQuery](r)
+	if p != nil {
+		p.Write(w, r)
+		return
+	}
+	run, b, ok := a.create(w, r, stateless, false)
+	if !ok {
+		return
+	}
+	setRunHeaders(w.Header(), run)
+	a.sendRun(w, r, run, 0, eventFilter(nil, q.Namespace), b.OnDisconnect != wire.DisconnectContinue)
+	if stateless && b.OnCompletion != wire.OnCompletionKeep {
+		a.dropTemporary(r, run)
+	}
+}
+
+// tempGrace bounds how long a stateless stream or wait whose client left
+// waits for its run to end to delete the temporary thread.
+var tempGrace = 30 * time.Second
+
+// dropTemporary deletes a stateless run's temporary thread once the run
+// has ended. The handler does it, not the executor, so the run's events
+// are still in the log however late the handler subscribed. A run still
+// live after tempGrace (a client that left with on_disconnect=continue)
+// keeps its thread; that is logged.
+func (a *API) dropTemporary(r *http.Request, run db.Run) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), tempGrace)
+	defer cancel()
+	tenant := a.tenant(r)
+	if err := a.awaitEnd(ctx, tenant, run); err != nil {
+		slog.Warn("temporary thread kept: its run did not end in time", "thread", run.ThreadID, "run", run.ID, "err", err)
+		return
+	}
+	if err := a.Runs.DeleteThread(ctx, tenant, run.ThreadID); err != nil {
+		slog.Warn("temporary thread not deleted", "thread", run.ThreadID, "err", err)
+	}
+}
+
+// rejoinAfter reads Last-Event-ID: absent or "-1" is the run's start.
+func rejoinAfter(w http.ResponseWriter, r *http.Request) (int64, bool) {
+	after, ok, err := sse.LastEventID(r)
+	if err != nil {
+		wire.BadRequest(err.Error()).Write(w, r)
+		return 0, false
+	}
+	if !ok || after < 0 {
+		after = 0
+	}
+	return after, true
+}
+
+func (a *API) joinRunStream(w http.ResponseWriter, r *http.Request) {
+	run, ok := a.pathRun(w, r)
+	if !ok {
+		return
+	}
+	a.rejoin(w, r, run)
+}
+
+func (a *API) joinStatelessRunStream(w http.ResponseWriter, r *http.Request) {
+	id, p := wire.PathID(r, "run_id")
+	if p != nil {
+		p.Write(w, r)
+		return
+	}
+	run, err := a.DB.GetRun(r.Context(), a.tenant(r), "", id)
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	a.rejoin(w, r, run)
+}
+
+func (a *API) rejoin(w http.ResponseWriter, r *http.Request, run db.Run) {
+	q, p := wire.DecodeQuery[wire.RunJoinStreamQuery](r)
+	if p != nil {
+		p.Write(w, r)
+		return
+	}
+	after, ok := rejoinAfter(w, r)
+	if !ok {
+		return
+	}
+	w.Header().Set("Content-Location", runPath(run.ThreadID, run.ID))
+	a.sendRun(w, r, run, after, eventFilter(q.StreamMode, q.Namespace), q.CancelOnDisconnect)
+}
+
+// joinThreadStream streams the events of the thread's runs — those live
+// when it starts and every run created after — one run after another,
+// until the client leaves. Event ids are each
+// run's own sequence numbers, so Last-Event-ID does not resume a thread
+// stream: a reconnecting client gets the runs live from then on.
+func (a *API) joinThreadStream(w http.ResponseWriter, r *http.Request) {
+	thread, p := wire.PathID(r, "thread_id")
+	if p != nil {
+		p.Write(w, r)
+		return
+	}
+	if _, p := wire.DecodeQuery[wire.ThreadJoinStreamQuery](r); p != nil {
+		p.Write(w, r)
+		return
+	}
+	ctx, tenant := r.Context(), a.tenant(r)
+	if _, err := a.DB.GetThread(ctx, tenant, thread); err != nil {
+		fail(w, r, err)
+		return
+	}
+	since := time.Now() // before the client can see the stream open
+	sw, err := sse.NewWriter(w, r, sse.Options{})
+	if err != nil {
+		fail(w, r, err)
+		return
+	}
+	defer sw.Close()
+	if err := sw.Open(); err != nil {
+		return
+	}
+	done := map[string]bool{}
+	tick := time.NewTicker(threadPoll)
+	defer tick.Stop()
+	for {
+		next, err := a.nextLive(ctx, tenant, thread, since, done)
+		if err != nil {
+			if ctx.Err() == nil && !errors.Is(err, db.ErrNotFound) {
+				slog.Error("thread stream failed", "thread", thread, "err", err)
+			}
+			return
+		}
+		if next.ID == "" {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				continue
+			}
+		}
+		done[next.ID] = true
+		if _, err := a.follow(ctx, tenant, thread, next.ID, 0, func(ev db.Event) error {
+			return sw.Send(sse.Event{ID: sse.FormatID(ev.Seq), Event: ev.Event, Data: ev.Data})
+		}); err != nil {
+			return
+		}
+	}
+}
+
+// threadPoll is how often a thread stream looks for the next run.
+var threadPoll = 250 * time.Millisecond
+
+// nextLive returns the thread's oldest run not yet streamed that is live
+// or was created since the stream started (so a run that starts and ends
+// between two looks is still streamed, from its log); a zero Run when
+// there is none.
+func (a *API) nextLive(ctx context.Context, tenant, thread string, since time.Time, done map[string]bool) (db.Run, error) {
+	rs, err := a.DB.ListRuns(ctx, tenant, thread, db.RunQuery{Limit: wire.MaxLimit})
+	if err != nil {
+		return db.Run{}, err
+	}
+	for i := len(rs) - 1; i >= 0; i-- { // newest first: take the oldest
+		r := rs[i]
+		if !done[r.ID] && (!r.Status.Terminal() || !r.CreatedAt.Before(since)) {
+			return r, nil
+		}
+	}
+	return db.Run{}, nil
+}
+
+// result collects what /wait and /join answer: the run's last root
+// values (with a trailing interrupt merged in) and its error.
+type result struct {
+	values    map[string]json.RawMessage
+	interrupt json.RawMessage
+	failure   json.RawMessage
+}
+
+func (c *result) add(ev db.Event) {
+	base, ns, _ := strings.Cut(ev.Event, "|")
+	if ns != "" {
+		return
+	}
+	switch base {
+	case "values", "updates":
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(ev.Data, &obj) != nil {
+			return
+		}
+		if in, ok := obj["__interrupt__"]; ok && len(obj) == 1 {
+			c.interrupt = in
+			return
+		}
+		if base == "values" {
+			c.values, c.interrupt = obj, nil
+		}
+	case "error":
+		c.failure = ev.Data
+	}
+}
+
+// answer waits for the run and writes the thread's final values, with
+// "__interrupt__" when it stopped at an interrupt and "__error__" when it
+// failed (the SDK's wait raises "error: message" from it).
+func (a *API) answer(w http.ResponseWriter, r *http.Request, run db.Run, cancelOnLeave bool) {
+	ctx, tenant := r.Context(), a.tenant(r)
+	var c result
+	if _, err := a.follow(ctx, tenant, run.ThreadID, run.ID, 0, func(ev db.Event) error { c.add(ev); return nil }); err != nil {
+		if ctx.Err() != nil {
+			if cancelOnLeave {
+				a.leave(r, run)
+			}
+			return
+		}
+		fail(w, r, err)
+		return
+	}
+	out := c.values
+	if out == nil {
+		out = map[string]json.RawMessage{}
+		if th, err := a.DB.GetThread(ctx, tenant, run.ThreadID); err == nil && len(th.Values) > 0 {
+			_ = json.Unmarshal(th.Values, &out)
+		}
+	}
+	if c.interrupt != nil {
+		out["__interrupt__"] = c.interrupt
+	}
+	if c.failure == nil {
+		if fin, err := a.DB.GetRun(ctx, tenant, run.ThreadID, run.ID); err == nil && (fin.Status == db.RunError || fin.Status == db.RunTimeout) {
+			c.failure, _ = json.Marshal(wire.RunFailure{Error: "RunError", Message: fin.Error})
+		}
+	}
+	if c.failure != nil {
+		out["__error__"] = c.failure
+	}
+	wire.WriteJSON(w, r, http.StatusOK, out)
+}
+
+func (a *API) waitRun(w http.ResponseWriter, r *http.Request) { a.waitNew(w, r, false) }
+
+func (a *API) waitStatelessRun(w http.ResponseWriter, r *http.Request) { a.waitNew(w, r, true) }
+
+func (a *API) waitNew(w http.ResponseWriter, r *http.Request, stateless bool) {
+	run, b, ok := a.create(w, r, stateless, false)
+	if !ok {
+		return
+	}
+	setRunHeaders(w.Header(), run)
+	a.answer(w, r, run, b.OnDisconnect != wire.DisconnectContinue)
+	if stateless && b.OnCompletion != wire.OnCompletionKeep {
+		a.dropTemporary(r, run)
+	}
+}
+
+func (a *API) joinRun(w http.ResponseWriter, r *http.Request) {
+	q, p := wire.DecodeQuery[wire.RunJoinQuery](r)
+	if p != nil {
+		p.Write(w, r)
+		return
+	}
+	run, ok := a.pathRun(w, r)
+	if !ok {
+		return
+	}
+	a.answer(w, r, run, q.CancelOnDisconnect)
+}

@@ -329,3 +329,14 @@ func editDistance(a, b string) int {
 	}
 	return prev[len(b)]
 }
+
+// WithOptions returns the graph with more default run options, applied
+// after those given to Compile and before those given to a run: for code
+// that receives a compiled graph and the options meant for its runs (an
+// app's step limit, say) and must hand on one graph. The copy shares the
+// compiled graph; g is unchanged.
+func (g *Graph) WithOptions(opts ...RunOption) *Graph {
+	c := *g
+	c.defaults = append(slices.Clone(g.defaults), opts...)
+	return &c
+}

@@ -131,3 +131,19 @@ func TestGotoDestinationsCountAsReachable(t *testing.T) {
 		t.Fatalf("path = %+v, want router then target", res.Path)
 	}
 }
+
+// WithOptions adds default run options to a copy of a compiled graph.
+func TestWithOptions(t *testing.T) {
+	b, _ := chainAB()
+	g := mustCompile(t, b)
+	limited := g.WithOptions(graph.WithStepLimit(1))
+	if _, err := limited.Invoke(context.Background(), nil); err == nil {
+		t.Error("the copy ignored its step limit")
+	}
+	if _, err := g.Invoke(context.Background(), nil); err != nil {
+		t.Errorf("the original changed: %v", err)
+	}
+	if _, err := limited.Invoke(context.Background(), nil, graph.WithStepLimit(5)); err != nil {
+		t.Errorf("a run's own option must win: %v", err)
+	}
+}

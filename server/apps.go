@@ -104,6 +104,6 @@ func (s *Server) appConstructor(e apps.Entry, m Models) runs.Constructor {
 			return nil, fmt.Errorf("build app %s for assistant %s: %w", e.Name, a.ID, err)
 		}
 		s.OnClose(app.Close)
-		return app.Graph, nil
+		return app.Graph.WithOptions(app.Options...), nil
 	}
 }

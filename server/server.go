@@ -20,6 +20,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/trellis-agents/trellis/apps"
 	"log/slog"
 	"net"
 	"net/http"
@@ -144,6 +145,10 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		Owner: s.owner, LeaseTTL: cfg.LeaseTTL,
 		Wire: runs.LCWire{}, Converter: runs.LCConverter(),
 		Log: s.log,
+		// An app's own data (the scheduler's calendar) is kept per thread.
+		RunContext: func(ctx context.Context, tenant, thread string) context.Context {
+			return apps.WithScope(ctx, runs.ThreadKey(tenant, thread))
+		},
 	})
 	if err != nil {
 		st.close()

@@ -39,6 +39,10 @@ type Config struct {
 	Converter Converter
 	// Log receives the service's own log lines (default slog.Default()).
 	Log *slog.Logger
+	// RunContext, when set, derives the context a run's graph executes
+	// with: the server puts the thread's data scope in it for the apps
+	// (apps.WithScope).
+	RunContext func(ctx context.Context, tenant, thread string) context.Context
 }
 
 // Service is the run service: it executes runs as the queue asks, keeps
@@ -149,7 +153,15 @@ func cancelCause(action string) error {
 
 // Execute runs a claimed run to its end under lease and records its
 // outcome; the returned error is an infrastructure failure only.
+//
+// When ctx itself ends (the process shuts down) the run is not finished:
+// it stays running under a lease that expires, and a worker takes it over
+// from its last checkpoint.
 func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error {
+	outer := ctx
+	if s.cfg.RunContext != nil {
+		ctx = s.cfg.RunContext(ctx, lease.Tenant, run.ThreadID)
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	s.mu.Lock()
@@ -171,6 +183,12 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 	status, usage, runErr := s.execute(ctx, lease, run, log)
 	stopWatch()
 	wg.Wait()
+	if outer.Err() != nil && !isCancel(context.Cause(ctx)) {
+		// Shutting down: leave the run to be taken over, events kept.
+		_ = log.flush(context.WithoutCancel(ctx))
+		s.cfg.Log.Info("run left for takeover: this worker is stopping", "run", run.ID, "thread", run.ThreadID)
+		return nil
+	}
 	if err := log.flush(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, db.ErrLeaseLost) {
 		return err
 	}
@@ -466,4 +484,10 @@ func (s *Service) encode(ctx context.Context, log *eventLog, ms modes, subgraphs
 // store API both use it, so what an agent remembers is what the API shows.
 func TenantStore(s store.Store, tenant string) store.Store {
 	return store.Prefixed(s, "tenant:"+tenant)
+}
+
+// isCancel reports whether a run was cancelled on purpose (by a person or
+// a multitask strategy), as opposed to its worker stopping.
+func isCancel(cause error) bool {
+	return errors.Is(cause, ErrCancelInterrupt) || errors.Is(cause, ErrCancelRollback)
 }

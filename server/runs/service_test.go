@@ -351,3 +351,30 @@ func TestJoinAFinishedRun(t *testing.T) {
 		t.Errorf("joined %v", names)
 	}
 }
+
+// A worker that stops (its context ends) leaves its run running, for
+// another worker to take over; it is not recorded as failed.
+func TestStoppingWorkerLeavesTheRunForTakeover(t *testing.T) {
+	e := newEnv(t)
+	r := e.mustCreate("acme", "t", "chat-a", in(`{"log":["slow"]}`), "")
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.svc.Advance(ctx, "acme", "t")
+		done <- err
+	}()
+	for n := <-e.ran; n != "slow"; n = <-e.ran {
+	}
+	stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("advance: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the worker did not stop")
+	}
+	if got := e.run("acme", "t", r.ID); got.Status != db.RunRunning {
+		t.Errorf("status %s, want running (left for takeover)", got.Status)
+	}
+}

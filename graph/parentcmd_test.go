@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -89,8 +90,11 @@ func TestCommandToParentSurvivesAFailedStep(t *testing.T) {
 	log := graph.NewKey("log", graph.Concat[string]())
 	b := graph.New(log)
 	b.AddSubgraph("agentA", handoffAgent(t, &c, log, "agentB"), graph.Destinations("agentB"))
-	b.AddNode("flaky", func(context.Context, graph.State) (graph.Output, error) {
+	b.AddNode("flaky", func(ctx context.Context, _ graph.State) (graph.Output, error) {
 		if failing.Load() {
+			// Fail only once agentA's handoff is saved: a sibling still
+			// running when the step fails may run again, by design.
+			waitForFinishedTask(ctx, saver, "handoff")
 			return nil, errors.New("flaky")
 		}
 		return graph.Writes(graph.Append(log, "flaky")), nil
@@ -115,5 +119,21 @@ func TestCommandToParentSurvivesAFailedStep(t *testing.T) {
 	}
 	if c.get("work") != 1 {
 		t.Errorf("the subgraph's work ran %d times, want once", c.get("work"))
+	}
+}
+
+// waitForFinishedTask polls the thread's latest checkpoint until a task
+// has saved its finished writes, for at most five seconds.
+func waitForFinishedTask(ctx context.Context, saver checkpoint.Saver, thread string) {
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if tup, err := saver.Get(ctx, checkpoint.Ref{ThreadID: thread}); err == nil {
+			for _, w := range tup.Writes {
+				if w.Key == checkpoint.WriteGoto {
+					return
+				}
+			}
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }

@@ -49,10 +49,10 @@ func Main(name string, root *cobra.Command) {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		<-sigs
-		fmt.Fprintln(os.Stderr, "\nStopping and saving the thread… (press Ctrl-C again to quit at once)")
+		fmt.Fprintln(os.Stderr, "\nStopping; what is running is saved… (press Ctrl-C again to quit at once)")
 		cancel()
 		<-sigs
-		fmt.Fprintln(os.Stderr, "Quit at once; the thread keeps its last saved step.")
+		fmt.Fprintln(os.Stderr, "Quit at once; threads keep their last saved step.")
 		os.Exit(ExitInterrupted)
 	}()
 	err := root.ExecuteContext(ctx)

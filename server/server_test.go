@@ -54,7 +54,7 @@ type running struct {
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // start serves cfg on 127.0.0.1:0 with the echo graph registered.
-func start(t *testing.T, cfg Config, blocked *atomic.Int32) *running {
+func start(t testing.TB, cfg Config, blocked *atomic.Int32) *running {
 	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
@@ -87,7 +87,7 @@ func start(t *testing.T, cfg Config, blocked *atomic.Int32) *running {
 }
 
 // stop shuts the server down and fails the test if Run failed.
-func (r *running) stop(t *testing.T) {
+func (r *running) stop(t testing.TB) {
 	t.Helper()
 	if r.cancel == nil {
 		return

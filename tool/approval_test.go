@@ -78,7 +78,7 @@ func TestDecisionPlainAnswers(t *testing.T) {
 	for in, want := range map[string]tool.Decision{
 		`true`: tool.Approve(), `"approve"`: tool.Approve(), `"Accept"`: tool.Approve(), `"确认"`: tool.Approve(), `"是"`: tool.Approve(),
 		`false`: tool.Reject(""), `"reject"`: tool.Reject(""), `"否"`: tool.Reject(""), `"拒绝"`: tool.Reject(""),
-		`{"action":"edit","arguments":{"a":1}}`: tool.Edit(json.RawMessage(`{"a":1}`)),
+		`{"action":"edit","arguments":{"a":1}}`:   tool.Edit(json.RawMessage(`{"a":1}`)),
 		`{"action":"reject","message":"not now"}`: tool.Reject("not now"),
 	} {
 		var d tool.Decision

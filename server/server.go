@@ -370,7 +370,7 @@ func (s *Server) handler(enqueue runs.Enqueuer) (http.Handler, error) {
 		DB: s.st.db, Runs: s.svc, Graphs: s.graphs, Saver: s.st.saver, Store: s.st.store,
 		Enqueue: enqueue, Scripted: s.cfg.Scripted, Version: s.cfg.Version, BodyLimit: s.cfg.BodyLimit,
 	}
-	mux, err := newMux(a, s.log)
+	mux, err := newMux(a)
 	if err != nil {
 		return nil, err
 	}

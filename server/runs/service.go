@@ -305,6 +305,11 @@ func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *
 	var waiting []graph.InterruptInfo
 	if snap, err := g.GetState(ctx, base...); err == nil {
 		waiting = snap.Interrupts
+		if snap.Metadata.RunID == run.ID {
+			// The run wrote checkpoints before its worker died: it goes on
+			// from them (a takeover), its input and command already applied.
+			kw.Input, kw.Command, kw.CheckpointID = nil, nil, ""
+		}
 	} else if !errors.Is(err, checkpoint.ErrNotFound) {
 		return fail(err)
 	}

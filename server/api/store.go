@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/trellis-agents/trellis/server/api/wire"
+	"github.com/trellis-agents/trellis/server/runs"
 	"github.com/trellis-agents/trellis/store"
 )
 
@@ -33,9 +34,11 @@ func (a *API) noStore(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// storeNS prefixes a namespace with the request's tenant label.
-func (a *API) storeNS(r *http.Request, ns []string) []string {
-	return append([]string{"tenant:" + a.tenant(r)}, ns...)
+// tenantStore is the request's tenant's part of the store, the same view
+// its runs get (runs.TenantStore): namespaces are shown without the
+// tenant's label.
+func (a *API) tenantStore(r *http.Request) store.Store {
+	return runs.TenantStore(a.Store, a.tenant(r))
 }
 
 func storeItem(it *store.Item) (wire.Item, error) {
@@ -44,9 +47,6 @@ func storeItem(it *store.Item) (wire.Item, error) {
 		return wire.Item{}, err
 	}
 	ns := it.Namespace
-	if len(ns) > 0 {
-		ns = ns[1:]
-	}
 	if ns == nil {
 		ns = []string{}
 	}
@@ -66,7 +66,7 @@ func (a *API) putStoreItem(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if err := a.Store.Put(r.Context(), a.storeNS(r, b.Namespace), b.Key, v, store.PutOptions{}); err != nil {
+	if err := a.tenantStore(r).Put(r.Context(), b.Namespace, b.Key, v, store.PutOptions{}); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -88,7 +88,7 @@ func (a *API) getStoreItem(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	it, err := a.Store.Get(r.Context(), a.storeNS(r, labels), q.Key)
+	it, err := a.tenantStore(r).Get(r.Context(), labels, q.Key)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			wire.NotFound("store item", q.Namespace+"/"+q.Key).Write(w, r)
@@ -113,7 +113,7 @@ func (a *API) deleteStoreItem(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := a.Store.Delete(r.Context(), a.storeNS(r, b.Namespace), b.Key); err != nil {
+	if err := a.tenantStore(r).Delete(r.Context(), b.Namespace, b.Key); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -135,7 +135,7 @@ func (a *API) searchStoreItems(w http.ResponseWriter, r *http.Request) {
 		// the store's own filter, so page through everything it keeps.
 		q.Limit, q.Offset = wire.MaxLimit*10, 0
 	}
-	items, err := a.Store.Search(r.Context(), a.storeNS(r, b.NamespacePrefix), q)
+	items, err := a.tenantStore(r).Search(r.Context(), b.NamespacePrefix, q)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -174,13 +174,13 @@ func (a *API) listStoreNamespaces(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit := wire.LimitOr(b.Limit, wire.DefaultLimit)
-	q := store.NamespaceQuery{Prefix: a.storeNS(r, b.Prefix)}
+	q := store.NamespaceQuery{Prefix: b.Prefix}
 	if b.MaxDepth != nil {
-		q.MaxDepth = *b.MaxDepth + 1 // the tenant label
+		q.MaxDepth = *b.MaxDepth
 	}
 	// Suffix is filtered here, so page after it.
 	q.Limit = wire.MaxLimit * 10
-	nss, err := a.Store.ListNamespaces(r.Context(), q)
+	nss, err := a.tenantStore(r).ListNamespaces(r.Context(), q)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -188,7 +188,6 @@ func (a *API) listStoreNamespaces(w http.ResponseWriter, r *http.Request) {
 	out := wire.StoreNamespaces{Namespaces: [][]string{}}
 	skip := 0
 	for _, ns := range nss {
-		ns = ns[1:]
 		if !hasSuffix(ns, b.Suffix) {
 			continue
 		}

@@ -61,26 +61,58 @@ type Migration struct {
 // DB is an open database file: a write pool and a read pool over it, and a
 // background WAL checkpointer. Create one with Open and release it with
 // Close.
+//
+// Every DB of one file in a process shares the same pools (the checkpoint
+// saver, the store, the service's tables and the run queue all live in one
+// file): with one write connection per process, writers queue in Go for it
+// instead of meeting at SQLite's file lock, whose busy handler sleeps for
+// milliseconds at a time. The pools close with the file's last DB.
 type DB struct {
 	// Write has one connection. Its transactions begin with BEGIN
 	// IMMEDIATE, taking the database's write lock at once, so a transaction
 	// that reads and then writes cannot fail halfway because another writer
-	// committed in between.
+	// committed in between. A caller must not wait for another write while
+	// it holds a write transaction: the pool has one connection.
 	Write *sql.DB
 	// Read has several connections in query-only mode, for statements and
 	// read transactions (BEGIN DEFERRED: a consistent snapshot from the
 	// first read to the end).
 	Read *sql.DB
 
+	f      *file
+	once   sync.Once
+	done   atomic.Bool // Close was called
+	closed error       // Close's result
+}
+
+// ErrClosed is returned by Ping after Close.
+var ErrClosed = errors.New("sqlitedb: the database is closed")
+
+// Ping checks that db is open and its file answers a read.
+func (db *DB) Ping(ctx context.Context) error {
+	if db.done.Load() {
+		return ErrClosed
+	}
+	return db.Read.PingContext(ctx)
+}
+
+// file is the pools of one database file, shared by its DBs.
+type file struct {
 	path    string
+	refs    int // DBs open on it; guarded by filesMu
+	write   *sql.DB
+	read    *sql.DB
 	ckpt    *sql.DB // one connection for background WAL checkpoints
 	commits atomic.Uint64
 	kick    chan struct{} // asks the checkpointer for a checkpoint
-	stop    chan struct{} // closed by Close
+	stop    chan struct{} // closed by the last Close
 	done    chan struct{} // closed when the checkpointer returns
-	once    sync.Once
-	closed  error // Close's result
 }
+
+var (
+	filesMu sync.Mutex
+	files   = map[string]*file{} // by absolute path
+)
 
 // checkpointEvery is how many commits Committed counts between two
 // background WAL checkpoints.
@@ -117,34 +149,11 @@ func Open(ctx context.Context, path, component string, migrations []Migration) (
 		return nil, fmt.Errorf("sqlitedb: open %s: create the directory: %w", path, err)
 	}
 
-	db := &DB{path: abs, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
-	if db.Write, err = sql.Open("sqlite", dsn(abs, poolWrite)); err != nil {
+	f, err := acquire(ctx, abs)
+	if err != nil {
 		return nil, fmt.Errorf("sqlitedb: open %s: %w", path, err)
 	}
-	db.Write.SetMaxOpenConns(1)
-	db.Write.SetMaxIdleConns(1)
-	// The write connection is opened first and alone, so the switch of a
-	// new file to WAL mode does not race with the readers.
-	if err := db.Write.PingContext(ctx); err != nil {
-		db.Write.Close()
-		return nil, fmt.Errorf("sqlitedb: open %s: %w", path, err)
-	}
-	if db.Read, err = sql.Open("sqlite", dsn(abs, poolRead)); err != nil {
-		db.Write.Close()
-		return nil, fmt.Errorf("sqlitedb: open %s: %w", path, err)
-	}
-	readers := max(4, runtime.GOMAXPROCS(0))
-	db.Read.SetMaxOpenConns(readers)
-	db.Read.SetMaxIdleConns(readers)
-	if db.ckpt, err = sql.Open("sqlite", dsn(abs, poolCheckpoint)); err != nil {
-		db.Write.Close()
-		db.Read.Close()
-		return nil, fmt.Errorf("sqlitedb: open %s: %w", path, err)
-	}
-	db.ckpt.SetMaxOpenConns(1)
-	db.ckpt.SetMaxIdleConns(1)
-	go db.checkpointer()
-
+	db := &DB{Write: f.write, Read: f.read, f: f}
 	if err := db.migrate(ctx, component, migrations); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("sqlitedb: open %s: %w", path, err)
@@ -152,15 +161,73 @@ func Open(ctx context.Context, path, component string, migrations []Migration) (
 	return db, nil
 }
 
+// acquire returns the pools of the file at abs, opening them when no DB of
+// this process has them open.
+func acquire(ctx context.Context, abs string) (*file, error) {
+	filesMu.Lock()
+	defer filesMu.Unlock()
+	if f, ok := files[abs]; ok {
+		f.refs++
+		return f, nil
+	}
+	f := &file{path: abs, refs: 1, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	var err error
+	if f.write, err = openPool(dsn(abs, poolWrite)); err != nil {
+		return nil, err
+	}
+	f.write.SetMaxOpenConns(1)
+	f.write.SetMaxIdleConns(1)
+	// The write connection is opened first and alone, so the switch of a
+	// new file to WAL mode does not race with the readers.
+	if err := f.write.PingContext(ctx); err != nil {
+		f.write.Close()
+		return nil, err
+	}
+	if f.read, err = openPool(dsn(abs, poolRead)); err != nil {
+		f.write.Close()
+		return nil, err
+	}
+	readers := max(4, runtime.GOMAXPROCS(0))
+	f.read.SetMaxOpenConns(readers)
+	f.read.SetMaxIdleConns(readers)
+	if f.ckpt, err = sql.Open("sqlite", dsn(abs, poolCheckpoint)); err != nil {
+		f.write.Close()
+		f.read.Close()
+		return nil, err
+	}
+	f.ckpt.SetMaxOpenConns(1)
+	f.ckpt.SetMaxIdleConns(1)
+	go f.checkpointer()
+	files[abs] = f
+	return f, nil
+}
+
+// release drops one DB's hold on f and closes its pools with the last.
+func (f *file) release() error {
+	filesMu.Lock()
+	f.refs--
+	last := f.refs == 0
+	if last {
+		delete(files, f.path)
+	}
+	filesMu.Unlock()
+	if !last {
+		return nil
+	}
+	close(f.stop)
+	<-f.done
+	return errors.Join(f.ckpt.Close(), f.read.Close(), f.write.Close())
+}
+
 // Committed tells db that a write transaction committed. Every
 // checkpointEvery commits it wakes the background checkpointer; it never
 // blocks. Backends call it after each commit of the Write pool.
 func (db *DB) Committed() {
-	if db.commits.Add(1)%checkpointEvery != 0 {
+	if db.f.commits.Add(1)%checkpointEvery != 0 {
 		return
 	}
 	select {
-	case db.kick <- struct{}{}:
+	case db.f.kick <- struct{}{}:
 	default: // a checkpoint is already pending
 	}
 }
@@ -170,16 +237,26 @@ func (db *DB) Committed() {
 // readers or writers; one that fails or stops short is completed by the next
 // one, or by the write connection's own checkpoint (autoCheckpointPages),
 // so its errors are not reported.
-func (db *DB) checkpointer() {
-	defer close(db.done)
+func (f *file) checkpointer() {
+	defer close(f.done)
 	for {
 		select {
-		case <-db.stop:
+		case <-f.stop:
 			return
-		case <-db.kick:
-			db.ckpt.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+		case <-f.kick:
+			f.ckpt.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
 		}
 	}
+}
+
+// openPool opens a pool whose connections cache their prepared
+// statements (stmtcache.go).
+func openPool(dsn string) (*sql.DB, error) {
+	c, err := newConnector(dsn)
+	if err != nil {
+		return nil, err
+	}
+	return sql.OpenDB(c), nil
 }
 
 // The connection pools of a DB.
@@ -210,44 +287,34 @@ func dsn(abs string, pool int) string {
 }
 
 // Path returns the absolute path of the database file.
-func (db *DB) Path() string { return db.path }
+func (db *DB) Path() string { return db.f.path }
 
 // Size returns the bytes on disk of the database file and its write-ahead
 // log. Data committed since the last WAL checkpoint is counted in the log,
 // so the total only shrinks when the log is truncated.
 func (db *DB) Size() (int64, error) {
 	var total int64
-	for _, p := range []string{db.path, db.path + "-wal"} {
+	for _, p := range []string{db.f.path, db.f.path + "-wal"} {
 		fi, err := os.Stat(p)
-		if errors.Is(err, os.ErrNotExist) && p != db.path {
+		if errors.Is(err, os.ErrNotExist) && p != db.f.path {
 			continue
 		}
 		if err != nil {
-			return 0, fmt.Errorf("sqlitedb: size of %s: %w", db.path, err)
+			return 0, fmt.Errorf("sqlitedb: size of %s: %w", db.f.path, err)
 		}
 		total += fi.Size()
 	}
 	return total, nil
 }
 
-// Close stops the background checkpointer and closes the pools.
-// Statements prepared on them become unusable. Closing again returns the
+// Close releases db; the last DB of its file in the process stops the
+// background checkpointer and closes the pools, after which statements
+// prepared on them are unusable. Closing again returns the
 // first Close's result.
 func (db *DB) Close() error {
 	db.once.Do(func() {
-		var errs []error
-		if db.ckpt != nil {
-			close(db.stop)
-			<-db.done
-			errs = append(errs, db.ckpt.Close())
-		}
-		if db.Read != nil {
-			errs = append(errs, db.Read.Close())
-		}
-		if db.Write != nil {
-			errs = append(errs, db.Write.Close())
-		}
-		db.closed = errors.Join(errs...)
+		db.done.Store(true)
+		db.closed = db.f.release()
 	})
 	return db.closed
 }

@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/queue"
 	"github.com/trellis-agents/trellis/server/runs"
@@ -119,35 +118,32 @@ func (s *Server) leaseTTL() time.Duration {
 	return 15 * time.Second // the run service's default
 }
 
-// requeuePending enqueues every thread of the default tenant that has a
-// pending run, so a run whose job was lost (the process died between
-// storing the run and enqueueing it) still runs; delayed runs are enqueued
-// for their start time. Queued jobs survive restarts on their own; this
-// is the backstop.
+// requeuePending enqueues every thread, of any tenant, that has a pending
+// run, so a run whose job was lost (the process died between storing the
+// run and enqueueing it) still runs; a thread whose pending runs may not
+// start yet (after_seconds) gets a job for the earliest start. Queued
+// jobs survive restarts on their own; this is the backstop.
 func (s *Server) requeuePending(ctx context.Context, q *queue.Queue) error {
-	tenant := api.DefaultTenant
-	n := 0
-	for offset := 0; ; offset += 200 {
-		threads, err := s.st.db.SearchThreads(ctx, tenant, db.ThreadQuery{Query: db.Query{Limit: 200, Offset: offset, SortBy: "created_at", SortOrder: "asc"}})
+	const page = 500
+	n, tenant, thread := 0, "", ""
+	for {
+		pending, err := s.st.db.PendingThreads(ctx, tenant, thread, page)
 		if err != nil {
 			return fmt.Errorf("server: list threads to re-enqueue: %w", err)
 		}
-		for _, t := range threads {
-			now := time.Now()
-			if _, err := s.st.db.NextPending(ctx, tenant, t.ID, now); err == nil {
-				if err := q.Enqueue(ctx, tenant, t.ID); err != nil {
-					return fmt.Errorf("server: re-enqueue thread %s: %w", t.ID, err)
-				}
-				n++
-				continue
-			} else if !errors.Is(err, db.ErrNotFound) {
-				return fmt.Errorf("server: thread %s: %w", t.ID, err)
+		for _, p := range pending {
+			if p.NotBefore.IsZero() || !p.NotBefore.After(time.Now()) {
+				err = q.Enqueue(ctx, p.Tenant, p.ThreadID)
+			} else {
+				err = q.EnqueueAt(ctx, p.Tenant, p.ThreadID, p.NotBefore)
 			}
-			if err := s.scheduleDelayed(ctx, q, tenant, t.ID); err != nil {
-				return fmt.Errorf("server: re-enqueue thread %s: %w", t.ID, err)
+			if err != nil {
+				return fmt.Errorf("server: re-enqueue thread %s of tenant %s: %w", p.ThreadID, p.Tenant, err)
 			}
+			n++
+			tenant, thread = p.Tenant, p.ThreadID
 		}
-		if len(threads) < 200 {
+		if len(pending) < page {
 			break
 		}
 	}

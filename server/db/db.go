@@ -188,6 +188,15 @@ type Run struct {
 	CancelRequested string `json:"-"` // "", "interrupt" or "rollback"
 }
 
+// PendingThread is a thread with pending runs (Runs.PendingThreads).
+type PendingThread struct {
+	Tenant   string
+	ThreadID string
+	// NotBefore is the earliest start of its pending runs; zero when one
+	// may start now.
+	NotBefore time.Time
+}
+
 // RunQuery filters a thread's runs.
 type RunQuery struct {
 	Status RunStatus
@@ -273,6 +282,11 @@ type Runs interface {
 	// ExpiredLeases lists leases expired at now, oldest first (any tenant:
 	// the sweeper is the service's own).
 	ExpiredLeases(ctx context.Context, now time.Time, limit int) ([]Lease, error)
+	// PendingThreads lists, across tenants, the threads that have pending
+	// runs, in (tenant, thread) order after the given position ("" ""
+	// for the start), with the earliest NotBefore of their pending runs
+	// (zero when one may start at once). The start-up re-enqueue walks it.
+	PendingThreads(ctx context.Context, afterTenant, afterThread string, limit int) ([]PendingThread, error)
 	// TakeOver gives a run whose lease expired to owner with the next
 	// token; ErrLeaseLost when the lease was renewed or taken since.
 	TakeOver(ctx context.Context, expired Lease, owner string, ttl time.Duration) (Lease, error)

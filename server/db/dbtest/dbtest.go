@@ -65,6 +65,7 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"Claim", testClaim},
 		{"ClaimConcurrent", testClaimConcurrent},
 		{"LeaseRenewExpire", testLeaseRenewExpire},
+		{"PendingThreads", testPendingThreads},
 		{"TakeOverFences", testTakeOverFences},
 		{"TakeOverRace", testTakeOverRace},
 		{"FinishRun", testFinishRun},

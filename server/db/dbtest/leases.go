@@ -1,6 +1,7 @@
 package dbtest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -186,5 +187,64 @@ func testTakeOverRace(t *testing.T, d db.DB) {
 		if won != 1 {
 			t.Errorf("round %d: %d sweepers took the run over, want exactly 1 (errors %v)", round, won, errs)
 		}
+	}
+}
+
+func testPendingThreads(t *testing.T, d db.DB) {
+	a, b := tenant(t, "a"), tenant(t, "b")
+	for _, th := range []string{"t1", "t2", "t3", "t4"} {
+		mkThread(t, d, a, th, nil)
+	}
+	mkThread(t, d, b, "t1", nil)
+	later := time.Now().Add(time.Hour).Truncate(time.Millisecond)
+	mkRun(t, d, a, "t1", "r1")
+	_, err := d.CreateRun(bg(), a, db.Run{ID: "r2", ThreadID: "t2", AssistantID: "asst", Kwargs: json.RawMessage(`{}`), NotBefore: later})
+	ok(t, "CreateRun delayed", err)
+	mkRun(t, d, a, "t3", "r3")
+	claim(t, d, a, "r3", "w") // running: not pending
+	mkRun(t, d, a, "t4", "r4")
+	_, err = d.CreateRun(bg(), a, db.Run{ID: "r5", ThreadID: "t4", AssistantID: "asst", Kwargs: json.RawMessage(`{}`), NotBefore: later})
+	ok(t, "CreateRun delayed", err)
+	mkRun(t, d, b, "t1", "r6")
+
+	// Walk the whole list one row at a time, keeping this test's tenants.
+	var got []string
+	at, ath := "", ""
+	for range 10000 {
+		page, err := d.PendingThreads(bg(), at, ath, 1)
+		ok(t, "PendingThreads", err)
+		if len(page) == 0 {
+			break
+		}
+		p := page[0]
+		if p.Tenant < at || (p.Tenant == at && p.ThreadID <= ath) {
+			t.Fatalf("PendingThreads after (%s, %s) returned (%s, %s): not after the position", at, ath, p.Tenant, p.ThreadID)
+		}
+		at, ath = p.Tenant, p.ThreadID
+		if p.Tenant != a && p.Tenant != b {
+			continue
+		}
+		start := "now"
+		if !p.NotBefore.IsZero() {
+			if !p.NotBefore.Equal(later) {
+				t.Errorf("thread %s starts at %v, want %v", p.ThreadID, p.NotBefore, later)
+			}
+			start = "later"
+		}
+		label := "a"
+		if p.Tenant == b {
+			label = "b"
+		}
+		got = append(got, label+"/"+p.ThreadID+"@"+start)
+	}
+	want := "[a/t1@now a/t2@later a/t4@now b/t1@now]"
+	if a > b {
+		want = "[b/t1@now a/t1@now a/t2@later a/t4@now]"
+	}
+	if fmt.Sprint(got) != want {
+		t.Errorf("threads with pending runs %v, want %v", got, want)
+	}
+	if _, err := d.PendingThreads(bg(), "", "", 0); !errors.Is(err, db.ErrInvalid) {
+		t.Errorf("PendingThreads with limit 0: %v, want ErrInvalid", err)
 	}
 }

@@ -420,3 +420,32 @@ func (d *DB) RequestCancel(ctx context.Context, tenant, threadID, runID, action 
 	})
 	return out, err
 }
+
+// PendingThreads lists threads with pending runs across tenants, after
+// (afterTenant, afterThread) in byte order (COLLATE "C", as SQLite
+// compares), with their earliest start.
+func (d *DB) PendingThreads(ctx context.Context, afterTenant, afterThread string, limit int) ([]db.PendingThread, error) {
+	if limit <= 0 {
+		return nil, dbutil.Invalid("limit %d must be positive", limit)
+	}
+	rows, err := d.pool.Query(ctx, `SELECT tenant, thread_id, CASE WHEN bool_or(not_before IS NULL) THEN NULL ELSE min(not_before) END FROM trellis_runs
+		WHERE status = 'pending' AND (tenant COLLATE "C", thread_id COLLATE "C") > ($1, $2)
+		GROUP BY tenant, thread_id ORDER BY tenant COLLATE "C", thread_id COLLATE "C" LIMIT $3`, afterTenant, afterThread, limit)
+	if err != nil {
+		return nil, wrap(err, "list threads with pending runs")
+	}
+	defer rows.Close()
+	out := []db.PendingThread{}
+	for rows.Next() {
+		var p db.PendingThread
+		var nb *time.Time
+		if err := rows.Scan(&p.Tenant, &p.ThreadID, &nb); err != nil {
+			return nil, wrap(err, "list threads with pending runs")
+		}
+		if nb != nil {
+			p.NotBefore = utc(*nb)
+		}
+		out = append(out, p)
+	}
+	return out, wrap(rows.Err(), "list threads with pending runs")
+}

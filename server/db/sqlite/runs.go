@@ -415,3 +415,31 @@ func (d *DB) RequestCancel(ctx context.Context, tenant, threadID, runID, action 
 	})
 	return out, err
 }
+
+// PendingThreads lists threads with pending runs across tenants, after
+// (afterTenant, afterThread), with their earliest start.
+func (d *DB) PendingThreads(ctx context.Context, afterTenant, afterThread string, limit int) ([]db.PendingThread, error) {
+	if limit <= 0 {
+		return nil, dbutil.Invalid("limit %d must be positive", limit)
+	}
+	rows, err := d.sq.Read.QueryContext(ctx, `SELECT tenant, thread_id, min(coalesce(not_before, 0)) FROM trellis_runs
+		WHERE status = 'pending' AND (tenant > ? OR (tenant = ? AND thread_id > ?))
+		GROUP BY tenant, thread_id ORDER BY tenant, thread_id LIMIT ?`, afterTenant, afterTenant, afterThread, limit)
+	if err != nil {
+		return nil, wrap(err, "list threads with pending runs")
+	}
+	defer rows.Close()
+	out := []db.PendingThread{}
+	for rows.Next() {
+		var p db.PendingThread
+		var nb int64
+		if err := rows.Scan(&p.Tenant, &p.ThreadID, &nb); err != nil {
+			return nil, wrap(err, "list threads with pending runs")
+		}
+		if nb > 0 {
+			p.NotBefore = fromMicros(nb)
+		}
+		out = append(out, p)
+	}
+	return out, wrap(rows.Err(), "list threads with pending runs")
+}

@@ -171,6 +171,9 @@ func (d *DB) Close() error { return d.sq.Close() }
 
 // Ping checks that the file can be read.
 func (d *DB) Ping(ctx context.Context) error {
+	if err := d.sq.Ping(ctx); err != nil {
+		return fmt.Errorf("server/db/sqlite: ping %s: %w", d.sq.Path(), err)
+	}
 	var n int
 	if err := d.sq.Read.QueryRowContext(ctx, `SELECT count(*) FROM trellis_threads WHERE 0`).Scan(&n); err != nil {
 		return fmt.Errorf("server/db/sqlite: ping %s: %w", d.sq.Path(), err)

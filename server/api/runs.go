@@ -259,9 +259,9 @@ func toWireRun(r db.Run, sel []wire.RunSelectField) any {
 		out.MultitaskStrategy = &ms
 	}
 	if len(r.Usage) > 0 {
-		var u graph.Usage
+		var u runs.RunUsage
 		if json.Unmarshal(r.Usage, &u) == nil {
-			out.Usage = &wire.RunUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
+			out.Usage = &wire.RunUsage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens, ModelCalls: u.Requests, DurationMS: u.DurationMS}
 		}
 	}
 	if len(sel) == 0 {

@@ -2,10 +2,15 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/llmtest"
 )
 
 // A streamed run answers with the run's Content-Location and its stream's
@@ -90,4 +95,39 @@ func containsAll(list []string, want ...string) bool {
 		}
 	}
 	return true
+}
+
+// A finished run reports its usage: tokens and model calls from the model
+// calls it made, and the time it executed.
+func TestRunUsage(t *testing.T) {
+	e := newRunEnv(t)
+	e.model.Reply(llmtest.Text("one").WithUsage(llm.Usage{InputTokens: 120, OutputTokens: 7, Requests: 1}).After(20 * time.Millisecond))
+	st, _, body := e.do("POST", "/threads/u1/runs", map[string]any{
+		"assistant_id": "chat-a", "if_not_exists": "create",
+		"input": map[string]any{"messages": []map[string]any{{"role": "user", "content": "hi"}}},
+	})
+	if st != 200 {
+		t.Fatalf("create: %d %s", st, body)
+	}
+	run := decode[map[string]any](t, body)
+	id := run["run_id"].(string)
+	if st, _, body := e.do("GET", "/threads/u1/runs/"+id+"/join", nil); st != 200 {
+		t.Fatalf("join: %d %s", st, body)
+	}
+	_, _, body = e.do("GET", "/threads/u1/runs/"+id, nil)
+	var got struct {
+		Usage struct {
+			InputTokens  int64 `json:"input_tokens"`
+			OutputTokens int64 `json:"output_tokens"`
+			ModelCalls   int64 `json:"model_calls"`
+			DurationMS   int64 `json:"duration_ms"`
+		} `json:"usage"`
+	}
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	u := got.Usage
+	if u.InputTokens != 120 || u.OutputTokens != 7 || u.ModelCalls != 1 || u.DurationMS < 20 {
+		t.Fatalf("usage %+v, want 120 in, 7 out, 1 call, at least 20 ms; run %s", u, body)
+	}
 }

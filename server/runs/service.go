@@ -272,8 +272,18 @@ func (s *Service) watch(ctx context.Context, cancel context.CancelCauseFunc, lea
 	}
 }
 
+// RunUsage is what a run consumed, as the run service stores it with the
+// run: the model usage of its nodes (subgraphs included) and the time it
+// spent executing. After a takeover the time is the last worker's share.
+type RunUsage struct {
+	graph.Usage
+	// DurationMS is the time the run executed, in milliseconds.
+	DurationMS int64 `json:"duration_ms"`
+}
+
 // execute runs the graph and reports the run's terminal status.
 func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *eventLog) (db.RunStatus, json.RawMessage, error) {
+	started := time.Now()
 	fail := func(err error) (db.RunStatus, json.RawMessage, error) {
 		log.add(ctx, "error", errorEvent("RunError", err))
 		return db.RunError, nil, err
@@ -322,7 +332,8 @@ func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *
 		ctx, cancelT = context.WithTimeoutCause(ctx, s.cfg.RunTimeout, context.DeadlineExceeded)
 		defer cancelT()
 	}
-	opts := append(append(base, plan.Options...), graph.WithEvents(ms.kinds()))
+	// Task ends always: they carry the usage the run reports.
+	opts := append(append(base, plan.Options...), graph.WithEvents(ms.kinds()|graph.EventTaskEnd))
 	ref := RunRef{ThreadID: run.ThreadID, RunID: run.ID, AssistantID: a.ID, GraphID: a.GraphID}
 	var interrupts []graph.InterruptInfo
 	var streamErr error
@@ -342,7 +353,7 @@ func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *
 			return fail(err)
 		}
 	}
-	ub, _ := json.Marshal(usage)
+	ub, _ := json.Marshal(RunUsage{Usage: usage, DurationMS: time.Since(started).Milliseconds()})
 	status := db.RunSuccess
 	cause := context.Cause(ctx)
 	switch {
@@ -434,6 +445,9 @@ func (s *Service) encode(ctx context.Context, log *eventLog, ms modes, subgraphs
 		}
 		log.add(ctx, eventName(ModeCustom, ev.Namespace), b)
 	case graph.EventTaskStart, graph.EventTaskEnd:
+		if !ms[ModeTasks] && !ms[ModeDebug] {
+			return nil
+		}
 		b, err := taskEvent(w, ev)
 		if err != nil {
 			return err

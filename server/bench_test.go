@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -106,4 +108,108 @@ func reportLatency(b *testing.B, lat []time.Duration) {
 	slices.Sort(lat)
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds())/1000, "p99-ms")
+}
+
+// BenchmarkFirstSSEByte is the time from sending POST
+// /threads/{id}/runs/stream (one-node graph, new thread each time) to the
+// first byte of the event stream; it reports p50 and p99.
+func BenchmarkFirstSSEByte(b *testing.B) {
+	r := benchServer(b)
+	var lat []time.Duration
+	for i := 0; b.Loop(); i++ {
+		body, _ := json.Marshal(map[string]any{"assistant_id": "echo", "input": map[string]any{"log": []string{"hi"}},
+			"if_not_exists": "create", "stream_mode": []string{"values"}})
+		t0 := time.Now()
+		resp, err := http.Post(fmt.Sprintf("%s/threads/s-%d/runs/stream", r.url, i), "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		var one [1]byte
+		if _, err := io.ReadFull(resp.Body, one[:]); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+		rest, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(rest, []byte("echo hi")) {
+			b.Fatalf("runs/stream: %d %s", resp.StatusCode, rest)
+		}
+	}
+	b.StopTimer()
+	reportLatency(b, lat)
+}
+
+// BenchmarkIdleStreams opens 1,000 streams joined to one run that waits
+// (emits nothing), over raw TCP connections, and reports the memory the
+// process holds per open stream: heap and stacks after a GC, measured
+// against the same process before the streams opened. The client side
+// (a socket and a 4 KiB read buffer each) is in the figure too, so it is
+// an upper bound on the server's share.
+func BenchmarkIdleStreams(b *testing.B) {
+	const streams = 1000
+	var blocked atomic.Int32
+	r := start(b, Config{Database: filepath.Join(b.TempDir(), "trellis.db")}, &blocked)
+	body, _ := json.Marshal(map[string]any{"assistant_id": "echo", "input": map[string]any{"log": []string{"block"}}, "if_not_exists": "create"})
+	resp, err := http.Post(r.url+"/threads/idle/runs", "application/json", bytes.NewReader(body))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var run struct {
+		RunID string `json:"run_id"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&run); err != nil || run.RunID == "" {
+		b.Fatalf("create run: %v", err)
+	}
+	resp.Body.Close()
+	for blocked.Load() == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	addr := r.url[len("http://"):]
+	req := "GET /threads/idle/runs/" + run.RunID + "/stream HTTP/1.1\r\nHost: " + addr + "\r\n\r\n"
+	for b.Loop() {
+		before := heldMemory()
+		conns := make([]net.Conn, 0, streams)
+		for range streams {
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				b.Fatal(err)
+			}
+			conns = append(conns, c)
+			if _, err := io.WriteString(c, req); err != nil {
+				b.Fatal(err)
+			}
+		}
+		buf := make([]byte, 4096)
+		for _, c := range conns {
+			// Until the stream's first event (metadata) arrived.
+			_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			var got []byte
+			for !bytes.Contains(got, []byte("event: metadata")) {
+				n, err := c.Read(buf)
+				if err != nil {
+					b.Fatalf("read a stream: %v (got %q)", err, got)
+				}
+				got = append(got, buf[:n]...)
+			}
+		}
+		after := heldMemory()
+		b.ReportMetric(float64(after-before)/streams/1024, "KiB/stream")
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+	b.StopTimer()
+	cancel, _ := http.Post(r.url+"/threads/idle/runs/"+run.RunID+"/cancel", "application/json", nil)
+	if cancel != nil {
+		cancel.Body.Close()
+	}
+}
+
+// heldMemory is heap in use plus goroutine stacks, after a collection.
+func heldMemory() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse + m.StackInuse)
 }

@@ -66,6 +66,36 @@ func (m Models) model(e apps.Entry, model string) (llm.Model, error) {
 	return llm.Retry(llm.WithTimeout(mod, timeout), llm.RetryPolicy{}), nil
 }
 
+// Titler returns a titler that asks the default model for a thread's
+// title, or nil when the models are scripted (threads are then titled
+// with their first message).
+func (m Models) Titler() runs.Titler {
+	if m.Scripted() || m.Resolve == nil {
+		return nil
+	}
+	return func(ctx context.Context, user, answer string) (string, error) {
+		mod, err := m.model(apps.Entry{}, "")
+		if err != nil {
+			return "", err
+		}
+		conv := "User: " + user
+		if answer != "" {
+			conv += "\nAssistant: " + answer
+		}
+		resp, err := mod.Generate(ctx, &llm.Request{
+			Messages: []llm.Message{
+				llm.System("Write a title of at most six words for the conversation below, in its language. Answer with the title only."),
+				llm.User(conv),
+			},
+			MaxTokens: 32,
+		})
+		if err != nil {
+			return "", err
+		}
+		return resp.Message.Text(), nil
+	}
+}
+
 // RegisterApps registers each app under its name. An assistant's graph is
 // the app built over the assistant's model (see Models), with its own
 // tables in the server's SQLite file (DataDir/apps.db on PostgreSQL) and

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trellis-agents/trellis/apps/catalog"
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/llmtest"
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/db"
 )
@@ -68,5 +69,23 @@ func TestRegisterApps(t *testing.T) {
 		if (c.err == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.err)) {
 			t.Errorf("%s: err = %v, want %q", c.model, err, c.err)
 		}
+	}
+}
+
+// Models.Titler asks the default model for a title; scripted models have
+// none (threads are titled with their first message).
+func TestModelsTitler(t *testing.T) {
+	if (Models{}).Titler() != nil {
+		t.Fatal("scripted models have a titler")
+	}
+	m := llmtest.New().Reply(llmtest.Text("Week plan"))
+	titler := Models{Default: "test:model", Resolve: func(spec string) (llm.Model, error) { return m, nil }}.Titler()
+	got, err := titler(context.Background(), "plan my week", "Here it is")
+	if err != nil || got != "Week plan" {
+		t.Fatalf("title %q, %v", got, err)
+	}
+	reqs := m.Requests()
+	if len(reqs) != 1 || !strings.Contains(reqs[0].Messages[len(reqs[0].Messages)-1].Text(), "User: plan my week\nAssistant: Here it is") {
+		t.Fatalf("the title request %+v", reqs)
 	}
 }

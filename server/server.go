@@ -82,6 +82,10 @@ type Config struct {
 	Workers int
 	// BodyLimit bounds request bodies (the wire package's default when 0).
 	BodyLimit int64
+	// Titler writes a thread's title after its first exchange (nil: the
+	// first user message, cut short). Models.Titler gives one on the
+	// default model.
+	Titler runs.Titler
 }
 
 // Server is the agent service. Create it with New, Register graphs, then
@@ -144,7 +148,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		DB: st.db, Saver: st.saver, Store: st.store, Graphs: s.graphs,
 		Owner: s.owner, LeaseTTL: cfg.LeaseTTL,
 		Wire: runs.LCWire{}, Converter: runs.LCConverter(),
-		Log: s.log,
+		Log: s.log, Titler: cfg.Titler,
 		// An app's own data (the scheduler's calendar) is kept per thread.
 		RunContext: func(ctx context.Context, tenant, thread string) context.Context {
 			return apps.WithScope(ctx, runs.ThreadKey(tenant, thread))
@@ -336,6 +340,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		hs.Close()
 	}
 	wg.Wait()
+	s.svc.Wait() // titles being written
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return errors.Join(fmt.Errorf("server: %w", serveErr), queueErr)
 	}

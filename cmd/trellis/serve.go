@@ -110,6 +110,7 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 		},
 	}
 	cfg.Scripted = models.Scripted()
+	cfg.Titler = models.Titler()
 	for i, a := range file.Assistants {
 		conf := a.Config
 		if a.Model != "" {

@@ -43,6 +43,9 @@ type Config struct {
 	// with: the server puts the thread's data scope in it for the apps
 	// (apps.WithScope).
 	RunContext func(ctx context.Context, tenant, thread string) context.Context
+	// Titler, when set, writes a thread's title after its first exchange;
+	// otherwise the title is the first user message, cut short.
+	Titler Titler
 }
 
 // Service is the run service: it executes runs as the queue asks, keeps
@@ -51,6 +54,7 @@ type Service struct {
 	cfg     Config
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // run ID → its cancel, in this process
+	bg      sync.WaitGroup                     // background work: titles (Wait)
 }
 
 // New returns a Service.
@@ -402,8 +406,14 @@ func (s *Service) record(ctx context.Context, lease db.Lease, run db.Run, g *gra
 			res.Error = runErr.Error()
 		}
 	}
-	_, err = s.cfg.DB.SetThreadResult(ctx, lease.Tenant, run.ThreadID, res)
-	return err
+	th, err := s.cfg.DB.SetThreadResult(ctx, lease.Tenant, run.ThreadID, res)
+	if err != nil {
+		return err
+	}
+	if status != db.RunError && status != db.RunTimeout {
+		s.giveTitle(ctx, lease.Tenant, th, res.Values)
+	}
+	return nil
 }
 
 // encode logs one engine event in the run's stream modes.

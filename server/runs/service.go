@@ -317,7 +317,15 @@ func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *
 		base = append(base, graph.WithStore(TenantStore(s.cfg.Store, lease.Tenant)))
 	}
 	var waiting []graph.InterruptInfo
-	if snap, err := g.GetState(ctx, base...); err == nil {
+	snap, err := g.GetState(ctx, base...)
+	if lease.Token > 1 && ms[ModeMessages] {
+		// Taken over: tell clients which partial messages of the dead
+		// worker's attempt will not be completed.
+		if err := s.discardPartials(ctx, log, lease, snap); err != nil {
+			return fail(err)
+		}
+	}
+	if err == nil {
 		waiting = snap.Interrupts
 		if snap.Metadata.RunID == run.ID {
 			// The run wrote checkpoints before its worker died: it goes on

@@ -20,7 +20,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/trellis-agents/trellis/apps"
 	"log/slog"
 	"net"
 	"net/http"
@@ -30,9 +29,13 @@ import (
 	"syscall"
 	"time"
 
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/internal/redisrelay"
 	"github.com/trellis-agents/trellis/server/queue"
 	"github.com/trellis-agents/trellis/server/runs"
 )
@@ -82,6 +85,12 @@ type Config struct {
 	Workers int
 	// BodyLimit bounds request bodies (the wire package's default when 0).
 	BodyLimit int64
+	// Redis is a redis:// URL ("" for none). With several replicas on one
+	// PostgreSQL it carries live events and cancel requests between them
+	// (streams read the durable log each second as well, so Redis may
+	// restart without losing events); the server fails to start when it
+	// does not answer.
+	Redis string
 	// Titler writes a thread's title after its first exchange (nil: the
 	// first user message, cut short). Models.Titler gives one on the
 	// default model.
@@ -143,7 +152,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, st: st, graphs: runs.NewRegistry(0), ready: make(chan struct{})}
 	host, _ := os.Hostname()
-	s.owner = fmt.Sprintf("serve-%s-%d-%s", host, os.Getpid(), checkpoint.NewID()[:8])
+	s.owner = fmt.Sprintf("serve-%s-%d-%s", host, os.Getpid(), checkpoint.NewID())
 	s.svc, err = runs.New(runs.Config{
 		DB: st.db, Saver: st.saver, Store: st.store, Graphs: s.graphs,
 		Owner: s.owner, LeaseTTL: cfg.LeaseTTL,
@@ -158,7 +167,32 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		st.close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
+	if cfg.Redis != "" {
+		if err := s.connectRedis(ctx, cfg.Redis); err != nil {
+			st.close()
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
 	return s, nil
+}
+
+// connectRedis relays the run service's live events and cancel requests
+// to the other replicas through the Redis at url.
+func (s *Server) connectRedis(ctx context.Context, url string) error {
+	opts, err := goredis.ParseURL(url)
+	if err != nil {
+		return fmt.Errorf("redis %q: %w (write redis://[:PASSWORD@]HOST:PORT[/DB])", url, err)
+	}
+	rdb := goredis.NewClient(opts)
+	b := s.svc.Broker()
+	r, err := redisrelay.New(ctx, rdb, "", s.owner, redisrelay.Handler{Deliver: b.Deliver, Ended: b.Ended, Cancel: s.svc.CancelLocal}, s.log)
+	if err != nil {
+		rdb.Close()
+		return fmt.Errorf("redis %s: %w", opts.Addr, err)
+	}
+	b.SetRelay(r, time.Second)
+	s.OnClose(func() error { return errors.Join(r.Close(), rdb.Close()) })
+	return nil
 }
 
 // Register adds a graph under graphID; Run gives it a default assistant.

@@ -29,8 +29,8 @@ const DefaultConfigFile = "trellis.yaml"
 // serveFlags are serve's options; a flag given on the command line wins
 // over the config file.
 type serveFlags struct {
-	addr, database, config, model string
-	verbose                       bool
+	addr, database, redis, config, model string
+	verbose                              bool
 }
 
 func serveCommand() *cobra.Command {
@@ -57,6 +57,7 @@ the address, database, named models and assistants; see docs/serve.md.`,
 	fs.StringVar(&f.addr, "addr", "", "host:port to listen on (default "+server.DefaultAddr+")")
 	fs.StringVar(&f.database, "database", "", "SQLite file, sqlite://PATH or postgres:// URL (default "+server.DefaultDatabase+")")
 	fs.StringVar(&f.database, "db", "", "alias of --database")
+	fs.StringVar(&f.redis, "redis", "", "redis:// URL relaying live events and cancels between replicas on one PostgreSQL")
 	_ = fs.MarkHidden("db")
 	fs.StringVar(&f.config, "config", "", "config file (default ./"+DefaultConfigFile+" when it exists)")
 	fs.StringVar(&f.model, "model", "", `default model spec, e.g. "openai:gpt-4o-mini" (default: the config file's, else from OPENAI_API_KEY / ANTHROPIC_API_KEY, else scripted)`)
@@ -94,7 +95,10 @@ func defaultModel(flag string, file *config.File) string {
 // serverConfig turns the flags and the file into the server's Config and
 // the apps' Models.
 func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Config, server.Models, error) {
-	cfg := server.Config{Addr: file.Address, Database: file.Database, Logger: log, Version: version}
+	cfg := server.Config{Addr: file.Address, Database: file.Database, Redis: file.Redis, Logger: log, Version: version}
+	if f.redis != "" {
+		cfg.Redis = f.redis
+	}
 	if f.addr != "" {
 		cfg.Addr = f.addr
 	}

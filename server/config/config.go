@@ -4,6 +4,7 @@
 //
 //	address: 127.0.0.1:2024
 //	database: sqlite://.trellis/trellis.db   # or a file path, or postgres://...
+//	redis: redis://127.0.0.1:6379            # replicas: live events between them
 //	models:
 //	  default: openai:gpt-4o-mini            # every assistant without its own
 //	  strong: anthropic:claude-sonnet-4-5
@@ -44,6 +45,9 @@ type File struct {
 	// Database is a file path, a sqlite:// URL or a postgres:// URL ("" :
 	// the command's default).
 	Database string `yaml:"database"`
+	// Redis is a redis:// URL; replicas on one PostgreSQL relay live
+	// events and cancel requests through it ("" : none).
+	Redis string `yaml:"redis"`
 	// Models maps names to model specs ("openai:gpt-4o-mini"). The name
 	// "default" is the model of every assistant that names none.
 	Models map[string]string `yaml:"models"`
@@ -192,6 +196,9 @@ func (f *File) Validate() error {
 		default:
 			bad("database", "scheme %q is not supported; use a file path, sqlite://PATH or postgres://...", scheme)
 		}
+	}
+	if r := f.Redis; r != "" && !strings.HasPrefix(r, "redis://") && !strings.HasPrefix(r, "rediss://") {
+		bad("redis", "%q is not a redis:// or rediss:// URL", r)
 	}
 	for name, spec := range f.Models {
 		if strings.TrimSpace(name) == "" {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"iter"
 	"sync"
+	"time"
 
 	"github.com/trellis-agents/trellis/server/db"
 )
@@ -17,12 +18,48 @@ import (
 // catches up from the durable log (see Join), so a slow client costs
 // bounded memory and loses nothing.
 type Broker struct {
-	mu   sync.Mutex
-	subs map[string]map[*Subscription]struct{}
+	mu      sync.Mutex
+	subs    map[string]map[*Subscription]struct{}
+	relay   Relay
+	watches map[string]func() // runs watched through the relay → stop
+	poll    time.Duration     // Join also reads the log this often (0: never)
 }
 
 // NewBroker returns an empty broker.
-func NewBroker() *Broker { return &Broker{subs: map[string]map[*Subscription]struct{}{}} }
+func NewBroker() *Broker {
+	return &Broker{subs: map[string]map[*Subscription]struct{}{}, watches: map[string]func(){}}
+}
+
+// Relay carries a broker's events, run ends and cancel requests to the
+// brokers of other processes (replicas on one database), and theirs to it
+// (through the broker's Deliver and Ended, and the run service's
+// CancelLocal). It is best effort: the durable log stays the truth, and a
+// broker with a relay also reads the log every poll interval, so a
+// message lost with the relay (a Redis restart) costs latency, not
+// events. Its methods must not block: they queue their work.
+type Relay interface {
+	// Publish sends a run's events, already durable, to other processes.
+	Publish(runID string, events []db.Event)
+	// End tells other processes that the run ended.
+	End(runID string)
+	// Cancel asks the process executing the run to cancel it.
+	Cancel(runID, action string)
+	// Watch starts receiving runID's events and end from other processes;
+	// the returned function stops it.
+	Watch(runID string) (stop func())
+}
+
+// SetRelay connects the broker to other processes through r; Join then
+// also reads the durable log every poll (a second when 0). Call it before
+// the broker is used.
+func (b *Broker) SetRelay(r Relay, poll time.Duration) {
+	if poll <= 0 {
+		poll = time.Second
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.relay, b.poll = r, poll
+}
 
 // Subscription receives one run's live events.
 type Subscription struct {
@@ -46,16 +83,34 @@ func (b *Broker) Subscribe(runID string) *Subscription {
 	defer b.mu.Unlock()
 	if b.subs[runID] == nil {
 		b.subs[runID] = map[*Subscription]struct{}{}
+		if b.relay != nil {
+			b.watches[runID] = b.relay.Watch(runID)
+		}
 	}
 	b.subs[runID][s] = struct{}{}
 	return s
 }
 
 // Publish hands events (already durable, in Seq order) to runID's
-// subscribers.
+// subscribers, here and, through the relay, in other processes.
 func (b *Broker) Publish(runID string, events ...db.Event) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.relay != nil {
+		b.relay.Publish(runID, events)
+	}
+	b.deliver(runID, events)
+}
+
+// Deliver hands events relayed from another process to runID's
+// subscribers here.
+func (b *Broker) Deliver(runID string, events []db.Event) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.deliver(runID, events)
+}
+
+func (b *Broker) deliver(runID string, events []db.Event) {
 	for s := range b.subs[runID] {
 		for _, ev := range events {
 			select {
@@ -72,6 +127,21 @@ func (b *Broker) Publish(runID string, events ...db.Event) {
 func (b *Broker) End(runID string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.relay != nil {
+		b.relay.End(runID)
+	}
+	b.ended(runID)
+}
+
+// Ended tells runID's subscribers here that the run ended in another
+// process.
+func (b *Broker) Ended(runID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.ended(runID)
+}
+
+func (b *Broker) ended(runID string) {
 	for s := range b.subs[runID] {
 		s.signal(func() { s.ended = true })
 	}
@@ -110,6 +180,10 @@ func (s *Subscription) Close() {
 		delete(m, s)
 		if len(m) == 0 {
 			delete(s.b.subs, s.runID)
+			if stop := s.b.watches[s.runID]; stop != nil {
+				delete(s.b.watches, s.runID)
+				stop()
+			}
 		}
 	}
 }
@@ -133,6 +207,14 @@ func Join(ctx context.Context, log Log, b *Broker, tenant, runID string, after i
 	return func(yield func(db.Event, error) bool) {
 		sub := b.Subscribe(runID) // before reading, so nothing falls between
 		defer sub.Close()
+		var poll <-chan time.Time // the log, read now and then when a relay may lose messages
+		b.mu.Lock()
+		if b.poll > 0 {
+			t := time.NewTicker(b.poll)
+			defer t.Stop()
+			poll = t.C
+		}
+		b.mu.Unlock()
 		last := after
 		catchUp := func() bool {
 			for {
@@ -180,6 +262,17 @@ func Join(ctx context.Context, log Log, b *Broker, tenant, runID string, after i
 				}
 				last = ev.Seq
 				if !yield(ev, nil) {
+					return
+				}
+			case <-poll:
+				if !catchUp() {
+					return
+				}
+				if done, err := ended(ctx); err != nil {
+					yield(db.Event{}, err)
+					return
+				} else if done {
+					catchUp()
 					return
 				}
 			case <-sub.wake:

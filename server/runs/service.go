@@ -135,10 +135,28 @@ func (s *Service) Advance(ctx context.Context, tenant, thread string) (AdvanceRe
 	return Idle, nil
 }
 
-// Cancel cancels a run executing in this process, with action "interrupt"
-// or "rollback". It reports whether the run was running here; otherwise
-// the executor that holds it sees the request in the database.
+// Cancel cancels a run with action "interrupt" or "rollback": at once when
+// it executes in this process, else through the broker's relay (when
+// there is one) to the process that executes it. It reports whether the
+// run was running here. The executor also polls the database for the
+// request (Config.CancelPoll), so a lost relay message only delays it.
 func (s *Service) Cancel(runID, action string) bool {
+	if s.CancelLocal(runID, action) {
+		return true
+	}
+	s.cfg.Broker.mu.Lock()
+	r := s.cfg.Broker.relay
+	s.cfg.Broker.mu.Unlock()
+	if r != nil {
+		r.Cancel(runID, action)
+	}
+	return false
+}
+
+// CancelLocal cancels a run executing in this process (a relay calls it
+// with requests from other processes); it reports whether the run was
+// running here.
+func (s *Service) CancelLocal(runID, action string) bool {
 	s.mu.Lock()
 	cancel, ok := s.running[runID]
 	s.mu.Unlock()

@@ -89,6 +89,8 @@ func (a *API) joinThreadStream(w http.ResponseWriter, r *http.Request) {
 			since = time.Time{} // every run after it, ended or not
 		}
 	}
+	// Where the SDK reconnects a dropped stream, sending the last id.
+	w.Header().Set("Location", "/threads/"+thread+"/stream")
 	sw, err := sse.NewWriter(w, r, sse.Options{})
 	if err != nil {
 		fail(w, r, err)

@@ -28,6 +28,9 @@ func TestThreadStreamResumes(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("thread stream: %d", resp.StatusCode)
 		}
+		if loc := resp.Header.Get("Location"); loc != "/threads/t1/stream" {
+			t.Errorf("Location %q: the SDK would not reconnect a dropped thread stream", loc)
+		}
 		r := sse.NewReader(resp.Body)
 		var out []sse.Event
 		for len(out) < n {

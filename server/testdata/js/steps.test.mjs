@@ -137,6 +137,14 @@ test("cancelMany cancels a thread's runs", async () => {
   for (const id of [run.run_id, queued.run_id]) {
     assert.equal((await client.runs.get(thread.thread_id, id)).status, "interrupted");
   }
+  // By status: every live run of a thread, running and pending.
+  const other = await startSlow();
+  const waiting = await client.runs.create(other.thread.thread_id, "steps", slow(1, 0, { multitaskStrategy: "enqueue" }));
+  await client.runs.cancelMany({ threadId: other.thread.thread_id, status: "all" });
+  await client.runs.join(other.thread.thread_id, other.run.run_id);
+  const left = await client.runs.list(other.thread.thread_id);
+  assert.deepEqual(left.map((r) => r.status), ["interrupted", "interrupted"]);
+  assert.deepEqual(left.map((r) => r.run_id).sort(), [other.run.run_id, waiting.run_id].sort());
 });
 
 test("onDisconnect cancel: a client that leaves mid-stream interrupts its run", async () => {

@@ -27,7 +27,9 @@ import (
 // controls, starts another on the same database, and checks that every run
 // ends once with success, that nodes finished before the kill ran once and
 // nodes running at it at most twice, and that a run's stream replays every
-// event once.
+// event once. A node counts as finished when its step is saved: before the
+// next step starts under durability "sync", while it runs under the
+// default "async" (the test waits for the save before the kill).
 
 const (
 	envCrashChild = "TRELLIS_SERVE_CRASH_CHILD"
@@ -46,6 +48,10 @@ func crashGraph(dir string) runs.GraphSpec {
 			return err
 		}
 		defer f.Close()
+		if g, err := os.OpenFile(filepath.Join(dir, "pids.log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); err == nil {
+			fmt.Fprintln(g, os.Getpid(), time.Now().Format("15:04:05.000"), what)
+			g.Close()
+		}
 		if _, err := fmt.Fprintln(f, what); err != nil {
 			return err
 		}
@@ -85,9 +91,13 @@ func crashGraph(dir string) runs.GraphSpec {
 // crashChild serves until it is killed, printing its URL.
 func crashChild() int {
 	dir := os.Getenv(envCrashDir)
+	// The lease is short so the restarted process takes the runs over
+	// soon, but not so short that a renewal starved on a loaded machine
+	// (it renews every TTL/3) loses it while "first" runs: the takeover
+	// would then legitimately run "first" again, before the kill.
 	s, err := New(context.Background(), Config{
 		Addr: "127.0.0.1:0", Database: filepath.Join(dir, "trellis.db"), DataDir: dir,
-		LeaseTTL: 900 * time.Millisecond, SweepInterval: 200 * time.Millisecond,
+		LeaseTTL: 3 * time.Second, SweepInterval: 200 * time.Millisecond,
 		Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
@@ -171,9 +181,18 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 	}
 	resp.Body.Close()
 	runIDs := map[string]string{}
+	durable := map[string]bool{}
 	for i := range crashRuns {
 		thread := fmt.Sprintf("6f1c7a52-3d8e-4f7e-9a51-0c2d4b1e8a%02d", i)
-		body := `{"assistant_id":"crash","input":{"log":["in"]},"if_not_exists":"create","stream_mode":["values","updates"]}`
+		// Half the runs save each step before the next starts (sync); the
+		// others use the default, async, which saves a step while the next
+		// one runs.
+		durability := "async"
+		if i%2 == 0 {
+			durability = "sync"
+		}
+		durable[thread] = durability == "sync"
+		body := `{"assistant_id":"crash","input":{"log":["in"]},"if_not_exists":"create","stream_mode":["values","updates"],"durability":"` + durability + `"}`
 		resp, err := client.Post(url+"/threads/"+thread+"/runs", "application/json", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
@@ -193,7 +212,9 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 	for {
 		waiting := 0
 		for thread := range runIDs {
-			if countSide(t, dir)["wait default/"+thread] > 0 {
+			// An async run's "first" counts as finished once its step's
+			// checkpoint is saved: the thread's state then waits on "wait".
+			if countSide(t, dir)["wait default/"+thread] > 0 && (durable[thread] || nextIs(t, client, url, thread, "wait")) {
 				waiting++
 			}
 		}
@@ -270,6 +291,12 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 		}
 	}
 	side := countSide(t, dir)
+	defer func() {
+		if t.Failed() {
+			pl, _ := os.ReadFile(filepath.Join(dir, "pids.log"))
+			t.Logf("node runs by process and time:\n%s", pl)
+		}
+	}()
 	t.Logf("node runs across both processes: %v", side)
 	for thread := range runIDs {
 		if n := side["first default/"+thread]; n != 1 {
@@ -279,4 +306,22 @@ func TestServeSurvivesSIGKILL(t *testing.T) {
 			t.Errorf("wait ran %d times on %s, want once or twice (it was running at the kill)", n, thread)
 		}
 	}
+}
+
+// nextIs reports whether the thread's saved state has exactly node next to
+// run.
+func nextIs(t *testing.T, client *http.Client, url, thread, node string) bool {
+	t.Helper()
+	resp, err := client.Get(url + "/threads/" + thread + "/state")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Next []string `json:"next"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
+		return false
+	}
+	return len(st.Next) == 1 && st.Next[0] == node
 }

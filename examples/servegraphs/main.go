@@ -10,6 +10,14 @@
 // A graph is registered as a constructor: the server calls it once per
 // assistant version with the assistant's config, so two assistants of one
 // graph can behave differently (here: their greeting).
+//
+// A second graph, "steps" (steps.go), is a slow worker for trying out
+// double-texting, cancelling and rejoining streams: input {"steps": n}
+// runs n steps of config.configurable.step_ms milliseconds each, every one
+// checkpointed and streamed as a custom event:
+//
+//	curl -sN localhost:2025/runs/stream -H 'content-type: application/json' \
+//	  -d '{"assistant_id":"steps","input":{"steps":5},"stream_mode":["custom"],"config":{"configurable":{"step_ms":500}}}'
 package main
 
 import (
@@ -66,6 +74,9 @@ func run(ctx context.Context, addr, database string, log *slog.Logger) error {
 	if err := srv.Register("echo", runs.GraphSpec{New: newEcho, Description: "answers with an echo of the last message"}); err != nil {
 		return errors.Join(err, srv.Close())
 	}
+	if err := srv.Register("steps", runs.GraphSpec{New: newSteps, Description: "runs {\"steps\": n} slow steps, streaming each as a custom event"}); err != nil {
+		return errors.Join(err, srv.Close())
+	}
 	return srv.Run(ctx) // serves until ctx ends, then shuts down gracefully
 }
 
@@ -75,7 +86,10 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *addr, *database, slog.Default()); err != nil {
+	// Text logs on stderr, like trellis serve: the line
+	// `msg="trellis serve listening" url=...` says where it listens.
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(ctx, *addr, *database, log); err != nil {
 		fmt.Fprintln(os.Stderr, "servegraphs:", err)
 		os.Exit(1)
 	}

@@ -91,7 +91,9 @@ func (a *API) getStoreItem(w http.ResponseWriter, r *http.Request) {
 	it, err := a.tenantStore(r).Get(r.Context(), labels, q.Key)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			wire.NotFound("store item", q.Namespace+"/"+q.Key).Write(w, r)
+			// As LangGraph's server: 200 with null, which the SDK's
+			// getItem returns as null.
+			wire.WriteJSON(w, r, http.StatusOK, nil)
 			return
 		}
 		a.fail(w, r, err)

@@ -333,16 +333,3 @@ func (a *API) copyThread(w http.ResponseWriter, r *http.Request) {
 	}
 	wire.WriteJSON(w, r, http.StatusOK, toWireThread(t))
 }
-
-// patchThreadState would merge metadata into the latest checkpoint's; the
-// checkpoint savers keep a checkpoint's metadata immutable, so it is
-// answered with 501 rather than pretending.
-func (a *API) patchThreadState(w http.ResponseWriter, r *http.Request) {
-	if _, ok := a.loadThread(w, r); !ok {
-		return
-	}
-	if _, ok := decodeBody[wire.ThreadStatePatch](a, w, r); !ok {
-		return
-	}
-	wire.NewProblem(http.StatusNotImplemented, "checkpoint metadata cannot be changed after it is written in Trellis; keep your labels in the thread's metadata (PATCH /threads/{thread_id})").Write(w, r)
-}

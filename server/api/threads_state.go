@@ -215,6 +215,12 @@ func (a *API) readState(w http.ResponseWriter, r *http.Request, t db.Thread, id,
 		a.fail(w, r, err)
 		return
 	}
+	over, err := a.overlays(r.Context(), tenant, t.ID)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	applyOverlay(&out, over)
 	wire.WriteJSON(w, r, http.StatusOK, selectState(out, sel))
 }
 
@@ -289,13 +295,25 @@ func (a *API) getThreadHistory(w http.ResponseWriter, r *http.Request) {
 		a.stateFail(w, r, err)
 		return
 	}
-	lo := checkpoint.ListOptions{Limit: wire.LimitOr(b.Limit, wire.DefaultLimit)}
+	over, err := a.overlays(r.Context(), tenant, t.ID)
+	if err != nil {
+		a.fail(w, r, err)
+		return
+	}
+	limit := wire.LimitOr(b.Limit, wire.DefaultLimit)
+	lo := checkpoint.ListOptions{Limit: limit}
 	if b.Before != nil {
 		if id, ok := b.Before.Configurable["checkpoint_id"].(string); ok {
 			lo.Before = id
 		}
 	}
-	if len(b.Metadata) > 0 {
+	// With patched metadata on the thread, the saver cannot filter by
+	// metadata: the states are filtered here, after the patches are laid
+	// over them.
+	filterHere := len(b.Metadata) > 0 && len(over) > 0
+	if filterHere {
+		lo.Limit = 0
+	} else if len(b.Metadata) > 0 {
 		lo.Filter = map[string]string{}
 		for k, v := range b.Metadata {
 			if s, ok := v.(string); ok {
@@ -320,7 +338,14 @@ func (a *API) getThreadHistory(w http.ResponseWriter, r *http.Request) {
 			a.fail(w, r, err)
 			return
 		}
+		applyOverlay(&s, over)
+		if filterHere && !metadataMatches(s.Metadata, b.Metadata) {
+			continue
+		}
 		out = append(out, selectState(s, b.Select))
+		if len(out) == limit {
+			break
+		}
 	}
 	wire.WriteJSON(w, r, http.StatusOK, out)
 }

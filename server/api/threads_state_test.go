@@ -124,9 +124,62 @@ func TestThreadStateAndHistory(t *testing.T) {
 	e.problem(404, "", "POST", "/threads/nope/state", map[string]any{})
 	e.problem(404, "", "POST", "/threads/t1/state", map[string]any{}, resTenantHeader, "other")
 
-	// PATCH .../state is not supported, and says so.
-	e.problem(501, "", "PATCH", "/threads/t1/state", map[string]any{"metadata": map[string]any{"a": 1}})
+	// PATCH .../state merges metadata over the latest checkpoint's (or a
+	// named one's) without a new checkpoint; history filters on it.
+	head := *s.Checkpoint.CheckpointID
+	e.must(204, nil, "PATCH", "/threads/t1/state", map[string]any{"metadata": map[string]any{"label": "ok", "n": 1}})
+	e.must(204, nil, "PATCH", "/threads/t1/state", map[string]any{"metadata": map[string]any{"n": 2}})
+	e.must(204, nil, "PATCH", "/threads/t1/state", map[string]any{"metadata": map[string]any{"label": "old"}, "checkpoint_id": parent})
+	s = wire.ThreadState{}
+	e.must(200, &s, "GET", "/threads/t1/state", nil)
+	if *s.Checkpoint.CheckpointID != head || s.Metadata["label"] != "ok" || s.Metadata["n"] != float64(2) || s.Metadata["source"] != "fork" {
+		t.Fatalf("state after PATCH: checkpoint %s (was %s), metadata %v", *s.Checkpoint.CheckpointID, head, s.Metadata)
+	}
+	e.must(200, &at, "GET", "/threads/t1/state/"+parent, nil)
+	if at.Metadata["label"] != "old" || at.Metadata["source"] == nil {
+		t.Fatalf("state at the patched parent: %v", at.Metadata)
+	}
+	e.must(200, &hist, "POST", "/threads/t1/history", map[string]any{"metadata": map[string]any{"label": "ok"}})
+	if len(hist) != 1 || *hist[0].Checkpoint.CheckpointID != head {
+		t.Fatalf("history filtered by a patched label: %d states", len(hist))
+	}
+	e.must(200, &hist, "POST", "/threads/t1/history", map[string]any{"metadata": map[string]any{"n": 2, "source": "fork"}})
+	if len(hist) != 1 {
+		t.Fatalf("history filtered by a patched number and a saved source: %d states", len(hist))
+	}
+	e.must(200, &hist, "POST", "/threads/t1/history", map[string]any{"limit": 1, "metadata": map[string]any{"source": "loop"}})
+	if len(hist) != 1 || hist[0].Metadata["source"] != "loop" {
+		t.Fatalf("history filtered by a saved key with patches on the thread: %+v", hist)
+	}
+	e.must(200, &hist, "POST", "/threads/t1/history", map[string]any{"limit": 50})
+	labelled := 0
+	for _, h := range hist {
+		if h.Metadata["label"] != nil {
+			labelled++
+		}
+	}
+	if labelled != 2 {
+		t.Fatalf("%d states in history carry a label, want 2", labelled)
+	}
+	e.problem(422, "/metadata", "PATCH", "/threads/t1/state", map[string]any{})
+	e.problem(422, "/metadata", "PATCH", "/threads/t1/state", map[string]any{"metadata": "x"})
+	e.problem(404, "", "PATCH", "/threads/t1/state", map[string]any{"metadata": map[string]any{}, "checkpoint_id": "nope"})
+	e.problem(422, "/checkpoint/thread_id", "PATCH", "/threads/t1/state", map[string]any{"metadata": map[string]any{}, "checkpoint": map[string]any{"thread_id": "t2"}})
 	e.problem(404, "", "PATCH", "/threads/nope/state", map[string]any{"metadata": map[string]any{}})
+	e.must(200, &th, "POST", "/threads", map[string]any{"thread_id": "fresh"})
+	e.problem(409, "", "PATCH", "/threads/fresh/state", map[string]any{"metadata": map[string]any{"a": 1}})
+
+	// A copy keeps the patches; deleting the thread drops them.
+	var cp wire.Thread
+	e.must(200, &cp, "POST", "/threads/t1/copy", nil)
+	e.must(200, &s, "GET", "/threads/"+cp.ThreadID+"/state", nil)
+	if s.Metadata["label"] != "ok" {
+		t.Fatalf("the copy's state metadata %v", s.Metadata)
+	}
+	e.must(204, nil, "DELETE", "/threads/t1", nil)
+	if md, err := e.api.DB.CheckpointMetadata(t.Context(), DefaultTenant, "t1"); err != nil || len(md) != 0 {
+		t.Fatalf("patches of a deleted thread: %v %v", md, err)
+	}
 }
 
 func TestThreadSubgraphState(t *testing.T) {

@@ -182,6 +182,17 @@ func TestThreadDeleteCancelsRuns(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the slow run did not start")
 	}
+	// The thread is busy while its run runs (as LangGraph shows it).
+	var th wire.Thread
+	e.must(200, &th, "GET", "/threads/busy", nil)
+	if th.Status != "busy" {
+		t.Fatalf("a thread with a running run is %q, want busy", th.Status)
+	}
+	var found []wire.Thread
+	e.must(200, &found, "POST", "/threads/search", map[string]any{"status": "busy"})
+	if len(found) != 1 || found[0].ThreadID != "busy" {
+		t.Fatalf("search for busy threads: %+v", found)
+	}
 	// The state cannot be updated while a run runs.
 	e.problem(409, "", "POST", "/threads/busy/state", map[string]any{"values": map[string]any{}})
 	e.must(204, nil, "DELETE", "/threads/busy", nil)

@@ -317,12 +317,29 @@ type Events interface {
 	PruneEvents(ctx context.Context, endedBefore time.Time) (int, error)
 }
 
+// CheckpointMetadata stores metadata merged over saved checkpoints' own
+// (LangGraph's PATCH /threads/{id}/state): the checkpoint savers never
+// change a saved checkpoint, so the service keeps the patches beside them,
+// keyed by checkpoint ID. They are deleted with their thread and copied
+// with it.
+type CheckpointMetadata interface {
+	// PatchCheckpointMetadata merges md (top-level keys) into the
+	// overlay of the thread's checkpoint and returns the merged overlay.
+	// The thread must exist (ErrNotFound); the checkpoint is not checked.
+	PatchCheckpointMetadata(ctx context.Context, tenant, threadID, checkpointID string, md Metadata) (Metadata, error)
+	// CheckpointMetadata returns the overlays of the thread's
+	// checkpoints by checkpoint ID (empty when none; a missing thread has
+	// none).
+	CheckpointMetadata(ctx context.Context, tenant, threadID string) (map[string]Metadata, error)
+}
+
 // DB is the whole store of record.
 type DB interface {
 	Assistants
 	Threads
 	Runs
 	Events
+	CheckpointMetadata
 	// Ping checks the database answers (GET /ok?check_db=1).
 	Ping(ctx context.Context) error
 	Close() error

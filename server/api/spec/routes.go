@@ -134,7 +134,7 @@ func Routes() []Route {
 		{Method: "POST", Pattern: "/threads/{thread_id}/copy", OperationID: "copyThread", Tag: "Threads", Summary: "Copy a thread with its checkpoints", Status: ok, Response: t[wire.Thread]()},
 		{Method: "GET", Pattern: "/threads/{thread_id}/state", OperationID: "getThreadState", Tag: "Threads", Summary: "Get the thread's current state", Query: t[wire.ThreadStateQuery](), Status: ok, Response: t[wire.ThreadState]()},
 		{Method: "POST", Pattern: "/threads/{thread_id}/state", OperationID: "updateThreadState", Tag: "Threads", Summary: "Update the state as a node", Body: t[wire.ThreadStateUpdate](), Status: ok, Response: t[wire.ThreadStateUpdateResult](), Problems: []int{409}},
-		{Method: "PATCH", Pattern: "/threads/{thread_id}/state", OperationID: "patchThreadState", Tag: "Threads", Summary: "Merge metadata into the latest checkpoint's", Body: t[wire.ThreadStatePatch](), Status: nc},
+		{Method: "PATCH", Pattern: "/threads/{thread_id}/state", OperationID: "patchThreadState", Tag: "Threads", Summary: "Merge metadata into the latest (or a named) checkpoint's", Body: t[wire.ThreadStatePatch](), Status: nc, Problems: []int{404, 409}},
 		{Method: "GET", Pattern: "/threads/{thread_id}/state/{checkpoint_id}", OperationID: "getThreadStateAt", Tag: "Threads", Summary: "Get the state at a checkpoint", Query: t[wire.ThreadStateQuery](), Status: ok, Response: t[wire.ThreadState]()},
 		{Method: "POST", Pattern: "/threads/{thread_id}/state/checkpoint", OperationID: "getThreadStateAtCheckpoint", Tag: "Threads", Summary: "Get the state at a checkpoint given as an object", Body: t[wire.ThreadStateAt](), Status: ok, Response: t[wire.ThreadState]()},
 		{Method: "POST", Pattern: "/threads/{thread_id}/history", OperationID: "getThreadHistory", Tag: "Threads", Summary: "List past states, newest first", Body: t[wire.ThreadHistory](), Status: ok, Response: t[[]wire.ThreadState]()},
@@ -161,7 +161,7 @@ func Routes() []Route {
 
 		// Store.
 		{Method: "PUT", Pattern: "/store/items", OperationID: "putStoreItem", Tag: "Store", Summary: "Store or replace an item", Body: t[wire.StorePut](), Status: nc},
-		{Method: "GET", Pattern: "/store/items", OperationID: "getStoreItem", Tag: "Store", Summary: "Get an item", Query: t[wire.StoreGetQuery](), Status: ok, Response: t[wire.Item](), Problems: []int{404}},
+		{Method: "GET", Pattern: "/store/items", OperationID: "getStoreItem", Tag: "Store", Summary: "Get an item (null when there is none)", Query: t[wire.StoreGetQuery](), Status: ok, Response: t[wire.Item](), Problems: []int{404}},
 		{Method: "DELETE", Pattern: "/store/items", OperationID: "deleteStoreItem", Tag: "Store", Summary: "Delete an item", Body: t[wire.StoreDelete](), Status: nc},
 		{Method: "POST", Pattern: "/store/items/search", OperationID: "searchStoreItems", Tag: "Store", Summary: "Search items under a namespace prefix", Body: t[wire.StoreSearch](), Status: ok, Response: t[wire.StoreSearchResult]()},
 		{Method: "POST", Pattern: "/store/namespaces", OperationID: "listStoreNamespaces", Tag: "Store", Summary: "List namespaces", Body: t[wire.StoreListNamespaces](), Status: ok, Response: t[wire.StoreNamespaces]()},

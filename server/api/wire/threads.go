@@ -170,8 +170,20 @@ type ThreadStateUpdateResult struct {
 // ThreadStatePatch is the body of PATCH /threads/{thread_id}/state: the
 // latest checkpoint's metadata is merged with it.
 type ThreadStatePatch struct {
-	// Metadata is free-form JSON metadata.
+	// Metadata is merged (top-level keys) into the checkpoint's metadata.
 	Metadata Metadata `json:"metadata"`
+	// Checkpoint names the checkpoint to patch instead of the latest.
+	Checkpoint *CheckpointSelector `json:"checkpoint,omitempty"`
+	// CheckpointID is the short form of checkpoint.checkpoint_id.
+	CheckpointID string `json:"checkpoint_id,omitempty"`
+}
+
+// Validate requires metadata.
+func (b *ThreadStatePatch) Validate() []FieldError {
+	if b.Metadata == nil {
+		return []FieldError{{Pointer: "/metadata", Detail: "required: an object of the keys to merge into the checkpoint's metadata"}}
+	}
+	return nil
 }
 
 // ThreadHistory is the body of POST /threads/{thread_id}/history: past

@@ -149,6 +149,8 @@ func testClaim(t *testing.T, d db.DB) {
 		t.Errorf("lease %+v, want tenant, run r1, thread t, owner worker-1, a positive token", l)
 	}
 	within(t, "ExpiresAt", l.ExpiresAt, before.Add(time.Minute), time.Now().Add(time.Minute))
+	threadStatus(t, d, ten, "t", db.ThreadBusy)
+	threadStatus(t, d, ten, "u", db.ThreadIdle)
 
 	_, _, err = d.ClaimRun(bg(), ten, "r2", "worker-2", time.Minute)
 	isErr(t, "ClaimRun of a second run of a busy thread", err, db.ErrBusy)
@@ -160,6 +162,7 @@ func testClaim(t *testing.T, d db.DB) {
 
 	_, err = d.FinishRun(bg(), l, db.RunSuccess, nil, "")
 	ok(t, "FinishRun", err)
+	threadStatus(t, d, ten, "t", db.ThreadIdle)
 	_, _, err = d.ClaimRun(bg(), ten, "r1", "worker-2", time.Minute)
 	isErr(t, "ClaimRun of a finished run", err, db.ErrConflict)
 	_, l2, err := d.ClaimRun(bg(), ten, "r2", "worker-2", time.Minute)
@@ -227,6 +230,16 @@ func testFinishRun(t *testing.T, d db.DB) {
 	isErr(t, "FinishRun with a live status", err, db.ErrInvalid)
 	r, err := d.FinishRun(bg(), l, db.RunError, json.RawMessage(`{"input_tokens":3,"model_calls":1}`), "tool failed")
 	ok(t, "FinishRun", err)
+	threadStatus(t, d, ten, "t", db.ThreadError) // still busy when the run ended: its outcome is the run's
+	// A status recorded before the run ended is kept.
+	mkThread(t, d, ten, "u", nil)
+	mkRun(t, d, ten, "u", "ru")
+	lu := claim(t, d, ten, "ru", "w")
+	_, err = d.SetThreadResult(bg(), ten, "u", db.ThreadResult{Status: db.ThreadInterrupted})
+	ok(t, "SetThreadResult", err)
+	_, err = d.FinishRun(bg(), lu, db.RunInterrupted, nil, "")
+	ok(t, "FinishRun", err)
+	threadStatus(t, d, ten, "u", db.ThreadInterrupted)
 	if r.Status != db.RunError || r.Error != "tool failed" || r.UpdatedAt.Before(r.CreatedAt) {
 		t.Errorf("finished run %+v, want status error with its message", r)
 	}
@@ -292,4 +305,15 @@ func testCancel(t *testing.T, d db.DB) {
 	}
 	_, err = d.RequestCancel(bg(), ten, "t", "missing", "interrupt")
 	isErr(t, "RequestCancel of a missing run", err, db.ErrNotFound)
+}
+
+// threadStatus checks a thread's status: busy while one of its runs is
+// running.
+func threadStatus(t *testing.T, d db.DB, ten, thread string, want db.ThreadStatus) {
+	t.Helper()
+	th, err := d.GetThread(bg(), ten, thread)
+	ok(t, "GetThread", err)
+	if th.Status != want {
+		t.Errorf("thread %s is %s, want %s", thread, th.Status, want)
+	}
 }

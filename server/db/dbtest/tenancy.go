@@ -113,8 +113,8 @@ func testTenantIsolation(t *testing.T, d db.DB) {
 	th, err := d.GetThread(bg(), a, "t")
 	ok(t, "GetThread", err)
 	jsonEq(t, "A's thread metadata", th.Metadata, `{"k":"v"}`)
-	if th.Status != db.ThreadIdle {
-		t.Errorf("A's thread status %q, want idle", th.Status)
+	if th.Status != db.ThreadBusy { // its run "running" is running
+		t.Errorf("A's thread status %q, want busy", th.Status)
 	}
 	runs, err := d.ListRuns(bg(), a, "t", db.RunQuery{})
 	ok(t, "ListRuns", err)

@@ -138,6 +138,18 @@ CREATE TABLE trellis_leases (
 );
 CREATE INDEX trellis_leases_expiry ON trellis_leases (expires_at, tenant);
 `,
+	// 2: metadata patched over saved checkpoints (PATCH /threads/{id}/state).
+	`
+CREATE TABLE trellis_checkpoint_metadata (
+	tenant        text COLLATE "C" NOT NULL,
+	thread_id     text COLLATE "C" NOT NULL,
+	checkpoint_id text COLLATE "C" NOT NULL,
+	metadata      jsonb            NOT NULL,
+	updated_at    timestamptz      NOT NULL,
+	PRIMARY KEY (tenant, thread_id, checkpoint_id),
+	FOREIGN KEY (tenant, thread_id) REFERENCES trellis_threads (tenant, thread_id) ON DELETE CASCADE
+);
+`,
 }
 
 // DB is the store of record on PostgreSQL. It is safe for concurrent use,

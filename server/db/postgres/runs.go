@@ -230,6 +230,9 @@ func (d *DB) ClaimRun(ctx context.Context, tenant, runID, owner string, ttl time
 			tenant, runID, r.ThreadID, owner, token, lease.ExpiresAt); err != nil {
 			return wrap(err, "claim run %q", runID)
 		}
+		if _, err := tx.Exec(ctx, `UPDATE trellis_threads SET status = 'busy' WHERE tenant = $1 AND thread_id = $2`, tenant, r.ThreadID); err != nil {
+			return wrap(err, "claim run %q: mark its thread busy", runID)
+		}
 		run, err = getRun(ctx, tx, tenant, "", runID, false)
 		return err
 	})
@@ -363,6 +366,12 @@ func (d *DB) FinishRun(ctx context.Context, l db.Lease, status db.RunStatus, usa
 		}
 		if _, err := tx.Exec(ctx, `DELETE FROM trellis_leases WHERE tenant = $1 AND run_id = $2`, l.Tenant, l.RunID); err != nil {
 			return wrap(err, "finish run %q", l.RunID)
+		}
+		// A thread still busy (its outcome not recorded with
+		// SetThreadResult) is no longer.
+		if _, err := tx.Exec(ctx, `UPDATE trellis_threads SET status = $1 WHERE tenant = $2 AND thread_id = $3 AND status = 'busy'`,
+			dbutil.AfterRun(status), l.Tenant, l.ThreadID); err != nil {
+			return wrap(err, "finish run %q: free its thread", l.RunID)
 		}
 		var err error
 		out, err = getRun(ctx, tx, l.Tenant, "", l.RunID, false)

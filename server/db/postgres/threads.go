@@ -268,6 +268,11 @@ func (d *DB) CopyThread(ctx context.Context, tenant, from, to string) (db.Thread
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("server/db/postgres: copy thread %q: thread %q exists: %w", from, to, db.ErrConflict)
 		}
+		if _, err := tx.Exec(ctx, `INSERT INTO trellis_checkpoint_metadata (tenant, thread_id, checkpoint_id, metadata, updated_at)
+			SELECT tenant, $1, checkpoint_id, metadata, updated_at FROM trellis_checkpoint_metadata
+			WHERE tenant = $2 AND thread_id = $3`, to, tenant, from); err != nil {
+			return wrap(err, "copy the checkpoint metadata of thread %q to %q", from, to)
+		}
 		out, err = getThread(ctx, tx, tenant, to)
 		return err
 	})

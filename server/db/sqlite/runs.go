@@ -219,6 +219,9 @@ func (d *DB) ClaimRun(ctx context.Context, tenant, runID, owner string, ttl time
 			tenant, runID, r.ThreadID, owner, token, micros(lease.ExpiresAt)); err != nil {
 			return wrap(err, "claim run %q", runID)
 		}
+		if _, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET status = 'busy' WHERE tenant = ? AND thread_id = ?`, tenant, r.ThreadID); err != nil {
+			return wrap(err, "claim run %q: mark its thread busy", runID)
+		}
 		run, err = getRun(ctx, tx, tenant, "", runID)
 		return err
 	})
@@ -357,6 +360,12 @@ func (d *DB) FinishRun(ctx context.Context, l db.Lease, status db.RunStatus, usa
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM trellis_leases WHERE tenant = ? AND run_id = ?`, l.Tenant, l.RunID); err != nil {
 			return wrap(err, "finish run %q", l.RunID)
+		}
+		// A thread still busy (its outcome not recorded with
+		// SetThreadResult) is no longer.
+		if _, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET status = ? WHERE tenant = ? AND thread_id = ? AND status = 'busy'`,
+			dbutil.AfterRun(status), l.Tenant, l.ThreadID); err != nil {
+			return wrap(err, "finish run %q: free its thread", l.RunID)
 		}
 		var err error
 		out, err = getRun(ctx, tx, l.Tenant, "", l.RunID)

@@ -139,6 +139,17 @@ CREATE TABLE trellis_leases (
 	FOREIGN KEY (tenant, run_id) REFERENCES trellis_runs (tenant, run_id) ON DELETE CASCADE
 ) WITHOUT ROWID;
 CREATE INDEX trellis_leases_expiry ON trellis_leases (expires_at, tenant);
+`}, {Version: 2, SQL: `
+-- Metadata patched over saved checkpoints (PATCH /threads/{id}/state).
+CREATE TABLE trellis_checkpoint_metadata (
+	tenant        TEXT    NOT NULL,
+	thread_id     TEXT    NOT NULL,
+	checkpoint_id TEXT    NOT NULL,
+	metadata      BLOB    NOT NULL,
+	updated_at    INTEGER NOT NULL,
+	PRIMARY KEY (tenant, thread_id, checkpoint_id),
+	FOREIGN KEY (tenant, thread_id) REFERENCES trellis_threads (tenant, thread_id) ON DELETE CASCADE
+) WITHOUT ROWID;
 `}}
 
 // DB is the store of record on a SQLite file. It is safe for concurrent

@@ -288,6 +288,11 @@ func (d *DB) CopyThread(ctx context.Context, tenant, from, to string) (db.Thread
 			WHERE tenant = ? AND thread_id = ?`, to, now, now, tenant, from); err != nil {
 			return wrap(err, "copy thread %q to %q", from, to)
 		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_checkpoint_metadata (tenant, thread_id, checkpoint_id, metadata, updated_at)
+			SELECT tenant, ?, checkpoint_id, metadata, updated_at FROM trellis_checkpoint_metadata
+			WHERE tenant = ? AND thread_id = ?`, to, tenant, from); err != nil {
+			return wrap(err, "copy the checkpoint metadata of thread %q to %q", from, to)
+		}
 		var err error
 		out, err = getThread(ctx, tx, tenant, to)
 		return err

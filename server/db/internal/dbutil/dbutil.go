@@ -320,3 +320,13 @@ func Tenant(tenant string) error {
 	}
 	return nil
 }
+
+// AfterRun is the status FinishRun leaves a thread that is still busy
+// when its run ends with status (one whose outcome the run service did not
+// record): error after an error or timeout, else idle.
+func AfterRun(status db.RunStatus) db.ThreadStatus {
+	if status == db.RunError || status == db.RunTimeout {
+		return db.ThreadError
+	}
+	return db.ThreadIdle
+}

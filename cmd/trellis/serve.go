@@ -113,7 +113,13 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 	for i, a := range file.Assistants {
 		conf := a.Config
 		if a.Model != "" {
-			conf = withModel(conf, a.Model)
+			conf = withConfigurable(conf, "model", a.Model)
+		}
+		if a.System != "" {
+			conf = withConfigurable(conf, "system_prompt", a.System)
+		}
+		if len(a.Tools) > 0 {
+			conf = withConfigurable(conf, "tools", a.Tools)
 		}
 		var errs []error
 		enc := func(field string, v map[string]any) json.RawMessage {
@@ -139,9 +145,9 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 	return cfg, models, nil
 }
 
-// withModel returns conf with configurable.model set, copying what it
-// changes.
-func withModel(conf map[string]any, model string) map[string]any {
+// withConfigurable returns conf with configurable.KEY set, copying what
+// it changes.
+func withConfigurable(conf map[string]any, key string, value any) map[string]any {
 	out := map[string]any{}
 	for k, v := range conf {
 		out[k] = v
@@ -152,7 +158,7 @@ func withModel(conf map[string]any, model string) map[string]any {
 			c[k] = v
 		}
 	}
-	c["model"] = model
+	c[key] = value
 	out["configurable"] = c
 	return out
 }
@@ -177,6 +183,9 @@ func serve(c *cobra.Command, f serveFlags) error {
 		return err
 	}
 	if err := srv.RegisterApps(catalog.All(), models); err != nil {
+		return errors.Join(err, srv.Close())
+	}
+	if err := srv.RegisterAgent(c.Context(), models, file.MCPServers); err != nil {
 		return errors.Join(err, srv.Close())
 	}
 	stopBanner := make(chan struct{})

@@ -79,7 +79,7 @@ func TestServeStartsAndStops(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop")
 	}
-	for _, want := range []string{"trellis serve listening", "graphs=\"[builder planner scheduler sqlrouter testplanner]\"", "msg=stopped"} {
+	for _, want := range []string{"trellis serve listening", "graphs=\"[agent builder planner scheduler sqlrouter testplanner]\"", "msg=stopped"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -97,6 +97,7 @@ database: from-file.db
 models: {strong: "anthropic:claude-sonnet-4-5"}
 assistants:
   - {graph: planner, name: P, model: strong, config: {configurable: {lang: fr}, recursion_limit: 5}}
+  - {graph: agent, name: A, system: Be brief., tools: [stop, {use: stop, approve: ask}]}
 `), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
@@ -115,6 +116,9 @@ assistants:
 	c := conf["configurable"].(map[string]any)
 	if c["model"] != "strong" || c["lang"] != "fr" || conf["recursion_limit"] != float64(5) {
 		t.Errorf("config %s", cfg.Assistants[0].Config)
+	}
+	if got := string(cfg.Assistants[1].Config); got != `{"configurable":{"system_prompt":"Be brief.","tools":[{"use":"stop"},{"use":"stop","approve":"ask"}]}}` {
+		t.Errorf("agent config %s", got)
 	}
 	if file.Assistants[0].Config["configurable"].(map[string]any)["model"] != nil {
 		t.Error("the file's own config was changed")

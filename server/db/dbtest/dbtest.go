@@ -59,6 +59,7 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"ThreadSearchExactNumbers", testThreadSearchExactNumbers},
 		{"ThreadSortPaging", testThreadSortPaging},
 		{"ThreadCopy", testThreadCopy},
+		{"ThreadTTL", testThreadTTL},
 		{"RunCreateGetList", testRunCreateGetList},
 		{"RunDelete", testRunDelete},
 		{"NextPending", testNextPending},

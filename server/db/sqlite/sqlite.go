@@ -139,6 +139,13 @@ CREATE TABLE trellis_leases (
 	FOREIGN KEY (tenant, run_id) REFERENCES trellis_runs (tenant, run_id) ON DELETE CASCADE
 ) WITHOUT ROWID;
 CREATE INDEX trellis_leases_expiry ON trellis_leases (expires_at, tenant);
+`}, {Version: 2, SQL: `
+-- A thread's TTL (microseconds; NULL: none), its strategy, and when it
+-- expires (Unix microseconds; NULL: never), moved on by every activity.
+ALTER TABLE trellis_threads ADD COLUMN ttl_us INTEGER;
+ALTER TABLE trellis_threads ADD COLUMN ttl_strategy TEXT NOT NULL DEFAULT '';
+ALTER TABLE trellis_threads ADD COLUMN expires_at INTEGER;
+CREATE INDEX trellis_threads_expiry ON trellis_threads (expires_at) WHERE expires_at IS NOT NULL;
 `}}
 
 // DB is the store of record on a SQLite file. It is safe for concurrent

@@ -94,7 +94,15 @@ func defaultModel(flag string, file *config.File) string {
 // serverConfig turns the flags and the file into the server's Config and
 // the apps' Models.
 func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Config, server.Models, error) {
-	cfg := server.Config{Addr: file.Address, Database: file.Database, Logger: log, Version: version}
+	cfg := server.Config{Addr: file.Address, Database: file.Database, Logger: log, Version: version,
+		ThreadSweepInterval: file.Threads.SweepInterval, ThreadSweepBatch: file.Threads.SweepBatch}
+	if file.Threads.TTL > 0 {
+		strategy := file.Threads.Strategy
+		if strategy == "" {
+			strategy = db.TTLDelete
+		}
+		cfg.ThreadTTL = &db.TTL{Duration: file.Threads.TTL, Strategy: strategy}
+	}
 	if f.addr != "" {
 		cfg.Addr = f.addr
 	}

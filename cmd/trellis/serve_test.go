@@ -95,6 +95,7 @@ func TestServerConfigFromFlagsAndFile(t *testing.T) {
 address: 0.0.0.0:9000
 database: from-file.db
 models: {strong: "anthropic:claude-sonnet-4-5"}
+threads: {ttl: 24h, strategy: keep_latest, sweep_interval: 5m, sweep_batch: 10}
 assistants:
   - {graph: planner, name: P, model: strong, config: {configurable: {lang: fr}, recursion_limit: 5}}
   - {graph: agent, name: A, system: Be brief., tools: [stop, {use: stop, approve: ask}]}
@@ -108,6 +109,10 @@ assistants:
 	}
 	if cfg.Addr != "127.0.0.1:1" || cfg.Database != "from-file.db" || !cfg.Scripted || !models.Scripted() {
 		t.Errorf("cfg %+v scripted %v", cfg, models.Scripted())
+	}
+	if cfg.ThreadTTL == nil || cfg.ThreadTTL.Duration != 24*time.Hour || cfg.ThreadTTL.Strategy != "keep_latest" ||
+		cfg.ThreadSweepInterval != 5*time.Minute || cfg.ThreadSweepBatch != 10 {
+		t.Errorf("threads: TTL %+v, sweep every %s, batch %d", cfg.ThreadTTL, cfg.ThreadSweepInterval, cfg.ThreadSweepBatch)
 	}
 	var conf map[string]any
 	if err := json.Unmarshal(cfg.Assistants[0].Config, &conf); err != nil {

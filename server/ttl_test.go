@@ -28,7 +28,8 @@ func checkpoints(t *testing.T, s *Server, thread string) int {
 	return n
 }
 
-func patch(t *testing.T, url, body string) (int, string) {
+// patch sends a PATCH with a JSON body and returns the status.
+func patch(t *testing.T, url, body string) int {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodPatch, url, strings.NewReader(body))
 	if err != nil {
@@ -40,7 +41,7 @@ func patch(t *testing.T, url, body string) (int, string) {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	return resp.StatusCode, ""
+	return resp.StatusCode
 }
 
 // Threads get the configured default TTL or their own (POST and PATCH,
@@ -69,7 +70,7 @@ func TestThreadTTLSweep(t *testing.T) {
 	mk("keep", `{"thread_id":"keep","ttl":{"ttl":60,"strategy":"keep_latest"}}`)
 	mk("busy", `{"thread_id":"busy","ttl":30}`)
 	mk("forever", `{"thread_id":"forever"}`)
-	if code, _ := patch(t, r.url+"/threads/forever", `{"metadata":{"a":1}}`); code != 200 {
+	if code := patch(t, r.url+"/threads/forever", `{"metadata":{"a":1}}`); code != 200 {
 		t.Fatalf("patch: %d", code)
 	}
 	if code, _, _ := post(t, r.url+"/threads", `{"ttl":{"ttl":5,"strategy":"archive"}}`); code != 422 {
@@ -81,11 +82,11 @@ func TestThreadTTLSweep(t *testing.T) {
 			t.Errorf("thread %s: TTL %+v (%v); want %+v", id, th.TTL, err, want)
 		}
 	}
-	// PATCH sets a TTL; a thread without one never expires.
+	// A thread whose TTL is cleared never expires; PATCH replaces a TTL.
 	if _, err := r.s.st.db.SetThreadTTL(ctx, api.DefaultTenant, "forever", nil); err != nil {
 		t.Fatal(err)
 	}
-	if code, _ := patch(t, r.url+"/threads/keep", `{"ttl":{"ttl":90,"strategy":"keep_latest"}}`); code != 200 {
+	if code := patch(t, r.url+"/threads/keep", `{"ttl":{"ttl":90,"strategy":"keep_latest"}}`); code != 200 {
 		t.Errorf("patch ttl: %d", code)
 	}
 	if th, _ := r.s.st.db.GetThread(ctx, api.DefaultTenant, "keep"); th.TTL == nil || th.TTL.Duration != 90*time.Minute {
@@ -102,8 +103,10 @@ func TestThreadTTLSweep(t *testing.T) {
 	if code, out, _ := post(t, r.url+"/threads/busy/runs", `{"assistant_id":"echo","input":{"log":["block"]}}`); code != 200 {
 		t.Fatalf("background run: %d %s", code, out)
 	}
-	for blocked.Load() == 0 {
-		time.Sleep(10 * time.Millisecond)
+	for deadline := time.Now().Add(30 * time.Second); blocked.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the background run never started")
+		}
 	}
 
 	n, err := r.s.sweepThreads(ctx, time.Now().Add(3*time.Hour))

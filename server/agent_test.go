@@ -201,3 +201,31 @@ func TestAgentMCPServerThatCannotStart(t *testing.T) {
 		t.Fatalf("err = %v; want it to name mcp_servers.broken", err)
 	}
 }
+
+// Without MCP servers or a model: the default agent assistant answers
+// with the scripted line saying no model is configured, and an assistant
+// created over the API naming an MCP server the file does not declare is
+// refused when a run is created, with the field named.
+func TestAgentOverTheAPI(t *testing.T) {
+	s, err := New(context.Background(), Config{Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "t.db"), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RegisterAgent(t.Context(), Models{}, nil); err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	r := serveInBackground(t, s)
+	code, out, _ := post(t, r.url+"/runs/wait", `{"assistant_id":"agent","input":{"messages":[{"role":"user","content":"hi"}]}}`)
+	if code != 200 || !strings.Contains(out, "No model is configured for this server") {
+		t.Errorf("default agent: %d %s", code, out)
+	}
+	code, out, _ = post(t, r.url+"/assistants", `{"assistant_id":"bad-tools","graph_id":"agent","config":{"configurable":{"tools":["stop","mcp:files"]}}}`)
+	if code != 200 {
+		t.Fatalf("create assistant: %d %s", code, out)
+	}
+	code, out, _ = post(t, r.url+"/runs/wait", `{"assistant_id":"bad-tools","input":{"messages":[{"role":"user","content":"hi"}]}}`)
+	if code/100 != 4 || !strings.Contains(out, `tools[1]: \"mcp:files\" names MCP server \"files\"`) {
+		t.Errorf("bad tools: %d %s; want a 4xx naming tools[1]", code, out)
+	}
+}

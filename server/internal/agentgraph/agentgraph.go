@@ -227,23 +227,28 @@ func orNone(names []string) string {
 type ModelFunc func(model string) (llm.Model, error)
 
 // New returns the graph constructor: each assistant version gets a ReAct
-// agent over its configured model, system prompt and tools.
+// agent over its configured model, system prompt and tools. An assistant
+// whose config cannot be used is a *runs.InputError at /assistant_id
+// (the API answers 422), its detail naming the config field.
 func New(tb *Toolbox, models ModelFunc, log *slog.Logger) runs.Constructor {
 	return func(_ context.Context, a runs.Assistant) (*graph.Graph, error) {
+		bad := func(format string, args ...any) error {
+			return &runs.InputError{Pointer: "/assistant_id", Detail: fmt.Sprintf("assistant %s: ", a.ID) + fmt.Sprintf(format, args...)}
+		}
 		var c Configurable
 		if err := a.Configurable(&c); err != nil {
-			return nil, err
+			return nil, &runs.InputError{Pointer: "/assistant_id", Detail: err.Error()} // names the assistant
 		}
 		model, err := models(c.Model)
 		if err != nil {
-			return nil, fmt.Errorf("assistant %s: config.configurable.model: %w", a.ID, err)
+			return nil, bad("config.configurable.model: %v", err)
 		}
 		if model == nil {
 			model = Scripted()
 		}
 		tools, policy, err := tb.Tools(c.Tools)
 		if err != nil {
-			return nil, fmt.Errorf("assistant %s: config.configurable: %w", a.ID, err)
+			return nil, bad("config.configurable: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 		}
 		return react.New(react.Config{
 			Name: AgentGraph, Model: model, System: c.SystemPrompt,

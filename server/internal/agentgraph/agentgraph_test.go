@@ -3,6 +3,7 @@ package agentgraph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -106,5 +107,29 @@ func TestConstructor(t *testing.T) {
 	_, err = build(context.Background(), runs.Assistant{ID: "a", Config: json.RawMessage(`{"configurable":{"tools":["stop","mcp:files/nope"]}}`)})
 	if err == nil || !strings.Contains(err.Error(), `assistant a: config.configurable: tools[1]: MCP server files has no tool "nope"`) {
 		t.Errorf("bad tools: %v", err)
+	}
+}
+
+// A config that does not decode, or a model that cannot be resolved, is
+// an input error naming the field.
+func TestConstructorInputErrors(t *testing.T) {
+	broken := func(string) (llm.Model, error) { return nil, errors.New("unknown provider fake") }
+	for _, c := range []struct {
+		conf  string
+		model ModelFunc
+		want  string
+	}{
+		{`{"configurable":{"tools":"stop"}}`, nil, "config.configurable"},
+		{`{"configurable":{"tools":[{"use":"stop","aprove":"ask"}]}}`, nil, `unknown field "aprove"`},
+		{`{"configurable":{"model":"fake:x"}}`, broken, "assistant a: config.configurable.model: unknown provider fake"},
+	} {
+		if c.model == nil {
+			c.model = func(string) (llm.Model, error) { return nil, nil }
+		}
+		_, err := New(nil, c.model, nil)(context.Background(), runs.Assistant{ID: "a", Config: json.RawMessage(c.conf)})
+		var in *runs.InputError
+		if !errors.As(err, &in) || in.Pointer != "/assistant_id" || !strings.Contains(in.Detail, c.want) {
+			t.Errorf("%s: err = %v; want an input error at /assistant_id containing %q", c.conf, err, c.want)
+		}
 	}
 }

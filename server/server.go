@@ -15,6 +15,8 @@
 //
 // Register every graph before Run; Run creates one default assistant per
 // graph (if absent), starts the queue and serves until ctx is done.
+// RegisterApps adds the bundled apps, RegisterAgent the configurable tool
+// agent over MCP servers.
 package server
 
 import (

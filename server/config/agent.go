@@ -199,7 +199,7 @@ type Threads struct {
 	// or keep_latest.
 	Strategy string `yaml:"strategy"`
 	// SweepInterval is how often expired threads are looked for (1 min
-	// when 0).
+	// when 0; at least 1 s).
 	SweepInterval time.Duration `yaml:"sweep_interval"`
 	// SweepBatch bounds the threads one sweep handles (100 when 0).
 	SweepBatch int `yaml:"sweep_batch"`
@@ -219,6 +219,8 @@ func (t Threads) check() []error {
 	}
 	if t.SweepInterval < 0 {
 		errs = append(errs, fmt.Errorf("threads.sweep_interval: must be positive"))
+	} else if t.SweepInterval > 0 && t.SweepInterval < time.Second {
+		errs = append(errs, fmt.Errorf("threads.sweep_interval: %s is less than a second", t.SweepInterval))
 	}
 	if t.SweepBatch < 0 {
 		errs = append(errs, fmt.Errorf("threads.sweep_batch: must be positive"))

@@ -201,6 +201,7 @@ func TestBadAgentAndThreadsNameTheField(t *testing.T) {
 		{"threads: {strategy: archive}\n", `threads.strategy: "archive" is not delete or keep_latest`},
 		{"threads: {sweep_batch: -1}\n", "threads.sweep_batch: must be positive"},
 		{"threads: {sweep_interval: -1m}\n", "threads.sweep_interval: must be positive"},
+		{"threads: {sweep_interval: 10ms}\n", "threads.sweep_interval: 10ms is less than a second"},
 		{"threads: {tll: 1h}\n", `unknown field "tll" (known: ttl, strategy, sweep_interval, sweep_batch)`},
 	} {
 		_, err := Parse([]byte(c.src), env(nil))

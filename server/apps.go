@@ -48,9 +48,20 @@ func (m Models) spec(model string) string {
 
 // model returns the model of an assistant of app e.
 func (m Models) model(e apps.Entry, model string) (llm.Model, error) {
+	mod, err := m.resolve(model)
+	if mod == nil && err == nil {
+		return e.Script(), nil
+	}
+	return mod, err
+}
+
+// resolve returns the model an assistant's model field selects, wrapped
+// with the timeout and retries, or nil, nil when it selects none (no
+// default).
+func (m Models) resolve(model string) (llm.Model, error) {
 	spec := m.spec(model)
 	if spec == "" {
-		return e.Script(), nil
+		return nil, nil
 	}
 	if m.Resolve == nil {
 		return nil, fmt.Errorf("model %q cannot be resolved: this server was built without a model resolver", spec)

@@ -65,4 +65,24 @@ func TestPostgresBackend(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM "+schema+".river_job").Scan(&n); err != nil || n == 0 {
 		t.Errorf("River's jobs are not in the schema: %d %v", n, err)
 	}
+
+	// The thread sweeper on PostgreSQL: keep_latest prunes the thread's
+	// checkpoints to one; delete removes it and them.
+	for _, c := range []struct {
+		strategy    string
+		checkpoints int
+	}{{db.TTLKeepLatest, 1}, {db.TTLDelete, 0}} {
+		if _, err := r.s.st.db.SetThreadTTL(ctx, api.DefaultTenant, "pg", &db.TTL{Duration: time.Hour, Strategy: c.strategy}); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := r.s.sweepThreads(ctx, time.Now().Add(2*time.Hour)); err != nil || n != 1 {
+			t.Fatalf("%s sweep: %d threads, %v", c.strategy, n, err)
+		}
+		if got := checkpoints(t, r.s, "pg"); got != c.checkpoints {
+			t.Errorf("%s sweep: %d checkpoints left; want %d", c.strategy, got, c.checkpoints)
+		}
+	}
+	if _, err := r.s.st.db.GetThread(ctx, api.DefaultTenant, "pg"); err == nil {
+		t.Error("the thread survived its delete sweep")
+	}
 }

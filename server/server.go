@@ -1,8 +1,9 @@
 // Package server wires the Trellis agent service together: the database
 // (one SQLite file by default, or PostgreSQL), the run service
 // (server/runs) with LangChain's message wire, the run queue on River
-// (server/queue), the lease sweeper that takes over runs of dead workers,
-// and the LangGraph-compatible HTTP API (server/api). `trellis serve` is
+// (server/queue), the sweepers that take over runs of dead workers and
+// expire threads whose TTL ran out, and the LangGraph-compatible HTTP API
+// (server/api). `trellis serve` is
 // this package plus the bundled apps; a Go program serves its own graphs
 // the same way:
 //
@@ -14,6 +15,8 @@
 //
 // Register every graph before Run; Run creates one default assistant per
 // graph (if absent), starts the queue and serves until ctx is done.
+// RegisterApps adds the bundled apps, RegisterAgent the configurable tool
+// agent over MCP servers.
 package server
 
 import (
@@ -80,6 +83,17 @@ type Config struct {
 	// SweepInterval is how often expired leases are looked for (5 s when
 	// 0).
 	SweepInterval time.Duration
+	// ThreadTTL is the TTL of threads created without one (nil: they live
+	// until deleted). A thread expires that long after its last activity
+	// (creation, a run, a state or metadata update) and is then deleted,
+	// or pruned to its latest checkpoint, by the thread sweeper.
+	ThreadTTL *db.TTL
+	// ThreadSweepInterval is how often expired threads are looked for
+	// (DefaultThreadSweepInterval when 0).
+	ThreadSweepInterval time.Duration
+	// ThreadSweepBatch bounds the threads one sweep expires
+	// (DefaultThreadSweepBatch when 0).
+	ThreadSweepBatch int
 	// Workers is how many threads advance at once (the queue's default
 	// when 0).
 	Workers int
@@ -136,6 +150,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = 5 * time.Second
+	}
+	if t := cfg.ThreadTTL; t != nil && (t.Duration <= 0 || (t.Strategy != db.TTLDelete && t.Strategy != db.TTLKeepLatest)) {
+		return nil, fmt.Errorf("server: thread TTL %s with strategy %q: want a positive duration and %q or %q", t.Duration, t.Strategy, db.TTLDelete, db.TTLKeepLatest)
 	}
 	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
 		return nil, fmt.Errorf("server: address %q is not host:port (e.g. %s): %w", cfg.Addr, DefaultAddr, err)
@@ -408,6 +425,7 @@ func (s *Server) handler(enqueue runs.Enqueuer) (http.Handler, error) {
 	a := &api.API{
 		DB: s.st.db, Runs: s.svc, Graphs: s.graphs, Saver: s.st.saver, Store: s.st.store,
 		Enqueue: enqueue, Scripted: s.cfg.Scripted, Version: s.cfg.Version, BodyLimit: s.cfg.BodyLimit,
+		ThreadTTL: s.cfg.ThreadTTL,
 	}
 	mux, err := newMux(a)
 	if err != nil {

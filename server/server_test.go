@@ -69,6 +69,12 @@ func start(t testing.TB, cfg Config, blocked *atomic.Int32) *running {
 	if err := s.Register("echo", echoGraph(blocked)); err != nil {
 		t.Fatal(err)
 	}
+	return serveInBackground(t, s)
+}
+
+// serveInBackground runs s (its graphs registered) until the test ends.
+func serveInBackground(t testing.TB, s *Server) *running {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	r := &running{s: s, cancel: cancel, done: make(chan error, 1)}
 	go func() { r.done <- s.Run(ctx) }()

@@ -16,7 +16,8 @@ import (
 // every SweepInterval it lists expired leases, takes each over with a new
 // token (the old worker's writes are then refused), executes the run from
 // its thread's latest checkpoint, and enqueues the thread for the runs
-// waiting behind it.
+// waiting behind it. A second loop (ttl.go) expires threads whose TTL ran
+// out.
 type sweeper struct {
 	s       *Server
 	enqueue runs.Enqueuer
@@ -36,7 +37,8 @@ func newSweeper(s *Server, enqueue runs.Enqueuer) *sweeper {
 func (w *sweeper) start(ctx context.Context) {
 	ctx, w.cancel = context.WithCancel(ctx)
 	w.runCtx, w.stopRun = context.WithCancel(context.WithoutCancel(ctx))
-	w.loop.Add(1)
+	w.loop.Add(2)
+	go w.threadLoop(ctx)
 	go func() {
 		defer w.loop.Done()
 		t := time.NewTicker(w.s.cfg.SweepInterval)

@@ -95,9 +95,17 @@ func defaultModel(flag string, file *config.File) string {
 // serverConfig turns the flags and the file into the server's Config and
 // the apps' Models.
 func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Config, server.Models, error) {
-	cfg := server.Config{Addr: file.Address, Database: file.Database, Redis: file.Redis, Logger: log, Version: version}
+	cfg := server.Config{Addr: file.Address, Database: file.Database, Redis: file.Redis, Logger: log, Version: version,
+		ThreadSweepInterval: file.Threads.SweepInterval, ThreadSweepBatch: file.Threads.SweepBatch}
 	if f.redis != "" {
 		cfg.Redis = f.redis
+	}
+	if file.Threads.TTL > 0 {
+		strategy := file.Threads.Strategy
+		if strategy == "" {
+			strategy = db.TTLDelete
+		}
+		cfg.ThreadTTL = &db.TTL{Duration: file.Threads.TTL, Strategy: strategy}
 	}
 	if f.addr != "" {
 		cfg.Addr = f.addr
@@ -118,7 +126,13 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 	for i, a := range file.Assistants {
 		conf := a.Config
 		if a.Model != "" {
-			conf = withModel(conf, a.Model)
+			conf = withConfigurable(conf, "model", a.Model)
+		}
+		if a.System != "" {
+			conf = withConfigurable(conf, "system_prompt", a.System)
+		}
+		if len(a.Tools) > 0 {
+			conf = withConfigurable(conf, "tools", a.Tools)
 		}
 		var errs []error
 		enc := func(field string, v map[string]any) json.RawMessage {
@@ -144,9 +158,9 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 	return cfg, models, nil
 }
 
-// withModel returns conf with configurable.model set, copying what it
-// changes.
-func withModel(conf map[string]any, model string) map[string]any {
+// withConfigurable returns conf with configurable.KEY set, copying what
+// it changes.
+func withConfigurable(conf map[string]any, key string, value any) map[string]any {
 	out := map[string]any{}
 	for k, v := range conf {
 		out[k] = v
@@ -157,7 +171,7 @@ func withModel(conf map[string]any, model string) map[string]any {
 			c[k] = v
 		}
 	}
-	c["model"] = model
+	c[key] = value
 	out["configurable"] = c
 	return out
 }
@@ -182,6 +196,9 @@ func serve(c *cobra.Command, f serveFlags) error {
 		return err
 	}
 	if err := srv.RegisterApps(catalog.All(), models); err != nil {
+		return errors.Join(err, srv.Close())
+	}
+	if err := srv.RegisterAgent(c.Context(), models, file.MCPServers); err != nil {
 		return errors.Join(err, srv.Close())
 	}
 	stopBanner := make(chan struct{})

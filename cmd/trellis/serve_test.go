@@ -79,7 +79,7 @@ func TestServeStartsAndStops(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop")
 	}
-	for _, want := range []string{"trellis serve listening", "graphs=\"[builder planner scheduler sqlrouter testplanner]\"", "msg=stopped"} {
+	for _, want := range []string{"trellis serve listening", "graphs=\"[agent builder planner scheduler sqlrouter testplanner]\"", "msg=stopped"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
@@ -95,8 +95,10 @@ func TestServerConfigFromFlagsAndFile(t *testing.T) {
 address: 0.0.0.0:9000
 database: from-file.db
 models: {strong: "anthropic:claude-sonnet-4-5"}
+threads: {ttl: 24h, strategy: keep_latest, sweep_interval: 5m, sweep_batch: 10}
 assistants:
   - {graph: planner, name: P, model: strong, config: {configurable: {lang: fr}, recursion_limit: 5}}
+  - {graph: agent, name: A, system: Be brief., tools: [stop, {use: stop, approve: ask}]}
 `), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
@@ -108,6 +110,10 @@ assistants:
 	if cfg.Addr != "127.0.0.1:1" || cfg.Database != "from-file.db" || !cfg.Scripted || !models.Scripted() {
 		t.Errorf("cfg %+v scripted %v", cfg, models.Scripted())
 	}
+	if cfg.ThreadTTL == nil || cfg.ThreadTTL.Duration != 24*time.Hour || cfg.ThreadTTL.Strategy != "keep_latest" ||
+		cfg.ThreadSweepInterval != 5*time.Minute || cfg.ThreadSweepBatch != 10 {
+		t.Errorf("threads: TTL %+v, sweep every %s, batch %d", cfg.ThreadTTL, cfg.ThreadSweepInterval, cfg.ThreadSweepBatch)
+	}
 	var conf map[string]any
 	if err := json.Unmarshal(cfg.Assistants[0].Config, &conf); err != nil {
 		t.Fatal(err)
@@ -115,6 +121,9 @@ assistants:
 	c := conf["configurable"].(map[string]any)
 	if c["model"] != "strong" || c["lang"] != "fr" || conf["recursion_limit"] != float64(5) {
 		t.Errorf("config %s", cfg.Assistants[0].Config)
+	}
+	if got := string(cfg.Assistants[1].Config); got != `{"configurable":{"system_prompt":"Be brief.","tools":[{"use":"stop"},{"use":"stop","approve":"ask"}]}}` {
+		t.Errorf("agent config %s", got)
 	}
 	if file.Assistants[0].Config["configurable"].(map[string]any)["model"] != nil {
 		t.Error("the file's own config was changed")

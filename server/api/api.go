@@ -32,6 +32,9 @@ type API struct {
 	Version  string
 	// BodyLimit bounds request bodies (0: wire's default).
 	BodyLimit int64
+	// ThreadTTL is the TTL of threads created without one (nil: they
+	// live until deleted).
+	ThreadTTL *db.TTL
 }
 
 // DefaultTenant is the tenant of every request until authentication

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/server/api/wire"
@@ -84,7 +85,10 @@ func (a *API) createThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tenant := a.tenant(r)
-	t := db.Thread{ID: b.ThreadID, Metadata: db.Metadata(b.Metadata), Status: db.ThreadIdle}
+	t := db.Thread{ID: b.ThreadID, Metadata: db.Metadata(b.Metadata), Status: db.ThreadIdle, TTL: a.ThreadTTL}
+	if b.TTL != nil {
+		t.TTL = dbTTL(*b.TTL)
+	}
 	if t.ID == "" {
 		t.ID = checkpoint.NewID()
 	}
@@ -264,6 +268,9 @@ func (a *API) patchThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t, err := a.DB.UpdateThreadMetadata(r.Context(), a.tenant(r), id, db.Metadata(b.Metadata))
+	if err == nil && b.TTL != nil {
+		t, err = a.DB.SetThreadTTL(r.Context(), a.tenant(r), id, dbTTL(*b.TTL))
+	}
 	if err != nil {
 		a.notFoundOr(w, r, err, "thread", id)
 		return
@@ -332,4 +339,13 @@ func (a *API) copyThread(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wire.WriteJSON(w, r, http.StatusOK, toWireThread(t))
+}
+
+// dbTTL converts a request's TTL (minutes) to the store's.
+func dbTTL(t wire.TTL) *db.TTL {
+	strategy := string(t.Strategy)
+	if strategy == "" {
+		strategy = db.TTLDelete
+	}
+	return &db.TTL{Duration: time.Duration(t.Minutes * float64(time.Minute)), Strategy: strategy}
 }

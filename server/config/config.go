@@ -1,6 +1,7 @@
 // Package config reads trellis.yaml, the configuration file of `trellis
-// serve`: the address, the database, named model specs and the assistants
-// to create at start.
+// serve`: the address, the database, named model specs, the MCP servers
+// whose tools agents use, the assistants to create at start and the
+// threads' time to live.
 //
 //	address: 127.0.0.1:2024
 //	database: sqlite://.trellis/trellis.db   # or a file path, or postgres://...
@@ -16,6 +17,31 @@
 //	    config: {configurable: {}}
 //	    context: {}
 //	    metadata: {team: docs}
+//	  - graph: agent                         # the configurable tool agent
+//	    name: Helper
+//	    system: You help with the files of this project.
+//	    tools:
+//	      - mcp:files                        # every tool of server "files"
+//	      - {use: mcp:github/create_issue, approve: ask}
+//	      - stop                             # a built-in tool
+//	mcp_servers:
+//	  files:                                 # stdio: a command
+//	    command: npx
+//	    args: [-y, "@modelcontextprotocol/server-filesystem", /srv/docs]
+//	    env: {LOG_LEVEL: warn}
+//	    timeout: 30s                         # per tool call
+//	  github:                                # streamable HTTP
+//	    url: https://api.githubcopilot.com/mcp/
+//	    headers: {Authorization: "Bearer ${GITHUB_TOKEN}"}
+//	    tool_prefix: gh_
+//	threads:
+//	  ttl: 24h                               # default TTL of new threads
+//	  strategy: delete                       # or keep_latest
+//	  sweep_interval: 1m
+//	  sweep_batch: 100
+//
+// A tool's approve is ask (a person approves every call) or auto (none
+// is asked); left out, read tools run at once and write tools ask.
 //
 // `${NAME}` anywhere in the file is replaced by the environment variable
 // NAME before parsing (`${NAME:-fallback}` gives a default; `$$` is a
@@ -30,8 +56,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/google/uuid"
@@ -54,6 +82,12 @@ type File struct {
 	// Assistants are created at start when absent, and updated (a new
 	// version) when the file changed them.
 	Assistants []Assistant `yaml:"assistants"`
+	// MCPServers are the MCP servers the agent graph's tools come from,
+	// by name; each is connected once at start and shared by every run.
+	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
+	// Threads sets the default time to live of threads and how the
+	// sweeper treats expired ones.
+	Threads Threads `yaml:"threads"`
 }
 
 // Assistant declares an assistant of a registered graph.
@@ -70,6 +104,14 @@ type Assistant struct {
 	// else the server's default). It is put into
 	// config.configurable.model, where the bundled apps read it.
 	Model string `yaml:"model"`
+	// System is the agent graph's system prompt (graph "agent" only;
+	// config.configurable.system_prompt).
+	System string `yaml:"system"`
+	// Tools are the agent graph's tools (graph "agent" only;
+	// config.configurable.tools): built-in tools by name and MCP tools as
+	// mcp:SERVER (all of its tools) or mcp:SERVER/TOOL, each with an
+	// optional approval policy.
+	Tools []ToolRef `yaml:"tools"`
 	// Config, Context and Metadata are JSON objects (written as YAML).
 	Config   map[string]any `yaml:"config"`
 	Context  map[string]any `yaml:"context"`
@@ -171,9 +213,13 @@ var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in typ
 func known(typ string) string {
 	switch typ {
 	case "File":
-		return "address, database, models, assistants"
+		return "address, database, redis, models, assistants, mcp_servers, threads"
 	case "Assistant":
-		return "id, graph, name, description, model, config, context, metadata"
+		return "id, graph, name, description, model, system, tools, config, context, metadata"
+	case "MCPServer":
+		return "command, args, env, dir, url, headers, tool_prefix, timeout"
+	case "Threads":
+		return "ttl, strategy, sweep_interval, sweep_batch"
 	}
 	return "see the config package's documentation"
 }
@@ -230,11 +276,38 @@ func (f *File) Validate() error {
 				bad(field+"."+obj.name, "not representable as JSON: %v", err)
 			}
 		}
+		if a.Graph != AgentGraph && a.Graph != "" && (a.System != "" || len(a.Tools) > 0) {
+			which := "tools"
+			if a.System != "" {
+				which = "system"
+			}
+			bad(field+"."+which, "only assistants of graph %q have a system prompt and tools; graph %q configures its own", AgentGraph, a.Graph)
+		}
+		for j, t := range a.Tools {
+			tf := fmt.Sprintf("%s.tools[%d]", field, j)
+			if err := t.Check(); err != nil {
+				bad(tf, "%v", err)
+				continue
+			}
+			if srv, _, ok := t.MCP(); ok {
+				if _, ok := f.MCPServers[srv]; !ok {
+					bad(tf, "%q names MCP server %q, which is not under mcp_servers%s", t.Use, srv, serverNames(f.MCPServers))
+				}
+			}
+		}
 		id := a.AssistantID()
 		if j, dup := ids[id]; dup {
 			bad(field+".id", "%q is also the ID of assistants[%d]", id, j)
 		}
 		ids[id] = i
+	}
+	for _, name := range slices.Sorted(maps.Keys(f.MCPServers)) {
+		for _, err := range f.MCPServers[name].check(name) {
+			errs = append(errs, fmt.Errorf("config: %w", err))
+		}
+	}
+	for _, err := range f.Threads.check() {
+		errs = append(errs, fmt.Errorf("config: %w", err))
 	}
 	return errors.Join(errs...)
 }

@@ -1,10 +1,13 @@
 package config
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func env(m map[string]string) func(string) (string, bool) {
@@ -68,7 +71,7 @@ func TestNameUUIDIsVersion5URLNamespace(t *testing.T) {
 // is wrong.
 func TestBadFilesNameTheField(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
-		{"adress: x:1\n", `unknown field "adress" (known: address, database, models, assistants)`},
+		{"adress: x:1\n", `unknown field "adress" (known: address, database, redis, models, assistants, mcp_servers, threads)`},
 		{"assistants:\n  - graph: g\n    name: n\n    modle: x\n", `unknown field "modle"`},
 		{"assistants:\n  - name: n\n", "assistants[0].graph: required"},
 		{"assistants:\n  - graph: g\n", "assistants[0].name: required"},
@@ -108,5 +111,102 @@ func TestLoad(t *testing.T) {
 	}
 	if _, err := Load(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
 		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// MCP servers, agent tools and the threads' TTL parse; tool references
+// are strings or objects.
+func TestParseAgentAndThreads(t *testing.T) {
+	src := `
+mcp_servers:
+  everything:
+    command: node
+    args: [index.js, stdio]
+    env: {TOKEN: "${TOKEN}"}
+    timeout: 30s
+  remote:
+    url: https://mcp.example.com/mcp
+    headers: {Authorization: "Bearer ${TOKEN}"}
+    tool_prefix: remote_
+assistants:
+  - graph: agent
+    name: Helper
+    system: Be brief.
+    tools:
+      - mcp:everything/echo
+      - {use: "mcp:remote", approve: ask}
+      - stop
+threads:
+  ttl: 24h
+  strategy: keep_latest
+  sweep_interval: 2m
+  sweep_batch: 50
+`
+	f, err := Parse([]byte(src), env(map[string]string{"TOKEN": "s3cret"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := f.MCPServers["everything"]; e.Command != "node" || e.Env["TOKEN"] != "s3cret" || e.Timeout != 30*time.Second || len(e.Args) != 2 {
+		t.Errorf("stdio server %+v", e)
+	}
+	if r := f.MCPServers["remote"]; r.Headers["Authorization"] != "Bearer s3cret" || r.ToolPrefix != "remote_" {
+		t.Errorf("HTTP server %+v", r)
+	}
+	a := f.Assistants[0]
+	want := []ToolRef{{Use: "mcp:everything/echo"}, {Use: "mcp:remote", Approve: ApproveAsk}, {Use: "stop"}}
+	if a.System != "Be brief." || !slices.Equal(a.Tools, want) {
+		t.Errorf("assistant %+v", a)
+	}
+	if srv, tl, ok := a.Tools[0].MCP(); !ok || srv != "everything" || tl != "echo" {
+		t.Errorf("MCP() = %q %q %v", srv, tl, ok)
+	}
+	if f.Threads != (Threads{TTL: 24 * time.Hour, Strategy: StrategyKeepLatest, SweepInterval: 2 * time.Minute, SweepBatch: 50}) {
+		t.Errorf("threads %+v", f.Threads)
+	}
+	// The JSON form (config.configurable.tools) reads the same.
+	var refs []ToolRef
+	if err := json.Unmarshal([]byte(`["stop",{"use":"mcp:x/y","approve":"auto"}]`), &refs); err != nil || !slices.Equal(refs, []ToolRef{{Use: "stop"}, {Use: "mcp:x/y", Approve: ApproveAuto}}) {
+		t.Errorf("JSON refs %+v %v", refs, err)
+	}
+	if err := json.Unmarshal([]byte(`[{"use":"stop","aprove":"ask"}]`), &refs); err == nil {
+		t.Error("an unknown JSON field was accepted")
+	}
+}
+
+// Mistakes in the MCP servers, tools and threads name their field.
+func TestBadAgentAndThreadsNameTheField(t *testing.T) {
+	agent := func(tools string) string {
+		return "mcp_servers:\n  s: {command: x}\nassistants:\n  - graph: agent\n    name: n\n    tools: " + tools + "\n"
+	}
+	for _, c := range []struct{ src, want string }{
+		{"mcp_servers:\n  s: {}\n", "mcp_servers.s: set command (a stdio server) or url"},
+		{"mcp_servers:\n  s: {command: x, url: http://h/mcp}\n", "mcp_servers.s: set command or url, not both"},
+		{"mcp_servers:\n  s: {url: ftp://h/mcp}\n", `mcp_servers.s.url: "ftp://h/mcp" is not an http:// or https:// URL`},
+		{"mcp_servers:\n  s: {url: http://h/mcp, dir: /tmp}\n", "mcp_servers.s: args, env and dir are for command"},
+		{"mcp_servers:\n  s: {command: x, headers: {A: b}}\n", "mcp_servers.s.headers: headers are for url"},
+		{"mcp_servers:\n  s: {command: x, timeout: -1s}\n", "mcp_servers.s.timeout: must be positive"},
+		{"mcp_servers:\n  s: {command: x, timeout: soon}\n", "cannot unmarshal"},
+		{"mcp_servers:\n  s: {command: x, cmd: y}\n", `unknown field "cmd" (known: command, args, env, dir, url, headers, tool_prefix, timeout)`},
+		{"mcp_servers:\n  a/b: {command: x}\n", "mcp_servers.a/b: a server's name must be"},
+		{agent("[mcp:nosuch]"), `assistants[0].tools[0]: "mcp:nosuch" names MCP server "nosuch", which is not under mcp_servers (s)`},
+		{agent("[shell]"), `assistants[0].tools[0]: "shell" is not a built-in tool (stop)`},
+		{agent("[stop, \"mcp:\"]"), `assistants[0].tools[1]: "mcp:" is not mcp:SERVER or mcp:SERVER/TOOL`},
+		{agent("[{use: \"mcp:s\", approve: sometimes}]"), `assistants[0].tools[0]: approve: "sometimes" is not ask or auto`},
+		{agent("[{use: stop, aprove: ask}]"), `unknown field "aprove" (known: use, approve)`},
+		{agent("[[stop]]"), "a tool is a name"},
+		{"assistants:\n  - {graph: planner, name: n, tools: [stop]}\n", `assistants[0].tools: only assistants of graph "agent" have a system prompt and tools`},
+		{"assistants:\n  - {graph: planner, name: n, system: hi}\n", `assistants[0].system: only assistants of graph "agent"`},
+		{"threads: {ttl: 10s}\n", "threads.ttl: 10s is less than a minute"},
+		{"threads: {ttl: -1h}\n", "threads.ttl: must be positive"},
+		{"threads: {strategy: archive}\n", `threads.strategy: "archive" is not delete or keep_latest`},
+		{"threads: {sweep_batch: -1}\n", "threads.sweep_batch: must be positive"},
+		{"threads: {sweep_interval: -1m}\n", "threads.sweep_interval: must be positive"},
+		{"threads: {sweep_interval: 10ms}\n", "threads.sweep_interval: 10ms is less than a second"},
+		{"threads: {tll: 1h}\n", `unknown field "tll" (known: ttl, strategy, sweep_interval, sweep_batch)`},
+	} {
+		_, err := Parse([]byte(c.src), env(nil))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: err = %v, want it to contain %q", c.src, err, c.want)
+		}
 	}
 }

@@ -126,6 +126,37 @@ type Thread struct {
 	Error     string    `json:"error,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
+	// TTL, when set, expires the thread that long after its last
+	// activity: its creation, a TTL change, a metadata update, a new run
+	// or a run's result or state update. CreateThread stores it.
+	TTL *TTL `json:"-"`
+	// ExpiresAt is when the thread expires (zero: never; also once a
+	// keep_latest thread was pruned, until its next activity).
+	ExpiresAt time.Time `json:"-"`
+}
+
+// TTL strategies: what happens to an expired thread.
+const (
+	// TTLDelete deletes the thread with its runs, events and checkpoints.
+	TTLDelete = "delete"
+	// TTLKeepLatest keeps the thread and prunes its checkpoints to the
+	// latest one.
+	TTLKeepLatest = "keep_latest"
+)
+
+// TTL is a thread's time to live.
+type TTL struct {
+	// Duration is counted from the thread's last activity; positive.
+	Duration time.Duration
+	// Strategy is TTLDelete or TTLKeepLatest.
+	Strategy string
+}
+
+// ExpiredThread is a thread whose TTL ran out (ExpiredThreads).
+type ExpiredThread struct {
+	Tenant   string
+	ThreadID string
+	Strategy string
 }
 
 // ThreadQuery filters threads.
@@ -256,6 +287,21 @@ type Threads interface {
 	CountThreads(ctx context.Context, tenant string, q ThreadQuery) (int, error)
 	// CopyThread copies the thread row (not its runs) under a new ID.
 	CopyThread(ctx context.Context, tenant, from, to string) (Thread, error)
+	// SetThreadTTL replaces the thread's TTL (nil: it never expires) and
+	// counts its expiry from now.
+	SetThreadTTL(ctx context.Context, tenant, id string, ttl *TTL) (Thread, error)
+	// ExpiredThreads lists threads of every tenant that expired at now and
+	// have no pending or running run, the longest expired first, at most
+	// limit (the sweeper is the service's own).
+	ExpiredThreads(ctx context.Context, now time.Time, limit int) ([]ExpiredThread, error)
+	// ExpireThread applies the strategy of a thread that is still expired
+	// at now and still has no pending or running run, in one transaction:
+	// TTLDelete deletes the row (with its runs, events and leases);
+	// TTLKeepLatest clears its expiry until its next activity. It returns
+	// the strategy applied, or ok false (doing nothing) when the thread
+	// is gone, active again or no longer expired. The caller then deletes
+	// or prunes the checkpoints.
+	ExpireThread(ctx context.Context, tenant, id string, now time.Time) (strategy string, ok bool, err error)
 }
 
 // Runs stores runs and their leases. At most one run per (tenant, thread)

@@ -283,6 +283,7 @@ func TestShapesRoundTrip(t *testing.T) {
 		{`[["a",1],["a",2]]`, `[["a",1],["a",2]]`, new(Update)},
 		{`90`, `{"ttl":90,"strategy":"delete"}`, new(TTL)},
 		{`{"ttl":5,"strategy":"delete"}`, `{"ttl":5,"strategy":"delete"}`, new(TTL)},
+		{`{"ttl":5,"strategy":"keep_latest"}`, `{"ttl":5,"strategy":"keep_latest"}`, new(TTL)},
 		{`false`, `false`, new(StoreIndex)},
 		{`["$.a"]`, `["$.a"]`, new(StoreIndex)},
 		{`true`, `true`, new(Xray)},

@@ -190,12 +190,12 @@ type PruneStrategy string
 // Values lists the allowed values.
 func (PruneStrategy) Values() []string { return []string{"delete", "keep_latest"} }
 
-// TTLStrategy is what happens to a thread when its TTL runs out; only
-// "delete" exists.
+// TTLStrategy is what happens to a thread when its TTL runs out: "delete"
+// deletes it, "keep_latest" prunes it to its latest checkpoint.
 type TTLStrategy string
 
 // Values lists the allowed values.
-func (TTLStrategy) Values() []string { return []string{"delete"} }
+func (TTLStrategy) Values() []string { return []string{"delete", "keep_latest"} }
 
 // SortOrder orders search results.
 type SortOrder string

@@ -268,12 +268,14 @@ func rawOrNull(b json.RawMessage) json.RawMessage {
 }
 
 // TTL is a thread's time to live: minutes, or {"ttl": minutes, "strategy":
-// "delete"} (the SDK always sends the object). Trellis honours it: the
-// thread is deleted that long after its last update.
+// "delete" | "keep_latest"} (the SDK always sends the object). Trellis
+// honours it: that long after the thread's last activity the sweeper
+// deletes it, or prunes it to its latest checkpoint.
 type TTL struct {
 	// Minutes is the time to live; more than zero.
 	Minutes float64
-	// Strategy is what happens when it runs out ("delete").
+	// Strategy is what happens when it runs out ("delete" or
+	// "keep_latest").
 	Strategy TTLStrategy
 }
 
@@ -290,8 +292,11 @@ func (t *TTL) decodeWire(ptr string, v any) []FieldError {
 		}
 		ptr += "/ttl"
 		if s, ok := x["strategy"]; ok && s != nil {
-			if s != "delete" {
-				return []FieldError{{Pointer: ptr[:len(ptr)-4] + "/strategy", Detail: fmt.Sprintf("must be \"delete\", not %v", s)}}
+			switch s {
+			case "delete", "keep_latest":
+				strategy = TTLStrategy(s.(string))
+			default:
+				return []FieldError{{Pointer: ptr[:len(ptr)-4] + "/strategy", Detail: fmt.Sprintf("must be \"delete\" or \"keep_latest\", not %v", s)}}
 			}
 		}
 	default:

@@ -55,12 +55,12 @@ func (Update) JSONSchema() *jsonschema.Schema {
 	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{{Type: "object"}, {Type: "array", Items: pair}}}
 }
 
-// JSONSchema is minutes or {"ttl": minutes, "strategy": "delete"}.
+// JSONSchema is minutes or {"ttl": minutes, "strategy": "delete" | "keep_latest"}.
 func (TTL) JSONSchema() *jsonschema.Schema {
 	minutes := &jsonschema.Schema{Type: "number", ExclusiveMinimum: jsonschema.Ptr(0.0)}
 	return &jsonschema.Schema{AnyOf: []*jsonschema.Schema{minutes, {
 		Type: "object", Required: []string{"ttl"},
-		Properties: map[string]*jsonschema.Schema{"ttl": minutes, "strategy": {Types: []string{"null", "string"}, Enum: []any{"delete", nil}}},
+		Properties: map[string]*jsonschema.Schema{"ttl": minutes, "strategy": {Types: []string{"null", "string"}, Enum: []any{"delete", "keep_latest", nil}}},
 	}}}
 }
 

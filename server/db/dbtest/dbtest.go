@@ -60,6 +60,7 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"ThreadSortPaging", testThreadSortPaging},
 		{"ThreadCopy", testThreadCopy},
 		{"CheckpointMetadata", testCheckpointMetadata},
+		{"ThreadTTL", testThreadTTL},
 		{"RunCreateGetList", testRunCreateGetList},
 		{"RunDelete", testRunDelete},
 		{"NextPending", testNextPending},

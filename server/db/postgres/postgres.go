@@ -150,6 +150,14 @@ CREATE TABLE trellis_checkpoint_metadata (
 	FOREIGN KEY (tenant, thread_id) REFERENCES trellis_threads (tenant, thread_id) ON DELETE CASCADE
 );
 `,
+	// 3: threads' TTL (microseconds; NULL: none), its strategy, and when
+	// the thread expires (NULL: never), moved on by every activity.
+	`
+ALTER TABLE trellis_threads ADD COLUMN ttl_us bigint;
+ALTER TABLE trellis_threads ADD COLUMN ttl_strategy text NOT NULL DEFAULT '';
+ALTER TABLE trellis_threads ADD COLUMN expires_at timestamptz;
+CREATE INDEX trellis_threads_expiry ON trellis_threads (expires_at) WHERE expires_at IS NOT NULL;
+`,
 }
 
 // DB is the store of record on PostgreSQL. It is safe for concurrent use,

@@ -101,6 +101,11 @@ func (d *DB) CreateRun(ctx context.Context, tenant string, r db.Run) (db.Run, er
 		if tag.RowsAffected() == 0 {
 			return fmt.Errorf("server/db/postgres: run %q exists: %w", r.ID, db.ErrConflict)
 		}
+		// A new run is activity: the thread's expiry moves on.
+		if _, err := tx.Exec(ctx, `UPDATE trellis_threads SET `+extendExpiry(1)+` WHERE tenant = $2 AND thread_id = $3`,
+			now, tenant, r.ThreadID); err != nil {
+			return wrap(err, "create run %q", r.ID)
+		}
 		out, err = getRun(ctx, tx, tenant, "", r.ID, false)
 		return err
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -11,14 +12,23 @@ import (
 	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
 )
 
-const threadCols = `thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at`
+const threadCols = `thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at, ttl_us, ttl_strategy, expires_at`
+
+// extendExpiry is the SET clause that moves a thread's expiry to its TTL
+// after the time in parameter n: every activity runs it.
+func extendExpiry(n int) string {
+	return fmt.Sprintf(`expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE $%d::timestamptz + ttl_us * interval '1 microsecond' END`, n)
+}
 
 // scanThread reads a row of threadCols; an undecodable row is an error
 // naming it.
 func scanThread(s scanner, tenant string) (db.Thread, error) {
 	var t db.Thread
 	var md, values, interrupts []byte
-	if err := s.Scan(&t.ID, &t.Status, &md, &values, &interrupts, &t.Error, &t.CreatedAt, &t.UpdatedAt); err != nil {
+	var ttl *int64
+	var strategy string
+	var expires *time.Time
+	if err := s.Scan(&t.ID, &t.Status, &md, &values, &interrupts, &t.Error, &t.CreatedAt, &t.UpdatedAt, &ttl, &strategy, &expires); err != nil {
 		return db.Thread{}, err
 	}
 	var err error
@@ -27,6 +37,10 @@ func scanThread(s scanner, tenant string) (db.Thread, error) {
 	}
 	t.Values, t.Interrupts = values, interrupts
 	t.CreatedAt, t.UpdatedAt = utc(t.CreatedAt), utc(t.UpdatedAt)
+	t.TTL = dbutil.ScanTTL(ttl, strategy)
+	if expires != nil {
+		t.ExpiresAt = utc(*expires)
+	}
 	return t, nil
 }
 
@@ -70,6 +84,10 @@ func (d *DB) CreateThread(ctx context.Context, tenant string, t db.Thread, ifExi
 	if err != nil {
 		return db.Thread{}, err
 	}
+	ttl, strategy, err := dbutil.ThreadTTL(t.TTL)
+	if err != nil {
+		return db.Thread{}, err
+	}
 	if t.ID == "" {
 		t.ID = dbutil.NewID()
 	}
@@ -77,9 +95,15 @@ func (d *DB) CreateThread(ctx context.Context, tenant string, t db.Thread, ifExi
 		t.Status = db.ThreadIdle
 	}
 	var out db.Thread
+	now := dbutil.Now()
+	var expires *time.Time
+	if t.TTL != nil {
+		e := now.Add(t.TTL.Duration)
+		expires = &e
+	}
 	err = d.write(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `INSERT INTO trellis_threads (tenant, `+threadCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)
-			ON CONFLICT DO NOTHING`, tenant, t.ID, t.Status, md, values, interrupts, t.Error, dbutil.Now())
+		tag, err := tx.Exec(ctx, `INSERT INTO trellis_threads (tenant, `+threadCols+`) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8, $9, $10, $11)
+			ON CONFLICT DO NOTHING`, tenant, t.ID, t.Status, md, values, interrupts, t.Error, now, ttl, strategy, expires)
 		if err != nil {
 			return wrap(err, "create thread %q", t.ID)
 		}
@@ -105,7 +129,7 @@ func (d *DB) UpdateThreadMetadata(ctx context.Context, tenant, id string, md db.
 	}
 	var out db.Thread
 	err = d.write(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE trellis_threads SET metadata = metadata || $1::jsonb, updated_at = $2
+		tag, err := tx.Exec(ctx, `UPDATE trellis_threads SET metadata = metadata || $1::jsonb, updated_at = $2, `+extendExpiry(2)+`
 			WHERE tenant = $3 AND thread_id = $4`, b, dbutil.Now(), tenant, id)
 		if err != nil {
 			return wrap(err, "update thread %q", id)
@@ -140,7 +164,7 @@ func (d *DB) SetThreadResult(ctx context.Context, tenant, id string, r db.Thread
 	err = d.write(ctx, func(tx pgx.Tx) error {
 		tag, err := tx.Exec(ctx, `UPDATE trellis_threads SET status = $1, error = $2,
 			thread_values = CASE WHEN $3 THEN $4::jsonb ELSE thread_values END,
-			interrupts = coalesce($5::jsonb, interrupts), updated_at = $6 WHERE tenant = $7 AND thread_id = $8`,
+			interrupts = coalesce($5::jsonb, interrupts), updated_at = $6, `+extendExpiry(6)+` WHERE tenant = $7 AND thread_id = $8`,
 			r.Status, r.Error, r.Values != nil, values, interrupts, dbutil.Now(), tenant, id)
 		if err != nil {
 			return wrap(err, "set the result of thread %q", id)
@@ -260,7 +284,8 @@ func (d *DB) CopyThread(ctx context.Context, tenant, from, to string) (db.Thread
 			return err
 		}
 		tag, err := tx.Exec(ctx, `INSERT INTO trellis_threads (tenant, `+threadCols+`)
-			SELECT tenant, $1, status, metadata, thread_values, interrupts, error, $2, $2 FROM trellis_threads
+			SELECT tenant, $1, status, metadata, thread_values, interrupts, error, $2, $2,
+				ttl_us, ttl_strategy, $2::timestamptz + ttl_us * interval '1 microsecond' FROM trellis_threads
 			WHERE tenant = $3 AND thread_id = $4 ON CONFLICT DO NOTHING`, to, dbutil.Now(), tenant, from)
 		if err != nil {
 			return wrap(err, "copy thread %q to %q", from, to)
@@ -277,4 +302,89 @@ func (d *DB) CopyThread(ctx context.Context, tenant, from, to string) (db.Thread
 		return err
 	})
 	return out, err
+}
+
+// SetThreadTTL replaces the thread's TTL and counts its expiry from now.
+func (d *DB) SetThreadTTL(ctx context.Context, tenant, id string, ttl *db.TTL) (db.Thread, error) {
+	us, strategy, err := dbutil.ThreadTTL(ttl)
+	if err != nil {
+		return db.Thread{}, err
+	}
+	var out db.Thread
+	now := dbutil.Now()
+	var expires *time.Time
+	if ttl != nil {
+		e := now.Add(ttl.Duration)
+		expires = &e
+	}
+	err = d.write(ctx, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, `UPDATE trellis_threads SET ttl_us = $1, ttl_strategy = $2, updated_at = $3, expires_at = $4
+			WHERE tenant = $5 AND thread_id = $6`, us, strategy, now, expires, tenant, id)
+		if err != nil {
+			return wrap(err, "set the TTL of thread %q", id)
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound("thread", id, tenant)
+		}
+		out, err = getThread(ctx, tx, tenant, id)
+		return err
+	})
+	return out, err
+}
+
+// expiredIdle is the condition of a thread expired at $1 without a
+// pending or running run.
+const expiredIdle = `t.expires_at IS NOT NULL AND t.expires_at <= $1 AND NOT EXISTS (
+	SELECT 1 FROM trellis_runs r WHERE r.tenant = t.tenant AND r.thread_id = t.thread_id AND r.status IN ('pending', 'running'))`
+
+// ExpiredThreads lists idle threads of every tenant expired at now, the
+// longest expired first.
+func (d *DB) ExpiredThreads(ctx context.Context, now time.Time, limit int) ([]db.ExpiredThread, error) {
+	if limit <= 0 {
+		return nil, dbutil.Invalid("limit %d is not positive", limit)
+	}
+	rows, err := d.pool.Query(ctx, `SELECT t.tenant, t.thread_id, t.ttl_strategy FROM trellis_threads t
+		WHERE `+expiredIdle+` ORDER BY t.expires_at, t.tenant, t.thread_id LIMIT $2`, now, limit)
+	if err != nil {
+		return nil, wrap(err, "list expired threads")
+	}
+	defer rows.Close()
+	var out []db.ExpiredThread
+	for rows.Next() {
+		var e db.ExpiredThread
+		if err := rows.Scan(&e.Tenant, &e.ThreadID, &e.Strategy); err != nil {
+			return nil, wrap(err, "list expired threads")
+		}
+		out = append(out, e)
+	}
+	return out, wrap(rows.Err(), "list expired threads")
+}
+
+// ExpireThread deletes the thread (delete) or clears its expiry
+// (keep_latest) if it is still expired and idle at now.
+func (d *DB) ExpireThread(ctx context.Context, tenant, id string, now time.Time) (string, bool, error) {
+	var strategy string
+	var ok bool
+	err := d.write(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, `SELECT t.ttl_strategy FROM trellis_threads t WHERE `+expiredIdle+` AND t.tenant = $2 AND t.thread_id = $3
+			FOR UPDATE`, now, tenant, id).Scan(&strategy)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return wrap(err, "expire thread %q", id)
+		}
+		ok = true
+		if strategy == db.TTLKeepLatest {
+			_, err = tx.Exec(ctx, `UPDATE trellis_threads SET expires_at = NULL WHERE tenant = $1 AND thread_id = $2`, tenant, id)
+		} else {
+			strategy = db.TTLDelete
+			_, err = tx.Exec(ctx, `DELETE FROM trellis_threads WHERE tenant = $1 AND thread_id = $2`, tenant, id)
+		}
+		return wrap(err, "expire thread %q", id)
+	})
+	if err != nil {
+		return "", false, err
+	}
+	return strategy, ok, nil
 }

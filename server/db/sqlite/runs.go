@@ -94,6 +94,11 @@ func (d *DB) CreateRun(ctx context.Context, tenant string, r db.Run) (db.Run, er
 			tenant, r.ThreadID); err != nil {
 			return wrap(err, "create run %q", r.ID)
 		}
+		// A new run is activity: the thread's expiry moves on.
+		if _, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET `+extendExpiry+` WHERE tenant = ? AND thread_id = ?`,
+			now, tenant, r.ThreadID); err != nil {
+			return wrap(err, "create run %q", r.ID)
+		}
 		var err error
 		out, err = getRun(ctx, tx, tenant, "", r.ID)
 		return err

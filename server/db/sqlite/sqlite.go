@@ -150,6 +150,13 @@ CREATE TABLE trellis_checkpoint_metadata (
 	PRIMARY KEY (tenant, thread_id, checkpoint_id),
 	FOREIGN KEY (tenant, thread_id) REFERENCES trellis_threads (tenant, thread_id) ON DELETE CASCADE
 ) WITHOUT ROWID;
+`}, {Version: 3, SQL: `
+-- A thread's TTL (microseconds; NULL: none), its strategy, and when it
+-- expires (Unix microseconds; NULL: never), moved on by every activity.
+ALTER TABLE trellis_threads ADD COLUMN ttl_us INTEGER;
+ALTER TABLE trellis_threads ADD COLUMN ttl_strategy TEXT NOT NULL DEFAULT '';
+ALTER TABLE trellis_threads ADD COLUMN expires_at INTEGER;
+CREATE INDEX trellis_threads_expiry ON trellis_threads (expires_at) WHERE expires_at IS NOT NULL;
 `}}
 
 // DB is the store of record on a SQLite file. It is safe for concurrent

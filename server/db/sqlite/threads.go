@@ -6,12 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
 )
 
-const threadCols = `thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at`
+const threadCols = `thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at, ttl_us, ttl_strategy, expires_at`
+
+// extendExpiry is the SET clause that moves a thread's expiry to its TTL
+// after now (the one argument, in microseconds): every activity runs it.
+const extendExpiry = `expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE ? + ttl_us END`
 
 // scanThread reads a row of threadCols; an undecodable row is an error
 // naming it.
@@ -26,7 +31,9 @@ func scanThreadMD(s scanner, tenant string) (db.Thread, []byte, error) {
 	var t db.Thread
 	var md, values, interrupts []byte
 	var created, updated int64
-	if err := s.Scan(&t.ID, &t.Status, &md, &values, &interrupts, &t.Error, &created, &updated); err != nil {
+	var ttl, expires *int64
+	var strategy string
+	if err := s.Scan(&t.ID, &t.Status, &md, &values, &interrupts, &t.Error, &created, &updated, &ttl, &strategy, &expires); err != nil {
 		return db.Thread{}, nil, err
 	}
 	var err error
@@ -35,6 +42,10 @@ func scanThreadMD(s scanner, tenant string) (db.Thread, []byte, error) {
 	}
 	t.Values, t.Interrupts = values, interrupts
 	t.CreatedAt, t.UpdatedAt = fromMicros(created), fromMicros(updated)
+	t.TTL = dbutil.ScanTTL(ttl, strategy)
+	if expires != nil {
+		t.ExpiresAt = fromMicros(*expires)
+	}
 	return t, md, nil
 }
 
@@ -52,6 +63,8 @@ func getThread(ctx context.Context, q querier, tenant, id string) (db.Thread, er
 // threadRow is a validated thread ready to insert.
 type threadRow struct {
 	md, values, interrupts []byte
+	ttl                    any
+	strategy               string
 }
 
 func validateThread(t db.Thread) (threadRow, error) {
@@ -67,6 +80,9 @@ func validateThread(t db.Thread) (threadRow, error) {
 		return r, err
 	}
 	if r.interrupts, err = dbutil.Object("interrupts", t.Interrupts); err != nil {
+		return r, err
+	}
+	if r.ttl, r.strategy, err = dbutil.ThreadTTL(t.TTL); err != nil {
 		return r, err
 	}
 	return r, nil
@@ -110,8 +126,12 @@ func (d *DB) CreateThread(ctx context.Context, tenant string, t db.Thread, ifExi
 			return err
 		}
 		now := micros(dbutil.Now())
-		if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_threads (tenant, `+threadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			tenant, t.ID, t.Status, r.md, r.values, r.interrupts, t.Error, now, now); err != nil {
+		var expires any
+		if t.TTL != nil {
+			expires = now + t.TTL.Duration.Microseconds()
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_threads (tenant, `+threadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			tenant, t.ID, t.Status, r.md, r.values, r.interrupts, t.Error, now, now, r.ttl, r.strategy, expires); err != nil {
 			return wrap(err, "create thread %q", t.ID)
 		}
 		out, err = getThread(ctx, tx, tenant, t.ID)
@@ -137,8 +157,9 @@ func (d *DB) UpdateThreadMetadata(ctx context.Context, tenant, id string, md db.
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET metadata = ?, updated_at = ? WHERE tenant = ? AND thread_id = ?`,
-			b, micros(dbutil.Now()), tenant, id); err != nil {
+		now := micros(dbutil.Now())
+		if _, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET metadata = ?, updated_at = ?, `+extendExpiry+` WHERE tenant = ? AND thread_id = ?`,
+			b, now, now, tenant, id); err != nil {
 			return wrap(err, "update thread %q", id)
 		}
 		out, err = getThread(ctx, tx, tenant, id)
@@ -165,11 +186,12 @@ func (d *DB) SetThreadResult(ctx context.Context, tenant, id string, r db.Thread
 		}
 	}
 	var out db.Thread
+	now := micros(dbutil.Now())
 	err = d.write(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET status = ?, error = ?,
 			thread_values = CASE WHEN ? THEN ? ELSE thread_values END,
-			interrupts = coalesce(?, interrupts), updated_at = ? WHERE tenant = ? AND thread_id = ?`,
-			r.Status, r.Error, r.Values != nil, values, interrupts, micros(dbutil.Now()), tenant, id)
+			interrupts = coalesce(?, interrupts), updated_at = ?, `+extendExpiry+` WHERE tenant = ? AND thread_id = ?`,
+			r.Status, r.Error, r.Values != nil, values, interrupts, now, now, tenant, id)
 		if err != nil {
 			return wrap(err, "set the result of thread %q", id)
 		}
@@ -284,8 +306,8 @@ func (d *DB) CopyThread(ctx context.Context, tenant, from, to string) (db.Thread
 		}
 		now := micros(dbutil.Now())
 		if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_threads (tenant, `+threadCols+`)
-			SELECT tenant, ?, status, metadata, thread_values, interrupts, error, ?, ? FROM trellis_threads
-			WHERE tenant = ? AND thread_id = ?`, to, now, now, tenant, from); err != nil {
+			SELECT tenant, ?, status, metadata, thread_values, interrupts, error, ?, ?, ttl_us, ttl_strategy, ? + ttl_us FROM trellis_threads
+			WHERE tenant = ? AND thread_id = ?`, to, now, now, now, tenant, from); err != nil {
 			return wrap(err, "copy thread %q to %q", from, to)
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_checkpoint_metadata (tenant, thread_id, checkpoint_id, metadata, updated_at)
@@ -298,4 +320,88 @@ func (d *DB) CopyThread(ctx context.Context, tenant, from, to string) (db.Thread
 		return err
 	})
 	return out, err
+}
+
+// SetThreadTTL replaces the thread's TTL and counts its expiry from now.
+func (d *DB) SetThreadTTL(ctx context.Context, tenant, id string, ttl *db.TTL) (db.Thread, error) {
+	us, strategy, err := dbutil.ThreadTTL(ttl)
+	if err != nil {
+		return db.Thread{}, err
+	}
+	var out db.Thread
+	err = d.write(ctx, func(tx *sql.Tx) error {
+		now := micros(dbutil.Now())
+		var expires any
+		if ttl != nil {
+			expires = now + ttl.Duration.Microseconds()
+		}
+		res, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET ttl_us = ?, ttl_strategy = ?, updated_at = ?, expires_at = ?
+			WHERE tenant = ? AND thread_id = ?`, us, strategy, now, expires, tenant, id)
+		if err != nil {
+			return wrap(err, "set the TTL of thread %q", id)
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return notFound("thread", id, tenant)
+		}
+		out, err = getThread(ctx, tx, tenant, id)
+		return err
+	})
+	return out, err
+}
+
+// expiredIdle is the condition of a thread expired at ? (microseconds)
+// without a pending or running run.
+const expiredIdle = `t.expires_at IS NOT NULL AND t.expires_at <= ? AND NOT EXISTS (
+	SELECT 1 FROM trellis_runs r WHERE r.tenant = t.tenant AND r.thread_id = t.thread_id AND r.status IN ('pending', 'running'))`
+
+// ExpiredThreads lists idle threads of every tenant expired at now, the
+// longest expired first.
+func (d *DB) ExpiredThreads(ctx context.Context, now time.Time, limit int) ([]db.ExpiredThread, error) {
+	if limit <= 0 {
+		return nil, dbutil.Invalid("limit %d is not positive", limit)
+	}
+	rows, err := d.sq.Read.QueryContext(ctx, `SELECT t.tenant, t.thread_id, t.ttl_strategy FROM trellis_threads t
+		WHERE `+expiredIdle+` ORDER BY t.expires_at, t.tenant, t.thread_id LIMIT ?`, micros(now), limit)
+	if err != nil {
+		return nil, wrap(err, "list expired threads")
+	}
+	defer rows.Close()
+	var out []db.ExpiredThread
+	for rows.Next() {
+		var e db.ExpiredThread
+		if err := rows.Scan(&e.Tenant, &e.ThreadID, &e.Strategy); err != nil {
+			return nil, wrap(err, "list expired threads")
+		}
+		out = append(out, e)
+	}
+	return out, wrap(rows.Err(), "list expired threads")
+}
+
+// ExpireThread deletes the thread (delete) or clears its expiry
+// (keep_latest) if it is still expired and idle at now.
+func (d *DB) ExpireThread(ctx context.Context, tenant, id string, now time.Time) (string, bool, error) {
+	var strategy string
+	var ok bool
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		err := tx.QueryRowContext(ctx, `SELECT t.ttl_strategy FROM trellis_threads t WHERE t.tenant = ? AND t.thread_id = ? AND `+expiredIdle,
+			tenant, id, micros(now)).Scan(&strategy)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return wrap(err, "expire thread %q", id)
+		}
+		ok = true
+		if strategy == db.TTLKeepLatest {
+			_, err = tx.ExecContext(ctx, `UPDATE trellis_threads SET expires_at = NULL WHERE tenant = ? AND thread_id = ?`, tenant, id)
+		} else {
+			strategy = db.TTLDelete
+			_, err = tx.ExecContext(ctx, `DELETE FROM trellis_threads WHERE tenant = ? AND thread_id = ?`, tenant, id)
+		}
+		return wrap(err, "expire thread %q", id)
+	})
+	if err != nil {
+		return "", false, err
+	}
+	return strategy, ok, nil
 }

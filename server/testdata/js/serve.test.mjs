@@ -38,11 +38,23 @@ test("/info says the models are scripted", async () => {
   assert.equal(info.scripted_models, true);
 });
 
-test("the five apps are assistants created by the system", { skip }, async () => {
+test("the five apps and the tool agent are assistants created by the system", { skip }, async () => {
   const found = await client.assistants.search({ limit: 20 });
   const graphs = found.map((a) => a.graph_id).sort();
-  assert.deepEqual(graphs, ["builder", "planner", "scheduler", "sqlrouter", "testplanner"]);
+  assert.deepEqual(graphs, ["agent", "builder", "planner", "scheduler", "sqlrouter", "testplanner"]);
   for (const a of found) assert.equal(a.metadata.created_by, "system");
+});
+
+test("threads take the SDK's ttl on create and update", { skip }, async () => {
+  const thread = await client.threads.create({ ttl: 60 });
+  assert.ok(thread.thread_id);
+  const updated = await client.threads.update(thread.thread_id, { ttl: { ttl: 5, strategy: "delete" } });
+  assert.equal(updated.thread_id, thread.thread_id);
+  await assert.rejects(
+    fetch(`${apiUrl}/threads`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ ttl: -1 }) })
+      .then((r) => { if (!r.ok) throw new Error(String(r.status)); }),
+    /422/,
+  );
 });
 
 test("a streamed run stops at the planner's question; a plain command answers it; the run replays", { skip }, async () => {

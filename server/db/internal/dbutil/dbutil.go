@@ -330,3 +330,30 @@ func AfterRun(status db.RunStatus) db.ThreadStatus {
 	}
 	return db.ThreadIdle
 }
+
+// ThreadTTL checks a thread's TTL (nil: none) and returns what is stored:
+// its duration in microseconds (nil for none) and its strategy ("" for
+// none).
+func ThreadTTL(t *db.TTL) (us any, strategy string, err error) {
+	if t == nil {
+		return nil, "", nil
+	}
+	if t.Duration < time.Microsecond {
+		return nil, "", Invalid("ttl %s is not positive", t.Duration)
+	}
+	switch t.Strategy {
+	case db.TTLDelete, db.TTLKeepLatest:
+	default:
+		return nil, "", Invalid("ttl strategy %q is neither %q nor %q", t.Strategy, db.TTLDelete, db.TTLKeepLatest)
+	}
+	return t.Duration.Microseconds(), t.Strategy, nil
+}
+
+// ScanTTL rebuilds a thread's TTL from its stored duration in
+// microseconds (NULL: none) and strategy.
+func ScanTTL(us *int64, strategy string) *db.TTL {
+	if us == nil {
+		return nil
+	}
+	return &db.TTL{Duration: time.Duration(*us) * time.Microsecond, Strategy: strategy}
+}

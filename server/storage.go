@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"path/filepath"
 	"strings"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/trellis-agents/trellis/server/db"
 	dbpg "github.com/trellis-agents/trellis/server/db/postgres"
 	dbsqlite "github.com/trellis-agents/trellis/server/db/sqlite"
+	"github.com/trellis-agents/trellis/server/queue"
 	"github.com/trellis-agents/trellis/store"
 	stpg "github.com/trellis-agents/trellis/store/postgres"
 	stsqlite "github.com/trellis-agents/trellis/store/sqlite"
@@ -156,4 +158,21 @@ func redact(u string) string {
 		return u[:scheme+3] + userinfo[:c] + ":***" + u[at:]
 	}
 	return u
+}
+
+// Migrate brings the database at database (as Config.Database) to this
+// version's schema — the service's tables, the checkpoints, the store and
+// River's jobs — and returns without serving: `trellis migrate`. Serving
+// migrates on start as well; every step holds an advisory lock on
+// PostgreSQL, so replicas starting together and this command are safe.
+func Migrate(ctx context.Context, database string, log *slog.Logger) error {
+	if log == nil {
+		log = slog.Default()
+	}
+	st, err := openStorage(ctx, database)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	err = queue.Migrate(ctx, queue.Config{SQLite: st.river, Postgres: st.pool, Logger: slog.New(atLeast{log.Handler(), slog.LevelWarn})})
+	return errors.Join(err, st.close())
 }

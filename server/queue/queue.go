@@ -41,6 +41,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
 )
@@ -411,6 +412,30 @@ func (q *Queue) Stop(ctx context.Context) error {
 type pgEngine struct {
 	client *river.Client[pgx.Tx]
 	pool   *pgxpool.Pool
+}
+
+// Migrate applies River's migrations to the database of cfg (SQLite or
+// PostgreSQL; only the database fields of cfg are read) without starting a
+// client, for `trellis migrate`. On PostgreSQL it holds the same advisory
+// lock as New, so it is safe beside starting replicas.
+func Migrate(ctx context.Context, cfg Config) error {
+	switch {
+	case cfg.SQLite != nil:
+		m, err := rivermigrate.New(sqliteDriver{riversqlite.New(cfg.SQLite)}, &rivermigrate.Config{Logger: cfg.Logger})
+		if err != nil {
+			return fmt.Errorf("queue: migrate: %w", err)
+		}
+		if _, err := m.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+			return fmt.Errorf("queue: apply River's migrations on SQLite: %w", err)
+		}
+		return nil
+	case cfg.Postgres != nil:
+		if err := checkSchema(ctx, cfg); err != nil {
+			return err
+		}
+		return migratePostgres(ctx, cfg, riverpgxv5.New(cfg.Postgres))
+	}
+	return errors.New("queue: Migrate needs a SQLite or a PostgreSQL database")
 }
 
 func newPostgresEngine(ctx context.Context, cfg Config, rcfg *river.Config) (*pgEngine, error) {

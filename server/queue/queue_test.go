@@ -392,3 +392,35 @@ func TestEnqueueAtWaits(t *testing.T) {
 		}
 	})
 }
+
+// Migrate applies River's schema without starting a client, again
+// without harm, on both databases.
+func TestMigrateAlone(t *testing.T) {
+	ctx := context.Background()
+	count := map[string]func(Config) (int, error){
+		"sqlite": func(c Config) (n int, err error) {
+			err = c.SQLite.QueryRowContext(ctx, `SELECT count(*) FROM river_migration`).Scan(&n)
+			return
+		},
+		"postgres": func(c Config) (n int, err error) {
+			err = c.Postgres.QueryRow(ctx, `SELECT count(*) FROM river_migration`).Scan(&n)
+			return
+		},
+	}
+	for name, open := range map[string]func(testing.TB) Config{"sqlite": openSQLite, "postgres": openPostgres} {
+		t.Run(name, func(t *testing.T) {
+			cfg := open(t)
+			for range 2 {
+				if err := Migrate(ctx, cfg); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, err := count[name](cfg); err != nil || n == 0 {
+				t.Fatalf("river_migration has %d rows (%v) after Migrate", n, err)
+			}
+		})
+	}
+	if err := Migrate(ctx, Config{}); err == nil {
+		t.Fatal("Migrate without a database succeeded")
+	}
+}

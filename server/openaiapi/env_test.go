@@ -35,7 +35,7 @@ var chatMsgs = llm.NewMessagesKey("messages")
 // env is the wire over a run service on one SQLite file, served by
 // httptest; runs are advanced by goroutines the Enqueuer starts.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	srv   *httptest.Server
 	h     *Handler
 	db    *dbsqlite.DB
@@ -53,7 +53,7 @@ const (
 // scripted to reason then answer) and "planner" (the planner app over its
 // scripted model), each with a default assistant, and "chat-b", a second
 // assistant of chat.
-func newEnv(t *testing.T, bodyLimit int64) *env {
+func newEnv(t testing.TB, bodyLimit int64) *env {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "trellis.db")

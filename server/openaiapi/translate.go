@@ -108,11 +108,11 @@ func (t *translator) add(ev db.Event) {
 		if ns != "" {
 			return // a subgraph's model talking to itself; its progress comes as events
 		}
-		var tuple []json.RawMessage
-		var c lcChunk
-		if json.Unmarshal(ev.Data, &tuple) != nil || len(tuple) == 0 || json.Unmarshal(tuple[0], &c) != nil {
+		var tuple [1]lcChunk // [chunk, metadata]: the metadata is skipped
+		if json.Unmarshal(ev.Data, &tuple) != nil {
 			return
 		}
+		c := tuple[0]
 		if r := c.AdditionalKwargs.Reasoning; r != "" {
 			t.reason.WriteString(r)
 			t.emit(Delta{ReasoningContent: r}, nil)

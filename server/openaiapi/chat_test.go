@@ -63,6 +63,7 @@ func TestErrorsInOpenAIShape(t *testing.T) {
 		{"image part", map[string]any{"model": "chat", "messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": "x"}}}}}}, nil, 400, "only text parts", "messages[0].content", ""},
 		{"client tools", map[string]any{"model": "planner", "messages": user, "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "f"}}}}, nil, 400, `assistant "planner" (graph planner) does not accept client tools`, "tools", ""},
 		{"n above 1", map[string]any{"model": "chat", "messages": user, "n": 2}, nil, 400, "n must be 1", "n", ""},
+		{"not JSON", `model=chat`, []string{"Content-Type", "text/plain"}, 415, "must be JSON", "", ""},
 		{"oversized body", map[string]any{"model": "chat", "messages": []any{map[string]any{"role": "user", "content": strings.Repeat("x", 4096)}}}, nil, 413, "", "", ""},
 		{"two thread IDs", map[string]any{"model": "chat", "messages": user, "metadata": map[string]any{"thread_id": "a"}}, []string{HeaderThread, "b"}, 400, "different threads", "metadata.thread_id", ""},
 		{"answer to a thread not waiting", map[string]any{"model": "chat", "messages": user, "trellis": map[string]any{"answer": "yes"}}, []string{HeaderThread, waitingThread}, 409, "not waiting", "trellis.answer", "thread_not_waiting"},

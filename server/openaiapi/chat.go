@@ -380,7 +380,7 @@ func (h *Handler) follow(ctx context.Context, tenant string, run db.Run, emit fu
 // still good, and the next request falls back to a new thread.
 func (h *Handler) finish(ctx context.Context, tenant string, ct chatTurn, tg target, out *outcome) {
 	history := append(append([]turn{}, ct.msgs...), turn{Role: "assistant", Text: out.content})
-	if err := h.remember(context.WithoutCancel(ctx), tenant, tg, history); err != nil {
+	if err := h.remember(context.WithoutCancel(ctx), tenant, tg, history, out.ext.Status == "done"); err != nil {
 		h.log().Warn("openai wire: the conversation's fingerprint was not recorded", "thread", tg.ThreadID, "err", err)
 	}
 }

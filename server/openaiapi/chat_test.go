@@ -359,3 +359,30 @@ func TestStructuredAnswerAndStreamedQuestion(t *testing.T) {
 		t.Errorf("after a bad structured answer: %+v", got.Trellis)
 	}
 }
+
+// An edited answer to a question cannot fork at the question (the answer
+// given is recorded on that checkpoint): it forks at the last turn that
+// was not waiting, here none, so a new thread gets the whole
+// conversation; the original keeps waiting where it was.
+func TestEditedAnswerDoesNotForkAtAQuestion(t *testing.T) {
+	e := newEnv(t, 0)
+	c := &conversation{e: e, model: "planner"}
+	c.say("Organise our team offsite")
+	orig := append([]map[string]any{}, c.msgs...)
+	first := c.say("1")
+	if first.Trellis.Interaction == nil || first.Trellis.Interaction.Mode != "form" {
+		t.Fatalf("after 1: %+v", first.Trellis)
+	}
+	edited := &conversation{e: e, model: "planner", msgs: orig}
+	got := edited.say("2")
+	if got.Trellis.ThreadID == first.Trellis.ThreadID {
+		t.Fatal("the edited answer went to the original thread")
+	}
+	if users := e.userMessages(got.Trellis.ThreadID); len(users) != 2 || users[1] != "2" {
+		t.Errorf("the new thread has user messages %q, want the task and the edit", users)
+	}
+	th, err := e.db.GetThread(t.Context(), DefaultTenant, first.Trellis.ThreadID)
+	if err != nil || th.Status != "interrupted" || !strings.Contains(string(th.Interrupts), planner.FormQuestion) {
+		t.Errorf("the original thread %s (%v) no longer waits at the form", th.Status, err)
+	}
+}

@@ -163,9 +163,12 @@ func (h *Handler) fork(ctx context.Context, tenant string, tg *target) error {
 	return nil
 }
 
-// remember records that the thread answered the history fps ends with, at
-// its latest checkpoint, so the next request of the conversation finds it.
-func (h *Handler) remember(ctx context.Context, tenant string, tg target, history []turn) error {
+// remember records that the thread answered the history, so the next
+// request of the conversation finds it; with forkable, also the checkpoint
+// the turn ended at, where an edit of a later message forks. A turn that
+// ended waiting for an answer is not forkable: the answer given later is
+// recorded on that checkpoint, so a branch from it could not answer again.
+func (h *Handler) remember(ctx context.Context, tenant string, tg target, history []turn, forkable bool) error {
 	fps := fingerprints(history)
 	fp := fps[len(fps)-1]
 	turns := append(slices.Clone(tg.Turns), fp)
@@ -173,8 +176,10 @@ func (h *Handler) remember(ctx context.Context, tenant string, tg target, histor
 	if at == nil {
 		at = map[string]any{}
 	}
-	if tup, err := h.Saver.Get(ctx, checkpoint.Ref{ThreadID: runs.ThreadKey(tenant, tg.ThreadID)}); err == nil {
-		at[fp] = tup.Checkpoint.ID
+	if forkable {
+		if tup, err := h.Saver.Get(ctx, checkpoint.Ref{ThreadID: runs.ThreadKey(tenant, tg.ThreadID)}); err == nil {
+			at[fp] = tup.Ref.ID
+		}
 	}
 	if len(turns) > maxTurns {
 		for _, old := range turns[:len(turns)-maxTurns] {

@@ -12,6 +12,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/server/api/wire"
 	"github.com/trellis-agents/trellis/server/db"
@@ -212,6 +213,9 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	out, err := h.follow(ctx, tenant, run, func(Delta, *ProgressEvent) {})
 	if err != nil {
+		if ctx.Err() != nil {
+			return // the client left; the run goes on and the thread keeps it
+		}
 		h.fail(w, r, err)
 		return
 	}
@@ -395,7 +399,7 @@ func (h *Handler) reask(w http.ResponseWriter, r *http.Request, ct chatTurn, tg 
 	out := outcome{content: text, ext: Extension{ThreadID: tg.ThreadID, Status: "reasked", Interaction: ia}}
 	h.finish(r.Context(), h.tenant(r), ct, tg, &out)
 	setHeaders(w, tg.ThreadID, out.ext.Status)
-	id := "chatcmpl-reask-" + tg.ThreadID
+	id := "chatcmpl-" + checkpoint.NewID()
 	now := time.Now().Unix()
 	if !ct.req.Stream {
 		writeJSON(w, ChatCompletion{ID: id, Object: "chat.completion", Created: now, Model: ct.req.Model,

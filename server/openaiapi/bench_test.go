@@ -2,6 +2,7 @@ package openaiapi
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -64,3 +65,36 @@ func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discard) WriteHeader(int)             {}
 func (d *discard) Flush()                      {}
+
+// BenchmarkFindTurn is the lookup of a conversation's thread by the
+// fingerprint of its history among 1,000 threads of the tenant on SQLite:
+// "recorded here" hits this process's record of its recent turns (one
+// thread read), "search" is the metadata search another process, or a
+// restarted one, falls back on.
+func BenchmarkFindTurn(b *testing.B) {
+	e := newEnv(b, 0)
+	ctx := b.Context()
+	const n = 1000
+	for i := range n {
+		fp := fingerprints([]turn{{Role: "user", Text: fmt.Sprint(i)}})[0]
+		th := db.Thread{ID: fmt.Sprintf("t-%d", i), Metadata: db.Metadata{mdTurns: []any{fp}, mdAt: map[string]any{fp: "c"}}}
+		if _, err := e.db.CreateThread(ctx, DefaultTenant, th, db.IfExistsRaise); err != nil {
+			b.Fatal(err)
+		}
+		e.h.recent.put(DefaultTenant+"/"+fp, th.ID)
+	}
+	want := fingerprints([]turn{{Role: "user", Text: fmt.Sprint(n / 2)}})[0]
+	for _, c := range []struct {
+		name string
+		h    *Handler
+	}{{"recorded here", e.h}, {"search", &Handler{DB: e.db}}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				t, ok, err := c.h.findTurn(ctx, DefaultTenant, want)
+				if err != nil || !ok || t.ID != fmt.Sprintf("t-%d", n/2) {
+					b.Fatalf("found %s %v %v", t.ID, ok, err)
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package openaiapi
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -125,5 +126,23 @@ func TestDescribe(t *testing.T) {
 	}
 	if text, ia = describe(pending{ID: "x", Value: json.RawMessage(`{"n": 1}`)}); ia.Kind != kindOther || !strings.Contains(text, `{"n":1}`) {
 		t.Errorf("other text %q, %+v", text, ia)
+	}
+}
+
+// The record of recent turns keeps the newest recentSize.
+func TestRecentTurnsForgetsTheOldest(t *testing.T) {
+	var c recentTurns
+	for i := range recentSize + 1 {
+		c.put(strconv.Itoa(i), "t")
+	}
+	if _, ok := c.get("0"); ok || len(c.ids) != recentSize {
+		t.Errorf("the oldest is kept, or %d entries (want %d)", len(c.ids), recentSize)
+	}
+	if _, ok := c.get("1"); !ok {
+		t.Error("the second oldest is forgotten")
+	}
+	c.put("1", "t2")
+	if id, _ := c.get("1"); id != "t2" || len(c.ids) != recentSize {
+		t.Errorf("1 = %q with %d entries, want t2 and the size kept", id, len(c.ids))
 	}
 }

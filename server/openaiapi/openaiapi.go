@@ -39,6 +39,8 @@ type Handler struct {
 	BodyLimit int64
 	// Log receives failures (slog.Default() when nil).
 	Log *slog.Logger
+
+	recent recentTurns // where this process recorded its latest turns
 }
 
 // DefaultTenant is the tenant of requests when Handler.Tenant is nil.

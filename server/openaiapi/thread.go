@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/server/db"
@@ -119,16 +120,13 @@ func (h *Handler) resolve(ctx context.Context, tenant, explicit string, msgs []t
 			continue // a turn ends with the assistant's answer
 		}
 		probes++
-		found, err := h.DB.SearchThreads(ctx, tenant, db.ThreadQuery{Query: db.Query{
-			Metadata: db.Metadata{mdTurns: []any{fps[i]}}, Limit: 1, SortBy: "updated_at", SortOrder: "desc",
-		}})
+		t, ok, err := h.findTurn(ctx, tenant, fps[i])
 		if err != nil {
 			return target{}, err
 		}
-		if len(found) == 0 {
+		if !ok {
 			continue
 		}
-		t := found[0]
 		turns, at := turnsOf(t)
 		k := slices.Index(turns, fps[i])
 		if k == len(turns)-1 {
@@ -147,6 +145,68 @@ func (h *Handler) resolve(ctx context.Context, tenant, explicit string, msgs []t
 		return target{ThreadID: checkpoint.NewID(), ForkOf: t.ID, ForkCheckpoint: cp, Unseen: msgs[i+1:], Turns: slices.Clone(turns[:k+1]), At: kept}, nil
 	}
 	return target{ThreadID: checkpoint.NewID(), Unseen: msgs, At: map[string]any{}}, nil
+}
+
+// findTurn finds the thread that answered the history fp ends: first the
+// thread this process last recorded it on (checked, as another process
+// may have moved on), else by a metadata search, which on SQLite reads
+// every thread of the tenant.
+func (h *Handler) findTurn(ctx context.Context, tenant, fp string) (db.Thread, bool, error) {
+	if id, ok := h.recent.get(tenant + "/" + fp); ok {
+		t, err := h.DB.GetThread(ctx, tenant, id)
+		if err == nil {
+			if turns, _ := turnsOf(t); slices.Contains(turns, fp) {
+				return t, true, nil
+			}
+		} else if !errors.Is(err, db.ErrNotFound) {
+			return db.Thread{}, false, err
+		}
+	}
+	found, err := h.DB.SearchThreads(ctx, tenant, db.ThreadQuery{Query: db.Query{
+		Metadata: db.Metadata{mdTurns: []any{fp}}, Limit: 1, SortBy: "updated_at", SortOrder: "desc",
+	}})
+	if err != nil || len(found) == 0 {
+		return db.Thread{}, false, err
+	}
+	return found[0], true, nil
+}
+
+// recentTurns maps "tenant/fingerprint" to the thread a turn was recorded
+// on, for the newest recentSize turns of this process.
+type recentTurns struct {
+	mu    sync.Mutex
+	ids   map[string]string
+	order []string // ring of keys, oldest at next
+	next  int
+}
+
+const recentSize = 4096
+
+func (c *recentTurns) get(key string) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	id, ok := c.ids[key]
+	return id, ok
+}
+
+func (c *recentTurns) put(key, id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ids == nil {
+		c.ids, c.order = map[string]string{}, make([]string, 0, recentSize)
+	}
+	if _, ok := c.ids[key]; ok {
+		c.ids[key] = id
+		return
+	}
+	if len(c.order) < recentSize {
+		c.order = append(c.order, key)
+	} else {
+		delete(c.ids, c.order[c.next])
+		c.order[c.next] = key
+		c.next = (c.next + 1) % recentSize
+	}
+	c.ids[key] = id
 }
 
 // fork copies the thread a target forks, row and checkpoints.
@@ -191,6 +251,9 @@ func (h *Handler) remember(ctx context.Context, tenant string, tg target, histor
 	for i, s := range turns {
 		list[i] = s
 	}
-	_, err := h.DB.UpdateThreadMetadata(ctx, tenant, tg.ThreadID, db.Metadata{mdTurns: list, mdAt: at})
-	return err
+	if _, err := h.DB.UpdateThreadMetadata(ctx, tenant, tg.ThreadID, db.Metadata{mdTurns: list, mdAt: at}); err != nil {
+		return err
+	}
+	h.recent.put(tenant+"/"+fp, tg.ThreadID)
+	return nil
 }

@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/trellis-agents/trellis/checkpoint"
-	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/server/api/wire"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/runs"
@@ -414,7 +413,7 @@ func (h *Handler) reask(w http.ResponseWriter, r *http.Request, ct chatTurn, tg 
 
 func usageOf(raw json.RawMessage) *ChatUsage {
 	u := &ChatUsage{}
-	var g graph.Usage
+	var g runs.RunUsage
 	if len(raw) > 0 && json.Unmarshal(raw, &g) == nil {
 		u.PromptTokens, u.CompletionTokens = g.InputTokens, g.OutputTokens
 		u.TotalTokens = g.InputTokens + g.OutputTokens

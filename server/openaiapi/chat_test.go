@@ -1,6 +1,7 @@
 package openaiapi
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -384,5 +385,29 @@ func TestEditedAnswerDoesNotForkAtAQuestion(t *testing.T) {
 	th, err := e.db.GetThread(t.Context(), DefaultTenant, first.Trellis.ThreadID)
 	if err != nil || th.Status != "interrupted" || !strings.Contains(string(th.Interrupts), planner.FormQuestion) {
 		t.Errorf("the original thread %s (%v) no longer waits at the form", th.Status, err)
+	}
+}
+
+// A turn on a thread whose run is still going is a 409: it is neither
+// queued behind it nor run beside it.
+func TestTurnOnABusyThread(t *testing.T) {
+	e := newEnv(t, 0)
+	body, _ := json.Marshal(map[string]any{"model": "chat", "stream": true, "messages": []any{map[string]any{"role": "user", "content": "take your time"}}})
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", e.srv.URL+"/v1/chat/completions", strings.NewReader(string(body)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(HeaderThread, "slow")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// The first chunk is sent once the run exists.
+	if _, err := bufio.NewReader(resp.Body).ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	st, _, b := e.post(map[string]any{"model": "chat", "messages": []any{map[string]any{"role": "user", "content": "hello?"}}}, HeaderThread, "slow")
+	var er ErrorResponse
+	if st != http.StatusConflict || json.Unmarshal(b, &er) != nil || er.Error.Code == nil || *er.Error.Code != "thread_busy" {
+		t.Errorf("a turn on a busy thread: %d %s, want 409 thread_busy", st, b)
 	}
 }

@@ -67,6 +67,7 @@ func newEnv(t testing.TB, bodyLimit int64) *env {
 	}
 	t.Cleanup(func() { saver.Close(); d.Close() })
 	e := &env{t: t, db: d, model: llmtest.New(llmtest.WithChunkSize(4))}
+	e.model.When(llmtest.LastUserContains("take your time"), llmtest.Text("late").After(time.Hour)).Repeat()
 	e.model.Otherwise(llmtest.Reasoning(Thinking, Answer))
 	must := func(err error) {
 		t.Helper()

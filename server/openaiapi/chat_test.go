@@ -411,3 +411,23 @@ func TestTurnOnABusyThread(t *testing.T) {
 		t.Errorf("a turn on a busy thread: %d %s, want 409 thread_busy", st, b)
 	}
 }
+
+// A run that fails is a 500 run_failed, or, streamed, an error where the
+// SDKs look for one, then [DONE].
+func TestFailedRun(t *testing.T) {
+	e := newEnv(t, 0)
+	msgs := []any{map[string]any{"role": "user", "content": "break"}}
+	st, _, b := e.post(map[string]any{"model": "chat", "messages": msgs})
+	var er ErrorResponse
+	if st != http.StatusInternalServerError || json.Unmarshal(b, &er) != nil || er.Error.Code == nil || *er.Error.Code != "run_failed" || !strings.Contains(er.Error.Message, "the model is down") {
+		t.Errorf("failed run: %d %s, want 500 run_failed with the cause", st, b)
+	}
+	st, _, b = e.post(map[string]any{"model": "chat", "stream": true, "messages": msgs})
+	list, done := chunks(t, b)
+	if st != 200 || !done || len(list) == 0 {
+		t.Fatalf("streamed failed run: %d %s", st, b)
+	}
+	if json.Unmarshal(list[len(list)-1], &er) != nil || er.Error.Code == nil || *er.Error.Code != "run_failed" {
+		t.Errorf("last data %s, want the error", list[len(list)-1])
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
@@ -68,6 +69,7 @@ func newEnv(t testing.TB, bodyLimit int64) *env {
 	t.Cleanup(func() { saver.Close(); d.Close() })
 	e := &env{t: t, db: d, model: llmtest.New(llmtest.WithChunkSize(4))}
 	e.model.When(llmtest.LastUserContains("take your time"), llmtest.Text("late").After(time.Hour)).Repeat()
+	e.model.When(llmtest.LastUserContains("break"), llmtest.Text("half an answer").FailAfter(2, errors.New("the model is down"))).Repeat()
 	e.model.Otherwise(llmtest.Reasoning(Thinking, Answer))
 	must := func(err error) {
 		t.Helper()

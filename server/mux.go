@@ -8,15 +8,21 @@ import (
 
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/api/spec"
+	"github.com/trellis-agents/trellis/server/openaiapi"
 )
 
-// newMux mounts the API's handlers on the route table and the problem
-// fallback on "/". Every route of the table has its handler; a build where
-// one is missing (or a handler names no route) fails here, at start.
-func newMux(a *api.API) (*http.ServeMux, error) {
+// newMux mounts the API's handlers and the OpenAI wire's on the route
+// table and the problem fallback on "/". Every route of the table has its
+// handler; a build where one is missing (or a handler names no route)
+// fails here, at start.
+func newMux(a *api.API, oa *openaiapi.Handler) (*http.ServeMux, error) {
 	routes := spec.Routes()
 	mux := http.NewServeMux()
-	if err := spec.Register(mux, routes, a.Handlers()); err != nil {
+	handlers := a.Handlers()
+	for id, h := range oa.Handlers() {
+		handlers[id] = h
+	}
+	if err := spec.Register(mux, routes, handlers); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	mux.Handle("/", spec.Fallback(routes))

@@ -39,6 +39,7 @@ import (
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/internal/redisrelay"
+	"github.com/trellis-agents/trellis/server/openaiapi"
 	"github.com/trellis-agents/trellis/server/queue"
 	"github.com/trellis-agents/trellis/server/runs"
 )
@@ -427,7 +428,11 @@ func (s *Server) handler(enqueue runs.Enqueuer) (http.Handler, error) {
 		Enqueue: enqueue, Scripted: s.cfg.Scripted, Version: s.cfg.Version, BodyLimit: s.cfg.BodyLimit,
 		ThreadTTL: s.cfg.ThreadTTL,
 	}
-	mux, err := newMux(a)
+	oa := &openaiapi.Handler{
+		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Enqueue: enqueue,
+		BodyLimit: s.cfg.BodyLimit, Log: s.log,
+	}
+	mux, err := newMux(a, oa)
 	if err != nil {
 		return nil, err
 	}

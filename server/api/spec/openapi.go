@@ -132,6 +132,7 @@ func newGenerator(routes []Route) (*generator, error) {
 	for _, r := range routes {
 		walk(r.Body)
 		walk(r.Response)
+		walk(r.Errors)
 		if r.Query != nil && r.Query.Kind() == reflect.Struct {
 			for i := range r.Query.NumField() { // parameters, not a schema
 				walk(r.Query.Field(i).Type)
@@ -316,12 +317,16 @@ func (g *generator) operation(r Route) (map[string]any, error) {
 	for _, s := range r.NoContent {
 		responses[strconv.Itoa(s)] = map[string]any{"description": http.StatusText(s)}
 	}
-	for _, s := range r.AllProblems() {
-		text := http.StatusText(s)
-		responses[strconv.Itoa(s)] = map[string]any{
-			"description": text,
-			"content":     map[string]any{wire.ProblemContentType: map[string]any{"schema": map[string]string{"$ref": refPrefix + "Problem"}}},
+	problem := map[string]any{wire.ProblemContentType: map[string]any{"schema": map[string]string{"$ref": refPrefix + "Problem"}}}
+	if r.Errors != nil {
+		s, err := g.schemaOf(r.Errors)
+		if err != nil {
+			return nil, err
 		}
+		problem = map[string]any{"application/json": map[string]any{"schema": s}}
+	}
+	for _, s := range r.AllProblems() {
+		responses[strconv.Itoa(s)] = map[string]any{"description": http.StatusText(s), "content": problem}
 	}
 	op["responses"] = responses
 	return op, nil

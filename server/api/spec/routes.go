@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/trellis-agents/trellis/server/api/wire"
+	"github.com/trellis-agents/trellis/server/openaiapi"
 )
 
 // Route is one operation of the API.
@@ -49,6 +50,10 @@ type Route struct {
 	// Problems are the error statuses beyond the ones every route of its
 	// kind has (see Problems).
 	Problems []int
+	// Errors is the body of error answers when it is not a Problem
+	// (application/problem+json): the OpenAI wire answers errors in
+	// OpenAI's shape, as application/json.
+	Errors reflect.Type
 }
 
 // MuxPattern is the pattern for http.ServeMux.Handle: "POST /threads".
@@ -170,6 +175,14 @@ func Routes() []Route {
 		{Method: "GET", Pattern: "/ok", OperationID: "ok", Tag: "System", Summary: "Health check", Query: t[wire.OkQuery](), Status: ok, Response: t[wire.Ok](), Problems: []int{503}},
 		{Method: "GET", Pattern: "/info", OperationID: "info", Tag: "System", Summary: "What this server is and supports", Status: ok, Response: t[wire.Info]()},
 		{Method: "GET", Pattern: "/openapi.json", OperationID: "openapi", Tag: "System", Summary: "This document", Status: ok, Response: t[json.RawMessage]()},
+
+		// The OpenAI chat wire (server/openaiapi, docs/openai.md).
+		{Method: "GET", Pattern: "/v1/models", OperationID: "listModels", Tag: "OpenAI", Summary: "List the assistants as OpenAI models (graph IDs, then assistant IDs)", Status: ok, Response: t[openaiapi.ModelList](), Errors: t[openaiapi.ErrorResponse]()},
+		{Method: "POST", Pattern: "/v1/chat/completions", OperationID: "createChatCompletion", Tag: "OpenAI", Summary: "Run the assistant named by model on the conversation's thread",
+			Description: `With "stream": true the answer is a text/event-stream of chat.completion.chunk objects ending with "data: [DONE]", and X-Trellis-Status is a trailer. The "trellis" members are Trellis's extension; see docs/openai.md.`,
+			Body:        t[openaiapi.ChatRequest](), Status: ok, Response: t[openaiapi.ChatCompletion](), Errors: t[openaiapi.ErrorResponse](),
+			Headers:  map[string]string{openaiapi.HeaderThread: "the conversation's thread", openaiapi.HeaderStatus: "done, waiting (the run waits for a person) or reasked (the answer did not fit)"},
+			Problems: []int{404, 409}},
 	}
 	return rs
 }

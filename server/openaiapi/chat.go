@@ -1,0 +1,439 @@
+package openaiapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/server/api/wire"
+	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/runs"
+)
+
+// streamModes are what the wire reads of a run: model chunks (answer and
+// reasoning), node updates (the messages written, the interrupts) and
+// custom events (progress), subgraphs included for the progress.
+var streamModes = []string{runs.ModeMessages, runs.ModeUpdates, runs.ModeCustom}
+
+// followPoll is how often a follow looks at the run's status in the
+// database, for a run executed by another process.
+const followPoll = 500 * time.Millisecond
+
+// chatTurn is a request after validation.
+type chatTurn struct {
+	req       ChatRequest
+	msgs      []turn
+	assistant db.Assistant
+	explicit  string
+}
+
+// validate checks a request and reads its conversation.
+func (h *Handler) validate(r *http.Request, req ChatRequest) (chatTurn, *apiError) {
+	ct := chatTurn{req: req}
+	if strings.TrimSpace(req.Model) == "" {
+		return ct, badRequest("model", "model is empty: name an assistant or a graph (GET /v1/models lists them)")
+	}
+	if req.N != nil && *req.N != 1 {
+		return ct, badRequest("n", "n must be 1: an agent run has one outcome")
+	}
+	if len(req.Messages) == 0 {
+		return ct, badRequest("messages", "messages is empty: send the conversation, the new user message last")
+	}
+	for i, m := range req.Messages {
+		param := fmt.Sprintf("messages[%d]", i)
+		switch m.Role {
+		case "system", "developer":
+			continue // the assistant's own instructions apply; not part of the thread
+		case "user", "assistant":
+		case "tool", "function":
+			return ct, badRequest(param+".role", "messages[%d] is a %s result, but the assistant %q runs no client tools: it has none for you to answer", i, m.Role, req.Model)
+		default:
+			return ct, badRequest(param+".role", "messages[%d] has role %q; the roles are system, developer, user, assistant and tool", i, m.Role)
+		}
+		text, err := contentText(m.Content)
+		if err != nil {
+			return ct, badRequest(param+".content", "messages[%d].content: %v", i, err)
+		}
+		ct.msgs = append(ct.msgs, turn{Role: m.Role, Text: text})
+	}
+	if len(ct.msgs) == 0 || ct.msgs[len(ct.msgs)-1].Role != "user" {
+		return ct, badRequest("messages", "the last message must be the user's new message (role user)")
+	}
+	ct.explicit = r.Header.Get(HeaderThread)
+	if id := req.Metadata["thread_id"]; id != "" {
+		if ct.explicit != "" && ct.explicit != id {
+			return ct, badRequest("metadata.thread_id", "metadata.thread_id %q and the %s header %q name different threads", id, HeaderThread, ct.explicit)
+		}
+		ct.explicit = id
+	}
+	if p := validID(ct.explicit); p != "" {
+		return ct, badRequest("metadata.thread_id", "the thread ID %s", p)
+	}
+	return ct, nil
+}
+
+// validID says what is wrong with a thread ID ("" when it is fine).
+func validID(id string) string {
+	if len(id) > wire.MaxIDLength {
+		return fmt.Sprintf("is %d bytes long; at most %d", len(id), wire.MaxIDLength)
+	}
+	if !utf8.ValidString(id) || strings.IndexFunc(id, unicode.IsControl) >= 0 {
+		return "is not printable UTF-8"
+	}
+	return ""
+}
+
+// contentText reads a message's content: a string, null, or text parts.
+func contentText(c any) (string, error) {
+	switch v := c.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return v, nil
+	case []any:
+		var b strings.Builder
+		for i, p := range v {
+			part, ok := p.(map[string]any)
+			if !ok {
+				return "", fmt.Errorf("part %d is not an object", i)
+			}
+			if part["type"] != "text" {
+				return "", fmt.Errorf("part %d has type %v; only text parts are read", i, part["type"])
+			}
+			s, _ := part["text"].(string)
+			b.WriteString(s)
+		}
+		return b.String(), nil
+	}
+	return "", errors.New("must be a string or a list of text parts")
+}
+
+// outcome is what a turn produced.
+type outcome struct {
+	run       db.Run
+	ext       Extension
+	content   string
+	reasoning string
+	usage     *ChatUsage
+	runErr    string
+}
+
+// chat serves POST /v1/chat/completions.
+func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
+	req, p := wire.Decode[ChatRequest](r, h.BodyLimit)
+	if p != nil {
+		fromProblem(p).write(w)
+		return
+	}
+	ct, e := h.validate(r, req)
+	if e != nil {
+		e.write(w)
+		return
+	}
+	ctx, tenant := r.Context(), h.tenant(r)
+	a, err := h.assistant(ctx, tenant, req.Model)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	ct.assistant = a
+	if len(req.Tools) > 0 {
+		badRequest("tools", "the assistant %q (graph %s) does not accept client tools: Trellis agents run their own tools; remove tools from the request", req.Model, a.GraphID).write(w)
+		return
+	}
+	tg, err := h.resolve(ctx, tenant, ct.explicit, ct.msgs)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	var waiting []pending
+	if tg.Exists && tg.Thread.Status == db.ThreadInterrupted && tg.ForkOf == "" {
+		waiting = pendingFrom(tg.Thread.Interrupts)
+	}
+	last := ct.msgs[len(ct.msgs)-1]
+	kw := runs.Kwargs{StreamMode: streamModes, StreamSubgraphs: true}
+	var answered *pending
+	switch {
+	case req.Trellis != nil && len(req.Trellis.Answer) > 0:
+		p, e := pick(waiting, req.Trellis.InterruptID, tg.ThreadID)
+		if e != nil {
+			e.write(w)
+			return
+		}
+		answered = p
+		kw.Command = &runs.Command{Resume: mustJSON(map[string]json.RawMessage{p.ID: req.Trellis.Answer})}
+	case len(waiting) > 0:
+		p := &waiting[0]
+		value, probs := parseAnswer(*p, last.Text)
+		if len(probs) > 0 {
+			h.reask(w, r, ct, tg, *p, probs)
+			return
+		}
+		answered = p
+		kw.Command = &runs.Command{Resume: mustJSON(map[string]json.RawMessage{p.ID: value})}
+	default:
+		kw.Input = inputOf(tg.Unseen)
+	}
+	if tg.ForkOf != "" {
+		if err := h.fork(ctx, tenant, &tg); err != nil {
+			h.fail(w, r, err)
+			return
+		}
+		kw.CheckpointID = tg.ForkCheckpoint
+	}
+	md := db.Metadata{"source": "openai"}
+	if req.User != "" {
+		md["user"] = req.User
+	}
+	run, err := h.Runs.Create(ctx, h.Enqueue, runs.CreateRequest{
+		Tenant: tenant, ThreadID: tg.ThreadID, AssistantID: a.ID, Kwargs: kw, Metadata: md,
+		MultitaskStrategy: runs.Reject, CreateThread: true,
+	})
+	if err != nil && run.ID == "" {
+		var ie *runs.InputError
+		if answered != nil && errors.As(err, &ie) {
+			h.reask(w, r, ct, tg, *answered, []string{ie.Detail})
+			return
+		}
+		h.fail(w, r, err)
+		return
+	}
+	if req.Stream {
+		h.stream(w, r, ct, tg, run)
+		return
+	}
+	out, err := h.follow(ctx, tenant, run, func(Delta, *ProgressEvent) {})
+	if err != nil {
+		if ctx.Err() != nil {
+			return // the client left; the run goes on and the thread keeps it
+		}
+		h.fail(w, r, err)
+		return
+	}
+	if out.runErr != "" {
+		(&apiError{status: http.StatusInternalServerError, typ: "server_error", code: "run_failed",
+			msg: fmt.Sprintf("the run %s on thread %s failed: %s", run.ID, tg.ThreadID, out.runErr)}).write(w)
+		return
+	}
+	h.finish(ctx, tenant, ct, tg, &out)
+	setHeaders(w, tg.ThreadID, out.ext.Status)
+	writeJSON(w, ChatCompletion{
+		ID: "chatcmpl-" + run.ID, Object: "chat.completion", Created: run.CreatedAt.Unix(), Model: req.Model,
+		Choices: []ChatChoice{{Message: ReplyMessage{Role: "assistant", Content: out.content, ReasoningContent: out.reasoning}, FinishReason: "stop"}},
+		Usage:   out.usage, Trellis: &out.ext,
+	})
+}
+
+// pick finds the interaction a structured answer answers.
+func pick(waiting []pending, id, thread string) (*pending, *apiError) {
+	if len(waiting) == 0 {
+		return nil, &apiError{status: http.StatusConflict, typ: "invalid_request_error", param: "trellis.answer", code: "thread_not_waiting",
+			msg: fmt.Sprintf("thread %s is not waiting for an answer; send the message without trellis.answer", thread)}
+	}
+	if id == "" {
+		return &waiting[0], nil
+	}
+	for i := range waiting {
+		if waiting[i].ID == id {
+			return &waiting[i], nil
+		}
+	}
+	return nil, badRequest("trellis.interrupt_id", "thread %s does not wait on interrupt %q", thread, id)
+}
+
+// inputOf is the run's input: the messages the thread has not seen.
+func inputOf(msgs []turn) json.RawMessage {
+	list := make([]map[string]string, len(msgs))
+	for i, m := range msgs {
+		list[i] = map[string]string{"role": m.Role, "content": m.Text}
+	}
+	return mustJSON(map[string]any{"messages": list})
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage("null")
+	}
+	return b
+}
+
+// fail answers err: the wire's own errors as they are, the run service's
+// refusals as 4xx, the rest as 500.
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var ae *apiError
+	var ie *runs.InputError
+	switch {
+	case errors.As(err, &ae):
+		ae.write(w)
+	case errors.As(err, &ie):
+		badRequest("messages", "the assistant refused the turn: %s", ie.Detail).write(w)
+	case errors.Is(err, runs.ErrThreadBusy):
+		(&apiError{status: http.StatusConflict, typ: "invalid_request_error", code: "thread_busy",
+			msg: "the conversation's thread has a run in progress; retry when it ends"}).write(w)
+	case errors.Is(err, db.ErrNotFound):
+		(&apiError{status: http.StatusNotFound, typ: "invalid_request_error", msg: err.Error()}).write(w)
+	case errors.Is(err, db.ErrInvalid):
+		badRequest("", "%v", err).write(w)
+	default:
+		h.internal(r, err).write(w)
+	}
+}
+
+// follow reads the run's events until it ends, handing deltas to emit,
+// and returns what it produced.
+func (h *Handler) follow(ctx context.Context, tenant string, run db.Run, emit func(Delta, *ProgressEvent)) (outcome, error) {
+	tr := newTranslator(emit)
+	jctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	ended := func(c context.Context) (bool, error) {
+		got, err := h.DB.GetRun(c, tenant, run.ThreadID, run.ID)
+		if err != nil {
+			return false, err
+		}
+		return got.Status.Terminal(), nil
+	}
+	wg.Add(1)
+	go func() { // a run executed elsewhere ends without this broker's signal
+		defer wg.Done()
+		t := time.NewTicker(followPoll)
+		defer t.Stop()
+		for {
+			select {
+			case <-jctx.Done():
+				return
+			case <-t.C:
+				if done, err := ended(jctx); err == nil && done {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	last := int64(0)
+	var joinErr error
+	for ev, err := range runs.Join(jctx, h.DB, h.Runs.Broker(), tenant, run.ID, 0, ended) {
+		if err != nil {
+			if jctx.Err() == nil {
+				joinErr = err
+			}
+			break
+		}
+		last = ev.Seq
+		tr.add(ev)
+	}
+	cancel()
+	wg.Wait()
+	if joinErr != nil {
+		return outcome{}, joinErr
+	}
+	if err := ctx.Err(); err != nil {
+		return outcome{}, err
+	}
+	// The watcher may have stopped the join before the tail was read.
+	tail, err := h.DB.ReadEvents(ctx, tenant, run.ID, last, 0)
+	if err != nil {
+		return outcome{}, err
+	}
+	for _, ev := range tail {
+		tr.add(ev)
+	}
+	done, err := h.DB.GetRun(ctx, tenant, run.ThreadID, run.ID)
+	if err != nil {
+		return outcome{}, err
+	}
+	out := outcome{run: done, content: tr.content.String(), reasoning: tr.reason.String(), runErr: tr.runErr,
+		ext: Extension{ThreadID: run.ThreadID, RunID: run.ID, Status: "done", Events: tr.events}}
+	if done.Status == db.RunError || done.Status == db.RunTimeout {
+		if out.runErr == "" {
+			out.runErr = cmpOr(done.Error, string(done.Status))
+		}
+	}
+	out.usage = usageOf(done.Usage)
+	if th, err := h.DB.GetThread(ctx, tenant, run.ThreadID); err == nil && th.Status == db.ThreadInterrupted {
+		if ps := pendingFrom(th.Interrupts); len(ps) > 0 {
+			tr.waiting = ps
+		}
+	} else if err == nil {
+		tr.waiting = nil
+	}
+	if len(tr.waiting) > 0 {
+		text, ia := describe(tr.waiting[0])
+		ia.Others = len(tr.waiting) - 1
+		out.ext.Status, out.ext.Interaction = "waiting", ia
+		if out.content != "" {
+			text = "\n\n" + text
+		}
+		out.content += text
+		emit(Delta{Content: text}, nil)
+	}
+	return out, nil
+}
+
+// finish records the answered history on the thread, so the next request
+// of the conversation continues it. A failure is logged: the answer is
+// still good, and the next request falls back to a new thread.
+func (h *Handler) finish(ctx context.Context, tenant string, ct chatTurn, tg target, out *outcome) {
+	history := append(append([]turn{}, ct.msgs...), turn{Role: "assistant", Text: out.content})
+	if err := h.remember(context.WithoutCancel(ctx), tenant, tg, history, out.ext.Status == "done"); err != nil {
+		h.log().Warn("openai wire: the conversation's fingerprint was not recorded", "thread", tg.ThreadID, "err", err)
+	}
+}
+
+// reask answers a turn whose answer does not fit the waiting interaction:
+// nothing runs, the thread keeps waiting, and the reply asks again saying
+// what was wrong.
+func (h *Handler) reask(w http.ResponseWriter, r *http.Request, ct chatTurn, tg target, p pending, probs []string) {
+	text, ia := describe(p)
+	ia.Problems = append(probs, ia.Problems...)
+	text = fmt.Sprintf("That answer did not fit: %s\n\n%s", strings.Join(probs, "; "), text)
+	out := outcome{content: text, ext: Extension{ThreadID: tg.ThreadID, Status: "reasked", Interaction: ia}}
+	h.finish(r.Context(), h.tenant(r), ct, tg, &out)
+	setHeaders(w, tg.ThreadID, out.ext.Status)
+	id := "chatcmpl-" + checkpoint.NewID()
+	now := time.Now().Unix()
+	if !ct.req.Stream {
+		writeJSON(w, ChatCompletion{ID: id, Object: "chat.completion", Created: now, Model: ct.req.Model,
+			Choices: []ChatChoice{{Message: ReplyMessage{Role: "assistant", Content: text}, FinishReason: "stop"}},
+			Usage:   &ChatUsage{}, Trellis: &out.ext})
+		return
+	}
+	sw := newSSE(w, id, ct.req.Model, now)
+	sw.chunk(Delta{Role: "assistant", Content: text}, nil, &Extension{ThreadID: tg.ThreadID})
+	sw.end(&out.ext, ct.req.StreamOptions != nil && ct.req.StreamOptions.IncludeUsage, &ChatUsage{})
+}
+
+func usageOf(raw json.RawMessage) *ChatUsage {
+	u := &ChatUsage{}
+	var g runs.RunUsage
+	if len(raw) > 0 && json.Unmarshal(raw, &g) == nil {
+		u.PromptTokens, u.CompletionTokens = g.InputTokens, g.OutputTokens
+		u.TotalTokens = g.InputTokens + g.OutputTokens
+	}
+	return u
+}
+
+func setHeaders(w http.ResponseWriter, thread, status string) {
+	w.Header().Set(HeaderThread, thread)
+	w.Header().Set(HeaderStatus, status)
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}

@@ -10,13 +10,18 @@ import (
 	"github.com/trellis-agents/trellis/server/api/spec"
 )
 
-// newMux mounts the API's handlers on the route table and the problem
-// fallback on "/". Every route of the table has its handler; a build where
-// one is missing (or a handler names no route) fails here, at start.
-func newMux(a *api.API) (*http.ServeMux, error) {
+// newMux mounts the API's handlers, each wrapped by wrap, on the route
+// table and the problem fallback on "/". Every route of the table has its
+// handler; a build where one is missing (or a handler names no route)
+// fails here, at start.
+func newMux(a *api.API, wrap func(http.Handler) http.Handler) (*http.ServeMux, error) {
 	routes := spec.Routes()
 	mux := http.NewServeMux()
-	if err := spec.Register(mux, routes, a.Handlers()); err != nil {
+	handlers := a.Handlers()
+	for id, h := range handlers {
+		handlers[id] = wrap(h)
+	}
+	if err := spec.Register(mux, routes, handlers); err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	mux.Handle("/", spec.Fallback(routes))

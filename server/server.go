@@ -30,9 +30,12 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/internal/telemetry"
 	"github.com/trellis-agents/trellis/server/queue"
 	"github.com/trellis-agents/trellis/server/runs"
 )
@@ -82,6 +85,16 @@ type Config struct {
 	Workers int
 	// BodyLimit bounds request bodies (the wire package's default when 0).
 	BodyLimit int64
+	// TracerProvider makes the spans of requests, runs, steps, nodes and
+	// model and tool calls. When nil, spans are exported over OTLP/HTTP if
+	// OTLPEndpoint or the OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT environment
+	// variable names a collector, and none are made otherwise.
+	TracerProvider trace.TracerProvider
+	// OTLPEndpoint is the OTLP/HTTP collector's base URL
+	// (http://collector:4318) when TracerProvider is nil.
+	OTLPEndpoint string
+	// NoMetrics leaves /metrics unserved (it is served by default).
+	NoMetrics bool
 }
 
 // Server is the agent service. Create it with New, Register graphs, then
@@ -93,6 +106,7 @@ type Server struct {
 	graphs *runs.Registry
 	svc    *runs.Service
 	owner  string
+	tel    *telemetry.Telemetry
 
 	ready chan struct{}
 	mu    sync.Mutex
@@ -118,6 +132,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	cfg.Logger = slog.New(telemetry.LogHandler(cfg.Logger.Handler()))
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = 10 * time.Second
 	}
@@ -138,13 +153,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, st: st, graphs: runs.NewRegistry(0), ready: make(chan struct{})}
+	if err := s.openTelemetry(ctx); err != nil {
+		st.close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	host, _ := os.Hostname()
 	s.owner = fmt.Sprintf("serve-%s-%d-%s", host, os.Getpid(), checkpoint.NewID()[:8])
 	s.svc, err = runs.New(runs.Config{
 		DB: st.db, Saver: st.saver, Store: st.store, Graphs: s.graphs,
 		Owner: s.owner, LeaseTTL: cfg.LeaseTTL,
 		Wire: runs.LCWire{}, Converter: runs.LCConverter(),
-		Log: s.log,
+		Log: s.log, Hooks: s.tel.Hooks(),
 		// An app's own data (the scheduler's calendar) is kept per thread.
 		RunContext: func(ctx context.Context, tenant, thread string) context.Context {
 			return apps.WithScope(ctx, runs.ThreadKey(tenant, thread))
@@ -370,11 +389,20 @@ func (s *Server) handler(enqueue runs.Enqueuer) (http.Handler, error) {
 		DB: s.st.db, Runs: s.svc, Graphs: s.graphs, Saver: s.st.saver, Store: s.st.store,
 		Enqueue: enqueue, Scripted: s.cfg.Scripted, Version: s.cfg.Version, BodyLimit: s.cfg.BodyLimit,
 	}
-	mux, err := newMux(a)
+	tenant := func(r *http.Request) string {
+		if a.Tenant != nil {
+			return a.Tenant(r)
+		}
+		return api.DefaultTenant
+	}
+	mux, err := newMux(a, func(h http.Handler) http.Handler { return s.tel.Route(tenant, h) })
 	if err != nil {
 		return nil, err
 	}
-	return logRequests(s.log, mux), nil
+	if !s.cfg.NoMetrics {
+		mux.Handle("/metrics", s.metricsRoute())
+	}
+	return s.tel.Middleware(logRequests(s.log, mux)), nil
 }
 
 // advanceFunc adapts the run service's Advance to the queue's. When a

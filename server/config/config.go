@@ -1,6 +1,6 @@
 // Package config reads trellis.yaml, the configuration file of `trellis
-// serve`: the address, the database, named model specs and the assistants
-// to create at start.
+// serve`: the address, the database, named model specs, the assistants
+// to create at start and telemetry.
 //
 //	address: 127.0.0.1:2024
 //	database: sqlite://.trellis/trellis.db   # or a file path, or postgres://...
@@ -15,6 +15,9 @@
 //	    config: {configurable: {}}
 //	    context: {}
 //	    metadata: {team: docs}
+//	telemetry:
+//	  log_format: json                       # or text
+//	  otlp_endpoint: http://127.0.0.1:4318   # export traces (OTLP/HTTP)
 //
 // `${NAME}` anywhere in the file is replaced by the environment variable
 // NAME before parsing (`${NAME:-fallback}` gives a default; `$$` is a
@@ -29,6 +32,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -50,6 +54,27 @@ type File struct {
 	// Assistants are created at start when absent, and updated (a new
 	// version) when the file changed them.
 	Assistants []Assistant `yaml:"assistants"`
+	// Telemetry configures logs, traces and metrics.
+	Telemetry Telemetry `yaml:"telemetry"`
+}
+
+// Telemetry is the telemetry section:
+//
+//	telemetry:
+//	  log_format: json                      # or text (the default)
+//	  otlp_endpoint: http://collector:4318  # export traces over OTLP/HTTP
+//	  metrics: false                        # do not serve /metrics
+//
+// Traces are also exported when OTEL_EXPORTER_OTLP_ENDPOINT is set, and
+// not at all otherwise.
+type Telemetry struct {
+	// LogFormat is "text" or "json" ("" : the command's default, text).
+	LogFormat string `yaml:"log_format"`
+	// OTLPEndpoint is the OTLP/HTTP collector's base URL; spans go to its
+	// /v1/traces.
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// Metrics serves Prometheus metrics at /metrics (nil: true).
+	Metrics *bool `yaml:"metrics"`
 }
 
 // Assistant declares an assistant of a registered graph.
@@ -167,9 +192,11 @@ var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in typ
 func known(typ string) string {
 	switch typ {
 	case "File":
-		return "address, database, models, assistants"
+		return "address, database, models, assistants, telemetry"
 	case "Assistant":
 		return "id, graph, name, description, model, config, context, metadata"
+	case "Telemetry":
+		return "log_format, otlp_endpoint, metrics"
 	}
 	return "see the config package's documentation"
 }
@@ -199,6 +226,16 @@ func (f *File) Validate() error {
 		}
 		if !strings.Contains(spec, ":") {
 			bad("models."+name, "%q is not a model spec like openai:gpt-4o-mini", spec)
+		}
+	}
+	switch f.Telemetry.LogFormat {
+	case "", "text", "json":
+	default:
+		bad("telemetry.log_format", "%q is neither text nor json", f.Telemetry.LogFormat)
+	}
+	if e := f.Telemetry.OTLPEndpoint; e != "" {
+		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("telemetry.otlp_endpoint", "%q is not the http:// or https:// URL of an OTLP/HTTP collector (e.g. http://127.0.0.1:4318)", e)
 		}
 	}
 	ids := map[string]int{}

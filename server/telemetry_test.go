@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -22,11 +23,15 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
+	"github.com/trellis-agents/trellis/server/api"
+	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/runs"
 	"github.com/trellis-agents/trellis/tool"
 )
@@ -465,5 +470,101 @@ func TestLogsCarryIDs(t *testing.T) {
 	}
 	if !sawNode || !sawRequest {
 		t.Errorf("log lines missing (node %v, request %v): %s", sawNode, sawRequest, fmt.Sprint(lines.records(t)))
+	}
+}
+
+// TestOTLPExport configures an OTLP/HTTP endpoint (a fake collector) and
+// checks that a run's spans reach it, flushed at shutdown at the latest.
+func TestOTLPExport(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	var mu sync.Mutex
+	names := map[string]bool{}
+	var paths []string
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		var req coltrace.ExportTraceServiceRequest
+		if err := proto.Unmarshal(body, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		paths = append(paths, r.URL.Path)
+		for _, rs := range req.GetResourceSpans() {
+			for _, ss := range rs.GetScopeSpans() {
+				for _, s := range ss.GetSpans() {
+					names[s.GetName()] = true
+				}
+			}
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		b, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+		_, _ = w.Write(b)
+	}))
+	defer collector.Close()
+
+	r := startAgent(t, Config{OTLPEndpoint: collector.URL})
+	if !r.s.tel.Tracing() {
+		t.Fatal("an OTLP endpoint did not turn tracing on")
+	}
+	agentWait(t, r.url, "t1", nil)
+	r.stop(t) // shuts the exporter down, flushing its batch
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range []string{"POST /threads/{thread_id}/runs/wait", "invoke_agent agent", "node model", "chat test:model-a", "execute_tool weather"} {
+		if !names[want] {
+			t.Errorf("the collector got no span %q; got %v", want, names)
+		}
+	}
+	for _, p := range paths {
+		if p != "/v1/traces" {
+			t.Errorf("spans were posted to %s, want /v1/traces", p)
+		}
+	}
+}
+
+// TestTakeoverMetrics takes over a run whose worker died and checks the
+// metrics: one takeover, one successful run, no queue wait for it (it had
+// started before), and its span marked as a takeover.
+func TestTakeoverMetrics(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "t.db")
+	ctx := context.Background()
+	r := start(t, Config{Database: file}, nil) // creates the default assistant
+	r.stop(t)
+	d := openDB(t, file)
+	if _, err := d.CreateThread(ctx, api.DefaultTenant, db.Thread{ID: "t2", Status: db.ThreadIdle}, db.IfExistsRaise); err != nil {
+		t.Fatal(err)
+	}
+	run, err := d.CreateRun(ctx, api.DefaultTenant, db.Run{ThreadID: "t2", AssistantID: DefaultAssistantID("echo"), Kwargs: json.RawMessage(`{"input":{"log":["x"]}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.ClaimRun(ctx, api.DefaultTenant, run.ID, "dead-worker", 50*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the lease expires
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	r = start(t, Config{Database: file, SweepInterval: 50 * time.Millisecond, TracerProvider: tp}, nil)
+	if got := waitRun(t, r.s.st.db, "t2", run.ID); got.Status != db.RunSuccess {
+		t.Fatalf("run taken over: %s %s", got.Status, got.Error)
+	}
+	spans := ended(t, rec, "invoke_agent echo")
+	for _, s := range spans {
+		if s.Name() == "invoke_agent echo" && !attrs(s)["trellis.run.takeover"].AsBool() {
+			t.Errorf("the run span is not marked as a takeover: %v", attrs(s))
+		}
+	}
+	fams := scrape(t, r.url)
+	if got := value(t, fams, "trellis_takeovers_total", nil); got != 1 {
+		t.Errorf("takeovers %v, want 1", got)
+	}
+	if got := value(t, fams, "trellis_runs_total", map[string]string{"graph": "echo", "status": "success"}); got != 1 {
+		t.Errorf("runs %v, want 1", got)
+	}
+	if got := value(t, fams, "trellis_queue_wait_seconds", nil); got != 0 {
+		t.Errorf("queue waits %v, want none for a run taken over", got)
 	}
 }

@@ -40,7 +40,7 @@ func NewMessagesKey(name string) *graph.Key[[]Message] {
 func Call(ctx context.Context, m Model, req *Request) (resp *Response, err error) {
 	ctx, end := graph.Observe(ctx, graph.Op{Kind: graph.OpModelCall, Model: m.Name()})
 	defer func() {
-		if err != nil {
+		if err != nil || resp == nil { // resp is nil too when the model panicked
 			end(graph.OpEnd{Err: err})
 			return
 		}

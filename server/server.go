@@ -400,7 +400,7 @@ func (s *Server) handler(enqueue runs.Enqueuer) (http.Handler, error) {
 		return nil, err
 	}
 	if !s.cfg.NoMetrics {
-		mux.Handle("/metrics", s.metricsRoute())
+		mux.Handle("/metrics", s.tel.Route(tenant, s.metricsRoute()))
 	}
 	return s.tel.Middleware(logRequests(s.log, mux)), nil
 }

@@ -59,6 +59,7 @@ type rareConfig struct {
 	runCtxSet      bool
 	cache          cache.Cache
 	namespace      string
+	observer       Observer
 }
 
 var noRare rareConfig // read-only: what get returns when no rare option was set
@@ -148,6 +149,9 @@ func (c *runConfig) inherit(pt *task) {
 	c.durability, c.stepLimit, c.runID = p.durability, p.stepLimit, p.runID
 	if pc := p.get().cache; pc != nil {
 		c.rare().cache = pc
+	}
+	if o := p.get().observer; o != nil {
+		c.rare().observer = o
 	}
 	prefix := pt.node.name + "/"
 	for _, f := range p.get().before {

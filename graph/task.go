@@ -176,7 +176,7 @@ func (t *task) forward(ev Event) {
 // runTasks executes a step's tasks: one inline on the loop's goroutine, or
 // several in parallel. The first failure cancels the others; runTasks
 // returns only when every task has stopped.
-func (r *run) runTasks(all []*task) error {
+func (r *run) runTasks(all []*task) (err error) {
 	tasks := all
 	for i, t := range all {
 		if t.done || t.waiting { // finished earlier, or still waiting for an answer
@@ -202,9 +202,15 @@ func (r *run) runTasks(all []*task) error {
 			r.deliver(Event{Kind: EventTaskStart, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: info})
 		}
 	}
+	base := r.ctx
+	if o := r.observer(); o != nil {
+		var end func(OpEnd)
+		base, end = o.Start(base, Op{Kind: OpStep, Step: r.step, Namespace: r.ns, Tasks: len(tasks)})
+		defer func() { end(OpEnd{Err: err}) }()
+	}
 	if len(tasks) == 1 {
 		t := tasks[0]
-		t.Context, t.inline = r.ctx, true
+		t.Context, t.inline = base, true
 		r.exec(t)
 		// A task that finished alone commits with its step right away, and
 		// the checkpoint holds its writes: saving them as pending writes
@@ -221,7 +227,7 @@ func (r *run) runTasks(all []*task) error {
 		}
 		return nil
 	}
-	ctx, cancel := context.WithCancelCause(r.ctx)
+	ctx, cancel := context.WithCancelCause(base)
 	defer cancel(nil)
 	if r.kinds != 0 {
 		r.evch = make(chan Event) // tasks (and nested runs) emit through it
@@ -339,6 +345,15 @@ func (t *task) endInfo() TaskInfo {
 func (r *run) exec(t *task) {
 	start := time.Now()
 	defer func() { t.dur = time.Since(start) }()
+	if o := r.observer(); o != nil {
+		var end func(OpEnd)
+		t.Context, end = o.Start(t.Context, Op{Kind: OpTask, Step: r.step, Namespace: r.ns, Node: t.node.name, TaskID: t.ID()})
+		defer func() {
+			t.dur = time.Since(start)
+			info := t.endInfo()
+			end(OpEnd{Err: t.err, Task: info})
+		}()
+	}
 	n := t.node
 	if t.push && !n.takesPayload {
 		t.err = r.nodeErr(t, fmt.Errorf("it received a Send payload (%T) but takes none; add it with graph.AddSendNode to receive payloads", t.payload))

@@ -37,16 +37,20 @@ func NewMessagesKey(name string) *graph.Key[[]Message] {
 //
 // Outside a graph node Call simply repairs and generates. Errors name the
 // model; APIErrors from providers already do.
-func Call(ctx context.Context, m Model, req *Request) (*Response, error) {
+func Call(ctx context.Context, m Model, req *Request) (resp *Response, err error) {
+	ctx, end := graph.Observe(ctx, graph.Op{Kind: graph.OpModelCall, Model: m.Name()})
+	defer func() {
+		if err != nil || resp == nil { // resp is nil too when the model panicked
+			end(graph.OpEnd{Err: err})
+			return
+		}
+		end(graph.OpEnd{Usage: resp.Usage, FinishReason: string(resp.FinishReason), ResponseModel: resp.Model})
+	}()
 	history := req.Messages
 	if fixed, changed := repair(req.Messages); changed {
 		req = req.Clone()
 		req.Messages = fixed
 	}
-	var (
-		resp *Response
-		err  error
-	)
 	if w := graph.Messages(ctx); w.Enabled() {
 		resp, err = streamTo(ctx, m, req, w)
 	} else {

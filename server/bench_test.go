@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/server/runs"
 )
@@ -66,6 +68,39 @@ func BenchmarkRunsWaitParallel(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRunsWaitTracing is BenchmarkRunsWait without tracing (no
+// exporter configured: the default) and with every span made and batched
+// to an exporter that drops them, for the cost of tracing a run.
+func BenchmarkRunsWaitTracing(b *testing.B) {
+	for _, traced := range []bool{false, true} {
+		b.Run(fmt.Sprintf("tracing=%v", traced), func(b *testing.B) {
+			cfg := Config{Database: filepath.Join(b.TempDir(), "trellis.db")}
+			if traced {
+				tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardSpans{}))
+				b.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+				cfg.TracerProvider = tp
+			}
+			var blocked atomic.Int32
+			r := start(b, cfg, &blocked)
+			var lat []time.Duration
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				t0 := time.Now()
+				benchWait(b, r.url, fmt.Sprintf("t-%d", i))
+				lat = append(lat, time.Since(t0))
+			}
+			b.StopTimer()
+			reportLatency(b, lat)
+		})
+	}
+}
+
+// discardSpans is a span exporter that drops what it is given.
+type discardSpans struct{}
+
+func (discardSpans) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardSpans) Shutdown(context.Context) error                             { return nil }
 
 // BenchmarkInvokeDirect is the one-node graph invoked directly with the
 // same SQLite saver kind, for comparison with BenchmarkRunsWait.

@@ -11,16 +11,19 @@ import (
 	"github.com/trellis-agents/trellis/server/openaiapi"
 )
 
-// newMux mounts the API's handlers and the OpenAI wire's on the route
-// table and the problem fallback on "/". Every route of the table has its
-// handler; a build where one is missing (or a handler names no route)
-// fails here, at start.
-func newMux(a *api.API, oa *openaiapi.Handler) (*http.ServeMux, error) {
+// newMux mounts the API's and the OpenAI wire's handlers, each wrapped by
+// wrap, on the route table and the problem fallback on "/". Every route of
+// the table has its handler; a build where one is missing (or a handler
+// names no route) fails here, at start.
+func newMux(a *api.API, oa *openaiapi.Handler, wrap func(http.Handler) http.Handler) (*http.ServeMux, error) {
 	routes := spec.Routes()
 	mux := http.NewServeMux()
 	handlers := a.Handlers()
 	for id, h := range oa.Handlers() {
 		handlers[id] = h
+	}
+	for id, h := range handlers {
+		handlers[id] = wrap(h)
 	}
 	if err := spec.Register(mux, routes, handlers); err != nil {
 		return nil, fmt.Errorf("server: %w", err)

@@ -33,12 +33,14 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/internal/redisrelay"
+	"github.com/trellis-agents/trellis/server/internal/telemetry"
 	"github.com/trellis-agents/trellis/server/openaiapi"
 	"github.com/trellis-agents/trellis/server/queue"
 	"github.com/trellis-agents/trellis/server/runs"
@@ -110,6 +112,16 @@ type Config struct {
 	// first user message, cut short). Models.Titler gives one on the
 	// default model.
 	Titler runs.Titler
+	// TracerProvider makes the spans of requests, runs, steps, nodes and
+	// model and tool calls. When nil, spans are exported over OTLP/HTTP if
+	// OTLPEndpoint or the OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT environment
+	// variable names a collector, and none are made otherwise.
+	TracerProvider trace.TracerProvider
+	// OTLPEndpoint is the OTLP/HTTP collector's base URL
+	// (http://collector:4318) when TracerProvider is nil.
+	OTLPEndpoint string
+	// NoMetrics leaves /metrics unserved (it is served by default).
+	NoMetrics bool
 }
 
 // Server is the agent service. Create it with New, Register graphs, then
@@ -121,6 +133,7 @@ type Server struct {
 	graphs *runs.Registry
 	svc    *runs.Service
 	owner  string
+	tel    *telemetry.Telemetry
 
 	ready chan struct{}
 	mu    sync.Mutex
@@ -146,6 +159,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	cfg.Logger = slog.New(telemetry.LogHandler(cfg.Logger.Handler()))
 	if cfg.ShutdownGrace <= 0 {
 		cfg.ShutdownGrace = 10 * time.Second
 	}
@@ -169,13 +183,17 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		}
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, st: st, graphs: runs.NewRegistry(0), ready: make(chan struct{})}
+	if err := s.openTelemetry(ctx); err != nil {
+		st.close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
 	host, _ := os.Hostname()
 	s.owner = fmt.Sprintf("serve-%s-%d-%s", host, os.Getpid(), checkpoint.NewID())
 	s.svc, err = runs.New(runs.Config{
 		DB: st.db, Saver: st.saver, Store: st.store, Graphs: s.graphs,
 		Owner: s.owner, LeaseTTL: cfg.LeaseTTL,
 		Wire: runs.LCWire{}, Converter: runs.LCConverter(),
-		Log: s.log, Titler: cfg.Titler,
+		Log: s.log, Titler: cfg.Titler, Hooks: s.tel.Hooks(),
 		// An app's own data (the scheduler's calendar) is kept per thread.
 		RunContext: func(ctx context.Context, tenant, thread string) context.Context {
 			return apps.WithScope(ctx, runs.ThreadKey(tenant, thread))
@@ -432,11 +450,20 @@ func (s *Server) handler(enqueue runs.Enqueuer) (http.Handler, error) {
 		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Enqueue: enqueue,
 		BodyLimit: s.cfg.BodyLimit, Log: s.log,
 	}
-	mux, err := newMux(a, oa)
+	tenant := func(r *http.Request) string {
+		if a.Tenant != nil {
+			return a.Tenant(r)
+		}
+		return api.DefaultTenant
+	}
+	mux, err := newMux(a, oa, func(h http.Handler) http.Handler { return s.tel.Route(tenant, h) })
 	if err != nil {
 		return nil, err
 	}
-	return logRequests(s.log, mux), nil
+	if !s.cfg.NoMetrics {
+		mux.Handle("/metrics", s.tel.Route(tenant, s.metricsRoute()))
+	}
+	return s.tel.Middleware(logRequests(s.log, mux)), nil
 }
 
 // advanceFunc adapts the run service's Advance to the queue's. When a

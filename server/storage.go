@@ -39,6 +39,7 @@ type storage struct {
 	saver  checkpoint.Saver
 	store  store.Store
 	river  *sql.DB        // SQLite: River's one-connection write pool
+	read   *sql.DB        // SQLite: a read pool (the queue depth gauge)
 	pool   *pgxpool.Pool  // PostgreSQL: the pool everything shares
 	closes []func() error // in opening order; close runs them backwards
 }
@@ -131,7 +132,7 @@ func openStorage(ctx context.Context, database string) (_ *storage, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", target, err)
 	}
-	s.river = rdb.Write
+	s.river, s.read = rdb.Write, rdb.Read
 	s.closes = append(s.closes, rdb.Close)
 	return s, nil
 }

@@ -102,7 +102,7 @@ func (w *sweeper) sweep(ctx context.Context) (int, error) {
 		w.runs.Add(1)
 		go func() {
 			defer w.runs.Done()
-			if err := w.s.svc.Execute(w.runCtx, lease, run); err != nil {
+			if err := w.s.svc.Execute(w.s.tel.MarkTakeover(w.runCtx), lease, run); err != nil {
 				w.s.log.Error("a run taken over failed to execute", "run", run.ID, "err", err)
 			}
 			if err := w.enqueue(context.WithoutCancel(w.runCtx), lease.Tenant, lease.ThreadID); err != nil {

@@ -274,9 +274,16 @@ func (n *Node) RouteBy(nodeFor func(llm.ToolCall) string, next string) graph.Fan
 // what it does. s is the step's snapshot.
 func (n *Node) Run(ctx context.Context, s graph.State, call llm.ToolCall) (graph.Output, error) {
 	rec := newRecord(ctx, call)
+	ctx, end := graph.Observe(ctx, graph.Op{Kind: graph.OpToolCall, Tool: call.Name, CallID: call.ID})
 	msg, err := n.handle(ctx, s, call, &rec)
-	if err != nil {
+	switch {
+	case err != nil:
+		end(graph.OpEnd{Err: err})
 		return nil, err
+	case rec.Error != "":
+		end(graph.OpEnd{Err: errors.New(rec.Error)})
+	default:
+		end(graph.OpEnd{})
 	}
 	return n.writes(msg, rec), nil
 }

@@ -30,6 +30,7 @@ const DefaultConfigFile = "trellis.yaml"
 // over the config file.
 type serveFlags struct {
 	addr, database, redis, config, model string
+	logFormat, otlpEndpoint              string
 	verbose                              bool
 }
 
@@ -62,6 +63,8 @@ the address, database, named models and assistants; see docs/serve.md.`,
 	fs.StringVar(&f.config, "config", "", "config file (default ./"+DefaultConfigFile+" when it exists)")
 	fs.StringVar(&f.model, "model", "", `default model spec, e.g. "openai:gpt-4o-mini" (default: the config file's, else from OPENAI_API_KEY / ANTHROPIC_API_KEY, else scripted)`)
 	fs.BoolVar(&f.verbose, "verbose", false, "log every request and show errors in full")
+	fs.StringVar(&f.logFormat, "log-format", "", `log format: "text" or "json" (default: the config file's telemetry.log_format, else text)`)
+	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export traces to this OTLP/HTTP collector, e.g. http://127.0.0.1:4318 (default: telemetry.otlp_endpoint, else OTEL_EXPORTER_OTLP_ENDPOINT, else none)")
 	return c
 }
 
@@ -96,7 +99,8 @@ func defaultModel(flag string, file *config.File) string {
 // the apps' Models.
 func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Config, server.Models, error) {
 	cfg := server.Config{Addr: file.Address, Database: file.Database, Redis: file.Redis, Logger: log, Version: version,
-		ThreadSweepInterval: file.Threads.SweepInterval, ThreadSweepBatch: file.Threads.SweepBatch}
+		ThreadSweepInterval: file.Threads.SweepInterval, ThreadSweepBatch: file.Threads.SweepBatch,
+		OTLPEndpoint: file.Telemetry.OTLPEndpoint}
 	if f.redis != "" {
 		cfg.Redis = f.redis
 	}
@@ -109,6 +113,12 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 	}
 	if f.addr != "" {
 		cfg.Addr = f.addr
+	}
+	if f.otlpEndpoint != "" {
+		cfg.OTLPEndpoint = f.otlpEndpoint
+	}
+	if m := file.Telemetry.Metrics; m != nil && !*m {
+		cfg.NoMetrics = true
 	}
 	if f.database != "" {
 		cfg.Database = f.database
@@ -186,7 +196,16 @@ func serve(c *cobra.Command, f serveFlags) error {
 		level = slog.LevelDebug
 	}
 	out := &lockedWriter{w: c.ErrOrStderr()}
-	log := slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: level}))
+	h, err := logHandler(f.logFormat, file.Telemetry.LogFormat, out, level)
+	if err != nil {
+		return err
+	}
+	// Graphs and tools log through the default logger: their lines get
+	// the run's IDs too.
+	log := slog.New(server.ContextLogHandler(h))
+	prev := slog.Default()
+	slog.SetDefault(log)
+	defer slog.SetDefault(prev)
 	cfg, models, err := serverConfig(f, file, log)
 	if err != nil {
 		return err
@@ -213,6 +232,23 @@ func serve(c *cobra.Command, f serveFlags) error {
 		}
 	}()
 	return srv.Run(c.Context())
+}
+
+// logHandler is the log's handler in the format the flag, else the
+// file, names (text by default).
+func logHandler(flag, file string, out io.Writer, level slog.Level) (slog.Handler, error) {
+	format := flag
+	if format == "" {
+		format = file
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch format {
+	case "", "text":
+		return slog.NewTextHandler(out, opts), nil
+	case "json":
+		return slog.NewJSONHandler(out, opts), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: use text or json", format)
 }
 
 // banner says loudly that no real model answers.

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -153,4 +155,60 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// --log-format json logs JSON lines, and /metrics is served; a bad format
+// is an error naming the flag.
+func TestServeJSONLogsAndMetrics(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	if _, err := trellis(t, "", "serve", "--log-format", "xml", "--db", filepath.Join(t.TempDir(), "t.db")); err == nil || !strings.Contains(err.Error(), "--log-format") {
+		t.Fatalf("bad format: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	root := newRoot()
+	var out syncBuffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--db", filepath.Join(t.TempDir(), "t.db")})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	var url string
+	deadline := time.Now().Add(30 * time.Second)
+	for url == "" {
+		for _, line := range strings.Split(out.String(), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "trellis serve listening" {
+				url, _ = rec["url"].(string)
+			}
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("no JSON listening line:\n%s", out.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "trellis_open_streams 0") {
+		t.Errorf("/metrics: %d %s", resp.StatusCode, body)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if strings.HasPrefix(line, "!!") || strings.TrimSpace(line) == "" {
+			continue // the scripted-models banner
+		}
+		if !json.Valid([]byte(line)) {
+			t.Errorf("a log line is not JSON: %q", line)
+		}
+	}
 }

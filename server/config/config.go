@@ -1,7 +1,7 @@
 // Package config reads trellis.yaml, the configuration file of `trellis
 // serve`: the address, the database, named model specs, the MCP servers
-// whose tools agents use, the assistants to create at start and the
-// threads' time to live.
+// whose tools agents use, the assistants to create at start, the threads'
+// time to live and telemetry.
 //
 //	address: 127.0.0.1:2024
 //	database: sqlite://.trellis/trellis.db   # or a file path, or postgres://...
@@ -39,6 +39,9 @@
 //	  strategy: delete                       # or keep_latest
 //	  sweep_interval: 1m
 //	  sweep_batch: 100
+//	telemetry:
+//	  log_format: json                       # or text
+//	  otlp_endpoint: http://127.0.0.1:4318   # export traces (OTLP/HTTP)
 //
 // A tool's approve is ask (a person approves every call) or auto (none
 // is asked); left out, read tools run at once and write tools ask.
@@ -57,6 +60,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/url"
 	"os"
 	"regexp"
 	"slices"
@@ -88,6 +92,27 @@ type File struct {
 	// Threads sets the default time to live of threads and how the
 	// sweeper treats expired ones.
 	Threads Threads `yaml:"threads"`
+	// Telemetry configures logs, traces and metrics.
+	Telemetry Telemetry `yaml:"telemetry"`
+}
+
+// Telemetry is the telemetry section:
+//
+//	telemetry:
+//	  log_format: json                      # or text (the default)
+//	  otlp_endpoint: http://collector:4318  # export traces over OTLP/HTTP
+//	  metrics: false                        # do not serve /metrics
+//
+// Traces are also exported when OTEL_EXPORTER_OTLP_ENDPOINT is set, and
+// not at all otherwise.
+type Telemetry struct {
+	// LogFormat is "text" or "json" ("" : the command's default, text).
+	LogFormat string `yaml:"log_format"`
+	// OTLPEndpoint is the OTLP/HTTP collector's base URL; spans go to its
+	// /v1/traces.
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// Metrics serves Prometheus metrics at /metrics (nil: true).
+	Metrics *bool `yaml:"metrics"`
 }
 
 // Assistant declares an assistant of a registered graph.
@@ -213,13 +238,15 @@ var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in typ
 func known(typ string) string {
 	switch typ {
 	case "File":
-		return "address, database, redis, models, assistants, mcp_servers, threads"
+		return "address, database, redis, models, assistants, mcp_servers, threads, telemetry"
 	case "Assistant":
 		return "id, graph, name, description, model, system, tools, config, context, metadata"
 	case "MCPServer":
 		return "command, args, env, dir, url, headers, tool_prefix, timeout"
 	case "Threads":
 		return "ttl, strategy, sweep_interval, sweep_batch"
+	case "Telemetry":
+		return "log_format, otlp_endpoint, metrics"
 	}
 	return "see the config package's documentation"
 }
@@ -252,6 +279,16 @@ func (f *File) Validate() error {
 		}
 		if !strings.Contains(spec, ":") {
 			bad("models."+name, "%q is not a model spec like openai:gpt-4o-mini", spec)
+		}
+	}
+	switch f.Telemetry.LogFormat {
+	case "", "text", "json":
+	default:
+		bad("telemetry.log_format", "%q is neither text nor json", f.Telemetry.LogFormat)
+	}
+	if e := f.Telemetry.OTLPEndpoint; e != "" {
+		if u, err := url.Parse(e); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			bad("telemetry.otlp_endpoint", "%q is not the http:// or https:// URL of an OTLP/HTTP collector (e.g. http://127.0.0.1:4318)", e)
 		}
 	}
 	ids := map[string]int{}

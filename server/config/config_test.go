@@ -71,7 +71,7 @@ func TestNameUUIDIsVersion5URLNamespace(t *testing.T) {
 // is wrong.
 func TestBadFilesNameTheField(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
-		{"adress: x:1\n", `unknown field "adress" (known: address, database, redis, models, assistants, mcp_servers, threads)`},
+		{"adress: x:1\n", `unknown field "adress" (known: address, database, redis, models, assistants, mcp_servers, threads, telemetry)`},
 		{"assistants:\n  - graph: g\n    name: n\n    modle: x\n", `unknown field "modle"`},
 		{"assistants:\n  - name: n\n", "assistants[0].graph: required"},
 		{"assistants:\n  - graph: g\n", "assistants[0].name: required"},
@@ -207,6 +207,27 @@ func TestBadAgentAndThreadsNameTheField(t *testing.T) {
 		_, err := Parse([]byte(c.src), env(nil))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: err = %v, want it to contain %q", c.src, err, c.want)
+		}
+	}
+}
+
+// The telemetry section parses; bad values and unknown keys are errors
+// naming the field.
+func TestTelemetrySection(t *testing.T) {
+	f, err := Parse([]byte("telemetry:\n  log_format: json\n  otlp_endpoint: http://127.0.0.1:4318\n  metrics: false\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Telemetry.LogFormat != "json" || f.Telemetry.OTLPEndpoint != "http://127.0.0.1:4318" || f.Telemetry.Metrics == nil || *f.Telemetry.Metrics {
+		t.Errorf("telemetry %+v", f.Telemetry)
+	}
+	for src, want := range map[string]string{
+		"telemetry:\n  log_format: xml\n":          "telemetry.log_format",
+		"telemetry:\n  otlp_endpoint: 127.0.0.1\n": "telemetry.otlp_endpoint",
+		"telemetry:\n  exporter: otlp\n":           "log_format, otlp_endpoint, metrics",
+	} {
+		if _, err := Parse([]byte(src), env(nil)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want one naming %s", src, err, want)
 		}
 	}
 }

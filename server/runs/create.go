@@ -112,6 +112,9 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 			}
 		}
 	}
+	if h := s.cfg.Hooks.TraceContext; h != nil {
+		req.Kwargs.TraceContext = h(ctx)
+	}
 	kw, err := json.Marshal(req.Kwargs)
 	if err != nil {
 		return db.Run{}, err

@@ -49,6 +49,9 @@ type Kwargs struct {
 	// checkpoints). Joiners already subscribed still get every event from
 	// the broker; a later read of the thread is a 404.
 	TemporaryThread bool `json:"temporary_thread,omitempty"`
+	// TraceContext is the W3C traceparent of the request that created the
+	// run (Hooks.TraceContext), so its execution joins that trace.
+	TraceContext string `json:"trace_context,omitempty"`
 }
 
 // Command is LangGraph's run command.

@@ -46,6 +46,8 @@ type Config struct {
 	// Titler, when set, writes a thread's title after its first exchange;
 	// otherwise the title is the first user message, cut short.
 	Titler Titler
+	// Hooks observe runs (see Hooks).
+	Hooks Hooks
 }
 
 // Service is the run service: it executes runs as the queue asks, keeps
@@ -184,6 +186,17 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 	if s.cfg.RunContext != nil {
 		ctx = s.cfg.RunContext(ctx, lease.Tenant, run.ThreadID)
 	}
+	end := func(db.RunStatus, error) {}
+	if h := s.cfg.Hooks.Start; h != nil {
+		var kw struct {
+			TraceContext string `json:"trace_context"`
+		}
+		_ = json.Unmarshal(run.Kwargs, &kw)
+		ctx, end = h(ctx, RunInfo{
+			Tenant: lease.Tenant, ThreadID: run.ThreadID, RunID: run.ID, AssistantID: run.AssistantID,
+			TraceContext: kw.TraceContext, CreatedAt: run.CreatedAt, NotBefore: run.NotBefore,
+		})
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	s.mu.Lock()
@@ -207,9 +220,15 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 	wg.Wait()
 	if outer.Err() != nil && !isCancel(context.Cause(ctx)) {
 		// Shutting down: leave the run to be taken over, events kept.
+		end("", runErr)
 		_ = log.flush(context.WithoutCancel(ctx))
-		s.cfg.Log.Info("run left for takeover: this worker is stopping", "run", run.ID, "thread", run.ThreadID)
+		s.cfg.Log.InfoContext(ctx, "run left for takeover: this worker is stopping", "run", run.ID, "thread", run.ThreadID)
 		return nil
+	}
+	if errors.Is(context.Cause(ctx), errLeaseLost) {
+		end("", runErr)
+	} else {
+		end(status, runErr)
 	}
 	if err := log.flush(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, db.ErrLeaseLost) {
 		return err
@@ -230,7 +249,7 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 	_, err := s.cfg.DB.FinishRun(done, log.lease(), status, usage, errMsg)
 	s.cfg.Broker.End(run.ID)
 	if errors.Is(err, db.ErrLeaseLost) {
-		s.cfg.Log.Warn("run lost its lease before finishing; another worker took it over", "run", run.ID, "thread", run.ThreadID)
+		s.cfg.Log.WarnContext(ctx, "run lost its lease before finishing; another worker took it over", "run", run.ID, "thread", run.ThreadID)
 		return nil
 	}
 	if err != nil {
@@ -364,6 +383,9 @@ func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *
 	}
 	// Task ends always: they carry the usage the run reports.
 	opts := append(append(base, plan.Options...), graph.WithEvents(ms.kinds()|graph.EventTaskEnd))
+	if h := s.cfg.Hooks.Graph; h != nil {
+		opts = append(opts, h(ctx, a.GraphID)...)
+	}
 	ref := RunRef{ThreadID: run.ThreadID, RunID: run.ID, AssistantID: a.ID, GraphID: a.GraphID}
 	var interrupts []graph.InterruptInfo
 	var streamErr error

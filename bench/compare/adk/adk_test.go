@@ -1,4 +1,4 @@
-package compare
+package adk
 
 // ADK-go (google.golang.org/adk/v2) side.
 //

@@ -36,27 +36,71 @@ func FuzzDecodeRunCreate(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	f.Fuzz(func(t *testing.T, body []byte) {
-		v, p := DecodeBytes[RunCreate](body)
-		if p != nil {
-			if p.Status != 400 && p.Status != 422 {
-				t.Fatalf("status %d for %q", p.Status, body)
-			}
-			if p.Detail == "" || (p.Status == 422 && len(p.Errors) == 0) {
-				t.Fatalf("a problem that does not say what: %+v", p)
-			}
-			return
+	f.Fuzz(func(t *testing.T, body []byte) { roundTrip[RunCreate](t, body) })
+}
+
+// roundTrip checks one body: it decodes to a T that encodes and decodes
+// back to itself, or is a 400 or 422 problem that says where — never a
+// panic, never another status.
+func roundTrip[T any](t *testing.T, body []byte) {
+	v, p := DecodeBytes[T](body)
+	if p != nil {
+		if p.Status != 400 && p.Status != 422 {
+			t.Fatalf("status %d for %q", p.Status, body)
 		}
-		enc, err := json.Marshal(v)
-		if err != nil {
-			t.Fatalf("decoded %q but cannot encode it: %v", body, err)
+		if p.Detail == "" || (p.Status == 422 && len(p.Errors) == 0) {
+			t.Fatalf("a problem that does not say what: %+v", p)
 		}
-		again, p := DecodeBytes[RunCreate](enc)
-		if p != nil {
-			t.Fatalf("%q decoded, its encoding %s does not: %v", body, enc, p)
-		}
-		if d := cmp.Diff(v, again, cmpopts.EquateEmpty()); d != "" {
-			t.Fatalf("round trip of %q changed it (-first +second):\n%s", body, d)
-		}
-	})
+		return
+	}
+	enc, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("decoded %q but cannot encode it: %v", body, err)
+	}
+	again, p := DecodeBytes[T](enc)
+	if p != nil {
+		t.Fatalf("%q decoded, its encoding %s does not: %v", body, enc, p)
+	}
+	if d := cmp.Diff(v, again, cmpopts.EquateEmpty()); d != "" {
+		t.Fatalf("round trip of %q changed it (-first +second):\n%s", body, d)
+	}
+}
+
+// FuzzDecodeThreadStateUpdate: POST /threads/{id}/state bodies.
+func FuzzDecodeThreadStateUpdate(f *testing.F) {
+	for _, s := range []string{``, `{}`, `{"values":{"messages":[{"role":"user","content":"hi"}]}}`,
+		`{"values":[{"a":1}],"as_node":"ask","checkpoint_id":"x"}`, `{"values":null,"as_node":"__end__"}`,
+		`{"checkpoint":{"checkpoint_id":"c","checkpoint_ns":""},"values":{"k":[1,"2",{"3":4}]}}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { roundTrip[ThreadStateUpdate](t, body) })
+}
+
+// FuzzDecodeStorePut: PUT /store/items bodies.
+func FuzzDecodeStorePut(f *testing.F) {
+	for _, s := range []string{``, `{}`, `{"namespace":["a","b"],"key":"k","value":{"x":1}}`,
+		`{"namespace":[],"key":"","value":null}`, `{"namespace":["a.b"],"key":"k","value":{},"index":false,"ttl":5}`,
+		`{"namespace":["a"],"key":"k","value":{"x":1},"index":["x","y.z"],"ttl":null}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { roundTrip[StorePut](t, body) })
+}
+
+// FuzzDecodeStoreSearch: POST /store/items/search bodies.
+func FuzzDecodeStoreSearch(f *testing.F) {
+	for _, s := range []string{``, `{}`, `{"namespace_prefix":["a"],"filter":{"x":1},"limit":10,"offset":0}`,
+		`{"namespace_prefix":["a"],"query":"q","limit":-1}`, `{"namespace_prefix":null,"refresh_ttl":true}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { roundTrip[StoreSearch](t, body) })
+}
+
+// FuzzDecodeThreadSearch: POST /threads/search bodies.
+func FuzzDecodeThreadSearch(f *testing.F) {
+	for _, s := range []string{``, `{}`, `{"metadata":{"a":1},"status":"idle","limit":5,"offset":2}`,
+		`{"values":{"k":"v"},"sort_by":"created_at","sort_order":"desc","ids":["a","b"]}`,
+		`{"status":"nope","limit":"ten"}`, `{"select":["thread_id","values"]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { roundTrip[ThreadSearch](t, body) })
 }

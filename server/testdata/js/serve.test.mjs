@@ -16,8 +16,11 @@ if (!apiUrl) throw new Error("set TRELLIS_URL to a running `trellis serve`");
 const client = new Client({ apiUrl });
 
 const probe = await fetch(`${apiUrl}/threads/search`, {
-  method: "POST", headers: { "content-type": "application/json" }, body: "{}",
+  method: "POST", headers: { "content-type": "application/json" }, body: '{"limit":1}',
 });
+// Read the body: an unread one holds its connection open, and the file's
+// process with it.
+await probe.text();
 const skip = probe.status === 501 ? "this build's thread/run handlers answer 501" : false;
 
 // stream collects what the SDK yields for one streamed run.

@@ -44,10 +44,15 @@ func evilGraph() runs.GraphSpec {
 	}}
 }
 
+// register is the part of the server a test adds graphs with.
+type register interface {
+	Register(graphID string, spec runs.GraphSpec) error
+}
+
 // serve starts trellis serve's server on a random loopback port with a
-// temp SQLite file, the scripted apps and the evil graph; it returns the
-// page's URL.
-func serve(t *testing.T) string {
+// temp SQLite file, the scripted apps, the evil graph and the test's
+// extra graphs; it returns the page's URL.
+func serve(t *testing.T, extra ...func(register) error) string {
 	t.Helper()
 	s, err := server.New(context.Background(), server.Config{
 		Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "web.db"), Logger: slog.New(slog.DiscardHandler), Scripted: true,
@@ -60,6 +65,11 @@ func serve(t *testing.T) string {
 	}
 	if err := s.Register("evil", evilGraph()); err != nil {
 		t.Fatal(err)
+	}
+	for _, add := range extra {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

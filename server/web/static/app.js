@@ -227,9 +227,10 @@ async function resume(intr, all, value) {
 // rejoin follows a run already under way (after a reload): it replays the
 // run's events from the first, which rebuilds the message being written.
 async function rejoin() {
-  const runs = await api.json('GET', `/threads/${state.threadId}/runs?limit=5`);
+  const id = state.threadId;
+  const runs = await api.json('GET', `/threads/${id}/runs?limit=5`);
   const run = runs.find((r) => r.status === 'running' || r.status === 'pending');
-  if (!run) return;
+  if (!run || id !== state.threadId) return;
   state.abort = new AbortController();
   const events = api.stream('GET', `/threads/${state.threadId}/runs/${run.run_id}/stream`, undefined,
     { signal: state.abort.signal, headers: { 'Last-Event-ID': '-1' } });
@@ -249,7 +250,9 @@ async function openThread(id) {
     return;
   }
   const thread = await refresh();
-  if (thread && thread.status === 'busy') await rejoin();
+  // The thread's status can lag its run (a run that has not written a
+  // checkpoint yet leaves it idle), so ask the runs whether one is going.
+  if (thread && thread.status !== 'interrupted') await rejoin();
 }
 
 // ---- wiring -----------------------------------------------------------------

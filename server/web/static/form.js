@@ -97,14 +97,13 @@ function fieldRow(f) {
     case 'multi': {
       const boxes = f.options.map((o) => {
         const bid = uid('f');
-        const cb = h('input', { type: 'checkbox', id: bid, value: String(o), checked: (f.default || []).includes(o) });
+        const cb = h('input', { type: 'checkbox', id: bid, name: f.key, value: String(o), checked: (f.default || []).includes(o) });
         return { o, cb, el: h('span', { class: 'check' }, cb, h('label', { for: bid }, String(o))) };
       });
       input = h('fieldset', { class: 'multi', 'aria-describedby': described },
         h('legend', {}, f.label, f.required ? ' *' : ''), boxes.map((b) => b.el));
       read = () => boxes.filter((b) => b.cb.checked).map((b) => b.o);
       focusEl = boxes[0]?.cb;
-      label.hidden = true;
       break;
     }
     case 'boolean': {
@@ -127,12 +126,13 @@ function fieldRow(f) {
     }
     default: {
       const long = f.max === undefined || f.max > 120;
-      input = h(long ? 'textarea' : 'input', { id, name: f.key, rows: long ? 2 : null, maxlength: f.max, value: f.default, 'aria-describedby': described });
+      input = h(long ? 'textarea' : 'input', { id, name: f.key, type: long ? null : 'text', rows: long ? 2 : null, maxlength: f.max, value: f.default, 'aria-describedby': described });
       read = () => (input.value.trim() === '' ? undefined : input.value);
     }
   }
   if (f.required && f.kind !== 'multi') input.setAttribute('aria-required', 'true');
-  const el = h('div', { class: 'field' }, label, desc, input, err);
+  // A group of checkboxes is labelled by its legend, not a label.
+  const el = h('div', { class: 'field' }, f.kind === 'multi' ? null : label, desc, input, err);
   const setError = (msg) => {
     err.textContent = msg;
     if (msg) input.setAttribute('aria-invalid', 'true'); else input.removeAttribute('aria-invalid');

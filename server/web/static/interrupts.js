@@ -30,8 +30,11 @@ export function renderInterrupt(intr, send) {
       await send(value);
       card.classList.add('answered');
     } catch (e) {
-      status.textContent = `The server refused this answer: ${e.message}`;
-      if (form && e.problem) form.showErrors(fieldErrors(e.problem));
+      const fields = form && e.problem ? fieldErrors(e.problem) : {};
+      if (form) form.showErrors(fields);
+      status.textContent = Object.keys(fields).length
+        ? 'The server refused this answer: see the marked fields.'
+        : `The server refused this answer: ${shorten(e.message, 600)}`;
     } finally {
       busy = false;
       card.classList.remove('sending');
@@ -51,18 +54,30 @@ export function renderInterrupt(intr, send) {
   return card;
 }
 
+function shorten(text, n) {
+  return text.length > n ? `${text.slice(0, n)}…` : text;
+}
+
 function headline(v) {
   if (v.kind === 'planexec_plan_review') return 'Review the plan';
   if (v.kind === 'tool_approval') return `Approve ${v.tool}?`;
   return v.question || 'The agent asks';
 }
 
-// fieldErrors maps a problem's pointers (/command/resume/<key>) to fields.
+// fieldErrors maps a problem's errors to form fields: by a pointer into
+// the answer (/command/resume/<key>), or, for a pointer at the answer as a
+// whole, by the schema paths its detail names (".../properties/<key>").
 function fieldErrors(problem) {
   const out = {};
   for (const e of problem.errors || []) {
     const m = /^\/command\/resume\/(?:values\/)?([^/]+)/.exec(e.pointer || '');
-    if (m) out[decodeURIComponent(m[1])] = e.detail;
+    if (m) {
+      out[decodeURIComponent(m[1])] = e.detail;
+      continue;
+    }
+    for (const p of String(e.detail || '').matchAll(/\/properties\/([^/:\s]+)(?:\/[^:\s]*)?: ([^\n]+)/g)) {
+      out[p[1]] = out[p[1]] || p[2].replace(/; expected: .*$/, '');
+    }
   }
   return out;
 }

@@ -233,7 +233,8 @@ func (b *browser) send(text string) {
 
 // The planner flow, as a person does it: pick the planner, ask, choose the
 // city, fill the form (an out-of-range number is caught in the page
-// first), confirm the plan, approve the booking, read the answer.
+// first), reject the plan with a comment, confirm the new one, approve the
+// booking with the keyboard, read the answer.
 func TestBrowserPlannerFlow(t *testing.T) {
 	b := newBrowser(t)
 	url := serve(t)
@@ -276,9 +277,20 @@ func TestBrowserPlannerFlow(t *testing.T) {
 		t.Errorf("the booking's dependencies read %q", got)
 	}
 	b.screenshot("3-plan-review")
+
+	// Rejecting needs a comment; with one, the agent plans again.
+	b.do("rejecting without a comment", chromedp.Click(button("Reject and re-plan")))
+	b.waitFor("the page asking for a comment", `document.querySelector('#cards .plan .field-error').textContent !== ''`)
+	eval[string](b, `document.querySelector('#cards .card').dataset.old = 'yes'`)
+	b.do("rejecting with a comment",
+		chromedp.SendKeys(chromedp.CSS(`#cards .plan textarea`), "Add a step for the catering"),
+		chromedp.Click(button("Reject and re-plan")))
+	b.waitFor("the plan again", `document.querySelector('#cards .card[data-kind=planexec_plan_review]:not([data-old])')`)
 	b.do("confirming the plan", chromedp.Click(button("Confirm the plan")))
 
+	// The approval takes the focus, so Enter approves: keyboard only.
 	b.waitFor("the approval", `document.querySelector('#cards .card[data-kind=tool_approval]')`)
+	b.waitFor("the focus on Approve", `document.activeElement.textContent === 'Approve'`)
 	if got := eval[string](b, `document.querySelector('#cards .card h3').textContent`); got != "Approve book_venue?" {
 		t.Errorf("the approval reads %q", got)
 	}
@@ -286,7 +298,7 @@ func TestBrowserPlannerFlow(t *testing.T) {
 		t.Errorf("the approval's arguments: %s", got)
 	}
 	b.screenshot("4-approval")
-	b.do("approving", chromedp.Click(button("Approve")))
+	b.do("approving with Enter", chromedp.KeyEvent("\r"))
 
 	b.waitFor("the final answer", fmt.Sprintf(`document.getElementById('messages').innerText.includes(%q)`, "Your offsite is booked"))
 	b.waitFor("the idle thread", `!document.body.classList.contains('running') && document.getElementById('thread-status').textContent === 'idle'`)

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -355,4 +357,16 @@ func TestBrowserUnsafeReplyIsInert(t *testing.T) {
 		t.Errorf("a safe link's rel is %q", got)
 	}
 	b.screenshot("unsafe-reply")
+
+	// Dark when the system asks for it.
+	b.do("asking for dark", chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		_, err := cdp.Call(ctx, t, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{
+			Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}},
+		})
+		return err
+	}))
+	if got := eval[string](b, `getComputedStyle(document.body).backgroundColor`); got != "rgb(23, 23, 26)" {
+		t.Errorf("the dark background is %s", got)
+	}
+	b.screenshot("unsafe-reply-dark")
 }

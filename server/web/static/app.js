@@ -294,6 +294,7 @@ async function main() {
 }
 
 async function start() {
+  showError('');
   try {
     const info = await api.json('GET', '/info');
     ui.banner.hidden = !info.scripted_models;

@@ -117,9 +117,9 @@ function singleChoice(options, submit) {
 
 function multiChoice(options, s, submit) {
   const f = fieldsOf({ properties: { choice: s }, required: s.minItems ? ['choice'] : [] })[0];
-  f.label = 'Choose any';
+  f.label = s.minItems ? 'Choose one or more' : 'Choose any';
   const form = buildForm([f]);
-  return h('form', { class: 'answer', onsubmit: (e) => {
+  return h('form', { class: 'answer', novalidate: true, onsubmit: (e) => {
     e.preventDefault();
     const { values, errors } = form.read();
     form.showErrors(errors);
@@ -132,7 +132,7 @@ function freeText(submit) {
   const id = uid('t');
   const err = h('p', { class: 'field-error', role: 'alert' });
   const ta = h('textarea', { id, rows: 3, required: true });
-  return h('form', { class: 'answer', onsubmit: (e) => {
+  return h('form', { class: 'answer', novalidate: true, onsubmit: (e) => {
     e.preventDefault();
     if (!ta.value.trim()) { err.textContent = 'Write an answer first.'; ta.focus(); return; }
     err.textContent = '';
@@ -176,7 +176,7 @@ function planReview(v, submit) {
   };
   return h('div', { class: 'plan' }, task, list,
     h('div', { class: 'actions' }, h('button', { type: 'button', class: 'primary', onclick: () => submit({ action: 'approve' }) }, 'Confirm the plan')),
-    h('form', { class: 'answer', onsubmit: reject },
+    h('form', { class: 'answer', novalidate: true, onsubmit: reject },
       h('label', { for: id }, 'Or change it'),
       h('p', { class: 'hint', id: `${id}-hint` }, 'The agent plans again following your comment.'),
       fb, err, h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Reject and re-plan'))));
@@ -192,7 +192,7 @@ function toolApproval(v, submit) {
     h('p', { class: 'hint' }, 'Tool ', h('code', {}, v.tool), ' wants to run with:'),
     h('pre', { class: 'args' }, JSON.stringify(v.arguments, null, 2)),
     h('div', { class: 'actions' }, h('button', { type: 'button', class: 'primary', onclick: () => submit({ action: 'approve' }) }, 'Approve')),
-    h('form', { class: 'answer', onsubmit: (e) => {
+    h('form', { class: 'answer', novalidate: true, onsubmit: (e) => {
       e.preventDefault();
       submit(why.value.trim() ? { action: 'reject', message: why.value.trim() } : { action: 'reject' });
     } }, h('label', { for: id }, 'Reason (optional)'), why,

@@ -279,6 +279,7 @@ func TestBrowserPlannerFlow(t *testing.T) {
 		t.Errorf("the booking's dependencies read %q", got)
 	}
 	b.screenshot("3-plan-review")
+	b.checkA11y("plan review")
 
 	// Rejecting needs a comment; with one, the agent plans again.
 	b.do("rejecting without a comment", chromedp.Click(button("Reject and re-plan")))
@@ -300,6 +301,7 @@ func TestBrowserPlannerFlow(t *testing.T) {
 		t.Errorf("the approval's arguments: %s", got)
 	}
 	b.screenshot("4-approval")
+	b.checkA11y("approval")
 	b.do("approving with Enter", chromedp.KeyEvent("\r"))
 
 	b.waitFor("the final answer", fmt.Sprintf(`document.getElementById('messages').innerText.includes(%q)`, "Your offsite is booked"))
@@ -309,6 +311,7 @@ func TestBrowserPlannerFlow(t *testing.T) {
 	}
 	b.waitFor("the thread in the list", `document.querySelector('#threads a[aria-current=page] .thread-title')?.textContent === 'Plan our team offsite'`)
 	b.screenshot("5-answer")
+	b.checkA11y("chat")
 
 	// A reload shows the same thread and messages, once each.
 	b.do("reloading", chromedp.Reload())
@@ -323,6 +326,7 @@ func TestBrowserPlannerFlow(t *testing.T) {
 		t.Errorf("the page is %dpx wide at a 390px window", w)
 	}
 	b.screenshot("6-phone")
+	b.checkA11y("phone-width chat")
 }
 
 // A model reply with script, javascript: links and event handlers renders
@@ -369,4 +373,5 @@ func TestBrowserUnsafeReplyIsInert(t *testing.T) {
 		t.Errorf("the dark background is %s", got)
 	}
 	b.screenshot("unsafe-reply-dark")
+	b.checkA11y("dark chat")
 }

@@ -89,6 +89,7 @@ func TestBrowserFormFields(t *testing.T) {
 		t.Errorf("the server's verdict on the name field: %q", got)
 	}
 	b.screenshot("form-refused")
+	b.checkA11y("refused form")
 
 	eval[bool](b, `(document.querySelector('#cards input[name=name]').value = '') === ''`)
 	b.do("correcting the name",

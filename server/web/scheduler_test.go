@@ -28,6 +28,7 @@ func TestBrowserSchedulerFlow(t *testing.T) {
 
 	b.waitFor("three approvals", `document.querySelectorAll('#cards .card[data-kind=tool_approval]').length === 3`)
 	b.screenshot("scheduler-approvals")
+	b.checkA11y("three approvals")
 	b.do("approving the first", chromedp.Click(`(//*[@id='cards']//button[normalize-space()='Approve'])[1]`))
 	b.waitFor("two approvals left", `document.querySelectorAll('#cards .card[data-kind=tool_approval]').length === 2`)
 	b.do("rejecting the next with a reason",

@@ -23,6 +23,8 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   if (node.hasAttribute && node.hasAttribute('src') && !/^(?:https?:|data:image\/)/i.test(node.getAttribute('src'))) {
     node.removeAttribute('src');
   }
+  // A model's image without a description is decorative to a screen reader.
+  if (node.tagName === 'IMG' && !node.hasAttribute('alt')) node.setAttribute('alt', '');
 });
 
 /** renderMarkdown returns sanitized HTML for a Markdown text. */

@@ -9,12 +9,14 @@ import (
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/api/spec"
 	"github.com/trellis-agents/trellis/server/openaiapi"
+	"github.com/trellis-agents/trellis/server/web"
 )
 
 // newMux mounts the API's and the OpenAI wire's handlers, each wrapped by
-// wrap, on the route table and the problem fallback on "/". Every route of
-// the table has its handler; a build where one is missing (or a handler
-// names no route) fails here, at start.
+// wrap, on the route table, the web page (GET / and /ui/...) and the
+// problem fallback on every other path. Every route of the table has its
+// handler; a build where one is missing (or a handler names no route)
+// fails here, at start.
 func newMux(a *api.API, oa *openaiapi.Handler, wrap func(http.Handler) http.Handler) (*http.ServeMux, error) {
 	routes := spec.Routes()
 	mux := http.NewServeMux()
@@ -29,6 +31,7 @@ func newMux(a *api.API, oa *openaiapi.Handler, wrap func(http.Handler) http.Hand
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	mux.Handle("/", spec.Fallback(routes))
+	web.Mount(mux) // the page at / and its assets under /ui/, not API routes
 	return mux, nil
 }
 

@@ -122,7 +122,8 @@ func get(t *testing.T, url string) (int, string, http.Header) {
 }
 
 // The system routes answer; /info says the models are scripted; the
-// OpenAPI document lists the API; unknown paths are problems.
+// OpenAPI document lists the API; / is the web page; unknown paths are
+// problems.
 func TestSystemRoutes(t *testing.T) {
 	r := start(t, Config{Database: filepath.Join(t.TempDir(), "t.db"), Scripted: true, Version: "1.2.3"}, nil)
 	if code, body, _ := get(t, r.url+"/ok"); code != 200 || !strings.Contains(body, `"ok":true`) {
@@ -147,7 +148,11 @@ func TestSystemRoutes(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &doc); code != 200 || err != nil || doc.Paths["/threads/{thread_id}/runs/stream"] == nil || doc.Paths["/assistants/search"] == nil {
 		t.Errorf("/openapi.json: %d, %d paths (%v)", code, len(doc.Paths), err)
 	}
-	code, body, hdr := get(t, r.url+"/no/such/route")
+	code, body, hdr := get(t, r.url+"/")
+	if code != 200 || !strings.HasPrefix(hdr.Get("Content-Type"), "text/html") || !strings.Contains(body, "/ui/app.js") {
+		t.Errorf("the page at /: %d %s", code, hdr.Get("Content-Type"))
+	}
+	code, body, hdr = get(t, r.url+"/no/such/route")
 	if code != 404 || !strings.Contains(hdr.Get("Content-Type"), "problem+json") || !strings.Contains(body, "/no/such/route") {
 		t.Errorf("unknown route: %d %s %s", code, hdr.Get("Content-Type"), body)
 	}

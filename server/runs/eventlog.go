@@ -26,6 +26,10 @@ type eventLog struct {
 	last   time.Time
 	lost   bool
 	failed error // the first append error: the run stops on it
+	// timer flushes chunks left in the buffer when no event follows them
+	// within flushAfter (a model pausing mid-reply, or waiting on
+	// something), so a streaming client never waits on a quiet model.
+	timer *time.Timer
 }
 
 // flushEvery bounds how long and how many events wait in the buffer.
@@ -64,6 +68,9 @@ func (e *eventLog) add(ctx context.Context, name string, data json.RawMessage) {
 	e.mu.Lock()
 	e.buf = append(e.buf, db.Event{RunID: e.l.RunID, Event: name, Data: data})
 	due := len(e.buf) >= flushBatch || time.Since(e.last) >= flushAfter || !isChunk(name)
+	if !due && e.timer == nil {
+		e.timer = time.AfterFunc(flushAfter, func() { e.flushLate(ctx) })
+	}
 	e.mu.Unlock()
 	if due {
 		if err := e.flush(ctx); err != nil {
@@ -74,6 +81,18 @@ func (e *eventLog) add(ctx context.Context, name string, data json.RawMessage) {
 			e.mu.Unlock()
 		}
 	}
+}
+
+// flushLate flushes the chunks the timer found waiting. It ignores a
+// failed append (the buffer is kept, and the next add or flush retries and
+// reports it), so a timer firing as the run ends cannot fail the run.
+func (e *eventLog) flushLate(ctx context.Context) {
+	e.mu.Lock()
+	e.timer = nil
+	e.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_ = e.flush(ctx)
 }
 
 func isChunk(name string) bool {

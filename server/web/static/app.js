@@ -1,0 +1,309 @@
+// app.js — the page: pick an assistant and a thread, chat, answer what the
+// run asks. Everything goes through the public HTTP API (api.js).
+//
+// Messages are keyed by their ID everywhere: the saved ones come from the
+// thread's state (values.messages), the one being written from
+// messages-tuple events. A token for a message already shown as saved is
+// ignored, so replaying a run's whole stream after a reload (rejoin with
+// Last-Event-ID -1) rebuilds the text being written without doubling it.
+
+import * as api from './api.js';
+import { ago, clear, h } from './dom.js';
+import { renderInterrupt } from './interrupts.js';
+import { setMarkdown } from './markdown.js';
+
+const $ = (id) => document.getElementById(id);
+const ui = {
+  assistant: $('assistant'), threads: $('threads'), newThread: $('new-thread'),
+  title: $('thread-title'), status: $('thread-status'), messages: $('messages'),
+  live: $('live'), cards: $('cards'), composer: $('composer'), input: $('input'),
+  send: $('send'), cancel: $('cancel'), banner: $('banner'), error: $('error'),
+  keyDialog: $('key-dialog'), keyForm: $('key-form'), keyInput: $('key-input'),
+};
+
+const state = {
+  assistants: [],
+  threadId: null,
+  runId: null, // the run this page is streaming, if any
+  saved: new Set(), // IDs of the messages shown from the state
+  live: new Map(), // message ID -> {el, text} of messages being written
+  abort: null, // stops the current stream
+};
+
+// ---- assistants and threads ---------------------------------------------
+
+async function loadAssistants() {
+  state.assistants = await api.json('POST', '/assistants/search', { limit: 100 });
+  clear(ui.assistant);
+  const saved = localStorage.getItem('trellis.assistant');
+  for (const a of state.assistants) {
+    ui.assistant.append(h('option', { value: a.assistant_id, selected: a.assistant_id === saved }, a.name || a.graph_id));
+  }
+}
+
+function assistantId() { return ui.assistant.value; }
+
+async function loadThreads() {
+  const threads = await api.json('POST', '/threads/search', { limit: 50, sort_by: 'updated_at', sort_order: 'desc' });
+  clear(ui.threads);
+  if (!threads.length) ui.threads.append(h('li', { class: 'hint' }, 'No threads yet.'));
+  for (const t of threads) {
+    const title = (t.metadata && t.metadata.title) || 'New thread';
+    ui.threads.append(h('li', {},
+      h('a', { href: `#/thread/${t.thread_id}`, 'aria-current': t.thread_id === state.threadId ? 'page' : null, 'data-thread': t.thread_id },
+        h('span', { class: 'thread-title' }, title),
+        h('span', { class: 'thread-meta' }, h('span', { class: `badge ${t.status}` }, statusText(t.status)), ' · ', ago(t.updated_at)))));
+  }
+}
+
+function statusText(s) {
+  return { idle: 'idle', busy: 'running', interrupted: 'waiting for you', error: 'error' }[s] || s;
+}
+
+// ---- the chat view --------------------------------------------------------
+
+function textOf(content) {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((p) => (typeof p === 'string' ? p : p.type === 'text' ? p.text : '')).join('');
+  return '';
+}
+
+// renderMessages shows the saved messages (LangChain message JSON).
+function renderMessages(messages = []) {
+  clear(ui.messages);
+  state.saved = new Set();
+  for (const m of messages) {
+    if (m.id) state.saved.add(m.id);
+    const text = textOf(m.content);
+    if (m.type === 'human') {
+      ui.messages.append(h('div', { class: 'msg human', 'data-id': m.id }, h('span', { class: 'who' }, 'You'), h('div', { class: 'text' }, text)));
+    } else if (m.type === 'ai' || m.type === 'AIMessageChunk') {
+      const body = h('div', { class: 'text md' });
+      setMarkdown(body, text);
+      const calls = (m.tool_calls || []).map((c) => h('details', { class: 'tool-call' },
+        h('summary', {}, 'Called ', h('code', {}, c.name)), h('pre', {}, JSON.stringify(c.args, null, 2))));
+      if (text || calls.length) ui.messages.append(h('div', { class: 'msg ai', 'data-id': m.id }, h('span', { class: 'who' }, 'Agent'), text ? body : null, calls));
+    } else if (m.type === 'tool') {
+      ui.messages.append(h('details', { class: 'msg tool', 'data-id': m.id },
+        h('summary', {}, 'Result of ', h('code', {}, m.name || 'a tool')), h('pre', {}, text)));
+    }
+  }
+  // Messages now saved are no longer being written.
+  for (const [id, l] of state.live) {
+    if (state.saved.has(id)) { l.el.remove(); state.live.delete(id); }
+  }
+}
+
+// onToken adds a messages-tuple chunk to the message being written.
+function onToken(chunk, meta) {
+  const id = chunk && chunk.id;
+  const text = textOf(chunk && chunk.content);
+  if (!id || !text || state.saved.has(id)) return;
+  let l = state.live.get(id);
+  if (!l) {
+    const body = h('div', { class: 'text md' });
+    const node = meta && meta.langgraph_node ? h('span', { class: 'node' }, meta.langgraph_node) : null;
+    l = { text: '', body, el: h('div', { class: 'msg ai live', 'data-id': id }, h('span', { class: 'who' }, 'Agent ', node), body) };
+    state.live.set(id, l);
+    ui.live.append(l.el);
+  }
+  l.text += text;
+  setMarkdown(l.body, l.text);
+}
+
+function clearLive() {
+  for (const l of state.live.values()) l.el.remove();
+  state.live.clear();
+}
+
+function setStatus(s) {
+  ui.status.textContent = statusText(s);
+  ui.status.className = `badge ${s}`;
+}
+
+function setRunning(on) {
+  ui.send.disabled = on;
+  ui.cancel.hidden = !on;
+  document.body.classList.toggle('running', on);
+}
+
+function showError(msg) {
+  ui.error.textContent = msg || '';
+  ui.error.hidden = !msg;
+}
+
+// refresh reads the thread's state: messages and pending interrupts.
+async function refresh() {
+  const id = state.threadId;
+  const [thread, st] = await Promise.all([
+    api.json('GET', `/threads/${id}`),
+    api.json('GET', `/threads/${id}/state`),
+  ]);
+  if (id !== state.threadId) return null;
+  ui.title.textContent = (thread.metadata && thread.metadata.title) || 'New thread';
+  const aid = thread.metadata && thread.metadata.assistant_id;
+  if (aid && state.assistants.some((a) => a.assistant_id === aid)) ui.assistant.value = aid;
+  setStatus(thread.status);
+  renderMessages((st.values && st.values.messages) || []);
+  renderCards(st.interrupts || []);
+  return thread;
+}
+
+function renderCards(interrupts) {
+  clear(ui.cards);
+  for (const intr of interrupts) {
+    ui.cards.append(renderInterrupt(intr, (value) => resume(intr, interrupts, value)));
+  }
+  const first = ui.cards.querySelector('button, input, select, textarea');
+  if (first && document.activeElement === document.body) first.focus();
+}
+
+// ---- runs -----------------------------------------------------------------
+
+// consume reads a run's events: saved messages from values, tokens from
+// messages, the run ID from metadata, errors where they happen.
+async function consume(events) {
+  setRunning(true);
+  setStatus('busy');
+  try {
+    for await (const ev of events) {
+      const kind = ev.event.split('|')[0];
+      if (kind === 'metadata' && ev.data && ev.data.run_id) {
+        state.runId = ev.data.run_id;
+        sessionStorage.setItem(`trellis.run.${state.threadId}`, state.runId);
+      } else if (kind === 'values' && ev.data && Array.isArray(ev.data.messages)) {
+        renderMessages(ev.data.messages);
+      } else if (kind === 'messages' && Array.isArray(ev.data)) {
+        onToken(ev.data[0], ev.data[1]);
+      } else if (kind === 'error') {
+        showError(`The run failed: ${(ev.data && (ev.data.message || ev.data.error)) || 'unknown error'}`);
+      }
+    }
+  } catch (e) {
+    if (e.name !== 'AbortError') showError(e.message);
+  } finally {
+    setRunning(false);
+    state.runId = null;
+    clearLive();
+    if (state.threadId) {
+      sessionStorage.removeItem(`trellis.run.${state.threadId}`);
+      await refresh().catch((e) => showError(e.message));
+    }
+    loadThreads().catch(() => {});
+  }
+}
+
+function streamRun(body) {
+  state.abort = new AbortController();
+  const req = { assistant_id: assistantId(), stream_mode: ['values', 'messages-tuple'], stream_resumable: true, on_disconnect: 'continue', ...body };
+  return api.stream('POST', `/threads/${state.threadId}/runs/stream`, req, { signal: state.abort.signal });
+}
+
+async function sendMessage(text) {
+  showError('');
+  if (!state.threadId) {
+    const t = await api.json('POST', '/threads', { metadata: { assistant_id: assistantId() } });
+    state.threadId = t.thread_id;
+    history.replaceState(null, '', `#/thread/${t.thread_id}`);
+  }
+  ui.messages.append(h('div', { class: 'msg human pending' }, h('span', { class: 'who' }, 'You'), h('div', { class: 'text' }, text)));
+  clear(ui.cards);
+  const events = streamRun({ input: { messages: [{ type: 'human', content: text }] } });
+  await consume(events);
+}
+
+// resume answers one interrupt. With several pending, the answer goes in a
+// map by interrupt ID. A refused answer throws before any event, so the
+// card can show the problem.
+async function resume(intr, all, value) {
+  showError('');
+  const command = all.length > 1 ? { resume: { [intr.id]: value } } : { resume: value };
+  const events = streamRun({ command });
+  const first = await events.next(); // throws the 4xx problem, if any
+  clear(ui.cards);
+  await consume((async function* rest() { if (!first.done) yield first.value; yield* events; })());
+}
+
+// rejoin follows a run already under way (after a reload): it replays the
+// run's events from the first, which rebuilds the message being written.
+async function rejoin() {
+  const id = state.threadId;
+  const runs = await api.json('GET', `/threads/${id}/runs?limit=5`);
+  const run = runs.find((r) => r.status === 'running' || r.status === 'pending');
+  if (!run || id !== state.threadId) return;
+  state.abort = new AbortController();
+  const events = api.stream('GET', `/threads/${state.threadId}/runs/${run.run_id}/stream`, undefined,
+    { signal: state.abort.signal, headers: { 'Last-Event-ID': '-1' } });
+  await consume(events);
+}
+
+async function openThread(id) {
+  if (state.abort) state.abort.abort();
+  state.threadId = id;
+  clearLive();
+  clear(ui.messages);
+  clear(ui.cards);
+  showError('');
+  if (!id) {
+    ui.title.textContent = 'New thread';
+    setStatus('idle');
+    return;
+  }
+  const thread = await refresh();
+  // The thread's status can lag its run (a run that has not written a
+  // checkpoint yet leaves it idle), so ask the runs whether one is going.
+  if (thread && thread.status !== 'interrupted') await rejoin();
+}
+
+// ---- wiring -----------------------------------------------------------------
+
+function route() {
+  const m = /^#\/thread\/([\w-]+)$/.exec(location.hash);
+  openThread(m ? m[1] : null).catch((e) => showError(e.message));
+  for (const a of ui.threads.querySelectorAll('a')) {
+    a.setAttribute('aria-current', a.dataset.thread === state.threadId ? 'page' : 'false');
+  }
+}
+
+function askKey() {
+  ui.keyInput.value = api.apiKey();
+  if (!ui.keyDialog.open) ui.keyDialog.showModal();
+}
+
+async function main() {
+  api.whenUnauthorized(askKey);
+  ui.keyForm.addEventListener('submit', () => { api.setApiKey(ui.keyInput.value.trim()); setTimeout(start, 0); });
+  ui.assistant.addEventListener('change', () => localStorage.setItem('trellis.assistant', assistantId()));
+  ui.newThread.addEventListener('click', () => { location.hash = '#/new'; ui.input.focus(); });
+  ui.composer.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const text = ui.input.value.trim();
+    if (!text || ui.send.disabled) return;
+    ui.input.value = '';
+    sendMessage(text).catch((err) => showError(err.message));
+  });
+  ui.input.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); ui.composer.requestSubmit(); }
+  });
+  ui.cancel.addEventListener('click', async () => {
+    const run = state.runId || sessionStorage.getItem(`trellis.run.${state.threadId}`);
+    if (run) await api.request('POST', `/threads/${state.threadId}/runs/${run}/cancel`).catch((e) => showError(e.message));
+  });
+  window.addEventListener('hashchange', route);
+  await start();
+}
+
+async function start() {
+  showError('');
+  try {
+    const info = await api.json('GET', '/info');
+    ui.banner.hidden = !info.scripted_models;
+    await loadAssistants();
+    await loadThreads();
+    route();
+  } catch (e) {
+    showError(e.message);
+  }
+}
+
+main();

@@ -1,0 +1,200 @@
+// interrupts.js — cards for what a run waits on: questions (free text, a
+// choice, several choices, a form), plan reviews and tool approvals. Each
+// card is built from the interrupt's value (the app's payload) and its
+// response_schema (what the server accepts), and answers through send(),
+// which resumes the run; a refusal (4xx problem) is shown on the card.
+
+import { h, uid } from './dom.js';
+import { buildForm, fieldsOf, objectSchema } from './form.js';
+import { setMarkdown } from './markdown.js';
+
+/** renderInterrupt returns the card for an interrupt {id, value, schema};
+ * send(value) resumes the run with the answer and rejects with an
+ * ApiError when the server refuses it. */
+export function renderInterrupt(intr, send) {
+  const v = intr.value && typeof intr.value === 'object' ? intr.value : { question: intr.value };
+  const schema = intr.response_schema || intr.schema || null;
+  const titleId = uid('card');
+  const status = h('div', { class: 'card-problem', role: 'alert' });
+  const card = h('section', { class: 'card interrupt', 'aria-labelledby': titleId, 'data-kind': v.kind || 'question' });
+
+  // submit sends an answer, disables the card while it travels, and shows
+  // the server's verdict (naming the field) if it refuses.
+  let busy = false;
+  async function submit(value, form) {
+    if (busy) return;
+    busy = true;
+    status.textContent = '';
+    card.classList.add('sending');
+    try {
+      await send(value);
+      card.classList.add('answered');
+    } catch (e) {
+      const fields = form && e.problem ? fieldErrors(e.problem) : {};
+      if (form) form.showErrors(fields);
+      status.textContent = Object.keys(fields).length
+        ? 'The server refused this answer: see the marked fields.'
+        : `The server refused this answer: ${shorten(e.message, 600)}`;
+    } finally {
+      busy = false;
+      card.classList.remove('sending');
+    }
+  }
+
+  const again = [].concat(v.problem || [], v.problems || []);
+  const head = [
+    h('h3', { id: titleId }, headline(v)),
+    again.length ? h('p', { class: 'card-again' }, 'Asked again: ', again.join(' ')) : null,
+  ];
+  let body;
+  if (v.kind === 'planexec_plan_review') body = planReview(v, submit);
+  else if (v.kind === 'tool_approval') body = toolApproval(v, submit);
+  else body = question(v, schema, submit);
+  card.append(...head.filter(Boolean), body, status);
+  return card;
+}
+
+function shorten(text, n) {
+  return text.length > n ? `${text.slice(0, n)}…` : text;
+}
+
+function headline(v) {
+  if (v.kind === 'planexec_plan_review') return 'Review the plan';
+  if (v.kind === 'tool_approval') return `Approve ${v.tool}?`;
+  return v.question || 'The agent asks';
+}
+
+// fieldErrors maps a problem's errors to form fields: by a pointer into
+// the answer (/command/resume/<key>), or, for a pointer at the answer as a
+// whole, by the schema paths its detail names (".../properties/<key>").
+function fieldErrors(problem) {
+  const out = {};
+  for (const e of problem.errors || []) {
+    const m = /^\/command\/resume\/(?:values\/)?([^/]+)/.exec(e.pointer || '');
+    if (m) {
+      out[decodeURIComponent(m[1])] = e.detail;
+      continue;
+    }
+    for (const p of String(e.detail || '').matchAll(/\/properties\/([^/:\s]+)(?:\/[^:\s]*)?: ([^\n]+)/g)) {
+      out[p[1]] = out[p[1]] || p[2].replace(/; expected: .*$/, '');
+    }
+  }
+  return out;
+}
+
+// question renders a question by the shape of its answer: a form for an
+// object, buttons for one choice, checkboxes for several, a yes/no pair,
+// or free text.
+function question(v, schema, submit) {
+  const obj = v.mode === 'form' || (!v.mode && objectSchema(schema) && !v.options) ? objectSchema(schema) : null;
+  if (obj) return formQuestion(v, obj, submit);
+  const arr = findBranch(schema, (s) => s.type === 'array' && s.items && s.items.enum);
+  if (arr) return multiChoice(arr.items.enum, arr, submit);
+  const options = v.options || findBranch(schema, (s) => Array.isArray(s.enum))?.enum;
+  if (options && options.length) return singleChoice(options, submit);
+  if (findBranch(schema, (s) => s.type === 'boolean') && !findBranch(schema, (s) => s.type === 'string')) {
+    return h('div', { class: 'actions' },
+      h('button', { type: 'button', class: 'primary', onclick: () => submit(true) }, 'Yes'),
+      h('button', { type: 'button', onclick: () => submit(false) }, 'No'));
+  }
+  return freeText(submit);
+}
+
+function findBranch(schema, pred) {
+  if (!schema || typeof schema !== 'object') return null;
+  if (pred(schema)) return schema;
+  for (const b of schema.anyOf || schema.oneOf || []) {
+    const f = findBranch(b, pred);
+    if (f) return f;
+  }
+  return null;
+}
+
+function singleChoice(options, submit) {
+  return h('div', { class: 'actions choices', role: 'group', 'aria-label': 'Choices' },
+    options.map((o) => h('button', { type: 'button', class: 'choice', onclick: () => submit(o) }, String(o))));
+}
+
+function multiChoice(options, s, submit) {
+  const f = fieldsOf({ properties: { choice: s }, required: s.minItems ? ['choice'] : [] })[0];
+  f.label = s.minItems ? 'Choose one or more' : 'Choose any';
+  const form = buildForm([f]);
+  return h('form', { class: 'answer', novalidate: true, onsubmit: (e) => {
+    e.preventDefault();
+    const { values, errors } = form.read();
+    form.showErrors(errors);
+    if (Object.keys(errors).length) return form.focusFirstError();
+    submit(values.choice || [], form);
+  } }, form.el, h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Send')));
+}
+
+function freeText(submit) {
+  const id = uid('t');
+  const err = h('p', { class: 'field-error', role: 'alert' });
+  const ta = h('textarea', { id, rows: 3, required: true });
+  return h('form', { class: 'answer', novalidate: true, onsubmit: (e) => {
+    e.preventDefault();
+    if (!ta.value.trim()) { err.textContent = 'Write an answer first.'; ta.focus(); return; }
+    err.textContent = '';
+    submit(ta.value);
+  } }, h('label', { for: id }, 'Your answer'), ta, err,
+  h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Send')));
+}
+
+function formQuestion(v, obj, submit) {
+  const form = buildForm(fieldsOf(obj, v.fields || []));
+  return h('form', { class: 'answer', novalidate: true, onsubmit: (e) => {
+    e.preventDefault();
+    const { values, errors } = form.read();
+    form.showErrors(errors);
+    if (Object.keys(errors).length) return form.focusFirstError();
+    submit(values, form);
+  } }, form.el, h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Send')));
+}
+
+// planReview lists the steps with their dependencies; the person confirms,
+// or rejects with a comment so the agent plans again.
+function planReview(v, submit) {
+  const plan = v.plan || {};
+  const steps = plan.steps || [];
+  const titles = Object.fromEntries(steps.map((s) => [s.id, s.title || s.id]));
+  const task = h('div', { class: 'plan-task' });
+  setMarkdown(task, plan.task || '');
+  const list = h('ol', { class: 'plan-steps' }, steps.map((s) => h('li', { 'data-step': s.id },
+    h('strong', {}, s.title || s.id),
+    s.description ? h('p', {}, s.description) : null,
+    s.done_when ? h('p', { class: 'hint' }, 'Done when ', s.done_when) : null,
+    (s.depends_on || []).length ? h('p', { class: 'deps' }, 'After: ', s.depends_on.map((d) => titles[d] || d).join(', ')) : null)));
+  const id = uid('fb');
+  const err = h('p', { class: 'field-error', role: 'alert' });
+  const fb = h('textarea', { id, rows: 2, 'aria-describedby': `${id}-hint` });
+  const reject = (e) => {
+    e.preventDefault();
+    if (!fb.value.trim()) { err.textContent = 'Say what to change, so the agent can plan again.'; fb.focus(); return; }
+    err.textContent = '';
+    submit({ action: 'reject', feedback: fb.value.trim() });
+  };
+  return h('div', { class: 'plan' }, task, list,
+    h('div', { class: 'actions' }, h('button', { type: 'button', class: 'primary', onclick: () => submit({ action: 'approve' }) }, 'Confirm the plan')),
+    h('form', { class: 'answer', novalidate: true, onsubmit: reject },
+      h('label', { for: id }, 'Or change it'),
+      h('p', { class: 'hint', id: `${id}-hint` }, 'The agent plans again following your comment.'),
+      fb, err, h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Reject and re-plan'))));
+}
+
+// toolApproval shows the tool, its summary and arguments; approve, or
+// reject with a reason the model is told.
+function toolApproval(v, submit) {
+  const id = uid('why');
+  const why = h('input', { id, type: 'text' });
+  return h('div', { class: 'approval' },
+    v.summary ? h('p', {}, v.summary) : null,
+    h('p', { class: 'hint' }, 'Tool ', h('code', {}, v.tool), ' wants to run with:'),
+    h('pre', { class: 'args' }, JSON.stringify(v.arguments, null, 2)),
+    h('div', { class: 'actions' }, h('button', { type: 'button', class: 'primary', onclick: () => submit({ action: 'approve' }) }, 'Approve')),
+    h('form', { class: 'answer', novalidate: true, onsubmit: (e) => {
+      e.preventDefault();
+      submit(why.value.trim() ? { action: 'reject', message: why.value.trim() } : { action: 'reject' });
+    } }, h('label', { for: id }, 'Reason (optional)'), why,
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'danger' }, 'Reject'))));
+}

@@ -115,6 +115,7 @@ func contractFor(t reflect.Type) (*contract, error) {
 var (
 	providerType = reflect.TypeFor[SchemaProvider]()
 	timeType     = reflect.TypeFor[time.Time]()
+	rawType      = reflect.TypeFor[json.RawMessage]()
 )
 
 func buildContract(t reflect.Type) (*contract, error) {
@@ -123,6 +124,8 @@ func buildContract(t reflect.Type) (*contract, error) {
 	}
 	types := map[reflect.Type]*jsonschema.Schema{
 		timeType: {Type: "string", Format: "date-time"},
+		// Raw JSON is any JSON value, not the byte array it is in Go.
+		rawType: {},
 	}
 	if err := providedSchemas(t, map[reflect.Type]bool{}, types); err != nil {
 		return fail(err)

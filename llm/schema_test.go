@@ -225,3 +225,27 @@ func TestSchemaKeywordsTheCheckerCovers(t *testing.T) {
 		t.Errorf("correction does not end with the shape %s:\n%v", wantShape, derr.Correction())
 	}
 }
+
+// A json.RawMessage field accepts any JSON value, not the byte array it is
+// in Go: an edited tool call's arguments are an object.
+func TestSchemaForRawMessage(t *testing.T) {
+	type edit struct {
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	raw, err := llm.SchemaFor[edit]()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatal(err)
+	}
+	if a := string(s.Properties["arguments"]); a != "true" && a != "{}" {
+		t.Fatalf("arguments schema %s, want true or {} (any JSON)", a)
+	}
+	if _, err := llm.Decode[edit](`{"arguments": {"path": "a.txt"}}`); err != nil {
+		t.Fatalf("an object for a raw field was refused: %v", err)
+	}
+}

@@ -19,7 +19,17 @@ import (
 type pending struct {
 	ID     string          `json:"id"`
 	Value  json.RawMessage `json:"value"`
-	Schema json.RawMessage `json:"schema,omitempty"`
+	Schema json.RawMessage `json:"response_schema,omitempty"`
+	// Old is where threads recorded before the rename kept the schema.
+	Old json.RawMessage `json:"schema,omitempty"`
+}
+
+// schema is the answer's JSON Schema, wherever the record keeps it.
+func (p pending) schema() json.RawMessage {
+	if len(p.Schema) > 0 {
+		return p.Schema
+	}
+	return p.Old
 }
 
 // kind reads the payload's kind member.
@@ -56,7 +66,7 @@ const (
 
 // describe renders what p asks as readable text and as an Interaction.
 func describe(p pending) (string, *Interaction) {
-	ia := &Interaction{ID: p.ID, Kind: kindOther, Schema: p.Schema, Payload: p.Value}
+	ia := &Interaction{ID: p.ID, Kind: kindOther, Schema: p.schema(), Payload: p.Value}
 	var b strings.Builder
 	problems := func(ps []string) {
 		if len(ps) > 0 {
@@ -126,8 +136,8 @@ func describe(p pending) (string, *Interaction) {
 		b.WriteString(q.Question)
 	default:
 		fmt.Fprintf(&b, "The run waits for an answer to: %s", compact(p.Value))
-		if len(p.Schema) > 0 {
-			fmt.Fprintf(&b, "\nThe answer fits this schema: %s", compact(p.Schema))
+		if s := p.schema(); len(s) > 0 {
+			fmt.Fprintf(&b, "\nThe answer fits this schema: %s", compact(s))
 		}
 	}
 	return strings.TrimRight(b.String(), "\n"), ia

@@ -142,7 +142,7 @@ func wireInterrupts(ins []graph.InterruptInfo) []map[string]any {
 			m["ns"] = strings.Split(in.Namespace, "|")
 		}
 		if len(in.Schema) > 0 {
-			m["schema"] = in.Schema
+			m["response_schema"] = in.Schema // the SDK's Interrupt field
 		}
 		out[i] = m
 	}

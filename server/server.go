@@ -156,6 +156,8 @@ type Server struct {
 	served  bool // Run got as far as listening
 	// closers release what graph constructors acquired (OnClose).
 	closers []func() error
+	// mux is the API's mux once Run built it (tests walk its routes).
+	mux *routeMux
 }
 
 // New opens (creating or migrating) the database and builds the run
@@ -479,6 +481,9 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, e
 	if !s.cfg.NoMetrics {
 		mux.Handle("/metrics", s.tel.Route(requestTenant, s.metricsRoute()))
 	}
+	s.mu.Lock()
+	s.mux = mux
+	s.mu.Unlock()
 	return s.tel.Middleware(logRequests(s.log, s.security(mux, forceAuth))), nil
 }
 

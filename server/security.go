@@ -6,10 +6,12 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/rs/cors"
 
 	"github.com/trellis-agents/trellis/server/api"
+	"github.com/trellis-agents/trellis/server/api/wire"
 	"github.com/trellis-agents/trellis/server/config"
 	"github.com/trellis-agents/trellis/server/internal/auth"
 	"github.com/trellis-agents/trellis/server/internal/limit"
@@ -81,11 +83,25 @@ func (e *publicNoAuth) Error() string {
 	return fmt.Sprintf("refusing to listen on %s without auth: no API key exists; create one with `trellis keys create --tenant NAME`, listen on 127.0.0.1, or pass --insecure-no-auth", e.addr)
 }
 
+// defaultBodyTimeout is how long a request body may take to arrive.
+const defaultBodyTimeout = 30 * time.Second
+
 // security wraps the mux: CORS (preflights answered before auth), then
-// API keys, then the per-tenant request rate.
+// API keys, then the per-tenant request rate, then the body's size and
+// arrival time (a body is read only once its sender is known).
 func (s *Server) security(next http.Handler, forceAuth bool) http.Handler {
-	h := limit.NewRate(s.cfg.Limits.RequestsPerSecond, s.cfg.Limits.Burst, requestTenant).Middleware(next)
-	h = auth.New(auth.Config{Keys: s.st.db, Required: s.cfg.Auth.Required || forceAuth, Public: isPublic, Log: s.log}).Middleware(h)
+	bodyLimit := s.cfg.BodyLimit
+	if bodyLimit <= 0 {
+		bodyLimit = wire.DefaultBodyLimit
+	}
+	bodyTimeout := s.cfg.Limits.BodyTimeout
+	if bodyTimeout <= 0 {
+		bodyTimeout = defaultBodyTimeout
+	}
+	h := limit.Body(bodyLimit, bodyTimeout, next)
+	h = limit.NewRate(s.cfg.Limits.RequestsPerSecond, s.cfg.Limits.Burst, requestTenant).Middleware(h)
+	h = auth.New(auth.Config{Keys: s.st.db, Required: s.cfg.Auth.Required || forceAuth, Public: isPublic, Log: s.log,
+		OnTenant: s.ensureAssistantsOf}).Middleware(h)
 	return corsHandler(s.cfg.CORS, h)
 }
 

@@ -251,7 +251,7 @@ func known(typ string) string {
 	case "CORS":
 		return "allow_origins, allow_methods, allow_headers, expose_headers, allow_credentials, max_age"
 	case "Limits":
-		return "max_concurrent_runs, requests_per_second, burst, max_streams, max_body_bytes, run_timeout"
+		return "max_concurrent_runs, requests_per_second, burst, max_streams, max_body_bytes, run_timeout, body_timeout"
 	case "Assistant":
 		return "id, graph, name, description, model, system, tools, config, context, metadata"
 	case "MCPServer":

@@ -58,6 +58,7 @@ type CORS struct {
 //	  max_streams: 10             # open event streams per tenant
 //	  max_body_bytes: 1048576     # request bodies (default 1 MiB)
 //	  run_timeout: 10m            # a run running longer ends with status timeout
+//	  body_timeout: 30s           # a request body arriving slower gets 408
 type Limits struct {
 	// MaxConcurrentRuns bounds each tenant's running runs in this
 	// process; runs beyond it stay pending in the queue until one ends.
@@ -74,6 +75,9 @@ type Limits struct {
 	MaxBodyBytes int64 `yaml:"max_body_bytes"`
 	// RunTimeout bounds one run; it then ends with status timeout.
 	RunTimeout time.Duration `yaml:"run_timeout"`
+	// BodyTimeout bounds the time a request body takes to arrive (408
+	// beyond; 30 s when 0).
+	BodyTimeout time.Duration `yaml:"body_timeout"`
 }
 
 // validateSecurity checks the auth, cors and limits sections.
@@ -117,6 +121,7 @@ func (f *File) validateSecurity(bad func(field, format string, args ...any)) {
 		{"limits.max_streams", l.MaxStreams < 0},
 		{"limits.max_body_bytes", l.MaxBodyBytes < 0},
 		{"limits.run_timeout", l.RunTimeout < 0},
+		{"limits.body_timeout", l.BodyTimeout < 0},
 	} {
 		if v.neg {
 			bad(v.field, "negative; 0 means no limit")

@@ -83,6 +83,11 @@ type Config struct {
 	Public func(r *http.Request) bool
 	// Log receives failures to look keys up (slog.Default() when nil).
 	Log *slog.Logger
+	// OnTenant, when set, is called before the first request of each
+	// tenant this Authenticator lets through (the server creates the
+	// tenant's default assistants); an error answers 503 and is retried
+	// on the tenant's next request.
+	OnTenant func(ctx context.Context, tenant string) error
 }
 
 // Authenticator is the middleware that checks keys. Create it with New.
@@ -93,6 +98,7 @@ type Authenticator struct {
 	active    int       // active keys at checkedAt
 	checkedAt time.Time // zero: never
 	touched   map[string]time.Time
+	seen      map[string]bool // tenants OnTenant succeeded for
 }
 
 // activeTTL is how long the count of active keys is trusted: a key
@@ -108,7 +114,7 @@ func New(cfg Config) *Authenticator {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Authenticator{cfg: cfg, touched: map[string]time.Time{}}
+	return &Authenticator{cfg: cfg, touched: map[string]time.Time{}, seen: map[string]bool{}}
 }
 
 // On reports whether requests need a key now.
@@ -189,8 +195,33 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 			return
 		}
 		a.touch(r.Context(), k.ID)
+		if err := a.first(r.Context(), k.Tenant); err != nil {
+			a.cfg.Log.Error("auth: prepare the tenant", "tenant", k.Tenant, "err", err)
+			wire.NewProblem(http.StatusServiceUnavailable, "the tenant's default assistants cannot be created; try again").Write(w, r)
+			return
+		}
 		next.ServeHTTP(w, r.WithContext(WithTenant(r.Context(), k.Tenant)))
 	})
+}
+
+// first calls OnTenant once per tenant.
+func (a *Authenticator) first(ctx context.Context, tenant string) error {
+	if a.cfg.OnTenant == nil {
+		return nil
+	}
+	a.mu.Lock()
+	done := a.seen[tenant]
+	a.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := a.cfg.OnTenant(ctx, tenant); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	a.seen[tenant] = true
+	a.mu.Unlock()
+	return nil
 }
 
 // touch records a use of the key, at most once per touchEvery.

@@ -8,9 +8,13 @@
 package limit
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"net/http"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -147,6 +151,50 @@ func Streams(c *Counter, tenant TenantFunc, next http.Handler) http.Handler {
 			return
 		}
 		defer c.Release(t)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Body reads each request's body before the handler does, within timeout
+// and at most maxBytes of it: a body that does not arrive in time is
+// answered 408 (and the connection closed), a larger one 413. The handler
+// then reads the body from memory. Memory per request is bounded by
+// maxBytes. timeout <= 0 reads without a deadline.
+func Body(maxBytes int64, timeout time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		tooLarge := func() {
+			w.Header().Set("Connection", "close")
+			wire.NewProblem(http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes, the limit of this server (limits.max_body_bytes); send less", maxBytes)).Write(w, r)
+		}
+		if r.ContentLength > maxBytes {
+			tooLarge()
+			return
+		}
+		rc := http.NewResponseController(w)
+		if timeout > 0 {
+			_ = rc.SetReadDeadline(time.Now().Add(timeout))
+		}
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxBytes+1))
+		if timeout > 0 {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			w.Header().Set("Connection", "close")
+			wire.NewProblem(http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %s (limits.body_timeout); send it faster or in smaller parts", timeout)).Write(w, r)
+			return
+		case err != nil:
+			wire.BadRequest("reading the body failed: "+err.Error()).Write(w, r)
+			return
+		case int64(len(b)) > maxBytes:
+			tooLarge()
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
 		next.ServeHTTP(w, r)
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/rs/cors"
 
 	"github.com/trellis-agents/trellis/server/api"
+	"github.com/trellis-agents/trellis/server/api/spec"
 	"github.com/trellis-agents/trellis/server/api/wire"
 	"github.com/trellis-agents/trellis/server/config"
 	"github.com/trellis-agents/trellis/server/internal/auth"
@@ -18,16 +19,29 @@ import (
 	"github.com/trellis-agents/trellis/server/web"
 )
 
-// publicPaths are served without a key even when auth is on: the health
-// check, the version and the API's document (as LangGraph's server does).
-var publicPaths = map[string]bool{"/ok": true, "/info": true, "/openapi.json": true}
+// publicPaths are served without a key even when auth is on: the routes
+// the table marks public (the health check, the version and the API's
+// document, as LangGraph's server does), by method and path.
+var publicPaths = func() map[string]bool {
+	m := map[string]bool{}
+	for _, r := range spec.Routes() {
+		if r.Public() {
+			m[r.Pattern] = true
+			m[r.MuxPattern()] = true
+		}
+	}
+	return m
+}()
 
 func isPublic(r *http.Request) bool {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		return false
+	method := r.Method
+	if method == http.MethodHead {
+		method = http.MethodGet
 	}
-	// The web page and its assets: the page asks for the key.
-	return publicPaths[r.URL.Path] || r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, web.Prefix)
+	if method == http.MethodGet && (r.URL.Path == "/" || strings.HasPrefix(r.URL.Path, web.Prefix)) {
+		return true // the web page and its assets: the page asks for the key
+	}
+	return publicPaths[method+" "+r.URL.Path]
 }
 
 // requestTenant is the tenant of a request: its key's, or the default

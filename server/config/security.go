@@ -56,7 +56,7 @@ type CORS struct {
 //	  requests_per_second: 20     # per tenant
 //	  burst: 40
 //	  max_streams: 10             # open event streams per tenant
-//	  max_body_bytes: 1048576     # request bodies (default 1 MiB)
+//	  max_body_bytes: 1048576     # request bodies (default 4 MiB)
 //	  run_timeout: 10m            # a run running longer ends with status timeout
 //	  body_timeout: 30s           # a request body arriving slower gets 408
 type Limits struct {

@@ -27,15 +27,9 @@ func (s *Server) ensureAssistants(ctx context.Context) error {
 	if len(s.graphs.IDs()) == 0 {
 		return errors.New("server: no graph is registered; call Register before Run")
 	}
-	tenants := []string{api.DefaultTenant}
-	keys, err := s.st.db.ListKeys(ctx, "")
+	tenants, err := s.tenants(ctx, true)
 	if err != nil {
-		return fmt.Errorf("server: list the API keys' tenants: %w", err)
-	}
-	for _, k := range keys {
-		if k.Active() && !slices.Contains(tenants, k.Tenant) {
-			tenants = append(tenants, k.Tenant)
-		}
+		return err
 	}
 	for _, t := range tenants {
 		if err := s.ensureAssistantsOf(ctx, t); err != nil {
@@ -125,4 +119,20 @@ func jsonEqual(a, b json.RawMessage) bool {
 		return false
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// tenants lists the default tenant and the tenants of the API keys (only
+// those with an active key when activeOnly).
+func (s *Server) tenants(ctx context.Context, activeOnly bool) ([]string, error) {
+	out := []string{api.DefaultTenant}
+	keys, err := s.st.db.ListKeys(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("server: list the API keys' tenants: %w", err)
+	}
+	for _, k := range keys {
+		if (k.Active() || !activeOnly) && !slices.Contains(out, k.Tenant) {
+			out = append(out, k.Tenant)
+		}
+	}
+	return out, nil
 }

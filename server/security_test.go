@@ -332,3 +332,29 @@ func TestLimitRunsQueues(t *testing.T) {
 		t.Errorf("t2: %+v", res)
 	}
 }
+
+// A pending run of a keyed tenant, left without a job while the server was
+// down, runs after the start as the default tenant's do; the tenant has
+// its default assistants.
+func TestKeyedTenantPendingRunRequeued(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "t.db")
+	key := mkKey(t, file, "acme")
+	r := start(t, Config{Database: file}, nil)
+	r.stop(t)
+
+	d := openDB(t, file)
+	ctx := context.Background()
+	if _, err := d.CreateThread(ctx, "acme", db.Thread{ID: "th"}, db.IfExistsRaise); err != nil {
+		t.Fatal(err)
+	}
+	lost, err := d.CreateRun(ctx, "acme", db.Run{ThreadID: "th", AssistantID: DefaultAssistantID("echo"), Kwargs: []byte(`{"input":{"log":["left"]}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r = start(t, Config{Database: file}, nil)
+	c := client{t: t, base: r.url, key: key}
+	code, body, _ := c.do("GET", "/threads/th/runs/"+lost.ID+"/join", "", "")
+	if code != 200 || !strings.Contains(body, "echo left") {
+		t.Errorf("join acme's re-enqueued run: %d %s", code, body)
+	}
+}

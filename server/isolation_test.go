@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // call is how the isolation test calls one operation as tenant B.
@@ -107,9 +109,43 @@ var pathParam = regexp.MustCompile(`\{([^}.]+)(\.\.\.)?\}`)
 // OpenAPI document's; a route the test does not know how to call fails
 // it. Afterwards A's data is unchanged.
 func TestTenantIsolationEveryRoute(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "t.db")
-	keyA, keyB := mkKey(t, file, "tenant-a"), mkKey(t, file, "tenant-b")
-	r := start(t, Config{Database: file}, nil)
+	walkAsOtherTenant(t, filepath.Join(t.TempDir(), "t.db"))
+}
+
+// The same walk on PostgreSQL (TRELLIS_TEST_PG_DSN, a fresh schema).
+func TestTenantIsolationEveryRoutePostgres(t *testing.T) {
+	walkAsOtherTenant(t, pgSchema(t))
+}
+
+// pgSchema returns TRELLIS_TEST_PG_DSN with a new schema as its
+// search_path, dropped after the test; it skips without the variable.
+func pgSchema(t *testing.T) string {
+	t.Helper()
+	dsn := os.Getenv("TRELLIS_TEST_PG_DSN")
+	if dsn == "" {
+		t.Skip("TRELLIS_TEST_PG_DSN is not set")
+	}
+	ctx := context.Background()
+	schema := fmt.Sprintf("auth_%d", time.Now().UnixNano())
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + "search_path=" + schema
+}
+
+func walkAsOtherTenant(t *testing.T, database string) {
+	keyA, keyB := mkKey(t, database, "tenant-a"), mkKey(t, database, "tenant-b")
+	r := start(t, Config{Database: database, DataDir: t.TempDir()}, nil)
 	as := func(key string) client { return client{t: t, base: r.url, key: key} }
 	A, B := as(keyA), as(keyB)
 
@@ -324,9 +360,9 @@ func field(t *testing.T, code int, body, name string) string {
 }
 
 // mkKey creates an API key for tenant in the database file.
-func mkKey(t *testing.T, file, tenant string) string {
+func mkKey(t *testing.T, database, tenant string) string {
 	t.Helper()
-	k, err := OpenKeys(context.Background(), file)
+	k, err := OpenKeys(context.Background(), database)
 	if err != nil {
 		t.Fatal(err)
 	}

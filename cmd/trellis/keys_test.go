@@ -51,3 +51,13 @@ func TestKeysCommands(t *testing.T) {
 		t.Errorf("revoke of an unknown key: %v", err)
 	}
 }
+
+// serve refuses a public address while no key exists, in one line naming
+// --insecure-no-auth (it stops before listening).
+func TestServeRefusesPublicAddressWithoutKeys(t *testing.T) {
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	_, err := trellis(t, "", "serve", "--addr", "0.0.0.0:0", "--db", filepath.Join(t.TempDir(), "t.db"))
+	if err == nil || !strings.Contains(err.Error(), "--insecure-no-auth") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("err = %v; want one line naming --insecure-no-auth", err)
+	}
+}

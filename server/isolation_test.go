@@ -221,7 +221,7 @@ func walkAsOtherTenant(t *testing.T, database string) {
 	for _, p := range walked {
 		op := ops[p]
 		method, path, _ := strings.Cut(p, " ")
-		public := publicPaths[path]
+		public := publicPaths[p]
 		hasParams := false
 		unknown := false
 		path = pathParam.ReplaceAllStringFunc(path, func(m string) string {

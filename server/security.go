@@ -21,12 +21,11 @@ import (
 
 // publicPaths are served without a key even when auth is on: the routes
 // the table marks public (the health check, the version and the API's
-// document, as LangGraph's server does), by method and path.
+// document, as LangGraph's server does), as "GET /ok".
 var publicPaths = func() map[string]bool {
 	m := map[string]bool{}
 	for _, r := range spec.Routes() {
 		if r.Public() {
-			m[r.Pattern] = true
 			m[r.MuxPattern()] = true
 		}
 	}

@@ -153,9 +153,9 @@ func Presented(r *http.Request) string {
 }
 
 // Middleware checks the key of every request that is not public and puts
-// its tenant in the context. A request with a key that is unknown or
-// revoked is refused (401) whether or not auth is on; one without a key is
-// refused when auth is on and passes with no tenant otherwise.
+// its tenant in the context. When auth is on, a request without a valid
+// key is refused (401). When it is off, a valid key still selects its
+// tenant, and any other request passes with no tenant.
 func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if a.cfg.Public != nil && a.cfg.Public(r) {
@@ -177,21 +177,37 @@ func (a *Authenticator) Middleware(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
+		// refuse answers 401 when auth is on; with auth off a key that is
+		// not a valid one (clients such as OpenAI's always send some
+		// bearer) is ignored and the request is the default tenant's.
+		refuse := func(detail string) {
+			on, err := a.On(r.Context())
+			if err != nil {
+				a.cfg.Log.Error("auth: count the API keys", "err", err)
+				wire.NewProblem(http.StatusServiceUnavailable, "the API keys cannot be read; try again").Write(w, r)
+				return
+			}
+			if on {
+				unauthorized(w, r, detail)
+				return
+			}
+			next.ServeHTTP(w, r)
+		}
 		if len(secret) > maxKeyLen || !strings.HasPrefix(secret, KeyPrefix) {
-			unauthorized(w, r, "the API key is not a Trellis key (they start with "+KeyPrefix+")")
+			refuse("the API key is not a Trellis key (they start with " + KeyPrefix + ")")
 			return
 		}
 		k, err := a.cfg.Keys.KeyByHash(r.Context(), Hash(secret))
 		switch {
 		case errors.Is(err, db.ErrNotFound):
-			unauthorized(w, r, "the API key is not known to this server")
+			refuse("the API key is not known to this server")
 			return
 		case err != nil:
 			a.cfg.Log.Error("auth: look the API key up", "err", err)
 			wire.NewProblem(http.StatusServiceUnavailable, "the API keys cannot be read; try again").Write(w, r)
 			return
 		case !k.Active():
-			unauthorized(w, r, "the API key "+k.Prefix+"... was revoked")
+			refuse("the API key " + k.Prefix + "... was revoked")
 			return
 		}
 		a.touch(r.Context(), k.ID)

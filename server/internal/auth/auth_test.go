@@ -138,6 +138,17 @@ func TestMiddleware(t *testing.T) {
 	if code := call("/ok", ""); code != 200 || seen != "" {
 		t.Errorf("public route: %d, tenant %q", code, seen)
 	}
+	// Auth off (no active key): a foreign bearer is ignored, not refused.
+	off := New(Config{Keys: &keys{byHash: map[string]db.Key{}}}).Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for _, k := range []string{"sk-not-trellis", KeyPrefix + "unknown"} {
+		r := httptest.NewRequest("GET", "/v1/models", nil)
+		r.Header.Set("Authorization", "Bearer "+k)
+		w := httptest.NewRecorder()
+		off.ServeHTTP(w, r)
+		if w.Code != 200 {
+			t.Errorf("auth off, key %q: %d, want it ignored", k, w.Code)
+		}
+	}
 	store.broken = errors.New("disk on fire")
 	if code := call("/threads", secret); code != 503 {
 		t.Errorf("keys unreadable: %d, want 503", code)

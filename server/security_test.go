@@ -31,7 +31,7 @@ func TestAPIKeys(t *testing.T) {
 	r := start(t, Config{Database: file}, nil)
 	anon, withKey := client{t: t, base: r.url}, client{t: t, base: r.url, key: key}
 
-	for _, path := range []string{"/ok", "/info", "/openapi.json"} {
+	for _, path := range []string{"/ok", "/info", "/openapi.json", "/", "/ui/app.js"} {
 		if code, body, _ := anon.do("GET", path, "", ""); code != 200 {
 			t.Errorf("GET %s without a key: %d %s", path, code, body)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/trellis-agents/trellis/server/api"
@@ -19,14 +20,30 @@ import (
 // name the graph ID itself (its latest assistant).
 func DefaultAssistantID(graphID string) string { return config.NameUUID(graphID) }
 
-// ensureAssistants creates each registered graph's default assistant and
-// the configured ones when absent, and gives a configured assistant a new
-// version when its declaration changed.
+// ensureAssistants creates the default and configured assistants in the
+// default tenant and in every tenant that has an API key (tenants whose
+// first key is created later get them on their first request).
 func (s *Server) ensureAssistants(ctx context.Context) error {
-	ids := s.graphs.IDs()
-	if len(ids) == 0 {
+	if len(s.graphs.IDs()) == 0 {
 		return errors.New("server: no graph is registered; call Register before Run")
 	}
+	tenants, err := s.tenants(ctx, true)
+	if err != nil {
+		return err
+	}
+	for _, t := range tenants {
+		if err := s.ensureAssistantsOf(ctx, t); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureAssistantsOf creates each registered graph's default assistant and
+// the configured ones in tenant when absent, and gives a configured
+// assistant a new version when its declaration changed.
+func (s *Server) ensureAssistantsOf(ctx context.Context, tenant string) error {
+	ids := s.graphs.IDs()
 	for _, id := range ids {
 		spec, _ := s.graphs.Spec(id)
 		a := db.Assistant{
@@ -34,7 +51,7 @@ func (s *Server) ensureAssistants(ctx context.Context) error {
 			Config: json.RawMessage(`{}`), Context: json.RawMessage(`{}`),
 			Metadata: db.Metadata{"created_by": "system"},
 		}
-		if _, err := s.st.db.CreateAssistant(ctx, api.DefaultTenant, a, db.IfExistsDoNothing); err != nil {
+		if _, err := s.st.db.CreateAssistant(ctx, tenant, a, db.IfExistsDoNothing); err != nil {
 			return fmt.Errorf("server: create the default assistant of graph %q: %w", id, err)
 		}
 	}
@@ -46,10 +63,10 @@ func (s *Server) ensureAssistants(ctx context.Context) error {
 			a.ID = config.NameUUID("assistant:" + a.Name)
 		}
 		a.Config, a.Context = orEmpty(a.Config), orEmpty(a.Context)
-		old, err := s.st.db.GetAssistant(ctx, api.DefaultTenant, a.ID)
+		old, err := s.st.db.GetAssistant(ctx, tenant, a.ID)
 		switch {
 		case errors.Is(err, db.ErrNotFound):
-			if _, err := s.st.db.CreateAssistant(ctx, api.DefaultTenant, a, db.IfExistsRaise); err != nil {
+			if _, err := s.st.db.CreateAssistant(ctx, tenant, a, db.IfExistsRaise); err != nil {
 				return fmt.Errorf("server: create assistant %s (%s): %w", a.ID, a.Name, err)
 			}
 			s.log.Info("assistant created", "id", a.ID, "name", a.Name, "graph", a.GraphID)
@@ -60,7 +77,7 @@ func (s *Server) ensureAssistants(ctx context.Context) error {
 		if sameAssistant(old, a) {
 			continue
 		}
-		if _, err := s.st.db.UpdateAssistant(ctx, api.DefaultTenant, a.ID, db.AssistantPatch{
+		if _, err := s.st.db.UpdateAssistant(ctx, tenant, a.ID, db.AssistantPatch{
 			GraphID: &a.GraphID, Name: &a.Name, Description: &a.Description,
 			Config: a.Config, Context: a.Context, Metadata: a.Metadata,
 		}); err != nil {
@@ -102,4 +119,20 @@ func jsonEqual(a, b json.RawMessage) bool {
 		return false
 	}
 	return reflect.DeepEqual(x, y)
+}
+
+// tenants lists the default tenant and the tenants of the API keys (only
+// those with an active key when activeOnly).
+func (s *Server) tenants(ctx context.Context, activeOnly bool) ([]string, error) {
+	out := []string{api.DefaultTenant}
+	keys, err := s.st.db.ListKeys(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("server: list the API keys' tenants: %w", err)
+	}
+	for _, k := range keys {
+		if (k.Active() || !activeOnly) && !slices.Contains(out, k.Tenant) {
+			out = append(out, k.Tenant)
+		}
+	}
+	return out, nil
 }

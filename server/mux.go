@@ -8,6 +8,7 @@ import (
 
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/api/spec"
+	"github.com/trellis-agents/trellis/server/internal/limit"
 	"github.com/trellis-agents/trellis/server/openaiapi"
 	"github.com/trellis-agents/trellis/server/web"
 )
@@ -16,13 +17,19 @@ import (
 // wrap, on the route table, the web page (GET / and /ui/...) and the
 // problem fallback on every other path. Every route of the table has its
 // handler; a build where one is missing (or a handler names no route)
-// fails here, at start.
-func newMux(a *api.API, oa *openaiapi.Handler, wrap func(http.Handler) http.Handler) (*http.ServeMux, error) {
+// fails here, at start. The event-stream routes count against streams
+// (per tenant).
+func newMux(a *api.API, oa *openaiapi.Handler, wrap func(http.Handler) http.Handler, streams *limit.Counter) (*routeMux, error) {
 	routes := spec.Routes()
-	mux := http.NewServeMux()
+	mux := &routeMux{ServeMux: http.NewServeMux()}
 	handlers := a.Handlers()
 	for id, h := range oa.Handlers() {
 		handlers[id] = h
+	}
+	for _, r := range routes {
+		if h := handlers[r.OperationID]; r.Stream && h != nil {
+			handlers[r.OperationID] = limit.Streams(streams, requestTenant, h)
+		}
 	}
 	for id, h := range handlers {
 		handlers[id] = wrap(h)
@@ -33,6 +40,25 @@ func newMux(a *api.API, oa *openaiapi.Handler, wrap func(http.Handler) http.Hand
 	mux.Handle("/", spec.Fallback(routes))
 	web.Mount(mux) // the page at / and its assets under /ui/, not API routes
 	return mux, nil
+}
+
+// routeMux is the server's mux, remembering the patterns registered on it
+// so that a test can check every one against the API's document (and
+// walk them all with another tenant's key).
+type routeMux struct {
+	*http.ServeMux
+	patterns []string
+}
+
+// Handle registers handler for pattern and records the pattern.
+func (m *routeMux) Handle(pattern string, handler http.Handler) {
+	m.patterns = append(m.patterns, pattern)
+	m.ServeMux.Handle(pattern, handler)
+}
+
+// HandleFunc registers fn for pattern and records the pattern.
+func (m *routeMux) HandleFunc(pattern string, fn func(http.ResponseWriter, *http.Request)) {
+	m.Handle(pattern, http.HandlerFunc(fn))
 }
 
 // logRequests logs each request's method, path, status and duration at

@@ -38,7 +38,9 @@ import (
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/server/api"
+	"github.com/trellis-agents/trellis/server/config"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/internal/limit"
 	"github.com/trellis-agents/trellis/server/internal/redisrelay"
 	"github.com/trellis-agents/trellis/server/internal/telemetry"
 	"github.com/trellis-agents/trellis/server/openaiapi"
@@ -100,7 +102,8 @@ type Config struct {
 	// Workers is how many threads advance at once (the queue's default
 	// when 0).
 	Workers int
-	// BodyLimit bounds request bodies (the wire package's default when 0).
+	// BodyLimit bounds request bodies (Limits.MaxBodyBytes, else the wire
+	// package's default, when 0).
 	BodyLimit int64
 	// Redis is a redis:// URL ("" for none). With several replicas on one
 	// PostgreSQL it carries live events and cancel requests between them
@@ -122,6 +125,15 @@ type Config struct {
 	OTLPEndpoint string
 	// NoMetrics leaves /metrics unserved (it is served by default).
 	NoMetrics bool
+	// Auth, CORS and Limits are trellis.yaml's security sections: API-key
+	// auth, CORS for browsers on other origins, and per-tenant limits (see
+	// docs/serve.md, "Security").
+	Auth   config.Auth
+	CORS   config.CORS
+	Limits config.Limits
+	// InsecureNoAuth lets a server without API keys listen on an address
+	// other than loopback; without it Run refuses to.
+	InsecureNoAuth bool
 }
 
 // Server is the agent service. Create it with New, Register graphs, then
@@ -144,6 +156,8 @@ type Server struct {
 	served  bool // Run got as far as listening
 	// closers release what graph constructors acquired (OnClose).
 	closers []func() error
+	// mux is the API's mux once Run built it (tests walk its routes).
+	mux *routeMux
 }
 
 // New opens (creating or migrating) the database and builds the run
@@ -169,6 +183,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if t := cfg.ThreadTTL; t != nil && (t.Duration <= 0 || (t.Strategy != db.TTLDelete && t.Strategy != db.TTLKeepLatest)) {
 		return nil, fmt.Errorf("server: thread TTL %s with strategy %q: want a positive duration and %q or %q", t.Duration, t.Strategy, db.TTLDelete, db.TTLKeepLatest)
 	}
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = cfg.Limits.MaxBodyBytes
+	}
 	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
 		return nil, fmt.Errorf("server: address %q is not host:port (e.g. %s): %w", cfg.Addr, DefaultAddr, err)
 	}
@@ -191,7 +208,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.owner = fmt.Sprintf("serve-%s-%d-%s", host, os.Getpid(), checkpoint.NewID())
 	s.svc, err = runs.New(runs.Config{
 		DB: st.db, Saver: st.saver, Store: st.store, Graphs: s.graphs,
-		Owner: s.owner, LeaseTTL: cfg.LeaseTTL,
+		Owner: s.owner, LeaseTTL: cfg.LeaseTTL, RunTimeout: cfg.Limits.RunTimeout,
 		Wire: runs.LCWire{}, Converter: runs.LCConverter(),
 		Log: s.log, Titler: cfg.Titler, Hooks: s.tel.Hooks(),
 		// An app's own data (the scheduler's calendar) is kept per thread.
@@ -325,6 +342,10 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	if err := s.ensureAssistants(ctx); err != nil {
 		return err
 	}
+	forceAuth, err := s.checkExposure(ctx)
+	if err != nil {
+		return err
+	}
 	ln, err := listen(s.cfg.Addr)
 	if err != nil {
 		return err
@@ -333,9 +354,9 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	// them after the grace period).
 	life := context.WithoutCancel(ctx)
 	var q *queue.Queue
-	advance := advanceFunc(s.svc, func(ctx context.Context, tenant, thread string) error {
+	advance := limitRuns(limit.NewCounter(s.cfg.Limits.MaxConcurrentRuns), advanceFunc(s.svc, func(ctx context.Context, tenant, thread string) error {
 		return s.scheduleDelayed(ctx, q, tenant, thread)
-	})
+	}))
 	q, err = queue.New(life, queue.Config{
 		SQLite: s.st.river, Postgres: s.st.pool,
 		Advance: advance, Workers: s.cfg.Workers,
@@ -365,7 +386,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	}
 	sw.start(life)
 
-	handler, err := s.handler(q.Enqueue)
+	handler, err := s.handler(q.Enqueue, forceAuth)
 	if err != nil {
 		ln.Close()
 		return errors.Join(err, stopQueue())
@@ -439,32 +460,51 @@ func (s *Server) banner() {
 	}
 }
 
-// handler is the API's mux with request logging.
-func (s *Server) handler(enqueue runs.Enqueuer) (http.Handler, error) {
+// handler is the API's mux behind CORS, API keys and the request rate,
+// with request logging. forceAuth keeps auth on without keys (a public
+// address).
+func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, error) {
 	a := &api.API{
 		DB: s.st.db, Runs: s.svc, Graphs: s.graphs, Saver: s.st.saver, Store: s.st.store,
 		Enqueue: enqueue, Scripted: s.cfg.Scripted, Version: s.cfg.Version, BodyLimit: s.cfg.BodyLimit,
 		ThreadTTL: s.cfg.ThreadTTL,
+		Tenant:    requestTenant,
 	}
 	oa := &openaiapi.Handler{
 		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Enqueue: enqueue,
-		BodyLimit: s.cfg.BodyLimit, Log: s.log,
+		BodyLimit: s.cfg.BodyLimit, Log: s.log, Tenant: requestTenant,
 	}
-	tenant := func(r *http.Request) string {
-		if a.Tenant != nil {
-			return a.Tenant(r)
-		}
-		return api.DefaultTenant
-	}
-	mux, err := newMux(a, oa, func(h http.Handler) http.Handler { return s.tel.Route(tenant, h) })
+	mux, err := newMux(a, oa, func(h http.Handler) http.Handler { return s.tel.Route(requestTenant, h) }, limit.NewCounter(s.cfg.Limits.MaxStreams))
 	if err != nil {
 		return nil, err
 	}
 	if !s.cfg.NoMetrics {
-		mux.Handle("/metrics", s.tel.Route(tenant, s.metricsRoute()))
+		mux.Handle("/metrics", s.tel.Route(requestTenant, s.metricsRoute()))
 	}
-	return s.tel.Middleware(logRequests(s.log, mux)), nil
+	s.mu.Lock()
+	s.mux = mux
+	s.mu.Unlock()
+	return s.tel.Middleware(logRequests(s.log, s.security(mux, forceAuth))), nil
 }
+
+// limitRuns holds a thread's job while its tenant has max runs advancing
+// in this process: the job snoozes (Busy) and the run stays pending, as
+// LangGraph queues runs rather than refusing them.
+func limitRuns(c *limit.Counter, next queue.AdvanceFunc) queue.AdvanceFunc {
+	if c.Max() <= 0 {
+		return next
+	}
+	return func(ctx context.Context, tenant, thread string) (queue.Result, error) {
+		if !c.Acquire(tenant) {
+			return queue.Result{Outcome: queue.Busy, After: runSlotWait}, nil
+		}
+		defer c.Release(tenant)
+		return next(ctx, tenant, thread)
+	}
+}
+
+// runSlotWait is how long a job waits for a free run slot of its tenant.
+const runSlotWait = 500 * time.Millisecond
 
 // advanceFunc adapts the run service's Advance to the queue's. When a
 // thread has nothing left to run now, idle asks for a job at the start of

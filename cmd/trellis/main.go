@@ -34,7 +34,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(demoCommand(), runCommand(), graphCommand(), listCommand(), serveCommand(), migrateCommand())
+	root.AddCommand(demoCommand(), runCommand(), graphCommand(), listCommand(), serveCommand(), migrateCommand(), keysCommand())
 	return root
 }
 

@@ -31,7 +31,7 @@ const DefaultConfigFile = "trellis.yaml"
 type serveFlags struct {
 	addr, database, redis, config, model string
 	logFormat, otlpEndpoint              string
-	verbose                              bool
+	verbose, insecureNoAuth              bool
 }
 
 func serveCommand() *cobra.Command {
@@ -65,6 +65,7 @@ the address, database, named models and assistants; see docs/serve.md.`,
 	fs.BoolVar(&f.verbose, "verbose", false, "log every request and show errors in full")
 	fs.StringVar(&f.logFormat, "log-format", "", `log format: "text" or "json" (default: the config file's telemetry.log_format, else text)`)
 	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", "export traces to this OTLP/HTTP collector, e.g. http://127.0.0.1:4318 (default: telemetry.otlp_endpoint, else OTEL_EXPORTER_OTLP_ENDPOINT, else none)")
+	fs.BoolVar(&f.insecureNoAuth, "insecure-no-auth", false, "allow listening on a non-loopback address while no API key exists (anyone reaching it gets full access)")
 	return c
 }
 
@@ -100,7 +101,8 @@ func defaultModel(flag string, file *config.File) string {
 func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Config, server.Models, error) {
 	cfg := server.Config{Addr: file.Address, Database: file.Database, Redis: file.Redis, Logger: log, Version: version,
 		ThreadSweepInterval: file.Threads.SweepInterval, ThreadSweepBatch: file.Threads.SweepBatch,
-		OTLPEndpoint: file.Telemetry.OTLPEndpoint}
+		OTLPEndpoint: file.Telemetry.OTLPEndpoint,
+		Auth:         file.Auth, CORS: file.CORS, Limits: file.Limits, InsecureNoAuth: f.insecureNoAuth}
 	if f.redis != "" {
 		cfg.Redis = f.redis
 	}

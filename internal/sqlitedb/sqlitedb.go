@@ -338,6 +338,24 @@ func (db *DB) migrate(ctx context.Context, component string, migrations []Migrat
 	}
 }
 
+// Migrate applies the missing migrations of another component to the
+// file db has open, as Open does for its own: for a package that keeps a
+// second, independently versioned set of tables next to the first.
+func (db *DB) Migrate(ctx context.Context, component string, migrations []Migration) error {
+	if component == "" {
+		return errors.New("sqlitedb: the component name is empty")
+	}
+	for i, m := range migrations {
+		if m.Version != i+1 {
+			return fmt.Errorf("sqlitedb: migration %d of %s has version %d; versions must count up from 1", i, component, m.Version)
+		}
+	}
+	if err := db.migrate(ctx, component, migrations); err != nil {
+		return fmt.Errorf("sqlitedb: %s: %w", db.Path(), err)
+	}
+	return nil
+}
+
 // migrateOne applies the next missing migration and reports whether none
 // was missing.
 func (db *DB) migrateOne(ctx context.Context, component string, migrations []Migration) (done bool, err error) {

@@ -42,6 +42,9 @@
 //	telemetry:
 //	  log_format: json                       # or text
 //	  otlp_endpoint: http://127.0.0.1:4318   # export traces (OTLP/HTTP)
+//	auth: {required: true}                   # see security.go: auth, cors, limits
+//	cors: {allow_origins: ["https://app.example.com"]}
+//	limits: {max_concurrent_runs: 4, requests_per_second: 20, run_timeout: 10m}
 //
 // A tool's approve is ask (a person approves every call) or auto (none
 // is asked); left out, read tools run at once and write tools ask.
@@ -94,6 +97,10 @@ type File struct {
 	Threads Threads `yaml:"threads"`
 	// Telemetry configures logs, traces and metrics.
 	Telemetry Telemetry `yaml:"telemetry"`
+	// Auth, CORS and Limits are the security sections (security.go).
+	Auth   Auth   `yaml:"auth"`
+	CORS   CORS   `yaml:"cors"`
+	Limits Limits `yaml:"limits"`
 }
 
 // Telemetry is the telemetry section:
@@ -238,7 +245,13 @@ var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in typ
 func known(typ string) string {
 	switch typ {
 	case "File":
-		return "address, database, redis, models, assistants, mcp_servers, threads, telemetry"
+		return "address, database, redis, models, assistants, mcp_servers, threads, telemetry, auth, cors, limits"
+	case "Auth":
+		return "required"
+	case "CORS":
+		return "allow_origins, allow_methods, allow_headers, expose_headers, allow_credentials, max_age"
+	case "Limits":
+		return "max_concurrent_runs, requests_per_second, burst, max_streams, max_body_bytes, run_timeout, body_timeout"
 	case "Assistant":
 		return "id, graph, name, description, model, system, tools, config, context, metadata"
 	case "MCPServer":
@@ -291,6 +304,7 @@ func (f *File) Validate() error {
 			bad("telemetry.otlp_endpoint", "%q is not the http:// or https:// URL of an OTLP/HTTP collector (e.g. http://127.0.0.1:4318)", e)
 		}
 	}
+	f.validateSecurity(bad)
 	ids := map[string]int{}
 	for i, a := range f.Assistants {
 		field := fmt.Sprintf("assistants[%d]", i)

@@ -386,6 +386,7 @@ type DB interface {
 	Runs
 	Events
 	CheckpointMetadata
+	Keys
 	// Ping checks the database answers (GET /ok?check_db=1).
 	Ping(ctx context.Context) error
 	Close() error

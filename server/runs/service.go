@@ -414,7 +414,9 @@ func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *
 	case errors.Is(cause, ErrCancelInterrupt), errors.Is(cause, ErrCancelRollback):
 		status, streamErr = db.RunInterrupted, nil
 	case errors.Is(cause, context.DeadlineExceeded) || errors.Is(streamErr, context.DeadlineExceeded):
-		log.add(ctx, "error", errorEvent("TimeoutError", fmt.Errorf("the run took longer than %s", s.cfg.RunTimeout)))
+		// ctx has expired: the event is written without its deadline, or
+		// the log would fail and the run never be finished.
+		log.add(context.WithoutCancel(ctx), "error", errorEvent("TimeoutError", fmt.Errorf("the run took longer than %s", s.cfg.RunTimeout)))
 		return db.RunTimeout, ub, errors.New("run timed out")
 	case streamErr != nil:
 		log.add(ctx, "error", errorEvent("RunError", streamErr))

@@ -35,10 +35,16 @@ func Files() fs.FS {
 	return sub
 }
 
+// Mux is what Mount registers on: an *http.ServeMux, or a wrapper of one.
+type Mux interface {
+	Handle(pattern string, handler http.Handler)
+}
+
 // Mount adds the page to mux: GET / answers index.html and GET /ui/...
 // the assets. Neither is an API route: they are not in the route table or
-// the OpenAPI document, and no API path starts with /ui/.
-func Mount(mux *http.ServeMux) {
+// the OpenAPI document, and no API path starts with /ui/. They need no API
+// key (the page asks for one and sends it with its API calls).
+func Mount(mux Mux) {
 	files := Files()
 	assets := http.StripPrefix(Prefix, http.FileServerFS(files))
 	mux.Handle("GET "+Prefix, headers(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

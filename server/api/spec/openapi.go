@@ -69,9 +69,18 @@ func OpenAPI(info Info, routes []Route) ([]byte, error) {
 		"info":       infoObj,
 		"tags":       tags,
 		"paths":      paths,
-		"components": map[string]any{"schemas": g.components},
+		"components": map[string]any{"schemas": g.components, "securitySchemes": securitySchemes},
+		// Either scheme; enforced once the server has an API key (or
+		// auth.required), see docs/serve.md.
+		"security": []map[string][]string{{"bearer": {}}, {"apiKey": {}}},
 	}
 	return json.MarshalIndent(doc, "", "  ")
+}
+
+// securitySchemes are the two ways to present an API key.
+var securitySchemes = map[string]any{
+	"bearer": map[string]string{"type": "http", "scheme": "bearer", "description": "Authorization: Bearer KEY (a key from trellis keys create)"},
+	"apiKey": map[string]string{"type": "apiKey", "in": "header", "name": "X-Api-Key", "description": "X-Api-Key: KEY, as the LangGraph SDK sends its apiKey"},
 }
 
 // generator turns Go types into schemas with references to components.
@@ -329,6 +338,9 @@ func (g *generator) operation(r Route) (map[string]any, error) {
 		responses[strconv.Itoa(s)] = map[string]any{"description": http.StatusText(s), "content": problem}
 	}
 	op["responses"] = responses
+	if r.Public() {
+		op["security"] = []any{} // no key needed
+	}
 	return op, nil
 }
 

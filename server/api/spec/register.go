@@ -9,11 +9,17 @@ import (
 	"github.com/trellis-agents/trellis/server/api/wire"
 )
 
+// Handler is what Register registers on: an *http.ServeMux, or a wrapper
+// of one.
+type Handler interface {
+	Handle(pattern string, handler http.Handler)
+}
+
 // Register adds a handler for every route to mux, by operation ID, so the
 // mux serves exactly the routes the document lists. It fails, registering
 // nothing, when a route has no handler or a handler names no route (a
 // typo, or an operation removed from the table but not from the server).
-func Register(mux *http.ServeMux, routes []Route, handlers map[string]http.Handler) error {
+func Register(mux Handler, routes []Route, handlers map[string]http.Handler) error {
 	var missing, extra []string
 	ids := map[string]bool{}
 	for _, r := range routes {

@@ -70,15 +70,27 @@ func (r Route) PathParams() []string {
 	return out
 }
 
-// AllProblems is every error status the route may answer: 400, 413, 415
-// and 422 with a body; 422 with a query; 404 with path parameters; the
-// route's own; and 500.
+// publicOperations are served without an API key when auth is on.
+var publicOperations = map[string]bool{"ok": true, "info": true, "openapi": true}
+
+// Public reports whether the route is served without an API key when auth
+// is on: the health check, the version and this document, as LangGraph's
+// server does.
+func (r Route) Public() bool { return publicOperations[r.OperationID] }
+
+// AllProblems is every error status the route may answer: 400, 408, 413,
+// 415 and 422 with a body; 422 with a query; 404 with path parameters;
+// 401 and 429 unless it is public; the route's own; and 500.
 func (r Route) AllProblems() []int {
 	set := map[int]bool{http.StatusInternalServerError: true}
 	if r.Body != nil {
-		for _, s := range []int{400, 413, 415, 422} {
+		for _, s := range []int{400, 408, 413, 415, 422} {
 			set[s] = true
 		}
+	}
+	if !r.Public() {
+		set[http.StatusUnauthorized] = true
+		set[http.StatusTooManyRequests] = true
 	}
 	if r.Query != nil {
 		set[422] = true

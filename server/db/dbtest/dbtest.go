@@ -80,6 +80,7 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"InvalidArguments", testInvalidArguments},
 		{"CanceledContext", testCanceledContext},
 		{"Corrupt", testCorrupt},
+		{"Keys", testKeys},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -180,6 +180,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("server/db/sqlite: %w", err)
 	}
+	if err := sq.Migrate(ctx, KeysComponent, keyMigrations); err != nil {
+		sq.Close()
+		return nil, fmt.Errorf("server/db/sqlite: %w", err)
+	}
 	return &DB{sq: sq}, nil
 }
 

@@ -1,0 +1,200 @@
+// Package limit keeps the service's per-tenant limits: a request rate
+// (token bucket, golang.org/x/time/rate), concurrent event streams and
+// concurrent runs. Requests over a limit are answered 429 with a problem
+// saying which limit and, where waiting helps, a Retry-After.
+//
+// The counts are this process's: with several replicas each one enforces
+// the limits on the requests and runs it serves.
+package limit
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/trellis-agents/trellis/server/api/wire"
+)
+
+// TenantFunc returns a request's tenant.
+type TenantFunc func(r *http.Request) string
+
+// Rate limits each tenant's requests to a rate with a burst.
+type Rate struct {
+	perSec float64
+	burst  int
+	tenant TenantFunc
+
+	mu       sync.Mutex
+	limiters map[string]*rate.Limiter
+}
+
+// NewRate returns a Rate of perSec requests a second with bursts of burst
+// (at least 1; perSec when 0). perSec <= 0 is no limit: Middleware
+// returns next.
+func NewRate(perSec float64, burst int, tenant TenantFunc) *Rate {
+	if burst <= 0 {
+		burst = max(1, int(math.Ceil(perSec)))
+	}
+	return &Rate{perSec: perSec, burst: burst, tenant: tenant, limiters: map[string]*rate.Limiter{}}
+}
+
+func (l *Rate) limiter(tenant string) *rate.Limiter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lim, ok := l.limiters[tenant]
+	if !ok {
+		lim = rate.NewLimiter(rate.Limit(l.perSec), l.burst)
+		l.limiters[tenant] = lim
+	}
+	return lim
+}
+
+// Middleware answers 429 with Retry-After to requests over the tenant's
+// rate.
+func (l *Rate) Middleware(next http.Handler) http.Handler {
+	if l == nil || l.perSec <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		res := l.limiter(l.tenant(r)).Reserve()
+		if d := res.Delay(); d > 0 {
+			res.Cancel()
+			TooMany(w, r, d, fmt.Sprintf("too many requests: this tenant may make %g a second (bursts of %d); retry after the Retry-After seconds", l.perSec, l.burst))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// TooMany answers 429 with a problem and, when retry > 0, Retry-After in
+// whole seconds (at least 1).
+func TooMany(w http.ResponseWriter, r *http.Request, retry time.Duration, detail string) {
+	if retry > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(retry.Seconds())))))
+	}
+	wire.NewProblem(http.StatusTooManyRequests, detail).Write(w, r)
+}
+
+// Counter counts what each tenant holds at once (open streams, running
+// runs) against a maximum.
+type Counter struct {
+	max int
+
+	mu   sync.Mutex
+	held map[string]int
+}
+
+// NewCounter returns a Counter allowing max per tenant (<= 0: no limit).
+func NewCounter(max int) *Counter {
+	return &Counter{max: max, held: map[string]int{}}
+}
+
+// Max is the per-tenant maximum (<= 0: none).
+func (c *Counter) Max() int { return c.max }
+
+// Acquire takes one for tenant and reports whether it was under the
+// maximum; release each successful Acquire with Release.
+func (c *Counter) Acquire(tenant string) bool {
+	if c == nil || c.max <= 0 {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held[tenant] >= c.max {
+		return false
+	}
+	c.held[tenant]++
+	return true
+}
+
+// Release gives back one of tenant's.
+func (c *Counter) Release(tenant string) {
+	if c == nil || c.max <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.held[tenant]--; c.held[tenant] <= 0 {
+		delete(c.held, tenant)
+	}
+}
+
+// Held is how many tenant holds now.
+func (c *Counter) Held(tenant string) int {
+	if c == nil {
+		return 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.held[tenant]
+}
+
+// Streams wraps an event-stream handler: a tenant with max streams open
+// gets 429 until one closes.
+func Streams(c *Counter, tenant TenantFunc, next http.Handler) http.Handler {
+	if c == nil || c.max <= 0 {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t := tenant(r)
+		if !c.Acquire(t) {
+			TooMany(w, r, time.Second, fmt.Sprintf("too many open event streams: this tenant may keep %d open at once; close one (or join the run later)", c.max))
+			return
+		}
+		defer c.Release(t)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// Body reads each request's body before the handler does, within timeout
+// and at most maxBytes of it: a body that does not arrive in time is
+// answered 408 (and the connection closed), a larger one 413. The handler
+// then reads the body from memory. Memory per request is bounded by
+// maxBytes. timeout <= 0 reads without a deadline.
+func Body(maxBytes int64, timeout time.Duration, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody {
+			next.ServeHTTP(w, r)
+			return
+		}
+		tooLarge := func() {
+			w.Header().Set("Connection", "close")
+			wire.NewProblem(http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes, the limit of this server (limits.max_body_bytes); send less", maxBytes)).Write(w, r)
+		}
+		if r.ContentLength > maxBytes {
+			tooLarge()
+			return
+		}
+		rc := http.NewResponseController(w)
+		if timeout > 0 {
+			_ = rc.SetReadDeadline(time.Now().Add(timeout))
+		}
+		b, err := io.ReadAll(io.LimitReader(r.Body, maxBytes+1))
+		if timeout > 0 {
+			_ = rc.SetReadDeadline(time.Time{})
+		}
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			w.Header().Set("Connection", "close")
+			wire.NewProblem(http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %s (limits.body_timeout); send it faster or in smaller parts", timeout)).Write(w, r)
+			return
+		case err != nil:
+			wire.BadRequest("reading the body failed: "+err.Error()).Write(w, r)
+			return
+		case int64(len(b)) > maxBytes:
+			tooLarge()
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		next.ServeHTTP(w, r)
+	})
+}

@@ -133,14 +133,21 @@ func (c *cluster) stopRedis() {
 
 var urlRE = regexp.MustCompile(`msg="trellis serve listening" url=(http://[^ ]+)`)
 
-// start starts replica name and waits for its URL.
+// start starts replica name on the cluster's database and waits for its
+// URL.
 func (c *cluster) start(name string) string {
+	c.t.Helper()
+	return c.startWith(name, c.dbURL)
+}
+
+// startWith starts replica name on database.
+func (c *cluster) startWith(name, database string) string {
 	c.t.Helper()
 	logf, err := os.OpenFile(filepath.Join(c.dir, name+".log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		c.t.Fatal(err)
 	}
-	cmd := exec.Command(c.bin, "--database", c.dbURL, "--redis", c.redis, "--name", name, "--dir", c.dir)
+	cmd := exec.Command(c.bin, "--database", database, "--redis", c.redis, "--name", name, "--dir", c.dir)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		c.t.Fatal(err)

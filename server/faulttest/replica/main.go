@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -73,6 +74,19 @@ func workGraph(pool *pgxpool.Pool, name, dir string) runs.GraphSpec {
 	}}
 }
 
+// echoGraph is one node that appends "echo": the load figures' graph.
+func echoGraph() runs.GraphSpec {
+	return runs.GraphSpec{New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		b := graph.New(steps)
+		b.AddNode("echo", func(context.Context, graph.State) (graph.Output, error) {
+			return graph.Writes(graph.Append(steps, "echo")), nil
+		})
+		b.SetEntry("echo")
+		b.AddEdge("echo", graph.END)
+		return b.Compile()
+	}}
+}
+
 func run(ctx context.Context) error {
 	database := flag.String("database", "", "postgres:// URL (required)")
 	redis := flag.String("redis", "", "redis:// URL")
@@ -83,11 +97,18 @@ func run(ctx context.Context) error {
 	if *database == "" || *dir == "" {
 		return errors.New("--database and --dir are required")
 	}
-	pool, err := pgxpool.New(ctx, *database)
-	if err != nil {
-		return err
+	if !strings.HasPrefix(*database, "postgres") {
+		*redis = "" // one process on SQLite: nothing to relay
 	}
-	defer pool.Close()
+	var pool *pgxpool.Pool // the execution records (PostgreSQL only)
+	if strings.HasPrefix(*database, "postgres") {
+		p, err := pgxpool.New(ctx, *database)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		pool = p
+	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	srv, err := server.New(ctx, server.Config{
 		Addr: "127.0.0.1:0", Database: *database, Redis: *redis, DataDir: *dir, Logger: log,
@@ -96,7 +117,12 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := srv.Register("work", workGraph(pool, *name, *dir)); err != nil {
+	if pool != nil {
+		if err := srv.Register("work", workGraph(pool, *name, *dir)); err != nil {
+			return errors.Join(err, srv.Close())
+		}
+	}
+	if err := srv.Register("echo", echoGraph()); err != nil {
 		return errors.Join(err, srv.Close())
 	}
 	return srv.Run(ctx)

@@ -55,7 +55,7 @@ func (a *API) tenant(r *http.Request) string {
 func (a *API) Handlers() map[string]http.Handler {
 	h := map[string]http.Handler{}
 	for _, group := range []map[string]http.Handler{
-		a.assistantHandlers(), a.threadHandlers(), a.runHandlers(), a.storeHandlers(), a.systemHandlers(),
+		a.assistantHandlers(), a.threadHandlers(), a.runHandlers(), a.cronHandlers(), a.storeHandlers(), a.systemHandlers(),
 	} {
 		for id, handler := range group {
 			h[id] = handler

@@ -97,6 +97,9 @@ type Config struct {
 	// ThreadSweepBatch bounds the threads one sweep expires
 	// (DefaultThreadSweepBatch when 0).
 	ThreadSweepBatch int
+	// CronInterval is how often crons whose slot has come are looked
+	// for (DefaultCronInterval when 0).
+	CronInterval time.Duration
 	// Workers is how many threads advance at once (the queue's default
 	// when 0).
 	Workers int
@@ -141,7 +144,9 @@ type Server struct {
 	ran   bool
 	// enqueue is the queue's Enqueue while Run serves.
 	enqueue runs.Enqueuer
-	served  bool // Run got as far as listening
+	// crons fires scheduled runs while Run serves.
+	crons  *cronLoop
+	served bool // Run got as far as listening
 	// closers release what graph constructors acquired (OnClose).
 	closers []func() error
 }
@@ -165,6 +170,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = 5 * time.Second
+	}
+	if cfg.CronInterval <= 0 {
+		cfg.CronInterval = DefaultCronInterval
 	}
 	if t := cfg.ThreadTTL; t != nil && (t.Duration <= 0 || (t.Strategy != db.TTLDelete && t.Strategy != db.TTLKeepLatest)) {
 		return nil, fmt.Errorf("server: thread TTL %s with strategy %q: want a positive duration and %q or %q", t.Duration, t.Strategy, db.TTLDelete, db.TTLKeepLatest)
@@ -346,7 +354,9 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		return fmt.Errorf("server: start the run queue: %w", err)
 	}
 	sw := newSweeper(s, q.Enqueue)
+	cl := &cronLoop{s: s}
 	stopQueue := func() error {
+		cl.stop()
 		grace, cancel := context.WithTimeout(life, s.cfg.ShutdownGrace)
 		defer cancel()
 		swErr := sw.stop(grace)
@@ -365,11 +375,13 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	}
 	sw.start(life)
 
-	handler, err := s.handler(q.Enqueue)
+	handler, a, err := s.handler(q.Enqueue)
 	if err != nil {
 		ln.Close()
 		return errors.Join(err, stopQueue())
 	}
+	cl.fire = a.FireCron
+	cl.start(life)
 	base, cancelBase := context.WithCancel(life)
 	defer cancelBase()
 	hs := &http.Server{
@@ -382,6 +394,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	s.mu.Lock()
 	s.addr = ln.Addr().String()
 	s.enqueue = q.Enqueue
+	s.crons = cl
 	s.served = true
 	s.mu.Unlock()
 	s.banner()
@@ -439,8 +452,8 @@ func (s *Server) banner() {
 	}
 }
 
-// handler is the API's mux with request logging.
-func (s *Server) handler(enqueue runs.Enqueuer) (http.Handler, error) {
+// handler is the API's mux with request logging, and the API it serves.
+func (s *Server) handler(enqueue runs.Enqueuer) (http.Handler, *api.API, error) {
 	a := &api.API{
 		DB: s.st.db, Runs: s.svc, Graphs: s.graphs, Saver: s.st.saver, Store: s.st.store,
 		Enqueue: enqueue, Scripted: s.cfg.Scripted, Version: s.cfg.Version, BodyLimit: s.cfg.BodyLimit,
@@ -458,12 +471,12 @@ func (s *Server) handler(enqueue runs.Enqueuer) (http.Handler, error) {
 	}
 	mux, err := newMux(a, oa, func(h http.Handler) http.Handler { return s.tel.Route(tenant, h) })
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !s.cfg.NoMetrics {
 		mux.Handle("/metrics", s.tel.Route(tenant, s.metricsRoute()))
 	}
-	return s.tel.Middleware(logRequests(s.log, mux)), nil
+	return s.tel.Middleware(logRequests(s.log, mux)), a, nil
 }
 
 // advanceFunc adapts the run service's Advance to the queue's. When a

@@ -97,6 +97,9 @@ type Config struct {
 	// ThreadSweepBatch bounds the threads one sweep expires
 	// (DefaultThreadSweepBatch when 0).
 	ThreadSweepBatch int
+	// Webhooks configures the webhooks runs ask for (webhook on run
+	// create).
+	Webhooks Webhooks
 	// CronInterval is how often crons whose slot has come are looked
 	// for (DefaultCronInterval when 0).
 	CronInterval time.Duration
@@ -127,6 +130,22 @@ type Config struct {
 	NoMetrics bool
 }
 
+// Webhooks configures the POST the server sends when a run with a
+// webhook ends: a River job, retried with exponential backoff.
+type Webhooks struct {
+	// Secret, when set, signs bodies: X-Trellis-Signature is "sha256="
+	// and the hex HMAC-SHA256 of the body.
+	Secret string
+	// AllowPrivate allows URLs reaching loopback, private and link-local
+	// addresses, refused by default (at run create, and again when sent).
+	AllowPrivate bool
+	// Attempts bounds the attempts of one webhook (5 when 0); RetryBase
+	// is the wait after the first failure, doubled after each next one
+	// (10 s when 0).
+	Attempts  int
+	RetryBase time.Duration
+}
+
 // Server is the agent service. Create it with New, Register graphs, then
 // Run it once.
 type Server struct {
@@ -145,8 +164,10 @@ type Server struct {
 	// enqueue is the queue's Enqueue while Run serves.
 	enqueue runs.Enqueuer
 	// crons fires scheduled runs while Run serves.
-	crons  *cronLoop
-	served bool // Run got as far as listening
+	crons *cronLoop
+	// webhooks enqueues a webhook job while Run serves (nil before).
+	webhooks func(ctx context.Context, job queue.WebhookJob) error
+	served   bool // Run got as far as listening
 	// closers release what graph constructors acquired (OnClose).
 	closers []func() error
 }
@@ -197,11 +218,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	host, _ := os.Hostname()
 	s.owner = fmt.Sprintf("serve-%s-%d-%s", host, os.Getpid(), checkpoint.NewID())
+	hooks := s.tel.Hooks()
+	hooks.Finished = s.runFinished
 	s.svc, err = runs.New(runs.Config{
 		DB: st.db, Saver: st.saver, Store: st.store, Graphs: s.graphs,
 		Owner: s.owner, LeaseTTL: cfg.LeaseTTL,
 		Wire: runs.LCWire{}, Converter: runs.LCConverter(),
-		Log: s.log, Titler: cfg.Titler, Hooks: s.tel.Hooks(),
+		Log: s.log, Titler: cfg.Titler, Hooks: hooks,
 		// An app's own data (the scheduler's calendar) is kept per thread.
 		RunContext: func(ctx context.Context, tenant, thread string) context.Context {
 			return apps.WithScope(ctx, runs.ThreadKey(tenant, thread))
@@ -347,12 +370,16 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	q, err = queue.New(life, queue.Config{
 		SQLite: s.st.river, Postgres: s.st.pool,
 		Advance: advance, Workers: s.cfg.Workers,
+		Webhook: s.sendWebhook, WebhookAttempts: s.cfg.Webhooks.Attempts, WebhookRetryBase: s.cfg.Webhooks.RetryBase,
 		Logger: slog.New(atLeast{s.log.Handler(), slog.LevelWarn}).With("component", "queue"),
 	})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("server: start the run queue: %w", err)
 	}
+	s.mu.Lock()
+	s.webhooks = q.EnqueueWebhook
+	s.mu.Unlock()
 	sw := newSweeper(s, q.Enqueue)
 	cl := &cronLoop{s: s}
 	stopQueue := func() error {
@@ -457,7 +484,7 @@ func (s *Server) handler(enqueue runs.Enqueuer) (http.Handler, *api.API, error) 
 	a := &api.API{
 		DB: s.st.db, Runs: s.svc, Graphs: s.graphs, Saver: s.st.saver, Store: s.st.store,
 		Enqueue: enqueue, Scripted: s.cfg.Scripted, Version: s.cfg.Version, BodyLimit: s.cfg.BodyLimit,
-		ThreadTTL: s.cfg.ThreadTTL,
+		ThreadTTL: s.cfg.ThreadTTL, CheckWebhook: s.sender().Check,
 	}
 	oa := &openaiapi.Handler{
 		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Enqueue: enqueue,

@@ -100,7 +100,8 @@ func defaultModel(flag string, file *config.File) string {
 func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Config, server.Models, error) {
 	cfg := server.Config{Addr: file.Address, Database: file.Database, Redis: file.Redis, Logger: log, Version: version,
 		ThreadSweepInterval: file.Threads.SweepInterval, ThreadSweepBatch: file.Threads.SweepBatch,
-		OTLPEndpoint: file.Telemetry.OTLPEndpoint}
+		OTLPEndpoint: file.Telemetry.OTLPEndpoint,
+		Webhooks:     server.Webhooks{Secret: file.Webhooks.Secret, AllowPrivate: file.Webhooks.AllowPrivate}}
 	if f.redis != "" {
 		cfg.Redis = f.redis
 	}

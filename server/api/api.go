@@ -6,6 +6,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/trellis-agents/trellis/checkpoint"
@@ -35,6 +36,9 @@ type API struct {
 	// ThreadTTL is the TTL of threads created without one (nil: they
 	// live until deleted).
 	ThreadTTL *db.TTL
+	// CheckWebhook refuses a run's webhook URL (a 422 naming /webhook);
+	// nil accepts every http(s) URL.
+	CheckWebhook func(ctx context.Context, url string) error
 }
 
 // DefaultTenant is the tenant of every request until authentication

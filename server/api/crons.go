@@ -82,9 +82,12 @@ func (a *API) bufferBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) 
 
 // cronPayload decodes and checks a run-create payload as the cron's runs
 // will use it, answering 422 naming the field when it is bad.
-func (a *API) cronPayload(tenant, thread string, body []byte) (wire.RunCreate, *wire.Problem) {
+func (a *API) cronPayload(ctx context.Context, tenant, thread string, body []byte) (wire.RunCreate, *wire.Problem) {
 	rb, p := wire.DecodeBytes[wire.RunCreate](body)
 	if p != nil {
+		return rb, p
+	}
+	if p := a.checkWebhook(ctx, "/webhook", rb.Webhook); p != nil {
 		return rb, p
 	}
 	stateless := thread == ""
@@ -128,7 +131,7 @@ func (a *API) createCron(w http.ResponseWriter, r *http.Request, onThread bool) 
 	if !ok {
 		return
 	}
-	rb, p := a.cronPayload(tenant, thread, body)
+	rb, p := a.cronPayload(r.Context(), tenant, thread, body)
 	if p != nil {
 		p.Write(w, r)
 		return
@@ -206,7 +209,7 @@ func (a *API) updateCron(w http.ResponseWriter, r *http.Request) {
 			a.fail(w, r, err)
 			return
 		}
-		rb, p := a.cronPayload(tenant, c.ThreadID, merged)
+		rb, p := a.cronPayload(r.Context(), tenant, c.ThreadID, merged)
 		if p != nil {
 			p.Write(w, r)
 			return

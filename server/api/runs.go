@@ -94,6 +94,7 @@ func (a *API) createRequest(tenant, thread string, b *wire.RunCreate, stateless,
 		Input: b.Input, Context: b.Context, CheckpointID: b.EffectiveCheckpointID(),
 		Durability: string(b.EffectiveDurability()), StreamSubgraphs: b.StreamSubgraphs,
 		TemporaryThread: stateless && workerDeletes && b.OnCompletion != wire.OnCompletionKeep,
+		Webhook:         b.Webhook,
 	}
 	if b.Command != nil {
 		c := &runs.Command{Resume: b.Command.Resume}
@@ -178,6 +179,9 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, stateless, backgrou
 // createFrom creates the run b asks for on thread.
 func (a *API) createFrom(w http.ResponseWriter, r *http.Request, thread string, b *wire.RunCreate, stateless, background bool) (db.Run, bool) {
 	req, p := a.createRequest(a.tenant(r), thread, b, stateless, background)
+	if p == nil {
+		p = a.checkWebhook(r.Context(), "/webhook", b.Webhook)
+	}
 	if p != nil {
 		p.Write(w, r)
 		return db.Run{}, false
@@ -225,6 +229,9 @@ func (a *API) createRunBatch(w http.ResponseWriter, r *http.Request) {
 	out := make([]any, 0, len(b))
 	for i := range b {
 		req, p := a.createRequest(a.tenant(r), checkpoint.NewID(), &b[i].RunCreate, true, true)
+		if p == nil {
+			p = a.checkWebhook(r.Context(), fmt.Sprintf("/%d/webhook", i), b[i].Webhook)
+		}
 		if p != nil {
 			p.Write(w, r)
 			return

@@ -31,12 +31,12 @@ type call struct {
 
 // tenantA is what tenant A owns in the isolation test.
 type tenantA struct {
-	assistant, thread, run, checkpoint, namespace, marker string
+	assistant, thread, run, checkpoint, namespace, marker, cron string
 }
 
 // ids are the strings of A's that no answer to B may contain.
 func (a tenantA) ids() []string {
-	return []string{a.assistant, a.thread, a.run, a.checkpoint, a.namespace, a.marker}
+	return []string{a.assistant, a.thread, a.run, a.checkpoint, a.namespace, a.marker, a.cron}
 }
 
 // isolationCalls says how to call each operation as B, by operation ID,
@@ -81,6 +81,13 @@ func isolationCalls(a tenantA) map[string][]call {
 		// The OpenAI wire: A's assistant is no model of B's; its errors are
 		// OpenAI's JSON, not problems.
 		"createChatCompletion": {{body: fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"hi"}]}`, a.assistant), want: 404}},
+		// Crons: A's assistant and thread do not exist for B; searches and
+		// counts see none of A's crons.
+		"createCron":       {{body: fmt.Sprintf(`{"assistant_id":%q,"schedule":"0 0 1 1 *"}`, a.assistant), want: 404}},
+		"createThreadCron": {{body: fmt.Sprintf(`{"assistant_id":%q,"schedule":"0 0 1 1 *"}`, a.assistant)}},
+		"searchCrons":      {{body: `{}`}, {body: fmt.Sprintf(`{"thread_id":%q}`, a.thread)}, {body: byMarker}},
+		"countCrons":       {{body: `{}`}, {body: byMarker}},
+		"updateCron":       {{body: `{"schedule":"0 1 * * *"}`}},
 	}
 }
 
@@ -177,6 +184,8 @@ func walkAsOtherTenant(t *testing.T, database string) {
 	if code, body, _ := A.do("PUT", "/store/items", "", fmt.Sprintf(`{"namespace":[%q],"key":"k","value":{"owner":%q}}`, a.namespace, a.marker)); code != 204 {
 		t.Fatalf("A's store item: %d %s", code, body)
 	}
+	code, body, _ = A.do("POST", "/threads/"+a.thread+"/runs/crons", "", fmt.Sprintf(`{"assistant_id":%q,"schedule":"0 0 1 1 *","metadata":{"owner":%q}}`, a.assistant, a.marker))
+	a.cron = field(t, code, body, "cron_id")
 	before := A.snapshot(a)
 
 	// The mux's routes and the document's operations agree.
@@ -219,7 +228,7 @@ func walkAsOtherTenant(t *testing.T, database string) {
 	}
 
 	calls := isolationCalls(a)
-	fill := map[string]string{"assistant_id": a.assistant, "thread_id": a.thread, "run_id": a.run, "checkpoint_id": a.checkpoint, "namespace": "sub"}
+	fill := map[string]string{"assistant_id": a.assistant, "thread_id": a.thread, "run_id": a.run, "checkpoint_id": a.checkpoint, "namespace": "sub", "cron_id": a.cron}
 	for _, p := range walked {
 		op := ops[p]
 		method, path, _ := strings.Cut(p, " ")

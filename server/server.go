@@ -99,6 +99,12 @@ type Config struct {
 	// ThreadSweepBatch bounds the threads one sweep expires
 	// (DefaultThreadSweepBatch when 0).
 	ThreadSweepBatch int
+	// Webhooks configures the webhooks runs ask for (webhook on run
+	// create).
+	Webhooks Webhooks
+	// CronInterval is how often crons whose slot has come are looked
+	// for (DefaultCronInterval when 0).
+	CronInterval time.Duration
 	// Workers is how many threads advance at once (the queue's default
 	// when 0).
 	Workers int
@@ -136,6 +142,22 @@ type Config struct {
 	InsecureNoAuth bool
 }
 
+// Webhooks configures the POST the server sends when a run with a
+// webhook ends: a River job, retried with exponential backoff.
+type Webhooks struct {
+	// Secret, when set, signs bodies: X-Trellis-Signature is "sha256="
+	// and the hex HMAC-SHA256 of the body.
+	Secret string
+	// AllowPrivate allows URLs reaching loopback, private and link-local
+	// addresses, refused by default (at run create, and again when sent).
+	AllowPrivate bool
+	// Attempts bounds the attempts of one webhook (5 when 0); RetryBase
+	// is the wait after the first failure, doubled after each next one
+	// (10 s when 0).
+	Attempts  int
+	RetryBase time.Duration
+}
+
 // Server is the agent service. Create it with New, Register graphs, then
 // Run it once.
 type Server struct {
@@ -153,7 +175,11 @@ type Server struct {
 	ran   bool
 	// enqueue is the queue's Enqueue while Run serves.
 	enqueue runs.Enqueuer
-	served  bool // Run got as far as listening
+	// crons fires scheduled runs while Run serves.
+	crons *cronLoop
+	// webhooks enqueues a webhook job while Run serves (nil before).
+	webhooks func(ctx context.Context, job queue.WebhookJob) error
+	served   bool // Run got as far as listening
 	// closers release what graph constructors acquired (OnClose).
 	closers []func() error
 	// mux is the API's mux once Run built it (tests walk its routes).
@@ -179,6 +205,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	if cfg.SweepInterval <= 0 {
 		cfg.SweepInterval = 5 * time.Second
+	}
+	if cfg.CronInterval <= 0 {
+		cfg.CronInterval = DefaultCronInterval
 	}
 	if t := cfg.ThreadTTL; t != nil && (t.Duration <= 0 || (t.Strategy != db.TTLDelete && t.Strategy != db.TTLKeepLatest)) {
 		return nil, fmt.Errorf("server: thread TTL %s with strategy %q: want a positive duration and %q or %q", t.Duration, t.Strategy, db.TTLDelete, db.TTLKeepLatest)
@@ -206,11 +235,13 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	host, _ := os.Hostname()
 	s.owner = fmt.Sprintf("serve-%s-%d-%s", host, os.Getpid(), checkpoint.NewID())
+	hooks := s.tel.Hooks()
+	hooks.Finished = s.runFinished
 	s.svc, err = runs.New(runs.Config{
 		DB: st.db, Saver: st.saver, Store: st.store, Graphs: s.graphs,
 		Owner: s.owner, LeaseTTL: cfg.LeaseTTL, RunTimeout: cfg.Limits.RunTimeout,
 		Wire: runs.LCWire{}, Converter: runs.LCConverter(),
-		Log: s.log, Titler: cfg.Titler, Hooks: s.tel.Hooks(),
+		Log: s.log, Titler: cfg.Titler, Hooks: hooks,
 		// An app's own data (the scheduler's calendar) is kept per thread.
 		RunContext: func(ctx context.Context, tenant, thread string) context.Context {
 			return apps.WithScope(ctx, runs.ThreadKey(tenant, thread))
@@ -360,14 +391,20 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	q, err = queue.New(life, queue.Config{
 		SQLite: s.st.river, Postgres: s.st.pool,
 		Advance: advance, Workers: s.cfg.Workers,
+		Webhook: s.sendWebhook, WebhookAttempts: s.cfg.Webhooks.Attempts, WebhookRetryBase: s.cfg.Webhooks.RetryBase,
 		Logger: slog.New(atLeast{s.log.Handler(), slog.LevelWarn}).With("component", "queue"),
 	})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("server: start the run queue: %w", err)
 	}
+	s.mu.Lock()
+	s.webhooks = q.EnqueueWebhook
+	s.mu.Unlock()
 	sw := newSweeper(s, q.Enqueue)
+	cl := &cronLoop{s: s}
 	stopQueue := func() error {
+		cl.stop()
 		grace, cancel := context.WithTimeout(life, s.cfg.ShutdownGrace)
 		defer cancel()
 		swErr := sw.stop(grace)
@@ -386,11 +423,13 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	}
 	sw.start(life)
 
-	handler, err := s.handler(q.Enqueue, forceAuth)
+	handler, a, err := s.handler(q.Enqueue, forceAuth)
 	if err != nil {
 		ln.Close()
 		return errors.Join(err, stopQueue())
 	}
+	cl.fire = a.FireCron
+	cl.start(life)
 	base, cancelBase := context.WithCancel(life)
 	defer cancelBase()
 	hs := &http.Server{
@@ -403,6 +442,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	s.mu.Lock()
 	s.addr = ln.Addr().String()
 	s.enqueue = q.Enqueue
+	s.crons = cl
 	s.served = true
 	s.mu.Unlock()
 	s.banner()
@@ -461,14 +501,14 @@ func (s *Server) banner() {
 }
 
 // handler is the API's mux behind CORS, API keys and the request rate,
-// with request logging. forceAuth keeps auth on without keys (a public
-// address).
-func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, error) {
+// with request logging, and the API it serves. forceAuth keeps auth on
+// without keys (a public address).
+func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, *api.API, error) {
 	a := &api.API{
 		DB: s.st.db, Runs: s.svc, Graphs: s.graphs, Saver: s.st.saver, Store: s.st.store,
 		Enqueue: enqueue, Scripted: s.cfg.Scripted, Version: s.cfg.Version, BodyLimit: s.cfg.BodyLimit,
-		ThreadTTL: s.cfg.ThreadTTL,
-		Tenant:    requestTenant,
+		ThreadTTL: s.cfg.ThreadTTL, CheckWebhook: s.sender().Check,
+		Tenant: requestTenant,
 	}
 	oa := &openaiapi.Handler{
 		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Enqueue: enqueue,
@@ -476,7 +516,7 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, e
 	}
 	mux, err := newMux(a, oa, func(h http.Handler) http.Handler { return s.tel.Route(requestTenant, h) }, limit.NewCounter(s.cfg.Limits.MaxStreams))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !s.cfg.NoMetrics {
 		mux.Handle("/metrics", s.tel.Route(requestTenant, s.metricsRoute()))
@@ -484,7 +524,7 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, e
 	s.mu.Lock()
 	s.mux = mux
 	s.mu.Unlock()
-	return s.tel.Middleware(logRequests(s.log, s.security(mux, forceAuth))), nil
+	return s.tel.Middleware(logRequests(s.log, s.security(mux, forceAuth))), a, nil
 }
 
 // limitRuns holds a thread's job while its tenant has max runs advancing

@@ -102,7 +102,8 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 	cfg := server.Config{Addr: file.Address, Database: file.Database, Redis: file.Redis, Logger: log, Version: version,
 		ThreadSweepInterval: file.Threads.SweepInterval, ThreadSweepBatch: file.Threads.SweepBatch,
 		OTLPEndpoint: file.Telemetry.OTLPEndpoint,
-		Auth:         file.Auth, CORS: file.CORS, Limits: file.Limits, InsecureNoAuth: f.insecureNoAuth}
+		Auth:         file.Auth, CORS: file.CORS, Limits: file.Limits, InsecureNoAuth: f.insecureNoAuth,
+		Webhooks: server.Webhooks{Secret: file.Webhooks.Secret, AllowPrivate: file.Webhooks.AllowPrivate}}
 	if f.redis != "" {
 		cfg.Redis = f.redis
 	}

@@ -6,6 +6,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/trellis-agents/trellis/checkpoint"
@@ -35,6 +36,9 @@ type API struct {
 	// ThreadTTL is the TTL of threads created without one (nil: they
 	// live until deleted).
 	ThreadTTL *db.TTL
+	// CheckWebhook refuses a run's webhook URL (a 422 naming /webhook);
+	// nil accepts every http(s) URL.
+	CheckWebhook func(ctx context.Context, url string) error
 }
 
 // DefaultTenant is the tenant of every request until authentication
@@ -55,7 +59,7 @@ func (a *API) tenant(r *http.Request) string {
 func (a *API) Handlers() map[string]http.Handler {
 	h := map[string]http.Handler{}
 	for _, group := range []map[string]http.Handler{
-		a.assistantHandlers(), a.threadHandlers(), a.runHandlers(), a.storeHandlers(), a.systemHandlers(),
+		a.assistantHandlers(), a.threadHandlers(), a.runHandlers(), a.cronHandlers(), a.storeHandlers(), a.systemHandlers(),
 	} {
 		for id, handler := range group {
 			h[id] = handler

@@ -85,7 +85,7 @@ var dropModes = []wire.StreamMode{wire.StreamEvents, wire.StreamTools, wire.Stre
 // workerDeletes makes the executor delete a temporary thread when the run
 // ends (background stateless runs; a stream or wait deletes it itself,
 // after it has read the run's events).
-func (a *API) createRequest(r *http.Request, thread string, b *wire.RunCreate, stateless, workerDeletes bool) (runs.CreateRequest, *wire.Problem) {
+func (a *API) createRequest(tenant, thread string, b *wire.RunCreate, stateless, workerDeletes bool) (runs.CreateRequest, *wire.Problem) {
 	if b.Checkpoint != nil && b.Checkpoint.ThreadID != "" && b.Checkpoint.ThreadID != thread && !stateless {
 		return runs.CreateRequest{}, wire.Invalid(wire.FieldError{Pointer: "/checkpoint/thread_id",
 			Detail: fmt.Sprintf("names thread %q but the path names %q; leave it out or send the same", b.Checkpoint.ThreadID, thread)})
@@ -94,6 +94,7 @@ func (a *API) createRequest(r *http.Request, thread string, b *wire.RunCreate, s
 		Input: b.Input, Context: b.Context, CheckpointID: b.EffectiveCheckpointID(),
 		Durability: string(b.EffectiveDurability()), StreamSubgraphs: b.StreamSubgraphs,
 		TemporaryThread: stateless && workerDeletes && b.OnCompletion != wire.OnCompletionKeep,
+		Webhook:         b.Webhook,
 	}
 	if b.Command != nil {
 		c := &runs.Command{Resume: b.Command.Resume}
@@ -136,7 +137,7 @@ func (a *API) createRequest(r *http.Request, thread string, b *wire.RunCreate, s
 		strategy = runs.Enqueue
 	}
 	return runs.CreateRequest{
-		Tenant: a.tenant(r), ThreadID: thread, AssistantID: b.AssistantID, Kwargs: kw,
+		Tenant: tenant, ThreadID: thread, AssistantID: b.AssistantID, Kwargs: kw,
 		Metadata: db.Metadata(b.Metadata), MultitaskStrategy: strategy,
 		CreateThread: stateless || b.IfNotExists == wire.IfNotExistsCreate,
 		After:        time.Duration(b.AfterSeconds * float64(time.Second)),
@@ -177,7 +178,10 @@ func (a *API) create(w http.ResponseWriter, r *http.Request, stateless, backgrou
 
 // createFrom creates the run b asks for on thread.
 func (a *API) createFrom(w http.ResponseWriter, r *http.Request, thread string, b *wire.RunCreate, stateless, background bool) (db.Run, bool) {
-	req, p := a.createRequest(r, thread, b, stateless, background)
+	req, p := a.createRequest(a.tenant(r), thread, b, stateless, background)
+	if p == nil {
+		p = a.checkWebhook(r.Context(), "/webhook", b.Webhook)
+	}
 	if p != nil {
 		p.Write(w, r)
 		return db.Run{}, false
@@ -224,7 +228,10 @@ func (a *API) createRunBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	out := make([]any, 0, len(b))
 	for i := range b {
-		req, p := a.createRequest(r, checkpoint.NewID(), &b[i].RunCreate, true, true)
+		req, p := a.createRequest(a.tenant(r), checkpoint.NewID(), &b[i].RunCreate, true, true)
+		if p == nil {
+			p = a.checkWebhook(r.Context(), fmt.Sprintf("/%d/webhook", i), b[i].Webhook)
+		}
 		if p != nil {
 			p.Write(w, r)
 			return

@@ -59,7 +59,7 @@ func (a *API) handleInfo(w http.ResponseWriter, r *http.Request) {
 	wire.WriteJSON(w, r, http.StatusOK, wire.Info{
 		Version:        v,
 		ScriptedModels: a.Scripted,
-		Flags:          wire.InfoFlags{Assistants: true, StreamNamespaces: true, StrictResume: true},
+		Flags:          wire.InfoFlags{Assistants: true, Crons: true, StreamNamespaces: true, StrictResume: true},
 	})
 }
 

@@ -257,7 +257,7 @@ func TestSystemRoutes(t *testing.T) {
 	e.problem(422, "check_db", "GET", "/ok?check_db=maybe", nil)
 	var info wire.Info
 	e.must(200, &info, "GET", "/info", nil)
-	if info.Version != "1.2.3" || !info.ScriptedModels || !info.Flags.Assistants || info.Flags.Crons {
+	if info.Version != "1.2.3" || !info.ScriptedModels || !info.Flags.Assistants || !info.Flags.Crons {
 		t.Fatalf("info %+v", info)
 	}
 	var doc map[string]any

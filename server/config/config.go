@@ -39,6 +39,9 @@
 //	  strategy: delete                       # or keep_latest
 //	  sweep_interval: 1m
 //	  sweep_batch: 100
+//	webhooks:
+//	  secret: ${TRELLIS_WEBHOOK_SECRET}      # signs bodies (X-Trellis-Signature)
+//	  allow_private: false                   # allow loopback/private URLs
 //	telemetry:
 //	  log_format: json                       # or text
 //	  otlp_endpoint: http://127.0.0.1:4318   # export traces (OTLP/HTTP)
@@ -95,12 +98,24 @@ type File struct {
 	// Threads sets the default time to live of threads and how the
 	// sweeper treats expired ones.
 	Threads Threads `yaml:"threads"`
+	// Webhooks configures the webhooks sent when runs end.
+	Webhooks Webhooks `yaml:"webhooks"`
 	// Telemetry configures logs, traces and metrics.
 	Telemetry Telemetry `yaml:"telemetry"`
 	// Auth, CORS and Limits are the security sections (security.go).
 	Auth   Auth   `yaml:"auth"`
 	CORS   CORS   `yaml:"cors"`
 	Limits Limits `yaml:"limits"`
+}
+
+// Webhooks is the webhooks section.
+type Webhooks struct {
+	// Secret, when set, signs each webhook body: the X-Trellis-Signature
+	// header is "sha256=" and the hex HMAC-SHA256 of the body.
+	Secret string `yaml:"secret"`
+	// AllowPrivate allows webhook URLs that reach loopback, private or
+	// link-local addresses (refused by default).
+	AllowPrivate bool `yaml:"allow_private"`
 }
 
 // Telemetry is the telemetry section:
@@ -245,7 +260,7 @@ var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in typ
 func known(typ string) string {
 	switch typ {
 	case "File":
-		return "address, database, redis, models, assistants, mcp_servers, threads, telemetry, auth, cors, limits"
+		return "address, database, redis, models, assistants, mcp_servers, threads, webhooks, telemetry, auth, cors, limits"
 	case "Auth":
 		return "required"
 	case "CORS":
@@ -258,6 +273,8 @@ func known(typ string) string {
 		return "command, args, env, dir, url, headers, tool_prefix, timeout"
 	case "Threads":
 		return "ttl, strategy, sweep_interval, sweep_batch"
+	case "Webhooks":
+		return "secret, allow_private"
 	case "Telemetry":
 		return "log_format, otlp_endpoint, metrics"
 	}

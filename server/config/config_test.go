@@ -71,7 +71,7 @@ func TestNameUUIDIsVersion5URLNamespace(t *testing.T) {
 // is wrong.
 func TestBadFilesNameTheField(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
-		{"adress: x:1\n", `unknown field "adress" (known: address, database, redis, models, assistants, mcp_servers, threads, telemetry, auth, cors, limits)`},
+		{"adress: x:1\n", `unknown field "adress" (known: address, database, redis, models, assistants, mcp_servers, threads, webhooks, telemetry, auth, cors, limits)`},
 		{"assistants:\n  - graph: g\n    name: n\n    modle: x\n", `unknown field "modle"`},
 		{"assistants:\n  - name: n\n", "assistants[0].graph: required"},
 		{"assistants:\n  - graph: g\n", "assistants[0].name: required"},
@@ -229,5 +229,18 @@ func TestTelemetrySection(t *testing.T) {
 		if _, err := Parse([]byte(src), env(nil)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want one naming %s", src, err, want)
 		}
+	}
+}
+
+func TestWebhooksSection(t *testing.T) {
+	f, err := Parse([]byte("webhooks:\n  secret: ${HOOK_SECRET}\n  allow_private: true\n"), env(map[string]string{"HOOK_SECRET": "s3cret"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Webhooks.Secret != "s3cret" || !f.Webhooks.AllowPrivate {
+		t.Errorf("webhooks %+v", f.Webhooks)
+	}
+	if _, err := Parse([]byte("webhooks:\n  secrett: x\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "secret, allow_private") {
+		t.Errorf("unknown webhooks field: %v", err)
 	}
 }

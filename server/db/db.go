@@ -1,5 +1,5 @@
 // Package db is the agent service's store of record: assistants, threads,
-// runs, their event logs and the leases that fence running runs. One
+// runs, their event logs, the leases that fence running runs, and crons. One
 // interface, DB, with a SQLite implementation (server/db/sqlite, the
 // embedded default) and a PostgreSQL one (server/db/postgres); both pass the
 // conformance suite in server/db/dbtest.
@@ -387,7 +387,91 @@ type DB interface {
 	Events
 	CheckpointMetadata
 	Keys
+	Crons
 	// Ping checks the database answers (GET /ok?check_db=1).
 	Ping(ctx context.Context) error
 	Close() error
+}
+
+// Cron is a scheduled run: every slot of Schedule (a 5-field cron
+// expression in Timezone, UTC when empty) it creates a run of AssistantID
+// with Payload (the run-create body) on ThreadID, or on a new thread when
+// ThreadID is empty (a stateless cron).
+type Cron struct {
+	ID          string
+	AssistantID string
+	ThreadID    string // "" for a stateless cron
+	UserID      string
+	Schedule    string
+	Timezone    string
+	Payload     json.RawMessage // a JSON object
+	Metadata    Metadata
+	// NextRunAt is the next slot to fire; zero when the cron has no slot
+	// left (past EndTime).
+	NextRunAt time.Time
+	// EndTime, when set, is the instant after which no slot fires.
+	EndTime time.Time
+	Enabled bool
+	// OnRunCompleted is what a stateless cron does with its thread when
+	// the run ends: "delete" (the default) or "keep".
+	OnRunCompleted string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}
+
+// CronPatch changes a cron. Nil fields keep their value; Metadata is
+// merged key by key; Payload, when set, replaces the payload; ClearEndTime
+// removes the end time.
+type CronPatch struct {
+	Schedule       *string
+	Timezone       *string
+	Payload        json.RawMessage
+	Metadata       Metadata
+	Enabled        *bool
+	OnRunCompleted *string
+	EndTime        *time.Time
+	ClearEndTime   bool
+	// NextRunAt replaces the next slot (the caller recomputes it when the
+	// schedule, time zone, end time or enabled flag changes); a pointer to
+	// the zero time means none.
+	NextRunAt *time.Time
+}
+
+// CronQuery filters crons.
+type CronQuery struct {
+	Query
+	AssistantID string
+	ThreadID    string
+	Enabled     *bool
+}
+
+// DueCron is a cron whose next slot has come (Crons.DueCrons).
+type DueCron struct {
+	Tenant string
+	Cron
+}
+
+// Crons stores scheduled runs.
+type Crons interface {
+	// CreateCron stores a cron with a new ID when c.ID is empty; a thread
+	// cron's thread must exist (ErrNotFound). Deleting the thread deletes
+	// its crons.
+	CreateCron(ctx context.Context, tenant string, c Cron) (Cron, error)
+	GetCron(ctx context.Context, tenant, id string) (Cron, error)
+	UpdateCron(ctx context.Context, tenant, id string, p CronPatch) (Cron, error)
+	DeleteCron(ctx context.Context, tenant, id string) error
+	// SearchCrons lists crons by assistant, thread, enabled flag and
+	// metadata containment; sort columns: cron_id, assistant_id,
+	// thread_id, created_at, updated_at, next_run_date.
+	SearchCrons(ctx context.Context, tenant string, q CronQuery) ([]Cron, error)
+	CountCrons(ctx context.Context, tenant string, q CronQuery) (int, error)
+	// DueCrons lists, across tenants, enabled crons whose NextRunAt is at
+	// or before now, the most overdue first, at most limit.
+	DueCrons(ctx context.Context, now time.Time, limit int) ([]DueCron, error)
+	// AdvanceCron claims the slot of a due cron: it moves NextRunAt from
+	// slot to next (zero: no slot left) only when NextRunAt is still slot
+	// and the cron enabled, reporting whether it did. Of several callers
+	// passing the same slot exactly one gets true, so each slot fires at
+	// most once across replicas.
+	AdvanceCron(ctx context.Context, tenant, id string, slot, next time.Time) (bool, error)
 }

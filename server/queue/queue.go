@@ -146,6 +146,13 @@ type Config struct {
 
 	// Advance is called for each job; see AdvanceFunc.
 	Advance AdvanceFunc
+	// Webhook sends webhook jobs (EnqueueWebhook); nil: none are worked.
+	Webhook WebhookFunc
+	// WebhookAttempts bounds the attempts of one webhook
+	// (DefaultWebhookAttempts); WebhookRetryBase is the wait after the
+	// first failure, doubled after each next one (DefaultWebhookRetryBase).
+	WebhookAttempts  int
+	WebhookRetryBase time.Duration
 
 	// Workers is how many jobs run at once in this Queue.
 	Workers int
@@ -249,6 +256,9 @@ func (c *Config) fill() error {
 	if c.Workers < 0 || c.Workers > 10000 {
 		errs = append(errs, fmt.Errorf("the number of Workers is %d; it must be between 1 and 10000 (zero means %d)", c.Workers, DefaultWorkers))
 	}
+	if c.WebhookAttempts < 0 || c.WebhookAttempts > 100 || c.WebhookRetryBase < 0 {
+		errs = append(errs, fmt.Errorf("WebhookAttempts %d must be between 1 and 100 and WebhookRetryBase %s not negative (zero means the defaults)", c.WebhookAttempts, c.WebhookRetryBase))
+	}
 	if c.QueueName != "" && !queueNameRE.MatchString(c.QueueName) {
 		errs = append(errs, fmt.Errorf("QueueName %q holds characters other than letters, digits, '_' and '-' or is over 128 bytes", c.QueueName))
 	}
@@ -266,6 +276,8 @@ func (c *Config) fill() error {
 	c.FetchPollInterval = cmpOr(c.FetchPollInterval, poll)
 	c.CompletedRetention = cmpOr(c.CompletedRetention, DefaultCompletedRetention)
 	c.QueueName = cmpOr(c.QueueName, DefaultQueueName)
+	c.WebhookAttempts = cmpOr(c.WebhookAttempts, DefaultWebhookAttempts)
+	c.WebhookRetryBase = cmpOr(c.WebhookRetryBase, DefaultWebhookRetryBase)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -291,6 +303,9 @@ func (q *Queue) riverConfig() *river.Config {
 	c := q.cfg
 	workers := river.NewWorkers()
 	river.AddWorker(workers, &worker{q: q})
+	if c.Webhook != nil {
+		river.AddWorker(workers, &webhookWorker{q: q})
+	}
 	return &river.Config{
 		CompletedJobRetentionPeriod: c.CompletedRetention,
 		FetchCooldown:               c.FetchCooldown,

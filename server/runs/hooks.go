@@ -26,6 +26,11 @@ type Hooks struct {
 	// Graph returns run options the run's graph executes with (an
 	// observer of its steps and calls), once the graph is known.
 	Graph func(ctx context.Context, graphID string) []graph.RunOption
+	// Finished is called once a run executed here has recorded its
+	// terminal status (run is the finished row), before a temporary
+	// thread is deleted, so the thread's values can still be read. The
+	// server sends webhooks from it.
+	Finished func(ctx context.Context, tenant string, run db.Run)
 }
 
 // RunInfo describes a run a worker starts executing.

@@ -52,6 +52,9 @@ type Kwargs struct {
 	// TraceContext is the W3C traceparent of the request that created the
 	// run (Hooks.TraceContext), so its execution joins that trace.
 	TraceContext string `json:"trace_context,omitempty"`
+	// Webhook is the URL the server POSTs the finished run to (see
+	// Hooks.Finished); "" for none.
+	Webhook string `json:"webhook,omitempty"`
 }
 
 // Command is LangGraph's run command.

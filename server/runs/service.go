@@ -246,7 +246,7 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 			return fmt.Errorf("roll back run %s: %w", run.ID, err)
 		}
 	}
-	_, err := s.cfg.DB.FinishRun(done, log.lease(), status, usage, errMsg)
+	finished, err := s.cfg.DB.FinishRun(done, log.lease(), status, usage, errMsg)
 	s.cfg.Broker.End(run.ID)
 	if errors.Is(err, db.ErrLeaseLost) {
 		s.cfg.Log.WarnContext(ctx, "run lost its lease before finishing; another worker took it over", "run", run.ID, "thread", run.ThreadID)
@@ -259,6 +259,9 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 		if err := s.rollback(done, lease.Tenant, run); err != nil {
 			return err
 		}
+	}
+	if h := s.cfg.Hooks.Finished; h != nil {
+		h(done, lease.Tenant, finished)
 	}
 	var kw struct {
 		TemporaryThread bool `json:"temporary_thread"`

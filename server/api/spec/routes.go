@@ -176,6 +176,14 @@ func Routes() []Route {
 		{Method: "POST", Pattern: "/runs/cancel", OperationID: "cancelRuns", Tag: "Stateless Runs", Summary: "Cancel runs by ID or status", Body: t[wire.RunCancelMany](), Query: t[wire.RunCancelManyQuery](), Status: nc},
 		{Method: "GET", Pattern: "/runs/{run_id}/stream", OperationID: "joinStatelessRunStream", Tag: "Stateless Runs", Summary: "Stream a run's events by run ID alone", Query: t[wire.RunJoinStreamQuery](), Status: ok, Stream: true},
 
+		// Crons.
+		{Method: "POST", Pattern: "/runs/crons", OperationID: "createCron", Tag: "Crons", Summary: "Schedule stateless runs", Description: "The body also carries every run-create field (input, config, context, stream_mode...): the payload of each run.", Body: t[wire.CronCreate](), Status: ok, Response: t[wire.Cron]()},
+		{Method: "POST", Pattern: "/threads/{thread_id}/runs/crons", OperationID: "createThreadCron", Tag: "Crons", Summary: "Schedule runs on a thread", Description: "The body also carries every run-create field (input, config, context, stream_mode...): the payload of each run.", Body: t[wire.CronCreate](), Status: ok, Response: t[wire.Cron]()},
+		{Method: "POST", Pattern: "/runs/crons/search", OperationID: "searchCrons", Tag: "Crons", Summary: "Search crons", Body: t[wire.CronSearch](), Status: ok, Response: t[[]wire.Cron]()},
+		{Method: "POST", Pattern: "/runs/crons/count", OperationID: "countCrons", Tag: "Crons", Summary: "Count crons", Body: t[wire.CronCount](), Status: ok, Response: t[int]()},
+		{Method: "PATCH", Pattern: "/runs/crons/{cron_id}", OperationID: "updateCron", Tag: "Crons", Summary: "Update a cron", Description: "Payload fields (input, config, context, webhook, interrupt_before, interrupt_after, stream_mode, stream_subgraphs, stream_resumable, durability) replace the payload's.", Body: t[wire.CronPatch](), Status: ok, Response: t[wire.Cron]()},
+		{Method: "DELETE", Pattern: "/runs/crons/{cron_id}", OperationID: "deleteCron", Tag: "Crons", Summary: "Delete a cron", Status: nc},
+
 		// Store.
 		{Method: "PUT", Pattern: "/store/items", OperationID: "putStoreItem", Tag: "Store", Summary: "Store or replace an item", Body: t[wire.StorePut](), Status: nc},
 		{Method: "GET", Pattern: "/store/items", OperationID: "getStoreItem", Tag: "Store", Summary: "Get an item (null when there is none)", Query: t[wire.StoreGetQuery](), Status: ok, Response: t[wire.Item](), Problems: []int{404}},

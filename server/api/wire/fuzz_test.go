@@ -104,3 +104,15 @@ func FuzzDecodeThreadSearch(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) { roundTrip[ThreadSearch](t, body) })
 }
+
+// FuzzDecodeCronCreate: the cron part of POST /runs/crons bodies (the
+// schedule goes through robfig/cron's parser).
+func FuzzDecodeCronCreate(f *testing.F) {
+	for _, s := range []string{``, `{}`, `{"assistant_id":"a","schedule":"*/5 * * * *"}`,
+		`{"assistant_id":"a","schedule":"0 9 * * mon-fri","timezone":"Europe/Paris","end_time":"2030-01-01T00:00:00Z","enabled":false}`,
+		`{"assistant_id":"a","schedule":"@hourly","on_run_completed":"keep","metadata":{"k":[1]}}`,
+		`{"assistant_id":"a","schedule":"1-70/0 * * * *"}`, `{"schedule":"* * * * * *","end_time":"x"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) { roundTrip[CronCreate](t, body) })
+}

@@ -52,8 +52,9 @@ type RunCreate struct {
 	StreamResumable bool `json:"stream_resumable,omitempty"`
 	// FeedbackKeys asks for LangSmith feedback URLs; accepted and ignored.
 	FeedbackKeys []string `json:"feedback_keys,omitempty"`
-	// Webhook is an http(s) URL to POST the finished run to. Checked;
-	// not yet called (a later issue).
+	// Webhook is an http(s) URL to POST the finished run to (with its
+	// final values). Honoured; loopback and private addresses are refused
+	// unless the server allows them.
 	Webhook string `json:"webhook,omitempty"`
 	// StrictResume makes a resume that answers no waiting interrupt fail
 	// with a 422 instead of being ignored. Honoured (Trellis is always

@@ -158,6 +158,32 @@ ALTER TABLE trellis_threads ADD COLUMN ttl_strategy text NOT NULL DEFAULT '';
 ALTER TABLE trellis_threads ADD COLUMN expires_at timestamptz;
 CREATE INDEX trellis_threads_expiry ON trellis_threads (expires_at) WHERE expires_at IS NOT NULL;
 `,
+	// 4: scheduled runs. next_run_at is the next slot (NULL: none left);
+	// firing a slot moves it with a compare-and-set, so a slot fires at
+	// most once. A thread cron goes with its thread.
+	`
+CREATE TABLE trellis_crons (
+	tenant           text COLLATE "C" NOT NULL,
+	cron_id          text COLLATE "C" NOT NULL,
+	assistant_id     text COLLATE "C" NOT NULL,
+	thread_id        text COLLATE "C",
+	user_id          text             NOT NULL,
+	schedule         text             NOT NULL,
+	timezone         text             NOT NULL,
+	payload          jsonb            NOT NULL,
+	metadata         jsonb            NOT NULL,
+	next_run_at      timestamptz,
+	end_time         timestamptz,
+	enabled          boolean          NOT NULL,
+	on_run_completed text             NOT NULL,
+	created_at       timestamptz      NOT NULL,
+	updated_at       timestamptz      NOT NULL,
+	PRIMARY KEY (tenant, cron_id),
+	FOREIGN KEY (tenant, thread_id) REFERENCES trellis_threads (tenant, thread_id) ON DELETE CASCADE
+);
+CREATE INDEX trellis_crons_thread ON trellis_crons (tenant, thread_id);
+CREATE INDEX trellis_crons_due ON trellis_crons (next_run_at) WHERE enabled AND next_run_at IS NOT NULL;
+`,
 }
 
 // DB is the store of record on PostgreSQL. It is safe for concurrent use,

@@ -157,6 +157,31 @@ ALTER TABLE trellis_threads ADD COLUMN ttl_us INTEGER;
 ALTER TABLE trellis_threads ADD COLUMN ttl_strategy TEXT NOT NULL DEFAULT '';
 ALTER TABLE trellis_threads ADD COLUMN expires_at INTEGER;
 CREATE INDEX trellis_threads_expiry ON trellis_threads (expires_at) WHERE expires_at IS NOT NULL;
+`}, {Version: 4, SQL: `
+-- Scheduled runs. next_run_at is the next slot (Unix microseconds; NULL:
+-- none left); firing a slot moves it with a compare-and-set, so a slot
+-- fires at most once. A thread cron goes with its thread.
+CREATE TABLE trellis_crons (
+	tenant           TEXT    NOT NULL,
+	cron_id          TEXT    NOT NULL,
+	assistant_id     TEXT    NOT NULL,
+	thread_id        TEXT,
+	user_id          TEXT    NOT NULL,
+	schedule         TEXT    NOT NULL,
+	timezone         TEXT    NOT NULL,
+	payload          BLOB    NOT NULL,
+	metadata         BLOB    NOT NULL,
+	next_run_at      INTEGER,
+	end_time         INTEGER,
+	enabled          INTEGER NOT NULL,
+	on_run_completed TEXT    NOT NULL,
+	created_at       INTEGER NOT NULL,
+	updated_at       INTEGER NOT NULL,
+	PRIMARY KEY (tenant, cron_id),
+	FOREIGN KEY (tenant, thread_id) REFERENCES trellis_threads (tenant, thread_id) ON DELETE CASCADE
+) WITHOUT ROWID;
+CREATE INDEX trellis_crons_thread ON trellis_crons (tenant, thread_id);
+CREATE INDEX trellis_crons_due ON trellis_crons (next_run_at) WHERE enabled = 1 AND next_run_at IS NOT NULL;
 `}}
 
 // DB is the store of record on a SQLite file. It is safe for concurrent

@@ -100,3 +100,11 @@ await run("assistants_subgraphs_all", () => client.assistants.getSubgraphs("a-pl
 await run("threads_get_state_latest", () => client.threads.getState(T));
 await run("runs_join_stream_stateless", () => client.runs.joinStream(null, R, { lastEventId: "3" }));
 await run("runs_stream_interrupt_strategy", () => client.runs.stream(T, "planner", { input: { messages: [{ role: "user", content: "actually, Suzhou" }] }, multitaskStrategy: "interrupt", onDisconnect: "cancel", durability: "exit", checkpointDuring: false }));
+
+await run("crons_create", () => client.crons.create("planner", { schedule: "*/5 * * * *", input: { messages: [{ role: "user", content: "status?" }] }, config: { tags: ["cron"] }, context: { locale: "en" }, metadata: { team: "ops" }, interruptBefore: ["plan"], interruptAfter: "*", webhook: "https://example.com/hook", onRunCompleted: "keep", multitaskStrategy: "enqueue", checkpointDuring: true, durability: "async", enabled: true, timezone: "Europe/Paris", streamMode: ["values", "updates"], streamSubgraphs: true, streamResumable: true, endTime: "2030-01-01T00:00:00Z" }));
+await run("crons_create_for_thread", () => client.crons.createForThread(T, "planner", { schedule: "0 9 * * mon-fri", input: { messages: [{ role: "user", content: "daily" }] }, metadata: { team: "ops" }, multitaskStrategy: "enqueue", enabled: false, endTime: "2030-01-01T00:00:00Z" }));
+await run("crons_update", () => client.crons.update("c-1", { schedule: "0 * * * *", timezone: "UTC", endTime: "2031-01-01T00:00:00Z", input: { n: 2 }, metadata: { v: 2 }, config: { tags: ["x"] }, context: { locale: "fr" }, webhook: "https://example.com/h2", interruptBefore: ["a"], interruptAfter: ["b"], onRunCompleted: "delete", enabled: false, streamMode: "values", streamSubgraphs: false, streamResumable: false, durability: "sync" }));
+await run("crons_delete", () => client.crons.delete("c-1"));
+await run("crons_search", () => client.crons.search({ assistantId: "planner", threadId: T, enabled: true, limit: 5, offset: 1, sortBy: "next_run_date", sortOrder: "asc", select: ["cron_id", "schedule", "now"], metadata: { team: "ops" } }));
+await run("crons_search_default", () => client.crons.search());
+await run("crons_count", () => client.crons.count({ assistantId: "planner", threadId: T, metadata: { team: "ops" } }));

@@ -57,6 +57,8 @@ var (
 		"assistant_id": "assistant_id", "graph_id": "graph_id", "name": "name"}
 	ThreadSort = map[string]string{"": "created_at", "created_at": "created_at", "updated_at": "updated_at",
 		"thread_id": "thread_id", "status": "status"}
+	CronSort = map[string]string{"": "created_at", "created_at": "created_at", "updated_at": "updated_at",
+		"cron_id": "cron_id", "assistant_id": "assistant_id", "thread_id": "thread_id", "next_run_date": "next_run_at"}
 )
 
 // Order returns the SQL column and direction ("ASC" or "DESC") of q for a
@@ -356,4 +358,30 @@ func ScanTTL(us *int64, strategy string) *db.TTL {
 		return nil
 	}
 	return &db.TTL{Duration: time.Duration(*us) * time.Microsecond, Strategy: strategy}
+}
+
+// Cron validates a cron before it is stored: IDs and schedule present,
+// payload a JSON object, on_run_completed "delete" or "keep" (empty:
+// "delete"). It returns the payload and metadata to store.
+func Cron(c *db.Cron) (payload, md []byte, err error) {
+	if c.AssistantID == "" {
+		return nil, nil, Invalid("the cron's assistant ID is empty")
+	}
+	if c.Schedule == "" {
+		return nil, nil, Invalid("the cron's schedule is empty")
+	}
+	switch c.OnRunCompleted {
+	case "":
+		c.OnRunCompleted = "delete"
+	case "delete", "keep":
+	default:
+		return nil, nil, Invalid(`on_run_completed %q is neither "delete" nor "keep"`, c.OnRunCompleted)
+	}
+	if payload, err = Object("payload", c.Payload); err != nil {
+		return nil, nil, err
+	}
+	if md, err = EncodeMetadata(c.Metadata); err != nil {
+		return nil, nil, err
+	}
+	return payload, md, nil
 }

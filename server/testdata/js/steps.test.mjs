@@ -34,19 +34,21 @@ async function read(gen, ctrl, stop = () => false) {
   return parts;
 }
 
-// started waits until run has finished its first step (its first custom
-// event is in its log).
-async function started(threadId, runId) {
+// started waits until run has sent `customs` custom events: a step sends
+// its event before it ends, so after two the first step has committed.
+async function started(threadId, runId, customs = 1) {
   const ctrl = new AbortController();
-  const parts = await read(client.runs.joinStream(threadId, runId, { lastEventId: "-1", signal: ctrl.signal }), ctrl, (p) => p.event === "custom");
-  assert.ok(parts.some((p) => p.event === "custom"), `run ${runId} ended before its first step: ${parts.map((p) => p.event)}`);
+  const count = (parts) => parts.filter((p) => p.event === "custom").length;
+  const parts = await read(client.runs.joinStream(threadId, runId, { lastEventId: "-1", signal: ctrl.signal }), ctrl, (_, all) => count(all) >= customs);
+  assert.ok(count(parts) >= customs, `run ${runId} ended before step ${customs}: ${parts.map((p) => p.event)}`);
 }
 
-// startSlow creates a thread and a running 20-step run on it.
-async function startSlow(n = 20, ms = 200) {
+// startSlow creates a thread and a running 20-step run on it, returning
+// once the run has sent `customs` custom events.
+async function startSlow(n = 20, ms = 200, customs = 1) {
   const thread = await client.threads.create();
   const run = await client.runs.create(thread.thread_id, "steps", slow(n, ms));
-  await started(thread.thread_id, run.run_id);
+  await started(thread.thread_id, run.run_id, customs);
   return { thread, run };
 }
 
@@ -72,7 +74,7 @@ test("multitask reject: 409, and the running run goes on untouched", async () =>
 });
 
 test("multitask interrupt: the first run ends interrupted with its steps kept; the second succeeds", async () => {
-  const { thread, run } = await startSlow();
+  const { thread, run } = await startSlow(20, 200, 2); // its first step is done
   const second = await client.runs.create(thread.thread_id, "steps", slow(1, 0, { multitaskStrategy: "interrupt" }));
   await client.runs.join(thread.thread_id, second.run_id);
   assert.equal((await client.runs.get(thread.thread_id, run.run_id)).status, "interrupted");
@@ -115,7 +117,7 @@ test("rejoining a live run with the last id seen: no duplicates, no gaps", async
 
 test("cancel a running run with wait: interrupt keeps its steps, rollback removes it", async () => {
   {
-    const { thread, run } = await startSlow();
+    const { thread, run } = await startSlow(20, 200, 2); // its first step is done
     await client.runs.cancel(thread.thread_id, run.run_id, true, "interrupt");
     assert.equal((await client.runs.get(thread.thread_id, run.run_id)).status, "interrupted");
     assert.ok(doneOf(await client.threads.getState(thread.thread_id)).length >= 1);

@@ -155,10 +155,12 @@ func (s *Service) assistant(ctx context.Context, tenant, id string) (db.Assistan
 	return found[0], nil
 }
 
-// live lists the thread's pending and running runs.
+// live lists the thread's pending and running runs. Pending ones are
+// read first: a run claimed between the two reads then shows as pending
+// or as running, never as neither (runs only go pending → running).
 func (s *Service) live(ctx context.Context, tenant, thread string) ([]db.Run, error) {
 	var out []db.Run
-	for _, st := range []db.RunStatus{db.RunRunning, db.RunPending} {
+	for _, st := range []db.RunStatus{db.RunPending, db.RunRunning} {
 		rs, err := s.cfg.DB.ListRuns(ctx, tenant, thread, db.RunQuery{Status: st, Limit: 1000})
 		if err != nil {
 			return nil, err

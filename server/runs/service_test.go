@@ -378,3 +378,42 @@ func TestStoppingWorkerLeavesTheRunForTakeover(t *testing.T) {
 		t.Errorf("status %s, want running (left for takeover)", got.Status)
 	}
 }
+
+// claimingDB claims run before answering the first list of pending runs:
+// a run that moves from pending to running between Create's two reads.
+type claimingDB struct {
+	db.DB
+	t       *testing.T
+	tenant  string
+	run     string
+	claimed bool
+}
+
+func (c *claimingDB) ListRuns(ctx context.Context, tenant, thread string, q db.RunQuery) ([]db.Run, error) {
+	if q.Status == db.RunPending && !c.claimed {
+		c.claimed = true
+		if _, _, err := c.DB.ClaimRun(ctx, c.tenant, c.run, "w", time.Minute); err != nil {
+			c.t.Fatal(err)
+		}
+	}
+	return c.DB.ListRuns(ctx, tenant, thread, q)
+}
+
+// A run claimed while Create looks for live runs is still seen: reject
+// refuses, never a second run beside it.
+func TestCreateSeesARunClaimedMeanwhile(t *testing.T) {
+	e := newEnv(t)
+	first := e.mustCreate("acme", "t", "chat-a", in(`{"log":["one"]}`), "")
+	cdb := &claimingDB{DB: e.db, t: t, tenant: "acme", run: first.ID}
+	svc, err := New(Config{DB: cdb, Saver: e.saver, Graphs: e.svc.cfg.Graphs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.Create(context.Background(), nil, CreateRequest{Tenant: "acme", ThreadID: "t", AssistantID: "chat-a", Kwargs: in(`{"log":["two"]}`), MultitaskStrategy: Reject})
+	if !cdb.claimed {
+		t.Fatal("Create did not list pending runs")
+	}
+	if !errors.Is(err, ErrThreadBusy) {
+		t.Fatalf("Create beside a run claimed meanwhile: %v, want ErrThreadBusy", err)
+	}
+}

@@ -338,7 +338,9 @@ func TestBrowserUnsafeReplyIsInert(t *testing.T) {
 	b.pick("evil")
 	b.send("hi")
 	b.waitFor("the reply", `[...document.querySelectorAll('#messages .msg.ai')].some((e) => e.innerText.includes('Hello there'))`)
-	b.waitFor("the idle thread", `!document.body.classList.contains('running')`)
+	// Idle once the page has read the thread again after the stream (and
+	// rendered its messages anew): only then are the links to click final.
+	b.waitFor("the idle thread", `!document.body.classList.contains('running') && document.getElementById('thread-status').textContent === 'idle'`)
 	if got := eval[string](b, `String(window.__pwned)`); got != "undefined" {
 		t.Errorf("the reply ran script: window.__pwned = %s", got)
 	}

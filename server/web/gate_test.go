@@ -101,7 +101,7 @@ func TestBrowserReloadRejoinsRun(t *testing.T) {
 	close(gate)
 	released = true
 	b.waitFor("the whole reply", `document.getElementById('messages').innerText.includes('then the gate opens')`)
-	b.waitFor("the idle thread", `!document.body.classList.contains('running')`)
+	b.waitFor("the idle thread", `!document.body.classList.contains('running') && document.getElementById('thread-status').textContent === 'idle'`)
 	if got := eval[string](b, `document.getElementById('messages').innerText + '|' + document.getElementById('live').innerText`); strings.Count(got, firstHalf+secondHalf) != 1 || strings.Count(got, "The first half") != 1 {
 		t.Errorf("after the run the page shows %q", got)
 	}

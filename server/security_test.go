@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -356,5 +357,39 @@ func TestKeyedTenantPendingRunRequeued(t *testing.T) {
 	code, body, _ := c.do("GET", "/threads/th/runs/"+lost.ID+"/join", "", "")
 	if code != 200 || !strings.Contains(body, "echo left") {
 		t.Errorf("join acme's re-enqueued run: %d %s", code, body)
+	}
+}
+
+// On the OpenAI wire's paths the middleware's refusals are OpenAI's error
+// JSON, which OpenAI clients read; elsewhere they stay problems.
+func TestOpenAIPathsGetOpenAIErrors(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "t.db")
+	mkKey(t, file, "acme")
+	r := start(t, Config{Database: file}, nil)
+	resp, err := http.Post(r.url+"/v1/chat/completions", "application/json", strings.NewReader(`{"model":"echo","messages":[{"role":"user","content":"hi"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e struct {
+		Error struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    string `json:"code"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 401 || resp.Header.Get("Content-Type") != "application/json" || e.Error.Type != "authentication_error" || e.Error.Code != "invalid_api_key" || e.Error.Message == "" {
+		t.Fatalf("no key on /v1: %d %s %+v", resp.StatusCode, resp.Header.Get("Content-Type"), e)
+	}
+	resp2, err := http.Post(r.url+"/threads/search", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp2.Body.Close()
+	if resp2.StatusCode != 401 || !strings.Contains(resp2.Header.Get("Content-Type"), "problem+json") {
+		t.Fatalf("no key on the LangGraph API: %d %s, want a 401 problem", resp2.StatusCode, resp2.Header.Get("Content-Type"))
 	}
 }

@@ -524,7 +524,7 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, *
 	s.mu.Lock()
 	s.mux = mux
 	s.mu.Unlock()
-	return s.tel.Middleware(logRequests(s.log, s.security(mux, forceAuth))), a, nil
+	return s.tel.Middleware(logRequests(s.log, openAIErrors(s.security(mux, forceAuth)))), a, nil
 }
 
 // limitRuns holds a thread's job while its tenant has max runs advancing

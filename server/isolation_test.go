@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // call is how the isolation test calls one operation as tenant B.
@@ -123,33 +121,8 @@ func TestTenantIsolationEveryRoute(t *testing.T) {
 
 // The same walk on PostgreSQL (TRELLIS_TEST_PG_DSN, a fresh schema).
 func TestTenantIsolationEveryRoutePostgres(t *testing.T) {
-	walkAsOtherTenant(t, pgSchema(t))
-}
-
-// pgSchema returns TRELLIS_TEST_PG_DSN with a new schema as its
-// search_path, dropped after the test; it skips without the variable.
-func pgSchema(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("TRELLIS_TEST_PG_DSN")
-	if dsn == "" {
-		t.Skip("TRELLIS_TEST_PG_DSN is not set")
-	}
-	ctx := context.Background()
-	schema := fmt.Sprintf("auth_%d", time.Now().UnixNano())
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + "search_path=" + schema
+	url, _, _ := pgSchema(t, "auth")
+	walkAsOtherTenant(t, url)
 }
 
 func walkAsOtherTenant(t *testing.T, database string) {

@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/trellis-agents/trellis/internal/testenv"
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/runs"
@@ -20,26 +20,8 @@ import (
 // search_path) the same wiring runs a run on the queue and keeps it
 // across a restart.
 func TestPostgresBackend(t *testing.T) {
-	dsn := os.Getenv("TRELLIS_TEST_PG_DSN")
-	if dsn == "" {
-		t.Skip("TRELLIS_TEST_PG_DSN is not set")
-	}
 	ctx := context.Background()
-	schema := fmt.Sprintf("serve_%d", time.Now().UnixNano())
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	url := dsn + sep + "search_path=" + schema
+	url, schema, conn := pgSchema(t, "serve")
 
 	r := start(t, Config{Database: url, DataDir: t.TempDir()}, nil)
 	if r.s.SQLiteFile() != "" {
@@ -85,4 +67,29 @@ func TestPostgresBackend(t *testing.T) {
 	if _, err := r.s.st.db.GetThread(ctx, api.DefaultTenant, "pg"); err == nil {
 		t.Error("the thread survived its delete sweep")
 	}
+}
+
+// pgSchema returns the test PostgreSQL's URL with a new schema (named from
+// prefix) as its search_path, the schema's name, and a connection to the
+// database; the schema is dropped when t ends. It skips without
+// TRELLIS_TEST_PG_DSN (fails under TRELLIS_REQUIRE_SERVICES=1).
+func pgSchema(t *testing.T, prefix string) (url, schema string, conn *pgx.Conn) {
+	t.Helper()
+	dsn := testenv.PostgresDSN(t)
+	ctx := context.Background()
+	schema = fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE") })
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + "search_path=" + schema, schema, conn
 }

@@ -2,58 +2,22 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/trellis-agents/trellis/internal/testenv"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/sse"
 )
 
-// freshSchema returns a URL of the test PostgreSQL with a new schema as
-// its search_path, dropped when t ends.
-func freshSchema(t *testing.T) string {
-	t.Helper()
-	dsn := os.Getenv("TRELLIS_TEST_PG_DSN")
-	if dsn == "" {
-		if os.Getenv("TRELLIS_REQUIRE_SERVICES") == "1" {
-			t.Fatal("TRELLIS_TEST_PG_DSN is not set")
-		}
-		t.Skip("TRELLIS_TEST_PG_DSN is not set")
-	}
-	ctx := context.Background()
-	schema := fmt.Sprintf("serve_%d", time.Now().UnixNano())
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-		conn.Close(context.Background())
-	})
-	sep := "?"
-	if strings.Contains(dsn, "?") {
-		sep = "&"
-	}
-	return dsn + sep + "search_path=" + schema
-}
-
 // Two replicas on one PostgreSQL and one Redis: a run executing on one is
 // streamed and cancelled through the other.
 func TestReplicasShareRunsThroughRedis(t *testing.T) {
-	url := freshSchema(t)
+	url, _, _ := pgSchema(t, "serve")
 	redis := "redis://" + testenv.RedisAddr(t)
 	var blockedA, blockedB atomic.Int32
 	a := start(t, Config{Database: url, Redis: redis, DataDir: t.TempDir()}, &blockedA)

@@ -102,6 +102,17 @@ func (b *Broker) Publish(runID string, events ...db.Event) {
 	b.deliver(runID, events)
 }
 
+// relayCancel sends a cancel request to the other processes, when the
+// broker has a relay.
+func (b *Broker) relayCancel(runID, action string) {
+	b.mu.Lock()
+	r := b.relay
+	b.mu.Unlock()
+	if r != nil {
+		r.Cancel(runID, action)
+	}
+}
+
 // Deliver hands events relayed from another process to runID's
 // subscribers here.
 func (b *Broker) Deliver(runID string, events []db.Event) {

@@ -146,12 +146,7 @@ func (s *Service) Cancel(runID, action string) bool {
 	if s.CancelLocal(runID, action) {
 		return true
 	}
-	s.cfg.Broker.mu.Lock()
-	r := s.cfg.Broker.relay
-	s.cfg.Broker.mu.Unlock()
-	if r != nil {
-		r.Cancel(runID, action)
-	}
+	s.cfg.Broker.relayCancel(runID, action)
 	return false
 }
 

@@ -79,6 +79,11 @@ func isolationCalls(a tenantA) map[string][]call {
 		// The OpenAI wire: A's assistant is no model of B's; its errors are
 		// OpenAI's JSON, not problems.
 		"createChatCompletion": {{body: fmt.Sprintf(`{"model":%q,"messages":[{"role":"user","content":"hi"}]}`, a.assistant), want: 404}},
+		// MCP: without a session B reaches nothing (the JSON-RPC calls need
+		// one; server/mcp_test.go walks a session of B's).
+		"mcpPost":   {{body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, want: 400}},
+		"mcpGet":    {{want: 400}},
+		"mcpDelete": {{want: 400}},
 		// Crons: A's assistant and thread do not exist for B; searches and
 		// counts see none of A's crons.
 		"createCron":       {{body: fmt.Sprintf(`{"assistant_id":%q,"schedule":"0 0 1 1 *"}`, a.assistant), want: 404}},

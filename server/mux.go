@@ -9,22 +9,27 @@ import (
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/api/spec"
 	"github.com/trellis-agents/trellis/server/internal/limit"
+	"github.com/trellis-agents/trellis/server/mcpapi"
 	"github.com/trellis-agents/trellis/server/openaiapi"
 	"github.com/trellis-agents/trellis/server/web"
 )
 
-// newMux mounts the API's and the OpenAI wire's handlers, each wrapped by
+// newMux mounts the API's, the OpenAI wire's and the MCP endpoint's handlers, each wrapped by
 // wrap, on the route table, the web page (GET / and /ui/...) and the
 // problem fallback on every other path. Every route of the table has its
 // handler; a build where one is missing (or a handler names no route)
 // fails here, at start. The event-stream routes count against streams
 // (per tenant).
-func newMux(a *api.API, oa *openaiapi.Handler, wrap func(http.Handler) http.Handler, streams *limit.Counter) (*routeMux, error) {
+func newMux(a *api.API, oa *openaiapi.Handler, mh *mcpapi.Handler, wrap func(http.Handler) http.Handler, streams *limit.Counter) (*routeMux, error) {
 	routes := spec.Routes()
 	mux := &routeMux{ServeMux: http.NewServeMux()}
 	handlers := a.Handlers()
 	for id, h := range oa.Handlers() {
 		handlers[id] = h
+	}
+	mcpHandler := mh.HTTPHandler() // one handler: the transport dispatches on the method
+	for _, id := range []string{"mcpPost", "mcpGet", "mcpDelete"} {
+		handlers[id] = mcpHandler
 	}
 	for _, r := range routes {
 		if h := handlers[r.OperationID]; r.Stream && h != nil {

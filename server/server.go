@@ -43,6 +43,7 @@ import (
 	"github.com/trellis-agents/trellis/server/internal/limit"
 	"github.com/trellis-agents/trellis/server/internal/redisrelay"
 	"github.com/trellis-agents/trellis/server/internal/telemetry"
+	"github.com/trellis-agents/trellis/server/mcpapi"
 	"github.com/trellis-agents/trellis/server/openaiapi"
 	"github.com/trellis-agents/trellis/server/queue"
 	"github.com/trellis-agents/trellis/server/runs"
@@ -514,7 +515,11 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, *
 		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Enqueue: enqueue,
 		BodyLimit: s.cfg.BodyLimit, Log: s.log, Tenant: requestTenant,
 	}
-	mux, err := newMux(a, oa, func(h http.Handler) http.Handler { return s.tel.Route(requestTenant, h) }, limit.NewCounter(s.cfg.Limits.MaxStreams))
+	mh := &mcpapi.Handler{
+		DB: s.st.db, Runs: s.svc, Graphs: s.graphs, Enqueue: enqueue,
+		BodyLimit: s.cfg.BodyLimit, Version: s.cfg.Version, Log: s.log, Tenant: requestTenant,
+	}
+	mux, err := newMux(a, oa, mh, func(h http.Handler) http.Handler { return s.tel.Route(requestTenant, h) }, limit.NewCounter(s.cfg.Limits.MaxStreams))
 	if err != nil {
 		return nil, nil, err
 	}

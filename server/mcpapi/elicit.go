@@ -112,7 +112,7 @@ func (h *Handler) elicit(ctx context.Context, c *call, p pending) (json.RawMessa
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {
 		return nil, "unsupported"
 	}
-	el := mapSchema(p.Schema)
+	el := elicitationFor(p)
 	msg := questionText(p)
 	if el.raw {
 		msg += "\n\nAnswer as JSON that fits: " + compact(p.Schema)
@@ -156,6 +156,32 @@ func (e elicitation) value(content map[string]any) json.RawMessage {
 		}
 	}
 	return mustJSON(v)
+}
+
+// elicitationFor is how p is asked through elicitation: plan reviews and
+// tool approvals as a choice of approve or reject with an optional reason
+// (their answer schemas leave the action's values to the text, and their
+// edit forms need nested objects, which elicitation cannot ask for: an
+// edit is answered with the tool's answer argument instead); anything
+// else by mapSchema.
+func elicitationFor(p pending) elicitation {
+	var k struct {
+		Kind string `json:"kind"`
+	}
+	_ = json.Unmarshal(p.Value, &k)
+	why := ""
+	switch k.Kind {
+	case planexec.ReviewKind:
+		why = "feedback"
+	case tool.ApprovalKind:
+		why = "message"
+	default:
+		return mapSchema(p.Schema)
+	}
+	return elicitation{schema: map[string]any{"type": "object", "properties": map[string]any{
+		"action": map[string]any{"type": "string", "title": "Decision", "enum": []string{"approve", "reject"}},
+		why:      map[string]any{"type": "string", "title": "Why (when rejecting)", "description": "what to change, or why not"},
+	}, "required": []string{"action"}}}
 }
 
 // mapSchema maps an answer schema to an elicitation schema:

@@ -1,11 +1,14 @@
 package server
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -102,4 +105,86 @@ func TestMCPUsesTheKeysTenant(t *testing.T) {
 	if code, _, _ := A.do("GET", "/threads/"+out.ThreadID, "", ""); code != 404 {
 		t.Errorf("A reads B's MCP thread: %d", code)
 	}
+}
+
+// BenchmarkMCPCall is a tools/call of the echo graph (a new thread each
+// time) over one MCP session with a progress token, on the embedded
+// SQLite default: the time to the first progress notification (the
+// node's step event) and to the result. Compare
+// BenchmarkNativeStreamFirstUpdate, the same run through
+// /threads/{id}/runs/stream.
+func BenchmarkMCPCall(b *testing.B) {
+	r := benchServer(b)
+	first := make(chan time.Time, 64)
+	hc := &http.Client{}
+	ctx := context.Background()
+	s, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, _ *mcp.ProgressNotificationClientRequest) {
+			select {
+			case first <- time.Now():
+			default:
+			}
+		}}).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: r.url + "/mcp", HTTPClient: hc, MaxRetries: -1}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	var toFirst, toResult []time.Duration
+	for b.Loop() {
+		for len(first) > 0 {
+			<-first
+		}
+		p := &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"log": []string{"hi"}}}
+		p.SetProgressToken("bench")
+		t0 := time.Now()
+		res, err := s.CallTool(ctx, p)
+		if err != nil || res.IsError {
+			b.Fatalf("call: %v %+v", err, res)
+		}
+		toResult = append(toResult, time.Since(t0))
+		select { // the client may hand over the result before the notification
+		case t1 := <-first:
+			toFirst = append(toFirst, t1.Sub(t0))
+		case <-time.After(5 * time.Second):
+			b.Fatal("no progress notification")
+		}
+	}
+	b.StopTimer()
+	reportLatency(b, toFirst)
+	slices.Sort(toResult)
+	b.ReportMetric(float64(toResult[len(toResult)/2].Microseconds())/1000, "result-p50-ms")
+}
+
+// BenchmarkNativeStreamFirstUpdate is POST /threads/{id}/runs/stream of
+// the echo graph with stream_mode updates (a new thread each time): the
+// time to the first updates event and to the end of the stream.
+func BenchmarkNativeStreamFirstUpdate(b *testing.B) {
+	r := benchServer(b)
+	var toFirst, toEnd []time.Duration
+	for i := 0; b.Loop(); i++ {
+		body, _ := json.Marshal(map[string]any{"assistant_id": "echo", "input": map[string]any{"log": []string{"hi"}},
+			"if_not_exists": "create", "stream_mode": []string{"updates"}})
+		t0 := time.Now()
+		resp, err := http.Post(fmt.Sprintf("%s/threads/n-%d/runs/stream", r.url, i), "application/json", bytes.NewReader(body))
+		if err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		seen := false
+		for sc.Scan() {
+			if !seen && sc.Text() == "event: updates" {
+				toFirst = append(toFirst, time.Since(t0))
+				seen = true
+			}
+		}
+		toEnd = append(toEnd, time.Since(t0))
+		resp.Body.Close()
+		if !seen {
+			b.Fatal("no updates event")
+		}
+	}
+	b.StopTimer()
+	reportLatency(b, toFirst)
+	slices.Sort(toEnd)
+	b.ReportMetric(float64(toEnd[len(toEnd)/2].Microseconds())/1000, "result-p50-ms")
 }

@@ -208,7 +208,7 @@ func Routes() []Route {
 		// MCP's streamable HTTP transport, one endpoint for three methods.
 		{Method: "POST", Pattern: "/mcp", OperationID: "mcpPost", Tag: "MCP", Summary: "Send MCP JSON-RPC messages (initialize, tools/list, tools/call, answers to elicitations)",
 			Description: `MCP streamable HTTP (protocol 2025-11-25 and earlier). Send Accept: application/json, text/event-stream. The initialize answer sets Mcp-Session-Id; send it on every later request. A request's answer is JSON or a text/event-stream carrying its progress notifications and elicitation requests, then its response; notifications and responses are answered 202. An unknown or expired session is 404: initialize again. See docs/mcp-server.md.`,
-			Body: t[json.RawMessage](), Status: ok, Response: t[json.RawMessage](), NoContent: []int{202},
+			Body:        t[json.RawMessage](), Status: ok, Response: t[json.RawMessage](), NoContent: []int{202},
 			Headers: map[string]string{"Mcp-Session-Id": "the session (set by initialize)"}, Problems: []int{403, 404, 406}},
 		{Method: "GET", Pattern: "/mcp", OperationID: "mcpGet", Tag: "MCP", Summary: "Open the MCP session's stream of server messages", Description: "Needs the Mcp-Session-Id header; counts against limits.max_streams.", Status: ok, Stream: true, Problems: []int{400, 403, 404, 405}},
 		{Method: "DELETE", Pattern: "/mcp", OperationID: "mcpDelete", Tag: "MCP", Summary: "End the MCP session named by Mcp-Session-Id", Status: http.StatusNoContent, Problems: []int{400, 403, 404}},

@@ -13,6 +13,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/trellis-agents/trellis/agent/planexec"
+	"github.com/trellis-agents/trellis/tool"
 )
 
 // toolsOf lists the session's tools by name.
@@ -424,5 +427,35 @@ func TestMapSchema(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// Plan reviews and tool approvals are asked as approve/reject with a
+// reason, whatever their answer schemas allow besides.
+func TestElicitationForDecisions(t *testing.T) {
+	for kind, why := range map[string]string{planexec.ReviewKind: "feedback", tool.ApprovalKind: "message"} {
+		p := pending{ID: "i", Value: json.RawMessage(`{"kind":"` + kind + `"}`), Schema: json.RawMessage(`{"anyOf":[{"type":"boolean"}]}`)}
+		el := elicitationFor(p)
+		props := el.schema["properties"].(map[string]any)
+		action, _ := props["action"].(map[string]any)
+		if el.wrapped || el.raw || action == nil || props[why] == nil {
+			t.Errorf("%s: schema %v, want action and %s", kind, el.schema, why)
+			continue
+		}
+		if got := string(el.value(map[string]any{"action": "reject", why: "too long"})); got != `{"action":"reject","`+why+`":"too long"}` {
+			t.Errorf("%s: value %s", kind, got)
+		}
+	}
+}
+
+// A client whose elicitation fails gets the waiting result, saying so.
+func TestElicitationFails(t *testing.T) {
+	e := newEnv(t)
+	s := e.connect(DefaultTenant, &mcp.ClientOptions{ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return nil, errors.New("the form broke")
+	}})
+	r := structured(t, invoke(t, s, "Trip_planner", map[string]any{"message": "go"}, false))
+	if r.Status != StatusWaiting || r.Question.Elicitation != "failed" {
+		t.Fatalf("result %+v, want waiting with elicitation failed", r)
 	}
 }

@@ -118,12 +118,12 @@ func (s *Server) security(next http.Handler, forceAuth bool) http.Handler {
 	return corsHandler(s.cfg.CORS, h)
 }
 
-// Default CORS lists: what the LangGraph SDK and browsers' fetch send and
-// read.
+// Default CORS lists: what the LangGraph SDK, MCP clients (session and
+// protocol headers) and browsers' fetch send and read.
 var (
 	defaultCORSMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
-	defaultCORSHeaders = []string{"Authorization", "X-Api-Key", "Content-Type", "Accept", "Last-Event-ID", "Prefer", "X-Request-Id"}
-	defaultCORSExpose  = []string{"Location", "Content-Location", "Retry-After", "X-Pagination-Next", "X-Pagination-Total", "X-Request-Id"}
+	defaultCORSHeaders = []string{"Authorization", "X-Api-Key", "Content-Type", "Accept", "Last-Event-ID", "Prefer", "X-Request-Id", "Mcp-Session-Id", "Mcp-Protocol-Version"}
+	defaultCORSExpose  = []string{"Location", "Content-Location", "Retry-After", "X-Pagination-Next", "X-Pagination-Total", "X-Request-Id", "Mcp-Session-Id"}
 )
 
 // corsHandler answers CORS preflights and adds the CORS headers for the

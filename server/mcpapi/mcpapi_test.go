@@ -459,3 +459,30 @@ func TestElicitationFails(t *testing.T) {
 		t.Fatalf("result %+v, want waiting with elicitation failed", r)
 	}
 }
+
+// Any answer schema maps to an elicitation schema the SDK accepts, and any
+// submitted content to a resume value that is valid JSON, without panics.
+func FuzzMapSchema(f *testing.F) {
+	for _, s := range []string{citySchema, `{"type":"boolean"}`, `{"anyOf":[{"type":"string","enum":["a"]},{"type":"object"}]}`, `[]`, `null`, `{"type":"object","properties":{"a":{"enum":[1,2]}}}`} {
+		f.Add(s, `{"answer":"x","city":"Lisbon"}`)
+	}
+	f.Fuzz(func(t *testing.T, schema, content string) {
+		el := mapSchema(json.RawMessage(schema))
+		props, ok := el.schema["properties"].(map[string]any)
+		if !ok || len(props) == 0 || el.schema["type"] != "object" {
+			t.Fatalf("schema %v: want an object with properties", el.schema)
+		}
+		for name, p := range props {
+			switch p.(map[string]any)["type"] {
+			case "string", "number", "integer", "boolean":
+			default:
+				t.Fatalf("property %s of %v is not primitive", name, el.schema)
+			}
+		}
+		var c map[string]any
+		_ = json.Unmarshal([]byte(content), &c)
+		if v := el.value(c); !json.Valid(v) {
+			t.Fatalf("value %s is not JSON", v)
+		}
+	})
+}

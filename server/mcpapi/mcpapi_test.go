@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -385,6 +387,44 @@ func TestTransportErrorsAreProblems(t *testing.T) {
 		if resp.StatusCode != c.want || !strings.Contains(resp.Header.Get("Content-Type"), "problem+json") {
 			t.Errorf("%s %s: %d %s, want %d as a problem", c.method, c.session, resp.StatusCode, resp.Header.Get("Content-Type"), c.want)
 		}
+	}
+}
+
+// Malformed and oversized bodies are refused as problems (400, 413), and
+// nothing runs.
+func TestMalformedAndOversizedBodies(t *testing.T) {
+	e := newEnv(t)
+	small := &Handler{DB: e.h.DB, Runs: e.h.Runs, Graphs: e.h.Graphs, Enqueue: e.h.Enqueue, Tenant: e.h.Tenant, Log: e.h.Log, BodyLimit: 512}
+	srv := httptest.NewServer(small.HTTPHandler())
+	defer srv.Close()
+	for _, c := range []struct {
+		name, body string
+		want       int
+	}{
+		{"malformed", `{"jsonrpc":"2.0","id":1,"method":`, http.StatusBadRequest},
+		{"oversized", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"x":"` + strings.Repeat("x", 1000) + `"}}`, http.StatusRequestEntityTooLarge},
+	} {
+		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(c.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.want || !strings.Contains(resp.Header.Get("Content-Type"), "problem+json") {
+			t.Errorf("%s: %d %s %s, want %d as a problem", c.name, resp.StatusCode, resp.Header.Get("Content-Type"), b, c.want)
+		}
+	}
+}
+
+// Clients that offer 2026-07-28 (the Go SDK's default) are answered with
+// 2025-11-25, whose server-to-client requests elicitation needs.
+func TestNegotiatesSessionProtocol(t *testing.T) {
+	e := newEnv(t)
+	if v := e.connect(DefaultTenant, nil).InitializeResult().ProtocolVersion; v != "2025-11-25" {
+		t.Errorf("protocol %s, want 2025-11-25", v)
 	}
 }
 

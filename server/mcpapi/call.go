@@ -136,7 +136,7 @@ func (h *Handler) callTool(ctx context.Context, tenant string, req *mcp.CallTool
 	if c.thread == "" {
 		c.thread = uuid.NewString()
 	}
-	var elicited string
+	fromElicit := false // the resume in kw is what the person submitted
 	for round := 0; ; round++ {
 		run, err := h.Runs.Create(ctx, h.Enqueue, runs.CreateRequest{
 			Tenant: tenant, ThreadID: c.thread, AssistantID: c.entry.assistant.ID, Kwargs: kw,
@@ -145,6 +145,14 @@ func (h *Handler) callTool(ctx context.Context, tenant string, req *mcp.CallTool
 		if err != nil && run.ID == "" {
 			var ie *runs.InputError
 			switch {
+			case errors.As(err, &ie) && fromElicit && round < maxElicitRounds:
+				// The person's answer does not fit: ask again, saying why.
+				value, how := h.elicit(ctx, c, waiting[0], ie.Detail)
+				if value == nil {
+					return h.waitingResult(c, db.Run{}, outcome{waiting: waiting}, how, ""), nil
+				}
+				kw.Command = &runs.Command{Resume: mustJSON(map[string]json.RawMessage{waiting[0].ID: value})}
+				continue
 			case errors.As(err, &ie) && kw.Command != nil:
 				return h.refusedAnswer(c, waiting, ie), nil
 			case errors.As(err, &ie):
@@ -175,11 +183,11 @@ func (h *Handler) callTool(ctx context.Context, tenant string, req *mcp.CallTool
 		if round >= maxElicitRounds {
 			return h.waitingResult(c, run, out, "", "The run asked more questions than one call answers."), nil
 		}
-		value, how := h.elicit(ctx, c, waiting[0])
+		value, how := h.elicit(ctx, c, waiting[0], "")
 		if value == nil {
-			elicited = how
-			return h.waitingResult(c, run, out, elicited, ""), nil
+			return h.waitingResult(c, run, out, how, ""), nil
 		}
+		fromElicit = true
 		kw = runs.Kwargs{StreamMode: streamModes, StreamSubgraphs: true,
 			Command: &runs.Command{Resume: mustJSON(map[string]json.RawMessage{waiting[0].ID: value})}}
 	}

@@ -103,8 +103,9 @@ func questionText(p pending) string {
 
 // elicit asks the person through MCP elicitation and returns the resume
 // value, or nil and why not: "unsupported" (the client has no
-// elicitation), "declined", "cancelled", or "failed".
-func (h *Handler) elicit(ctx context.Context, c *call, p pending) (json.RawMessage, string) {
+// elicitation), "declined", "cancelled", or "failed". problem, when set,
+// says why the last answer did not fit.
+func (h *Handler) elicit(ctx context.Context, c *call, p pending, problem string) (json.RawMessage, string) {
 	if c.session == nil {
 		return nil, "unsupported"
 	}
@@ -114,6 +115,9 @@ func (h *Handler) elicit(ctx context.Context, c *call, p pending) (json.RawMessa
 	}
 	el := elicitationFor(p)
 	msg := questionText(p)
+	if problem != "" {
+		msg = "(The last answer did not fit: " + problem + ")\n" + msg
+	}
 	if el.raw {
 		msg += "\n\nAnswer as JSON that fits: " + compact(p.Schema)
 	}

@@ -113,6 +113,19 @@ func newEnv(t testing.TB) *env {
 		b.AddEdge("ask", graph.END)
 		return b.Compile()
 	}}))
+	must(reg.Register("pick", runs.GraphSpec{New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		b := graph.New(chatMsgs)
+		b.AddNode("ask", func(ctx context.Context, st graph.State) (graph.Output, error) {
+			picked, err := graph.Interrupt[[]string](ctx, "Pick some tags", graph.ExpectAnswer(json.RawMessage(`{"type":"array","items":{"type":"string"},"minItems":1}`)))
+			if err != nil {
+				return nil, err
+			}
+			return graph.Writes(graph.Append(chatMsgs, llm.Assistant("Picked "+strings.Join(picked, ", ")))), nil
+		})
+		b.SetEntry("ask")
+		b.AddEdge("ask", graph.END)
+		return b.Compile()
+	}}))
 	must(reg.Register("double", runs.GraphSpec{New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
 		b := graph.New(num, doubled)
 		b.AddNode("twice", func(ctx context.Context, st graph.State) (graph.Output, error) {
@@ -134,6 +147,7 @@ func newEnv(t testing.TB) *env {
 		{ID: "chat-b", GraphID: "chat", Name: "chat", Description: "The second chat."},
 		{ID: "trip-a", GraphID: "trip", Name: "Trip planner!"},
 		{ID: "double-a", GraphID: "double", Name: "double"},
+		{ID: "pick-a", GraphID: "pick", Name: "pick"},
 	} {
 		_, err := d.CreateAssistant(ctx, DefaultTenant, a, db.IfExistsRaise)
 		must(err)

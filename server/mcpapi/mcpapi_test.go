@@ -47,7 +47,7 @@ func TestListTools(t *testing.T) {
 	}
 	slices.Sort(names)
 	second := withTag("chat", "chat-b")
-	want := []string{"Trip_planner", "chat", second, "double"}
+	want := []string{"Trip_planner", "chat", second, "double", "pick"}
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)
@@ -225,6 +225,33 @@ func TestElicitationAccepted(t *testing.T) {
 	}
 	if !strings.Contains(el.asked[0].Message, "Which city?") {
 		t.Errorf("message %q: want the question", el.asked[0].Message)
+	}
+}
+
+// An answer schema elicitation cannot ask (an array) is one text field
+// read as JSON; an answer the run service refuses is asked again with the
+// reason, and the next one resumes the run.
+func TestElicitationAskedAgain(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	var msgs []string
+	s := e.connect(DefaultTenant, &mcp.ClientOptions{ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		msgs = append(msgs, r.Params.Message)
+		if len(msgs) == 1 {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": "not a list"}}, nil
+		}
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"answer": `["red", "blue"]`}}, nil
+	}})
+	r := structured(t, invoke(t, s, "pick", map[string]any{"message": "tags"}, false))
+	if r.Status != StatusDone || r.Answer != "Picked red, blue" {
+		t.Fatalf("result %+v", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(msgs) != 2 || !strings.Contains(msgs[0], `"minItems":1`) || !strings.Contains(msgs[1], "did not fit") {
+		t.Errorf("asked %q: want the schema shown, then the reason", msgs)
 	}
 }
 

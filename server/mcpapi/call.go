@@ -276,7 +276,9 @@ func (h *Handler) done(ctx context.Context, c *call, run db.Run, out outcome) (*
 		if err != nil {
 			return nil, fmt.Errorf("reading thread %s after its run: %w", c.thread, err)
 		}
-		r.Values = th.Values
+		if len(th.Values) > 0 && string(th.Values) != "null" {
+			r.Values = th.Values
+		}
 		if text == "" {
 			text = compact(th.Values)
 		}

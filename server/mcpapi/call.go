@@ -116,7 +116,8 @@ func (h *Handler) callTool(ctx context.Context, tenant string, req *mcp.CallTool
 		case errors.Is(err, db.ErrNotFound):
 			// A thread ID of the caller's choosing: created by the run.
 		case err != nil:
-			return nil, err
+			h.log().Error("mcp: reading a thread failed", "tenant", tenant, "thread", c.thread, "err", err)
+			return nil, fmt.Errorf("reading thread %s failed: %w", c.thread, err)
 		case th.Status == db.ThreadInterrupted:
 			waiting = pendingFrom(th.Interrupts)
 		}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -14,6 +15,10 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/internal/testenv"
+	"github.com/trellis-agents/trellis/server/runs"
 )
 
 // bearer adds an API key to every request.
@@ -187,4 +192,84 @@ func BenchmarkNativeStreamFirstUpdate(b *testing.B) {
 	reportLatency(b, toFirst)
 	slices.Sort(toEnd)
 	b.ReportMetric(float64(toEnd[len(toEnd)/2].Microseconds())/1000, "result-p50-ms")
+}
+
+var mcpPicked = graph.NewKey[string]("picked")
+
+// askGraph waits for a person to pick x or y, then keeps the pick.
+func askGraph() runs.GraphSpec {
+	return runs.GraphSpec{New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		b := graph.New(mcpPicked)
+		b.AddNode("ask", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+			v, err := graph.Interrupt[string](ctx, "x or y?", graph.ExpectAnswer(json.RawMessage(`{"type":"string","enum":["x","y"]}`)))
+			if err != nil {
+				return nil, err
+			}
+			return graph.Writes(mcpPicked.Set(v)), nil
+		})
+		b.SetEntry("ask")
+		b.AddEdge("ask", graph.END)
+		return b.Compile()
+	}}
+}
+
+// Two replicas on one PostgreSQL and Redis: a session is its replica's
+// (the other answers 404 to its ID), but a run that waits after a call on
+// one replica is answered, with thread_id and answer, in a session on the
+// other.
+func TestMCPAcrossReplicas(t *testing.T) {
+	url, _, _ := pgSchema(t, "mcp")
+	redis := "redis://" + testenv.RedisAddr(t)
+	replica := func() *running {
+		s, err := New(context.Background(), Config{Addr: "127.0.0.1:0", Database: url, Redis: redis, DataDir: t.TempDir(), Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := errors.Join(s.Register("echo", echoGraph(nil)), s.Register("ask", askGraph())); err != nil {
+			t.Fatal(err)
+		}
+		return serveInBackground(t, s)
+	}
+	a, b := replica(), replica()
+	sa, err := mcpSession(t, a.url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := sa.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(res.StructuredContent)
+	var waiting struct {
+		ThreadID string `json:"thread_id"`
+		Status   string `json:"status"`
+	}
+	if err := json.Unmarshal(raw, &waiting); err != nil || waiting.Status != "waiting" {
+		t.Fatalf("first call on A: %s", raw)
+	}
+	// A's session ID means nothing to B.
+	req, _ := http.NewRequest("POST", b.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":5,"method":"tools/list"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sa.ID())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("A's session on B: %d, want 404 (initialize again)", resp.StatusCode)
+	}
+	sb, err := mcpSession(t, b.url, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err = sb.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{"thread_id": waiting.ThreadID, "answer": "y"}})
+	if err != nil || res.IsError {
+		t.Fatalf("the answer on B: %v %+v", err, res)
+	}
+	raw, _ = json.Marshal(res.StructuredContent)
+	if !strings.Contains(string(raw), `"status":"done"`) || !strings.Contains(string(raw), `"picked":"y"`) {
+		t.Fatalf("after the answer on B: %s", raw)
+	}
 }

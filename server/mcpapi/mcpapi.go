@@ -237,7 +237,6 @@ func (p *problemWriter) finish() {
 		return
 	}
 	p.Header().Del("Content-Type")
-	p.Header().Del("X-Content-Type-Options")
 	detail := strings.TrimSpace(p.buf.String())
 	if detail == "" {
 		detail = http.StatusText(p.status)

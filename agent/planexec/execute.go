@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"text/template"
+	"time"
 
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/graph"
@@ -15,9 +17,11 @@ import (
 // stepTask is the payload of one step's task.
 type stepTask struct {
 	ID string `json:"id"`
-	// Rounds is the step's share of the round budget: its loop's model
-	// requests are bounded by it.
+	// Rounds is the step's share of the round budget (at most
+	// StepRounds): its loop's model requests are bounded by it.
 	Rounds int `json:"rounds"`
+	// Tokens is the step's share of the token budget (0: none).
+	Tokens int `json:"tokens,omitempty"`
 }
 
 type stepKey struct{}
@@ -66,18 +70,47 @@ func (a *agent) dispatchNode(ctx context.Context, s graph.State) (graph.Output, 
 			return to(graph.To(ReplanNode))
 		}
 	}
-	used := Rounds.Get(s)
+	if a.ReplanOnMiss {
+		for _, r := range results {
+			if r.Check != "" && !r.Replanned {
+				return to(graph.To(ReplanNode))
+			}
+		}
+	}
 	wave := plan.ready(finished)
-	if len(wave) == 0 || used >= a.RoundBudget {
+	if len(wave) == 0 {
+		return to(graph.To(DeliverNode))
+	}
+	used, spent := Rounds.Get(s), Tokens.Get(s)
+	deadline, fresh := a.deadline(ctx, s)
+	if fresh {
+		update = append(update, clockKey.Set(clock{Run: runMark(ctx), Deadline: deadline}))
+	}
+	stop := ""
+	switch {
+	case used >= a.RoundBudget:
+		stop = BudgetRounds
+	case a.TokenBudget > 0 && spent >= a.TokenBudget:
+		stop = BudgetTokens
+	case !deadline.IsZero() && !time.Now().Before(deadline):
+		stop = BudgetTime
+	}
+	if stop != "" {
+		a.log.WarnContext(ctx, "planexec: a budget ran out; delivering what the finished steps found", slog.String("budget", stop))
+		update = append(update, Stopped.Set(stop))
 		return to(graph.To(DeliverNode))
 	}
 	if a.MaxParallel > 0 && len(wave) > a.MaxParallel {
 		wave = wave[:a.MaxParallel]
 	}
-	share := max(1, (a.RoundBudget-used)/len(wave))
+	share := min(a.StepRounds, max(1, (a.RoundBudget-used)/len(wave)))
+	tokens := 0
+	if a.TokenBudget > 0 {
+		tokens = max(1, (a.TokenBudget-spent)/len(wave))
+	}
 	targets := make([]graph.Target, len(wave))
 	for i, st := range wave {
-		targets[i] = graph.Send(StepNode, stepTask{ID: st.ID, Rounds: share})
+		targets[i] = graph.Send(StepNode, stepTask{ID: st.ID, Rounds: share, Tokens: tokens})
 		emit(ctx, Event{Kind: EventStepStarted, StepID: st.ID, Title: st.Title})
 	}
 	return to(targets...)
@@ -121,39 +154,88 @@ func (a *agent) skips(ctx context.Context, plan Plan, results map[string]StepRes
 // loop checkpoints in the task's namespace, so an interrupt inside it (a
 // question, a tool approval) stops the run and, once answered, the loop
 // continues where it stopped. Any other error fails the step, not the run.
+//
+// The step's budgets bound the loop: its rounds by the loop's step limit,
+// its tokens and the run's time by the meter its model requests read. With
+// CheckSteps, a result is checked against the step's done_when and, when
+// it misses, the same loop is sent back to work with what is missing.
 func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.Output, error) {
 	plan := CurrentPlan.Get(s)
 	st, ok := plan.Step(t.ID)
 	if !ok {
 		return nil, fmt.Errorf("planexec: step %q is not in the current plan (its steps are %s); the plan changed under a running step", t.ID, idList(plan.Steps))
 	}
-	prompt := stepPrompt(plan, st, Steps.Get(s))
+	prompt := a.stepPrompt(ctx, plan, st, Steps.Get(s))
+	m := &meter{tokens: int64(t.Tokens)}
+	sctx := context.WithValue(context.WithValue(ctx, stepKey{}, st.ID), meterKey{}, m)
+	if deadline, _ := a.deadline(ctx, s); !deadline.IsZero() {
+		m.deadline = deadline
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithDeadline(sctx, deadline)
+		defer cancel()
+	}
 	limit := 2*max(t.Rounds, 1) - 1 // a model step per round, a tool step between two
-	res, err := a.steps.Invoke(context.WithValue(ctx, stepKey{}, st.ID),
-		graph.Writes(graph.Append(react.Messages, llm.User(prompt))), graph.WithStepLimit(limit))
-	if errors.Is(err, graph.ErrInterrupted) {
-		emitWaiting(ctx, st.ID, err)
-		return nil, err
-	}
-	if err != nil && ctx.Err() != nil {
-		return nil, err
-	}
-	r := StepResult{Requests: requests(res)}
-	if err == nil {
-		if answer, ok := react.AnswerFrom(react.Messages.Get(res.State)); ok {
-			r.Status, r.Result = StepDone, answer
-		} else {
-			err = errors.New("the step's loop ended without an answer")
+	input := graph.Writes(graph.Append(react.Messages, llm.User(prompt)))
+	var r StepResult
+	var answer string
+	judged := judgeUse{}
+	for {
+		res, err := a.steps.Invoke(sctx, input, graph.WithStepLimit(limit))
+		if errors.Is(err, graph.ErrInterrupted) {
+			emitWaiting(ctx, st.ID, err)
+			return nil, err
 		}
+		if err != nil && ctx.Err() != nil {
+			return nil, err
+		}
+		r.Requests = max(r.Requests, requests(res))
+		if res != nil {
+			r.Tokens += tokensOf(res.Usage())
+		}
+		r.Budget = m.budget()
+		if err == nil {
+			var ok bool
+			if answer, ok = react.AnswerFrom(react.Messages.Get(res.State)); !ok {
+				err = errors.New("the step's loop ended without an answer")
+			}
+		}
+		if err != nil {
+			if r.Budget == BudgetTime || errors.Is(err, ErrBudget) {
+				err = fmt.Errorf("the %s budget ran out before the step finished: %w", cmpOr(r.Budget, "step's"), err)
+			}
+			r.Status, r.Error = StepFailed, err.Error()
+			break
+		}
+		r.Status, r.Result = StepDone, answer
+		if !a.CheckSteps || strings.TrimSpace(st.DoneWhen) == "" || r.Budget != "" {
+			break
+		}
+		v, ok := a.judge(sctx, plan, st, answer, &judged)
+		if ok && v.Done {
+			r.Check = ""
+			break
+		}
+		if !ok {
+			break // the judge could not tell: keep the result
+		}
+		r.Check = cmpOr(strings.TrimSpace(v.Missing), "the result does not meet the step's done_when")
+		r.Retries = retries(react.Messages.Get(res.State))
+		if r.Retries >= a.CheckRetries {
+			emit(ctx, Event{Kind: EventStepChecked, StepID: st.ID, Title: st.Title, Error: r.Check})
+			break
+		}
+		emit(ctx, Event{Kind: EventStepChecked, StepID: st.ID, Title: st.Title, Error: r.Check, Result: "retry"})
+		input = graph.Writes(graph.Append(react.Messages, llm.User(retryMarker+r.Check+"\nContinue the step until it is done, then give its whole result again.")))
 	}
-	if err != nil {
-		r.Status, r.Error = StepFailed, err.Error()
-		a.log.WarnContext(ctx, "planexec: a step failed", slog.String("step", st.ID), slog.Any("error", err))
+	r.Requests += judged.requests
+	r.Tokens += judged.tokens
+	if r.Status == StepFailed {
+		a.log.WarnContext(ctx, "planexec: a step failed", slog.String("step", st.ID), slog.String("error", r.Error))
 		emit(ctx, Event{Kind: EventStepFailed, StepID: st.ID, Title: st.Title, Error: r.Error})
 	} else {
 		emit(ctx, Event{Kind: EventStepFinished, StepID: st.ID, Title: st.Title, Result: r.Result})
 	}
-	return graph.Writes(Steps.Set(map[string]StepResult{st.ID: r}), Rounds.Set(r.Requests)), nil
+	return graph.Writes(Steps.Set(map[string]StepResult{st.ID: r}), Rounds.Set(r.Requests), Tokens.Set(r.Tokens)), nil
 }
 
 // requests counts a step's model requests: its loop's usage, or its
@@ -172,44 +254,30 @@ func requests(res *graph.Result) int {
 	return max(int(res.Usage().Requests), replies)
 }
 
-// stepPrompt is the user message that starts a step's loop: the task, the
-// plan, the step, and the results of the steps it depends on.
-func stepPrompt(plan Plan, st Step, results map[string]StepResult) string {
-	var b strings.Builder
-	b.Grow(256 + 32*len(plan.Steps))
-	b.WriteString("The whole task: ")
-	b.WriteString(plan.Task)
-	b.WriteString("\n\nThe plan:\n")
-	for _, p := range plan.Steps {
-		b.WriteString("- ")
-		b.WriteString(p.ID)
-		b.WriteString(": ")
-		b.WriteString(p.Title)
-		if p.ID == st.ID {
-			b.WriteString("  <- your step")
-		}
-		b.WriteByte('\n')
+// stepPrompt is the user message that starts a step's loop (the StepTask
+// template): the task, the plan, the step, and the results of the steps it
+// depends on.
+func (a *agent) stepPrompt(ctx context.Context, plan Plan, st Step, results map[string]StepResult) string {
+	d := a.data()
+	d.Task, d.Steps, d.Step = plan.Task, plan.Steps, st
+	for _, id := range st.DependsOn {
+		dep, _ := plan.Step(id)
+		d.Results = append(d.Results, report(dep, results))
 	}
-	b.WriteString("\nYour step is ")
-	b.WriteString(st.ID)
-	b.WriteString(": ")
-	b.WriteString(st.Title)
-	b.WriteByte('\n')
-	if st.Description != "" {
-		b.WriteString(st.Description)
-		b.WriteByte('\n')
+	return a.render(ctx, func(t *templates) *template.Template { return t.StepTask }, d)
+}
+
+// report is a step's outcome for prompt templates.
+func report(st Step, results map[string]StepResult) StepReport {
+	r := results[st.ID]
+	return StepReport{ID: st.ID, Title: st.Title, Status: r.Status, Result: r.Result, Error: r.Error, Budget: r.Budget, Check: r.Check}
+}
+
+// reports are every step's outcome, in plan order.
+func reports(plan Plan, results map[string]StepResult) []StepReport {
+	out := make([]StepReport, len(plan.Steps))
+	for i, st := range plan.Steps {
+		out[i] = report(st, results)
 	}
-	if st.DoneWhen != "" {
-		b.WriteString("It is done when: ")
-		b.WriteString(st.DoneWhen)
-		b.WriteByte('\n')
-	}
-	if len(st.DependsOn) > 0 {
-		b.WriteString("\nResults of the steps it depends on:\n")
-		for _, d := range st.DependsOn {
-			dep, _ := plan.Step(d)
-			fmt.Fprintf(&b, "\n[%s] %s:\n%s\n", d, dep.Title, results[d].Result)
-		}
-	}
-	return b.String()
+	return out
 }

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"strings"
 	"text/template"
 
+	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
 )
 
@@ -19,8 +19,8 @@ type verdict struct {
 // judgeShape shows the judge the JSON it must send.
 const judgeShape = `{"done": false, "missing": "..."}`
 
-// retryMarker starts the message that sends a step back to work after its
-// result missed its done_when.
+// retryMarker starts what a step sent back to work is told about its
+// earlier attempt.
 const retryMarker = "The check of this step found its result incomplete. Missing: "
 
 // judgeUse counts the judge's requests and tokens for one step.
@@ -49,13 +49,16 @@ func (a *agent) judge(ctx context.Context, plan Plan, st Step, answer string, us
 	return r.value, true
 }
 
-// retries counts the times a step's loop was sent back to work.
-func retries(msgs []llm.Message) int {
-	n := 0
-	for _, m := range msgs {
-		if m.Role == llm.RoleUser && strings.HasPrefix(m.Text(), retryMarker) {
-			n++
-		}
-	}
-	return n
+// retryNote is what a step sent back to work carries to its next attempt:
+// how many attempts missed, the last result, what it missed, and what the
+// attempts used.
+type retryNote struct {
+	Attempts int    `json:"attempts"`
+	Previous string `json:"previous,omitempty"`
+	Missing  string `json:"missing,omitempty"`
+	Requests int    `json:"requests,omitempty"`
+	Tokens   int    `json:"tokens,omitempty"`
 }
+
+// retryKey holds, by step ID, the steps sent back to work.
+var retryKey = graph.NewKey("planexec_retries", graph.MergeMap[string, retryNote]())

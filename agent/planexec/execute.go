@@ -22,6 +22,8 @@ type stepTask struct {
 	Rounds int `json:"rounds"`
 	// Tokens is the step's share of the token budget (0: none).
 	Tokens int `json:"tokens,omitempty"`
+	// Attempt numbers the retries of a step that missed its done_when.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 type stepKey struct{}
@@ -109,8 +111,9 @@ func (a *agent) dispatchNode(ctx context.Context, s graph.State) (graph.Output, 
 		tokens = max(1, (a.TokenBudget-spent)/len(wave))
 	}
 	targets := make([]graph.Target, len(wave))
+	notes := retryKey.Get(s)
 	for i, st := range wave {
-		targets[i] = graph.Send(StepNode, stepTask{ID: st.ID, Rounds: share, Tokens: tokens})
+		targets[i] = graph.Send(StepNode, stepTask{ID: st.ID, Rounds: share, Tokens: tokens, Attempt: notes[st.ID].Attempts})
 		emit(ctx, Event{Kind: EventStepStarted, StepID: st.ID, Title: st.Title})
 	}
 	return to(targets...)
@@ -157,15 +160,18 @@ func (a *agent) skips(ctx context.Context, plan Plan, results map[string]StepRes
 //
 // The step's budgets bound the loop: its rounds by the loop's step limit,
 // its tokens and the run's time by the meter its model requests read. With
-// CheckSteps, a result is checked against the step's done_when and, when
-// it misses, the same loop is sent back to work with what is missing.
+// CheckSteps, a result is checked against the step's done_when; a result
+// that misses it, with retries left, is not kept: the step is noted for a
+// retry, and the dispatcher runs it again (a new task, so a fresh loop)
+// with the earlier result and what it missed.
 func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.Output, error) {
 	plan := CurrentPlan.Get(s)
 	st, ok := plan.Step(t.ID)
 	if !ok {
 		return nil, fmt.Errorf("planexec: step %q is not in the current plan (its steps are %s); the plan changed under a running step", t.ID, idList(plan.Steps))
 	}
-	prompt := a.stepPrompt(ctx, plan, st, Steps.Get(s))
+	note := retryKey.Get(s)[st.ID]
+	prompt := a.stepPrompt(ctx, plan, st, Steps.Get(s), note)
 	m := &meter{tokens: int64(t.Tokens)}
 	sctx := context.WithValue(context.WithValue(ctx, stepKey{}, st.ID), meterKey{}, m)
 	if deadline, _ := a.deadline(ctx, s); !deadline.IsZero() {
@@ -175,67 +181,61 @@ func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.
 		defer cancel()
 	}
 	limit := 2*max(t.Rounds, 1) - 1 // a model step per round, a tool step between two
-	input := graph.Writes(graph.Append(react.Messages, llm.User(prompt)))
-	var r StepResult
-	var answer string
-	judged := judgeUse{}
-	for {
-		res, err := a.steps.Invoke(sctx, input, graph.WithStepLimit(limit))
-		if errors.Is(err, graph.ErrInterrupted) {
-			emitWaiting(ctx, st.ID, err)
-			return nil, err
-		}
-		if err != nil && ctx.Err() != nil {
-			return nil, err
-		}
-		r.Requests = max(r.Requests, requests(res))
-		if res != nil {
-			r.Tokens += tokensOf(res.Usage())
-		}
-		r.Budget = m.budget()
-		if err == nil {
-			var ok bool
-			if answer, ok = react.AnswerFrom(react.Messages.Get(res.State)); !ok {
-				err = errors.New("the step's loop ended without an answer")
-			}
-		}
-		if err != nil {
-			if r.Budget == BudgetTime || errors.Is(err, ErrBudget) {
-				err = fmt.Errorf("the %s budget ran out before the step finished: %w", cmpOr(r.Budget, "step's"), err)
-			}
-			r.Status, r.Error = StepFailed, err.Error()
-			break
-		}
-		r.Status, r.Result = StepDone, answer
-		if !a.CheckSteps || strings.TrimSpace(st.DoneWhen) == "" || r.Budget != "" {
-			break
-		}
-		v, ok := a.judge(sctx, plan, st, answer, &judged)
-		if ok && v.Done {
-			r.Check = ""
-			break
-		}
-		if !ok {
-			break // the judge could not tell: keep the result
-		}
-		r.Check = cmpOr(strings.TrimSpace(v.Missing), "the result does not meet the step's done_when")
-		r.Retries = retries(react.Messages.Get(res.State))
-		if r.Retries >= a.CheckRetries {
-			emit(ctx, Event{Kind: EventStepChecked, StepID: st.ID, Title: st.Title, Error: r.Check})
-			break
-		}
-		emit(ctx, Event{Kind: EventStepChecked, StepID: st.ID, Title: st.Title, Error: r.Check, Result: "retry"})
-		input = graph.Writes(graph.Append(react.Messages, llm.User(retryMarker+r.Check+"\nContinue the step until it is done, then give its whole result again.")))
+	res, err := a.steps.Invoke(sctx, graph.Writes(graph.Append(react.Messages, llm.User(prompt))), graph.WithStepLimit(limit))
+	if errors.Is(err, graph.ErrInterrupted) {
+		emitWaiting(ctx, st.ID, err)
+		return nil, err
 	}
-	r.Requests += judged.requests
-	r.Tokens += judged.tokens
-	if r.Status == StepFailed {
+	if err != nil && ctx.Err() != nil {
+		return nil, err
+	}
+	r := StepResult{Requests: requests(res), Retries: note.Attempts}
+	if res != nil {
+		r.Tokens = tokensOf(res.Usage())
+	}
+	if err != nil && !m.deadline.IsZero() && !time.Now().Before(m.deadline) {
+		m.mark(BudgetTime)
+	}
+	r.Budget = m.budget()
+	if err == nil {
+		if answer, ok := react.AnswerFrom(react.Messages.Get(res.State)); ok {
+			r.Status, r.Result = StepDone, answer
+		} else {
+			err = errors.New("the step's loop ended without an answer")
+		}
+	}
+	var ws graph.Update
+	if err == nil && a.CheckSteps && strings.TrimSpace(st.DoneWhen) != "" && r.Budget == "" {
+		var use judgeUse
+		v, judged := a.judge(sctx, plan, st, r.Result, &use)
+		r.Requests += use.requests
+		r.Tokens += use.tokens
+		if judged && !v.Done {
+			missing := cmpOr(strings.TrimSpace(v.Missing), "the result does not meet the step's done_when")
+			if note.Attempts < a.CheckRetries {
+				emit(ctx, Event{Kind: EventStepChecked, StepID: st.ID, Title: st.Title, Error: missing, Result: "retry"})
+				next := retryNote{Attempts: note.Attempts + 1, Previous: r.Result, Missing: missing,
+					Requests: note.Requests + r.Requests, Tokens: note.Tokens + r.Tokens}
+				return graph.Writes(retryKey.Set(map[string]retryNote{st.ID: next}), Rounds.Set(r.Requests), Tokens.Set(r.Tokens)), nil
+			}
+			r.Check = missing
+			emit(ctx, Event{Kind: EventStepChecked, StepID: st.ID, Title: st.Title, Error: missing})
+		}
+	}
+	rounds, tokens := r.Requests, r.Tokens
+	r.Requests += note.Requests // the earlier attempts were counted when they ended
+	r.Tokens += note.Tokens
+	if err != nil {
+		if r.Budget == BudgetTime || errors.Is(err, ErrBudget) {
+			err = fmt.Errorf("the %s budget ran out before the step finished: %w", cmpOr(r.Budget, "step's"), err)
+		}
+		r.Status, r.Error = StepFailed, err.Error()
 		a.log.WarnContext(ctx, "planexec: a step failed", slog.String("step", st.ID), slog.String("error", r.Error))
 		emit(ctx, Event{Kind: EventStepFailed, StepID: st.ID, Title: st.Title, Error: r.Error})
 	} else {
 		emit(ctx, Event{Kind: EventStepFinished, StepID: st.ID, Title: st.Title, Result: r.Result})
 	}
-	return graph.Writes(Steps.Set(map[string]StepResult{st.ID: r}), Rounds.Set(r.Requests), Tokens.Set(r.Tokens)), nil
+	return append(ws, Steps.Set(map[string]StepResult{st.ID: r}), Rounds.Set(rounds), Tokens.Set(tokens)), nil
 }
 
 // requests counts a step's model requests: its loop's usage, or its
@@ -257,14 +257,22 @@ func requests(res *graph.Result) int {
 // stepPrompt is the user message that starts a step's loop (the StepTask
 // template): the task, the plan, the step, and the results of the steps it
 // depends on.
-func (a *agent) stepPrompt(ctx context.Context, plan Plan, st Step, results map[string]StepResult) string {
+//
+// A step sent back to work after missing its done_when gets, after that,
+// its earlier result and what the check found missing.
+func (a *agent) stepPrompt(ctx context.Context, plan Plan, st Step, results map[string]StepResult, note retryNote) string {
 	d := a.data()
 	d.Task, d.Steps, d.Step = plan.Task, plan.Steps, st
 	for _, id := range st.DependsOn {
 		dep, _ := plan.Step(id)
 		d.Results = append(d.Results, report(dep, results))
 	}
-	return a.render(ctx, func(t *templates) *template.Template { return t.StepTask }, d)
+	text := a.render(ctx, func(t *templates) *template.Template { return t.StepTask }, d)
+	if note.Attempts > 0 {
+		text += "\n\n" + retryMarker + note.Missing + "\nThe earlier attempt's result was:\n" + note.Previous +
+			"\n\nDo the step again and give its whole result, including what was missing."
+	}
+	return text
 }
 
 // report is a step's outcome for prompt templates.

@@ -111,7 +111,7 @@ var (
 // StateKeys returns every key the agent reads and writes; a parent graph
 // that adds the agent as a subgraph may list any of them to share them.
 func StateKeys() []graph.AnyKey {
-	return []graph.AnyKey{Messages, Calls, ToolSubset, PlanMessages, CurrentPlan, Steps, Rounds, Summary, Tokens, Stopped, clockKey}
+	return []graph.AnyKey{Messages, Calls, ToolSubset, PlanMessages, CurrentPlan, Steps, Rounds, Summary, Tokens, Stopped, clockKey, retryKey}
 }
 
 // StepStatus is how a step ended.
@@ -144,7 +144,8 @@ type StepResult struct {
 	// after its retries (Config.CheckSteps), or is "".
 	Check string `json:"check,omitempty"`
 	// Retries counts the times the step was sent back to work because
-	// its result missed its done_when.
+	// its result missed its done_when (each a fresh loop, told its
+	// earlier result and what it missed).
 	Retries int `json:"retries,omitempty"`
 	// Replanned is set once a missed check has led to replanning
 	// (Config.ReplanOnMiss), so it does so once.

@@ -24,6 +24,7 @@ func (a *agent) intentNode(next string) graph.NodeFunc {
 			CurrentPlan.Overwrite(Plan{}),
 			Steps.Overwrite(map[string]StepResult{}),
 			Stopped.Overwrite(""),
+			retryKey.Overwrite(nil),
 		)
 		task := graph.Command{Goto: []graph.Target{graph.To(next)}}
 		if a.TaskOnly {

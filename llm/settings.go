@@ -164,3 +164,34 @@ func (w *settingsModel) Generate(ctx context.Context, req *Request) (*Response, 
 func (w *settingsModel) Stream(ctx context.Context, req *Request) iter.Seq2[Chunk, error] {
 	return w.m.Stream(ctx, w.apply(req))
 }
+
+// SettingsSpec is Settings as a configuration file writes them (JSON or
+// YAML): the model by name, resolved by the runner (a name under
+// trellis.yaml's models, or a spec such as "openai:gpt-4o-mini").
+type SettingsSpec struct {
+	Model           string   `json:"model,omitempty" yaml:"model"`
+	Temperature     *float64 `json:"temperature,omitempty" yaml:"temperature"`
+	TopP            *float64 `json:"top_p,omitempty" yaml:"top_p"`
+	MaxTokens       int      `json:"max_tokens,omitempty" yaml:"max_tokens"`
+	ReasoningEffort string   `json:"reasoning_effort,omitempty" yaml:"reasoning_effort"`
+}
+
+// Settings resolves the spec's model with resolve (not called when the
+// spec names none) and checks the values, naming the fields after where.
+func (s SettingsSpec) Settings(where string, resolve func(name string) (Model, error)) (Settings, error) {
+	out := Settings{Temperature: s.Temperature, TopP: s.TopP, MaxTokens: s.MaxTokens, ReasoningEffort: s.ReasoningEffort}
+	var errs []error
+	if s.Model != "" {
+		if resolve == nil {
+			errs = append(errs, fmt.Errorf("%s.model: %q cannot be resolved here (no model resolver); leave it out to use the agent's model", where, s.Model))
+		} else if m, err := resolve(s.Model); err != nil {
+			errs = append(errs, fmt.Errorf("%s.model: %w", where, err))
+		} else {
+			out.Model = m
+		}
+	}
+	if err := out.Check(where); err != nil {
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
+}

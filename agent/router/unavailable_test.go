@@ -2,6 +2,7 @@ package router_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -107,5 +108,30 @@ func TestTemplateAndSettingsErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v; want %q", err, want)
 		}
+	}
+}
+
+// Options from a configuration file set the routing settings and texts.
+func TestOptions(t *testing.T) {
+	fast := llmtest.New(llmtest.WithName("test:fast")).Reply(llmtest.Fail(errors.New("down")))
+	o, err := router.DecodeOptions([]byte(`{"system": "Route.", "settings": {"model": "fast", "temperature": 0},
+		"prompts": {"unavailable": "Offline, sorry."}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := router.Config{Model: llmtest.New(), Logger: quietLog}
+	if err := o.Apply(&cfg, func(name string) (llm.Model, error) { return fast, nil }); err != nil {
+		t.Fatal(err)
+	}
+	res, err := mustNew(t, cfg).Invoke(context.Background(), react.Input("Hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := fast.LastRequest()
+	if got := finished(t, res.State).Answer; got != "Offline, sorry." || last.System() != "Route." || *last.Temperature != 0 {
+		t.Errorf("answer %q, request %+v", got, last.Request)
+	}
+	if _, err := router.DecodeOptions([]byte(`{"model": "x"}`)); err == nil || !strings.Contains(err.Error(), `"model"`) {
+		t.Errorf("unknown field: %v", err)
 	}
 }

@@ -11,7 +11,8 @@ import (
 
 // Options are the router's tunables as a configuration file writes them
 // (JSON, e.g. from trellis.yaml's config.configurable): the routing
-// model's settings and the router's texts. Apply sets them on a Config;
+// model's settings and the router's texts (system is plain text,
+// prompts.system a template). Apply sets them on a Config;
 // fields left out keep the Config's values.
 //
 //	{"system": "You route data questions.", "settings": {"model": "fast", "temperature": 0},
@@ -20,6 +21,7 @@ type Options struct {
 	System   string           `json:"system,omitempty"`
 	Settings llm.SettingsSpec `json:"settings,omitzero"`
 	Prompts  struct {
+		System      string `json:"system,omitempty"`
 		Budget      string `json:"budget,omitempty"`
 		Unavailable string `json:"unavailable,omitempty"`
 	} `json:"prompts,omitzero"`
@@ -34,7 +36,7 @@ func DecodeOptions(raw []byte) (Options, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&o); err != nil {
-		return Options{}, fmt.Errorf("router options: %w (known: system, settings, prompts.budget, prompts.unavailable)", err)
+		return Options{}, fmt.Errorf("router options: %w (known: system, settings, prompts.system, prompts.budget, prompts.unavailable)", err)
 	}
 	return o, nil
 }
@@ -45,6 +47,9 @@ func (o Options) Apply(cfg *Config, resolve func(name string) (llm.Model, error)
 	var errs []error
 	if o.System != "" {
 		cfg.System = o.System
+	}
+	if o.Prompts.System != "" {
+		cfg.Prompts.System = o.Prompts.System
 	}
 	if o.Prompts.Budget != "" {
 		cfg.Prompts.Budget = o.Prompts.Budget

@@ -19,6 +19,9 @@ const DefaultUnavailablePrompt = "I'm sorry, I could not handle this request jus
 // Prompts replaces the router's own texts. Each is a text/template over
 // PromptData; an empty field keeps the default.
 type Prompts struct {
+	// System, when set, is the system prompt instead of Config.System, as
+	// a template ("You route to{{range .Agents}} {{.Name}}{{end}}.").
+	System string
 	// Budget is added to the last request the step budget allows
 	// (DefaultBudgetPrompt).
 	Budget string
@@ -49,7 +52,7 @@ type texts struct {
 
 // parseTexts parses the router's templates and runs each on the router's
 // data, reporting every problem in one error.
-func parseTexts(system string, p Prompts, d PromptData) (*texts, error) {
+func parseTexts(p Prompts, d PromptData) (*texts, error) {
 	var errs []error
 	one := func(field, src, def string) *template.Template {
 		if strings.TrimSpace(src) == "" {
@@ -68,9 +71,11 @@ func parseTexts(system string, p Prompts, d PromptData) (*texts, error) {
 		return t
 	}
 	t := &texts{
-		system:      one("Config.System", system, ""),
 		budget:      one("Config.Prompts.Budget", p.Budget, DefaultBudgetPrompt),
 		unavailable: one("Config.Prompts.Unavailable", p.Unavailable, DefaultUnavailablePrompt),
+	}
+	if strings.TrimSpace(p.System) != "" {
+		t.system = one("Config.Prompts.System", p.System, "")
 	}
 	return t, errors.Join(errs...)
 }

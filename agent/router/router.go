@@ -140,8 +140,9 @@ type Config struct {
 	// agents and tools.
 	Model llm.Model
 	// System is the router's system prompt, sent before the history in
-	// every request and never stored in state. It is a text/template over
-	// PromptData ("You route to {{range .Agents}}{{.Name}} {{end}}").
+	// every request and never stored in state. It is sent as written
+	// (call references such as {{call:ID}} may appear in it); for a
+	// template, use Prompts.System instead.
 	System string
 	// Settings are the routing phase's model settings: another model,
 	// temperature, top-p, max tokens, reasoning effort (see llm.Settings).
@@ -424,7 +425,7 @@ func build(cfg Config) (*router, error) {
 	for _, ag := range cfg.Agents {
 		r.data.Agents = append(r.data.Agents, AgentInfo{Name: ag.Name, Description: ag.Description})
 	}
-	texts, err := parseTexts(cfg.System, cfg.Prompts, r.data)
+	texts, err := parseTexts(cfg.Prompts, r.data)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -440,7 +441,11 @@ func build(cfg Config) (*router, error) {
 	for i := range r.specs {
 		r.specs[i].Description = strings.TrimSpace(r.specs[i].Description + " " + refNote) // the model learns the syntax where it uses it
 	}
-	if sys := r.texts.render(r.texts.system, r.data); sys != "" {
+	sys := cfg.System
+	if r.texts.system != nil {
+		sys = r.texts.render(r.texts.system, r.data)
+	}
+	if sys != "" {
 		r.system = []llm.Message{llm.System(sys)}
 	}
 	return r, nil

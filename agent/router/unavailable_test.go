@@ -76,11 +76,12 @@ func TestSettingsAndTemplates(t *testing.T) {
 		Model: base, Name: "desk",
 		Settings: llm.Settings{Model: strong, Temperature: &temp, MaxTokens: 256},
 		Request:  llm.Request{TopP: &topP, MaxTokens: 10},
-		System:   "{{.Name}} routes to{{range .Agents}} {{.Name}}{{end}}; tools:{{range .Tools}} {{.}}{{end}}.",
-		Prompts:  router.Prompts{Unavailable: "{{.Name}} is down ({{.Error}})."},
-		Tools:    []tool.Tool{fixedTool(&r, "lookup", "42")},
-		Agents:   []router.Agent{{Name: "writer", Description: "Writes.", Graph: reactAgent(t, base)}},
-		Logger:   quietLog,
+		System:   "ignored: Prompts.System wins",
+		Prompts: router.Prompts{System: "{{.Name}} routes to{{range .Agents}} {{.Name}}{{end}}; tools:{{range .Tools}} {{.}}{{end}}.",
+			Unavailable: "{{.Name}} is down ({{.Error}})."},
+		Tools:  []tool.Tool{fixedTool(&r, "lookup", "42")},
+		Agents: []router.Agent{{Name: "writer", Description: "Writes.", Graph: reactAgent(t, base)}},
+		Logger: quietLog,
 	})
 	res, err := g.Invoke(context.Background(), react.Input("Hi"))
 	if err != nil {
@@ -103,8 +104,8 @@ func TestSettingsAndTemplates(t *testing.T) {
 
 func TestTemplateAndSettingsErrors(t *testing.T) {
 	bad := 3.0
-	_, err := router.New(router.Config{Model: llmtest.New(), System: "{{.Nope}}", Prompts: router.Prompts{Budget: "{{"}, Settings: llm.Settings{Temperature: &bad}})
-	for _, want := range []string{"Config.System is not a usable template", "Config.Prompts.Budget is not a usable template", "Config.Settings.Temperature"} {
+	_, err := router.New(router.Config{Model: llmtest.New(), System: "{{call:x}} stays text", Prompts: router.Prompts{System: "{{.Nope}}", Budget: "{{"}, Settings: llm.Settings{Temperature: &bad}})
+	for _, want := range []string{"Config.Prompts.System is not a usable template", "Config.Prompts.Budget is not a usable template", "Config.Settings.Temperature"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v; want %q", err, want)
 		}
@@ -133,5 +134,16 @@ func TestOptions(t *testing.T) {
 	}
 	if _, err := router.DecodeOptions([]byte(`{"model": "x"}`)); err == nil || !strings.Contains(err.Error(), `"model"`) {
 		t.Errorf("unknown field: %v", err)
+	}
+}
+
+// Config.System is plain text: call references in it are sent as written.
+func TestPlainSystem(t *testing.T) {
+	m := llmtest.New().Reply(llmtest.Text("ok"))
+	if _, err := mustNew(t, router.Config{Model: m, System: "Cite outputs as {{call:ID}}."}).Invoke(context.Background(), react.Input("Hi")); err != nil {
+		t.Fatal(err)
+	}
+	if last := m.LastRequest(); last.System() != "Cite outputs as {{call:ID}}." {
+		t.Errorf("system = %q", last.System())
 	}
 }

@@ -150,6 +150,12 @@ func MechanicalSummary(plan Plan, results map[string]StepResult) string {
 		status, detail := "not run", ""
 		if ok {
 			status, detail = string(r.Status), cmpOr(r.Result, r.Error)
+			if r.Budget != "" {
+				status += ", " + r.Budget + " budget ran out"
+			}
+			if r.Check != "" {
+				status += ", goal not met: " + r.Check
+			}
 		}
 		line := fmt.Sprintf("- [%s] %s: %s", status, st.ID, st.Title)
 		if detail != "" {

@@ -47,9 +47,41 @@
 //   - deliver: the model writes the final answer from the step results;
 //     when it fails, a mechanical summary lists the steps and their status.
 //
+// # Budgets
+//
 // RoundBudget bounds the model requests of a task (usage Requests, step
-// loops included): once used up, no more steps start and the agent
-// delivers what it has.
+// loops included) and StepRounds those of one step (default 100, apart
+// from the task's total); TokenBudget bounds a task's tokens and
+// TimeBudget the wall-clock time of a run's execution (waiting for a
+// person excluded). A step whose rounds or token share run out gives its
+// result with tools off; one still running when the time passes fails.
+// Either way StepResult.Budget names the budget; once a task's budget is
+// used up no more steps start (Stopped names it), and the delivery is
+// told which budget ran out and what was left undone, to say so plainly.
+//
+// # Degrading instead of failing
+//
+// When the planner gives no usable plan after its corrections, the task
+// runs as a single step holding the request (OnPlanFailure, the default),
+// or the person is asked once to describe the task (PlanFallbackAsk), or
+// the run fails (PlanFallbackFail). When the model cannot write the final
+// answer, a mechanical summary is delivered.
+//
+// # Checking steps
+//
+// With CheckSteps, a judge call checks each finished step that has a
+// done_when against its result. A step that misses it runs again as a
+// fresh task, told its earlier result and what it missed, up to
+// CheckRetries times; one that still misses keeps its result with
+// StepResult.Check saying what is missing, and with ReplanOnMiss the
+// remaining plan is revised to finish it.
+//
+// # Phases and prompts
+//
+// Each phase (intent, ask, plan, execute, deliver, judge) can have its
+// own model and options (Config.Phases, llm.Settings). The prompts are
+// text/templates over PromptData (Config.Prompts), checked by New.
+// Options decodes all of these from a configuration file (trellis.yaml).
 //
 // Tool packs (Config.Packs) are named groups of tools a step adds to its
 // context, and removes, with the built-in tools_add and tools_remove: the

@@ -267,7 +267,12 @@ func (a *agent) stepPrompt(ctx context.Context, plan Plan, st Step, results map[
 		dep, _ := plan.Step(id)
 		d.Results = append(d.Results, report(dep, results))
 	}
-	text := a.render(ctx, func(t *templates) *template.Template { return t.StepTask }, d)
+	var text string
+	if a.prompts.ownStepTask {
+		text = a.render(ctx, func(t *templates) *template.Template { return t.StepTask }, d)
+	} else {
+		text = stepTaskText(d)
+	}
 	if note.Attempts > 0 {
 		text += "\n\n" + retryMarker + note.Missing + "\nThe earlier attempt's result was:\n" + note.Previous +
 			"\n\nDo the step again and give its whole result, including what was missing."

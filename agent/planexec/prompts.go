@@ -116,6 +116,10 @@ The user message is the step's result. Decide whether the result meets that cond
 type templates struct {
 	Intent, Plan, DeepPlan, Step, StepTask, Direct, Replan, Deliver, Judge *template.Template
 	defaults                                                               *templates
+	// ownStepTask is set when Prompts.StepTask is the user's: the default
+	// is written by stepTaskText instead, which is much cheaper for large
+	// plans (a test keeps the two the same).
+	ownStepTask bool
 }
 
 // parse parses every prompt (the defaults for empty fields) and runs each
@@ -151,6 +155,7 @@ func (p Prompts) parse() (*templates, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	t.ownStepTask = strings.TrimSpace(p.StepTask) != ""
 	if p != (Prompts{}) {
 		d, err := Prompts{}.parse()
 		if err != nil {
@@ -188,6 +193,48 @@ func (s *settings) render(ctx context.Context, pick func(*templates) *template.T
 	s.log.WarnContext(ctx, "planexec: a prompt template failed; using the default", slog.Any("error", err))
 	b.Reset()
 	_ = pick(s.prompts.defaults).Execute(&b, d)
+	return b.String()
+}
+
+// stepTaskText writes what DefaultStepTaskPrompt does, without the
+// template engine's reflection: a step's prompt lists the whole plan, so
+// rendering it is quadratic in the plan's size.
+func stepTaskText(d PromptData) string {
+	var b strings.Builder
+	b.Grow(256 + 32*len(d.Steps))
+	b.WriteString("The whole task: ")
+	b.WriteString(d.Task)
+	b.WriteString("\n\nThe plan:\n")
+	for _, p := range d.Steps {
+		b.WriteString("- ")
+		b.WriteString(p.ID)
+		b.WriteString(": ")
+		b.WriteString(p.Title)
+		if p.ID == d.Step.ID {
+			b.WriteString("  <- your step")
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteString("\nYour step is ")
+	b.WriteString(d.Step.ID)
+	b.WriteString(": ")
+	b.WriteString(d.Step.Title)
+	b.WriteByte('\n')
+	if d.Step.Description != "" {
+		b.WriteString(d.Step.Description)
+		b.WriteByte('\n')
+	}
+	if d.Step.DoneWhen != "" {
+		b.WriteString("It is done when: ")
+		b.WriteString(d.Step.DoneWhen)
+		b.WriteByte('\n')
+	}
+	if len(d.Results) > 0 {
+		b.WriteString("\nResults of the steps it depends on:\n")
+		for _, r := range d.Results {
+			fmt.Fprintf(&b, "\n[%s] %s:\n%s\n", r.ID, r.Title, r.Result)
+		}
+	}
 	return b.String()
 }
 

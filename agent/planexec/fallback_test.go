@@ -162,3 +162,27 @@ func TestDoneWhenMiss(t *testing.T) {
 		}
 	}
 }
+
+// When the intent check's model fails, the turn ends with a polite reply
+// and the thread takes the next message as usual.
+func TestIntentModelFailureReplies(t *testing.T) {
+	m := llmtest.New()
+	m.When(node(planexec.IntentNode), llmtest.StatusError(503, "overloaded"), llmtest.JSON(map[string]string{"intent": "chat", "reply": "Hi!"}))
+	g := mustNew(t, planexec.Config{Model: m, PlanMode: true, Logger: quiet,
+		Prompts: planexec.Prompts{Unavailable: "{{.Name}} is unavailable, sorry."}, Name: "desk"})
+	opts := thread(checkpoint.NewMemory(), "down")
+	res, err := g.Invoke(context.Background(), planexec.Input("Plan my week"), opts...)
+	if err != nil || res.Status != graph.StatusCompleted {
+		t.Fatalf("err %v, status %s", err, res.Status)
+	}
+	if got := answer(t, res); got != "desk is unavailable, sorry." {
+		t.Errorf("answer = %q", got)
+	}
+	res, err = g.Invoke(context.Background(), planexec.Input("Hello?"), opts...)
+	if err != nil || answer(t, res) != "Hi!" {
+		t.Fatalf("the next message: %v", err)
+	}
+	if n := len(planexec.Messages.Get(res.State)); n != 4 {
+		t.Errorf("the thread holds %d messages; want both turns (4)", n)
+	}
+}

@@ -39,7 +39,8 @@ type Options struct {
 	// judge.
 	Phases map[string]llm.SettingsSpec `json:"phases,omitempty"`
 	// Prompts are by prompt name: intent, plan, deep_plan, step,
-	// step_task, direct, replan, deliver, judge (see Prompts).
+	// step_task, direct, replan, deliver, judge, unavailable (see
+	// Prompts).
 	Prompts map[string]string `json:"prompts,omitempty"`
 }
 
@@ -121,6 +122,7 @@ func (o Options) Apply(cfg *Config, resolve func(name string) (llm.Model, error)
 		"intent": &cfg.Prompts.Intent, "plan": &cfg.Prompts.Plan, "deep_plan": &cfg.Prompts.DeepPlan,
 		"step": &cfg.Prompts.Step, "step_task": &cfg.Prompts.StepTask, "direct": &cfg.Prompts.Direct,
 		"replan": &cfg.Prompts.Replan, "deliver": &cfg.Prompts.Deliver, "judge": &cfg.Prompts.Judge,
+		"unavailable": &cfg.Prompts.Unavailable,
 	}
 	for _, name := range slices.Sorted(maps.Keys(o.Prompts)) {
 		dst, ok := prompts[name]

@@ -46,6 +46,19 @@ func (a *agent) intentNode(next string) graph.NodeFunc {
 			}, nil
 		case errors.Is(err, llm.ErrContract):
 			a.log.WarnContext(ctx, "planexec: the intent check gave no usable reply; treating the input as a task", slog.Any("error", err))
+		case err != nil && ctx.Err() == nil && !errors.Is(err, graph.ErrInterrupted):
+			// The routing phase degrades: a polite reply, and the thread
+			// takes the next message as usual.
+			a.log.ErrorContext(ctx, "planexec: the intent check's model failed; replying that the request could not be handled", slog.Any("error", err))
+			d := a.data()
+			d.Error = err.Error()
+			reply := a.render(ctx, func(t *templates) *template.Template { return t.Unavailable }, d)
+			emit(ctx, Event{Kind: EventDelivered, Text: reply})
+			return graph.Command{
+				Goto: []graph.Target{graph.To(graph.END)},
+				Update: append(reset, Rounds.Overwrite(rounds), Tokens.Overwrite(tokens), Summary.Overwrite(reply),
+					graph.Append(Messages, llm.Assistant(reply))),
+			}, nil
 		case err != nil:
 			return nil, fmt.Errorf("planexec: the intent check failed: %w", err)
 		}

@@ -53,6 +53,10 @@ type Prompts struct {
 	// Judge checks a step's result against its done_when
 	// (DefaultJudgePrompt). Fields: Name, Task, Step.
 	Judge string
+	// Unavailable is the reply when the intent check's model fails
+	// (DefaultUnavailablePrompt): the turn ends with it and the thread
+	// takes the next message as usual. Fields: Name, Error.
+	Unavailable string
 }
 
 // PromptData is what a prompt template can use. Which fields a phase
@@ -76,6 +80,8 @@ type PromptData struct {
 	Step Step
 	// Results are step outcomes (see each phase).
 	Results []StepReport
+	// Error is the model's failure (Unavailable).
+	Error string
 }
 
 // StepReport is one step's outcome, for prompt templates.
@@ -114,8 +120,8 @@ The user message is the step's result. Decide whether the result meets that cond
 
 // templates are the parsed prompts.
 type templates struct {
-	Intent, Plan, DeepPlan, Step, StepTask, Direct, Replan, Deliver, Judge *template.Template
-	defaults                                                               *templates
+	Intent, Plan, DeepPlan, Step, StepTask, Direct, Replan, Deliver, Judge, Unavailable *template.Template
+	defaults                                                                            *templates
 	// ownStepTask is set when Prompts.StepTask is the user's: the default
 	// is written by stepTaskText instead, which is much cheaper for large
 	// plans (a test keeps the two the same).
@@ -142,15 +148,16 @@ func (p Prompts) parse() (*templates, error) {
 		return t
 	}
 	t := &templates{
-		Intent:   one("Intent", p.Intent, DefaultIntentPrompt),
-		Plan:     one("Plan", p.Plan, DefaultPlanPrompt),
-		DeepPlan: one("DeepPlan", p.DeepPlan, DefaultDeepPlanPrompt),
-		Step:     one("Step", p.Step, DefaultStepPrompt),
-		StepTask: one("StepTask", p.StepTask, DefaultStepTaskPrompt),
-		Direct:   one("Direct", p.Direct, DefaultDirectPrompt),
-		Replan:   one("Replan", p.Replan, DefaultReplanPrompt),
-		Deliver:  one("Deliver", p.Deliver, DefaultDeliverPrompt),
-		Judge:    one("Judge", p.Judge, DefaultJudgePrompt),
+		Intent:      one("Intent", p.Intent, DefaultIntentPrompt),
+		Plan:        one("Plan", p.Plan, DefaultPlanPrompt),
+		DeepPlan:    one("DeepPlan", p.DeepPlan, DefaultDeepPlanPrompt),
+		Step:        one("Step", p.Step, DefaultStepPrompt),
+		StepTask:    one("StepTask", p.StepTask, DefaultStepTaskPrompt),
+		Direct:      one("Direct", p.Direct, DefaultDirectPrompt),
+		Replan:      one("Replan", p.Replan, DefaultReplanPrompt),
+		Deliver:     one("Deliver", p.Deliver, DefaultDeliverPrompt),
+		Judge:       one("Judge", p.Judge, DefaultJudgePrompt),
+		Unavailable: one("Unavailable", p.Unavailable, DefaultUnavailablePrompt),
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -173,6 +180,7 @@ var sampleData = PromptData{
 	Task: "the task", Steps: []Step{{ID: "s1", Title: "First", DependsOn: nil, DoneWhen: "done"}},
 	Step:    Step{ID: "s1", Title: "First", Description: "Do it.", DoneWhen: "done"},
 	Results: []StepReport{{ID: "s1", Title: "First", Status: StepDone, Result: "ok"}},
+	Error:   "sample error",
 }
 
 // render executes one prompt; pick chooses it from a templates. When the
@@ -269,6 +277,9 @@ const (
 		"Reply with one JSON object (task, steps, replan) holding the steps still to do: keep, change, drop or add " +
 		"steps as the results suggest. Do not repeat finished steps: they never run again, and new steps may " +
 		"depend on them by id."
+
+	DefaultUnavailablePrompt = "I'm sorry, I could not handle this request just now: the service that answers it is not responding. " +
+		"Please try again in a moment; your conversation is kept, so you can simply send your message again."
 
 	DefaultDeliverPrompt = "The plan has run. Write the final answer for the user from the step results below: " +
 		"answer what they asked, plainly, and say what could not be done and why."

@@ -80,10 +80,11 @@ func (a *agent) deliveryReport(plan Plan, results map[string]StepResult, stop st
 			fmt.Fprintf(&b, "(This step's result does not meet its goal (%s): %s.)\n", st.DoneWhen, r.Check)
 		}
 	}
-	if why := a.budgetNote(stop, plan, results); why != "" {
+	why := a.budgetNote(stop, plan, results)
+	if why != "" {
 		b.WriteString("\n" + why + "\n")
 	}
-	if stop != "" || hasBudgetHit(results) {
+	if why != "" || hasBudgetHit(results) {
 		b.WriteString("Say plainly in the answer which budget ran out and what was left undone because of it.\n")
 	}
 	return b.String()

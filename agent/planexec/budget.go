@@ -170,7 +170,14 @@ type clock struct {
 	Deadline time.Time `json:"deadline,omitzero"`
 }
 
-var clockKey = graph.NewKey[clock]("planexec_clock")
+// clockKey's reducer keeps the earliest deadline of a run: the steps a
+// resumed run continues and its dispatcher may each set it in one step.
+var clockKey = graph.NewKey("planexec_clock", graph.Reduce("earliest-deadline", func(cur, upd clock) (clock, error) {
+	if upd.Run != cur.Run || cur.Deadline.IsZero() || upd.Deadline.Before(cur.Deadline) {
+		return upd, nil
+	}
+	return cur, nil
+}))
 
 // runMark identifies the running run within a thread (see agent/router):
 // graph.Step counts the thread's steps and graph.RemainingSteps this run's,

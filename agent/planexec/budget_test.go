@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/trellis-agents/trellis/agent/planexec"
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
 	"github.com/trellis-agents/trellis/tool"
@@ -152,4 +154,40 @@ func TestBudgetConfigErrors(t *testing.T) {
 			t.Errorf("err = %v; want %q", err, want)
 		}
 	}
+}
+
+// Waiting for a person is not the agent's time: a run resumed after an
+// approval has the whole time budget again.
+func TestTimeBudgetRestartsOnResume(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var c counter
+		m := executing(simplePlan(st("a", "Publish"), st("b", "Report", "a")))
+		m.When(inStep("a"), llmtest.ToolCalls(llmtest.Call("publish", `{"q":"post"}`)).After(40*time.Second),
+			llmtest.Text("published").After(40*time.Second))
+		m.When(inStep("b"), llmtest.Text("reported").After(40*time.Second))
+		cfg := planexec.Config{Model: m, PlanMode: true, TimeBudget: time.Minute, Tools: []tool.Tool{publish(&c)}}
+		opts := thread(checkpoint.NewMemory(), "wait")
+		res, err := mustNew(t, cfg).Invoke(context.Background(), planexec.Input("Publish and report"), opts...)
+		interrupted(t, res, err)
+		time.Sleep(time.Hour) // the person takes an hour to approve
+		res, err = mustNew(t, cfg).Invoke(context.Background(), nil, append(opts, graph.WithResume(tool.Approve()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps := planexec.Steps.Get(res.State)
+		if steps["a"].Status != planexec.StepDone || steps["a"].Budget != "" {
+			t.Errorf("a = %+v; want done within the resumed run's budget", steps["a"])
+		}
+		// b starts 40s into the resumed run and needs 40s more: the
+		// budget passes while it works.
+		if steps["b"].Budget != planexec.BudgetTime || steps["b"].Status != planexec.StepFailed {
+			t.Errorf("b = %+v; want stopped by the time budget", steps["b"])
+		}
+		// A budget is a limit, not an error: the run delivers (without
+		// ContinueOnError), and the delivery hears why b stopped.
+		answer(t, res)
+		if report := requestsFrom(m, node(planexec.DeliverNode))[0].LastUser(); !strings.Contains(report, "cut short: the time budget of 1m0s passed") {
+			t.Errorf("the delivery report:\n%s", report)
+		}
+	})
 }

@@ -151,8 +151,9 @@ type Config struct {
 	// TimeBudget, when positive, bounds the wall-clock time of the plan's
 	// execution in each run (an Invoke or a resume: waiting for a person is
 	// not the agent's time). Steps running when it passes are stopped
-	// (failed, Budget "time"), no more steps start, and the agent delivers
-	// what it has, saying that time ran out.
+	// (failed, Budget "time"; this does not stop the run as other failures
+	// do without ContinueOnError), no more steps start, and the agent
+	// delivers what it has, saying that time ran out.
 	TimeBudget time.Duration
 	// TokenBudget, when positive, bounds the tokens (input and output) of
 	// one task. Each step of a level gets an even share of what is left;

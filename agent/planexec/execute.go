@@ -53,7 +53,7 @@ func (a *agent) dispatchNode(ctx context.Context, s graph.State) (graph.Output, 
 	}
 	failed := map[string]string{}
 	for id, r := range results {
-		if r.Status == StepFailed {
+		if r.Status == StepFailed && r.Budget == "" { // a budget is a limit, not an error: deliver
 			failed[id] = r.Error
 		}
 	}
@@ -174,7 +174,11 @@ func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.
 	prompt := a.stepPrompt(ctx, plan, st, Steps.Get(s), note)
 	m := &meter{tokens: int64(t.Tokens)}
 	sctx := context.WithValue(context.WithValue(ctx, stepKey{}, st.ID), meterKey{}, m)
-	if deadline, _ := a.deadline(ctx, s); !deadline.IsZero() {
+	var ws graph.Update
+	if deadline, fresh := a.deadline(ctx, s); !deadline.IsZero() {
+		if fresh { // a step resumed by a new run: the run's clock starts now
+			ws = append(ws, clockKey.Set(clock{Run: runMark(ctx), Deadline: deadline}))
+		}
 		m.deadline = deadline
 		var cancel context.CancelFunc
 		sctx, cancel = context.WithDeadline(sctx, deadline)
@@ -204,7 +208,6 @@ func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.
 			err = errors.New("the step's loop ended without an answer")
 		}
 	}
-	var ws graph.Update
 	if err == nil && a.CheckSteps && strings.TrimSpace(st.DoneWhen) != "" && r.Budget == "" {
 		var use judgeUse
 		v, judged := a.judge(sctx, plan, st, r.Result, &use)
@@ -216,7 +219,7 @@ func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.
 				emit(ctx, Event{Kind: EventStepChecked, StepID: st.ID, Title: st.Title, Error: missing, Result: "retry"})
 				next := retryNote{Attempts: note.Attempts + 1, Previous: r.Result, Missing: missing,
 					Requests: note.Requests + r.Requests, Tokens: note.Tokens + r.Tokens}
-				return graph.Writes(retryKey.Set(map[string]retryNote{st.ID: next}), Rounds.Set(r.Requests), Tokens.Set(r.Tokens)), nil
+				return append(ws, retryKey.Set(map[string]retryNote{st.ID: next}), Rounds.Set(r.Requests), Tokens.Set(r.Tokens)), nil
 			}
 			r.Check = missing
 			emit(ctx, Event{Kind: EventStepChecked, StepID: st.ID, Title: st.Title, Error: missing})

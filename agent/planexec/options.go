@@ -35,6 +35,9 @@ type Options struct {
 	CheckSteps    *bool  `json:"check_steps,omitempty"`
 	CheckRetries  *int   `json:"check_retries,omitempty"`
 	ReplanOnMiss  *bool  `json:"replan_on_miss,omitempty"`
+	// ContinueOnError and MaxParallel are Config's.
+	ContinueOnError *bool `json:"continue_on_error,omitempty"`
+	MaxParallel     *int  `json:"max_parallel,omitempty"`
 	// Phases are by phase name: intent, ask, plan, execute, deliver,
 	// judge.
 	Phases map[string]llm.SettingsSpec `json:"phases,omitempty"`
@@ -54,7 +57,7 @@ func DecodeOptions(raw []byte) (Options, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&o); err != nil {
-		return Options{}, fmt.Errorf("planexec options: %w (known: system, max_asks, round_budget, step_rounds, time_budget, token_budget, on_plan_failure, check_steps, check_retries, replan_on_miss, phases, prompts)", err)
+		return Options{}, fmt.Errorf("planexec options: %w (known: system, max_asks, round_budget, step_rounds, time_budget, token_budget, on_plan_failure, check_steps, check_retries, replan_on_miss, continue_on_error, max_parallel, phases, prompts)", err)
 	}
 	return o, nil
 }
@@ -78,6 +81,10 @@ func (o Options) Apply(cfg *Config, resolve func(name string) (llm.Model, error)
 	setInt(&cfg.StepRounds, o.StepRounds)
 	setInt(&cfg.TokenBudget, o.TokenBudget)
 	setInt(&cfg.CheckRetries, o.CheckRetries)
+	setInt(&cfg.MaxParallel, o.MaxParallel)
+	if o.ContinueOnError != nil {
+		cfg.ContinueOnError = *o.ContinueOnError
+	}
 	if o.CheckSteps != nil {
 		cfg.CheckSteps = *o.CheckSteps
 	}

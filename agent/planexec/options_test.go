@@ -22,7 +22,7 @@ func TestOptionsApply(t *testing.T) {
 		return nil, fmt.Errorf("no model %q", name)
 	}
 	o, err := planexec.DecodeOptions([]byte(`{"max_asks": 1, "step_rounds": 7, "time_budget": "90s", "token_budget": 5000,
-		"on_plan_failure": "ask", "check_steps": true, "check_retries": 2, "replan_on_miss": true, "system": "Be brief.",
+		"on_plan_failure": "ask", "check_steps": true, "check_retries": 2, "replan_on_miss": true, "system": "Be brief.", "continue_on_error": true, "max_parallel": 3,
 		"phases": {"plan": {"model": "strong", "temperature": 0.2}, "judge": {"reasoning_effort": "low", "max_tokens": 300}},
 		"prompts": {"deliver": "Sum up {{len .Steps}} steps."}}`))
 	if err != nil {
@@ -33,7 +33,7 @@ func TestOptionsApply(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cfg.MaxAsks != 1 || cfg.StepRounds != 7 || cfg.TimeBudget != 90*time.Second || cfg.TokenBudget != 5000 || cfg.RoundBudget != 12 ||
-		cfg.OnPlanFailure != planexec.PlanFallbackAsk || !cfg.CheckSteps || cfg.CheckRetries != 2 || !cfg.ReplanOnMiss || cfg.System != "Be brief." {
+		cfg.OnPlanFailure != planexec.PlanFallbackAsk || !cfg.CheckSteps || cfg.CheckRetries != 2 || !cfg.ReplanOnMiss || cfg.System != "Be brief." || !cfg.ContinueOnError || cfg.MaxParallel != 3 {
 		t.Errorf("config = %+v", cfg)
 	}
 	if cfg.Phases.Plan.Model != llm.Model(strong) || *cfg.Phases.Plan.Temperature != 0.2 || cfg.Phases.Judge.ReasoningEffort != "low" || cfg.Phases.Judge.MaxTokens != 300 {

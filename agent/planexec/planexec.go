@@ -315,20 +315,23 @@ func (a *agent) stepTools() []tool.Tool {
 // loopConfig is the ReAct configuration of a step (and of a task run
 // without a plan): the Execute phase's model, narrowed to the active packs
 // and metered by the step's budgets.
-func (a *agent) loopConfig(prompt, name string) react.Config {
+func (a *agent) loopConfig(prompt, name string, step bool) react.Config {
 	m := llm.WithSettings(a.Model, a.Phases.Execute)
 	if !a.packs.empty() {
 		m = packModel{Model: m, ps: a.packs}
 	}
-	return react.Config{
-		Name:         name,
-		Model:        budgetModel{Model: m},
-		System:       a.system(prompt),
-		Tools:        a.tools,
-		Policy:       a.Policy,
-		Logger:       a.Logger,
-		BudgetPrompt: stepRoundsPrompt,
+	c := react.Config{
+		Name:   name,
+		Model:  budgetModel{Model: m},
+		System: a.system(prompt),
+		Tools:  a.tools,
+		Policy: a.Policy,
+		Logger: a.Logger,
 	}
+	if step {
+		c.BudgetPrompt = stepRoundsPrompt // how the meter tells the rounds ran out
+	}
+	return c
 }
 
 // model returns the model of a phase.
@@ -357,7 +360,7 @@ func (a *agent) wire(b *graph.Builder) error {
 	b.SetEntry(IntentNode)
 	if !a.PlanMode {
 		prompt := a.render(context.Background(), func(t *templates) *template.Template { return t.Direct }, a.data())
-		entry, err := react.AddTo(b, DirectPrefix, FinishNode, a.loopConfig(prompt, ""))
+		entry, err := react.AddTo(b, DirectPrefix, FinishNode, a.loopConfig(prompt, "", false))
 		if err != nil {
 			return err
 		}
@@ -369,7 +372,7 @@ func (a *agent) wire(b *graph.Builder) error {
 		return nil
 	}
 	prompt := a.render(context.Background(), func(t *templates) *template.Template { return t.Step }, a.data())
-	steps, err := react.New(a.loopConfig(prompt, "planexec step"))
+	steps, err := react.New(a.loopConfig(prompt, "planexec step", true))
 	if err != nil {
 		return err
 	}

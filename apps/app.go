@@ -27,6 +27,7 @@ package apps
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"slices"
 
@@ -114,6 +115,14 @@ type Env struct {
 	// Fresh says the thread starts over: an app with data of its own
 	// resets the scope's data to its starting point.
 	Fresh bool
+	// Configurable is the assistant's config.configurable object (JSON;
+	// nil: none), from which an app reads its own options (each under its
+	// own key; see the app's Entry).
+	Configurable json.RawMessage
+	// Resolve turns a model name (trellis.yaml's models) or a model spec
+	// into a model, for options that choose a model per phase (nil: only
+	// Model is available).
+	Resolve func(name string) (llm.Model, error)
 }
 
 // Closer joins close functions into one that runs each once, for New's

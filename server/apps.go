@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -77,6 +78,15 @@ func (m Models) resolve(model string) (llm.Model, error) {
 	return llm.Retry(llm.WithTimeout(mod, timeout), llm.RetryPolicy{}), nil
 }
 
+// named resolves a model an app's options name per phase (a name under
+// Named, or a spec), wrapped like an assistant's model.
+func (m Models) named(name string) (llm.Model, error) {
+	if name == "" {
+		return nil, fmt.Errorf("an empty model name; name one under models in trellis.yaml, or a spec such as openai:gpt-4o-mini")
+	}
+	return m.resolve(name)
+}
+
 // Titler returns a titler that asks the default model for a thread's
 // title, or nil when the models are scripted (threads are then titled
 // with their first message).
@@ -131,6 +141,10 @@ func (s *Server) appConstructor(e apps.Entry, m Models) runs.Constructor {
 		if err := a.Configurable(&conf); err != nil {
 			return nil, err
 		}
+		var raw json.RawMessage // the app reads its own options from it
+		if err := a.Configurable(&raw); err != nil {
+			return nil, err
+		}
 		model, err := m.model(e, conf.Model)
 		if err != nil {
 			return nil, fmt.Errorf("assistant %s: config.configurable.model: %w", a.ID, err)
@@ -140,7 +154,8 @@ func (s *Server) appConstructor(e apps.Entry, m Models) runs.Constructor {
 			file = filepath.Join(s.DataDir(), "apps.db")
 		}
 		// The app outlives the request that first needed it.
-		app, err := e.Open(context.WithoutCancel(ctx), apps.Env{Model: model, Database: file, DataDir: s.DataDir(), Scope: a.ID})
+		app, err := e.Open(context.WithoutCancel(ctx), apps.Env{Model: model, Database: file, DataDir: s.DataDir(), Scope: a.ID,
+			Configurable: raw, Resolve: m.named})
 		if err != nil {
 			return nil, fmt.Errorf("build app %s for assistant %s: %w", e.Name, a.ID, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
@@ -20,8 +21,64 @@ const (
 	// DefaultRoundBudget is how many model requests one task may make (the
 	// intent check, planning, every step's requests, replanning) before
 	// the agent stops starting steps and delivers what it has.
-	DefaultRoundBudget = 30
+	DefaultRoundBudget = 300
+	// DefaultStepRounds is how many model requests (tool rounds) one step
+	// may make before it must give its result.
+	DefaultStepRounds = 100
+	// DefaultCheckRetries is how many times a step that misses its
+	// done_when check is sent back to work (Config.CheckSteps).
+	DefaultCheckRetries = 1
 )
+
+// PlanFailure says what the agent does when the planner gives no usable
+// plan after its corrections (Config.OnPlanFailure).
+type PlanFailure string
+
+// The plan failure policies.
+const (
+	// PlanFallbackSingleStep (the default, "") runs the task as a plan of
+	// one step holding the user's request, so the run goes on.
+	PlanFallbackSingleStep PlanFailure = ""
+	// PlanFallbackAsk asks the person to describe the task further (an Ask
+	// interrupt, text mode, Step "") and plans again with the answer; when
+	// that plan fails too, it falls back to a single step.
+	PlanFallbackAsk PlanFailure = "ask"
+	// PlanFallbackFail fails the run with the contract error (matching
+	// llm.ErrContract).
+	PlanFallbackFail PlanFailure = "fail"
+)
+
+// Phases holds the model settings of each phase of the agent: which model
+// answers and with which options (see llm.Settings). A zero field leaves
+// the phase on Config.Model with the provider's defaults.
+type Phases struct {
+	// Intent is the chat-or-task check that routes each input.
+	Intent llm.Settings
+	// Ask is the planner while it may still ask the person questions (the
+	// ask tool is offered); unset fields come from Plan.
+	Ask llm.Settings
+	// Plan is planning once no question may be asked, the deeper planning
+	// of complex tasks (which turns reasoning on unless Plan.ReasoningEffort
+	// is "off") and replanning.
+	Plan llm.Settings
+	// Execute is each step's ReAct loop, and a task run without a plan.
+	Execute llm.Settings
+	// Deliver writes the final answer.
+	Deliver llm.Settings
+	// Judge checks a step's result against its done_when
+	// (Config.CheckSteps).
+	Judge llm.Settings
+}
+
+func (p Phases) check() []error {
+	var errs []error
+	for name, s := range map[string]llm.Settings{"Intent": p.Intent, "Ask": p.Ask, "Plan": p.Plan, "Execute": p.Execute, "Deliver": p.Deliver, "Judge": p.Judge} {
+		if err := s.Check("planexec: Config.Phases." + name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
 
 // Config configures the agent. Only Model is required; the modes are off
 // unless set, so the zero Config (with a model) classifies each input and
@@ -86,6 +143,44 @@ type Config struct {
 	// it has. A task run without a plan is bounded by the run's step limit
 	// instead, as an agent/react loop is.
 	RoundBudget int
+	// StepRounds bounds the model requests (tool rounds) of one step,
+	// apart from the task's RoundBudget (0: DefaultStepRounds). A step
+	// whose rounds run out is asked for its result with tools off; its
+	// StepResult.Budget says so ("rounds").
+	StepRounds int
+	// TimeBudget, when positive, bounds the wall-clock time of the plan's
+	// execution in each run (an Invoke or a resume: waiting for a person is
+	// not the agent's time). Steps running when it passes are stopped
+	// (failed, Budget "time"; this does not stop the run as other failures
+	// do without ContinueOnError), no more steps start, and the agent
+	// delivers what it has, saying that time ran out.
+	TimeBudget time.Duration
+	// TokenBudget, when positive, bounds the tokens (input and output) of
+	// one task. Each step of a level gets an even share of what is left;
+	// a step whose share runs out is asked for its result with tools off
+	// (Budget "tokens"), and once the task's budget is used no more steps
+	// start.
+	TokenBudget int
+
+	// OnPlanFailure says what happens when the planner gives no usable
+	// plan after its corrections (default PlanFallbackSingleStep).
+	OnPlanFailure PlanFailure
+	// CheckSteps has a judge call (Phases.Judge) check each finished step
+	// that has a done_when against its result. A step that misses it is
+	// sent back to work with what is missing, up to CheckRetries times;
+	// one that still misses keeps its result with StepResult.Check saying
+	// what is missing (and, with ReplanOnMiss, the remaining plan is
+	// revised).
+	CheckSteps bool
+	// CheckRetries bounds the retries of a step that misses its check (0:
+	// DefaultCheckRetries).
+	CheckRetries int
+	// ReplanOnMiss revises the remaining plan after a step that still
+	// misses its done_when once its retries are used.
+	ReplanOnMiss bool
+
+	// Phases sets the model and its options for each phase.
+	Phases Phases
 	// MaxParallel bounds how many steps run at once (0: every ready step
 	// of a level).
 	MaxParallel int
@@ -93,41 +188,12 @@ type Config struct {
 	// (graph.WithStepLimit given to Invoke still wins).
 	MaxSteps int
 
-	// Prompts replaces the default instructions of each phase.
+	// Prompts replaces the default instructions of each phase; each is a
+	// text/template over PromptData (see Prompts).
 	Prompts Prompts
 	// Logger receives replies that could not be used and fallbacks (nil:
 	// slog.Default()).
 	Logger *slog.Logger
-}
-
-// Prompts holds the instructions of each phase; an empty field keeps the
-// default (the Default* constants). Config.System is added to each.
-type Prompts struct {
-	Intent   string // classifies the input as chat or task (DefaultIntentPrompt)
-	Plan     string // the quick assessment and plan (DefaultPlanPrompt)
-	DeepPlan string // the deeper planning of complex tasks (DefaultDeepPlanPrompt)
-	Step     string // one step's ReAct loop (DefaultStepPrompt)
-	Direct   string // a task run without a plan (DefaultDirectPrompt)
-	Replan   string // replanning after a step named in replan (DefaultReplanPrompt)
-	Deliver  string // the final summary (DefaultDeliverPrompt)
-}
-
-func (p Prompts) withDefaults() Prompts {
-	or := func(s, def string) string {
-		if strings.TrimSpace(s) == "" {
-			return def
-		}
-		return s
-	}
-	return Prompts{
-		Intent:   or(p.Intent, DefaultIntentPrompt),
-		Plan:     or(p.Plan, DefaultPlanPrompt),
-		DeepPlan: or(p.DeepPlan, DefaultDeepPlanPrompt),
-		Step:     or(p.Step, DefaultStepPrompt),
-		Direct:   or(p.Direct, DefaultDirectPrompt),
-		Replan:   or(p.Replan, DefaultReplanPrompt),
-		Deliver:  or(p.Deliver, DefaultDeliverPrompt),
-	}
 }
 
 // check reports every problem of cfg that New can see before building the
@@ -141,10 +207,23 @@ func (cfg Config) check() []error {
 	if cfg.ConfirmPlan && !cfg.PlanMode {
 		add("Config.ConfirmPlan is set but PlanMode is not; there is no plan to confirm without planning (set PlanMode too)")
 	}
-	for name, v := range map[string]int{"MaxAsks": cfg.MaxAsks, "RoundBudget": cfg.RoundBudget, "MaxParallel": cfg.MaxParallel, "MaxSteps": cfg.MaxSteps} {
+	for name, v := range map[string]int{"MaxAsks": cfg.MaxAsks, "RoundBudget": cfg.RoundBudget, "MaxParallel": cfg.MaxParallel, "MaxSteps": cfg.MaxSteps,
+		"StepRounds": cfg.StepRounds, "TokenBudget": cfg.TokenBudget, "CheckRetries": cfg.CheckRetries} {
 		if v < 0 {
 			add("Config.%s is %d; use a positive number, or 0 for the default", name, v)
 		}
+	}
+	if cfg.TimeBudget < 0 {
+		add("Config.TimeBudget is %v; use a positive duration, or 0 for none", cfg.TimeBudget)
+	}
+	switch cfg.OnPlanFailure {
+	case PlanFallbackSingleStep, PlanFallbackAsk, PlanFallbackFail:
+	default:
+		add("Config.OnPlanFailure is %q; use %q, %q or leave it empty (a single-step plan)", cfg.OnPlanFailure, PlanFallbackAsk, PlanFallbackFail)
+	}
+	errs = append(errs, cfg.Phases.check()...)
+	if _, err := cfg.Prompts.parse(); err != nil {
+		errs = append(errs, err)
 	}
 	seen := map[string]string{AskToolName: "the built-in ask tool"}
 	if len(cfg.Packs) > 0 {
@@ -204,7 +283,7 @@ func packNames(packs map[string][]tool.Tool) string {
 // settings is a checked Config with its defaults filled in.
 type settings struct {
 	Config
-	prompts Prompts
+	prompts *templates
 	log     *slog.Logger
 }
 

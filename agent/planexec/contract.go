@@ -61,6 +61,7 @@ type contractReply[T any] struct {
 	msg      llm.Message // the accepted reply
 	ask      *llm.ToolCall
 	requests int
+	tokens   int
 }
 
 // callContract asks for a T the way llm.GenerateJSON does (a bad reply is
@@ -84,6 +85,7 @@ func callContract[T any](ctx context.Context, m llm.Model, req *llm.Request, che
 			return out, err
 		}
 		out.requests += int(max(resp.Usage.Requests, 1))
+		out.tokens += tokensOf(resp.Usage)
 		msg := resp.Message
 		var fix string
 		if c, ok := askCall(msg); ok {

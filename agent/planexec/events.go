@@ -33,6 +33,10 @@ const (
 	EventWaiting EventKind = "waiting"
 	// EventStepFinished: a step is done (Result).
 	EventStepFinished EventKind = "step_finished"
+	// EventStepChecked: a step's result missed its done_when
+	// (Config.CheckSteps): Error says what is missing; Result is "retry"
+	// when the step is sent back to work, "" when its retries are used.
+	EventStepChecked EventKind = "step_checked"
 	// EventStepFailed: a step failed (Error).
 	EventStepFailed EventKind = "step_failed"
 	// EventStepSkipped: a step will not run because a step it depends on

@@ -8,6 +8,7 @@ import (
 	"github.com/trellis-agents/trellis/agent/planexec"
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
 	"github.com/trellis-agents/trellis/tool"
 )
@@ -104,4 +105,52 @@ func ExampleEventFrom() {
 	// step_started hello
 	// step_finished hello Hello!
 	// delivered  I said hello.
+}
+
+// Configuring the phases, the budgets and the checks: a stronger model
+// plans, a small one judges each step's done_when, steps may make at most
+// 20 requests, and a step that misses its goal is sent back to work once.
+func ExampleConfig_phases() {
+	fast := llmtest.New(llmtest.WithName("demo:fast"))
+	fast.When(llmtest.Node(planexec.IntentNode), llmtest.JSON(map[string]string{"intent": "task"}))
+	fast.When(llmtest.LastUserContains("Your step is price:"), llmtest.Text("The venue is lovely."), llmtest.Text("The venue costs €900 a day."))
+	fast.When(llmtest.Node(planexec.DeliverNode), llmtest.Text("The venue costs €900 a day."))
+	strong := llmtest.New(llmtest.WithName("demo:strong"))
+	strong.When(llmtest.Node(planexec.PlanNode), llmtest.JSON(map[string]any{
+		"complexity": "simple", "task": "Find the venue's price",
+		"steps": []planexec.Step{{ID: "price", Title: "Find the price", DoneWhen: "a price in euros is given"}},
+	}))
+	judge := llmtest.New(llmtest.WithName("demo:judge"))
+	judge.When(llmtest.Any(),
+		llmtest.JSON(map[string]any{"done": false, "missing": "the price in euros"}),
+		llmtest.JSON(map[string]any{"done": true}))
+
+	low := 0.0
+	g, err := planexec.New(planexec.Config{
+		Model:    fast,
+		PlanMode: true,
+		Phases: planexec.Phases{
+			Plan:  llm.Settings{Model: strong, ReasoningEffort: "high"},
+			Judge: llm.Settings{Model: judge, Temperature: &low},
+		},
+		StepRounds: 20,
+		CheckSteps: true,
+		Prompts:    planexec.Prompts{Deliver: "Answer in one sentence. The task: {{.Task}}."},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	res, err := g.Invoke(context.Background(), planexec.Input("How much is the venue?"))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	r := planexec.Steps.Get(res.State)["price"]
+	fmt.Printf("%s after %d retry: %s\n", r.Status, r.Retries, r.Result)
+	answer, _ := planexec.Answer(res.State)
+	fmt.Println(answer)
+	// Output:
+	// done after 1 retry: The venue costs €900 a day.
+	// The venue costs €900 a day.
 }

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"text/template"
+	"time"
 
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/graph"
@@ -15,9 +17,13 @@ import (
 // stepTask is the payload of one step's task.
 type stepTask struct {
 	ID string `json:"id"`
-	// Rounds is the step's share of the round budget: its loop's model
-	// requests are bounded by it.
+	// Rounds is the step's share of the round budget (at most
+	// StepRounds): its loop's model requests are bounded by it.
 	Rounds int `json:"rounds"`
+	// Tokens is the step's share of the token budget (0: none).
+	Tokens int `json:"tokens,omitempty"`
+	// Attempt numbers the retries of a step that missed its done_when.
+	Attempt int `json:"attempt,omitempty"`
 }
 
 type stepKey struct{}
@@ -47,7 +53,7 @@ func (a *agent) dispatchNode(ctx context.Context, s graph.State) (graph.Output, 
 	}
 	failed := map[string]string{}
 	for id, r := range results {
-		if r.Status == StepFailed {
+		if r.Status == StepFailed && r.Budget == "" { // a budget is a limit, not an error: deliver
 			failed[id] = r.Error
 		}
 	}
@@ -66,18 +72,48 @@ func (a *agent) dispatchNode(ctx context.Context, s graph.State) (graph.Output, 
 			return to(graph.To(ReplanNode))
 		}
 	}
-	used := Rounds.Get(s)
+	if a.ReplanOnMiss {
+		for _, r := range results {
+			if r.Check != "" && !r.Replanned {
+				return to(graph.To(ReplanNode))
+			}
+		}
+	}
 	wave := plan.ready(finished)
-	if len(wave) == 0 || used >= a.RoundBudget {
+	if len(wave) == 0 {
+		return to(graph.To(DeliverNode))
+	}
+	used, spent := Rounds.Get(s), Tokens.Get(s)
+	deadline, fresh := a.deadline(ctx, s)
+	if fresh {
+		update = append(update, clockKey.Set(clock{Run: runMark(ctx), Deadline: deadline}))
+	}
+	stop := ""
+	switch {
+	case used >= a.RoundBudget:
+		stop = BudgetRounds
+	case a.TokenBudget > 0 && spent >= a.TokenBudget:
+		stop = BudgetTokens
+	case !deadline.IsZero() && !time.Now().Before(deadline):
+		stop = BudgetTime
+	}
+	if stop != "" {
+		a.log.WarnContext(ctx, "planexec: a budget ran out; delivering what the finished steps found", slog.String("budget", stop))
+		update = append(update, Stopped.Set(stop))
 		return to(graph.To(DeliverNode))
 	}
 	if a.MaxParallel > 0 && len(wave) > a.MaxParallel {
 		wave = wave[:a.MaxParallel]
 	}
-	share := max(1, (a.RoundBudget-used)/len(wave))
+	share := min(a.StepRounds, max(1, (a.RoundBudget-used)/len(wave)))
+	tokens := 0
+	if a.TokenBudget > 0 {
+		tokens = max(1, (a.TokenBudget-spent)/len(wave))
+	}
 	targets := make([]graph.Target, len(wave))
+	notes := retryKey.Get(s)
 	for i, st := range wave {
-		targets[i] = graph.Send(StepNode, stepTask{ID: st.ID, Rounds: share})
+		targets[i] = graph.Send(StepNode, stepTask{ID: st.ID, Rounds: share, Tokens: tokens, Attempt: notes[st.ID].Attempts})
 		emit(ctx, Event{Kind: EventStepStarted, StepID: st.ID, Title: st.Title})
 	}
 	return to(targets...)
@@ -121,16 +157,35 @@ func (a *agent) skips(ctx context.Context, plan Plan, results map[string]StepRes
 // loop checkpoints in the task's namespace, so an interrupt inside it (a
 // question, a tool approval) stops the run and, once answered, the loop
 // continues where it stopped. Any other error fails the step, not the run.
+//
+// The step's budgets bound the loop: its rounds by the loop's step limit,
+// its tokens and the run's time by the meter its model requests read. With
+// CheckSteps, a result is checked against the step's done_when; a result
+// that misses it, with retries left, is not kept: the step is noted for a
+// retry, and the dispatcher runs it again (a new task, so a fresh loop)
+// with the earlier result and what it missed.
 func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.Output, error) {
 	plan := CurrentPlan.Get(s)
 	st, ok := plan.Step(t.ID)
 	if !ok {
 		return nil, fmt.Errorf("planexec: step %q is not in the current plan (its steps are %s); the plan changed under a running step", t.ID, idList(plan.Steps))
 	}
-	prompt := stepPrompt(plan, st, Steps.Get(s))
+	note := retryKey.Get(s)[st.ID]
+	prompt := a.stepPrompt(ctx, plan, st, Steps.Get(s), note)
+	m := &meter{tokens: int64(t.Tokens)}
+	sctx := context.WithValue(context.WithValue(ctx, stepKey{}, st.ID), meterKey{}, m)
+	var ws graph.Update
+	if deadline, fresh := a.deadline(ctx, s); !deadline.IsZero() {
+		if fresh { // a step resumed by a new run: the run's clock starts now
+			ws = append(ws, clockKey.Set(clock{Run: runMark(ctx), Deadline: deadline}))
+		}
+		m.deadline = deadline
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithDeadline(sctx, deadline)
+		defer cancel()
+	}
 	limit := 2*max(t.Rounds, 1) - 1 // a model step per round, a tool step between two
-	res, err := a.steps.Invoke(context.WithValue(ctx, stepKey{}, st.ID),
-		graph.Writes(graph.Append(react.Messages, llm.User(prompt))), graph.WithStepLimit(limit))
+	res, err := a.steps.Invoke(sctx, graph.Writes(graph.Append(react.Messages, llm.User(prompt))), graph.WithStepLimit(limit))
 	if errors.Is(err, graph.ErrInterrupted) {
 		emitWaiting(ctx, st.ID, err)
 		return nil, err
@@ -138,7 +193,14 @@ func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.
 	if err != nil && ctx.Err() != nil {
 		return nil, err
 	}
-	r := StepResult{Requests: requests(res)}
+	r := StepResult{Requests: requests(res), Retries: note.Attempts}
+	if res != nil {
+		r.Tokens = tokensOf(res.Usage())
+	}
+	if err != nil && !m.deadline.IsZero() && !time.Now().Before(m.deadline) {
+		m.mark(BudgetTime)
+	}
+	r.Budget = m.budget()
 	if err == nil {
 		if answer, ok := react.AnswerFrom(react.Messages.Get(res.State)); ok {
 			r.Status, r.Result = StepDone, answer
@@ -146,14 +208,37 @@ func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.
 			err = errors.New("the step's loop ended without an answer")
 		}
 	}
+	if err == nil && a.CheckSteps && strings.TrimSpace(st.DoneWhen) != "" && r.Budget == "" {
+		var use judgeUse
+		v, judged := a.judge(sctx, plan, st, r.Result, &use)
+		r.Requests += use.requests
+		r.Tokens += use.tokens
+		if judged && !v.Done {
+			missing := cmpOr(strings.TrimSpace(v.Missing), "the result does not meet the step's done_when")
+			if note.Attempts < a.CheckRetries {
+				emit(ctx, Event{Kind: EventStepChecked, StepID: st.ID, Title: st.Title, Error: missing, Result: "retry"})
+				next := retryNote{Attempts: note.Attempts + 1, Previous: r.Result, Missing: missing,
+					Requests: note.Requests + r.Requests, Tokens: note.Tokens + r.Tokens}
+				return append(ws, retryKey.Set(map[string]retryNote{st.ID: next}), Rounds.Set(r.Requests), Tokens.Set(r.Tokens)), nil
+			}
+			r.Check = missing
+			emit(ctx, Event{Kind: EventStepChecked, StepID: st.ID, Title: st.Title, Error: missing})
+		}
+	}
+	rounds, tokens := r.Requests, r.Tokens
+	r.Requests += note.Requests // the earlier attempts were counted when they ended
+	r.Tokens += note.Tokens
 	if err != nil {
+		if r.Budget == BudgetTime || errors.Is(err, ErrBudget) {
+			err = fmt.Errorf("the %s budget ran out before the step finished: %w", cmpOr(r.Budget, "step's"), err)
+		}
 		r.Status, r.Error = StepFailed, err.Error()
-		a.log.WarnContext(ctx, "planexec: a step failed", slog.String("step", st.ID), slog.Any("error", err))
+		a.log.WarnContext(ctx, "planexec: a step failed", slog.String("step", st.ID), slog.String("error", r.Error))
 		emit(ctx, Event{Kind: EventStepFailed, StepID: st.ID, Title: st.Title, Error: r.Error})
 	} else {
 		emit(ctx, Event{Kind: EventStepFinished, StepID: st.ID, Title: st.Title, Result: r.Result})
 	}
-	return graph.Writes(Steps.Set(map[string]StepResult{st.ID: r}), Rounds.Set(r.Requests)), nil
+	return append(ws, Steps.Set(map[string]StepResult{st.ID: r}), Rounds.Set(rounds), Tokens.Set(tokens)), nil
 }
 
 // requests counts a step's model requests: its loop's usage, or its
@@ -172,44 +257,43 @@ func requests(res *graph.Result) int {
 	return max(int(res.Usage().Requests), replies)
 }
 
-// stepPrompt is the user message that starts a step's loop: the task, the
-// plan, the step, and the results of the steps it depends on.
-func stepPrompt(plan Plan, st Step, results map[string]StepResult) string {
-	var b strings.Builder
-	b.Grow(256 + 32*len(plan.Steps))
-	b.WriteString("The whole task: ")
-	b.WriteString(plan.Task)
-	b.WriteString("\n\nThe plan:\n")
-	for _, p := range plan.Steps {
-		b.WriteString("- ")
-		b.WriteString(p.ID)
-		b.WriteString(": ")
-		b.WriteString(p.Title)
-		if p.ID == st.ID {
-			b.WriteString("  <- your step")
-		}
-		b.WriteByte('\n')
+// stepPrompt is the user message that starts a step's loop (the StepTask
+// template): the task, the plan, the step, and the results of the steps it
+// depends on.
+//
+// A step sent back to work after missing its done_when gets, after that,
+// its earlier result and what the check found missing.
+func (a *agent) stepPrompt(ctx context.Context, plan Plan, st Step, results map[string]StepResult, note retryNote) string {
+	d := a.data()
+	d.Task, d.Steps, d.Step = plan.Task, plan.Steps, st
+	for _, id := range st.DependsOn {
+		dep, _ := plan.Step(id)
+		d.Results = append(d.Results, report(dep, results))
 	}
-	b.WriteString("\nYour step is ")
-	b.WriteString(st.ID)
-	b.WriteString(": ")
-	b.WriteString(st.Title)
-	b.WriteByte('\n')
-	if st.Description != "" {
-		b.WriteString(st.Description)
-		b.WriteByte('\n')
+	var text string
+	if a.prompts.ownStepTask {
+		text = a.render(ctx, func(t *templates) *template.Template { return t.StepTask }, d)
+	} else {
+		text = stepTaskText(d)
 	}
-	if st.DoneWhen != "" {
-		b.WriteString("It is done when: ")
-		b.WriteString(st.DoneWhen)
-		b.WriteByte('\n')
+	if note.Attempts > 0 {
+		text += "\n\n" + retryMarker + note.Missing + "\nThe earlier attempt's result was:\n" + note.Previous +
+			"\n\nDo the step again and give its whole result, including what was missing."
 	}
-	if len(st.DependsOn) > 0 {
-		b.WriteString("\nResults of the steps it depends on:\n")
-		for _, d := range st.DependsOn {
-			dep, _ := plan.Step(d)
-			fmt.Fprintf(&b, "\n[%s] %s:\n%s\n", d, dep.Title, results[d].Result)
-		}
+	return text
+}
+
+// report is a step's outcome for prompt templates.
+func report(st Step, results map[string]StepResult) StepReport {
+	r := results[st.ID]
+	return StepReport{ID: st.ID, Title: st.Title, Status: r.Status, Result: r.Result, Error: r.Error, Budget: r.Budget, Check: r.Check}
+}
+
+// reports are every step's outcome, in plan order.
+func reports(plan Plan, results map[string]StepResult) []StepReport {
+	out := make([]StepReport, len(plan.Steps))
+	for i, st := range plan.Steps {
+		out[i] = report(st, results)
 	}
-	return b.String()
+	return out
 }

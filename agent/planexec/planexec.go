@@ -47,9 +47,41 @@
 //   - deliver: the model writes the final answer from the step results;
 //     when it fails, a mechanical summary lists the steps and their status.
 //
+// # Budgets
+//
 // RoundBudget bounds the model requests of a task (usage Requests, step
-// loops included): once used up, no more steps start and the agent
-// delivers what it has.
+// loops included) and StepRounds those of one step (default 100, apart
+// from the task's total); TokenBudget bounds a task's tokens and
+// TimeBudget the wall-clock time of a run's execution (waiting for a
+// person excluded). A step whose rounds or token share run out gives its
+// result with tools off; one still running when the time passes fails.
+// Either way StepResult.Budget names the budget; once a task's budget is
+// used up no more steps start (Stopped names it), and the delivery is
+// told which budget ran out and what was left undone, to say so plainly.
+//
+// # Degrading instead of failing
+//
+// When the planner gives no usable plan after its corrections, the task
+// runs as a single step holding the request (OnPlanFailure, the default),
+// or the person is asked once to describe the task (PlanFallbackAsk), or
+// the run fails (PlanFallbackFail). When the model cannot write the final
+// answer, a mechanical summary is delivered.
+//
+// # Checking steps
+//
+// With CheckSteps, a judge call checks each finished step that has a
+// done_when against its result. A step that misses it runs again as a
+// fresh task, told its earlier result and what it missed, up to
+// CheckRetries times; one that still misses keeps its result with
+// StepResult.Check saying what is missing, and with ReplanOnMiss the
+// remaining plan is revised to finish it.
+//
+// # Phases and prompts
+//
+// Each phase (intent, ask, plan, execute, deliver, judge) can have its
+// own model and options (Config.Phases, llm.Settings). The prompts are
+// text/templates over PromptData (Config.Prompts), checked by New.
+// Options decodes all of these from a configuration file (trellis.yaml).
 //
 // Tool packs (Config.Packs) are named groups of tools a step adds to its
 // context, and removes, with the built-in tools_add and tools_remove: the
@@ -70,6 +102,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"text/template"
 
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/graph"
@@ -99,12 +132,18 @@ var (
 	Rounds = graph.NewKey("planexec_rounds", graph.Sum[int]())
 	// Summary is the delivered answer of the current task.
 	Summary = graph.NewKey[string]("planexec_summary")
+	// Tokens counts the current task's tokens (input and output).
+	Tokens = graph.NewKey("planexec_tokens", graph.Sum[int]())
+	// Stopped names the budget that stopped the current task's plan
+	// before every step ran (BudgetRounds, BudgetTokens, BudgetTime), or
+	// is "".
+	Stopped = graph.NewKey[string]("planexec_stopped")
 )
 
 // StateKeys returns every key the agent reads and writes; a parent graph
 // that adds the agent as a subgraph may list any of them to share them.
 func StateKeys() []graph.AnyKey {
-	return []graph.AnyKey{Messages, Calls, ToolSubset, PlanMessages, CurrentPlan, Steps, Rounds, Summary}
+	return []graph.AnyKey{Messages, Calls, ToolSubset, PlanMessages, CurrentPlan, Steps, Rounds, Summary, Tokens, Stopped, clockKey, retryKey}
 }
 
 // StepStatus is how a step ended.
@@ -124,8 +163,25 @@ type StepResult struct {
 	Result string `json:"result,omitempty"`
 	// Error says why the step failed or was skipped.
 	Error string `json:"error,omitempty"`
-	// Requests counts the step's model requests.
+	// Requests counts the step's model requests (its judge's included).
 	Requests int `json:"requests,omitempty"`
+	// Tokens counts the step's tokens (input and output).
+	Tokens int `json:"tokens,omitempty"`
+	// Budget names the budget that ended the step (BudgetRounds,
+	// BudgetTokens, BudgetTime), or is "". A step ended by its rounds or
+	// tokens gave a result with tools off (StepDone); one ended by time
+	// failed.
+	Budget string `json:"budget,omitempty"`
+	// Check says what the step's result still misses of its done_when
+	// after its retries (Config.CheckSteps), or is "".
+	Check string `json:"check,omitempty"`
+	// Retries counts the times the step was sent back to work because
+	// its result missed its done_when (each a fresh loop, told its
+	// earlier result and what it missed).
+	Retries int `json:"retries,omitempty"`
+	// Replanned is set once a missed check has led to replanning
+	// (Config.ReplanOnMiss), so it does so once.
+	Replanned bool `json:"replanned,omitempty"`
 }
 
 // StepError is the error of a run stopped by failed steps (without
@@ -154,6 +210,9 @@ const (
 	StepNode     = "step"
 	ReplanNode   = "replan"
 	DeliverNode  = "deliver"
+	// HelpNode asks the person to describe the task when planning failed
+	// (OnPlanFailure PlanFallbackAsk).
+	HelpNode = "help"
 	// DirectPrefix prefixes the ReAct loop's nodes of a task run without
 	// a plan; FinishNode delivers its answer.
 	DirectPrefix = "direct_"
@@ -193,7 +252,11 @@ func New(cfg Config) (*graph.Graph, error) {
 	if err := errors.Join(cfg.check()...); err != nil {
 		return nil, err
 	}
-	s := &settings{Config: cfg, prompts: cfg.Prompts.withDefaults(), log: cfg.Logger}
+	prompts, err := cfg.Prompts.parse()
+	if err != nil {
+		return nil, err
+	}
+	s := &settings{Config: cfg, prompts: prompts, log: cfg.Logger}
 	s.fill()
 	a := &agent{settings: s, packs: newPackSet(cfg.Packs, cfg.ActivePacks), ask: newAskTool()}
 	a.tools = a.stepTools()
@@ -216,6 +279,12 @@ func (s *settings) fill() {
 	}
 	if s.RoundBudget == 0 {
 		s.RoundBudget = DefaultRoundBudget
+	}
+	if s.StepRounds == 0 {
+		s.StepRounds = DefaultStepRounds
+	}
+	if s.CheckRetries == 0 {
+		s.CheckRetries = DefaultCheckRetries
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -244,20 +313,33 @@ func (a *agent) stepTools() []tool.Tool {
 }
 
 // loopConfig is the ReAct configuration of a step (and of a task run
-// without a plan).
-func (a *agent) loopConfig(prompt, name string) react.Config {
-	var m llm.Model = a.Model
+// without a plan): the Execute phase's model, narrowed to the active packs
+// and metered by the step's budgets.
+func (a *agent) loopConfig(prompt, name string, step bool) react.Config {
+	m := llm.WithSettings(a.Model, a.Phases.Execute)
 	if !a.packs.empty() {
-		m = packModel{Model: a.Model, ps: a.packs}
+		m = packModel{Model: m, ps: a.packs}
 	}
-	return react.Config{
+	c := react.Config{
 		Name:   name,
-		Model:  m,
+		Model:  budgetModel{Model: m},
 		System: a.system(prompt),
 		Tools:  a.tools,
 		Policy: a.Policy,
 		Logger: a.Logger,
 	}
+	if step {
+		c.BudgetPrompt = stepRoundsPrompt // how the meter tells the rounds ran out
+	}
+	return c
+}
+
+// model returns the model of a phase.
+func (a *agent) model(s llm.Settings) llm.Model { return llm.WithSettings(a.Model, s) }
+
+// data is the prompt data every phase shares.
+func (a *agent) data() PromptData {
+	return PromptData{Name: a.Name, Tools: a.catalog, AskTool: AskToolName, MaxAsks: a.MaxAsks}
 }
 
 // system joins a phase's instructions with Config.System.
@@ -277,7 +359,8 @@ func (a *agent) wire(b *graph.Builder) error {
 	b.AddNode(IntentNode, a.intentNode(next), graph.Destinations(graph.END, next))
 	b.SetEntry(IntentNode)
 	if !a.PlanMode {
-		entry, err := react.AddTo(b, DirectPrefix, FinishNode, a.loopConfig(a.prompts.Direct, ""))
+		prompt := a.render(context.Background(), func(t *templates) *template.Template { return t.Direct }, a.data())
+		entry, err := react.AddTo(b, DirectPrefix, FinishNode, a.loopConfig(prompt, "", false))
 		if err != nil {
 			return err
 		}
@@ -288,7 +371,8 @@ func (a *agent) wire(b *graph.Builder) error {
 		b.AddEdge(FinishNode, graph.END)
 		return nil
 	}
-	steps, err := react.New(a.loopConfig(a.prompts.Step, "planexec step"))
+	prompt := a.render(context.Background(), func(t *templates) *template.Template { return t.Step }, a.data())
+	steps, err := react.New(a.loopConfig(prompt, "planexec step", true))
 	if err != nil {
 		return err
 	}
@@ -298,6 +382,11 @@ func (a *agent) wire(b *graph.Builder) error {
 		planDests = append(planDests, AskNode)
 		b.AddNode(AskNode, a.askNode)
 		b.AddEdge(AskNode, PlanNode)
+	}
+	if a.OnPlanFailure == PlanFallbackAsk {
+		planDests = append(planDests, HelpNode)
+		b.AddNode(HelpNode, a.helpNode)
+		b.AddEdge(HelpNode, PlanNode)
 	}
 	if a.ConfirmPlan {
 		planDests = append(planDests, ReviewNode)

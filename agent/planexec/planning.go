@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"text/template"
 
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
@@ -22,30 +23,46 @@ func (a *agent) intentNode(next string) graph.NodeFunc {
 			PlanMessages.Overwrite(nil),
 			CurrentPlan.Overwrite(Plan{}),
 			Steps.Overwrite(map[string]StepResult{}),
+			Stopped.Overwrite(""),
+			retryKey.Overwrite(nil),
 		)
 		task := graph.Command{Goto: []graph.Target{graph.To(next)}}
 		if a.TaskOnly {
-			task.Update = append(reset, Rounds.Overwrite(0), Summary.Overwrite(""))
+			task.Update = append(reset, Rounds.Overwrite(0), Tokens.Overwrite(0), Summary.Overwrite(""))
 			return task, nil
 		}
-		req := &llm.Request{Messages: append([]llm.Message{llm.System(a.system(a.prompts.Intent))}, conversation(Messages.Get(s))...)}
-		res, err := llm.GenerateJSON[intentReply](ctx, a.Model, req)
-		rounds := int(res.Usage.Requests)
+		prompt := a.render(ctx, func(t *templates) *template.Template { return t.Intent }, a.data())
+		req := &llm.Request{Messages: append([]llm.Message{llm.System(a.system(prompt))}, conversation(Messages.Get(s))...)}
+		res, err := llm.GenerateJSON[intentReply](ctx, a.model(a.Phases.Intent), req)
+		rounds, tokens := int(res.Usage.Requests), tokensOf(res.Usage)
 		switch {
 		case err == nil && res.Value.Intent == chatIntent && strings.TrimSpace(res.Value.Reply) != "":
 			reply := res.Value.Reply
 			emit(ctx, Event{Kind: EventDelivered, Text: reply})
 			return graph.Command{
 				Goto: []graph.Target{graph.To(graph.END)},
-				Update: append(reset, Rounds.Overwrite(rounds), Summary.Overwrite(reply),
+				Update: append(reset, Rounds.Overwrite(rounds), Tokens.Overwrite(tokens), Summary.Overwrite(reply),
 					graph.Append(Messages, llm.Assistant(reply))),
 			}, nil
 		case errors.Is(err, llm.ErrContract):
 			a.log.WarnContext(ctx, "planexec: the intent check gave no usable reply; treating the input as a task", slog.Any("error", err))
+		case err != nil && ctx.Err() == nil && !errors.Is(err, graph.ErrInterrupted):
+			// The routing phase degrades: a polite reply, and the thread
+			// takes the next message as usual.
+			a.log.ErrorContext(ctx, "planexec: the intent check's model failed; replying that the request could not be handled", slog.Any("error", err))
+			d := a.data()
+			d.Error = err.Error()
+			reply := a.render(ctx, func(t *templates) *template.Template { return t.Unavailable }, d)
+			emit(ctx, Event{Kind: EventDelivered, Text: reply})
+			return graph.Command{
+				Goto: []graph.Target{graph.To(graph.END)},
+				Update: append(reset, Rounds.Overwrite(rounds), Tokens.Overwrite(tokens), Summary.Overwrite(reply),
+					graph.Append(Messages, llm.Assistant(reply))),
+			}, nil
 		case err != nil:
 			return nil, fmt.Errorf("planexec: the intent check failed: %w", err)
 		}
-		task.Update = append(reset, Rounds.Overwrite(rounds), Summary.Overwrite(""))
+		task.Update = append(reset, Rounds.Overwrite(rounds), Tokens.Overwrite(tokens), Summary.Overwrite(""))
 		return task, nil
 	}
 }
@@ -74,12 +91,18 @@ func asks(history []llm.Message) int {
 }
 
 // planNode makes the plan: a quick assessment (which may ask a person
-// instead), then, for a complex task, a deeper planning call.
+// instead), then, for a complex task, a deeper planning call. While the
+// planner may still ask, its requests use the Ask phase's settings; after
+// that, the Plan phase's.
 func (a *agent) planNode(ctx context.Context, s graph.State) (graph.Output, error) {
 	history := PlanMessages.Get(s)
 	asked := asks(history)
 	canAsk := a.AskMode && asked < a.MaxAsks
-	req := a.planRequest(s, history)
+	req := a.planRequest(ctx, s, history, asked)
+	phase := a.Phases.Plan
+	if canAsk {
+		phase = a.Phases.Ask.Or(a.Phases.Plan)
+	}
 	if a.AskMode || asked > 0 {
 		req.Tools = []llm.ToolSpec{a.ask.Info().Spec()}
 		if !canAsk {
@@ -90,36 +113,48 @@ func (a *agent) planNode(ctx context.Context, s graph.State) (graph.Output, erro
 				"You have asked %d questions, the most allowed. Do not ask more: reply with the plan JSON now, assuming what you must.", asked)))
 		}
 	}
-	r, err := callContract(ctx, a.Model, req, func(d draft) []string { return d.plan().problems() }, canAsk)
-	rounds := r.requests
+	r, err := callContract(ctx, a.model(phase), req, func(d draft) []string { return d.plan().problems() }, canAsk)
+	rounds, tokens := r.requests, r.tokens
+	if errors.Is(err, llm.ErrContract) && a.OnPlanFailure != PlanFallbackFail {
+		return a.planFailed(ctx, s, err, rounds, tokens)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("planexec: planning failed: %w", err)
 	}
 	if r.ask != nil {
 		return graph.Command{
 			Goto:   []graph.Target{graph.To(AskNode)},
-			Update: graph.Writes(graph.Append(PlanMessages, r.msg), Rounds.Set(rounds)),
+			Update: graph.Writes(graph.Append(PlanMessages, r.msg), Rounds.Set(rounds), Tokens.Set(tokens)),
 		}, nil
 	}
 	plan, reply := r.value.plan(), r.msg
 	if r.value.Complexity == complexTask {
+		d := a.data()
+		d.Task = plan.Task
+		deepText := a.render(ctx, func(t *templates) *template.Template { return t.DeepPlan }, d)
 		deep := req.Clone()
-		deep.Messages = append(deep.Messages, r.msg, llm.User(a.prompts.DeepPlan+"\nReply with only the JSON object (task, steps, replan)."))
+		deep.Messages = append(deep.Messages, r.msg, llm.User(deepText+"\nReply with only the JSON object (task, steps, replan)."))
 		if len(deep.Tools) > 0 {
 			deep.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
 		}
 		deep.Reasoning = &llm.Reasoning{Enabled: true}
-		d, err := callContract(ctx, a.Model, deep, Plan.problems, false)
-		rounds += d.requests
+		d2, err := callContract(ctx, a.model(a.Phases.Plan), deep, Plan.problems, false)
+		rounds += d2.requests
+		tokens += d2.tokens
 		switch {
 		case err == nil:
-			plan, reply = d.value, d.msg
+			plan, reply = d2.value, d2.msg
 		case errors.Is(err, llm.ErrContract):
 			a.log.WarnContext(ctx, "planexec: deeper planning gave no usable plan; keeping the first one", slog.Any("error", err))
 		default:
 			return nil, fmt.Errorf("planexec: deeper planning failed: %w", err)
 		}
 	}
+	return a.planned(ctx, plan, rounds, tokens, graph.Append(PlanMessages, reply)), nil
+}
+
+// planned emits the plan and sends it to review or to the dispatcher.
+func (a *agent) planned(ctx context.Context, plan Plan, rounds, tokens int, ws ...graph.Write) graph.Command {
 	emit(ctx, Event{Kind: EventPlanReady, Plan: &plan})
 	next := DispatchNode
 	if a.ConfirmPlan && !a.nested(ctx) {
@@ -127,15 +162,85 @@ func (a *agent) planNode(ctx context.Context, s graph.State) (graph.Output, erro
 	}
 	return graph.Command{
 		Goto:   []graph.Target{graph.To(next)},
-		Update: graph.Writes(graph.Append(PlanMessages, reply), CurrentPlan.Set(plan), Rounds.Set(rounds)),
-	}, nil
+		Update: append(graph.Writes(CurrentPlan.Set(plan), Rounds.Set(rounds), Tokens.Set(tokens)), ws...),
+	}
+}
+
+// helpMarker starts the planning dialogue's message holding the person's
+// description of the task after planning failed (OnPlanFailure
+// PlanFallbackAsk); it is asked once per task.
+const helpMarker = "Planning failed, so the user was asked to describe the task. They said: "
+
+// HelpQuestion is the question asked when planning failed and
+// OnPlanFailure is PlanFallbackAsk.
+const HelpQuestion = "I could not turn this request into a plan. Could you describe the task in a few steps, or say more about what you need?"
+
+// planFailed degrades after the planner gave no usable plan: it asks the
+// person once (PlanFallbackAsk), and otherwise runs the request as a
+// single step.
+func (a *agent) planFailed(ctx context.Context, s graph.State, cause error, rounds, tokens int) (graph.Output, error) {
+	if a.OnPlanFailure == PlanFallbackAsk && !helped(PlanMessages.Get(s)) {
+		a.log.WarnContext(ctx, "planexec: planning gave no usable plan; asking the user to describe the task", slog.Any("error", cause))
+		return graph.Command{
+			Goto:   []graph.Target{graph.To(HelpNode)},
+			Update: graph.Writes(Rounds.Set(rounds), Tokens.Set(tokens)),
+		}, nil
+	}
+	a.log.WarnContext(ctx, "planexec: planning gave no usable plan; running the request as a single step", slog.Any("error", cause))
+	return a.planned(ctx, singleStep(Messages.Get(s), PlanMessages.Get(s)), rounds, tokens), nil
+}
+
+// helped reports whether the person was already asked to describe the
+// task.
+func helped(history []llm.Message) bool {
+	for _, m := range history {
+		if m.Role == llm.RoleUser && strings.HasPrefix(m.Text(), helpMarker) {
+			return true
+		}
+	}
+	return false
+}
+
+// singleStep is the fallback plan: one step doing what the user asked
+// (their last request, and their description when they gave one).
+func singleStep(conv, history []llm.Message) Plan {
+	var request string
+	for i := len(conv) - 1; i >= 0; i-- {
+		if conv[i].Role == llm.RoleUser {
+			request = strings.TrimSpace(conv[i].Text())
+			break
+		}
+	}
+	desc := request
+	for _, m := range history {
+		if m.Role == llm.RoleUser && strings.HasPrefix(m.Text(), helpMarker) {
+			desc += "\n\nThe user described it further: " + strings.TrimPrefix(m.Text(), helpMarker)
+		}
+	}
+	return Plan{
+		Task:  cmpOr(request, "the user's request"),
+		Steps: []Step{{ID: "task", Title: "Carry out the request", Description: desc}},
+	}
+}
+
+// helpNode asks the person to describe the task after planning failed,
+// and sends the answer to the planner.
+func (a *agent) helpNode(ctx context.Context, _ graph.State) (graph.Output, error) {
+	text, err := askPerson(ctx, Ask{Kind: AskKind, Mode: AskText, Question: HelpQuestion})
+	if err != nil {
+		emitWaiting(ctx, "", err)
+		return nil, err
+	}
+	return graph.Writes(graph.Append(PlanMessages, llm.User(helpMarker+text))), nil
 }
 
 // planRequest is the quick assessment's request: the instructions, the
 // conversation and the planning dialogue so far.
-func (a *agent) planRequest(s graph.State, history []llm.Message) *llm.Request {
+func (a *agent) planRequest(ctx context.Context, s graph.State, history []llm.Message, asked int) *llm.Request {
+	d := a.data()
+	d.Asked = asked
 	var sys strings.Builder
-	sys.WriteString(a.prompts.Plan)
+	sys.WriteString(a.render(ctx, func(t *templates) *template.Template { return t.Plan }, d))
 	if a.catalog != "" {
 		sys.WriteString("\n\nThe tools the steps can use:\n")
 		sys.WriteString(a.catalog)

@@ -238,8 +238,9 @@ func TestPlanReview(t *testing.T) {
 }
 
 // A plan with a cycle or an unknown dependency never runs: the planner is
-// told the problem, and when it keeps sending such plans the run fails
-// with an error naming it, before any step.
+// told the problem, and when it keeps sending such plans (and
+// OnPlanFailure is PlanFallbackFail) the run fails with an error naming
+// it, before any step.
 func TestInvalidPlans(t *testing.T) {
 	cyclic := simplePlan(st("a", "A", "b"), st("b", "B", "a"))
 	unknown := simplePlan(st("a", "A", "ghost"))
@@ -253,7 +254,7 @@ func TestInvalidPlans(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := planning(tc.turn, tc.turn, tc.turn)
-			g := mustNew(t, planexec.Config{Model: m, PlanMode: true})
+			g := mustNew(t, planexec.Config{Model: m, PlanMode: true, OnPlanFailure: planexec.PlanFallbackFail})
 			_, err := g.Invoke(context.Background(), planexec.Input("go"))
 			if !errors.Is(err, llm.ErrContract) || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v; want a contract error saying %q", err, tc.want)

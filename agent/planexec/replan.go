@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"text/template"
 
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
@@ -20,13 +21,16 @@ import (
 func (a *agent) replanNode(ctx context.Context, s graph.State) (graph.Output, error) {
 	old := CurrentPlan.Get(s)
 	results := Steps.Get(s)
+	d := a.data()
+	d.Task, d.Steps, d.Results = old.Task, old.Steps, reports(old, results)
+	prompt := a.render(ctx, func(t *templates) *template.Template { return t.Replan }, d)
 	req := &llm.Request{Messages: []llm.Message{
-		llm.System(a.system(a.prompts.Replan + "\nReply with only a JSON object of this shape:\n" + planShapeNoComplexity)),
+		llm.System(a.system(prompt + "\nReply with only a JSON object of this shape:\n" + planShapeNoComplexity)),
 	}}
 	req.Messages = append(req.Messages, conversation(Messages.Get(s))...)
 	req.Messages = append(req.Messages, llm.User(replanReport(old, results)))
 	check := func(p Plan) []string { return merge(old, p, results).problems() }
-	r, err := callContract(ctx, a.Model, req, check, false)
+	r, err := callContract(ctx, a.model(a.Phases.Plan), req, check, false)
 	var plan Plan
 	switch {
 	case err == nil:
@@ -39,7 +43,24 @@ func (a *agent) replanNode(ctx context.Context, s graph.State) (graph.Output, er
 		return nil, fmt.Errorf("planexec: replanning failed: %w", err)
 	}
 	emit(ctx, Event{Kind: EventReplanned, Plan: &plan})
-	return graph.Writes(CurrentPlan.Set(plan), Rounds.Set(r.requests)), nil
+	ws := graph.Writes(CurrentPlan.Set(plan), Rounds.Set(r.requests), Tokens.Set(r.tokens))
+	if missed := missedChecks(results); len(missed) > 0 {
+		ws = append(ws, Steps.Set(missed))
+	}
+	return ws, nil
+}
+
+// missedChecks returns the results whose missed check has not yet led to
+// replanning, marked as having done so.
+func missedChecks(results map[string]StepResult) map[string]StepResult {
+	out := map[string]StepResult{}
+	for id, r := range results {
+		if r.Check != "" && !r.Replanned {
+			r.Replanned = true
+			out[id] = r
+		}
+	}
+	return out
 }
 
 const planShapeNoComplexity = `{"task": "...", "steps": [{"id": "s4", "title": "...", "description": "...", "depends_on": ["s1"], "done_when": "..."}], "replan": []}`
@@ -56,12 +77,17 @@ func replanReport(p Plan, results map[string]StepResult) string {
 			continue
 		}
 		fmt.Fprintf(&b, "\n[%s] %s (%s):\n%s\n", st.ID, st.Title, r.Status, cmpOr(r.Result, r.Error))
+		if r.Check != "" && !r.Replanned {
+			fmt.Fprintf(&b, "Its result misses its done_when (%s): %s\n", st.DoneWhen, r.Check)
+			triggers = append(triggers, st.ID)
+			continue
+		}
 		for _, id := range p.Replan {
 			if id == st.ID {
 				triggers = append(triggers, id)
 			}
 		}
 	}
-	fmt.Fprintf(&b, "\nSteps %s asked for the plan to be revised now. Give the steps still to do.", strings.Join(triggers, ", "))
+	fmt.Fprintf(&b, "\nSteps %s asked for the plan to be revised now. Give the steps still to do (add steps to finish what a step missed).", strings.Join(triggers, ", "))
 	return b.String()
 }

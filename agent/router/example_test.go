@@ -3,11 +3,13 @@ package router_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/agent/router"
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
 	"github.com/trellis-agents/trellis/tool"
 )
@@ -73,4 +75,35 @@ func Example() {
 	// terminal: It counts the rows of the orders table.
 	// call_2 used the output of [call_1]
 	// direct: SELECT count(*) FROM customers
+}
+
+// When the router model fails, the turn ends with a polite answer instead
+// of a failed run, and the thread's next message is handled as usual.
+// The routing model's options and the answer's text are configurable.
+func ExampleConfig_unavailable() {
+	model := llmtest.New().Reply(llmtest.StatusError(503, "overloaded"), llmtest.Text("Hello! How can I help?"))
+	zero := 0.0
+	g, err := router.New(router.Config{
+		Model:    model,
+		Settings: llm.Settings{Temperature: &zero, MaxTokens: 500},
+		Prompts:  router.Prompts{Unavailable: "Sorry, the help desk cannot answer right now; please try again shortly."},
+		Logger:   slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	opts := []graph.RunOption{graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("desk")}
+	for _, msg := range []string{"Hi", "Hi again"} {
+		res, err := g.Invoke(context.Background(), react.Input(msg), opts...)
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		o, _ := router.Finished(res.State)
+		fmt.Printf("%s (%s): %s\n", res.Status, o.Reason, o.Answer)
+	}
+	// Output:
+	// completed (unavailable): Sorry, the help desk cannot answer right now; please try again shortly.
+	// completed (answer): Hello! How can I help?
 }

@@ -3,6 +3,7 @@ package router_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -148,3 +149,6 @@ func finished(t testing.TB, s graph.State) router.Outcome {
 	}
 	return o
 }
+
+// quietLog discards the router's logs in tests that provoke failures.
+var quietLog = slog.New(slog.DiscardHandler)

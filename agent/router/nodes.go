@@ -75,10 +75,13 @@ func (r *router) decide(ctx context.Context, s graph.State) (graph.Output, error
 	}
 	resp, err := llm.Call(mctx, r.model, req)
 	if err != nil {
-		if mctx.Err() != nil && ctx.Err() == nil { // our deadline, not the caller's cancellation
+		switch {
+		case mctx.Err() != nil && ctx.Err() == nil: // our deadline, not the caller's cancellation
 			return r.finish(ws, r.timeUp(s, msgs)), nil
+		case ctx.Err() != nil:
+			return nil, err
 		}
-		return nil, err
+		return r.finish(ws, r.unavailable(ctx, err)), nil
 	}
 	msg := resp.Message
 	if final && len(msg.ToolCalls) > 0 {
@@ -112,7 +115,7 @@ func (r *router) request(ctx context.Context, msgs []llm.Message) (req *llm.Requ
 		// The tools stay described: some providers refuse a history with
 		// tool calls when the request defines none.
 		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
-		req.Messages = append(req.Messages, llm.User(DefaultBudgetPrompt))
+		req.Messages = append(req.Messages, llm.User(r.texts.render(r.texts.budget, r.data)))
 		final = true
 	}
 	return req, final

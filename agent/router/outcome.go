@@ -31,6 +31,11 @@ const (
 	ReasonError Reason = "error"
 	// ReasonDeadline: the deadline passed. The answer says what was done.
 	ReasonDeadline Reason = "deadline"
+	// ReasonUnavailable: the router model's request failed; the answer
+	// says politely that the request could not be handled
+	// (Prompts.Unavailable) and Error holds the failure. The thread stays
+	// usable.
+	ReasonUnavailable Reason = "unavailable"
 )
 
 // Outcome is how a turn ended. The answer is also the last message of the
@@ -44,10 +49,15 @@ type Outcome struct {
 	Tool   string `json:"tool,omitempty"`
 	// Pattern is the error pattern the result matched (ReasonError).
 	Pattern string `json:"pattern,omitempty"`
+	// Error is the model's failure (ReasonUnavailable), for logs and
+	// operators; the answer does not show it.
+	Error string `json:"error,omitempty"`
 }
 
-// Failed reports whether the turn ended with an error answer.
-func (o Outcome) Failed() bool { return o.Reason == ReasonError }
+// Failed reports whether the turn ended with an error answer (a result
+// matching an error pattern, a failed direct route, or an unavailable
+// model).
+func (o Outcome) Failed() bool { return o.Reason == ReasonError || o.Reason == ReasonUnavailable }
 
 // Finished returns how the thread's latest turn ended. It reports false
 // while the turn has not ended (it is waiting for a person, or failed).

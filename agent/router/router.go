@@ -140,8 +140,16 @@ type Config struct {
 	// agents and tools.
 	Model llm.Model
 	// System is the router's system prompt, sent before the history in
-	// every request and never stored in state.
+	// every request and never stored in state. It is sent as written
+	// (call references such as {{call:ID}} may appear in it); for a
+	// template, use Prompts.System instead.
 	System string
+	// Settings are the routing phase's model settings: another model,
+	// temperature, top-p, max tokens, reasoning effort (see llm.Settings).
+	// They win over the same options in Request.
+	Settings llm.Settings
+	// Prompts replaces the router's own texts.
+	Prompts Prompts
 	// Agents are the sub-agents the model may call. Names are tool names
 	// (letters, digits, '_' and '-'), unique among agents and tools, and
 	// none may be a node name of the router (EntryNode, RouterNode,
@@ -253,6 +261,9 @@ type router struct {
 	stop     string // the built-in stop tool's name, "" without one
 	deadline time.Duration
 	direct   DirectRoute
+	texts    *texts
+	data     PromptData
+	log      *slog.Logger
 }
 
 // New returns the router as a compiled graph. Run it with Invoke or
@@ -308,8 +319,12 @@ func build(cfg Config) (*router, error) {
 	if cfg.Request.ResponseFormat != nil {
 		add("Config.Request.ResponseFormat is set; the router's answers are text")
 	}
+	if err := cfg.Settings.Check("router: Config.Settings"); err != nil {
+		errs = append(errs, err)
+	}
 	r := &router{
-		model:    cfg.Model,
+		model:    llm.WithSettings(cfg.Model, cfg.Settings),
+		log:      cfg.Logger,
 		tmpl:     cfg.Request,
 		limit:    cfg.ResultLimit,
 		agents:   map[string]bool{},
@@ -406,16 +421,32 @@ func build(cfg Config) (*router, error) {
 		}
 		r.patterns = append(r.patterns, re)
 	}
+	r.data = PromptData{Name: cfg.Name, Tools: plainTools(cfg.Tools)}
+	for _, ag := range cfg.Agents {
+		r.data.Agents = append(r.data.Agents, AgentInfo{Name: ag.Name, Description: ag.Description})
+	}
+	texts, err := parseTexts(cfg.Prompts, r.data)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
+	}
+	r.texts = texts
+	if r.log == nil {
+		r.log = slog.Default()
 	}
 	r.node = node
 	r.specs = node.Specs()
 	for i := range r.specs {
 		r.specs[i].Description = strings.TrimSpace(r.specs[i].Description + " " + refNote) // the model learns the syntax where it uses it
 	}
-	if cfg.System != "" {
-		r.system = []llm.Message{llm.System(cfg.System)}
+	sys := cfg.System
+	if r.texts.system != nil {
+		sys = r.texts.render(r.texts.system, r.data)
+	}
+	if sys != "" {
+		r.system = []llm.Message{llm.System(sys)}
 	}
 	return r, nil
 }

@@ -20,10 +20,55 @@
 // New(ctx, Config{Model}) builds the app; each data scope
 // (apps.WithScope) gets its own sample agency unless Config.Agency gives a
 // shared one. See Example and Config.
+//
+// # Configuring
+//
+// Each phase of the agent can run on its own model with its own options,
+// the prompts are templates, and the budgets, the questions and the
+// done_when checks are tunable:
+//
+//	app, err := planner.New(ctx, planner.Config{
+//		Model: model,
+//		Phases: planexec.Phases{
+//			Plan:    llm.Settings{Model: strong, ReasoningEffort: "high"},
+//			Execute: llm.Settings{Temperature: &zero, MaxTokens: 2000},
+//			Judge:   llm.Settings{Model: small},
+//		},
+//		Prompts: planexec.Prompts{Deliver: "Answer in French. Sum up {{len .Steps}} steps."},
+//		Tune: func(c *planexec.Config) {
+//			c.StepRounds, c.TimeBudget, c.TokenBudget = 50, 10*time.Minute, 200_000
+//			c.CheckSteps, c.OnPlanFailure = true, planexec.PlanFallbackAsk
+//		},
+//	})
+//
+// `trellis serve` reads the same from an assistant's config.configurable
+// "planner" object in trellis.yaml (planexec.Options; phase models are
+// names under models, or specs):
+//
+//	assistants:
+//	  - graph: planner
+//	    name: Offsite planner
+//	    model: default
+//	    config:
+//	      configurable:
+//	        planner:
+//	          max_asks: 2
+//	          step_rounds: 50
+//	          time_budget: 10m
+//	          token_budget: 200000
+//	          on_plan_failure: ask          # or single_step (default), fail
+//	          check_steps: true
+//	          phases:
+//	            plan: {model: strong, reasoning_effort: high}
+//	            execute: {temperature: 0, max_tokens: 2000}
+//	            judge: {model: small}
+//	          prompts:
+//	            deliver: "Answer in French. Sum up {{len .Steps}} steps."
 package planner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -68,6 +113,19 @@ type Config struct {
 	// RoundBudget bounds the model requests of one task (default
 	// RoundBudget).
 	RoundBudget int
+	// Phases sets each phase's model and options (default: Model with
+	// the provider's defaults for every phase).
+	Phases planexec.Phases
+	// Prompts replaces the agent's prompt templates (default: planexec's).
+	Prompts planexec.Prompts
+	// Tune, when set, adjusts the agent's configuration last (budgets,
+	// checks, the plan-failure policy...).
+	Tune func(*planexec.Config)
+	// Options are tunables as trellis.yaml writes them (applied after
+	// Phases and Prompts, before Tune); Resolve resolves the models they
+	// name (nil: naming a model is an error).
+	Options planexec.Options
+	Resolve func(name string) (llm.Model, error)
 }
 
 // AgentConfig returns the planexec configuration over model and the
@@ -116,6 +174,13 @@ func New(_ context.Context, cfg Config) (*apps.App, error) {
 	}
 	if cfg.RoundBudget > 0 {
 		pc.RoundBudget = cfg.RoundBudget
+	}
+	pc.Phases, pc.Prompts = cfg.Phases, cfg.Prompts
+	if err := cfg.Options.Apply(&pc, cfg.Resolve); err != nil {
+		return nil, fmt.Errorf("planner: the options: %w", err)
+	}
+	if cfg.Tune != nil {
+		cfg.Tune(&pc)
 	}
 	g, err := planexec.New(pc)
 	if err != nil {
@@ -175,11 +240,36 @@ func Outcome(s graph.State, bookings []Booking) string {
 	return b.String()
 }
 
+// OptionsKey is the key of the planner's options (planexec.Options) in an
+// assistant's config.configurable.
+const OptionsKey = "planner"
+
 // Entry describes the app to runners: it is built from the Env's model,
-// over the sample agency.
+// over the sample agency, with the options under OptionsKey in
+// env.Configurable (models they name are resolved with env.Resolve).
 func Entry() apps.Entry {
 	return apps.Entry{Name: Name, Summary: Summary, Script: Script,
 		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
-			return New(ctx, Config{Model: env.Model})
+			opts, err := optionsFrom(env.Configurable)
+			if err != nil {
+				return nil, err
+			}
+			return New(ctx, Config{Model: env.Model, Options: opts, Resolve: env.Resolve})
 		}}
+}
+
+// optionsFrom reads the planner's options from a configurable object.
+func optionsFrom(configurable json.RawMessage) (planexec.Options, error) {
+	if len(configurable) == 0 {
+		return planexec.Options{}, nil
+	}
+	var c map[string]json.RawMessage
+	if err := json.Unmarshal(configurable, &c); err != nil {
+		return planexec.Options{}, fmt.Errorf("planner: config.configurable is not a JSON object: %w", err)
+	}
+	o, err := planexec.DecodeOptions(c[OptionsKey])
+	if err != nil {
+		return planexec.Options{}, fmt.Errorf("planner: config.configurable.%s: %w", OptionsKey, err)
+	}
+	return o, nil
 }

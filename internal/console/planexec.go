@@ -437,6 +437,12 @@ func (v *PlanView) Print(w io.Writer, ev graph.Event) {
 		fmt.Fprintf(w, "  step %s FAILED: %s\n", e.StepID, Plain(e.Error))
 	case planexec.EventStepSkipped:
 		fmt.Fprintf(w, "  step %s skipped: %s\n", e.StepID, e.Error)
+	case planexec.EventStepChecked:
+		again := ""
+		if e.Result == "retry" {
+			again = "; trying again"
+		}
+		fmt.Fprintf(w, "  step %s misses its goal: %s%s\n", e.StepID, e.Error, again)
 	case planexec.EventDelivered:
 		switch {
 		case v.streamed.Len() == 0:

@@ -363,6 +363,9 @@ func (f *File) Validate() error {
 				}
 			}
 		}
+		if sub, err := a.checkAppOptions(f.Models); err != nil {
+			bad(field+"."+sub, "%v", err)
+		}
 		id := a.AssistantID()
 		if j, dup := ids[id]; dup {
 			bad(field+".id", "%q is also the ID of assistants[%d]", id, j)

@@ -126,6 +126,9 @@ func TestBrowserPlanEditAndApprovals(t *testing.T) {
 		t.Errorf("the edited graph has %d edges, want 2", got)
 	}
 
+	eval[bool](b, `(document.querySelector('#cards .plan-edit').scrollIntoView({block: 'start'}), true)`)
+	b.screenshot("plan-edit")
+
 	// A cycle is refused in the page, naming its steps.
 	bookKey := eval[string](b, `document.querySelector('#cards .plan-edit-steps > li:nth-child(3)').dataset.k`)
 	hotelsDep := fmt.Sprintf(`#cards .plan-edit-steps > li:nth-child(1) input[data-dep="%s"]`, bookKey)
@@ -135,7 +138,6 @@ func TestBrowserPlanEditAndApprovals(t *testing.T) {
 		t.Errorf("the cycle problem reads %q", got)
 	}
 	b.do("breaking the cycle", chromedp.Click(chromedp.CSS(hotelsDep)))
-	b.screenshot("plan-edit")
 	b.checkA11y("plan edit")
 	b.darkAndNarrow("plan edit")
 	b.do("sending the edited plan", chromedp.Click(button("Send the edited plan")))
@@ -154,8 +156,9 @@ func TestBrowserPlanEditAndApprovals(t *testing.T) {
 	if got := eval[string](b, `document.querySelector('#cards input[name=nights]').closest('.field').querySelector('.field-error').textContent`); !strings.Contains(got, "at most 14") {
 		t.Errorf("the error on nights reads %q", got)
 	}
-	b.do("asking for three nights", chromedp.SetValue(nightsField, ""), chromedp.SendKeys(nightsField, "3"))
+	eval[bool](b, `(document.querySelector('#cards .card[data-kind=tool_approval] h3').scrollIntoView({block: 'start'}), true)`)
 	b.screenshot("approval-edit")
+	b.do("asking for three nights", chromedp.SetValue(nightsField, ""), chromedp.SendKeys(nightsField, "3"))
 	b.checkA11y("approval edit")
 	b.darkAndNarrow("approval edit")
 	b.do("running with the edit", chromedp.Focus(approvalCard(toolBook)+`//button[normalize-space()='Run with these arguments']`), chromedp.KeyEvent("\r"))

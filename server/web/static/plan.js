@@ -174,7 +174,7 @@ function editor(plan, submit, cancel) {
             redrawDag();
           }
         } });
-      return h('div', { class: 'field' }, h('label', { for: id }, label), input);
+      return h('div', { class: `field f-${field}` }, h('label', { for: id }, label), input);
     };
     const others = drafts.filter((o) => o !== d);
     const deps = h('fieldset', { class: 'multi plan-deps' }, h('legend', {}, 'Runs after'),
@@ -213,9 +213,9 @@ function editor(plan, submit, cancel) {
       h('fieldset', { class: 'plan-step-edit' },
         h('legend', {}, 'Step ', String(i + 1), ': ', h('span', { 'data-name-of': d.k }, nameOf(d))),
         text('title', 'Title', 'input', { 'aria-required': 'true' }),
+        text('id', 'ID', 'input', { class: 'short', 'aria-required': 'true' }),
         text('description', 'Description', 'textarea'),
         text('done_when', 'Done when', 'input'),
-        text('id', 'ID (what dependencies name)', 'input', { class: 'short', 'aria-required': 'true' }),
         deps,
         h('span', { class: 'check' }, h('input', { type: 'checkbox', id: rid, checked: d.replan, onchange: (e) => { d.replan = e.target.checked; } }),
           h('label', { for: rid }, 'Re-plan the rest after this step')),
@@ -260,7 +260,7 @@ function editor(plan, submit, cancel) {
   render();
   return h('form', { class: 'plan-edit answer', novalidate: true, onsubmit: send },
     h('p', { class: 'hint' }, 'Edit the steps, then send the plan. The graph follows your changes.'),
-    list, dag,
+    dag, list,
     h('div', { class: 'actions' }, addBtn),
     summary, announce,
     h('div', { class: 'actions' },

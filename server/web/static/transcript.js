@@ -148,6 +148,7 @@ export function runLog() {
   const list = h('ol', { class: 'run-log-lines' });
   const el = h('details', { class: 'run-log', open: true }, h('summary', {}, 'What the agent did'), list);
   const calls = new Map();
+  const titles = new Map(); // step ID -> title, for events that carry only the ID
   const line = (cls, ...content) => { const li = h('li', { class: cls }, ...content); list.append(li); return li; };
   return {
     el,
@@ -157,7 +158,8 @@ export function runLog() {
      * does not show. */
     add(ev) {
       if (!ev || typeof ev !== 'object' || !ev.kind) return false;
-      const title = ev.title || ev.step_id || '';
+      if (ev.step_id && ev.title) titles.set(ev.step_id, ev.title);
+      const title = ev.title || titles.get(ev.step_id) || ev.step_id || '';
       switch (ev.kind) {
         case 'plan_ready': line('status', `The plan is ready (${(ev.plan && ev.plan.steps || []).length} steps).`); break;
         case 'replanned': line('status', 'The rest of the plan was revised.'); break;

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
@@ -224,6 +225,21 @@ func TestBrowserApproveAllTogether(t *testing.T) {
 		chromedp.Click(button("Send")))
 	b.waitFor("the plan review", `document.querySelector('#cards .card[data-kind=planexec_plan_review]')`)
 	b.screenshot("plan-review")
+
+	// Removing a step drops the dependencies on it, says so, and redraws;
+	// discarding the edit brings the plan back as it was.
+	b.do("opening the editor", chromedp.Click(button("Edit the plan")))
+	b.waitFor("the editor", `document.querySelector('#cards .plan-edit-steps')`)
+	b.do("removing the first step with the keyboard", chromedp.Focus(`(//*[@id='cards']//button[normalize-space()='Remove step'])[1]`), chromedp.KeyEvent("\r"))
+	b.waitFor("the announcement", `document.querySelector('#cards .plan-edit [aria-live]').textContent !== ''`)
+	if got := eval[string](b, `document.querySelector('#cards .plan-edit [aria-live]').textContent`); got != `Removed "Find hotels". Book the hotel no longer waits for it.` {
+		t.Errorf("the removal is announced as %q", got)
+	}
+	if got := eval[string](b, `document.querySelectorAll('#cards .plan-edit-steps > li').length + ' ' + document.querySelectorAll('#cards svg.dag .dag-node').length + ' ' + document.querySelectorAll('#cards svg.dag .dag-edge').length + ' ' + document.activeElement.value`); got != "1 1 0 Book the hotel" {
+		t.Errorf("after the removal: steps, nodes, edges, focus = %q, want 1 1 0 and the focus on the next step's title", got)
+	}
+	b.do("discarding the edit", chromedp.Focus(button("Discard the changes")), chromedp.KeyEvent("\r"))
+	b.waitFor("the plan as it was", `document.querySelectorAll('#cards .plan-steps li').length === 2`)
 	b.do("confirming the plan", chromedp.Click(button("Confirm the plan")))
 
 	b.waitFor("two approvals", `document.querySelectorAll('#cards .card[data-kind=tool_approval]').length === 2`)
@@ -303,4 +319,75 @@ func TestBrowserReasoningAndToolCalls(t *testing.T) {
 	b.screenshot("tool-calls")
 	b.checkA11y("tool calls")
 	b.darkAndNarrow("tool calls")
+}
+
+// The page's checks, called as the page calls them: the plan editor's
+// (planexec's rules) and the argument editor's (the tool's JSON Schema).
+func TestPageChecksPlansAndArguments(t *testing.T) {
+	b := newBrowser(t)
+	url := serve(t)
+	b.do("opening the page", chromedp.Navigate(url))
+	b.waitFor("the page", `document.querySelectorAll('#assistant option').length > 0`)
+	load := `Promise.all([import('/ui/plan.js'), import('/ui/approvals.js'), import('/ui/dag.js')]).then(([p, a, d]) => { window.__t = {p, a, d}; return true; })`
+	ctx, cancel := context.WithTimeout(b.ctx, 30*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](load, chromedp.EvalAwaitPromise)); err != nil {
+		t.Fatalf("loading the modules: %v", err)
+	}
+	step := func(k int, id, title string, deps ...any) string {
+		d, _ := json.Marshal(append([]any{}, deps...))
+		return fmt.Sprintf(`{k: %d, id: %q, title: %q, description: '', done_when: '', deps: %s, replan: false}`, k, id, title, d)
+	}
+	for _, tc := range []struct {
+		name, drafts string
+		want         []string // a part of each problem, in order
+	}{
+		{"fine", "[" + step(1, "a", "A") + "," + step(2, "b", "B", 1) + "]", nil},
+		{"empty", "[]", []string{"no steps"}},
+		{"no title, no id", "[" + step(1, "", " ") + "]", []string{"Step 1 has no title", "has no ID"}},
+		{"duplicate id", "[" + step(1, "a", "A") + "," + step(2, "a", "B") + "]", []string{`the ID "a" of another step`}},
+		{"bad id", "[" + step(1, "a b", "A") + "]", []string{"an ID takes letters"}},
+		{"self", "[" + step(1, "a", "A", 1) + "]", []string{"depends on itself"}},
+		{"unknown", "[" + step(1, "a", "A", "gone") + "]", []string{`depends on "gone", which is not a step`}},
+		{"cycle", "[" + step(1, "a", "A", 3) + "," + step(2, "b", "B", 1) + "," + step(3, "c", "C", 2) + "]", []string{`"A" → "C" → "B" → "A" wait for each other`}},
+	} {
+		got := eval[[]string](b, `window.__t.p.problems(`+tc.drafts+`).map((p) => p.message)`)
+		ok := len(got) == len(tc.want)
+		for i := 0; ok && i < len(got); i++ {
+			ok = strings.Contains(got[i], tc.want[i])
+		}
+		if !ok {
+			t.Errorf("%s: problems %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if got := eval[string](b, `JSON.stringify(window.__t.p.planOf('T', [`+step(1, " a ", "A")+`, {k: 2, id: 'b', title: 'B', description: 'd', done_when: 'w', deps: [1], replan: true}]))`); got != `{"task":"T","steps":[{"id":"a","title":"A","description":""},{"id":"b","title":"B","description":"d","done_when":"w","depends_on":["a"]}],"replan":["b"]}` {
+		t.Errorf("planOf = %s", got)
+	}
+	if got := eval[string](b, `JSON.stringify([...window.__t.d.levels([{id: 'c', depends_on: ['a', 'b']}, {id: 'a'}, {id: 'b', depends_on: ['a', 'x']}, {id: 'l', depends_on: ['m']}, {id: 'm', depends_on: ['l']}])])`); got != `[["a",0],["b",1],["c",2],["m",1],["l",2]]` {
+		t.Errorf("levels = %s", got)
+	}
+
+	schema := `{type: 'object', required: ['n', 'tags'], additionalProperties: false, properties: {
+		n: {type: 'integer', minimum: 1, maximum: 3}, s: {type: 'string', minLength: 2, maxLength: 3, enum: ['ab', 'abc']},
+		tags: {type: 'array', minItems: 1, items: {type: 'string'}}, o: {anyOf: [{type: 'string'}, {type: 'null'}]}}}`
+	for _, tc := range []struct {
+		value string
+		want  []string
+	}{
+		{`{n: 2, tags: ['x'], s: 'ab', o: null}`, nil},
+		{`{n: 2.5, tags: ['x']}`, []string{"/n: must be integer"}},
+		{`{n: 9, tags: []}`, []string{"/n: must be at most 3", "/tags: needs at least 1 items"}},
+		{`{n: 1, tags: [3], s: 'zzzz', o: 5, extra: 1}`, []string{"/tags/0: must be string", "/s: must be one of", "/s: takes at most 3", "/o: fits none", "/extra: is not an argument"}},
+		{`{}`, []string{"/n: is required", "/tags: is required"}},
+		{`[1]`, []string{"The arguments: must be object"}},
+	} {
+		got := eval[[]string](b, `window.__t.a.schemaProblems(`+schema+`, `+tc.value+`).map((p) => p.key + ' ' + p.message)`)
+		ok := len(got) == len(tc.want)
+		for i := 0; ok && i < len(got); i++ {
+			ok = strings.Contains(got[i], tc.want[i])
+		}
+		if !ok {
+			t.Errorf("%s: problems %q, want %q", tc.value, got, tc.want)
+		}
+	}
 }

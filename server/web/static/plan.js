@@ -207,7 +207,7 @@ function editor(plan, submit, cancel) {
       for (const o of freed) o.deps = o.deps.filter((x) => x !== d.k);
       render();
       (list.querySelectorAll('input[name=title]')[Math.min(i, drafts.length - 1)] || addBtn).focus();
-      announce.textContent = `Removed "${who}".${freed.length ? ` ${freed.map(nameOf).join(', ')} no longer wait for it.` : ''}`;
+      announce.textContent = `Removed "${who}".${freed.length ? ` ${freed.map(nameOf).join(', ')} no longer wait${freed.length === 1 ? 's' : ''} for it.` : ''}`;
     };
     return h('li', { 'data-k': d.k },
       h('fieldset', { class: 'plan-step-edit' },

@@ -239,7 +239,7 @@ func TestBrowserApproveAllTogether(t *testing.T) {
 		t.Errorf("after the removal: steps, nodes, edges, focus = %q, want 1 1 0 and the focus on the next step's title", got)
 	}
 	b.do("discarding the edit", chromedp.Focus(button("Discard the changes")), chromedp.KeyEvent("\r"))
-	b.waitFor("the plan as it was", `document.querySelectorAll('#cards .plan-steps li').length === 2`)
+	b.waitFor("the plan as it was, the focus on Edit", `document.querySelectorAll('#cards .plan-steps li').length === 2 && document.activeElement.textContent === 'Edit the plan'`)
 	b.do("confirming the plan", chromedp.Click(button("Confirm the plan")))
 
 	b.waitFor("two approvals", `document.querySelectorAll('#cards .card[data-kind=tool_approval]').length === 2`)

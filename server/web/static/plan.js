@@ -21,8 +21,10 @@ export function planReview(v, submit) {
   const steps = plan.steps || [];
   const root = h('div', { class: 'plan' });
   const show = () => { clear(root).append(...viewMode(plan, steps, submit, edit)); };
+  // Discarding an edit puts the focus back where the edit began.
+  const discard = () => { show(); root.querySelector('.plan-edit-open')?.focus(); };
   const edit = () => {
-    clear(root).append(editor(plan, submit, show));
+    clear(root).append(editor(plan, submit, discard));
     root.querySelector('.plan-edit input')?.focus();
   };
   show();

@@ -202,3 +202,16 @@ func thinkerGraph() runs.GraphSpec {
 		}})
 	}}
 }
+
+const failingError = "the booking system is down"
+
+// failingGraph fails its only node.
+func failingGraph() runs.GraphSpec {
+	return runs.GraphSpec{Description: "fails", New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		b := graph.New(react.Messages)
+		b.AddNode("work", func(context.Context, graph.State) (graph.Output, error) { return nil, errors.New(failingError) })
+		b.SetEntry("work")
+		b.AddEdge("work", graph.END)
+		return b.Compile()
+	}}
+}

@@ -167,7 +167,7 @@ async function consume(events) {
       } else if (kind === 'custom') {
         if (!state.log) state.log = runLog();
         if (state.log.add(ev.data) && !state.log.el.isConnected) placeLog();
-      } else if (kind === 'error') {
+      } else if (ev.event === 'error') { // the run's own; a step's shows in the log
         state.runError = `The run failed: ${(ev.data && (ev.data.message || ev.data.error)) || 'unknown error'}`;
         showError(state.runError);
       }

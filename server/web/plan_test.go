@@ -165,9 +165,21 @@ func TestBrowserPlanEditAndApprovals(t *testing.T) {
 	b.do("running with the edit", chromedp.Focus(approvalCard(toolBook)+`//button[normalize-space()='Run with these arguments']`), chromedp.KeyEvent("\r"))
 
 	b.waitFor("the invitation alone", `document.querySelectorAll('#cards .card[data-kind=tool_approval]').length === 1 && !document.querySelector('#cards .approval-group') && document.querySelector('#cards h3').textContent === 'Approve send_invites?'`)
+	// Nested arguments are edited as JSON, checked in the page.
+	b.do("editing the invitation", chromedp.Click(approvalCard(toolInvite)+`//button[normalize-space()='Edit the arguments']`))
+	jsonField := approvalCard(toolInvite) + `//textarea`
+	b.waitFor("the JSON editor", `document.activeElement.matches('#cards textarea.mono') && JSON.parse(document.activeElement.value).to.group === 'the team'`)
+	runArgs := approvalCard(toolInvite) + `//button[normalize-space()='Run with these arguments']`
+	b.do("sending broken JSON", chromedp.SetValue(jsonField, `{"to": {`), chromedp.Focus(runArgs), chromedp.KeyEvent("\r"))
+	b.waitFor("the JSON refused", `document.querySelector('#cards .args-form .field-error').textContent.startsWith('The arguments are not JSON')`)
+	b.do("sending arguments the schema refuses", chromedp.SetValue(jsonField, `{"to": {}, "message": 5, "cc": "boss"}`), chromedp.Focus(runArgs), chromedp.KeyEvent("\r"))
+	b.waitFor("the schema's verdict", `document.querySelector('#cards .args-form .field-error').textContent.includes('/to/group: is required')`)
+	if got := eval[string](b, `document.querySelector('#cards .args-form .field-error').textContent + '|' + document.querySelector('#cards textarea.mono').getAttribute('aria-invalid')`); !strings.Contains(got, "/message: must be string") || !strings.Contains(got, "/cc: is not an argument") || !strings.HasSuffix(got, "|true") {
+		t.Errorf("the JSON editor's verdict: %q", got)
+	}
+	b.checkA11y("JSON argument edit")
 	b.do("rejecting the invitation",
-		chromedp.SendKeys(approvalCard(toolInvite)+`//input[@name='reason']`, "not before the budget is agreed"),
-		chromedp.Click(approvalCard(toolInvite)+`//button[normalize-space()='Reject']`))
+		chromedp.SendKeys(approvalCard(toolInvite)+`//input[@name='reason']`, "not before the budget is agreed\r")) // Enter rejects
 
 	b.waitFor("the answer", fmt.Sprintf(`document.getElementById('messages').innerText.includes(%q)`, tripAnswer))
 	b.waitFor("the idle thread", `!document.body.classList.contains('running') && document.getElementById('thread-status').textContent === 'idle'`)
@@ -254,7 +266,7 @@ func TestBrowserApproveAllTogether(t *testing.T) {
 	b.waitFor("the idle thread", `!document.body.classList.contains('running') && document.getElementById('thread-status').textContent === 'idle'`)
 	got := tools.list()
 	slices.Sort(got[1:])
-	want := []string{toolFind + ` {"city":"Porto"}`, toolBook + ` {"hotel":"Hotel Azul","nights":2,"guests":12}`, toolInvite + ` {"to":"the team","message":"Porto, here we come"}`}
+	want := []string{toolFind + ` {"city":"Porto"}`, toolBook + ` {"hotel":"Hotel Azul","nights":2,"guests":12}`, toolInvite + ` {"to":{"group":"the team"},"message":"Porto, here we come"}`}
 	if !slices.Equal(got, want) {
 		t.Errorf("the tools ran %q, want %q", got, want)
 	}
@@ -368,7 +380,7 @@ func TestPageChecksPlansAndArguments(t *testing.T) {
 	}
 
 	schema := `{type: 'object', required: ['n', 'tags'], additionalProperties: false, properties: {
-		n: {type: 'integer', minimum: 1, maximum: 3}, s: {type: 'string', minLength: 2, maxLength: 3, enum: ['ab', 'abc']},
+		n: {type: 'integer', minimum: 1, maximum: 3}, code: {type: 'string', pattern: '^[A-Z]{3}$'}, s: {type: 'string', minLength: 2, maxLength: 3, enum: ['ab', 'abc']},
 		tags: {type: 'array', minItems: 1, items: {type: 'string'}}, o: {anyOf: [{type: 'string'}, {type: 'null'}]}}}`
 	for _, tc := range []struct {
 		value string
@@ -379,6 +391,8 @@ func TestPageChecksPlansAndArguments(t *testing.T) {
 		{`{n: 9, tags: []}`, []string{"/n: must be at most 3", "/tags: needs at least 1 items"}},
 		{`{n: 1, tags: [3], s: 'zzzz', o: 5, extra: 1}`, []string{"/tags/0: must be string", "/s: must be one of", "/s: takes at most 3", "/o: fits none", "/extra: is not an argument"}},
 		{`{}`, []string{"/n: is required", "/tags: is required"}},
+		{`{n: 1, tags: ['x'], code: 'OPO'}`, nil},
+		{`{n: 1, tags: ['x'], code: 'opo'}`, []string{"code /code: must match ^[A-Z]{3}$"}},
 		{`[1]`, []string{"The arguments: must be object"}},
 	} {
 		got := eval[[]string](b, `window.__t.a.schemaProblems(`+schema+`, `+tc.value+`).map((p) => p.key + ' ' + p.message)`)

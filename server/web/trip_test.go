@@ -64,8 +64,11 @@ func (t bookTool) Call(_ context.Context, raw json.RawMessage) (string, error) {
 	return fmt.Sprintf("Booked %s for %d nights, %d guests.", a.Hotel, a.Nights, a.Guests), nil
 }
 
+// inviteArgs nest an object, so the page edits them as JSON.
 type inviteArgs struct {
-	To      string `json:"to" jsonschema:"who is invited"`
+	To struct {
+		Group string `json:"group" jsonschema:"the group invited"`
+	} `json:"to" jsonschema:"who is invited"`
 	Message string `json:"message" jsonschema:"the invitation"`
 }
 
@@ -165,7 +168,7 @@ func tripScript() llm.Model {
 		llmtest.ToolCalls(llmtest.Call(toolFind, `{"city":"Porto"}`))).Repeat()
 	m.When(llmtest.And(inStep(stepBook+":"), llmtest.Not(llmtest.LastIsToolResult())), llmtest.ToolCalls(
 		llmtest.Call(toolBook, `{"hotel":"Hotel Azul","nights":2,"guests":12}`),
-		llmtest.Call(toolInvite, `{"to":"the team","message":"Porto, here we come"}`),
+		llmtest.Call(toolInvite, `{"to":{"group":"the team"},"message":"Porto, here we come"}`),
 	)).Repeat()
 	m.When(inStep(""), llmtest.Text("The step is done.")).Repeat()
 	m.When(llmtest.Node(planexec.DeliverNode), llmtest.Reasoning(tripReasoning, tripAnswer)).Repeat()

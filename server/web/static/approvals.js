@@ -109,8 +109,8 @@ function argumentEditor(schema, args, submit) {
 
 /** schemaProblems checks a value against the JSON Schema keywords tools
  * use (type, properties, required, additionalProperties: false, enum,
- * minimum/maximum, minLength/maxLength, items, minItems/maxItems, anyOf,
- * oneOf); each problem names the top-level key it is under. The server
+ * minimum/maximum, minLength/maxLength, pattern, items, minItems/maxItems,
+ * anyOf, oneOf); each problem names the top-level key it is under. The server
  * checks the full schema again. */
 export function schemaProblems(schema, value, path = '') {
   const out = [];
@@ -135,6 +135,11 @@ export function schemaProblems(schema, value, path = '') {
     const n = [...value].length;
     if (schema.minLength !== undefined && n < schema.minLength) say(`needs at least ${schema.minLength} characters`);
     if (schema.maxLength !== undefined && n > schema.maxLength) say(`takes at most ${schema.maxLength} characters`);
+    if (typeof schema.pattern === 'string') {
+      let re = null;
+      try { re = new RegExp(schema.pattern, 'u'); } catch { /* a pattern JS cannot read: the server checks it */ }
+      if (re && !re.test(value)) say(`must match ${schema.pattern}`);
+    }
   }
   if (Array.isArray(value)) {
     if (schema.minItems !== undefined && value.length < schema.minItems) say(`needs at least ${schema.minItems} items`);

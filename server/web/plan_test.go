@@ -255,6 +255,7 @@ func TestBrowserApproveAllTogether(t *testing.T) {
 	b.do("confirming the plan", chromedp.Click(button("Confirm the plan")))
 
 	b.waitFor("two approvals", `document.querySelectorAll('#cards .card[data-kind=tool_approval]').length === 2`)
+	b.waitFor("the focus on the first card's Approve, not Approve all", `document.activeElement.textContent === 'Approve' && document.activeElement.closest('.interrupt')`)
 	if got := eval[string](b, `document.querySelector('#cards .approval-group h3').textContent`); got != "2 tool calls wait for you" {
 		t.Errorf("the group reads %q", got)
 	}

@@ -143,7 +143,8 @@ function renderCards(interrupts) {
   for (const intr of interrupts) {
     ui.cards.append(renderInterrupt(intr, (value) => resume(intr, interrupts, value)));
   }
-  const first = ui.cards.querySelector('button, input, select, textarea');
+  // The first card's own control, not the answer-all bar's: Enter answers one call.
+  const first = ui.cards.querySelector('.interrupt :is(button, input, select, textarea)');
   if (first && document.activeElement === document.body) first.focus();
 }
 

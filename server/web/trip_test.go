@@ -25,7 +25,7 @@ const (
 	tripCity      = "Porto"
 	tripQuestion  = "Which city should the trip go to?"
 	tripAnswer    = "Your trip is set: Hotel Azul is booked."
-	tripReasoning = "The hotel is booked and the invitation was held back, so I say only what happened."
+	tripReasoning = "Every step is done; I sum up what the tools did, nothing more."
 	stepHotels    = "hotels"
 	stepBook      = "book"
 	toolFind      = "find_hotels"

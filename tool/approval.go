@@ -88,6 +88,14 @@ type ApprovalRequest struct {
 	Arguments json.RawMessage `json:"arguments"`
 	// Summary describes the call in a sentence (see Summarizer).
 	Summary string `json:"summary"`
+	// Parameters is the tool's JSON schema for its arguments (nil when it
+	// takes none), so a client can offer an edit of the arguments and check
+	// it before answering with ActionEdit.
+	Parameters json.RawMessage `json:"parameters,omitempty"`
+	// ReadOnly is true for a read tool that a policy put under approval;
+	// false (the usual case) means the call may change something outside
+	// the run.
+	ReadOnly bool `json:"read_only,omitempty"`
 	// Problem, when set, says why the person is asked again: the previous
 	// answer edited the arguments into ones the tool cannot use, or was not
 	// a known action.

@@ -388,6 +388,9 @@ func (n *Node) approve(ctx context.Context, e *entry, call llm.ToolCall, args js
 		Tool:      call.Name,
 		Arguments: args,
 		Summary:   n.summary(e, args),
+		// The schema and kind let a client offer (and check) an edit.
+		Parameters: e.info.Parameters,
+		ReadOnly:   e.info.ReadOnly,
 	}
 	for {
 		d, err := graph.Interrupt[Decision](ctx, req, graph.ExpectAnswer(decisionSchema()))

@@ -132,6 +132,11 @@ func TestApprovalDecisions(t *testing.T) {
 			}
 			req, ok := tool.ApprovalFrom(res.Interrupts[0])
 			want := tool.ApprovalRequest{Kind: tool.ApprovalKind, CallID: "c2", Tool: "send", Arguments: json.RawMessage(`{"text":"b"}`), Summary: "Send b"}
+			// The request carries the tool's argument schema, for an edit.
+			if !strings.Contains(string(req.Parameters), `"text"`) || req.ReadOnly {
+				t.Errorf("the request's parameters %s, read-only %v; want the send tool's schema, a write", req.Parameters, req.ReadOnly)
+			}
+			want.Parameters = req.Parameters
 			if !ok || !cmp.Equal(want, req) {
 				t.Fatalf("approval request = %+v, %v; want %+v", req, ok, want)
 			}

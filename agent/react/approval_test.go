@@ -49,6 +49,10 @@ func TestWriteToolApproval(t *testing.T) {
 			req, ok := tool.ApprovalFrom(res.Interrupts[0])
 			want := tool.ApprovalRequest{Kind: tool.ApprovalKind, CallID: "call_2", Tool: "send_email",
 				Arguments: json.RawMessage(`{"to":"ann@example.com","body":"sunny"}`), Summary: "Email ann@example.com"}
+			if !json.Valid(req.Parameters) || !strings.Contains(string(req.Parameters), `"to"`) {
+				t.Errorf("the request's parameters %s are not send_email's schema", req.Parameters)
+			}
+			want.Parameters = req.Parameters
 			if !ok || !cmp.Equal(want, req) {
 				t.Fatalf("approval request = %+v, %v; want %+v", req, ok, want)
 			}

@@ -278,6 +278,7 @@ func TestBrowserPlannerFlow(t *testing.T) {
 	if got := eval[string](b, `document.querySelector('#cards li[data-step=book] .deps').textContent`); got != "After: Check availability, Estimate the budget" {
 		t.Errorf("the booking's dependencies read %q", got)
 	}
+	eval[bool](b, `(document.querySelector('#cards .card').scrollIntoView({block: 'start'}), true)`)
 	b.screenshot("3-plan-review")
 	b.checkA11y("plan review")
 

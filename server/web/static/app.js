@@ -9,8 +9,9 @@
 
 import * as api from './api.js';
 import { ago, clear, h } from './dom.js';
+import { approvalGroup } from './approvals.js';
 import { renderInterrupt } from './interrupts.js';
-import { setMarkdown } from './markdown.js';
+import { errorLine, liveMessage, messageNodes, runLog, textOf } from './transcript.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -26,7 +27,9 @@ const state = {
   threadId: null,
   runId: null, // the run this page is streaming, if any
   saved: new Set(), // IDs of the messages shown from the state
-  live: new Map(), // message ID -> {el, text} of messages being written
+  live: new Map(), // message ID -> liveMessage of messages being written
+  log: null, // the runLog of the thread's latest run (status lines, step calls)
+  runError: '', // why the last stream failed, shown where it happened
   abort: null, // stops the current stream
 };
 
@@ -62,53 +65,37 @@ function statusText(s) {
 
 // ---- the chat view --------------------------------------------------------
 
-function textOf(content) {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map((p) => (typeof p === 'string' ? p : p.type === 'text' ? p.text : '')).join('');
-  return '';
-}
-
-// renderMessages shows the saved messages (LangChain message JSON).
+// renderMessages shows the saved messages (LangChain message JSON), with
+// the run's log after the last message of the person, where it happened.
 function renderMessages(messages = []) {
   clear(ui.messages);
-  state.saved = new Set();
-  for (const m of messages) {
-    if (m.id) state.saved.add(m.id);
-    const text = textOf(m.content);
-    if (m.type === 'human') {
-      ui.messages.append(h('div', { class: 'msg human', 'data-id': m.id }, h('span', { class: 'who' }, 'You'), h('div', { class: 'text' }, text)));
-    } else if (m.type === 'ai' || m.type === 'AIMessageChunk') {
-      const body = h('div', { class: 'text md' });
-      setMarkdown(body, text);
-      const calls = (m.tool_calls || []).map((c) => h('details', { class: 'tool-call' },
-        h('summary', {}, 'Called ', h('code', {}, c.name)), h('pre', {}, JSON.stringify(c.args, null, 2))));
-      if (text || calls.length) ui.messages.append(h('div', { class: 'msg ai', 'data-id': m.id }, h('span', { class: 'who' }, 'Agent'), text ? body : null, calls));
-    } else if (m.type === 'tool') {
-      ui.messages.append(h('details', { class: 'msg tool', 'data-id': m.id },
-        h('summary', {}, 'Result of ', h('code', {}, m.name || 'a tool')), h('pre', {}, text)));
-    }
-  }
+  state.saved = new Set(messages.map((m) => m.id).filter(Boolean));
+  ui.messages.append(...messageNodes(messages));
+  placeLog();
   // Messages now saved are no longer being written.
   for (const [id, l] of state.live) {
     if (state.saved.has(id)) { l.el.remove(); state.live.delete(id); }
   }
 }
 
+function placeLog() {
+  if (!state.log) return;
+  const humans = ui.messages.querySelectorAll('.msg.human');
+  const last = humans[humans.length - 1];
+  if (last) last.after(state.log.el); else ui.messages.append(state.log.el);
+}
+
 // onToken adds a messages-tuple chunk to the message being written.
-function onToken(chunk, meta) {
+// A subgraph's (a plan step's) tool calls show in the run's log instead.
+function onToken(chunk, meta, nested) {
   const id = chunk && chunk.id;
-  const text = textOf(chunk && chunk.content);
-  if (!id || !text || state.saved.has(id)) return;
+  if (!id || state.saved.has(id)) return;
   let l = state.live.get(id);
   if (!l) {
-    const body = h('div', { class: 'text md' });
-    const node = meta && meta.langgraph_node ? h('span', { class: 'node' }, meta.langgraph_node) : null;
-    l = { text: '', body, el: h('div', { class: 'msg ai live', 'data-id': id }, h('span', { class: 'who' }, 'Agent ', node), body) };
+    l = liveMessage(id, meta && meta.langgraph_node, state.log);
     state.live.set(id, l);
-    ui.live.append(l.el);
   }
-  l.text += text;
-  setMarkdown(l.body, l.text);
+  if (l.add(nested ? { ...chunk, tool_call_chunks: [] } : chunk) && !l.el.isConnected) ui.live.append(l.el);
 }
 
 function clearLive() {
@@ -151,10 +138,13 @@ async function refresh() {
 
 function renderCards(interrupts) {
   clear(ui.cards);
+  const group = approvalGroup(interrupts, resumeAll);
+  if (group) ui.cards.append(group);
   for (const intr of interrupts) {
     ui.cards.append(renderInterrupt(intr, (value) => resume(intr, interrupts, value)));
   }
-  const first = ui.cards.querySelector('button, input, select, textarea');
+  // The first card's own control, not the answer-all bar's: Enter answers one call.
+  const first = ui.cards.querySelector('.interrupt :is(button, input, select, textarea)');
   if (first && document.activeElement === document.body) first.focus();
 }
 
@@ -171,12 +161,16 @@ async function consume(events) {
       if (kind === 'metadata' && ev.data && ev.data.run_id) {
         state.runId = ev.data.run_id;
         sessionStorage.setItem(`trellis.run.${state.threadId}`, state.runId);
-      } else if (kind === 'values' && ev.data && Array.isArray(ev.data.messages)) {
+      } else if (ev.event === 'values' && ev.data && Array.isArray(ev.data.messages)) {
         renderMessages(ev.data.messages);
       } else if (kind === 'messages' && Array.isArray(ev.data)) {
-        onToken(ev.data[0], ev.data[1]);
-      } else if (kind === 'error') {
-        showError(`The run failed: ${(ev.data && (ev.data.message || ev.data.error)) || 'unknown error'}`);
+        onToken(ev.data[0], ev.data[1], ev.event !== kind);
+      } else if (kind === 'custom') {
+        if (!state.log) state.log = runLog();
+        if (state.log.add(ev.data) && !state.log.el.isConnected) placeLog();
+      } else if (ev.event === 'error') { // the run's own; a step's shows in the log
+        state.runError = `The run failed: ${(ev.data && (ev.data.message || ev.data.error)) || 'unknown error'}`;
+        showError(state.runError);
       }
     }
   } catch (e) {
@@ -188,14 +182,16 @@ async function consume(events) {
     if (state.threadId) {
       sessionStorage.removeItem(`trellis.run.${state.threadId}`);
       await refresh().catch((e) => showError(e.message));
+      if (state.runError) ui.messages.append(errorLine(state.runError));
     }
+    state.runError = '';
     loadThreads().catch(() => {});
   }
 }
 
 function streamRun(body) {
   state.abort = new AbortController();
-  const req = { assistant_id: assistantId(), stream_mode: ['values', 'messages-tuple'], stream_resumable: true, on_disconnect: 'continue', ...body };
+  const req = { assistant_id: assistantId(), stream_mode: ['values', 'messages-tuple', 'custom'], stream_subgraphs: true, stream_resumable: true, on_disconnect: 'continue', ...body };
   return api.stream('POST', `/threads/${state.threadId}/runs/stream`, req, { signal: state.abort.signal });
 }
 
@@ -206,6 +202,7 @@ async function sendMessage(text) {
     state.threadId = t.thread_id;
     history.replaceState(null, '', `#/thread/${t.thread_id}`);
   }
+  state.log = null;
   ui.messages.append(h('div', { class: 'msg human pending' }, h('span', { class: 'who' }, 'You'), h('div', { class: 'text' }, text)));
   clear(ui.cards);
   const events = streamRun({ input: { messages: [{ type: 'human', content: text }] } });
@@ -219,6 +216,16 @@ async function resume(intr, all, value) {
   showError('');
   const command = all.length > 1 ? { resume: { [intr.id]: value } } : { resume: value };
   const events = streamRun({ command });
+  const first = await events.next(); // throws the 4xx problem, if any
+  clear(ui.cards);
+  await consume((async function* rest() { if (!first.done) yield first.value; yield* events; })());
+}
+
+// resumeAll answers several interrupts in one resume: a map from
+// interrupt ID to answer.
+async function resumeAll(answers) {
+  showError('');
+  const events = streamRun({ command: { resume: answers } });
   const first = await events.next(); // throws the 4xx problem, if any
   clear(ui.cards);
   await consume((async function* rest() { if (!first.done) yield first.value; yield* events; })());
@@ -240,6 +247,7 @@ async function rejoin() {
 async function openThread(id) {
   if (state.abort) state.abort.abort();
   state.threadId = id;
+  state.log = null;
   clearLive();
   clear(ui.messages);
   clear(ui.cards);

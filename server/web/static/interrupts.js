@@ -6,7 +6,8 @@
 
 import { h, uid } from './dom.js';
 import { buildForm, fieldsOf, objectSchema } from './form.js';
-import { setMarkdown } from './markdown.js';
+import { toolApproval } from './approvals.js';
+import { planReview } from './plan.js';
 
 /** renderInterrupt returns the card for an interrupt {id, value, schema};
  * send(value) resumes the run with the answer and rejects with an
@@ -150,51 +151,4 @@ function formQuestion(v, obj, submit) {
     if (Object.keys(errors).length) return form.focusFirstError();
     submit(values, form);
   } }, form.el, h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'primary' }, 'Send')));
-}
-
-// planReview lists the steps with their dependencies; the person confirms,
-// or rejects with a comment so the agent plans again.
-function planReview(v, submit) {
-  const plan = v.plan || {};
-  const steps = plan.steps || [];
-  const titles = Object.fromEntries(steps.map((s) => [s.id, s.title || s.id]));
-  const task = h('div', { class: 'plan-task' });
-  setMarkdown(task, plan.task || '');
-  const list = h('ol', { class: 'plan-steps' }, steps.map((s) => h('li', { 'data-step': s.id },
-    h('strong', {}, s.title || s.id),
-    s.description ? h('p', {}, s.description) : null,
-    s.done_when ? h('p', { class: 'hint' }, 'Done when ', s.done_when) : null,
-    (s.depends_on || []).length ? h('p', { class: 'deps' }, 'After: ', s.depends_on.map((d) => titles[d] || d).join(', ')) : null)));
-  const id = uid('fb');
-  const err = h('p', { class: 'field-error', role: 'alert' });
-  const fb = h('textarea', { id, rows: 2, 'aria-describedby': `${id}-hint` });
-  const reject = (e) => {
-    e.preventDefault();
-    if (!fb.value.trim()) { err.textContent = 'Say what to change, so the agent can plan again.'; fb.focus(); return; }
-    err.textContent = '';
-    submit({ action: 'reject', feedback: fb.value.trim() });
-  };
-  return h('div', { class: 'plan' }, task, list,
-    h('div', { class: 'actions' }, h('button', { type: 'button', class: 'primary', onclick: () => submit({ action: 'approve' }) }, 'Confirm the plan')),
-    h('form', { class: 'answer', novalidate: true, onsubmit: reject },
-      h('label', { for: id }, 'Or change it'),
-      h('p', { class: 'hint', id: `${id}-hint` }, 'The agent plans again following your comment.'),
-      fb, err, h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Reject and re-plan'))));
-}
-
-// toolApproval shows the tool, its summary and arguments; approve, or
-// reject with a reason the model is told.
-function toolApproval(v, submit) {
-  const id = uid('why');
-  const why = h('input', { id, type: 'text' });
-  return h('div', { class: 'approval' },
-    v.summary ? h('p', {}, v.summary) : null,
-    h('p', { class: 'hint' }, 'Tool ', h('code', {}, v.tool), ' wants to run with:'),
-    h('pre', { class: 'args' }, JSON.stringify(v.arguments, null, 2)),
-    h('div', { class: 'actions' }, h('button', { type: 'button', class: 'primary', onclick: () => submit({ action: 'approve' }) }, 'Approve')),
-    h('form', { class: 'answer', novalidate: true, onsubmit: (e) => {
-      e.preventDefault();
-      submit(why.value.trim() ? { action: 'reject', message: why.value.trim() } : { action: 'reject' });
-    } }, h('label', { for: id }, 'Reason (optional)'), why,
-    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'danger' }, 'Reject'))));
 }

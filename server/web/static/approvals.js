@@ -1,0 +1,197 @@
+// approvals.js — tool approval cards: the tool, whether it writes, its
+// arguments; approve, edit the arguments (checked in the page against the
+// tool's JSON schema, which the approval carries as "parameters"), or
+// reject with a reason. When several calls wait at once (a model's
+// parallel tool calls), a bar answers them all together in one resume
+// keyed by interrupt ID; each card still answers its own call alone.
+//
+// The answers are tool.Decision's: {action: "approve"}, {action: "edit",
+// arguments: {...}} and {action: "reject", message}.
+
+import { clear, h, uid } from './dom.js';
+import { buildForm, fieldsOf, objectSchema } from './form.js';
+
+const KIND = 'tool_approval';
+
+/** isApproval reports whether an interrupt is a tool approval. */
+export function isApproval(intr) {
+  return !!(intr && intr.value && intr.value.kind === KIND);
+}
+
+/** toolApproval returns the body of an approval card for the payload v;
+ * submit(decision) resumes the run with it. */
+export function toolApproval(v, submit) {
+  const id = uid('why');
+  const why = h('input', { id, type: 'text', name: 'reason' });
+  const args = v.arguments && typeof v.arguments === 'object' ? v.arguments : {};
+  const editArea = h('div', { class: 'approval-edit' });
+  const editBtn = h('button', { type: 'button', 'aria-expanded': 'false', onclick: () => {
+    const open = editBtn.getAttribute('aria-expanded') === 'true';
+    editBtn.setAttribute('aria-expanded', String(!open));
+    clear(editArea);
+    if (!open) {
+      editArea.append(argumentEditor(v.parameters, args, submit));
+      editArea.querySelector('input, select, textarea')?.focus();
+    }
+  } }, 'Edit the arguments');
+  return h('div', { class: 'approval' },
+    h('p', { class: 'approval-tool' }, 'Tool ', h('code', {}, v.tool), ' ',
+      v.read_only ? h('span', { class: 'badge' }, 'reads only') : h('span', { class: 'badge writes' }, 'writes')),
+    v.summary ? h('p', {}, v.summary) : null,
+    h('p', { class: 'hint' }, 'It wants to run with:'),
+    h('pre', { class: 'args' }, JSON.stringify(args, null, 2)),
+    h('div', { class: 'actions' },
+      h('button', { type: 'button', class: 'primary', onclick: () => submit({ action: 'approve' }) }, 'Approve'),
+      editBtn),
+    editArea,
+    h('form', { class: 'answer', novalidate: true, onsubmit: (e) => {
+      e.preventDefault();
+      submit(why.value.trim() ? { action: 'reject', message: why.value.trim() } : { action: 'reject' });
+    } }, h('label', { for: id }, 'Reason (optional; the agent is told)'), why,
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'danger' }, 'Reject'))));
+}
+
+// simple reports whether form.js can show every property of the schema as
+// a field; a nested object or a free array needs the JSON editor.
+function simple(obj) {
+  return Object.values(obj.properties || {}).every((p) => {
+    const t = Array.isArray(p.type) ? p.type.find((x) => x !== 'null') : p.type;
+    if (t === 'array') return !!(p.items && p.items.enum);
+    return ['string', 'number', 'integer', 'boolean'].includes(t) || Array.isArray(p.enum);
+  });
+}
+
+// argumentEditor edits the arguments: a form from the tool's schema with
+// the current values filled in when the schema is flat, else the JSON
+// itself. Both are checked against the schema before the edit is sent.
+function argumentEditor(schema, args, submit) {
+  const obj = objectSchema(schema);
+  const err = h('div', { class: 'field-error', role: 'alert' });
+  const send = h('button', { type: 'submit', class: 'primary' }, 'Run with these arguments');
+  if (obj && simple(obj)) {
+    const withValues = { ...obj, properties: Object.fromEntries(Object.entries(obj.properties).map(([k, p]) => [k, k in args ? { ...p, default: args[k] } : p])) };
+    const form = buildForm(fieldsOf(withValues));
+    return h('form', { class: 'answer args-form', novalidate: true, onsubmit: (e) => {
+      e.preventDefault();
+      const { values, errors } = form.read();
+      // Keep arguments the form does not show (none, for a flat schema
+      // that lists them all) and check the whole against the schema.
+      const out = { ...Object.fromEntries(Object.entries(args).filter(([k]) => !(k in obj.properties))), ...values };
+      for (const p of schemaProblems(obj, out)) if (p.key && !errors[p.key]) errors[p.key] = p.message;
+      form.showErrors(errors);
+      err.textContent = Object.keys(errors).length ? 'Fix the marked arguments first.' : '';
+      if (Object.keys(errors).length) return form.focusFirstError();
+      submit({ action: 'edit', arguments: out });
+    } }, form.el, err, h('div', { class: 'actions' }, send));
+  }
+  const id = uid('json');
+  const ta = h('textarea', { id, rows: 6, class: 'mono', 'aria-describedby': `${id}-hint`, value: JSON.stringify(args, null, 2) });
+  return h('form', { class: 'answer args-form', novalidate: true, onsubmit: (e) => {
+    e.preventDefault();
+    let value;
+    try {
+      value = JSON.parse(ta.value);
+    } catch (x) {
+      err.textContent = `The arguments are not JSON: ${x.message}`;
+      ta.setAttribute('aria-invalid', 'true');
+      ta.focus();
+      return;
+    }
+    const probs = schema ? schemaProblems(schema, value) : [];
+    err.textContent = probs.map((p) => p.message).join('\n');
+    if (probs.length) { ta.setAttribute('aria-invalid', 'true'); ta.focus(); return; }
+    ta.removeAttribute('aria-invalid');
+    submit({ action: 'edit', arguments: value });
+  } }, h('label', { for: id }, 'Arguments (JSON)'),
+  h('p', { class: 'hint', id: `${id}-hint` }, 'Checked against the tool\'s schema before it is sent.'),
+  ta, err, h('div', { class: 'actions' }, send));
+}
+
+/** schemaProblems checks a value against the JSON Schema keywords tools
+ * use (type, properties, required, additionalProperties: false, enum,
+ * minimum/maximum, minLength/maxLength, pattern, items, minItems/maxItems,
+ * anyOf, oneOf); each problem names the top-level key it is under. The server
+ * checks the full schema again. */
+export function schemaProblems(schema, value, path = '') {
+  const out = [];
+  const key = path.split('/')[1] || null;
+  const say = (m) => out.push({ key, message: `${path || 'The arguments'}: ${m}` });
+  if (!schema || typeof schema !== 'object') return out;
+  for (const alt of [schema.anyOf, schema.oneOf]) {
+    if (Array.isArray(alt) && !alt.some((b) => schemaProblems(b, value, path).length === 0)) say('fits none of the allowed forms');
+  }
+  const types = [].concat(schema.type || []);
+  const typeOf = (x) => (x === null ? 'null' : Array.isArray(x) ? 'array' : Number.isInteger(x) ? 'integer' : typeof x);
+  if (types.length && !types.some((t) => t === typeOf(value) || (t === 'number' && typeOf(value) === 'integer'))) {
+    say(`must be ${types.join(' or ')}`);
+    return out;
+  }
+  if (Array.isArray(schema.enum) && !schema.enum.some((e) => JSON.stringify(e) === JSON.stringify(value))) say(`must be one of ${schema.enum.map((e) => JSON.stringify(e)).join(', ')}`);
+  if (typeof value === 'number') {
+    if (schema.minimum !== undefined && value < schema.minimum) say(`must be at least ${schema.minimum}`);
+    if (schema.maximum !== undefined && value > schema.maximum) say(`must be at most ${schema.maximum}`);
+  }
+  if (typeof value === 'string') {
+    const n = [...value].length;
+    if (schema.minLength !== undefined && n < schema.minLength) say(`needs at least ${schema.minLength} characters`);
+    if (schema.maxLength !== undefined && n > schema.maxLength) say(`takes at most ${schema.maxLength} characters`);
+    if (typeof schema.pattern === 'string') {
+      let re = null;
+      try { re = new RegExp(schema.pattern, 'u'); } catch { /* a pattern JS cannot read: the server checks it */ }
+      if (re && !re.test(value)) say(`must match ${schema.pattern}`);
+    }
+  }
+  if (Array.isArray(value)) {
+    if (schema.minItems !== undefined && value.length < schema.minItems) say(`needs at least ${schema.minItems} items`);
+    if (schema.maxItems !== undefined && value.length > schema.maxItems) say(`takes at most ${schema.maxItems} items`);
+    if (schema.items) value.forEach((x, i) => out.push(...schemaProblems(schema.items, x, `${path}/${i}`)));
+  }
+  if (value && typeof value === 'object' && !Array.isArray(value)) {
+    const props = schema.properties || {};
+    for (const r of schema.required || []) if (!(r in value)) out.push({ key: path ? key : r, message: `${path}/${r}: is required` });
+    for (const [k, x] of Object.entries(value)) {
+      if (k in props) out.push(...schemaProblems(props[k], x, `${path}/${k}`));
+      else if (schema.additionalProperties === false) out.push({ key: path ? key : k, message: `${path}/${k}: is not an argument of this tool` });
+    }
+  }
+  return out;
+}
+
+/** approvalGroup returns a bar to answer every pending approval at once,
+ * or null when fewer than two wait. sendAll(map) resumes the run with a
+ * decision per interrupt ID. */
+export function approvalGroup(interrupts, sendAll) {
+  const pending = interrupts.filter(isApproval);
+  if (pending.length < 2) return null;
+  const titleId = uid('all');
+  const id = uid('why');
+  const why = h('input', { id, type: 'text', name: 'reason-all' });
+  const status = h('p', { class: 'card-problem', role: 'alert' });
+  let busy = false;
+  const all = async (decision) => {
+    if (busy) return;
+    busy = true;
+    status.textContent = '';
+    bar.classList.add('sending');
+    try {
+      await sendAll(Object.fromEntries(pending.map((i) => [i.id, decision])));
+    } catch (e) {
+      status.textContent = `The server refused these answers: ${e.message}`;
+    } finally {
+      busy = false;
+      bar.classList.remove('sending');
+    }
+  };
+  const bar = h('section', { class: 'card approval-group', 'aria-labelledby': titleId },
+    h('h3', { id: titleId }, `${pending.length} tool calls wait for you`),
+    h('p', { class: 'hint' }, 'Answer each card below on its own, or all of them together.'),
+    h('div', { class: 'actions' },
+      h('button', { type: 'button', class: 'primary', onclick: () => all({ action: 'approve' }) }, `Approve all ${pending.length}`)),
+    h('form', { class: 'answer', novalidate: true, onsubmit: (e) => {
+      e.preventDefault();
+      all(why.value.trim() ? { action: 'reject', message: why.value.trim() } : { action: 'reject' });
+    } }, h('label', { for: id }, 'Reason for rejecting all (optional)'), why,
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'danger' }, `Reject all ${pending.length}`))),
+    status);
+  return bar;
+}

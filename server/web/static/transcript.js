@@ -1,0 +1,199 @@
+// transcript.js — how the chat shows what the agent did, in the order it
+// happened: an agent message's reasoning in a folded block before its
+// text, each tool call as a block that opens to its arguments and result,
+// errors where they happened, and status lines for a plan's steps (the
+// run's custom events). Saved messages (LangChain JSON from the thread's
+// state) and streamed ones (messages-tuple chunks) render alike.
+//
+// A failed tool call or step carries the class "failed" and an empty
+// span.retry-slot, where a retry control can be put.
+
+import { h } from './dom.js';
+import { setMarkdown } from './markdown.js';
+
+/** textOf returns the text of a message's content (a string or parts). */
+export function textOf(content) {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((p) => (typeof p === 'string' ? p : p.type === 'text' ? p.text : '')).join('');
+  return '';
+}
+
+function reasoningOf(m) {
+  const r = m && m.additional_kwargs && m.additional_kwargs.reasoning_content;
+  return typeof r === 'string' ? r : '';
+}
+
+/** reasoningBlock is the folded block of a message's reasoning; set(text)
+ * fills it as it streams. */
+export function reasoningBlock(text = '') {
+  const body = h('div', { class: 'md' });
+  const el = h('details', { class: 'reasoning', hidden: !text }, h('summary', {}, 'Reasoning'), body);
+  const set = (t) => { el.hidden = !t; setMarkdown(body, t); };
+  if (text) set(text);
+  return { el, set };
+}
+
+function pretty(args) {
+  if (typeof args === 'string') {
+    try { return JSON.stringify(JSON.parse(args), null, 2); } catch { return args; }
+  }
+  return JSON.stringify(args ?? {}, null, 2);
+}
+
+/** toolCallBlock shows one call: its name in the summary, its arguments
+ * and, once known, its result (setResult). */
+export function toolCallBlock(name, args, callId) {
+  const state = h('span', { class: 'call-state' }, 'running');
+  const argsPre = h('pre', { class: 'call-args' }, pretty(args));
+  const result = h('div', { class: 'call-result' });
+  const el = h('details', { class: 'tool-call', 'data-call': callId || null },
+    h('summary', {}, 'Called ', h('code', {}, name || 'a tool'), ' ', state),
+    h('p', { class: 'hint' }, 'Arguments'), argsPre, result);
+  return {
+    el,
+    setArgs(a) { argsPre.textContent = pretty(a); },
+    setResult(text, isError) {
+      state.textContent = isError ? 'failed' : 'done';
+      el.classList.toggle('failed', !!isError);
+      result.replaceChildren(h('p', { class: 'hint' }, isError ? 'Error' : 'Result'),
+        h('pre', { class: isError ? 'call-error' : null }, text),
+        isError ? h('span', { class: 'retry-slot' }) : null);
+    },
+  };
+}
+
+/** messageNodes renders saved messages. A tool result is shown inside the
+ * call it answers (matched by tool_call_id); one without its call stands
+ * alone. */
+export function messageNodes(messages) {
+  const results = new Map();
+  for (const m of messages) if (m.type === 'tool' && m.tool_call_id) results.set(m.tool_call_id, m);
+  const called = new Set();
+  const out = [];
+  for (const m of messages) {
+    const text = textOf(m.content);
+    if (m.type === 'human') {
+      out.push(h('div', { class: 'msg human', 'data-id': m.id }, h('span', { class: 'who' }, 'You'), h('div', { class: 'text' }, text)));
+    } else if (m.type === 'ai' || m.type === 'AIMessageChunk') {
+      const reasoning = reasoningOf(m);
+      const body = h('div', { class: 'text md' });
+      setMarkdown(body, text);
+      const calls = (m.tool_calls || []).map((c) => {
+        called.add(c.id);
+        const b = toolCallBlock(c.name, c.args, c.id);
+        const r = results.get(c.id);
+        if (r) b.setResult(textOf(r.content), r.status === 'error');
+        return b.el;
+      });
+      if (text || calls.length || reasoning) {
+        out.push(h('div', { class: 'msg ai', 'data-id': m.id }, h('span', { class: 'who' }, 'Agent'),
+          reasoning ? reasoningBlock(reasoning).el : null, text ? body : null, calls));
+      }
+    } else if (m.type === 'tool' && !called.has(m.tool_call_id)) {
+      out.push(h('details', { class: `msg tool${m.status === 'error' ? ' failed' : ''}`, 'data-id': m.id },
+        h('summary', {}, 'Result of ', h('code', {}, m.name || 'a tool')), h('pre', {}, text)));
+    }
+  }
+  return out;
+}
+
+/** liveMessage is an agent message being streamed: add(chunk) takes a
+ * messages-tuple chunk (text, reasoning or tool-call pieces) and reports
+ * whether it added anything. With a run log, the reasoning goes into the
+ * log where it happens (between the steps' lines): the messages of a plan's
+ * steps are not saved in the thread, so the log is where it stays. */
+export function liveMessage(id, nodeName, log) {
+  const reasoning = reasoningBlock();
+  const body = h('div', { class: 'text md' });
+  const callsEl = h('div', { class: 'calls' });
+  const el = h('div', { class: 'msg ai live', 'data-id': id },
+    h('span', { class: 'who' }, 'Agent ', nodeName ? h('span', { class: 'node' }, nodeName) : null),
+    reasoning.el, body, callsEl);
+  let text = '';
+  let thought = '';
+  const calls = new Map(); // index -> {block, name, args}
+  return {
+    el,
+    add(chunk) {
+      let added = false;
+      const t = textOf(chunk.content);
+      if (t) { text += t; setMarkdown(body, text); added = true; }
+      const r = reasoningOf(chunk);
+      if (r) {
+        thought += r;
+        reasoning.set(thought);
+        if (log && !log.el.contains(reasoning.el)) log.attach(reasoning.el);
+        added = true;
+      }
+      for (const c of chunk.tool_call_chunks || []) {
+        const i = c.index ?? calls.size;
+        let call = calls.get(i);
+        if (!call) {
+          call = { name: c.name || '', args: '', block: toolCallBlock(c.name, '', c.id) };
+          calls.set(i, call);
+          callsEl.append(call.block.el);
+        }
+        call.args += c.args || '';
+        call.block.setArgs(call.args);
+        added = true;
+      }
+      return added;
+    },
+  };
+}
+
+/** runLog collects a run's status lines and the tool calls of its steps
+ * (planexec's custom events), in the order they arrive. */
+export function runLog() {
+  const list = h('ol', { class: 'run-log-lines' });
+  const el = h('details', { class: 'run-log', open: true }, h('summary', {}, 'What the agent did'), list);
+  const calls = new Map();
+  const titles = new Map(); // step ID -> title, for events that carry only the ID
+  const line = (cls, ...content) => { const li = h('li', { class: cls }, ...content); list.append(li); return li; };
+  return {
+    el,
+    /** attach puts an element (a reasoning block) in the log, now. */
+    attach(child) { line('thought', child); },
+    /** add takes one custom event's data; it returns false for events it
+     * does not show. */
+    add(ev) {
+      if (!ev || typeof ev !== 'object' || !ev.kind) return false;
+      if (ev.step_id && ev.title) titles.set(ev.step_id, ev.title);
+      const title = ev.title || titles.get(ev.step_id) || ev.step_id || '';
+      switch (ev.kind) {
+        case 'plan_ready': line('status', `The plan is ready (${(ev.plan && ev.plan.steps || []).length} steps).`); break;
+        case 'replanned': line('status', 'The rest of the plan was revised.'); break;
+        case 'step_started': line('status', 'Started: ', h('strong', {}, title)); break;
+        case 'step_finished': line('status done', 'Done: ', h('strong', {}, title)); break;
+        case 'step_skipped': line('status', 'Skipped: ', h('strong', {}, title), ev.error ? ` (${ev.error})` : ''); break;
+        case 'step_failed': line('status failed', 'Failed: ', h('strong', {}, title), ev.error ? ` — ${ev.error}` : '', h('span', { class: 'retry-slot', 'data-step': ev.step_id || '' })); break;
+        case 'waiting': // the card says so; a step's wait is worth a line
+          if (!ev.step_id) return false;
+          line('status', 'Waiting for you: ', h('strong', {}, title));
+          break;
+        case 'tool_call': {
+          if (!ev.tool) return false;
+          const b = toolCallBlock(ev.tool.name, ev.tool.arguments, ev.tool.call_id);
+          calls.set(ev.tool.call_id, b);
+          line('call', b.el);
+          break;
+        }
+        case 'tool_result': {
+          if (!ev.tool) return false;
+          let b = calls.get(ev.tool.call_id);
+          if (!b) { b = toolCallBlock(ev.tool.name, ev.tool.arguments, ev.tool.call_id); line('call', b.el); }
+          b.setResult(ev.tool.result || '', ev.tool.is_error);
+          break;
+        }
+        case 'delivered': line('status done', 'The answer is ready.'); break;
+        default: return false;
+      }
+      return true;
+    },
+  };
+}
+
+/** errorLine marks where a run failed, in the conversation. */
+export function errorLine(message) {
+  return h('div', { class: 'msg run-error failed', role: 'alert' }, h('span', { class: 'who' }, 'Error'), h('p', {}, message), h('span', { class: 'retry-slot' }));
+}

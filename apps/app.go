@@ -26,7 +26,10 @@
 package apps
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
 
@@ -114,6 +117,25 @@ type Env struct {
 	// Fresh says the thread starts over: an app with data of its own
 	// resets the scope's data to its starting point.
 	Fresh bool
+	// Settings are the app's own settings as JSON (trellis.yaml's
+	// apps.<name> section): each app documents the object it reads with
+	// Decode (its package's Settings type). nil: the defaults.
+	Settings json.RawMessage
+}
+
+// Decode reads env.Settings into v (a pointer to the app's Settings),
+// refusing unknown fields so a misspelt setting is an error naming it.
+// Without settings v is left as it is.
+func (env Env) Decode(v any) error {
+	if len(env.Settings) == 0 || string(env.Settings) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(env.Settings))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("settings: %w", err)
+	}
+	return nil
 }
 
 // Closer joins close functions into one that runs each once, for New's

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -29,6 +30,11 @@ type Models struct {
 	// Timeout bounds one model call (2 minutes when 0); failed calls are
 	// retried with llm.Retry's default policy.
 	Timeout time.Duration
+	// AppSettings are each app's settings as JSON, by app name
+	// (trellis.yaml's apps section), handed to the app as
+	// apps.Env.Settings. An assistant's config.configurable.settings,
+	// when set, replaces its app's.
+	AppSettings map[string]json.RawMessage
 }
 
 // Scripted reports whether an assistant naming no model answers from the
@@ -126,7 +132,8 @@ func (s *Server) RegisterApps(entries []apps.Entry, m Models) error {
 func (s *Server) appConstructor(e apps.Entry, m Models) runs.Constructor {
 	return func(ctx context.Context, a runs.Assistant) (*graph.Graph, error) {
 		var conf struct {
-			Model string `json:"model"`
+			Model    string          `json:"model"`
+			Settings json.RawMessage `json:"settings"`
 		}
 		if err := a.Configurable(&conf); err != nil {
 			return nil, err
@@ -140,7 +147,11 @@ func (s *Server) appConstructor(e apps.Entry, m Models) runs.Constructor {
 			file = filepath.Join(s.DataDir(), "apps.db")
 		}
 		// The app outlives the request that first needed it.
-		app, err := e.Open(context.WithoutCancel(ctx), apps.Env{Model: model, Database: file, DataDir: s.DataDir(), Scope: a.ID})
+		settings := m.AppSettings[e.Name]
+		if len(conf.Settings) > 0 && string(conf.Settings) != "null" {
+			settings = conf.Settings
+		}
+		app, err := e.Open(context.WithoutCancel(ctx), apps.Env{Model: model, Database: file, DataDir: s.DataDir(), Scope: a.ID, Settings: settings})
 		if err != nil {
 			return nil, fmt.Errorf("build app %s for assistant %s: %w", e.Name, a.ID, err)
 		}

@@ -89,6 +89,19 @@
 // conversation durable, and graph.WithResume answers an interrupt (a
 // write tool's approval) on it.
 //
+// Run.ID is the execution ID (the graph run ID its checkpoints carry),
+// Run.Started its start time, and Run.AddMessage adds a user message to
+// the running execution: it joins the conversation at the next route
+// node, so the judge and the next node see it.
+//
+// # Per-node settings and the entry at run time
+//
+// Describe gives a node a description (Agent.Nodes lists them), Retry
+// gives it retry policies (graph.RetryPolicy: a transiently failed visit
+// runs again) and NodeTimeout bounds each of its visits. Entry is the
+// default entry node; a run's input may choose another with
+// StartAt(node, text).
+//
 // Agent.Graph returns the compiled graph, to stream its events, draw it
 // with Mermaid, or add it to a larger graph as a subgraph. In its streams
 // the nodes' model tokens come from react.ModelNode inside the namespace
@@ -139,6 +152,7 @@ type Builder struct {
 	defaults    map[string]string // from -> unconditional target
 	conds       []condDecl
 	entry       string
+	extras      map[string]*nodeExtra
 	errs        []error
 }
 
@@ -400,6 +414,7 @@ func (b *Builder) Build(model llm.Model) (*Agent, error) {
 			add("the condition %q from %q goes to %q, which is not an LLM node (nodes: %s) nor graph.END", c.condition, c.from, c.to, known)
 		}
 	}
+	errs = append(errs, b.checkExtras(known)...)
 	switch {
 	case b.entry == "":
 		add("the agent has no entry node; set one with Entry")
@@ -525,7 +540,7 @@ func (b *Builder) unconditionalLoop() []string {
 // compile wires the checked declaration into a graph: each LLM node as a
 // subgraph followed by its route node.
 func (b *Builder) compile(graphs map[string]*graph.Graph, judge llm.Model) (*Agent, error) {
-	keys := []graph.AnyKey{react.Messages, react.Calls, Judgements, decision}
+	keys := []graph.AnyKey{react.Messages, react.Calls, Judgements, decision, entryKey}
 	// A node's structured-output key and its own tool-subset key are
 	// shared with the agent's state, so a run's input can set them and
 	// Result.FinalState holds them. react.ToolSubset stays private to
@@ -544,6 +559,7 @@ func (b *Builder) compile(graphs map[string]*graph.Graph, judge llm.Model) (*Age
 		prompt = DefaultJudgePrompt
 	}
 	a := &Agent{name: b.name, description: b.description, nodes: map[string]bool{}}
+	entries := map[string]string{}
 	for _, n := range b.nodes {
 		r := &router{
 			agent:  a,
@@ -563,13 +579,19 @@ func (b *Builder) compile(graphs map[string]*graph.Graph, judge llm.Model) (*Age
 				paths[pathKey(c.condition)] = c.to
 			}
 		}
-		gb.AddSubgraph(n.name, graphs[n.name])
+		gb.AddSubgraph(n.name, graphs[n.name], b.nodeOptions(n.name)...)
+		entries[n.name] = n.name
+		info := NodeInfo{Name: n.name}
+		if x := b.extras[n.name]; x != nil {
+			info.Description = x.description
+		}
+		a.infos = append(a.infos, info)
 		gb.AddEdge(n.name, RouteNode(n.name))
 		gb.AddNode(RouteNode(n.name), r.run)
 		gb.AddConditionalEdges(RouteNode(n.name), decided, paths)
 		a.nodes[n.name] = true
 	}
-	gb.SetEntry(b.entry)
+	gb.AddConditionalEdges(graph.START, a.entry(b.entry), entries)
 	opts := []graph.RunOption{graph.WithStepLimit(2 * b.maxIter)}
 	if b.timeout > 0 {
 		opts = append(opts, graph.WithTimeout(b.timeout))

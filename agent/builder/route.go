@@ -3,6 +3,7 @@ package builder
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/trellis-agents/trellis/agent/react"
@@ -80,6 +81,7 @@ type verdict struct {
 // judgements and the decision, and ends the run when no visit is left.
 func (r *router) run(ctx context.Context, s graph.State) (graph.Output, error) {
 	r.agent.observe(ctx, s)
+	added := r.agent.inboxFrom(ctx)
 	// Another visit takes two steps: the node and its route.
 	more := graph.RemainingSteps(ctx) >= 2
 	key, to := pathOtherwise, r.otherwise
@@ -88,7 +90,7 @@ func (r *router) run(ctx context.Context, s graph.State) (graph.Output, error) {
 	// end the run, so that the run ends as it would have anyway rather
 	// than by the limit.
 	if len(r.conds) > 0 && (more || r.canEnd()) {
-		conversation := transcript(react.Messages.Get(s))
+		conversation := transcript(append(slices.Clone(react.Messages.Get(s)), added...))
 		for _, c := range r.conds {
 			v, err := r.ask(ctx, conversation, c.condition)
 			if err != nil {
@@ -107,6 +109,9 @@ func (r *router) run(ctx context.Context, s graph.State) (graph.Output, error) {
 	w := graph.Writes(decision.Set(key))
 	if len(judged) > 0 {
 		w = append(w, graph.Append(Judgements, judged...))
+	}
+	if len(added) > 0 {
+		w = append(w, react.Messages.Set(added))
 	}
 	return w, nil
 }

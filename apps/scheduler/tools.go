@@ -73,15 +73,18 @@ type (
 	}
 )
 
-// Tools returns the ten schedule tools over store: five read tools that
+// Tools returns the eleven schedule tools over store: six read tools that
 // run at once (get_overview, query_range, find_free, list_tasks,
-// get_task_info) and five write tools that need a person's approval
+// get_task_info, diagnose_schedule) and five write tools that need a person's approval
 // (place, move, swap, batch_move, unplace). Each write is applied once per
 // call ID (see Store.Apply).
 //
 // Every call works on the schedule of the run's scope: apps.Scope(ctx),
 // else defaultScope. A scope with no schedule yet is seeded with seed()
 // on first use (nil seed: the call fails saying the scope is empty).
+// DiagnoseName is the name of the health tool (Diagnose).
+const DiagnoseName = "diagnose_schedule"
+
 func Tools(store *Store, defaultScope string, seed func() *Schedule) []tool.Tool {
 	d := data{store: store, fallback: defaultScope, seed: seed}
 	read := func(ctx context.Context, f func(*Schedule) (string, error)) (string, error) {
@@ -117,6 +120,10 @@ func Tools(store *Store, defaultScope string, seed func() *Schedule) []tool.Tool
 		tool.MustFunc("get_task_info", "Everything about one item, including what it is embedded in or what is embedded in it.",
 			func(ctx context.Context, a idArgs) (string, error) {
 				return read(ctx, func(s *Schedule) (string, error) { return taskInfo(s, a.ID) })
+			}, tool.ReadOnly()),
+		tool.MustFunc(DiagnoseName, "Diagnose the schedule: a score out of 100 (pending tasks, unequal days and crowded days cost points), each day's load, and proposed moves that would raise the score.",
+			func(ctx context.Context, _ overviewArgs) (string, error) {
+				return read(ctx, func(s *Schedule) (string, error) { return Diagnose(s).Render(s.Window), nil })
 			}, tool.ReadOnly()),
 		tool.MustFunc("place", "Place a pending task at a day and first slot. A task placed entirely inside an event that accepts embedding is embedded in it.",
 			func(ctx context.Context, a placeArgs) (string, error) {

@@ -92,11 +92,14 @@ func (it Item) label() string { return fmt.Sprintf("%q (#%d)", it.Title, it.ID) 
 type Schedule struct {
 	Window Window
 	Items  map[int]Item
+	// Classes are the task classes by name (see Class); a task's Category
+	// names its class.
+	Classes map[string]Class
 }
 
 // Clone returns a copy that shares nothing mutable with s.
 func (s *Schedule) Clone() *Schedule {
-	return &Schedule{Window: s.Window, Items: maps.Clone(s.Items)}
+	return &Schedule{Window: s.Window, Items: maps.Clone(s.Items), Classes: maps.Clone(s.Classes)}
 }
 
 // Sorted returns the items ordered by day, start and ID, pending last.
@@ -149,6 +152,9 @@ func (s *Schedule) settle(it Item, skip map[int]bool) (Item, error) {
 	}
 	if it.Start < 1 || it.End() > w.Slots {
 		return it, fmt.Errorf("slots %d-%d do not fit in a day (slots 1-%d; %s needs %d)", it.Start, it.End(), w.Slots, it.label(), it.Duration)
+	}
+	if err := s.allowed(it); err != nil {
+		return it, err
 	}
 	it.Host = 0
 	var in []Item

@@ -73,10 +73,12 @@ type (
 	}
 )
 
-// Tools returns the eleven schedule tools over store: six read tools that
-// run at once (get_overview, query_range, find_free, list_tasks,
-// get_task_info, diagnose_schedule) and five write tools that need a person's approval
-// (place, move, swap, batch_move, unplace). Each write is applied once per
+// Tools returns the thirteen schedule tools over store: six read tools
+// that run at once (get_overview, query_range, find_free, list_tasks,
+// get_task_info, diagnose_schedule) and seven write tools that need a
+// person's approval (place, move, swap, batch_move, unplace,
+// upsert_task_class, optimize_schedule). Groups sorts them into tool
+// groups. Each write is applied once per
 // call ID (see Store.Apply).
 //
 // Every call works on the schedule of the run's scope: apps.Scope(ctx),
@@ -155,6 +157,8 @@ func Tools(store *Store, defaultScope string, seed func() *Schedule) []tool.Tool
 			func(ctx context.Context, a idArgs) (string, error) {
 				return write(ctx, "unplace", func(s *Schedule) (*Schedule, error) { return s.Unplace(a.ID) })
 			}, tool.Summary(func(a idArgs) string { return fmt.Sprintf("Unplace item #%d", a.ID) })),
+		upsertClassTool(write),
+		optimizeTool(write),
 	}
 }
 

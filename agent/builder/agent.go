@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -229,7 +230,8 @@ func (a *Agent) result(gres *graph.Result, err error) *Result {
 	res.FinalMessage, _ = react.Answer(gres.State)
 	if len(gres.Path) > 0 {
 		last := gres.Path[len(gres.Path)-1]
-		res.LimitReached = res.Status == graph.StatusCompleted && !a.nodes[last.Node] && decision.Get(gres.State) == pathLimit
+		owner := strings.TrimSuffix(last.Node, "/route")
+		res.LimitReached = res.Status == graph.StatusCompleted && !a.nodes[last.Node] && decisions.Get(gres.State)[owner] == pathLimit
 		for _, j := range Judgements.Get(gres.State) {
 			if j.Step >= gres.Path[0].Step {
 				res.Judgements = append(res.Judgements, j)

@@ -163,3 +163,60 @@ func TestRunIDStartAndAddMessage(t *testing.T) {
 		t.Errorf("AddMessage after the end: %v", err)
 	}
 }
+
+// Parallel runs branches at once after a node; Join waits for all of them,
+// and the joined node sees every branch's answer.
+func TestParallelBranchesAndJoin(t *testing.T) {
+	m := llmtest.New()
+	m.When(llmtest.Namespace("plan:"), llmtest.Text("plan ready")).Repeat()
+	m.When(llmtest.Namespace("facts:"), llmtest.Text("facts found")).Repeat()
+	m.When(llmtest.Namespace("style:"), llmtest.Text("style chosen")).Repeat()
+	m.When(llmtest.Namespace("write:"), llmtest.Text("written")).Repeat()
+	a, err := builder.New("a").
+		LLMNode("plan", "Plan.").LLMNode("facts", "Facts.").LLMNode("style", "Style.").LLMNode("write", "Write.").
+		Entry("plan").Parallel("plan", "facts", "style").Join("write", "facts", "style").End("write").
+		Build(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Run(t.Context(), builder.Input("go"))
+	if err != nil || !res.Success || res.FinalMessage != "written" {
+		t.Fatalf("run: %+v, %v", res, err)
+	}
+	if len(res.Path) != 4 || res.Path[0] != "plan" || res.Path[3] != "write" {
+		t.Errorf("path %v; want plan, the two branches, then write once", res.Path)
+	}
+	var writeReq llmtest.Request
+	n := 0
+	for _, r := range m.Requests() {
+		if strings.HasPrefix(r.Namespace, "write:") {
+			writeReq = r
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("write was asked %d times, want once", n)
+	}
+	var seen []string
+	for _, msg := range writeReq.Messages {
+		if msg.Role == llm.RoleAssistant {
+			seen = append(seen, msg.Text())
+		}
+	}
+	if got := strings.Join(seen, ","); !strings.Contains(got, "facts found") || !strings.Contains(got, "style chosen") {
+		t.Errorf("write saw %q; want both branches' answers", got)
+	}
+	for _, c := range []struct {
+		b    *builder.Builder
+		want string
+	}{
+		{builder.New("a").LLMNode("x", "x").LLMNode("y", "y").Entry("x").Parallel("x", "y"), "at least two"},
+		{builder.New("a").LLMNode("x", "x").LLMNode("y", "y").LLMNode("z", "z").Entry("x").Parallel("x", "y", "z").Edge("x", "y"), "both Parallel branches and an unconditional edge"},
+		{builder.New("a").LLMNode("x", "x").LLMNode("y", "y").LLMNode("z", "z").Entry("x").Parallel("x", "y", "nope"), `runs "nope"`},
+		{builder.New("a").LLMNode("x", "x").LLMNode("y", "y").LLMNode("z", "z").Entry("x").Parallel("x", "y", "z").Join("x", "y", "z").Edge("y", "x"), "joined into"},
+	} {
+		if _, err := c.b.Build(m); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Build = %v, want %q", err, c.want)
+		}
+	}
+}

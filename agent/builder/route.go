@@ -38,9 +38,11 @@ type Judgement struct {
 // stream's updates.
 var Judgements = graph.NewKey("agent_judgements", graph.Concat[Judgement]())
 
-// decision holds the path key the last route node chose; the route node's
-// conditional edge reads it, so routing is a pure function of state.
-var decision = graph.NewKey[string]("agent_route")
+// decisions holds the path key each route node chose last, by LLM node;
+// the route node's conditional edge reads its own, so routing is a pure
+// function of state, and parallel branches' route nodes never write the
+// same value.
+var decisions = graph.NewKey("agent_routes", graph.MergeMap[string, string]())
 
 // Path keys of a route node's conditional edge, besides one per
 // condition (see pathKey). Mermaid shows them as edge labels.
@@ -58,8 +60,10 @@ func pathKey(condition string) string {
 	return condition
 }
 
-// decided is every route node's conditional edge.
-func decided(_ context.Context, s graph.State) (string, error) { return decision.Get(s), nil }
+// decided is the conditional edge of node's route node.
+func decided(node string) graph.RouteFunc {
+	return func(_ context.Context, s graph.State) (string, error) { return decisions.Get(s)[node], nil }
+}
 
 // router is the route node of one LLM node.
 type router struct {
@@ -68,7 +72,8 @@ type router struct {
 	judge     llm.Model
 	system    llm.Message
 	conds     []condDecl
-	otherwise string // the unconditional target, graph.END when there is none
+	otherwise string   // the unconditional target, graph.END when there is none
+	parallel  []string // the nodes Parallel runs at once when no condition holds
 }
 
 // verdict is the judge's reply.
@@ -103,10 +108,10 @@ func (r *router) run(ctx context.Context, s graph.State) (graph.Output, error) {
 			}
 		}
 	}
-	if to != graph.END && !more {
+	if (to != graph.END || len(r.parallel) > 0 && key == pathOtherwise) && !more {
 		key = pathLimit
 	}
-	w := graph.Writes(decision.Set(key))
+	w := graph.Writes(decisions.Set(map[string]string{r.node: key}))
 	if len(judged) > 0 {
 		w = append(w, graph.Append(Judgements, judged...))
 	}

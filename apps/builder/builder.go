@@ -7,8 +7,26 @@
 // # Embedding
 //
 // New(ctx, Config{Model}) builds the app; Tools, AnswerPrompt,
-// ReviewPrompt and MaxIterations replace the defaults. See Example and
-// Config.
+// ReviewPrompt and MaxIterations replace the defaults, and Agent replaces
+// the whole agent with one declared as data (agentbuilder.Spec: nodes
+// with descriptions, prompts, tools, retries and timeouts; edges,
+// conditions, parallel branches and joins). In trellis.yaml:
+//
+//	apps:
+//	  builder:
+//	    agent:
+//	      name: triage
+//	      nodes:
+//	        - {name: plan, prompt: "Plan the reply.", description: "Plans."}
+//	        - {name: facts, prompt: "Find the facts.", tools: [lookup_policy], retries: 2, timeout: 30s}
+//	        - {name: tone, prompt: "Choose the tone."}
+//	        - {name: write, prompt: "Write the reply."}
+//	      entry: plan
+//	      parallel: [{from: plan, to: [facts, tone]}]
+//	      joins: [{to: write, from: [facts, tone]}]
+//	      end: [write]
+//
+// See Example and Config.
 package builder
 
 import (
@@ -83,6 +101,18 @@ type Config struct {
 	Request string
 	// MaxIterations bounds the answer-review rounds (default 8).
 	MaxIterations int
+	// Agent, when set, replaces the two-node agent with one declared as
+	// data (trellis.yaml's apps.builder.agent); its nodes name their tools
+	// among Tools (by name; default PolicyTool()).
+	Agent *agentbuilder.Spec
+}
+
+// Settings is what trellis.yaml's apps.builder carries (see Entry).
+type Settings struct {
+	AnswerPrompt  string             `json:"answer_prompt,omitempty"`
+	ReviewPrompt  string             `json:"review_prompt,omitempty"`
+	MaxIterations int                `json:"max_iterations,omitempty"`
+	Agent         *agentbuilder.Spec `json:"agent,omitempty"`
 }
 
 // NewAgent builds the agent over cfg (defaults applied).
@@ -99,6 +129,13 @@ func NewAgent(cfg Config) (*agentbuilder.Agent, error) {
 	if cfg.ReviewPrompt == "" {
 		cfg.ReviewPrompt = ReviewPrompt
 	}
+	if cfg.Agent != nil {
+		reg := map[string]tool.Tool{}
+		for _, t := range cfg.Tools {
+			reg[t.Info().Name] = t
+		}
+		return agentbuilder.FromSpec(*cfg.Agent, reg).Build(cfg.Model)
+	}
 	if cfg.MaxIterations <= 0 {
 		cfg.MaxIterations = 8
 	}
@@ -107,6 +144,8 @@ func NewAgent(cfg Config) (*agentbuilder.Agent, error) {
 		MaxIterations(cfg.MaxIterations).
 		LLMNode("answer", cfg.AnswerPrompt, cfg.Tools...).
 		LLMNode("review", cfg.ReviewPrompt).
+		Describe("answer", "Drafts the reply, checking the policy first.").
+		Describe("review", "Checks the draft for accuracy and tone.").
 		Edge("answer", "review").
 		When("review", Condition, "answer").
 		Entry("answer").
@@ -141,11 +180,15 @@ func New(_ context.Context, cfg Config) (*apps.App, error) {
 	}, nil
 }
 
-// Entry describes the app to runners.
+// Entry describes the app to runners; Env.Settings is a Settings object.
 func Entry() apps.Entry {
 	return apps.Entry{Name: Name, Summary: Summary, Script: Script,
 		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
-			return New(ctx, Config{Model: env.Model})
+			var st Settings
+			if err := env.Decode(&st); err != nil {
+				return nil, fmt.Errorf("builder: %w", err)
+			}
+			return New(ctx, Config{Model: env.Model, AnswerPrompt: st.AnswerPrompt, ReviewPrompt: st.ReviewPrompt, MaxIterations: st.MaxIterations, Agent: st.Agent})
 		}}
 }
 

@@ -143,4 +143,3 @@ func FromSpec(spec Spec, tools map[string]tool.Tool) *Builder {
 	b.End(spec.End...)
 	return b
 }
-

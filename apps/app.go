@@ -117,6 +117,11 @@ type Env struct {
 	// Fresh says the thread starts over: an app with data of its own
 	// resets the scope's data to its starting point.
 	Fresh bool
+	// Assistant, in a service, returns the compiled graph of another
+	// assistant of the same tenant, by ID, so an app can offer it as a
+	// sub-agent (apps/sqlrouter's Settings.Assistants). nil outside a
+	// service. A cycle of assistants using each other is an error.
+	Assistant func(ctx context.Context, id string) (*graph.Graph, error)
 	// Settings are the app's own settings as JSON (trellis.yaml's
 	// apps.<name> section): each app documents the object it reads with
 	// Decode (its package's Settings type). nil: the defaults.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/trellis-agents/trellis/apps"
@@ -151,11 +153,34 @@ func (s *Server) appConstructor(e apps.Entry, m Models) runs.Constructor {
 		if len(conf.Settings) > 0 && string(conf.Settings) != "null" {
 			settings = conf.Settings
 		}
-		app, err := e.Open(context.WithoutCancel(ctx), apps.Env{Model: model, Database: file, DataDir: s.DataDir(), Scope: a.ID, Settings: settings})
+		env := apps.Env{Model: model, Database: file, DataDir: s.DataDir(), Scope: a.ID, Settings: settings,
+			Assistant: s.assistantGraph(a.Tenant, a.ID)}
+		app, err := e.Open(context.WithoutCancel(ctx), env)
 		if err != nil {
 			return nil, fmt.Errorf("build app %s for assistant %s: %w", e.Name, a.ID, err)
 		}
 		s.OnClose(app.Close)
 		return app.Graph.WithOptions(app.Options...), nil
+	}
+}
+
+type buildingKey struct{}
+
+// assistantGraph returns apps.Env.Assistant for assistant self of tenant:
+// another assistant's graph, built (or reused) through the registry. The
+// assistants being built are carried in ctx, so a cycle (a router offering
+// itself, or two offering each other) is refused instead of recursing.
+func (s *Server) assistantGraph(tenant, self string) func(ctx context.Context, id string) (*graph.Graph, error) {
+	return func(ctx context.Context, id string) (*graph.Graph, error) {
+		chain, _ := ctx.Value(buildingKey{}).([]string)
+		chain = append(slices.Clone(chain), self)
+		if slices.Contains(chain, id) {
+			return nil, fmt.Errorf("assistant %s is already being built (%s → %s): assistants cannot use each other in a cycle", id, strings.Join(chain, " → "), id)
+		}
+		a, err := s.st.db.GetAssistant(ctx, tenant, id)
+		if err != nil {
+			return nil, fmt.Errorf("sub-agent assistant %s: %w", id, err)
+		}
+		return s.graphs.Graph(context.WithValue(ctx, buildingKey{}, chain), tenant, a)
 	}
 }

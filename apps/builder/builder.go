@@ -200,7 +200,7 @@ func Entry() apps.Entry {
 // number of threads get the same replies.
 func Script() llm.Model {
 	m := llmtest.New()
-	answer, review := llmtest.Namespace("answer:"), llmtest.Namespace("review:")
+	answer, review := inNode("answer"), inNode("review")
 	after := llmtest.LastIsToolResult()
 	m.When(llmtest.And(answer, toolResults(0)), llmtest.ToolCalls(llmtest.Call("lookup_policy", `{"topic":"returns"}`))).Repeat()
 	m.When(llmtest.And(answer, toolResults(1), after),
@@ -216,6 +216,18 @@ func Script() llm.Model {
 		llmtest.JSON(map[string]any{"holds": false, "reason": "the review approves the reply"})).Repeat()
 	m.When(judge, llmtest.JSON(map[string]any{"holds": true, "reason": "the review asks to mention free return shipping"})).Repeat()
 	return m
+}
+
+// inNode matches requests from inside LLM node name, also when the agent
+// runs nested in another graph (a sub-agent: "helper:…|answer:…").
+func inNode(name string) llmtest.Matcher {
+	return func(r *llmtest.Request) bool {
+		ns := r.Namespace
+		if i := strings.LastIndexByte(ns, '|'); i >= 0 {
+			ns = ns[i+1:]
+		}
+		return strings.HasPrefix(ns, name+":")
+	}
 }
 
 // toolResults matches a request holding n tool results.

@@ -132,6 +132,23 @@ type Settings struct {
 	Prompts map[string]string `json:"prompts,omitempty" yaml:"prompts"`
 	// Deadline bounds each run ("" : 5m), as a Go duration.
 	Deadline string `json:"deadline,omitempty" yaml:"deadline"`
+	// Assistants are other assistants of the service offered as
+	// sub-agents (a service only: apps.Env.Assistant resolves them). Each
+	// one's graph must keep its conversation in react.Messages and answer
+	// there, as the agent graph, this app and the builder app do.
+	Assistants []AssistantAgent `json:"assistants,omitempty" yaml:"assistants"`
+}
+
+// AssistantAgent offers another assistant as a sub-agent.
+type AssistantAgent struct {
+	// Name is the tool name the router model calls it by; Description
+	// tells the model what it is for.
+	Name        string `json:"name" yaml:"name"`
+	Description string `json:"description" yaml:"description"`
+	// Assistant is the assistant's ID.
+	Assistant string `json:"assistant" yaml:"assistant"`
+	// Terminal says its answer ends the turn.
+	Terminal bool `json:"terminal,omitempty" yaml:"terminal"`
 }
 
 // Build builds the router's graph from cfg (Config.DB must be open: New

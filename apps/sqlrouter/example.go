@@ -142,6 +142,19 @@ func Entry() apps.Entry {
 			if err != nil {
 				return nil, err
 			}
+			for _, aa := range st.Assistants {
+				if env.Assistant == nil {
+					return nil, fmt.Errorf("sqlrouter: settings name assistant %s as a sub-agent, but only a service (trellis serve) has assistants", aa.Assistant)
+				}
+				g, err := env.Assistant(ctx, aa.Assistant)
+				if err != nil {
+					return nil, fmt.Errorf("sqlrouter: sub-agent %s: %w", aa.Name, err)
+				}
+				cfg.Extra = append(cfg.Extra, router.Agent{Name: aa.Name, Description: aa.Description, Graph: g})
+				if aa.Terminal {
+					cfg.ExtraTerminal = append(cfg.ExtraTerminal, aa.Name)
+				}
+			}
 			switch {
 			case strings.HasPrefix(st.Database, "postgres://"), strings.HasPrefix(st.Database, "postgresql://"):
 				pg, err := sqlread.OpenPostgres(ctx, st.Database, st.Schema)

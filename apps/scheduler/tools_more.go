@@ -34,7 +34,7 @@ func upsertClassTool(write writeFunc) tool.Tool {
 	return tool.MustFunc(UpsertClassName, "Create or update a task class: the category its tasks carry, the days they must never be placed on, a default duration.",
 		func(ctx context.Context, a classArgs) (string, error) {
 			return write(ctx, UpsertClassName, func(s *Schedule) (*Schedule, error) {
-				return s.UpsertClass(Class{Name: a.Name, ExcludedDays: a.ExcludedDays, Duration: a.Duration, Description: a.Description})
+				return s.UpsertClass(Class(a))
 			})
 		}, tool.Summary(func(a classArgs) string {
 			out := fmt.Sprintf("Save task class %q", a.Name)

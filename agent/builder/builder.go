@@ -554,7 +554,7 @@ func (b *Builder) unconditionalLoop() []string {
 // compile wires the checked declaration into a graph: each LLM node as a
 // subgraph followed by its route node.
 func (b *Builder) compile(graphs map[string]*graph.Graph, judge llm.Model) (*Agent, error) {
-	keys := []graph.AnyKey{react.Messages, react.Calls, Judgements, decisions, entryKey}
+	keys := []graph.AnyKey{react.Messages, react.Calls, Judgements, decisions, legacyDecision, entryKey}
 	// A node's structured-output key and its own tool-subset key are
 	// shared with the agent's state, so a run's input can set them and
 	// Result.FinalState holds them. react.ToolSubset stays private to

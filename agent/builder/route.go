@@ -44,6 +44,11 @@ var Judgements = graph.NewKey("agent_judgements", graph.Concat[Judgement]())
 // same value.
 var decisions = graph.NewKey("agent_routes", graph.MergeMap[string, string]())
 
+// legacyDecision is the single decision key of agents built before
+// parallel branches; it stays in the schema, never written, so threads
+// checkpointed then still load.
+var legacyDecision = graph.NewKey[string]("agent_route")
+
 // Path keys of a route node's conditional edge, besides one per
 // condition (see pathKey). Mermaid shows them as edge labels.
 const (

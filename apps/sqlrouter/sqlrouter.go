@@ -1,6 +1,7 @@
 // Package sqlrouter is the SQL router app: a router agent
-// (agent/router) answers questions about a sample library database by
-// calling four sub-agents, each a ReAct agent with its own prompt and tools:
+// (agent/router) answers questions about a database (a sample library by
+// default) by calling sub-agents, each a ReAct agent with its own prompt
+// and tools; the defaults are four:
 //
 //   - discovery finds the tables and columns a question needs (list_tables,
 //     describe_table, sample_rows);
@@ -28,11 +29,37 @@
 // A request of the form "@agent task" goes straight to that agent, without
 // the router model (router.Mentions).
 //
+// # Configuration
+//
+// The sub-agents above are the defaults (DefaultAgents): Config.Agents
+// replaces them with AgentSpecs (name, description, prompt template,
+// tools by name, terminal), Config.Extra adds any other sub-agent — a
+// compiled graph, or a function through RunnableAgent — and in `trellis
+// serve` Settings.Assistants offers other assistants. Config.Routes maps
+// route keys to agents ("@key task" skips the router model). Every prompt
+// is a template over PromptData (Config.Prompts).
+//
+// The database is SQLite (sqlread.OpenReadOnly) or PostgreSQL
+// (sqlread.OpenPostgres); validate_sql asks the engine itself. A schema
+// read that fails is answered with what could be seen and a
+// SchemaUnreadable line, and the turn goes on.
+//
+// Each sub-agent tool call emits a CallEvent; Tree joins them with the
+// router's records into the chain per tool-call ID.
+//
 // # Embedding
+//
+//	app, err := sqlrouter.New(ctx, sqlrouter.Config{
+//		Model:  model,
+//		DB:     pg, // sqlread.OpenPostgres(ctx, dsn, "public")
+//		Routes: map[string]string{"fix": sqlrouter.FixAgent},
+//		Extra:  []router.Agent{helpdesk},
+//	})
 //
 // New(ctx, Config{Model, Database or DB}) builds the app; AgentModels
 // gives sub-agents models of their own. Runs need a checkpointer and a
-// thread (the router may ask a person). See Example and Config.
+// thread (the router may ask a person). trellis.yaml's apps.sqlrouter
+// carries Settings. See Example and Config.
 package sqlrouter
 
 import (

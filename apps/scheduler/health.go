@@ -23,6 +23,13 @@ type Health struct {
 	Imbalance float64 `json:"imbalance"`
 	// Crowded lists the days (1-based) over 90% full.
 	Crowded []int `json:"crowded,omitempty"`
+	// LongestRun is the longest run of consecutive occupied slots on any
+	// day (tightness: a long run leaves no break).
+	LongestRun int `json:"longest_run"`
+	// Unplaceable lists the pending tasks that fit on no day their class
+	// allows as the schedule stands (feasibility): placing them needs
+	// moves first.
+	Unplaceable []int `json:"unplaceable,omitempty"`
 	// Proposals are moves that would raise the score, each valid on the
 	// schedule as it is (they may not all be valid together).
 	Proposals []Proposal `json:"proposals,omitempty"`
@@ -40,8 +47,10 @@ type Proposal struct {
 
 // Diagnose scores s. The score starts at 100 and loses 40 × the share of
 // tasks pending, 100 × the load imbalance (the standard deviation of the
-// days' loads, capped at 30 points) and 5 per crowded day (over 90%
-// full), never going below 0. Proposals place each pending task in the
+// days' loads, capped at 30 points), 5 per crowded day (over 90% full)
+// and 10 per pending task that fits nowhere its class allows, never going
+// below 0. LongestRun (the longest stretch without a free slot) is
+// reported, not scored. Proposals place each pending task in the
 // first free run of the least loaded day that fits it, and move one
 // unlocked, unembedded task from the fullest day to the lightest when the
 // gap between them is over a quarter of a day.
@@ -65,6 +74,15 @@ func Diagnose(s *Schedule) Health {
 			}
 		}
 		h.Load[d-1] = float64(n) / float64(max(w.Slots, 1))
+		run := 0
+		for slot := 1; slot <= w.Slots; slot++ {
+			if busy[d][slot] {
+				run++
+				h.LongestRun = max(h.LongestRun, run)
+			} else {
+				run = 0
+			}
+		}
 		if h.Load[d-1] > 0.9 {
 			h.Crowded = append(h.Crowded, d)
 		}
@@ -95,14 +113,23 @@ func Diagnose(s *Schedule) Health {
 		if it.Kind != KindTask || it.Placed() {
 			continue
 		}
+		found := false
 		for _, d := range days {
+			if c, ok := s.Classes[it.Category]; ok && c.excludes(d) {
+				continue
+			}
 			if start, ok := freeRun(busy[d], w.Slots, it.Duration); ok {
+				found = true
 				h.Proposals = append(h.Proposals, Proposal{Op: "place", ID: it.ID, Day: d, Start: start,
 					Why: fmt.Sprintf("%s is pending; %s is the lightest day with room", it.label(), w.DayName(d))})
 				break
 			}
 		}
+		if !found {
+			h.Unplaceable = append(h.Unplaceable, it.ID)
+		}
 	}
+	h.Score = max(h.Score-10*len(h.Unplaceable), 0)
 	if len(days) > 1 {
 		light, heavy := days[0], days[len(days)-1]
 		if h.Load[heavy-1]-h.Load[light-1] > 0.25 {
@@ -124,7 +151,10 @@ func Diagnose(s *Schedule) Health {
 // Render formats the diagnosis for a model.
 func (h Health) Render(w Window) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Score %d/100. Tasks: %d, pending: %d. Load imbalance: %.2f.\n", h.Score, h.Tasks, h.Pending, h.Imbalance)
+	fmt.Fprintf(&b, "Score %d/100. Tasks: %d, pending: %d. Load imbalance: %.2f. Longest stretch without a break: %d slots.\n", h.Score, h.Tasks, h.Pending, h.Imbalance, h.LongestRun)
+	if len(h.Unplaceable) > 0 {
+		fmt.Fprintf(&b, "No room as things stand for tasks %v: move or unplace something first.\n", h.Unplaceable)
+	}
 	for i, l := range h.Load {
 		fmt.Fprintf(&b, "- %s: %.0f%% full\n", w.DayName(i+1), 100*l)
 	}

@@ -59,3 +59,25 @@ func TestDiagnoseBalance(t *testing.T) {
 		t.Errorf("lopsided: %+v", h)
 	}
 }
+
+// A task whose class allows only a full day fits nowhere: the diagnosis
+// names it and scores it; the longest stretch without a break is
+// measured.
+func TestDiagnoseFeasibilityAndTightness(t *testing.T) {
+	w := Window{Days: 2, Slots: 3, DayNames: []string{"Mon", "Tue"}}
+	s := &Schedule{Window: w, Items: map[int]Item{
+		1: {ID: 1, Title: "lecture", Kind: KindEvent, Duration: 3, Day: 1, Start: 1},
+		2: {ID: 2, Title: "essay", Kind: KindTask, Category: "writing", Duration: 2},
+	}, Classes: map[string]Class{"writing": {Name: "writing", ExcludedDays: []int{2}}}}
+	h := Diagnose(s)
+	if len(h.Unplaceable) != 1 || h.Unplaceable[0] != 2 || len(h.Proposals) != 0 {
+		t.Errorf("diagnosis %+v: want task 2 unplaceable and no proposal", h)
+	}
+	if h.LongestRun != 3 {
+		t.Errorf("longest run %d, want 3", h.LongestRun)
+	}
+	s.Classes = nil
+	if h2 := Diagnose(s); len(h2.Unplaceable) != 0 || h2.Score <= h.Score {
+		t.Errorf("without the class: %+v (score was %d)", h2, h.Score)
+	}
+}

@@ -13,7 +13,7 @@ import (
 )
 
 // pgDB fills a fresh schema (dropped at the end) and opens it read-only.
-func pgDB(t *testing.T) *PostgresDB {
+func pgDB(t testing.TB) *PostgresDB {
 	t.Helper()
 	dsn := testenv.PostgresDSN(t)
 	schema := testenv.Name(t, fmt.Sprint(time.Now().UnixNano()%1e9), pgdb.MaxIdentifierLen)
@@ -100,5 +100,25 @@ func TestPostgresValidate(t *testing.T) {
 	}
 	if _, err := Validate(t.Context(), db, "UPDATE books SET title = ''"); !errors.Is(err, ErrNotReadOnly) {
 		t.Errorf("UPDATE: %v", err)
+	}
+}
+
+// Figures for the report: one guarded read and one validation on the
+// local PostgreSQL (each a read-only transaction, rolled back).
+func BenchmarkPostgresQuery(b *testing.B) {
+	db := pgDB(b)
+	for b.Loop() {
+		if _, err := db.Query(b.Context(), "SELECT id, title FROM books ORDER BY id", 10); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkPostgresValidate(b *testing.B) {
+	db := pgDB(b)
+	for b.Loop() {
+		if _, err := db.Validate(b.Context(), "SELECT a.name, count(*) FROM authors a JOIN books b ON b.author_id = a.id GROUP BY a.name"); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -236,3 +236,19 @@ func TestEntryReadsSettings(t *testing.T) {
 		t.Errorf("a bad deadline: %v", err)
 	}
 }
+
+// The tracing wrapper keeps a tool's own argument checks and summaries.
+func TestTracedToolKeepsItsChecks(t *testing.T) {
+	ro, _ := sample(t)
+	tr := traced(DiscoveryAgent, SampleRowsTool(ro))
+	if _, okS := tr.(interface{ Summarize(json.RawMessage) string }); !okS {
+		t.Error("the wrapper lost the tool's Summarize")
+	}
+	val, okV := tr.(interface{ ValidateArguments(json.RawMessage) error })
+	if !okV {
+		t.Fatal("the wrapper lost the tool's ValidateArguments")
+	}
+	if err := val.ValidateArguments(json.RawMessage(`{"table":"loans","limit":"x"}`)); err == nil {
+		t.Error("a bad limit passed the tool's own check")
+	}
+}

@@ -37,10 +37,31 @@ type CallEvent struct {
 	Error string `json:"error,omitempty"`
 }
 
-// traced wraps a sub-agent's tool so that each call emits a CallEvent.
+// traced wraps a sub-agent's tool so that each call emits a CallEvent. A
+// tool that validates its own arguments and summarises its calls keeps
+// doing so through the wrapper.
 func traced(agent string, t tool.Tool) tool.Tool {
-	return tracedTool{Tool: t, agent: agent}
+	tt := tracedTool{Tool: t, agent: agent}
+	v, okV := t.(tool.Validator)
+	sm, okS := t.(tool.Summarizer)
+	if okV && okS {
+		return tracedChecked{tracedTool: tt, v: v, sm: sm}
+	}
+	return tt
 }
+
+// tracedChecked is a tracedTool over a tool.Validator and tool.Summarizer.
+type tracedChecked struct {
+	tracedTool
+	v  tool.Validator
+	sm tool.Summarizer
+}
+
+func (t tracedChecked) ValidateArguments(args json.RawMessage) error {
+	return t.v.ValidateArguments(args)
+}
+
+func (t tracedChecked) Summarize(args json.RawMessage) string { return t.sm.Summarize(args) }
 
 type tracedTool struct {
 	tool.Tool

@@ -73,11 +73,17 @@ func PolicyTool() tool.Tool {
 		}, tool.ReadOnly())
 }
 
-// The default prompts of the two nodes.
+// The default prompts of the two nodes, templates over PromptData.
 const (
-	AnswerPrompt = "You answer customers of an electronics shop. Check the policy with lookup_policy before promising anything. Be brief and kind."
+	AnswerPrompt = "You answer customers of an electronics shop. Check the policy with {{.Tools}} before promising anything. Be brief and kind."
 	ReviewPrompt = "You review a support reply for accuracy against the shop's policy and for tone. Say plainly whether changes are needed and which."
 )
+
+// PromptData is what the AnswerPrompt and ReviewPrompt templates see.
+type PromptData struct {
+	// Tools lists the answer node's tools by name ("lookup_policy").
+	Tools string
+}
 
 // Name is the app's name.
 const Name = "builder"
@@ -94,7 +100,7 @@ type Config struct {
 	// Tools are the answer node's tools (default: PolicyTool()).
 	Tools []tool.Tool
 	// AnswerPrompt and ReviewPrompt instruct the two nodes (defaults
-	// AnswerPrompt and ReviewPrompt).
+	// AnswerPrompt and ReviewPrompt); both are templates over PromptData.
 	AnswerPrompt, ReviewPrompt string
 	// Request is the customer message App.Input("") uses (default
 	// Question).
@@ -139,6 +145,20 @@ func NewAgent(cfg Config) (*agentbuilder.Agent, error) {
 	if cfg.MaxIterations <= 0 {
 		cfg.MaxIterations = 8
 	}
+	names := make([]string, len(cfg.Tools))
+	for i, t := range cfg.Tools {
+		names[i] = t.Info().Name
+	}
+	data := PromptData{Tools: strings.Join(names, ", ")}
+	answer, err := apps.Prompt("builder.answer", cfg.AnswerPrompt, data)
+	if err != nil {
+		return nil, fmt.Errorf("builder: Config.AnswerPrompt: %w", err)
+	}
+	review, err := apps.Prompt("builder.review", cfg.ReviewPrompt, data)
+	if err != nil {
+		return nil, fmt.Errorf("builder: Config.ReviewPrompt: %w", err)
+	}
+	cfg.AnswerPrompt, cfg.ReviewPrompt = answer, review
 	return agentbuilder.New("support-review").
 		Description("Drafts a reply to a customer and has it reviewed until the reviewer is satisfied.").
 		MaxIterations(cfg.MaxIterations).

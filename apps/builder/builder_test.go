@@ -115,3 +115,22 @@ func TestAgentFromSettings(t *testing.T) {
 		t.Errorf("an unknown tool: %v", err)
 	}
 }
+
+// The nodes' prompts are templates: the default names the answer node's
+// tools, and a bad override fails the build naming the prompt.
+func TestPromptsAreTemplates(t *testing.T) {
+	m := Script().(*llmtest.Model)
+	a, err := NewAgent(Config{Model: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(t.Context(), agentbuilder.Input(Question)); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Requests()[0].System(); !strings.Contains(got, "Check the policy with lookup_policy before") {
+		t.Errorf("answer prompt %q", got)
+	}
+	if _, err := NewAgent(Config{Model: m, ReviewPrompt: "{{.Shop}}"}); err == nil || !strings.Contains(err.Error(), "ReviewPrompt") {
+		t.Errorf("a bad template: %v", err)
+	}
+}

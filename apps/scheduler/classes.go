@@ -180,7 +180,7 @@ func (s *Schedule) Optimize(mode Mode, items, days []int) (*Schedule, string, er
 	return out, note, nil
 }
 
-// classNames lists the classes for the overview.
+// classNames lists the classes by name.
 func (s *Schedule) classNames() []string {
 	return slices.Sorted(maps.Keys(s.Classes))
 }

@@ -151,6 +151,9 @@ func TestClassToolPersistsAndDeleteConversation(t *testing.T) {
 	if d := sch.Items[21].Day; d < 4 {
 		t.Errorf("the cs assignment is on day %d, which its class excludes", d)
 	}
+	if out, _ := tools["get_overview"].Call(ctx, json.RawMessage(`{}`)); !strings.Contains(out, "- cs: never on Monday, Tuesday, Wednesday") {
+		t.Errorf("the overview does not show the class:\n%s", out)
+	}
 
 	saver := checkpoint.NewMemory()
 	g, err := NewGraph(Script(), st, testScope, nil, "")

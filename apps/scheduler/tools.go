@@ -190,6 +190,21 @@ func overview(s *Schedule) (string, error) {
 	for _, p := range pending {
 		fmt.Fprintf(&b, "- %s, %d slots, %s\n", p.label(), p.Duration, p.Category)
 	}
+	if names := s.classNames(); len(names) > 0 {
+		b.WriteString("Task classes:\n")
+		for _, n := range names {
+			c := s.Classes[n]
+			days := make([]string, len(c.ExcludedDays))
+			for i, d := range c.ExcludedDays {
+				days[i] = w.DayName(d)
+			}
+			line := "- " + c.Name
+			if len(days) > 0 {
+				line += ": never on " + strings.Join(days, ", ")
+			}
+			b.WriteString(line + "\n")
+		}
+	}
 	return b.String(), nil
 }
 

@@ -26,8 +26,10 @@
 package apps
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"slices"
 
@@ -123,6 +125,30 @@ type Env struct {
 	// into a model, for options that choose a model per phase (nil: only
 	// Model is available).
 	Resolve func(name string) (llm.Model, error)
+	// Assistant, in a service, returns the compiled graph of another
+	// assistant of the same tenant, by ID, so an app can offer it as a
+	// sub-agent (apps/sqlrouter's Settings.Assistants). nil outside a
+	// service. A cycle of assistants using each other is an error.
+	Assistant func(ctx context.Context, id string) (*graph.Graph, error)
+	// Settings are the app's own settings as JSON (trellis.yaml's
+	// apps.<name> section): each app documents the object it reads with
+	// Decode (its package's Settings type). nil: the defaults.
+	Settings json.RawMessage
+}
+
+// Decode reads env.Settings into v (a pointer to the app's Settings),
+// refusing unknown fields so a misspelt setting is an error naming it.
+// Without settings v is left as it is.
+func (env Env) Decode(v any) error {
+	if len(env.Settings) == 0 || string(env.Settings) == "null" {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(env.Settings))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("settings: %w", err)
+	}
+	return nil
 }
 
 // Closer joins close functions into one that runs each once, for New's

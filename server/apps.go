@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/trellis-agents/trellis/apps"
@@ -30,6 +32,11 @@ type Models struct {
 	// Timeout bounds one model call (2 minutes when 0); failed calls are
 	// retried with llm.Retry's default policy.
 	Timeout time.Duration
+	// AppSettings are each app's settings as JSON, by app name
+	// (trellis.yaml's apps section), handed to the app as
+	// apps.Env.Settings. An assistant's config.configurable.settings,
+	// when set, replaces its app's.
+	AppSettings map[string]json.RawMessage
 }
 
 // Scripted reports whether an assistant naming no model answers from the
@@ -136,7 +143,8 @@ func (s *Server) RegisterApps(entries []apps.Entry, m Models) error {
 func (s *Server) appConstructor(e apps.Entry, m Models) runs.Constructor {
 	return func(ctx context.Context, a runs.Assistant) (*graph.Graph, error) {
 		var conf struct {
-			Model string `json:"model"`
+			Model    string          `json:"model"`
+			Settings json.RawMessage `json:"settings"`
 		}
 		if err := a.Configurable(&conf); err != nil {
 			return nil, err
@@ -154,12 +162,38 @@ func (s *Server) appConstructor(e apps.Entry, m Models) runs.Constructor {
 			file = filepath.Join(s.DataDir(), "apps.db")
 		}
 		// The app outlives the request that first needed it.
-		app, err := e.Open(context.WithoutCancel(ctx), apps.Env{Model: model, Database: file, DataDir: s.DataDir(), Scope: a.ID,
-			Configurable: raw, Resolve: m.named})
+		settings := m.AppSettings[e.Name]
+		if len(conf.Settings) > 0 && string(conf.Settings) != "null" {
+			settings = conf.Settings
+		}
+		env := apps.Env{Model: model, Database: file, DataDir: s.DataDir(), Scope: a.ID, Settings: settings,
+			Configurable: raw, Resolve: m.named, Assistant: s.assistantGraph(a.Tenant, a.ID)}
+		app, err := e.Open(context.WithoutCancel(ctx), env)
 		if err != nil {
 			return nil, fmt.Errorf("build app %s for assistant %s: %w", e.Name, a.ID, err)
 		}
 		s.OnClose(app.Close)
 		return app.Graph.WithOptions(app.Options...), nil
+	}
+}
+
+type buildingKey struct{}
+
+// assistantGraph returns apps.Env.Assistant for assistant self of tenant:
+// another assistant's graph, built (or reused) through the registry. The
+// assistants being built are carried in ctx, so a cycle (a router offering
+// itself, or two offering each other) is refused instead of recursing.
+func (s *Server) assistantGraph(tenant, self string) func(ctx context.Context, id string) (*graph.Graph, error) {
+	return func(ctx context.Context, id string) (*graph.Graph, error) {
+		chain, _ := ctx.Value(buildingKey{}).([]string)
+		chain = append(slices.Clone(chain), self)
+		if slices.Contains(chain, id) {
+			return nil, fmt.Errorf("assistant %s is already being built (%s → %s): assistants cannot use each other in a cycle", id, strings.Join(chain, " → "), id)
+		}
+		a, err := s.st.db.GetAssistant(ctx, tenant, id)
+		if err != nil {
+			return nil, fmt.Errorf("sub-agent assistant %s: %w", id, err)
+		}
+		return s.graphs.Graph(context.WithValue(ctx, buildingKey{}, chain), tenant, a)
 	}
 }

@@ -8,7 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/apps/catalog"
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
 	"github.com/trellis-agents/trellis/server/api"
@@ -87,5 +90,54 @@ func TestModelsTitler(t *testing.T) {
 	reqs := m.Requests()
 	if len(reqs) != 1 || !strings.Contains(reqs[0].Messages[len(reqs[0].Messages)-1].Text(), "User: plan my week\nAssistant: Here it is") {
 		t.Fatalf("the title request %+v", reqs)
+	}
+}
+
+// trellis.yaml's apps section reaches the apps: the sqlrouter offers the
+// builder app's default assistant as a sub-agent (apps.Env.Assistant), an
+// assistant's configurable.settings replaces its app's, and a cycle of
+// assistants is refused.
+func TestAppSettingsAndAssistantSubAgents(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(ctx, Config{Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "t.db"), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	helper := DefaultAssistantID("builder")
+	m := Models{AppSettings: map[string]json.RawMessage{
+		"sqlrouter": json.RawMessage(`{"assistants": [{"name": "helper", "description": "Answers customer questions.", "assistant": "` + helper + `", "terminal": true}]}`),
+	}}
+	if err := s.RegisterApps(catalog.All(), m); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.ensureAssistants(ctx); err != nil {
+		t.Fatal(err)
+	}
+	a, err := s.st.db.GetAssistant(ctx, api.DefaultTenant, DefaultAssistantID("sqlrouter"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.graphs.Graph(ctx, api.DefaultTenant, a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Invoke(ctx, react.Input("@helper I bought headphones 20 days ago and one side stopped working. Can I still return them?"),
+		graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans, _ := react.Answer(res.State); ans != "Accurate and kind. No changes needed." {
+		t.Errorf("the builder assistant as a sub-agent answered %q", ans)
+	}
+
+	self := db.Assistant{ID: "loop", GraphID: "sqlrouter", Name: "loop",
+		Config: json.RawMessage(`{"configurable":{"settings":{"assistants":[{"name":"me","description":"Me.","assistant":"loop"}]}}}`)}
+	self, err = s.st.db.CreateAssistant(ctx, api.DefaultTenant, self, db.IfExistsRaise)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.graphs.Graph(ctx, api.DefaultTenant, self); err == nil || !strings.Contains(err.Error(), "cycle") {
+		t.Errorf("an assistant offering itself: %v; want a cycle error", err)
 	}
 }

@@ -4,7 +4,10 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/graph"
@@ -16,6 +19,7 @@ import (
 type Agent struct {
 	name, description string
 	nodes             map[string]bool // the LLM nodes
+	infos             []NodeInfo
 	g                 *graph.Graph
 }
 
@@ -34,7 +38,7 @@ func (a *Agent) Graph() *graph.Graph { return a.g }
 
 // Input returns a run input that adds a user message with text to the
 // conversation (it is react.Input).
-func Input(text string) graph.Update { return react.Input(text) }
+func Input(text string) graph.Update { return append(react.Input(text), entryKey.Set("")) }
 
 // Run runs the agent to its end and returns the result; see Start. The
 // error is Result.Err.
@@ -60,9 +64,9 @@ func (a *Agent) Start(ctx context.Context, input graph.Update, opts ...graph.Run
 }
 
 func (a *Agent) prepare(ctx context.Context, input graph.Update, opts []graph.RunOption) *Run {
-	r := &Run{agent: a, ctl: graph.NewControl(), input: input, done: make(chan struct{})}
+	r := &Run{agent: a, ctl: graph.NewControl(), input: input, done: make(chan struct{}), id: newRunID(), started: time.Now()}
 	r.ctx = context.WithValue(ctx, observerKey{a}, r)
-	r.opts = append(slices.Clip(opts), graph.WithControl(r.ctl))
+	r.opts = append(slices.Clip(opts), graph.WithControl(r.ctl), graph.WithRunID(r.id))
 	return r
 }
 
@@ -90,11 +94,18 @@ type Run struct {
 	opts  []graph.RunOption
 	calls atomic.Pointer[[]tool.Record]
 	done  chan struct{}
-	res   *Result // set before done is closed
+
+	id      string
+	started time.Time
+	mu      sync.Mutex
+	inbox   []string // AddMessage's messages not yet in the conversation
+	ended   bool
+	res     *Result // set before done is closed
 }
 
 func (r *Run) execute() {
 	defer close(r.done)
+	defer r.end()
 	gres, err := r.agent.g.Invoke(r.ctx, r.input, r.opts...)
 	r.res = r.agent.result(gres, err)
 }
@@ -219,7 +230,8 @@ func (a *Agent) result(gres *graph.Result, err error) *Result {
 	res.FinalMessage, _ = react.Answer(gres.State)
 	if len(gres.Path) > 0 {
 		last := gres.Path[len(gres.Path)-1]
-		res.LimitReached = res.Status == graph.StatusCompleted && !a.nodes[last.Node] && decision.Get(gres.State) == pathLimit
+		owner := strings.TrimSuffix(last.Node, "/route")
+		res.LimitReached = res.Status == graph.StatusCompleted && !a.nodes[last.Node] && decisions.Get(gres.State)[owner] == pathLimit
 		for _, j := range Judgements.Get(gres.State) {
 			if j.Step >= gres.Path[0].Step {
 				res.Judgements = append(res.Judgements, j)

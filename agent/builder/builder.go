@@ -43,8 +43,11 @@
 //     end of the run) is taken;
 //   - a node with neither ends the run.
 //
-// A node has at most one unconditional edge, so the agent runs one node at
-// a time. Every judgement is stored in state (see Judgements and
+// A node has at most one unconditional edge. Parallel(from, a, b...)
+// instead runs several nodes at once after from (a fan-out), and
+// Join(to, a, b...) runs to once all of them have answered; the branches
+// share the conversation. Spec declares all of this as data (FromSpec),
+// for agents written in a configuration file. Every judgement is stored in state (see Judgements and
 // Result.Judgements) by the route node, which is a graph step of its own:
 // the verdicts are checkpointed with the step, so a resumed or replayed run
 // follows them without asking the judge again, and a judge that fails
@@ -88,6 +91,19 @@
 // take the graph's run options: a checkpointer and a thread make a
 // conversation durable, and graph.WithResume answers an interrupt (a
 // write tool's approval) on it.
+//
+// Run.ID is the execution ID (the graph run ID its checkpoints carry),
+// Run.Started its start time, and Run.AddMessage adds a user message to
+// the running execution: it joins the conversation at the next route
+// node, so the judge and the next node see it.
+//
+// # Per-node settings and the entry at run time
+//
+// Describe gives a node a description (Agent.Nodes lists them), Retry
+// gives it retry policies (graph.RetryPolicy: a transiently failed visit
+// runs again) and NodeTimeout bounds each of its visits. Entry is the
+// default entry node; a run's input may choose another with
+// StartAt(node, text).
 //
 // Agent.Graph returns the compiled graph, to stream its events, draw it
 // with Mermaid, or add it to a larger graph as a subgraph. In its streams
@@ -139,6 +155,9 @@ type Builder struct {
 	defaults    map[string]string // from -> unconditional target
 	conds       []condDecl
 	entry       string
+	extras      map[string]*nodeExtra
+	parallel    map[string][]string // from -> nodes run at once
+	joins       []joinDecl
 	errs        []error
 }
 
@@ -400,6 +419,8 @@ func (b *Builder) Build(model llm.Model) (*Agent, error) {
 			add("the condition %q from %q goes to %q, which is not an LLM node (nodes: %s) nor graph.END", c.condition, c.from, c.to, known)
 		}
 	}
+	errs = append(errs, b.checkExtras(known)...)
+	errs = append(errs, b.checkParallel(known)...)
 	switch {
 	case b.entry == "":
 		add("the agent has no entry node; set one with Entry")
@@ -475,6 +496,14 @@ func (b *Builder) unreachable() []string {
 		if to, ok := b.defaults[n]; ok {
 			visit(to)
 		}
+		for _, to := range b.parallel[n] {
+			visit(to)
+		}
+		for _, j := range b.joins {
+			if slices.Contains(j.from, n) {
+				visit(j.to)
+			}
+		}
 		for _, c := range b.conds {
 			if c.from == n {
 				visit(c.to)
@@ -525,7 +554,7 @@ func (b *Builder) unconditionalLoop() []string {
 // compile wires the checked declaration into a graph: each LLM node as a
 // subgraph followed by its route node.
 func (b *Builder) compile(graphs map[string]*graph.Graph, judge llm.Model) (*Agent, error) {
-	keys := []graph.AnyKey{react.Messages, react.Calls, Judgements, decision}
+	keys := []graph.AnyKey{react.Messages, react.Calls, Judgements, decisions, legacyDecision, entryKey}
 	// A node's structured-output key and its own tool-subset key are
 	// shared with the agent's state, so a run's input can set them and
 	// Result.FinalState holds them. react.ToolSubset stays private to
@@ -544,6 +573,7 @@ func (b *Builder) compile(graphs map[string]*graph.Graph, judge llm.Model) (*Age
 		prompt = DefaultJudgePrompt
 	}
 	a := &Agent{name: b.name, description: b.description, nodes: map[string]bool{}}
+	entries := map[string]string{}
 	for _, n := range b.nodes {
 		r := &router{
 			agent:  a,
@@ -556,6 +586,7 @@ func (b *Builder) compile(graphs map[string]*graph.Graph, judge llm.Model) (*Age
 		} else {
 			r.otherwise = graph.END
 		}
+		r.parallel = b.parallel[n.name]
 		paths := map[string]string{pathOtherwise: r.otherwise, pathLimit: graph.END}
 		for _, c := range b.conds {
 			if c.from == n.name {
@@ -563,13 +594,30 @@ func (b *Builder) compile(graphs map[string]*graph.Graph, judge llm.Model) (*Age
 				paths[pathKey(c.condition)] = c.to
 			}
 		}
-		gb.AddSubgraph(n.name, graphs[n.name])
+		gb.AddSubgraph(n.name, graphs[n.name], b.nodeOptions(n.name)...)
+		entries[n.name] = n.name
+		info := NodeInfo{Name: n.name}
+		if x := b.extras[n.name]; x != nil {
+			info.Description = x.description
+		}
+		a.infos = append(a.infos, info)
 		gb.AddEdge(n.name, RouteNode(n.name))
 		gb.AddNode(RouteNode(n.name), r.run)
-		gb.AddConditionalEdges(RouteNode(n.name), decided, paths)
+		if len(r.parallel) > 0 {
+			gb.AddFanout(RouteNode(n.name), fanOut(n.name, paths, r.parallel), fanDests(paths, r.parallel)...)
+		} else {
+			gb.AddConditionalEdges(RouteNode(n.name), decided(n.name), paths)
+		}
 		a.nodes[n.name] = true
 	}
-	gb.SetEntry(b.entry)
+	for _, j := range b.joins {
+		from := make([]string, len(j.from))
+		for i, f := range j.from {
+			from[i] = RouteNode(f)
+		}
+		gb.AddJoin(j.to, from...)
+	}
+	gb.AddConditionalEdges(graph.START, a.entry(b.entry), entries)
 	opts := []graph.RunOption{graph.WithStepLimit(2 * b.maxIter)}
 	if b.timeout > 0 {
 		opts = append(opts, graph.WithTimeout(b.timeout))

@@ -3,6 +3,7 @@ package builder
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/trellis-agents/trellis/agent/react"
@@ -37,9 +38,16 @@ type Judgement struct {
 // stream's updates.
 var Judgements = graph.NewKey("agent_judgements", graph.Concat[Judgement]())
 
-// decision holds the path key the last route node chose; the route node's
-// conditional edge reads it, so routing is a pure function of state.
-var decision = graph.NewKey[string]("agent_route")
+// decisions holds the path key each route node chose last, by LLM node;
+// the route node's conditional edge reads its own, so routing is a pure
+// function of state, and parallel branches' route nodes never write the
+// same value.
+var decisions = graph.NewKey("agent_routes", graph.MergeMap[string, string]())
+
+// legacyDecision is the single decision key of agents built before
+// parallel branches; it stays in the schema, never written, so threads
+// checkpointed then still load.
+var legacyDecision = graph.NewKey[string]("agent_route")
 
 // Path keys of a route node's conditional edge, besides one per
 // condition (see pathKey). Mermaid shows them as edge labels.
@@ -57,8 +65,10 @@ func pathKey(condition string) string {
 	return condition
 }
 
-// decided is every route node's conditional edge.
-func decided(_ context.Context, s graph.State) (string, error) { return decision.Get(s), nil }
+// decided is the conditional edge of node's route node.
+func decided(node string) graph.RouteFunc {
+	return func(_ context.Context, s graph.State) (string, error) { return decisions.Get(s)[node], nil }
+}
 
 // router is the route node of one LLM node.
 type router struct {
@@ -67,7 +77,8 @@ type router struct {
 	judge     llm.Model
 	system    llm.Message
 	conds     []condDecl
-	otherwise string // the unconditional target, graph.END when there is none
+	otherwise string   // the unconditional target, graph.END when there is none
+	parallel  []string // the nodes Parallel runs at once when no condition holds
 }
 
 // verdict is the judge's reply.
@@ -80,6 +91,7 @@ type verdict struct {
 // judgements and the decision, and ends the run when no visit is left.
 func (r *router) run(ctx context.Context, s graph.State) (graph.Output, error) {
 	r.agent.observe(ctx, s)
+	added := r.agent.inboxFrom(ctx)
 	// Another visit takes two steps: the node and its route.
 	more := graph.RemainingSteps(ctx) >= 2
 	key, to := pathOtherwise, r.otherwise
@@ -88,7 +100,7 @@ func (r *router) run(ctx context.Context, s graph.State) (graph.Output, error) {
 	// end the run, so that the run ends as it would have anyway rather
 	// than by the limit.
 	if len(r.conds) > 0 && (more || r.canEnd()) {
-		conversation := transcript(react.Messages.Get(s))
+		conversation := transcript(append(slices.Clone(react.Messages.Get(s)), added...))
 		for _, c := range r.conds {
 			v, err := r.ask(ctx, conversation, c.condition)
 			if err != nil {
@@ -101,12 +113,15 @@ func (r *router) run(ctx context.Context, s graph.State) (graph.Output, error) {
 			}
 		}
 	}
-	if to != graph.END && !more {
+	if (to != graph.END || len(r.parallel) > 0 && key == pathOtherwise) && !more {
 		key = pathLimit
 	}
-	w := graph.Writes(decision.Set(key))
+	w := graph.Writes(decisions.Set(map[string]string{r.node: key}))
 	if len(judged) > 0 {
 		w = append(w, graph.Append(Judgements, judged...))
+	}
+	if len(added) > 0 {
+		w = append(w, react.Messages.Set(added))
 	}
 	return w, nil
 }

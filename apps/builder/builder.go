@@ -7,8 +7,26 @@
 // # Embedding
 //
 // New(ctx, Config{Model}) builds the app; Tools, AnswerPrompt,
-// ReviewPrompt and MaxIterations replace the defaults. See Example and
-// Config.
+// ReviewPrompt and MaxIterations replace the defaults, and Agent replaces
+// the whole agent with one declared as data (agentbuilder.Spec: nodes
+// with descriptions, prompts, tools, retries and timeouts; edges,
+// conditions, parallel branches and joins). In trellis.yaml:
+//
+//	apps:
+//	  builder:
+//	    agent:
+//	      name: triage
+//	      nodes:
+//	        - {name: plan, prompt: "Plan the reply.", description: "Plans."}
+//	        - {name: facts, prompt: "Find the facts.", tools: [lookup_policy], retries: 2, timeout: 30s}
+//	        - {name: tone, prompt: "Choose the tone."}
+//	        - {name: write, prompt: "Write the reply."}
+//	      entry: plan
+//	      parallel: [{from: plan, to: [facts, tone]}]
+//	      joins: [{to: write, from: [facts, tone]}]
+//	      end: [write]
+//
+// See Example and Config.
 package builder
 
 import (
@@ -55,11 +73,17 @@ func PolicyTool() tool.Tool {
 		}, tool.ReadOnly())
 }
 
-// The default prompts of the two nodes.
+// The default prompts of the two nodes, templates over PromptData.
 const (
-	AnswerPrompt = "You answer customers of an electronics shop. Check the policy with lookup_policy before promising anything. Be brief and kind."
+	AnswerPrompt = "You answer customers of an electronics shop. Check the policy with {{.Tools}} before promising anything. Be brief and kind."
 	ReviewPrompt = "You review a support reply for accuracy against the shop's policy and for tone. Say plainly whether changes are needed and which."
 )
+
+// PromptData is what the AnswerPrompt and ReviewPrompt templates see.
+type PromptData struct {
+	// Tools lists the answer node's tools by name ("lookup_policy").
+	Tools string
+}
 
 // Name is the app's name.
 const Name = "builder"
@@ -76,13 +100,25 @@ type Config struct {
 	// Tools are the answer node's tools (default: PolicyTool()).
 	Tools []tool.Tool
 	// AnswerPrompt and ReviewPrompt instruct the two nodes (defaults
-	// AnswerPrompt and ReviewPrompt).
+	// AnswerPrompt and ReviewPrompt); both are templates over PromptData.
 	AnswerPrompt, ReviewPrompt string
 	// Request is the customer message App.Input("") uses (default
 	// Question).
 	Request string
 	// MaxIterations bounds the answer-review rounds (default 8).
 	MaxIterations int
+	// Agent, when set, replaces the two-node agent with one declared as
+	// data (trellis.yaml's apps.builder.agent); its nodes name their tools
+	// among Tools (by name; default PolicyTool()).
+	Agent *agentbuilder.Spec
+}
+
+// Settings is what trellis.yaml's apps.builder carries (see Entry).
+type Settings struct {
+	AnswerPrompt  string             `json:"answer_prompt,omitempty"`
+	ReviewPrompt  string             `json:"review_prompt,omitempty"`
+	MaxIterations int                `json:"max_iterations,omitempty"`
+	Agent         *agentbuilder.Spec `json:"agent,omitempty"`
 }
 
 // NewAgent builds the agent over cfg (defaults applied).
@@ -99,14 +135,37 @@ func NewAgent(cfg Config) (*agentbuilder.Agent, error) {
 	if cfg.ReviewPrompt == "" {
 		cfg.ReviewPrompt = ReviewPrompt
 	}
+	if cfg.Agent != nil {
+		reg := map[string]tool.Tool{}
+		for _, t := range cfg.Tools {
+			reg[t.Info().Name] = t
+		}
+		return agentbuilder.FromSpec(*cfg.Agent, reg).Build(cfg.Model)
+	}
 	if cfg.MaxIterations <= 0 {
 		cfg.MaxIterations = 8
 	}
+	names := make([]string, len(cfg.Tools))
+	for i, t := range cfg.Tools {
+		names[i] = t.Info().Name
+	}
+	data := PromptData{Tools: strings.Join(names, ", ")}
+	answer, err := apps.Prompt("builder.answer", cfg.AnswerPrompt, data)
+	if err != nil {
+		return nil, fmt.Errorf("builder: Config.AnswerPrompt: %w", err)
+	}
+	review, err := apps.Prompt("builder.review", cfg.ReviewPrompt, data)
+	if err != nil {
+		return nil, fmt.Errorf("builder: Config.ReviewPrompt: %w", err)
+	}
+	cfg.AnswerPrompt, cfg.ReviewPrompt = answer, review
 	return agentbuilder.New("support-review").
 		Description("Drafts a reply to a customer and has it reviewed until the reviewer is satisfied.").
 		MaxIterations(cfg.MaxIterations).
 		LLMNode("answer", cfg.AnswerPrompt, cfg.Tools...).
 		LLMNode("review", cfg.ReviewPrompt).
+		Describe("answer", "Drafts the reply, checking the policy first.").
+		Describe("review", "Checks the draft for accuracy and tone.").
 		Edge("answer", "review").
 		When("review", Condition, "answer").
 		Entry("answer").
@@ -141,11 +200,15 @@ func New(_ context.Context, cfg Config) (*apps.App, error) {
 	}, nil
 }
 
-// Entry describes the app to runners.
+// Entry describes the app to runners; Env.Settings is a Settings object.
 func Entry() apps.Entry {
 	return apps.Entry{Name: Name, Summary: Summary, Script: Script,
 		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
-			return New(ctx, Config{Model: env.Model})
+			var st Settings
+			if err := env.Decode(&st); err != nil {
+				return nil, fmt.Errorf("builder: %w", err)
+			}
+			return New(ctx, Config{Model: env.Model, AnswerPrompt: st.AnswerPrompt, ReviewPrompt: st.ReviewPrompt, MaxIterations: st.MaxIterations, Agent: st.Agent})
 		}}
 }
 
@@ -157,7 +220,7 @@ func Entry() apps.Entry {
 // number of threads get the same replies.
 func Script() llm.Model {
 	m := llmtest.New()
-	answer, review := llmtest.Namespace("answer:"), llmtest.Namespace("review:")
+	answer, review := inNode("answer"), inNode("review")
 	after := llmtest.LastIsToolResult()
 	m.When(llmtest.And(answer, toolResults(0)), llmtest.ToolCalls(llmtest.Call("lookup_policy", `{"topic":"returns"}`))).Repeat()
 	m.When(llmtest.And(answer, toolResults(1), after),
@@ -173,6 +236,18 @@ func Script() llm.Model {
 		llmtest.JSON(map[string]any{"holds": false, "reason": "the review approves the reply"})).Repeat()
 	m.When(judge, llmtest.JSON(map[string]any{"holds": true, "reason": "the review asks to mention free return shipping"})).Repeat()
 	return m
+}
+
+// inNode matches requests from inside LLM node name, also when the agent
+// runs nested in another graph (a sub-agent: "helper:…|answer:…").
+func inNode(name string) llmtest.Matcher {
+	return func(r *llmtest.Request) bool {
+		ns := r.Namespace
+		if i := strings.LastIndexByte(ns, '|'); i >= 0 {
+			ns = ns[i+1:]
+		}
+		return strings.HasPrefix(ns, name+":")
+	}
 }
 
 // toolResults matches a request holding n tool results.

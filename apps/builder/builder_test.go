@@ -2,11 +2,13 @@ package builder
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
 	agentbuilder "github.com/trellis-agents/trellis/agent/builder"
 	"github.com/trellis-agents/trellis/agent/react"
+	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm/llmtest"
@@ -79,5 +81,56 @@ func TestScriptServesManyThreads(t *testing.T) {
 		if out := app.Outcome(context.Background(), res.State); !strings.Contains(out, "No changes needed") || !strings.Contains(out, "free prepaid return label") {
 			t.Errorf("%s:\n%s", thread, out)
 		}
+	}
+}
+
+// An agent declared as data in the settings replaces the default one:
+// parallel branches, a join, per-node descriptions, tools by name.
+func TestAgentFromSettings(t *testing.T) {
+	m := llmtest.New()
+	m.When(llmtest.Namespace("plan:"), llmtest.Text("plan")).Repeat()
+	m.When(llmtest.And(llmtest.Namespace("facts:"), llmtest.Not(llmtest.LastIsToolResult())), llmtest.ToolCalls(llmtest.Call("lookup_policy", `{"topic":"returns"}`))).Repeat()
+	m.When(llmtest.Namespace("facts:"), llmtest.Text("30 days")).Repeat()
+	m.When(llmtest.Namespace("tone:"), llmtest.Text("warm")).Repeat()
+	m.When(llmtest.Namespace("write:"), llmtest.Text("You have 30 days.")).Repeat()
+	settings := `{"agent": {"name": "triage",
+		"nodes": [{"name": "plan", "prompt": "Plan.", "description": "Plans the reply."},
+			{"name": "facts", "prompt": "Facts.", "tools": ["lookup_policy"], "retries": 2, "timeout": "30s"},
+			{"name": "tone", "prompt": "Tone."}, {"name": "write", "prompt": "Write."}],
+		"entry": "plan", "parallel": [{"from": "plan", "to": ["facts", "tone"]}],
+		"joins": [{"to": "write", "from": ["facts", "tone"]}], "end": ["write"]}}`
+	app, err := Entry().Open(t.Context(), apps.Env{Model: m, Settings: json.RawMessage(settings)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := app.Graph.Invoke(t.Context(), app.Input("Can I return it?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := react.Answer(res.State); a != "You have 30 days." {
+		t.Errorf("answer %q", a)
+	}
+	bad := `{"agent": {"name": "x", "nodes": [{"name": "a", "prompt": "A.", "tools": ["drop_db"]}], "entry": "a"}}`
+	if _, err := Entry().Open(t.Context(), apps.Env{Model: m, Settings: json.RawMessage(bad)}); err == nil || !strings.Contains(err.Error(), `"drop_db", which is not available (tools: lookup_policy)`) {
+		t.Errorf("an unknown tool: %v", err)
+	}
+}
+
+// The nodes' prompts are templates: the default names the answer node's
+// tools, and a bad override fails the build naming the prompt.
+func TestPromptsAreTemplates(t *testing.T) {
+	m := Script().(*llmtest.Model)
+	a, err := NewAgent(Config{Model: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.Run(t.Context(), agentbuilder.Input(Question)); err != nil {
+		t.Fatal(err)
+	}
+	if got := m.Requests()[0].System(); !strings.Contains(got, "Check the policy with lookup_policy before") {
+		t.Errorf("answer prompt %q", got)
+	}
+	if _, err := NewAgent(Config{Model: m, ReviewPrompt: "{{.Shop}}"}); err == nil || !strings.Contains(err.Error(), "ReviewPrompt") {
+		t.Errorf("a bad template: %v", err)
 	}
 }

@@ -15,13 +15,29 @@ import (
 // Request is what the person asks in the demo.
 const Request = "Plan my study week: fit my pending tasks into free time this week."
 
-// System describes the schedule's conventions to the model.
+// System is the default system prompt, a text/template over PromptData.
 const System = `You manage a student's study schedule for one week.
-Days are numbered 1 (Monday) to 5 (Friday), slots 1 to 8 within a day.
+Days are numbered 1 ({{.FirstDay}}) to {{.Days}} ({{.LastDay}}), slots 1 to {{.Slots}} within a day.
 Events are classes; tasks are study work. A task placed entirely inside an
-event that accepts embedding (a study hall) is embedded in it. Read before
-you write: use get_overview, find_free and list_tasks. Every change
-(place, move, swap, batch_move, unplace) is confirmed by the student.`
+event that accepts embedding (a study hall) is embedded in it. A task's
+category names its task class, whose excluded days it is never placed on.
+Read before you write: use get_overview, find_free and list_tasks;
+diagnose_schedule scores the week and proposes moves. Every change
+(place, move, swap, batch_move, unplace, upsert_task_class,
+optimize_schedule) is confirmed by the student.{{if .Groups}}
+Tools come in groups; yours now: {{.Groups}}. Add a group with tools_add
+when you need it and remove it with tools_remove when you are done.{{end}}`
+
+// PromptData is what the System template sees.
+type PromptData struct {
+	// Days and Slots are the seed week's size; FirstDay and LastDay the
+	// names of its first and last day.
+	Days, Slots       int
+	FirstDay, LastDay string
+	// Groups lists the tool groups active at the start, when
+	// Config.ToolGroups is on ("" otherwise).
+	Groups string
+}
 
 // Config configures the scheduler app. Model and Database are required;
 // every other field has the default its comment names.
@@ -45,8 +61,17 @@ type Config struct {
 	// Seed is the week a scope starts with on its first tool call
 	// (default Sample).
 	Seed func() *Schedule
-	// System is the system prompt (default System).
+	// System is the system prompt template (default System; it sees
+	// PromptData).
 	System string
+	// ToolGroups sorts the tools into groups (Groups): the agent starts
+	// with the read tools and ActiveGroups, and adds or removes groups
+	// itself (tools_add / tools_remove). Default false: every tool is
+	// offered all the time.
+	ToolGroups bool
+	// ActiveGroups are the groups active when a step starts (default:
+	// GroupEdit and GroupHealth).
+	ActiveGroups []string
 	// Request is the sample request App.Input("") uses (default Request).
 	Request string
 }
@@ -85,7 +110,7 @@ func New(ctx context.Context, cfg Config) (*apps.App, error) {
 			return nil, err
 		}
 	}
-	g, err := NewGraph(cfg.Model, store, cfg.Scope, cfg.Seed, cfg.System)
+	g, err := build(cfg, store)
 	if err != nil {
 		store.Close()
 		return nil, err
@@ -123,14 +148,24 @@ func New(ctx context.Context, cfg Config) (*apps.App, error) {
 // NewGraph builds the planning agent over the schedules in store; tools
 // work on the run's scope (apps.Scope, else scope), seeded with seed.
 func NewGraph(model llm.Model, store *Store, scope string, seed func() *Schedule, system string) (*graph.Graph, error) {
+	if seed == nil {
+		seed = Sample
+	}
+	return build(Config{Model: model, Scope: scope, Seed: seed, System: system}, store)
+}
+
+func build(cfg Config, store *Store) (*graph.Graph, error) {
+	system := cfg.System
 	if system == "" {
 		system = System
 	}
-	return planexec.New(planexec.Config{
+	w := cfg.Seed().Window
+	data := PromptData{Days: w.Days, Slots: w.Slots, FirstDay: w.DayName(1), LastDay: w.DayName(w.Days)}
+	tools := Tools(store, cfg.Scope, cfg.Seed)
+	pc := planexec.Config{
 		Name:        Name,
-		Model:       model,
-		System:      system,
-		Tools:       Tools(store, scope, seed),
+		Model:       cfg.Model,
+		Tools:       tools,
 		PlanMode:    true,
 		AskMode:     true,
 		ConfirmPlan: true,
@@ -139,14 +174,64 @@ func NewGraph(model llm.Model, store *Store, scope string, seed func() *Schedule
 		// (App.Retry); delivering around it would hide the failure behind
 		// a summary and leave the thread finished.
 		ContinueOnError: false,
-	})
+	}
+	if cfg.ToolGroups {
+		read, groups := Groups(tools)
+		active := cfg.ActiveGroups
+		if active == nil {
+			active = []string{GroupEdit, GroupHealth}
+		}
+		for _, g := range active {
+			if groups[g] == nil {
+				return nil, fmt.Errorf("scheduler: Config.ActiveGroups names %q, which is no tool group; the groups are %s", g, groupNames())
+			}
+		}
+		pc.Tools, pc.Packs, pc.ActivePacks = read, groups, active
+		data.Groups = strings.Join(active, ", ")
+	}
+	prompt, err := apps.Prompt("scheduler.system", system, data)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: Config.System: %w", err)
+	}
+	pc.System = prompt
+	return planexec.New(pc)
+}
+
+// Settings is the part of Config that trellis.yaml's apps.scheduler
+// carries (see Entry); every field is optional.
+type Settings struct {
+	// System overrides the system prompt template (PromptData).
+	System string `json:"system,omitempty"`
+	// ToolGroups and ActiveGroups are Config's.
+	ToolGroups   bool     `json:"tool_groups,omitempty"`
+	ActiveGroups []string `json:"active_groups,omitempty"`
+	// Classes are task classes every new scope's week starts with.
+	Classes []Class `json:"classes,omitempty"`
 }
 
 // Entry describes the app to runners: the schedules live in the Env's
-// database, scoped by the Env's scope (the thread), reset when Fresh.
+// database, scoped by the Env's scope (the thread), reset when Fresh;
+// Env.Settings is a Settings object.
 func Entry() apps.Entry {
 	return apps.Entry{Name: Name, Summary: Summary, Script: Script,
 		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
-			return New(ctx, Config{Model: env.Model, Database: env.Database, Scope: env.Scope, Fresh: env.Fresh})
+			var st Settings
+			if err := env.Decode(&st); err != nil {
+				return nil, fmt.Errorf("scheduler: %w", err)
+			}
+			seed := Sample
+			if len(st.Classes) > 0 {
+				base := Sample()
+				for _, c := range st.Classes {
+					next, err := base.UpsertClass(c)
+					if err != nil {
+						return nil, fmt.Errorf("scheduler: settings: class %q: %w", c.Name, err)
+					}
+					base = next
+				}
+				seed = base.Clone
+			}
+			return New(ctx, Config{Model: env.Model, Database: env.Database, Scope: env.Scope, Fresh: env.Fresh, Seed: seed,
+				System: st.System, ToolGroups: st.ToolGroups, ActiveGroups: st.ActiveGroups})
 		}}
 }

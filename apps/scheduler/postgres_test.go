@@ -3,6 +3,8 @@ package scheduler
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -104,5 +106,39 @@ func TestPostgresThreadsKeepTheirOwnCalendars(t *testing.T) {
 	}
 	if c, err := st.Load(ctx, "carol"); err != nil || len(c.Items) != len(Sample().Items) {
 		t.Errorf("carol: %v", err)
+	}
+}
+
+// Task classes on PostgreSQL: written through Apply (created, then
+// updated), read back by Load, deleted with the scope.
+func TestPostgresTaskClasses(t *testing.T) {
+	dsn := testenv.PostgresDSN(t)
+	schema := pgSchema(t, dsn)
+	ctx := context.Background()
+	st, err := OpenPostgres(ctx, dsn, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Seed(ctx, "dana", Sample()); err != nil {
+		t.Fatal(err)
+	}
+	for i, days := range [][]int{{5}, {4, 5}} {
+		out, err := st.Apply(ctx, "dana", UpsertClassName, fmt.Sprintf("call-%d", i), func(s *Schedule) (*Schedule, error) {
+			return s.UpsertClass(Class{Name: "cs", ExcludedDays: days})
+		})
+		if err != nil || !strings.Contains(out, `task class "cs" saved`) {
+			t.Fatalf("upsert %v: %q, %v", days, out, err)
+		}
+	}
+	sch, err := st.Load(ctx, "dana")
+	if err != nil || !slices.Equal(sch.Classes["cs"].ExcludedDays, []int{4, 5}) {
+		t.Fatalf("classes after two upserts: %+v, %v", sch.Classes, err)
+	}
+	if ok, err := st.DeleteScope(ctx, "dana"); err != nil || !ok {
+		t.Errorf("DeleteScope: %v, %v", ok, err)
+	}
+	if _, err := st.Load(ctx, "dana"); err != ErrNoSchedule {
+		t.Errorf("after DeleteScope: %v", err)
 	}
 }

@@ -1,13 +1,23 @@
 // Package scheduler is the study-schedule app: a week of days and
 // periods holding fixed events (classes, labs) and study tasks to place,
-// ten tools a planning agent uses to read and change it, and a SQLite store
-// that persists every change as a diff in one transaction.
+// thirteen tools a planning agent uses to read and change it, and a SQLite
+// (or PostgreSQL) store that persists every change as a diff in one
+// transaction.
 //
 // Days and slots are numbered from 1, as people say them ("day 2, slots
 // 3-4"). An event may accept embedded tasks (CanEmbed: a study hall where a
 // task can be done); a task placed entirely inside such an event is
 // embedded in it rather than conflicting with it. Every other overlap is a
 // conflict, and a write that would cause one changes nothing.
+//
+// Task classes (Class, the category a task carries) exclude whole days:
+// no write places a task on a day its class excludes. diagnose_schedule
+// scores a week and proposes moves (Diagnose); optimize_schedule
+// rearranges it in one of three modes (FirstFull, GlobalReopt,
+// LocalAdjust); upsert_task_class writes a class. Every write is confirmed
+// by a person. With Config.ToolGroups the agent adds and removes tool
+// groups (Groups) during a run. DeleteConversation deletes a
+// conversation's snapshots and data.
 //
 // # Embedding
 //
@@ -17,7 +27,15 @@
 // checkpointer and a thread, and the thread as the data scope
 // (apps.WithScope); answer its form question, plan review and approvals
 // through interrupts. See Example and Config for every option and its
-// default.
+// default:
+//
+//	app, err := scheduler.New(ctx, scheduler.Config{
+//		Model: model, Database: "data/app.db",
+//		ToolGroups: true, ActiveGroups: []string{scheduler.GroupEdit},
+//		System: "You plan a {{.Days}}-day week ...", // a template over PromptData
+//	})
+//
+// trellis.yaml's apps.scheduler carries the same options (Settings).
 package scheduler
 
 import (
@@ -92,11 +110,14 @@ func (it Item) label() string { return fmt.Sprintf("%q (#%d)", it.Title, it.ID) 
 type Schedule struct {
 	Window Window
 	Items  map[int]Item
+	// Classes are the task classes by name (see Class); a task's Category
+	// names its class.
+	Classes map[string]Class
 }
 
 // Clone returns a copy that shares nothing mutable with s.
 func (s *Schedule) Clone() *Schedule {
-	return &Schedule{Window: s.Window, Items: maps.Clone(s.Items)}
+	return &Schedule{Window: s.Window, Items: maps.Clone(s.Items), Classes: maps.Clone(s.Classes)}
 }
 
 // Sorted returns the items ordered by day, start and ID, pending last.
@@ -149,6 +170,9 @@ func (s *Schedule) settle(it Item, skip map[int]bool) (Item, error) {
 	}
 	if it.Start < 1 || it.End() > w.Slots {
 		return it, fmt.Errorf("slots %d-%d do not fit in a day (slots 1-%d; %s needs %d)", it.Start, it.End(), w.Slots, it.label(), it.Duration)
+	}
+	if err := s.allowed(it); err != nil {
+		return it, err
 	}
 	it.Host = 0
 	var in []Item

@@ -144,11 +144,11 @@ func TestToolsOverTheStore(t *testing.T) {
 	for _, tl := range Tools(st, testScope, nil) {
 		tools[tl.Info().Name] = tl
 	}
-	if len(tools) != 10 {
-		t.Fatalf("%d tools, want 10", len(tools))
+	if len(tools) != 13 {
+		t.Fatalf("%d tools, want 13", len(tools))
 	}
-	for name, want := range map[string]bool{"get_overview": true, "query_range": true, "find_free": true, "list_tasks": true, "get_task_info": true,
-		"place": false, "move": false, "swap": false, "batch_move": false, "unplace": false} {
+	for name, want := range map[string]bool{"get_overview": true, "query_range": true, "find_free": true, "list_tasks": true, "get_task_info": true, DiagnoseName: true,
+		"place": false, "move": false, "swap": false, "batch_move": false, "unplace": false, UpsertClassName: false, OptimizeName: false} {
 		if got := tools[name].Info().ReadOnly; got != want {
 			t.Errorf("%s read-only = %v, want %v", name, got, want)
 		}

@@ -140,6 +140,30 @@ CREATE TABLE sched_applied (
 );
 `}
 
+// classMigrations add the task classes, under their own component key
+// ("scheduler_classes"), so the schedule's versioned list is not
+// renumbered. pgClassMigrations are the same in PostgreSQL.
+var classMigrations = []sqlitedb.Migration{{Version: 1, SQL: `
+CREATE TABLE sched_classes (
+	scope TEXT NOT NULL,
+	name  TEXT NOT NULL,
+	class TEXT NOT NULL, -- the Class as JSON
+	PRIMARY KEY (scope, name)
+);
+`}}
+
+var pgClassMigrations = []string{`
+CREATE TABLE sched_classes (
+	scope text NOT NULL,
+	name  text NOT NULL,
+	class text NOT NULL,
+	PRIMARY KEY (scope, name)
+);
+`}
+
+// scopeTables are every table holding a scope's rows.
+var scopeTables = []string{"sched_window", "sched_items", "sched_changes", "sched_applied", "sched_classes"}
+
 // Store keeps schedules in SQLite or PostgreSQL, one per scope (a thread, or whatever the
 // caller scopes by): every method takes the scope, and every table and
 // query is keyed on it, so scopes sharing a database never see each other's
@@ -161,6 +185,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
+	if err := db.Migrate(ctx, "scheduler_classes", classMigrations); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
 	return &Store{read: db.Read, write: db.Write, committed: db.Committed, close: db.Close}, nil
 }
 
@@ -175,6 +203,10 @@ func OpenPostgres(ctx context.Context, dsn, schema string) (*Store, error) {
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
 	if err := pgdb.Migrate(ctx, pool, "scheduler", pgMigrations); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("scheduler: %w", err)
+	}
+	if err := pgdb.Migrate(ctx, pool, "scheduler_classes", pgClassMigrations); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("scheduler: %w", err)
 	}
@@ -268,7 +300,78 @@ func (s *Store) load(ctx context.Context, q querier, scope string) (*Schedule, e
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("scheduler: read the items: %w", err)
 	}
+	rows.Close()
+	if sch.Classes, err = s.loadClasses(ctx, q, scope); err != nil {
+		return nil, err
+	}
 	return sch, nil
+}
+
+func (s *Store) loadClasses(ctx context.Context, q querier, scope string) (map[string]Class, error) {
+	rows, err := q.QueryContext(ctx, s.q(`SELECT class FROM sched_classes WHERE scope = ?`), scope)
+	if err != nil {
+		return nil, fmt.Errorf("scheduler: read the task classes: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]Class{}
+	for rows.Next() {
+		var raw string
+		var c Class
+		if err := rows.Scan(&raw); err != nil {
+			return nil, fmt.Errorf("scheduler: read a task class: %w", err)
+		}
+		if err := json.Unmarshal([]byte(raw), &c); err != nil {
+			return nil, fmt.Errorf("scheduler: a task class row is corrupt: %w", err)
+		}
+		out[c.Name] = c
+	}
+	return out, rows.Err()
+}
+
+// saveClasses writes the classes of next that differ from cur's.
+func (s *Store) saveClasses(ctx context.Context, tx *sql.Tx, scope string, cur, next *Schedule) ([]string, error) {
+	var lines []string
+	for _, name := range next.classNames() {
+		c := next.Classes[name]
+		if old, ok := cur.Classes[name]; ok && classEqual(old, c) {
+			continue
+		}
+		raw, _ := json.Marshal(c)
+		if _, err := tx.ExecContext(ctx, s.q(`INSERT INTO sched_classes (scope, name, class) VALUES (?, ?, ?) ON CONFLICT (scope, name) DO UPDATE SET class = excluded.class`), scope, name, string(raw)); err != nil {
+			return nil, fmt.Errorf("save task class %q: %w", name, err)
+		}
+		lines = append(lines, c.describe(next.Window))
+	}
+	return lines, nil
+}
+
+// DeleteScope deletes everything the scope holds: its schedule, task
+// classes, change log and record of applied calls (a conversation's
+// persisted data, when the scope is a thread). It reports whether there
+// was anything to delete. Other scopes are untouched.
+func (s *Store) DeleteScope(ctx context.Context, scope string) (bool, error) {
+	if err := checkScope(scope); err != nil {
+		return false, err
+	}
+	tx, err := s.write.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("scheduler: delete scope: %w", err)
+	}
+	defer tx.Rollback()
+	var n int64
+	for _, table := range scopeTables {
+		res, err := tx.ExecContext(ctx, s.q("DELETE FROM "+table+" WHERE scope = ?"), scope)
+		if err != nil {
+			return false, fmt.Errorf("scheduler: delete %s of the scope: %w", table, err)
+		}
+		k, _ := res.RowsAffected()
+		n += k
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("scheduler: delete scope: %w", err)
+	}
+	s.committed()
+	return n > 0, nil
 }
 
 // Seed writes sch as the scope's schedule when the scope holds none, and
@@ -299,6 +402,9 @@ func (s *Store) Seed(ctx context.Context, scope string, sch *Schedule) (bool, er
 			scope, it.ID, it.Title, it.Kind, it.Category, it.Duration, it.Day, it.Start, it.Locked, it.CanEmbed, it.Host); err != nil {
 			return false, fmt.Errorf("scheduler: seed item #%d: %w", it.ID, err)
 		}
+	}
+	if _, err := s.saveClasses(ctx, tx, scope, &Schedule{}, sch); err != nil {
+		return false, fmt.Errorf("scheduler: seed: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return false, fmt.Errorf("scheduler: seed: %w", err)
@@ -366,6 +472,11 @@ func (s *Store) Apply(ctx context.Context, scope, tool, callID string, op Op) (s
 		}
 		lines = append(lines, c.Describe(cur.Window))
 	}
+	classLines, err := s.saveClasses(ctx, tx, scope, cur, next)
+	if err != nil {
+		return "", fmt.Errorf("scheduler: %s: %w", tool, err)
+	}
+	lines = append(lines, classLines...)
 	result := "Nothing changed."
 	if len(lines) > 0 {
 		result = "Done: " + strings.Join(lines, "; ") + "."
@@ -428,7 +539,7 @@ func (s *Store) Reset(ctx context.Context, scope string, sch *Schedule) error {
 		return fmt.Errorf("scheduler: reset: %w", err)
 	}
 	defer tx.Rollback()
-	for _, table := range []string{"sched_window", "sched_items", "sched_changes", "sched_applied"} {
+	for _, table := range scopeTables {
 		if _, err := tx.ExecContext(ctx, s.q("DELETE FROM "+table+" WHERE scope = ?"), scope); err != nil {
 			return fmt.Errorf("scheduler: reset %s: %w", table, err)
 		}

@@ -73,15 +73,20 @@ type (
 	}
 )
 
-// Tools returns the ten schedule tools over store: five read tools that
-// run at once (get_overview, query_range, find_free, list_tasks,
-// get_task_info) and five write tools that need a person's approval
-// (place, move, swap, batch_move, unplace). Each write is applied once per
+// Tools returns the thirteen schedule tools over store: six read tools
+// that run at once (get_overview, query_range, find_free, list_tasks,
+// get_task_info, diagnose_schedule) and seven write tools that need a
+// person's approval (place, move, swap, batch_move, unplace,
+// upsert_task_class, optimize_schedule). Groups sorts them into tool
+// groups. Each write is applied once per
 // call ID (see Store.Apply).
 //
 // Every call works on the schedule of the run's scope: apps.Scope(ctx),
 // else defaultScope. A scope with no schedule yet is seeded with seed()
 // on first use (nil seed: the call fails saying the scope is empty).
+// DiagnoseName is the name of the health tool (Diagnose).
+const DiagnoseName = "diagnose_schedule"
+
 func Tools(store *Store, defaultScope string, seed func() *Schedule) []tool.Tool {
 	d := data{store: store, fallback: defaultScope, seed: seed}
 	read := func(ctx context.Context, f func(*Schedule) (string, error)) (string, error) {
@@ -118,6 +123,10 @@ func Tools(store *Store, defaultScope string, seed func() *Schedule) []tool.Tool
 			func(ctx context.Context, a idArgs) (string, error) {
 				return read(ctx, func(s *Schedule) (string, error) { return taskInfo(s, a.ID) })
 			}, tool.ReadOnly()),
+		tool.MustFunc(DiagnoseName, "Diagnose the schedule: a score out of 100 (pending tasks, unequal days and crowded days cost points), each day's load, and proposed moves that would raise the score.",
+			func(ctx context.Context, _ overviewArgs) (string, error) {
+				return read(ctx, func(s *Schedule) (string, error) { return Diagnose(s).Render(s.Window), nil })
+			}, tool.ReadOnly()),
 		tool.MustFunc("place", "Place a pending task at a day and first slot. A task placed entirely inside an event that accepts embedding is embedded in it.",
 			func(ctx context.Context, a placeArgs) (string, error) {
 				return write(ctx, "place", func(s *Schedule) (*Schedule, error) { return s.Place(a.ID, a.Day, a.Start) })
@@ -148,6 +157,8 @@ func Tools(store *Store, defaultScope string, seed func() *Schedule) []tool.Tool
 			func(ctx context.Context, a idArgs) (string, error) {
 				return write(ctx, "unplace", func(s *Schedule) (*Schedule, error) { return s.Unplace(a.ID) })
 			}, tool.Summary(func(a idArgs) string { return fmt.Sprintf("Unplace item #%d", a.ID) })),
+		upsertClassTool(write),
+		optimizeTool(write),
 	}
 }
 
@@ -178,6 +189,21 @@ func overview(s *Schedule) (string, error) {
 	fmt.Fprintf(&b, "Pending tasks (%d):\n", len(pending))
 	for _, p := range pending {
 		fmt.Fprintf(&b, "- %s, %d slots, %s\n", p.label(), p.Duration, p.Category)
+	}
+	if names := s.classNames(); len(names) > 0 {
+		b.WriteString("Task classes:\n")
+		for _, n := range names {
+			c := s.Classes[n]
+			days := make([]string, len(c.ExcludedDays))
+			for i, d := range c.ExcludedDays {
+				days[i] = w.DayName(d)
+			}
+			line := "- " + c.Name
+			if len(days) > 0 {
+				line += ": never on " + strings.Join(days, ", ")
+			}
+			b.WriteString(line + "\n")
+		}
 	}
 	return b.String(), nil
 }

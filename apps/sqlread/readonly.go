@@ -437,7 +437,17 @@ func (d *SQLiteDB) Query(ctx context.Context, query string, maxRows int) (*Rows,
 // Without names (a statement run unwrapped), the columns past
 // lim.MaxColumns are dropped as they are scanned.
 func (d *SQLiteDB) scan(ctx context.Context, q string, names []string, maxRows int, lim Limits) (*Rows, error) {
-	rs, err := d.db.QueryContext(ctx, q)
+	return scan(ctx, d.db, q, names, maxRows, lim)
+}
+
+// queryer is a *sql.DB or a *sql.Tx.
+type queryer interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// scan runs q on db (see SQLiteDB.scan).
+func scan(ctx context.Context, db queryer, q string, names []string, maxRows int, lim Limits) (*Rows, error) {
+	rs, err := db.QueryContext(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("query failed: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/trellis-agents/trellis/agent/react"
@@ -50,6 +51,30 @@ type Config struct {
 	Sample bool
 	// Request is the question App.Input("") asks (default Question).
 	Request string
+
+	// Agents are the sub-agents as data (nil: DefaultAgents()).
+	Agents []AgentSpec
+	// Extra are more sub-agents of any kind: any compiled graph as a
+	// router.Agent, or a function through RunnableAgent (another
+	// assistant, a service). ExtraTerminal names those whose answer ends
+	// the turn.
+	Extra         []router.Agent
+	ExtraTerminal []string
+	// RouterTools are the database tools the router has itself, by name
+	// among ToolNames (nil: validate_sql).
+	RouterTools []string
+	// Routes are route keys: "@key task" goes straight to agent
+	// Routes[key] without the router model (each agent's name is a key
+	// too; nil: the names only).
+	Routes map[string]string
+	// ErrorPatterns replace RefusedPattern and UnavailablePattern when
+	// set.
+	ErrorPatterns []string
+	// Prompts override prompt templates by name (RouterPromptName, or a
+	// default agent's name); the templates see PromptData.
+	Prompts map[string]string
+	// Deadline bounds each run (0: Deadline).
+	Deadline time.Duration
 }
 
 // New builds the sqlrouter app.
@@ -77,7 +102,8 @@ func New(ctx context.Context, cfg Config) (*apps.App, error) {
 	if cfg.Request == "" {
 		cfg.Request = Question
 	}
-	g, err := NewGraph(cfg.Model, db, cfg.AgentModels)
+	cfg.DB = db
+	g, err := Build(cfg)
 	if err != nil {
 		closeDB()
 		return nil, err
@@ -100,12 +126,53 @@ func New(ctx context.Context, cfg Config) (*apps.App, error) {
 	}, nil
 }
 
-// Entry describes the app to runners: the sample library database under
-// the Env's DataDir (created when missing), opened read-only.
+// Entry describes the app to runners. Env.Settings, when set, is a
+// Settings object (trellis.yaml's apps.sqlrouter): its database (a SQLite
+// file or a postgres:// URL), agents, routes, prompts and deadline. The
+// default database is the sample library under the Env's DataDir
+// (created when missing), opened read-only.
 func Entry() apps.Entry {
 	return apps.Entry{Name: Name, Summary: Summary, Script: Script,
 		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
-			return New(ctx, Config{Model: env.Model, Database: filepath.Join(env.DataDir, SampleFile), Sample: true})
+			var st Settings
+			if err := env.Decode(&st); err != nil {
+				return nil, fmt.Errorf("sqlrouter: %w", err)
+			}
+			cfg, err := st.apply(Config{Model: env.Model, Database: filepath.Join(env.DataDir, SampleFile), Sample: true})
+			if err != nil {
+				return nil, err
+			}
+			for _, aa := range st.Assistants {
+				if env.Assistant == nil {
+					return nil, fmt.Errorf("sqlrouter: settings name assistant %s as a sub-agent, but only a service (trellis serve) has assistants", aa.Assistant)
+				}
+				g, err := env.Assistant(ctx, aa.Assistant)
+				if err != nil {
+					return nil, fmt.Errorf("sqlrouter: sub-agent %s: %w", aa.Name, err)
+				}
+				cfg.Extra = append(cfg.Extra, router.Agent{Name: aa.Name, Description: aa.Description, Graph: g})
+				if aa.Terminal {
+					cfg.ExtraTerminal = append(cfg.ExtraTerminal, aa.Name)
+				}
+			}
+			switch {
+			case strings.HasPrefix(st.Database, "postgres://"), strings.HasPrefix(st.Database, "postgresql://"):
+				pg, err := sqlread.OpenPostgres(ctx, st.Database, st.Schema)
+				if err != nil {
+					return nil, fmt.Errorf("sqlrouter: %w", err)
+				}
+				cfg.DB = pg
+				app, err := New(ctx, cfg)
+				if err != nil {
+					pg.Close()
+					return nil, err
+				}
+				app.Close = apps.Closer(app.Close, pg.Close)
+				return app, nil
+			case st.Database != "":
+				cfg.Database, cfg.Sample = st.Database, false
+			}
+			return New(ctx, cfg)
 		}}
 }
 
@@ -131,6 +198,14 @@ func printCall(w io.Writer, ev graph.Event) {
 type Link struct {
 	CallID string
 	Tool   string
+	// TaskID is the router task the call ran in (sub-agents' CallEvents
+	// name it as their ParentTask).
+	TaskID string
+	// Agent is the sub-agent that made the call, for a sub-agent's call
+	// (Tree); "" for the router's own.
+	Agent string
+	// Calls are the calls of the sub-agent this call ran (Tree only).
+	Calls []Link
 	// Uses are the IDs of the calls its arguments referred to.
 	Uses []string
 	// Result is the call's full output (or error message); Failed says
@@ -158,7 +233,7 @@ func Chain(s graph.State) []Link {
 			if !ok {
 				continue
 			}
-			out = append(out, Link{CallID: c.ID, Tool: rec.Tool, Uses: router.References(rec.Arguments), Result: rec.Result, Failed: rec.Error != ""})
+			out = append(out, Link{CallID: c.ID, Tool: rec.Tool, TaskID: rec.TaskID, Uses: router.References(rec.Arguments), Result: rec.Result, Failed: rec.Error != ""})
 		}
 	}
 	return out

@@ -153,6 +153,23 @@ func CreateSampleDB(ctx context.Context, path string) (bool, error) {
 	return true, nil
 }
 
+// sampleTable is one table's rows and the statement inserting one.
+type sampleTable struct {
+	insert string
+	rows   [][]any
+}
+
+// sampleTables are the sample's rows, in an order the foreign keys allow.
+func sampleTables() []sampleTable {
+	return []sampleTable{
+		{`INSERT INTO branches (id, name, city) VALUES (?, ?, ?)`, sampleBranches},
+		{`INSERT INTO authors (id, name, country) VALUES (?, ?, ?)`, sampleAuthors},
+		{`INSERT INTO books (id, title, author_id, genre, published) VALUES (?, ?, ?, ?, ?)`, sampleBooks},
+		{`INSERT INTO members (id, name, branch_id, joined_on) VALUES (?, ?, ?, ?)`, sampleMembers},
+		{`INSERT INTO loans (book_id, member_id, branch_id, loaned_on, returned_on) VALUES (?, ?, ?, ?, ?)`, sampleLoans},
+	}
+}
+
 func fillSample(ctx context.Context, path string) (err error) {
 	wrap := func(e error) error { return fmt.Errorf("sqlrouter: create the sample database: %w", e) }
 	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(path)+"?_pragma=foreign_keys(1)")
@@ -172,16 +189,7 @@ func fillSample(ctx context.Context, path string) (err error) {
 	if _, err := tx.ExecContext(ctx, sampleSchema); err != nil {
 		return wrap(err)
 	}
-	for _, t := range []struct {
-		insert string
-		rows   [][]any
-	}{
-		{`INSERT INTO branches (id, name, city) VALUES (?, ?, ?)`, sampleBranches},
-		{`INSERT INTO authors (id, name, country) VALUES (?, ?, ?)`, sampleAuthors},
-		{`INSERT INTO books (id, title, author_id, genre, published) VALUES (?, ?, ?, ?, ?)`, sampleBooks},
-		{`INSERT INTO members (id, name, branch_id, joined_on) VALUES (?, ?, ?, ?)`, sampleMembers},
-		{`INSERT INTO loans (book_id, member_id, branch_id, loaned_on, returned_on) VALUES (?, ?, ?, ?, ?)`, sampleLoans},
-	} {
+	for _, t := range sampleTables() {
 		for _, r := range t.rows {
 			if _, err := tx.ExecContext(ctx, t.insert, r...); err != nil {
 				return wrap(fmt.Errorf("%s %v: %w", t.insert, r, err))

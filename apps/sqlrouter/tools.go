@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/trellis-agents/trellis/apps/sqlread"
@@ -36,6 +35,11 @@ const (
 	Valid   = "valid:"
 	Invalid = "invalid:"
 )
+
+// SchemaUnreadable marks the part of a schema tool's result that says what
+// could not be read: the tool answers with what it could see instead of
+// failing, so the agents go on and say what they could not check.
+const SchemaUnreadable = "SCHEMA PARTLY UNREADABLE:"
 
 // tables is the list of tables of db, or an error saying the database
 // could not be read.
@@ -83,7 +87,13 @@ func ListTablesTool(db sqlread.Database) tool.Tool {
 		func(ctx context.Context, _ struct{}) (string, error) {
 			ts, err := tables(ctx, db)
 			if err != nil {
-				return "", err
+				if ctx.Err() != nil {
+					return "", err
+				}
+				// Degrade: say what could not be seen, and let the agent
+				// go on with what its task tells it.
+				return fmt.Sprintf("%s the list of tables could not be read (%v). Nothing about the tables could be checked: "+
+					"work with the tables the task names, and say in your answer that the schema could not be read.", SchemaUnreadable, err), nil
 			}
 			if len(ts) == 0 {
 				return "The database has no tables.", nil
@@ -92,7 +102,11 @@ func ListTablesTool(db sqlread.Database) tool.Tool {
 			for _, t := range ts {
 				n, err := count(ctx, db, t.Name)
 				if err != nil {
-					return "", err
+					if ctx.Err() != nil {
+						return "", ctx.Err()
+					}
+					fmt.Fprintf(&b, "%s (%s the row count could not be read: %v)\n", t.Name, SchemaUnreadable, err)
+					continue
 				}
 				fmt.Fprintf(&b, "%s (%s rows)\n", t.Name, n)
 			}
@@ -116,7 +130,10 @@ func DescribeTableTool(db sqlread.Database) tool.Tool {
 			}
 			n, err := count(ctx, db, t.Name)
 			if err != nil {
-				return "", err
+				if ctx.Err() != nil {
+					return "", err
+				}
+				return fmt.Sprintf("%s;\n-- %s the row count could not be read: %v", strings.TrimSpace(t.SQL), SchemaUnreadable, err), nil
 			}
 			return fmt.Sprintf("%s;\n-- %s rows", strings.TrimSpace(t.SQL), n), nil
 		}, tool.ReadOnly())
@@ -152,43 +169,31 @@ type sqlArgs struct {
 	SQL string `json:"sql" jsonschema:"one SQLite SELECT (or WITH ... SELECT) statement; a code fence around it is ignored"`
 }
 
-// ValidateSQLTool checks a query without running it: it asks SQLite for
-// the query plan (EXPLAIN QUERY PLAN, through the read-only layer), which
-// fails on unknown tables or columns and on syntax errors. The result
-// starts with Valid (and shows the plan) or Invalid (and gives SQLite's
-// error, as the fix agent needs it). A statement that
-// could write is not a query to validate: the read-only layer refuses it,
-// and the call fails with an argument error saying so.
+// ValidateSQLTool checks a query without running it, on the database's
+// own engine (sqlread.Validate): SQLite compiles it (EXPLAIN QUERY PLAN),
+// PostgreSQL parses and plans it (EXPLAIN in a read-only transaction that
+// is rolled back). Both fail on unknown tables or columns and on syntax
+// errors. The result starts with Valid (and shows the plan) or Invalid
+// (and gives the engine's error, as the fix agent needs it). A statement
+// that could write is not a query to validate: the read-only layer
+// refuses it, and the call fails with an argument error saying so.
 func ValidateSQLTool(db sqlread.Database) tool.Tool {
-	return tool.MustFunc(ValidateSQLName, "Check one SQLite query without running it: SQLite compiles it against the database (EXPLAIN QUERY PLAN). "+
-		`The result starts with "valid:" and shows the plan, or with "invalid:" and gives SQLite's error. Only read queries are accepted.`,
+	engine := sqlread.Dialect(db)
+	return tool.MustFunc(ValidateSQLName, "Check one "+engine+" query without running it: "+engine+" parses and plans it against the database (EXPLAIN). "+
+		`The result starts with "valid:" and shows the plan, or with "invalid:" and gives `+engine+`'s error. Only read queries are accepted.`,
 		func(ctx context.Context, a sqlArgs) (string, error) {
 			q := ExtractSQL(a.SQL)
-			if err := sqlread.CheckReadOnly(q); err != nil {
-				return "", &tool.ArgumentError{Tool: ValidateSQLName, Problem: err.Error(), Err: err}
-			}
-			if strings.HasPrefix(strings.ToUpper(strings.TrimSpace(q)), "EXPLAIN") {
-				return "", tool.BadArguments(ValidateSQLName, "send the query itself, without EXPLAIN: the tool adds it")
-			}
-			rows, err := db.Query(ctx, "EXPLAIN QUERY PLAN "+q, 100)
-			if errors.Is(err, sqlread.ErrNotReadOnly) {
+			plan, err := sqlread.Validate(ctx, db, q)
+			if errors.Is(err, sqlread.ErrNotReadOnly) || errors.Is(err, sqlread.ErrExplain) {
 				return "", &tool.ArgumentError{Tool: ValidateSQLName, Problem: err.Error(), Err: err}
 			}
 			if err != nil {
 				if ctx.Err() != nil {
 					return "", err
 				}
-				return fmt.Sprintf("%s SQLite cannot compile the query: %s", Invalid, strings.TrimPrefix(err.Error(), "query failed: ")), nil
+				return fmt.Sprintf("%s %s cannot compile the query: %s", Invalid, engine, strings.TrimPrefix(err.Error(), "query failed: ")), nil
 			}
-			var plan []string
-			if i := slices.Index(rows.Columns, "detail"); i >= 0 {
-				for _, r := range rows.Rows {
-					if r[i] != nil {
-						plan = append(plan, "- "+*r[i])
-					}
-				}
-			}
-			return fmt.Sprintf("%s SQLite compiles the query against this database.\nPlan:\n%s", Valid, strings.Join(plan, "\n")), nil
+			return fmt.Sprintf("%s %s compiles the query against this database.\nPlan:\n%s", Valid, engine, plan), nil
 		}, tool.ReadOnly())
 }
 

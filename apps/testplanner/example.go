@@ -1,6 +1,7 @@
 package testplanner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -83,13 +84,82 @@ func New(ctx context.Context, cfg Config) (*apps.App, error) {
 	}, nil
 }
 
-// Entry describes the app to runners: the sample shop server (in
-// process) and database (under the Env's DataDir), planned for project
-// "shop", environment "dev".
+// Settings is the part of Config that trellis.yaml's apps.testplanner
+// carries (see Entry); every field is optional.
+type Settings struct {
+	// Database is where the rows come from: a SQLite file, or a
+	// postgres:// URL (read through sqlread.OpenPostgres in Schema);
+	// "" : the sample shop database.
+	Database string `json:"database,omitempty"`
+	Schema   string `json:"schema,omitempty"`
+	// CatalogueTable, when set, reads the tool catalogue from this table
+	// of Database (TableCatalogue) instead of the sample MCP server.
+	CatalogueTable string `json:"catalogue_table,omitempty"`
+	// Project and Environment name the store namespace (default "shop",
+	// "dev").
+	Project     string `json:"project,omitempty"`
+	Environment string `json:"environment,omitempty"`
+	// BatchSize, Concurrency and MaxQueryRounds are Config's.
+	BatchSize      int `json:"batch_size,omitempty"`
+	Concurrency    int `json:"concurrency,omitempty"`
+	MaxQueryRounds int `json:"max_query_rounds,omitempty"`
+	// Prompts override prompt templates by name (PromptSystem,
+	// PromptAssess, PromptPlan; see PromptData).
+	Prompts map[string]string `json:"prompts,omitempty"`
+}
+
+// Entry describes the app to runners: by default the sample shop server
+// (in process) and database (under the Env's DataDir), planned for
+// project "shop", environment "dev"; Env.Settings (a Settings object)
+// chooses other sources and options.
 func Entry() apps.Entry {
 	return apps.Entry{Name: Name, Summary: Summary, Script: func() llm.Model { return ScriptedModel() },
 		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
-			return New(ctx, Config{Model: env.Model, Database: filepath.Join(env.DataDir, SampleFile), Sample: true, Project: "shop", Environment: "dev"})
+			var st Settings
+			if err := env.Decode(&st); err != nil {
+				return nil, fmt.Errorf("testplanner: %w", err)
+			}
+			cfg := Config{Model: env.Model, Database: filepath.Join(env.DataDir, SampleFile), Sample: true,
+				Project: cmp.Or(st.Project, "shop"), Environment: cmp.Or(st.Environment, "dev"),
+				BatchSize: st.BatchSize, Concurrency: st.Concurrency, MaxQueryRounds: st.MaxQueryRounds, Prompts: st.Prompts}
+			var closeDB func() error
+			switch {
+			case strings.HasPrefix(st.Database, "postgres://"), strings.HasPrefix(st.Database, "postgresql://"):
+				pg, err := sqlread.OpenPostgres(ctx, st.Database, st.Schema)
+				if err != nil {
+					return nil, fmt.Errorf("testplanner: %w", err)
+				}
+				cfg.DB, cfg.Sample, closeDB = pg, false, pg.Close
+			case st.Database != "":
+				cfg.Database, cfg.Sample = st.Database, false
+			}
+			if st.CatalogueTable != "" {
+				if cfg.DB == nil {
+					db, err := sqlread.OpenReadOnly(ctx, cfg.Database)
+					if err != nil {
+						return nil, err
+					}
+					cfg.DB, closeDB = db, db.Close
+				}
+				cfg.Tools = TableCatalogue{DB: cfg.DB, Table: st.CatalogueTable}
+			} else if !cfg.Sample {
+				cfg.Tools = nil
+				if closeDB != nil {
+					closeDB()
+				}
+				return nil, errors.New("testplanner: settings: a database of your own needs catalogue_table (the tools to plan for); the sample MCP server only matches the sample database")
+			}
+			app, err := New(ctx, cfg)
+			if err != nil {
+				if closeDB != nil {
+					closeDB()
+				}
+				return nil, err
+			}
+			if closeDB != nil {
+				app.Close = apps.Closer(app.Close, closeDB)
+			}
+			return app, nil
 		}}
 }
 

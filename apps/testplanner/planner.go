@@ -51,6 +51,25 @@
 // node that runs again after its plan reached the store reuses the stored
 // plan instead of asking the model again. So no tool is planned twice.
 //
+// # Sources, options and degradation
+//
+// The tool catalogue comes from a ToolSource (an MCP server's
+// *mcp.Client, or TableCatalogue over a SQL table) and the rows from a
+// sqlread.Database (sqlread.SQLiteDB, sqlread.PostgresDB, or MCPDatabase
+// over an MCP server exposing the database). BatchSize and Concurrency
+// (tools planned at once) are options. The schema is read once per run
+// (by load) and handed to every tool. Each Plan carries the model's
+// Confidence and the Data (statements and rows) it was based on.
+//
+// A schema that cannot be read does not stop the run: tools are planned
+// from their descriptions and each plan's Note says what could not be
+// read. A catalogue that cannot be read falls back to the tools an
+// earlier run of the thread recorded (BatchState), saying so in the
+// progress events.
+//
+// Prompts are templates (Config.Prompts; PromptData) over the defaults
+// DefaultSystemPrompt, DefaultAssessPrompt and DefaultPlanPrompt.
+//
 // # Embedding
 //
 // New(ctx, Config{Model, Tools or Sample, DB or Database, Project,
@@ -123,6 +142,13 @@ type Config struct {
 	// MaxQueries bounds the statements of one round (DefaultMaxQueries);
 	// further ones are dropped.
 	MaxQueries int
+	// Concurrency bounds how many tools of a batch are planned at once
+	// (default: BatchSize, all of them).
+	Concurrency int
+	// Prompts override prompt templates by name: PromptSystem,
+	// PromptAssess and PromptPlan (defaults DefaultSystemPrompt,
+	// DefaultAssessPrompt, DefaultPlanPrompt); they see PromptData.
+	Prompts map[string]string
 
 	// The fields below are read by New only.
 
@@ -154,7 +180,8 @@ func (c *Config) check() error {
 		v    *int
 		def  int
 	}{{"BatchSize", &c.BatchSize, DefaultBatchSize}, {"MaxQueryRounds", &c.MaxQueryRounds, DefaultMaxQueryRounds},
-		{"SampleRows", &c.SampleRows, DefaultSampleRows}, {"MaxRows", &c.MaxRows, DefaultMaxRows}, {"MaxQueries", &c.MaxQueries, DefaultMaxQueries}} {
+		{"SampleRows", &c.SampleRows, DefaultSampleRows}, {"MaxRows", &c.MaxRows, DefaultMaxRows}, {"MaxQueries", &c.MaxQueries, DefaultMaxQueries},
+		{"Concurrency", &c.Concurrency, max(c.BatchSize, DefaultBatchSize)}} {
 		switch {
 		case *n.v < 0:
 			errs = append(errs, fmt.Errorf("field %s of Config is %d; leave it 0 for the default (%d) or make it positive", n.name, *n.v, n.def))
@@ -200,8 +227,14 @@ type Plan struct {
 	QueryRounds int `json:"query_rounds"`
 	Queries     int `json:"queries"`
 	// Note says how gathering data ended (the model's last reason, or that
-	// the round budget ran out).
+	// the round budget ran out), and what could not be read.
 	Note string `json:"note,omitempty"`
+	// Confidence is the model's confidence in the plan, from 0 to 1 (0
+	// when it gave none).
+	Confidence float64 `json:"confidence"`
+	// Data are the statements the plan was based on and the rows they
+	// returned (the sample rows first, then the targeted rounds).
+	Data []Finding `json:"data,omitempty"`
 }
 
 // Case is one test case of a plan.
@@ -254,6 +287,7 @@ func count(n int, one, many string) string {
 var (
 	threadKey = graph.NewKey[string]("thread")
 	toolsKey  = graph.NewKey[[]ToolInfo]("tools")
+	schemaRun = graph.NewKey[runSchema]("schema_of_run")
 	batchKey  = graph.NewKey[int]("batch")
 	plansKey  = graph.NewKey("plans", graph.MergeByIDFunc(func(p Plan) string { return p.Tool }))
 )
@@ -270,14 +304,16 @@ func Plans(s graph.State) []Plan {
 
 // toolTask is plan_tool's payload.
 type toolTask struct {
-	Tool      ToolInfo `json:"tool"`
-	Batch     int      `json:"batch"`
-	Namespace []string `json:"namespace"`
+	Tool      ToolInfo  `json:"tool"`
+	Schema    runSchema `json:"schema"`
+	Batch     int       `json:"batch"`
+	Namespace []string  `json:"namespace"`
 }
 
 type planner struct {
-	cfg   Config
-	inner *graph.Graph
+	cfg     Config
+	inner   *graph.Graph
+	prompts map[string]string // rendered
 }
 
 // NewGraph builds the planner graph over cfg.Model, cfg.Tools and cfg.DB
@@ -292,12 +328,15 @@ func NewGraph(cfg Config, opts ...graph.RunOption) (*graph.Graph, error) {
 		return nil, err
 	}
 	p := &planner{cfg: cfg}
+	if err := p.renderPrompts(); err != nil {
+		return nil, err
+	}
 	inner, err := p.toolGraph()
 	if err != nil {
 		return nil, err
 	}
 	p.inner = inner
-	b := graph.New(threadKey, toolsKey, batchKey, plansKey)
+	b := graph.New(threadKey, toolsKey, schemaRun, batchKey, plansKey)
 	b.SetName("testplanner")
 	b.AddNode("load", p.load)
 	b.AddNode("batch", p.batch)
@@ -306,7 +345,7 @@ func NewGraph(cfg Config, opts ...graph.RunOption) (*graph.Graph, error) {
 	b.AddEdge("load", "batch")
 	b.AddFanout("batch", p.dispatch, "plan_tool", graph.END)
 	b.AddEdge("plan_tool", "batch")
-	return b.Compile(opts...)
+	return b.Compile(append([]graph.RunOption{graph.WithMaxConcurrency(cfg.Concurrency)}, opts...)...)
 }
 
 var errNoStore = errors.New("testplanner: the run has no store; pass graph.WithStore (store/sqlite keeps it across crashes)")
@@ -323,21 +362,12 @@ func (p *planner) load(ctx context.Context, s graph.State) (graph.Output, error)
 	if thread == "" {
 		return nil, errors.New("testplanner: the run has no thread; start it with testplanner.Input(threadID), or run it with apps.WithScope(ctx, threadID)")
 	}
-	list, err := p.cfg.Tools.Tools(ctx)
+	infos, err := p.catalogue(ctx, st, thread)
 	if err != nil {
-		return nil, fmt.Errorf("testplanner: list the tools to plan for: %w", err)
+		return nil, err
 	}
-	if len(list) == 0 {
-		return nil, errors.New("testplanner: the server lists no tools, so there is nothing to plan")
-	}
-	infos := make([]ToolInfo, len(list))
 	known := map[string]bool{}
-	for i, t := range list {
-		in := t.Info()
-		if in.Name == "" || known[in.Name] {
-			return nil, fmt.Errorf("testplanner: the tool list has an empty or repeated name %q; tool names must be unique to key their plans", in.Name)
-		}
-		infos[i] = ToolInfo{Name: in.Name, Description: in.Description, InputSchema: in.Parameters, ReadOnly: in.ReadOnly}
+	for _, in := range infos {
 		known[in.Name] = true
 	}
 	infos = sorted(infos, func(t ToolInfo) string { return t.Name })
@@ -354,8 +384,54 @@ func (p *planner) load(ctx context.Context, s graph.State) (graph.Output, error)
 	if len(plans) > 0 {
 		graph.Emit(ctx, Progress{Message: fmt.Sprintf("resuming: %d of %d tools already have a plan in the store", len(plans), len(infos))})
 	}
-	return graph.Writes(threadKey.Set(thread), toolsKey.Set(infos), graph.Append(plansKey, plans...), batchKey.Set(0)), nil
+	// The schema is read once per run and handed to every tool.
+	rs := readSchema(ctx, p.cfg.DB)
+	if rs.Err != "" {
+		graph.Emit(ctx, Progress{Message: "the database schema could not be read (" + rs.Err + "); the tools are planned from their descriptions"})
+	}
+	return graph.Writes(threadKey.Set(thread), toolsKey.Set(infos), schemaRun.Set(rs), graph.Append(plansKey, plans...), batchKey.Set(0)), nil
 }
+
+// catalogue lists the tools to plan for. When the catalogue cannot be
+// read, the planner degrades to the tools an earlier run of the thread
+// recorded in the store (by name only), saying so; with no such record
+// there is nothing to plan, and the error says why.
+func (p *planner) catalogue(ctx context.Context, st store.Store, thread string) ([]ToolInfo, error) {
+	list, err := p.cfg.Tools.Tools(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		prior, ok, lerr := LoadBatchState(ctx, st, p.cfg.Namespace(thread))
+		if lerr != nil || !ok || len(prior.Tools) == 0 {
+			return nil, fmt.Errorf("testplanner: the tool catalogue could not be read (%w), and the thread records no earlier list to plan from; check the catalogue source and run again", err)
+		}
+		graph.Emit(ctx, Progress{Message: fmt.Sprintf("the tool catalogue could not be read (%v); planning the %d tools an earlier run recorded, without their descriptions", err, len(prior.Tools))})
+		infos := make([]ToolInfo, len(prior.Tools))
+		for i, n := range prior.Tools {
+			infos[i] = ToolInfo{Name: n, Description: CatalogueUnreadable}
+		}
+		return infos, nil
+	}
+	if len(list) == 0 {
+		return nil, errors.New("testplanner: the server lists no tools, so there is nothing to plan")
+	}
+	infos := make([]ToolInfo, len(list))
+	known := map[string]bool{}
+	for i, t := range list {
+		in := t.Info()
+		if in.Name == "" || known[in.Name] {
+			return nil, fmt.Errorf("testplanner: the tool list has an empty or repeated name %q; tool names must be unique to key their plans", in.Name)
+		}
+		infos[i] = ToolInfo{Name: in.Name, Description: in.Description, InputSchema: in.Parameters, ReadOnly: in.ReadOnly}
+		known[in.Name] = true
+	}
+	return infos, nil
+}
+
+// CatalogueUnreadable is the description of a tool planned from an
+// earlier run's record because the catalogue could not be read.
+const CatalogueUnreadable = "(the tool catalogue could not be read: only the name is known)"
 
 // batch moves to the first batch with a tool left to plan and records the
 // batch state in the store.
@@ -398,7 +474,7 @@ func (p *planner) dispatch(_ context.Context, s graph.State) ([]graph.Target, er
 	ns := p.cfg.Namespace(threadKey.Get(s))
 	out := make([]graph.Target, len(todo))
 	for i, t := range todo {
-		out[i] = graph.Send("plan_tool", toolTask{Tool: t, Batch: b, Namespace: ns})
+		out[i] = graph.Send("plan_tool", toolTask{Tool: t, Schema: schemaRun.Get(s), Batch: b, Namespace: ns})
 	}
 	return out, nil
 }
@@ -430,7 +506,7 @@ func planned(s graph.State) map[string]bool {
 // checkpoints in this task's namespace, so a resumed task continues where
 // it stopped.
 func (p *planner) planTool(ctx context.Context, _ graph.State, t toolTask) (graph.Output, error) {
-	res, err := p.inner.Invoke(ctx, graph.Writes(toolKey.Set(t.Tool), batchIdxKey.Set(t.Batch), nsKey.Set(t.Namespace)))
+	res, err := p.inner.Invoke(ctx, graph.Writes(toolKey.Set(t.Tool), tablesKey.Set(t.Schema), batchIdxKey.Set(t.Batch), nsKey.Set(t.Namespace)))
 	if err != nil {
 		return nil, err
 	}

@@ -147,7 +147,7 @@ func ScriptedModel() *llmtest.Model {
 		for round, a := range s.assess {
 			m.When(AssessRequest(s.tool, round), llmtest.JSON(a)).Repeat()
 		}
-		m.When(PlanRequest(s.tool), llmtest.JSON(PlanReply{Tool: s.tool, Cases: s.plan})).Repeat()
+		m.When(PlanRequest(s.tool), llmtest.JSON(PlanReply{Tool: s.tool, Cases: s.plan, Confidence: 0.8})).Repeat()
 	}
 	return m
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/apps/sqlread"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
@@ -26,6 +27,9 @@ type Assessment struct {
 type PlanReply struct {
 	Tool  string      `json:"tool" jsonschema:"the tool's name"`
 	Cases CaseReplies `json:"cases"`
+	// Confidence is the model's own confidence that the cases are right
+	// and runnable on this data, from 0 to 1.
+	Confidence float64 `json:"confidence,omitempty" jsonschema:"from 0 to 1: how sure you are that the cases are right and runnable on this data"`
 }
 
 // CaseReply is one case of a PlanReply.
@@ -63,6 +67,7 @@ type Finding struct {
 // Keys of the per-tool graph.
 var (
 	toolKey     = graph.NewKey[ToolInfo]("tool")
+	tablesKey   = graph.NewKey[runSchema]("run_schema")
 	batchIdxKey = graph.NewKey[int]("batch_index")
 	nsKey       = graph.NewKey[[]string]("store_namespace")
 	schemaKey   = graph.NewKey[string]("schema")
@@ -74,7 +79,7 @@ var (
 )
 
 func (p *planner) toolGraph() (*graph.Graph, error) {
-	b := graph.New(toolKey, batchIdxKey, nsKey, schemaKey, findingsKey, roundKey, pendingKey, reasonKey, planKey)
+	b := graph.New(toolKey, tablesKey, batchIdxKey, nsKey, schemaKey, findingsKey, roundKey, pendingKey, reasonKey, planKey)
 	b.SetName("testplanner.tool")
 	b.AddNode("query", p.query)
 	b.AddNode("assess", p.assess)
@@ -103,10 +108,19 @@ func (p *planner) toolGraph() (*graph.Graph, error) {
 func (p *planner) query(ctx context.Context, s graph.State) (graph.Output, error) {
 	t := toolKey.Get(s)
 	if _, ok := schemaKey.Lookup(s); !ok {
-		tables, err := p.cfg.DB.Tables(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("testplanner: %s: read the database schema: %w", t.Name, err)
+		// The run's schema, read once by the load node; a tool graph run
+		// on its own reads it here.
+		rs, ok := tablesKey.Lookup(s)
+		if !ok {
+			rs = readSchema(ctx, p.cfg.DB)
 		}
+		if rs.Err != "" {
+			// Degrade: plan from the tool's description, and say what
+			// could not be seen.
+			graph.Emit(ctx, Progress{Batch: batchIdxKey.Get(s), Tool: t.Name, Message: "the database schema could not be read: " + rs.Err})
+			return graph.Writes(schemaKey.Set(SchemaUnreadable + " " + rs.Err)), nil
+		}
+		tables := rs.Tables
 		var ddl []string
 		var found []Finding
 		for _, tb := range tables {
@@ -143,7 +157,56 @@ func (p *planner) run(ctx context.Context, round int, q string, maxRows int) Fin
 	return f
 }
 
-const systemPrompt = `You write test plans for the tools of an API. Each plan must run against the API's real database, so use values that exist in the rows you are shown (IDs, emails, amounts, statuses) for cases that should succeed, and values you have seen to be missing or against a rule for cases that should fail. Never invent a value that the rows could have given you. The database is read-only: only SELECT statements are run. Reply with the JSON object asked for, and nothing else.`
+// The prompt names Config.Prompts may override.
+const (
+	PromptSystem = "system"
+	PromptAssess = "assess"
+	PromptPlan   = "plan"
+)
+
+// PromptData is what the prompt templates see.
+type PromptData struct {
+	// Dialect is the database's SQL dialect ("SQLite", "PostgreSQL").
+	Dialect string
+	// MaxQueries is Config.MaxQueries: the most statements one round may
+	// ask for.
+	MaxQueries int
+}
+
+// DefaultSystemPrompt is the system prompt of both model calls.
+const DefaultSystemPrompt = `You write test plans for the tools of an API. Each plan must run against the API's real database, so use values that exist in the rows you are shown (IDs, emails, amounts, statuses) for cases that should succeed, and values you have seen to be missing or against a rule for cases that should fail. Never invent a value that the rows could have given you. The database is read-only: only SELECT statements are run. Reply with the JSON object asked for, and nothing else.`
+
+// DefaultAssessPrompt instructs the assessment (after AssessPrompt and
+// RoundsPrompt, before the tool and the data).
+const DefaultAssessPrompt = "Decide whether the data below is enough to write test cases for this tool with real values: " +
+	"values that exist for cases that should succeed, and values that are missing or break a rule for cases that should fail. " +
+	"If it is not enough, ask for at most {{.MaxQueries}} read-only {{.Dialect}} SELECT statements that would fill the gap (anything else is refused).\n" +
+	`Reply as {"enough": true or false, "queries": ["SELECT ..."], "reason": "..."}.`
+
+// DefaultPlanPrompt instructs the plan (after PlanPrompt, before the tool
+// and the data).
+const DefaultPlanPrompt = "Write 3 to 8 test cases: the main success path, each rule in the description, and invalid input. " +
+	"Arguments are a JSON object for the tool's input schema (break the schema only in cases that test invalid input) " +
+	"and take their values from the rows below; data_used names the rows they come from (table.column=value). " +
+	"Expected is what the call must return or change.\n" +
+	"Confidence is how sure you are, from 0 to 1, that the cases are right and can run on this data.\n" +
+	`Reply as {"tool": "...", "cases": [{"name": "...", "arguments": {...}, "expected": "...", "data_used": ["..."]}], "confidence": 0.0}.`
+
+// renderPrompts renders the prompt templates once, at build time.
+func (p *planner) renderPrompts() error {
+	texts, err := apps.Prompts(map[string]string{PromptSystem: DefaultSystemPrompt, PromptAssess: DefaultAssessPrompt, PromptPlan: DefaultPlanPrompt}, p.cfg.Prompts)
+	if err != nil {
+		return fmt.Errorf("testplanner: Config.%w", err)
+	}
+	data := PromptData{Dialect: sqlread.Dialect(p.cfg.DB), MaxQueries: p.cfg.MaxQueries}
+	p.prompts = map[string]string{}
+	for name, text := range texts {
+		if p.prompts[name], err = apps.Prompt("testplanner."+name, text, data); err != nil {
+			return fmt.Errorf("testplanner: %w", err)
+		}
+	}
+	return nil
+}
 
 // AssessPrompt and PlanPrompt begin the user messages of the two model
 // calls; scripted models match on them.
@@ -159,13 +222,10 @@ func (p *planner) assess(ctx context.Context, s graph.State) (graph.Output, erro
 	var b strings.Builder
 	fmt.Fprintf(&b, AssessPrompt+"\n", t.Name)
 	fmt.Fprintf(&b, RoundsPrompt+"\n", round, p.cfg.MaxQueryRounds)
-	fmt.Fprintf(&b, "Decide whether the data below is enough to write test cases for this tool with real values: "+
-		"values that exist for cases that should succeed, and values that are missing or break a rule for cases that should fail. "+
-		"If it is not enough, ask for at most %d read-only SQLite SELECT statements that would fill the gap (anything else is refused).\n"+
-		`Reply as {"enough": true or false, "queries": ["SELECT ..."], "reason": "..."}.`+"\n\n", p.cfg.MaxQueries)
+	b.WriteString(p.prompts[PromptAssess] + "\n\n")
 	writeTool(&b, t)
 	writeData(&b, schemaKey.Get(s), findingsKey.Get(s))
-	req := &llm.Request{Messages: []llm.Message{llm.System(systemPrompt), llm.User(b.String())}}
+	req := &llm.Request{Messages: []llm.Message{llm.System(p.prompts[PromptSystem]), llm.User(b.String())}}
 	res, err := llm.GenerateJSON[Assessment](ctx, p.cfg.Model, req)
 	if err != nil {
 		return nil, fmt.Errorf("testplanner: assess the data for %s: %w", t.Name, err)
@@ -225,23 +285,23 @@ func (p *planner) plan(ctx context.Context, s graph.State) (graph.Output, error)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, PlanPrompt+"\n", t.Name)
-	b.WriteString("Write 3 to 8 test cases: the main success path, each rule in the description, and invalid input. " +
-		"Arguments are a JSON object for the tool's input schema (break the schema only in cases that test invalid input) " +
-		"and take their values from the rows below; data_used names the rows they come from (table.column=value). " +
-		"Expected is what the call must return or change.\n" +
-		`Reply as {"tool": "...", "cases": [{"name": "...", "arguments": {...}, "expected": "...", "data_used": ["..."]}]}.` + "\n\n")
+	b.WriteString(p.prompts[PromptPlan] + "\n\n")
 	writeTool(&b, t)
 	writeData(&b, schemaKey.Get(s), findings)
 	if note != "" {
 		fmt.Fprintf(&b, "\nNote: %s\n", note)
 	}
-	req := &llm.Request{Messages: []llm.Message{llm.System(systemPrompt), llm.User(b.String())}}
+	req := &llm.Request{Messages: []llm.Message{llm.System(p.prompts[PromptSystem]), llm.User(b.String())}}
 	res, err := llm.GenerateJSON[PlanReply](ctx, p.cfg.Model, req)
 	if err != nil {
 		return nil, fmt.Errorf("testplanner: write the plan for %s: %w", t.Name, err)
 	}
 	values := seenValues(findings)
-	plan := Plan{Tool: t.Name, Batch: batchIdxKey.Get(s), QueryRounds: round, Note: note}
+	if strings.HasPrefix(schemaKey.Get(s), SchemaUnreadable) {
+		note = strings.TrimSpace(note + " " + schemaKey.Get(s) + "; planned from the tool's description only.")
+	}
+	plan := Plan{Tool: t.Name, Batch: batchIdxKey.Get(s), QueryRounds: round, Note: note,
+		Confidence: min(max(res.Value.Confidence, 0), 1), Data: findings}
 	for _, f := range findings {
 		if f.Round > 0 {
 			plan.Queries++
@@ -340,4 +400,23 @@ func usesSeen(v any, seen map[string]bool) bool {
 		return seen[strconv.FormatFloat(v, 'f', -1, 64)]
 	}
 	return false
+}
+
+// SchemaUnreadable starts the schema text a tool is planned with when the
+// database's schema could not be read; the plan's Note says so too.
+const SchemaUnreadable = "SCHEMA UNREADABLE:"
+
+// runSchema is the database schema as read once per run (Err when it
+// could not be read).
+type runSchema struct {
+	Tables []sqlread.Table `json:"tables,omitempty"`
+	Err    string          `json:"err,omitempty"`
+}
+
+func readSchema(ctx context.Context, db sqlread.Database) runSchema {
+	tables, err := db.Tables(ctx)
+	if err != nil {
+		return runSchema{Err: err.Error()}
+	}
+	return runSchema{Tables: tables}
 }

@@ -217,6 +217,10 @@ func serve(c *cobra.Command, f serveFlags) error {
 	if err != nil {
 		return err
 	}
+	models.AppSettings, err = appSettings(file.Apps)
+	if err != nil {
+		return errors.Join(err, srv.Close())
+	}
 	if err := srv.RegisterApps(catalog.All(), models); err != nil {
 		return errors.Join(err, srv.Close())
 	}
@@ -270,4 +274,30 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// appSettings encodes trellis.yaml's apps section for the apps, refusing
+// a section that names no bundled app.
+func appSettings(sections map[string]map[string]any) (map[string]json.RawMessage, error) {
+	if len(sections) == 0 {
+		return nil, nil
+	}
+	known := map[string]bool{}
+	var names []string
+	for _, e := range catalog.All() {
+		known[e.Name] = true
+		names = append(names, e.Name)
+	}
+	out := map[string]json.RawMessage{}
+	for name, v := range sections {
+		if !known[name] {
+			return nil, fmt.Errorf("config: apps.%s: there is no app %q; the apps are %s", name, name, strings.Join(names, ", "))
+		}
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("config: apps.%s: %w", name, err)
+		}
+		out[name] = b
+	}
+	return out, nil
 }

@@ -212,3 +212,15 @@ func TestServeJSONLogsAndMetrics(t *testing.T) {
 		}
 	}
 }
+
+// The apps section of trellis.yaml becomes each app's JSON settings; a
+// section naming no bundled app is an error listing the apps.
+func TestAppSettings(t *testing.T) {
+	got, err := appSettings(map[string]map[string]any{"sqlrouter": {"routes": map[string]any{"fix": "fix_sql"}}})
+	if err != nil || string(got["sqlrouter"]) != `{"routes":{"fix":"fix_sql"}}` {
+		t.Errorf("appSettings = %s, %v", got["sqlrouter"], err)
+	}
+	if _, err := appSettings(map[string]map[string]any{"sqlroutr": {}}); err == nil || !strings.Contains(err.Error(), `no app "sqlroutr"`) || !strings.Contains(err.Error(), "sqlrouter") {
+		t.Errorf("a misspelt app: %v", err)
+	}
+}

@@ -48,6 +48,13 @@
 //	auth: {required: true}                   # see security.go: auth, cors, limits
 //	cors: {allow_origins: ["https://app.example.com"]}
 //	limits: {max_concurrent_runs: 4, requests_per_second: 20, run_timeout: 10m}
+//	apps:                                    # each bundled app's settings
+//	  sqlrouter:
+//	    database: postgres://reader@db/library
+//	    routes: {fix: fix_sql}
+//
+// The apps section is handed to each app as its Settings (see the app's
+// package documentation); an app refuses keys it does not know.
 //
 // A tool's approve is ask (a person approves every call) or auto (none
 // is asked); left out, read tools run at once and write tools ask.
@@ -102,6 +109,11 @@ type File struct {
 	Webhooks Webhooks `yaml:"webhooks"`
 	// Telemetry configures logs, traces and metrics.
 	Telemetry Telemetry `yaml:"telemetry"`
+	// Apps holds each bundled app's own settings, by app name
+	// (apps.sqlrouter, apps.scheduler...): each app documents the object
+	// it reads (its package's Settings type). An assistant may override
+	// its app's object with config.configurable.settings.
+	Apps map[string]map[string]any `yaml:"apps"`
 	// Auth, CORS and Limits are the security sections (security.go).
 	Auth   Auth   `yaml:"auth"`
 	CORS   CORS   `yaml:"cors"`

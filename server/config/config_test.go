@@ -244,3 +244,15 @@ func TestWebhooksSection(t *testing.T) {
 		t.Errorf("unknown webhooks field: %v", err)
 	}
 }
+
+// The apps section keeps each app's settings as a JSON-able object.
+func TestParseAppSettings(t *testing.T) {
+	f, err := Parse([]byte("apps:\n  sqlrouter:\n    database: postgres://r@h/lib\n    routes: {fix: fix_sql}\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(f.Apps["sqlrouter"])
+	if err != nil || string(b) != `{"database":"postgres://r@h/lib","routes":{"fix":"fix_sql"}}` {
+		t.Errorf("apps.sqlrouter = %s, %v", b, err)
+	}
+}

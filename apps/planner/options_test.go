@@ -60,3 +60,36 @@ func TestEntryRefusesBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// The app's settings (trellis.yaml's apps.planner) are the planner's
+// options when the assistant names none of its own under OptionsKey.
+func TestEntryReadsAppSettings(t *testing.T) {
+	chatty := llmtest.New(llmtest.WithName("test:chatty"))
+	chatty.Otherwise(llmtest.JSON(map[string]string{"intent": "chat", "reply": "From the settings."}))
+	resolve := func(name string) (llm.Model, error) {
+		if name == "small" {
+			return chatty, nil
+		}
+		return nil, fmt.Errorf("no model named %q", name)
+	}
+	env := apps.Env{Model: Script(), Resolve: resolve,
+		Settings: []byte(`{"phases": {"intent": {"model": "small"}}}`)}
+	app, err := Entry().Open(context.Background(), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	res, err := app.Graph.Invoke(apps.WithScope(context.Background(), "t1"), app.Input("Hi there"),
+		graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("t1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := planexec.Answer(res.State); a != "From the settings." {
+		t.Errorf("answer = %q; want the intent phase's model from the settings", a)
+	}
+	// A bad settings section is refused, naming the field.
+	_, err = Entry().Open(context.Background(), apps.Env{Model: Script(), Settings: []byte(`{"max_question": 2}`)})
+	if err == nil || !strings.Contains(err.Error(), "max_question") {
+		t.Errorf("err = %v; want the unknown field named", err)
+	}
+}

@@ -246,30 +246,43 @@ const OptionsKey = "planner"
 
 // Entry describes the app to runners: it is built from the Env's model,
 // over the sample agency, with the options under OptionsKey in
-// env.Configurable (models they name are resolved with env.Resolve).
+// env.Configurable or, when the assistant sets none there, the app's
+// settings (env.Settings: trellis.yaml's apps.planner section or the
+// assistant's config.configurable.settings), both planexec.Options;
+// models they name are resolved with env.Resolve.
 func Entry() apps.Entry {
 	return apps.Entry{Name: Name, Summary: Summary, Script: Script,
 		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
-			opts, err := optionsFrom(env.Configurable)
+			opts, set, err := optionsFrom(env.Configurable)
 			if err != nil {
 				return nil, err
+			}
+			if !set && len(env.Settings) > 0 && string(env.Settings) != "null" {
+				if opts, err = planexec.DecodeOptions(env.Settings); err != nil {
+					return nil, fmt.Errorf("planner: apps.planner settings: %w", err)
+				}
 			}
 			return New(ctx, Config{Model: env.Model, Options: opts, Resolve: env.Resolve})
 		}}
 }
 
-// optionsFrom reads the planner's options from a configurable object.
-func optionsFrom(configurable json.RawMessage) (planexec.Options, error) {
-	if len(configurable) == 0 {
-		return planexec.Options{}, nil
+// optionsFrom reads the planner's options from a configurable object and
+// says whether it had any.
+func optionsFrom(configurable json.RawMessage) (planexec.Options, bool, error) {
+	if len(configurable) == 0 || string(configurable) == "null" {
+		return planexec.Options{}, false, nil
 	}
 	var c map[string]json.RawMessage
 	if err := json.Unmarshal(configurable, &c); err != nil {
-		return planexec.Options{}, fmt.Errorf("planner: config.configurable is not a JSON object: %w", err)
+		return planexec.Options{}, false, fmt.Errorf("planner: config.configurable is not a JSON object: %w", err)
 	}
-	o, err := planexec.DecodeOptions(c[OptionsKey])
+	raw, ok := c[OptionsKey]
+	if !ok || string(raw) == "null" {
+		return planexec.Options{}, false, nil
+	}
+	o, err := planexec.DecodeOptions(raw)
 	if err != nil {
-		return planexec.Options{}, fmt.Errorf("planner: config.configurable.%s: %w", OptionsKey, err)
+		return planexec.Options{}, false, fmt.Errorf("planner: config.configurable.%s: %w", OptionsKey, err)
 	}
-	return o, nil
+	return o, true, nil
 }

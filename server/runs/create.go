@@ -72,6 +72,9 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	} else if err != nil {
 		return db.Run{}, err
 	}
+	if err := s.cfg.Graphs.checkClientTools(a, req.Kwargs.ClientTools); err != nil {
+		return db.Run{}, err
+	}
 	g, err := s.cfg.Graphs.Graph(ctx, req.Tenant, a)
 	if err != nil {
 		return db.Run{}, err

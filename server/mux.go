@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/trellis-agents/trellis/server/aguiapi"
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/api/spec"
 	"github.com/trellis-agents/trellis/server/internal/limit"
@@ -19,11 +20,14 @@ import (
 // handler; a build where one is missing (or a handler names no route)
 // fails here, at start. The event-stream routes count against streams
 // (per tenant).
-func newMux(a *api.API, oa *openaiapi.Handler, wrap func(http.Handler) http.Handler, streams *limit.Counter) (*routeMux, error) {
+func newMux(a *api.API, oa *openaiapi.Handler, ag *aguiapi.Handler, wrap func(http.Handler) http.Handler, streams *limit.Counter) (*routeMux, error) {
 	routes := spec.Routes()
 	mux := &routeMux{ServeMux: http.NewServeMux()}
 	handlers := a.Handlers()
 	for id, h := range oa.Handlers() {
+		handlers[id] = h
+	}
+	for id, h := range ag.Handlers() {
 		handlers[id] = h
 	}
 	for _, r := range routes {

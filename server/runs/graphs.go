@@ -182,7 +182,7 @@ func (r *Registry) checkClientTools(a db.Assistant, ts []ClientTool) error {
 	}
 	if spec, ok := r.Spec(a.GraphID); !ok || !spec.ClientTools {
 		return &InputError{Pointer: "/client_tools", Detail: fmt.Sprintf(
-			"the assistant %s (graph %s) does not accept client tools: it runs its own tools; send the run without tools, or use an assistant of a graph that accepts them (graph %q does)", a.ID, a.GraphID, "agent")}
+			"the assistant %s (graph %s) does not accept client tools: it runs its own tools; send the run without tools, or use an assistant of a graph that accepts them", a.ID, a.GraphID)}
 	}
 	if err := tool.CheckClientTools(clientSpecs(ts)); err != nil {
 		return &InputError{Pointer: "/client_tools", Detail: err.Error()}

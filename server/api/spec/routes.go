@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/trellis-agents/trellis/server/aguiapi"
 	"github.com/trellis-agents/trellis/server/api/wire"
 	"github.com/trellis-agents/trellis/server/openaiapi"
 )
@@ -202,6 +203,12 @@ func Routes() []Route {
 			Description: `With "stream": true the answer is a text/event-stream of chat.completion.chunk objects ending with "data: [DONE]", and X-Trellis-Status is a trailer. The "trellis" members are Trellis's extension; see docs/openai.md.`,
 			Body:        t[openaiapi.ChatRequest](), Status: ok, Response: t[openaiapi.ChatCompletion](), Errors: t[openaiapi.ErrorResponse](),
 			Headers:  map[string]string{openaiapi.HeaderThread: "the conversation's thread", openaiapi.HeaderStatus: "done, waiting (the run waits for a person) or reasked (the answer did not fit)"},
+			Problems: []int{404, 409}},
+
+		// The AG-UI wire (server/aguiapi, docs/agui.md).
+		{Method: "POST", Pattern: "/ag-ui/{assistant}", OperationID: aguiapi.OperationID, Tag: "AG-UI", Summary: "Run the assistant (ID, graph ID or name) on the input's thread, streaming AG-UI events",
+			Description: `The body is AG-UI's RunAgentInput (protocol 1.0); the answer is a text/event-stream of AG-UI events, from RUN_STARTED to RUN_FINISHED (with the interrupt outcome when the run waits for a person) or RUN_ERROR. See docs/agui.md.`,
+			Body:        t[aguiapi.RunAgentInput](), Status: ok, Response: t[aguiapi.Event](), Stream: true,
 			Problems: []int{404, 409}},
 	}
 	return rs

@@ -66,7 +66,11 @@ func (h *Handler) resolve(ctx context.Context, tenant, explicit string, msgs []t
 			return target{}, err
 		}
 		turns, at := turnsOf(t)
-		return target{ThreadID: explicit, Thread: t, Exists: true, Unseen: convo.Unseen(turns, true, msgs), Turns: turns, At: at}, nil
+		unseen := convo.Unseen(turns, true, msgs)
+		if len(unseen) == 0 {
+			unseen = msgs[len(msgs)-1:] // the last message is always the new one here
+		}
+		return target{ThreadID: explicit, Thread: t, Exists: true, Unseen: unseen, Turns: turns, At: at}, nil
 	}
 	probes := 0
 	for i := len(msgs) - 2; i >= 0 && probes < maxProbes; i-- {

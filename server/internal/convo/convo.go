@@ -71,16 +71,16 @@ func Recorded(t db.Thread) ([]string, map[string]any) {
 }
 
 // Unseen returns the messages of msgs a thread that recorded turns has
-// not seen: those after the longest prefix of msgs it answered, or just
-// the last message when it answered none of them (a thread made through
-// another API). A thread that does not exist yet has seen nothing: pass
+// not seen: those after the longest prefix of msgs it answered (none when
+// it answered all of them), or just the last message when it answered no
+// prefix (a thread made through another API). A thread that does not exist yet has seen nothing: pass
 // nil turns and exists false.
 func Unseen(turns []string, exists bool, msgs []Turn) []Turn {
 	if !exists || len(msgs) == 0 {
 		return msgs
 	}
 	fps := Fingerprints(msgs)
-	for i := len(msgs) - 2; i >= 0; i-- {
+	for i := len(msgs) - 1; i >= 0; i-- {
 		if slices.Contains(turns, fps[i]) {
 			return msgs[i+1:]
 		}

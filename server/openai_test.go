@@ -73,9 +73,10 @@ func chatSpec(m llm.Model) runs.GraphSpec {
 // chunks; each turn on a new thread. "native" is POST
 // /threads/{id}/runs/stream with messages-tuple (the first messages event
 // with content); "openai" is POST /v1/chat/completions with stream: true
-// (the first chunk with delta.content).
+// (the first chunk with delta.content); "agui" is POST /ag-ui/chat (the
+// first TEXT_MESSAGE_CONTENT event).
 func BenchmarkTimeToFirstToken(b *testing.B) {
-	for _, wire := range []string{"native", "openai"} {
+	for _, wire := range []string{"native", "openai", "agui"} {
 		b.Run(wire, func(b *testing.B) {
 			model := llmtest.New(llmtest.WithChunkSize(8))
 			model.Otherwise(llmtest.Text(strings.Repeat("word ", 40)))
@@ -113,10 +114,15 @@ func BenchmarkTimeToFirstToken(b *testing.B) {
 func firstToken(b *testing.B, url, wire string, i int) time.Duration {
 	var req *http.Request
 	msgs := []any{map[string]any{"role": "user", "content": fmt.Sprintf("hi %d", i)}}
-	if wire == "native" {
+	switch wire {
+	case "native":
 		body, _ := json.Marshal(map[string]any{"assistant_id": "chat", "if_not_exists": "create", "stream_mode": []string{"messages-tuple"}, "input": map[string]any{"messages": msgs}})
 		req, _ = http.NewRequest("POST", fmt.Sprintf("%s/threads/ttft-%d/runs/stream", url, i), bytes.NewReader(body))
-	} else {
+	case "agui":
+		body, _ := json.Marshal(map[string]any{"threadId": fmt.Sprintf("ttft-%d", i), "runId": fmt.Sprintf("r-%d", i),
+			"messages": []any{map[string]any{"id": "m1", "role": "user", "content": fmt.Sprintf("hi %d", i)}}})
+		req, _ = http.NewRequest("POST", url+"/ag-ui/chat", bytes.NewReader(body))
+	default:
 		body, _ := json.Marshal(map[string]any{"model": "chat", "stream": true, "messages": msgs})
 		req, _ = http.NewRequest("POST", url+"/v1/chat/completions", bytes.NewReader(body))
 	}
@@ -143,6 +149,9 @@ func firstToken(b *testing.B, url, wire string, i int) time.Duration {
 
 // hasText reports whether an SSE data line carries answer text.
 func hasText(wire, data string) bool {
+	if wire == "agui" {
+		return strings.Contains(data, `"type":"TEXT_MESSAGE_CONTENT"`)
+	}
 	if wire == "native" {
 		var tuple []struct {
 			Content string `json:"content"`

@@ -283,7 +283,7 @@ func (h *Handler) plan(rq request, th db.Thread, exists bool, turns []string) (r
 		case "tool":
 			id, ok := calls[m.ToolCallID]
 			if !ok {
-				if len(calls) == 0 && exists && !strings.Contains(string(th.Interrupts), m.ToolCallID) {
+				if exists && strings.Contains(string(th.Values), `"tool_call_id":`+string(mustJSON(m.ToolCallID))) {
 					continue // a result the thread already has (the client resent it)
 				}
 				return kw, invalid(ptr+"/toolCallId", "no frontend tool call %q waits for a result on thread %s", m.ToolCallID, rq.in.ThreadID)

@@ -478,9 +478,9 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, rq request, run
 // interruptOf presents a waiting interrupt as AG-UI's: its kind as the
 // reason, the OpenAI wire's readable text as the message, its answer
 // schema, and the structured interaction under metadata.trellis.
-func interruptOf(wt openaiapi.Waiting) Interrupt {
+func interruptOf(wt openaiapi.Waiting) WaitingInterrupt {
 	text, ia := openaiapi.Describe(wt)
-	in := Interrupt{ID: wt.ID, Reason: ia.Kind, Message: text, Metadata: map[string]any{"trellis": ia}}
+	in := WaitingInterrupt{ID: wt.ID, Reason: ia.Kind, Message: text, Metadata: map[string]any{"trellis": ia}}
 	if len(wt.Schema) > 0 && bytes.HasPrefix(bytes.TrimSpace(wt.Schema), []byte("{")) {
 		in.ResponseSchema = wt.Schema
 	}

@@ -101,13 +101,13 @@ type Event struct {
 // Outcome is why a run finished: "success" (with the frontend tool calls
 // left for the client, if any) or "interrupt" (with what it waits for).
 type Outcome struct {
-	Type               string      `json:"type"`
-	PendingToolCallIDs []string    `json:"pendingToolCallIds,omitempty"`
-	Interrupts         []Interrupt `json:"interrupts,omitempty"`
+	Type               string             `json:"type"`
+	PendingToolCallIDs []string           `json:"pendingToolCallIds,omitempty"`
+	Interrupts         []WaitingInterrupt `json:"interrupts,omitempty"`
 }
 
-// Interrupt is something the run waits for from a person.
-type Interrupt struct {
+// WaitingInterrupt is something the run waits for from a person.
+type WaitingInterrupt struct {
 	ID             string          `json:"id"`
 	Reason         string          `json:"reason"`
 	Message        string          `json:"message,omitempty"`

@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/trellis-agents/trellis/server/db"
 )
 
 // A streamed run: RUN_STARTED first, RUN_FINISHED last with the success
@@ -295,4 +297,42 @@ func applyAt(doc any, toks []string, op PatchOp) (any, error) {
 		}
 	}
 	return nil, fmt.Errorf("cannot descend into %T", doc)
+}
+
+// A router's sub-agent call (a task whose call names its own node) is a
+// sub-agent invocation: started under the router's tool call, finished
+// with success, an error, or suspended when the run stops inside it.
+func TestSubagentEvents(t *testing.T) {
+	var evs []Event
+	tr := newTranslator(func(ev Event) { evs = append(evs, ev) })
+	add := func(name string, v any) {
+		b, _ := json.Marshal(v)
+		tr.add(db.Event{Event: name, Data: b})
+	}
+	add("updates", map[string]any{"router": map[string]any{"messages": []any{map[string]any{"type": "ai", "id": "m1", "content": "",
+		"tool_calls": []any{map[string]any{"id": "c1", "name": "writer", "args": map[string]any{}}, map[string]any{"id": "c2", "name": "search", "args": map[string]any{}}, map[string]any{"id": "c3", "name": "writer", "args": map[string]any{}}}}}}})
+	add("tasks", map[string]any{"id": "t1", "name": "writer", "input": map[string]any{}, "payload": map[string]any{"id": "c1", "name": "writer"}})
+	add("tasks", map[string]any{"id": "t2", "name": "tools", "input": map[string]any{}, "payload": map[string]any{"id": "c2", "name": "search"}})
+	add("tasks", map[string]any{"id": "t3", "name": "writer", "input": map[string]any{}, "payload": map[string]any{"id": "c3", "name": "writer"}})
+	add("tasks", map[string]any{"id": "t1", "name": "writer", "result": map[string]any{}, "error": "boom", "interrupts": []any{}})
+	add("tasks", map[string]any{"id": "t2", "name": "tools", "result": map[string]any{}, "error": nil, "interrupts": []any{}})
+	tr.finish()
+	var got []string
+	for _, ev := range evs {
+		switch ev.Type {
+		case SubagentStarted:
+			got = append(got, fmt.Sprintf("start %s %s %s", ev.SubagentRunID, ev.Name, ev.ParentToolCallID))
+		case SubagentFinished:
+			got = append(got, fmt.Sprintf("finish %s %s", ev.SubagentRunID, ev.Outcome.Type))
+		case SubagentError:
+			got = append(got, fmt.Sprintf("error %s %s", ev.SubagentRunID, ev.Message))
+		case StepStarted, StepFinished:
+			got = append(got, ev.Type+" "+ev.StepName)
+		}
+	}
+	want := []string{"STEP_STARTED writer", "start t1 writer c1", "STEP_STARTED tools", "start t3 writer c3",
+		"error t1 boom", "STEP_FINISHED tools", "finish t3 suspended", "STEP_FINISHED writer"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("events\n%q\nwant\n%q", got, want)
+	}
 }

@@ -26,6 +26,9 @@ type translator struct {
 	sentCalls map[string]bool // tool calls sent (TOOL_CALL_START)
 	results   map[string]bool // tool results sent
 
+	subs     map[string]bool // open sub-agent invocations by task ID
+	subOrder []string
+
 	// sent are the messages as the client now holds them, in order.
 	sent   []*convoMsg
 	runErr *Event
@@ -53,7 +56,7 @@ type convoMsg struct {
 
 func newTranslator(emit func(Event)) *translator {
 	return &translator{emit: emit, msgs: map[string]*message{}, steps: map[string]int{},
-		sentCalls: map[string]bool{}, results: map[string]bool{}}
+		sentCalls: map[string]bool{}, results: map[string]bool{}, subs: map[string]bool{}}
 }
 
 // lcMessage is the part of a LangChain message (or chunk) the wire reads.
@@ -148,18 +151,40 @@ func (t *translator) add(ev db.Event) {
 		t.values(ev.Data)
 	case "tasks":
 		var task struct {
-			Name   string          `json:"name"`
-			Result json.RawMessage `json:"result"`
-			Input  json.RawMessage `json:"input"`
+			ID      string          `json:"id"`
+			Name    string          `json:"name"`
+			Input   json.RawMessage `json:"input"`
+			Payload *struct {
+				ID   string `json:"id"`
+				Name string `json:"name"`
+			} `json:"payload"`
+			Error      *string `json:"error"`
+			Interrupts []struct {
+				ID string `json:"id"`
+			} `json:"interrupts"`
 		}
 		if json.Unmarshal(ev.Data, &task) != nil || task.Name == "" {
 			return
 		}
+		// A router runs each sub-agent's calls in a node named after the
+		// agent (agent/router): a task whose call (its Send payload) names
+		// its own node is a sub-agent's invocation.
+		sub := task.Payload != nil && task.Payload.Name == task.Name && task.ID != ""
 		if task.Input != nil {
 			t.stepStarted(task.Name)
-		} else {
-			t.stepFinished(task.Name)
+			if sub {
+				t.subStarted(task.ID, task.Name, task.Payload.ID)
+			}
+			return
 		}
+		if t.subs[task.ID] { // a task's end carries no payload
+			var ids []string
+			for _, in := range task.Interrupts {
+				ids = append(ids, in.ID)
+			}
+			t.subEnded(task.ID, task.Error, ids)
+		}
+		t.stepFinished(task.Name)
 	case "custom":
 		t.emit(Event{Type: Custom, Name: "trellis", Value: ev.Data})
 	case "error":
@@ -372,13 +397,52 @@ func (t *translator) stepFinished(name string) {
 	}
 }
 
-// finish closes everything still open: messages, then steps (an
-// interrupted task never reports its end).
+// subStarted opens a sub-agent invocation (SUBAGENT_STARTED), the
+// router's tool call its parent.
+func (t *translator) subStarted(taskID, name, callID string) {
+	if t.subs[taskID] {
+		return
+	}
+	t.subs[taskID] = true
+	t.subOrder = append(t.subOrder, taskID)
+	ev := Event{Type: SubagentStarted, SubagentRunID: taskID, Name: name}
+	if t.sentCalls[callID] {
+		ev.ParentToolCallID = callID
+	}
+	t.emit(ev)
+}
+
+// subEnded closes a sub-agent invocation: SUBAGENT_ERROR when its task
+// failed, SUBAGENT_FINISHED suspended when it stopped for interrupts,
+// success otherwise.
+func (t *translator) subEnded(taskID string, errText *string, interrupts []string) {
+	if !t.subs[taskID] {
+		return
+	}
+	delete(t.subs, taskID)
+	switch {
+	case errText != nil && *errText != "":
+		t.emit(Event{Type: SubagentError, SubagentRunID: taskID, Message: *errText})
+	case len(interrupts) > 0:
+		t.emit(Event{Type: SubagentFinished, SubagentRunID: taskID, Outcome: &Outcome{Type: "suspended", InterruptIDs: interrupts}})
+	default:
+		t.emit(Event{Type: SubagentFinished, SubagentRunID: taskID, Outcome: &Outcome{Type: "success"}})
+	}
+}
+
+// finish closes everything still open: messages, sub-agents (suspended:
+// an interrupted task never reports its end), then steps.
 func (t *translator) finish() {
 	for _, id := range t.open {
 		t.close(t.msgs[id])
 	}
 	t.open = nil
+	for _, id := range t.subOrder {
+		if t.subs[id] {
+			delete(t.subs, id)
+			t.emit(Event{Type: SubagentFinished, SubagentRunID: id, Outcome: &Outcome{Type: "suspended"}})
+		}
+	}
 	for _, name := range t.stepOrder {
 		if t.steps[name] > 0 {
 			t.steps[name] = 0

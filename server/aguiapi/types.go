@@ -95,15 +95,22 @@ type Event struct {
 	Message         string          `json:"message,omitempty"`
 	Code            string          `json:"code,omitempty"`
 	Outcome         *Outcome        `json:"outcome,omitempty"`
-	Metadata        map[string]any  `json:"metadata,omitempty"`
+	// SubagentRunID names a sub-agent invocation (SUBAGENT_*).
+	SubagentRunID    string         `json:"subagentRunId,omitempty"`
+	ParentToolCallID string         `json:"parentToolCallId,omitempty"`
+	Metadata         map[string]any `json:"metadata,omitempty"`
 }
 
 // Outcome is why a run finished: "success" (with the frontend tool calls
-// left for the client, if any) or "interrupt" (with what it waits for).
+// left for the client, if any) or "interrupt" (with what it waits for);
+// for a sub-agent, "success" or "suspended".
 type Outcome struct {
 	Type               string             `json:"type"`
 	PendingToolCallIDs []string           `json:"pendingToolCallIds,omitempty"`
 	Interrupts         []WaitingInterrupt `json:"interrupts,omitempty"`
+	// InterruptIDs are a suspended sub-agent's interrupts
+	// (SUBAGENT_FINISHED's "suspended" outcome).
+	InterruptIDs []string `json:"interruptIds,omitempty"`
 }
 
 // WaitingInterrupt is something the run waits for from a person.
@@ -145,6 +152,9 @@ const (
 	StateSnapshot           = "STATE_SNAPSHOT"
 	StateDelta              = "STATE_DELTA"
 	Custom                  = "CUSTOM"
+	SubagentStarted         = "SUBAGENT_STARTED"
+	SubagentFinished        = "SUBAGENT_FINISHED"
+	SubagentError           = "SUBAGENT_ERROR"
 )
 
 // ProtocolVersion is the AG-UI protocol version this wire speaks.

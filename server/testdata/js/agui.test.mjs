@@ -131,3 +131,17 @@ test("an assistant that runs its own tools refuses frontend tools, naming itself
   a.addMessage({ id: randomUUID(), role: "user", content: "hi" });
   await assert.rejects(a.runAgent({ tools: [locationTool] }), /HTTP 422.*graph echo.*does not accept client tools/);
 });
+
+test("the router's hand-offs to its sub-agents are SUBAGENT events under the router's tool calls", async () => {
+  const { a, events, problems } = agent(apiUrl, "sqlrouter");
+  a.addMessage({ id: randomUUID(), role: "user", content: "How many loans per genre in 2025?" });
+  const { newMessages } = await a.runAgent();
+  assert.deepEqual(problems, []);
+  const started = events.filter((e) => e.type === "SUBAGENT_STARTED");
+  const finished = events.filter((e) => e.type === "SUBAGENT_FINISHED");
+  assert.ok(started.length >= 2, `sub-agents started: ${started.map((e) => e.name)}`);
+  assert.deepEqual(finished.map((e) => e.subagentRunId), started.map((e) => e.subagentRunId));
+  const calls = new Set(events.filter((e) => e.type === "TOOL_CALL_START").map((e) => e.toolCallId));
+  for (const s of started) assert.ok(calls.has(s.parentToolCallId), `${s.name}'s parent call ${s.parentToolCallId}`);
+  assert.match(newMessages.filter((m) => m.role === "assistant").at(-1).content, /fiction/);
+});

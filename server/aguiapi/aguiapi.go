@@ -465,6 +465,8 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, rq request, run
 		if len(outcome.Interrupts) > 0 {
 			outcome.Type = "interrupt"
 		}
+	} else if done, err := h.DB.GetRun(ctx, tenant, run.ThreadID, run.ID); err == nil && done.Status == db.RunInterrupted {
+		outcome.Type = "cancelled" // stopped by a cancel or a double-text, and waiting for nothing
 	}
 	history := append(append([]convo.Turn{}, rq.turns...), tr.turns()...)
 	if len(history) > 0 {

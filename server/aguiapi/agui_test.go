@@ -336,3 +336,19 @@ func TestSubagentEvents(t *testing.T) {
 		t.Errorf("events\n%q\nwant\n%q", got, want)
 	}
 }
+
+// A frontend call the run waits on that did not stream with a top-level
+// message (made inside a subgraph) is sent before the end, once, and
+// counted in the history the client now holds.
+func TestPendingCallNotStreamed(t *testing.T) {
+	var evs []Event
+	tr := newTranslator(func(ev Event) { evs = append(evs, ev) })
+	tr.pendingCall("c9", "pick", `{"a":1}`)
+	tr.pendingCall("c9", "pick", `{"a":1}`)
+	if len(evs) != 3 || evs[0].Type != ToolCallStart || evs[0].ToolCallName != "pick" || evs[1].Delta != `{"a":1}` || evs[2].Type != ToolCallEnd {
+		t.Fatalf("events %+v; want one start, args and end", evs)
+	}
+	if got := tr.turns(); len(got) != 1 || got[0] != turnOf("assistant", "", []string{"c9"}) {
+		t.Errorf("turns %+v", got)
+	}
+}

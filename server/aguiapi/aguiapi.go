@@ -457,6 +457,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, rq request, run
 	if th.Status == db.ThreadInterrupted {
 		for _, wt := range openaiapi.WaitingFrom(th.Interrupts) {
 			if c, ok := clientCall(wt); ok {
+				tr.pendingCall(c.CallID, c.Tool, c.Arguments)
 				outcome.PendingToolCallIDs = append(outcome.PendingToolCallIDs, c.CallID)
 				continue
 			}

@@ -326,6 +326,23 @@ func (t *translator) copyOfStreamed(m *message, text string) bool {
 	return false
 }
 
+// pendingCall sends a frontend tool call the run waits on that did not
+// stream as part of a top-level message (one made inside a subgraph): the
+// client holds it as an assistant message of its own, named by the call.
+func (t *translator) pendingCall(id, name, args string) {
+	if t.sentCalls[id] {
+		return
+	}
+	t.sentCalls[id] = true
+	t.sent = append(t.sent, &convoMsg{role: "assistant", calls: []string{id}})
+	if args == "" {
+		args = "{}"
+	}
+	t.emit(Event{Type: ToolCallStart, ToolCallID: id, ToolCallName: name})
+	t.emit(Event{Type: ToolCallArgs, ToolCallID: id, Delta: args})
+	t.emit(Event{Type: ToolCallEnd, ToolCallID: id})
+}
+
 // toolResult sends a tool message that answers a call the run made.
 func (t *translator) toolResult(lm lcMessage) {
 	if lm.ToolCallID == "" || t.results[lm.ToolCallID] {

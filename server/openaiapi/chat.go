@@ -274,6 +274,9 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	finish := "stop"
 	if len(out.toolCalls) > 0 {
 		finish = "tool_calls"
+		for i := range out.toolCalls {
+			out.toolCalls[i].Index = nil // chunks number their calls; a message does not
+		}
 	}
 	writeJSON(w, ChatCompletion{
 		ID: "chatcmpl-" + run.ID, Object: "chat.completion", Created: run.CreatedAt.Unix(), Model: req.Model,

@@ -449,6 +449,9 @@ func TestClientTools(t *testing.T) {
 		t.Fatalf("choice %+v, status %q; want one tool call", c, h.Get(HeaderStatus))
 	}
 	call := c.Message.ToolCalls[0]
+	if call.Index != nil {
+		t.Errorf("a completion's tool call has an index (%d); only chunks number them", *call.Index)
+	}
 	if call.Type != "function" || call.Function.Name != "get_location" || call.Function.Arguments != `{"precision":"city"}` || call.ID == "" {
 		t.Errorf("tool call %+v", call)
 	}

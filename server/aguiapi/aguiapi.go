@@ -30,6 +30,7 @@ import (
 	"github.com/trellis-agents/trellis/server/internal/convo"
 	"github.com/trellis-agents/trellis/server/openaiapi"
 	"github.com/trellis-agents/trellis/server/runs"
+	"github.com/trellis-agents/trellis/server/sse"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -424,12 +425,13 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 // stream answers the run's events as AG-UI events.
 func (h *Handler) stream(w http.ResponseWriter, r *http.Request, rq request, run db.Run, turns []string, at map[string]any) {
 	ctx, tenant := r.Context(), h.tenant(r)
-	s := &sse{w: w, rc: http.NewResponseController(w)}
-	hd := w.Header()
-	hd.Set("Content-Type", "text/event-stream")
-	hd.Set("Cache-Control", "no-cache")
-	hd.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
+	sw, err := sse.NewWriter(w, r, sse.Options{})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	defer sw.Close()
+	s := sender{sw}
 	s.send(Event{Type: RunStarted, ThreadID: rq.in.ThreadID, RunID: rq.in.RunID, ProtocolVersion: ProtocolVersion,
 		Metadata: map[string]any{"trellis": map[string]any{"run_id": run.ID}}})
 	tr := newTranslator(s.send)
@@ -555,18 +557,15 @@ func (h *Handler) follow(ctx context.Context, tenant string, run db.Run, tr *tra
 	return nil
 }
 
-// sse writes AG-UI events as "data: {json}" server-sent events.
-type sse struct {
-	w   http.ResponseWriter
-	rc  *http.ResponseController
-	buf bytes.Buffer
-}
+// sender writes AG-UI events as "data: {json}" server-sent events over
+// the service's SSE writer (heartbeat comments while the run is quiet,
+// which AG-UI clients skip; a write deadline per event).
+type sender struct{ w *sse.Writer }
 
-func (s *sse) send(ev Event) {
-	s.buf.Reset()
-	s.buf.WriteString("data: ")
-	_ = json.NewEncoder(&s.buf).Encode(ev) // ends with \n
-	s.buf.WriteByte('\n')
-	_, _ = s.w.Write(s.buf.Bytes())
-	_ = s.rc.Flush()
+func (s sender) send(ev Event) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	_ = s.w.Send(sse.Event{Data: b}) // a client gone is seen by the request's context
 }

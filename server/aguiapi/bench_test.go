@@ -3,10 +3,12 @@ package aguiapi
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/sse"
 )
 
 // BenchmarkWirePerEvent is the wire's cost per logged event: reading a
@@ -16,15 +18,21 @@ import (
 func BenchmarkWirePerEvent(b *testing.B) {
 	evs := sampleEvents()
 	w := &discard{h: http.Header{}}
+	r := httptest.NewRequest("POST", "/ag-ui/chat", nil)
 	b.ReportAllocs()
 	n := 0
 	for b.Loop() {
-		s := &sse{w: w, rc: http.NewResponseController(w)}
+		sw, err := sse.NewWriter(w, r, sse.Options{Heartbeat: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := sender{sw}
 		tr := newTranslator(s.send)
 		for _, ev := range evs {
 			tr.add(ev)
 		}
 		tr.finish()
+		sw.Close()
 		n += len(evs)
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/event")

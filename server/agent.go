@@ -30,5 +30,6 @@ func (s *Server) RegisterAgent(ctx context.Context, m Models, servers map[string
 	return s.Register(AgentGraph, runs.GraphSpec{
 		Description: agentgraph.Description,
 		New:         agentgraph.New(tb, m.resolve, s.log),
+		ClientTools: true,
 	})
 }

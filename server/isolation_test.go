@@ -84,6 +84,9 @@ func isolationCalls(a tenantA) map[string][]call {
 		"mcpPost":   {{body: `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`, want: 400}},
 		"mcpGet":    {{want: 400}},
 		"mcpDelete": {{want: 400}},
+		// The AG-UI wire: A's assistant does not exist for B (A's thread
+		// ID in the body would be B's own thread).
+		"runAgUI": {{body: fmt.Sprintf(`{"threadId":%q,"runId":"r","messages":[{"id":"m","role":"user","content":"hi"}]}`, a.thread), want: 404}},
 		// Crons: A's assistant and thread do not exist for B; searches and
 		// counts see none of A's crons.
 		"createCron":       {{body: fmt.Sprintf(`{"assistant_id":%q,"schedule":"0 0 1 1 *"}`, a.assistant), want: 404}},
@@ -206,7 +209,7 @@ func walkAsOtherTenant(t *testing.T, database string) {
 	}
 
 	calls := isolationCalls(a)
-	fill := map[string]string{"assistant_id": a.assistant, "thread_id": a.thread, "run_id": a.run, "checkpoint_id": a.checkpoint, "namespace": "sub", "cron_id": a.cron}
+	fill := map[string]string{"assistant_id": a.assistant, "assistant": a.assistant, "thread_id": a.thread, "run_id": a.run, "checkpoint_id": a.checkpoint, "namespace": "sub", "cron_id": a.cron}
 	for _, p := range walked {
 		op := ops[p]
 		method, path, _ := strings.Cut(p, " ")

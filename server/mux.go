@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/trellis-agents/trellis/server/aguiapi"
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/api/spec"
 	"github.com/trellis-agents/trellis/server/internal/limit"
@@ -20,7 +21,7 @@ import (
 // handler; a build where one is missing (or a handler names no route)
 // fails here, at start. The event-stream routes count against streams
 // (per tenant).
-func newMux(a *api.API, oa *openaiapi.Handler, mh *mcpapi.Handler, wrap func(http.Handler) http.Handler, streams *limit.Counter) (*routeMux, error) {
+func newMux(a *api.API, oa *openaiapi.Handler, ag *aguiapi.Handler, mh *mcpapi.Handler, wrap func(http.Handler) http.Handler, streams *limit.Counter) (*routeMux, error) {
 	routes := spec.Routes()
 	mux := &routeMux{ServeMux: http.NewServeMux()}
 	handlers := a.Handlers()
@@ -30,6 +31,9 @@ func newMux(a *api.API, oa *openaiapi.Handler, mh *mcpapi.Handler, wrap func(htt
 	mcpHandler := mh.HTTPHandler() // one handler: the transport dispatches on the method
 	for _, id := range []string{"mcpPost", "mcpGet", "mcpDelete"} {
 		handlers[id] = mcpHandler
+	}
+	for id, h := range ag.Handlers() {
+		handlers[id] = h
 	}
 	for _, r := range routes {
 		if h := handlers[r.OperationID]; r.Stream && h != nil {

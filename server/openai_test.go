@@ -18,6 +18,7 @@ import (
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
+	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/openaiapi"
 	"github.com/trellis-agents/trellis/server/runs"
 )
@@ -73,9 +74,10 @@ func chatSpec(m llm.Model) runs.GraphSpec {
 // chunks; each turn on a new thread. "native" is POST
 // /threads/{id}/runs/stream with messages-tuple (the first messages event
 // with content); "openai" is POST /v1/chat/completions with stream: true
-// (the first chunk with delta.content).
+// (the first chunk with delta.content); "agui" is POST /ag-ui/chat (the
+// first TEXT_MESSAGE_CONTENT event).
 func BenchmarkTimeToFirstToken(b *testing.B) {
-	for _, wire := range []string{"native", "openai"} {
+	for _, wire := range []string{"native", "openai", "agui"} {
 		b.Run(wire, func(b *testing.B) {
 			model := llmtest.New(llmtest.WithChunkSize(8))
 			model.Otherwise(llmtest.Text(strings.Repeat("word ", 40)))
@@ -113,10 +115,15 @@ func BenchmarkTimeToFirstToken(b *testing.B) {
 func firstToken(b *testing.B, url, wire string, i int) time.Duration {
 	var req *http.Request
 	msgs := []any{map[string]any{"role": "user", "content": fmt.Sprintf("hi %d", i)}}
-	if wire == "native" {
+	switch wire {
+	case "native":
 		body, _ := json.Marshal(map[string]any{"assistant_id": "chat", "if_not_exists": "create", "stream_mode": []string{"messages-tuple"}, "input": map[string]any{"messages": msgs}})
 		req, _ = http.NewRequest("POST", fmt.Sprintf("%s/threads/ttft-%d/runs/stream", url, i), bytes.NewReader(body))
-	} else {
+	case "agui":
+		body, _ := json.Marshal(map[string]any{"threadId": fmt.Sprintf("ttft-%d", i), "runId": fmt.Sprintf("r-%d", i),
+			"messages": []any{map[string]any{"id": "m1", "role": "user", "content": fmt.Sprintf("hi %d", i)}}})
+		req, _ = http.NewRequest("POST", url+"/ag-ui/chat", bytes.NewReader(body))
+	default:
 		body, _ := json.Marshal(map[string]any{"model": "chat", "stream": true, "messages": msgs})
 		req, _ = http.NewRequest("POST", url+"/v1/chat/completions", bytes.NewReader(body))
 	}
@@ -143,6 +150,9 @@ func firstToken(b *testing.B, url, wire string, i int) time.Duration {
 
 // hasText reports whether an SSE data line carries answer text.
 func hasText(wire, data string) bool {
+	if wire == "agui" {
+		return strings.Contains(data, `"type":"TEXT_MESSAGE_CONTENT"`)
+	}
 	if wire == "native" {
 		var tuple []struct {
 			Content string `json:"content"`
@@ -151,4 +161,44 @@ func hasText(wire, data string) bool {
 	}
 	var c openaiapi.ChatChunk
 	return json.Unmarshal([]byte(data), &c) == nil && len(c.Choices) > 0 && c.Choices[0].Delta.Content != ""
+}
+
+// The configurable agent graph takes frontend tools on both chat wires:
+// its model is offered the client's tool, the call ends the reply, and
+// the client's result lets the run go on.
+func TestAgentGraphTakesFrontendTools(t *testing.T) {
+	model := llmtest.New()
+	model.When(func(r *llmtest.Request) bool {
+		return len(r.Messages) > 0 && r.Messages[len(r.Messages)-1].Role == llm.RoleTool
+	}, llmtest.Text("You are in Lisbon.")).Repeat()
+	model.When(func(r *llmtest.Request) bool {
+		return slices.ContainsFunc(r.Tools, func(s llm.ToolSpec) bool { return s.Name == "get_location" })
+	}, llmtest.ToolCalls(llmtest.Call("get_location", `{}`))).Repeat()
+	const id = "front"
+	s, err := New(context.Background(), Config{Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "t.db"), Logger: quiet(),
+		Assistants: []db.Assistant{{ID: id, GraphID: AgentGraph, Name: "front", Config: json.RawMessage(`{"configurable":{"model":"test:agent"}}`)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RegisterAgent(t.Context(), Models{Resolve: func(string) (llm.Model, error) { return model, nil }}, nil); err != nil {
+		s.Close()
+		t.Fatal(err)
+	}
+	r := serveInBackground(t, s)
+	tools := `[{"name":"get_location","description":"where the user is","parameters":{"type":"object"}}]`
+	code, body, _ := post(t, r.url+"/ag-ui/"+id, `{"threadId":"t1","runId":"r1","messages":[{"id":"m1","role":"user","content":"where?"}],"tools":`+tools+`}`)
+	if code != 200 || !strings.Contains(body, `"pendingToolCallIds":["call_1"]`) || !strings.Contains(body, `"toolCallName":"get_location"`) {
+		t.Fatalf("AG-UI: %d %s; want the call pending", code, body)
+	}
+	code, body, _ = post(t, r.url+"/ag-ui/"+id, `{"threadId":"t1","runId":"r2","tools":`+tools+`,"messages":[{"id":"m1","role":"user","content":"where?"},`+
+		`{"id":"a1","role":"assistant","toolCalls":[{"id":"call_1","type":"function","function":{"name":"get_location","arguments":"{}"}}]},`+
+		`{"id":"t1","role":"tool","toolCallId":"call_1","content":"Lisbon"}]}`)
+	if code != 200 || !strings.Contains(body, "TEXT_MESSAGE_START") || !strings.Contains(body, `"type":"success"`) {
+		t.Fatalf("AG-UI after the result: %d %s", code, body)
+	}
+	code, body, _ = post(t, r.url+"/v1/chat/completions", `{"model":"`+id+`","messages":[{"role":"user","content":"where now?"}],`+
+		`"tools":[{"type":"function","function":{"name":"get_location","parameters":{"type":"object"}}}]}`)
+	if code != 200 || !strings.Contains(body, `"finish_reason":"tool_calls"`) {
+		t.Fatalf("OpenAI: %d %s; want tool_calls", code, body)
+	}
 }

@@ -37,6 +37,7 @@ import (
 
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/server/aguiapi"
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/config"
 	"github.com/trellis-agents/trellis/server/db"
@@ -519,7 +520,11 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, *
 		DB: s.st.db, Runs: s.svc, Graphs: s.graphs, Enqueue: enqueue,
 		BodyLimit: s.cfg.BodyLimit, Version: s.cfg.Version, Log: s.log, Tenant: requestTenant,
 	}
-	mux, err := newMux(a, oa, mh, func(h http.Handler) http.Handler { return s.tel.Route(requestTenant, h) }, limit.NewCounter(s.cfg.Limits.MaxStreams))
+	ag := &aguiapi.Handler{
+		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Enqueue: enqueue,
+		BodyLimit: s.cfg.BodyLimit, Log: s.log, Tenant: requestTenant,
+	}
+	mux, err := newMux(a, oa, ag, mh, func(h http.Handler) http.Handler { return s.tel.Route(requestTenant, h) }, limit.NewCounter(s.cfg.Limits.MaxStreams))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -59,6 +59,9 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 		if err != nil {
 			return nil, err
 		}
+		if specs, err = a.withClientTools(ctx, specs); err != nil {
+			return nil, err
+		}
 		history := a.msgs.Get(s)
 		left := graph.RemainingSteps(ctx)
 		final := a.graceful && left >= 0 && left < a.stepsToFinish()
@@ -167,11 +170,34 @@ func (a *agent) enabled(s graph.State) ([]llm.ToolSpec, error) {
 	return specs, nil
 }
 
+// withClientTools adds the run's client tools (tool.ClientTools) to the
+// tools offered. A client tool named like one of the agent's own is an
+// error: the model could not tell them apart.
+func (a *agent) withClientTools(ctx context.Context, specs []llm.ToolSpec) ([]llm.ToolSpec, error) {
+	client := tool.ClientTools(ctx)
+	if len(client) == 0 {
+		return specs, nil
+	}
+	out := slices.Clone(specs)
+	for _, c := range client {
+		if a.known[c.Name] {
+			return nil, fmt.Errorf("react: the run's client tool %q has the name of one of the agent's own tools (%s); rename the client tool", c.Name, a.names)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
 // runTool runs one call through the tool node, unless the run's subset
 // leaves its tool out: then the model gets a tool error naming the
 // enabled tools, and the call is recorded, without asking anyone or
 // running anything.
 func (a *agent) runTool(ctx context.Context, s graph.State, call llm.ToolCall) (graph.Output, error) {
+	if !a.known[call.Name] {
+		if _, ok := tool.ClientTool(ctx, call.Name); ok {
+			return a.node.AnswerClientCall(ctx, call)
+		}
+	}
 	subset := a.subset.Get(s)
 	if len(subset) == 0 || call.Name == a.stop || slices.Contains(subset, call.Name) {
 		return a.node.Run(ctx, s, call)
@@ -192,6 +218,9 @@ func (a *agent) runTool(ctx context.Context, s graph.State, call llm.ToolCall) (
 func (a *agent) runAnswer(ctx context.Context, s graph.State) (graph.Output, error) {
 	specs, err := a.enabled(s)
 	if err != nil {
+		return nil, err
+	}
+	if specs, err = a.withClientTools(ctx, specs); err != nil {
 		return nil, err
 	}
 	w, _, err := a.out.generate(ctx, a.model, a.answerRequest(a.msgs.Get(s), specs))

@@ -77,6 +77,9 @@ func run(ctx context.Context, addr, database string, log *slog.Logger) error {
 	if err := srv.Register("steps", runs.GraphSpec{New: newSteps, Description: "runs {\"steps\": n} slow steps, streaming each as a custom event"}); err != nil {
 		return errors.Join(err, srv.Close())
 	}
+	if err := srv.Register("helper", runs.GraphSpec{New: newHelper, ClientTools: true, Description: "a scripted agent that calls the client's get_location tool (frontend tools)"}); err != nil {
+		return errors.Join(err, srv.Close())
+	}
 	return srv.Run(ctx) // serves until ctx ends, then shuts down gracefully
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/internal/convo"
 )
 
 // BenchmarkWirePerEvent is the wire's cost per logged event: reading a
@@ -77,7 +78,7 @@ func BenchmarkFindTurn(b *testing.B) {
 	const n = 1000
 	for i := range n {
 		fp := fingerprints([]turn{{Role: "user", Text: fmt.Sprint(i)}})[0]
-		th := db.Thread{ID: fmt.Sprintf("t-%d", i), Metadata: db.Metadata{mdTurns: []any{fp}, mdAt: map[string]any{fp: "c"}}}
+		th := db.Thread{ID: fmt.Sprintf("t-%d", i), Metadata: db.Metadata{mdTurns: []any{fp}, convo.MetadataCheckpoints: map[string]any{fp: "c"}}}
 		if _, err := e.db.CreateThread(ctx, DefaultTenant, th, db.IfExistsRaise); err != nil {
 			b.Fatal(err)
 		}

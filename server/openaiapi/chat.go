@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/trellis-agents/trellis/server/api/wire"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/runs"
+	"github.com/trellis-agents/trellis/tool"
 )
 
 // streamModes are what the wire reads of a run: model chunks (answer and
@@ -33,6 +35,16 @@ type chatTurn struct {
 	msgs      []turn
 	assistant db.Assistant
 	explicit  string
+	// results are the trailing tool messages: client tool results that
+	// answer the calls the thread waits on.
+	results []toolResult
+}
+
+// toolResult is a tool message of a request.
+type toolResult struct {
+	index  int
+	callID string
+	text   string
 }
 
 // validate checks a request and reads its conversation.
@@ -53,8 +65,19 @@ func (h *Handler) validate(r *http.Request, req ChatRequest) (chatTurn, *apiErro
 		case "system", "developer":
 			continue // the assistant's own instructions apply; not part of the thread
 		case "user", "assistant":
-		case "tool", "function":
-			return ct, badRequest(param+".role", "messages[%d] is a %s result, but the assistant %q runs no client tools: it has none for you to answer", i, m.Role, req.Model)
+			ct.results = nil // only the tool messages after the last turn answer anything
+		case "tool":
+			if m.ToolCallID == "" {
+				return ct, badRequest(param+".tool_call_id", "messages[%d] is a tool result without tool_call_id; name the call it answers", i)
+			}
+			text, err := contentText(m.Content)
+			if err != nil {
+				return ct, badRequest(param+".content", "messages[%d].content: %v", i, err)
+			}
+			ct.results = append(ct.results, toolResult{index: i, callID: m.ToolCallID, text: text})
+			continue // not part of the fingerprint: the thread records results itself
+		case "function":
+			return ct, badRequest(param+".role", "messages[%d] has the deprecated role function; send client tool results as role tool with tool_call_id", i)
 		default:
 			return ct, badRequest(param+".role", "messages[%d] has role %q; the roles are system, developer, user, assistant and tool", i, m.Role)
 		}
@@ -64,8 +87,13 @@ func (h *Handler) validate(r *http.Request, req ChatRequest) (chatTurn, *apiErro
 		}
 		ct.msgs = append(ct.msgs, turn{Role: m.Role, Text: text})
 	}
-	if len(ct.msgs) == 0 || ct.msgs[len(ct.msgs)-1].Role != "user" {
-		return ct, badRequest("messages", "the last message must be the user's new message (role user)")
+	if len(ct.results) == 0 && (len(ct.msgs) == 0 || ct.msgs[len(ct.msgs)-1].Role != "user") {
+		return ct, badRequest("messages", "the last message must be the user's new message (role user), or tool results (role tool) answering the reply's tool_calls")
+	}
+	for i, td := range req.Tools {
+		if td.Type != "function" {
+			return ct, badRequest(fmt.Sprintf("tools[%d].type", i), "tools[%d] has type %q; only function tools are supported", i, td.Type)
+		}
 	}
 	ct.explicit = r.Header.Get(HeaderThread)
 	if id := req.Metadata["thread_id"]; id != "" {
@@ -124,6 +152,8 @@ type outcome struct {
 	reasoning string
 	usage     *ChatUsage
 	runErr    string
+	// toolCalls are the client tool calls the run waits on.
+	toolCalls []ChatToolCall
 }
 
 // chat serves POST /v1/chat/completions.
@@ -145,11 +175,13 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ct.assistant = a
-	if len(req.Tools) > 0 {
-		badRequest("tools", "the assistant %q (graph %s) does not accept client tools: Trellis agents run their own tools; remove tools from the request", req.Model, a.GraphID).write(w)
-		return
+	lookup := ct.msgs
+	if len(ct.results) > 0 {
+		// The history ends with the reply that made the calls: look it
+		// up as a turn the results follow.
+		lookup = append(slices.Clone(ct.msgs), turn{Role: "tool"})
 	}
-	tg, err := h.resolve(ctx, tenant, ct.explicit, ct.msgs)
+	tg, err := h.resolve(ctx, tenant, ct.explicit, lookup)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -158,21 +190,35 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	if tg.Exists && tg.Thread.Status == db.ThreadInterrupted && tg.ForkOf == "" {
 		waiting = pendingFrom(tg.Thread.Interrupts)
 	}
-	last := ct.msgs[len(ct.msgs)-1]
-	kw := runs.Kwargs{StreamMode: streamModes, StreamSubgraphs: true}
+	kw := runs.Kwargs{StreamMode: streamModes, StreamSubgraphs: true, ClientTools: clientTools(req.Tools)}
 	var answered *pending
+	calls, others := splitCalls(waiting)
 	switch {
+	case len(ct.results) > 0:
+		resume, e := answerCalls(ct.results, calls, tg.ThreadID)
+		if e != nil {
+			e.write(w)
+			return
+		}
+		kw.Command = &runs.Command{Resume: resume}
+	case len(calls) > 0:
+		ids := make([]string, len(calls))
+		for i, c := range calls {
+			ids[i] = c.call.CallID
+		}
+		badRequest("messages", "thread %s waits for the results of the tool calls %s: answer each with a tool message (role tool, tool_call_id) after the assistant message that made them", tg.ThreadID, strings.Join(ids, ", ")).write(w)
+		return
 	case req.Trellis != nil && len(req.Trellis.Answer) > 0:
-		p, e := pick(waiting, req.Trellis.InterruptID, tg.ThreadID)
+		p, e := pick(others, req.Trellis.InterruptID, tg.ThreadID)
 		if e != nil {
 			e.write(w)
 			return
 		}
 		answered = p
 		kw.Command = &runs.Command{Resume: mustJSON(map[string]json.RawMessage{p.ID: req.Trellis.Answer})}
-	case len(waiting) > 0:
-		p := &waiting[0]
-		value, probs := parseAnswer(*p, last.Text)
+	case len(others) > 0:
+		p := &others[0]
+		value, probs := parseAnswer(*p, ct.msgs[len(ct.msgs)-1].Text)
 		if len(probs) > 0 {
 			h.reask(w, r, ct, tg, *p, probs)
 			return
@@ -225,9 +271,16 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	h.finish(ctx, tenant, ct, tg, &out)
 	setHeaders(w, tg.ThreadID, out.ext.Status)
+	finish := "stop"
+	if len(out.toolCalls) > 0 {
+		finish = "tool_calls"
+		for i := range out.toolCalls {
+			out.toolCalls[i].Index = nil // chunks number their calls; a message does not
+		}
+	}
 	writeJSON(w, ChatCompletion{
 		ID: "chatcmpl-" + run.ID, Object: "chat.completion", Created: run.CreatedAt.Unix(), Model: req.Model,
-		Choices: []ChatChoice{{Message: ReplyMessage{Role: "assistant", Content: out.content, ReasoningContent: out.reasoning}, FinishReason: "stop"}},
+		Choices: []ChatChoice{{Message: ReplyMessage{Role: "assistant", Content: out.content, ReasoningContent: out.reasoning, ToolCalls: out.toolCalls}, FinishReason: finish}},
 		Usage:   out.usage, Trellis: &out.ext,
 	})
 }
@@ -274,6 +327,8 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 	switch {
 	case errors.As(err, &ae):
 		ae.write(w)
+	case errors.As(err, &ie) && ie.Pointer == "/client_tools":
+		badRequest("tools", "%s", ie.Detail).write(w)
 	case errors.As(err, &ie):
 		badRequest("messages", "the assistant refused the turn: %s", ie.Detail).write(w)
 	case errors.Is(err, runs.ErrThreadBusy):
@@ -365,6 +420,14 @@ func (h *Handler) follow(ctx context.Context, tenant string, run db.Run, emit fu
 	} else if err == nil {
 		tr.waiting = nil
 	}
+	calls, others := splitCalls(tr.waiting)
+	for i, c := range calls {
+		out.toolCalls = append(out.toolCalls, ChatToolCall{Index: &i, ID: c.call.CallID, Type: "function", Function: ChatFunctionCall{Name: c.call.Tool, Arguments: c.call.Arguments}})
+	}
+	tr.waiting = others
+	if len(calls) > 0 && len(others) == 0 {
+		out.ext.Status = "tool_calls"
+	}
 	if len(tr.waiting) > 0 {
 		text, ia := describe(tr.waiting[0])
 		ia.Others = len(tr.waiting) - 1
@@ -436,4 +499,69 @@ func cmpOr(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// clientTools are the request's tools as the run's client tools.
+func clientTools(defs []ChatTool) []runs.ClientTool {
+	out := make([]runs.ClientTool, len(defs))
+	for i, d := range defs {
+		out[i] = runs.ClientTool{Name: d.Function.Name, Description: d.Function.Description, Parameters: d.Function.Parameters}
+	}
+	return out
+}
+
+// waitingCall is a client tool call the thread waits on.
+type waitingCall struct {
+	id   string // the interrupt's
+	call tool.ClientCall
+}
+
+// splitCalls separates the client tool calls a thread waits on from the
+// interactions that wait for a person.
+func splitCalls(ws []pending) ([]waitingCall, []pending) {
+	var calls []waitingCall
+	var others []pending
+	for _, p := range ws {
+		var c tool.ClientCall
+		if json.Unmarshal(p.Value, &c) == nil && c.Kind == tool.ClientCallKind {
+			calls = append(calls, waitingCall{id: p.ID, call: c})
+			continue
+		}
+		others = append(others, p)
+	}
+	return calls, others
+}
+
+// answerCalls maps tool messages onto the calls they answer: the resume
+// of the run that goes on. Every call must be answered, and every result
+// must answer a call.
+func answerCalls(results []toolResult, calls []waitingCall, thread string) (json.RawMessage, *apiError) {
+	if len(calls) == 0 {
+		return nil, &apiError{status: http.StatusConflict, typ: "invalid_request_error", param: "messages", code: "thread_not_waiting",
+			msg: fmt.Sprintf("thread %s waits for no tool results; send the conversation with a new user message last", thread)}
+	}
+	resume := map[string]tool.ClientResult{}
+	byCall := map[string]string{}
+	for _, c := range calls {
+		byCall[c.call.CallID] = c.id
+	}
+	for _, r := range results {
+		id, ok := byCall[r.callID]
+		if !ok {
+			return nil, badRequest(fmt.Sprintf("messages[%d].tool_call_id", r.index), "thread %s waits for no tool call %q (it waits for %s)", thread, r.callID, callIDs(calls))
+		}
+		resume[id] = tool.ClientResult{Content: r.text}
+	}
+	if len(resume) < len(calls) {
+		return nil, badRequest("messages", "thread %s waits for the results of %s; answer every call with a tool message", thread, callIDs(calls))
+	}
+	return mustJSON(resume), nil
+}
+
+func callIDs(calls []waitingCall) string {
+	ids := make([]string, len(calls))
+	for i, c := range calls {
+		ids[i] = c.call.CallID
+	}
+	return strings.Join(ids, ", ")
 }

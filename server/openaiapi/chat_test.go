@@ -29,7 +29,7 @@ func TestModelsListsGraphsThenAssistants(t *testing.T) {
 			t.Errorf("model %+v: want object model and its graph", m)
 		}
 	}
-	if got.Object != "list" || strings.Join(ids, ",") != "chat,planner,chat-a,chat-b,planner-a" {
+	if got.Object != "list" || strings.Join(ids, ",") != "chat,planner,helper,chat-a,chat-b,planner-a,helper-a" {
 		t.Errorf("models %s %v, want the graphs then the assistants", got.Object, ids)
 	}
 }
@@ -60,9 +60,12 @@ func TestErrorsInOpenAIShape(t *testing.T) {
 		{"no messages", map[string]any{"model": "chat", "messages": []any{}}, nil, 400, "messages is empty", "messages", ""},
 		{"last not user", map[string]any{"model": "chat", "messages": []any{map[string]any{"role": "user", "content": "a"}, map[string]any{"role": "assistant", "content": "b"}}}, nil, 400, "last message", "messages", ""},
 		{"unknown role", map[string]any{"model": "chat", "messages": []any{map[string]any{"role": "robot", "content": "a"}}}, nil, 400, `role "robot"`, "messages[0].role", ""},
-		{"tool result", map[string]any{"model": "chat", "messages": []any{map[string]any{"role": "tool", "content": "42", "tool_call_id": "c1"}, map[string]any{"role": "user", "content": "a"}}}, nil, 400, "runs no client tools", "messages[0].role", ""},
+		{"tool result without call", map[string]any{"model": "chat", "messages": []any{map[string]any{"role": "user", "content": "a"}, map[string]any{"role": "tool", "content": "42"}}}, nil, 400, "without tool_call_id", "messages[1].tool_call_id", ""},
+		{"tool result to a thread not waiting", map[string]any{"model": "chat", "messages": []any{map[string]any{"role": "user", "content": "hi"}, map[string]any{"role": "assistant", "content": "x"}, map[string]any{"role": "tool", "content": "42", "tool_call_id": "c1"}}}, []string{HeaderThread, waitingThread}, 409, "waits for no tool results", "messages", "thread_not_waiting"},
+		{"function role", map[string]any{"model": "chat", "messages": []any{map[string]any{"role": "function", "content": "42"}, map[string]any{"role": "user", "content": "a"}}}, nil, 400, "deprecated role function", "messages[0].role", ""},
+		{"not a function tool", map[string]any{"model": "chat", "messages": user, "tools": []any{map[string]any{"type": "web_search", "function": map[string]any{"name": "f"}}}}, nil, 400, `type "web_search"`, "tools[0].type", ""},
 		{"image part", map[string]any{"model": "chat", "messages": []any{map[string]any{"role": "user", "content": []any{map[string]any{"type": "image_url", "image_url": map[string]any{"url": "x"}}}}}}, nil, 400, "only text parts", "messages[0].content", ""},
-		{"client tools", map[string]any{"model": "planner", "messages": user, "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "f"}}}}, nil, 400, `assistant "planner" (graph planner) does not accept client tools`, "tools", ""},
+		{"client tools", map[string]any{"model": "planner", "messages": user, "tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "f"}}}}, nil, 400, `(graph planner) does not accept client tools`, "tools", ""},
 		{"n above 1", map[string]any{"model": "chat", "messages": user, "n": 2}, nil, 400, "n must be 1", "n", ""},
 		{"not JSON", `model=chat`, []string{"Content-Type", "text/plain"}, 415, "must be JSON", "", ""},
 		{"oversized body", map[string]any{"model": "chat", "messages": []any{map[string]any{"role": "user", "content": strings.Repeat("x", 4096)}}}, nil, 413, "", "", ""},
@@ -429,5 +432,61 @@ func TestFailedRun(t *testing.T) {
 	}
 	if json.Unmarshal(list[len(list)-1], &er) != nil || er.Error.Code == nil || *er.Error.Code != "run_failed" {
 		t.Errorf("last data %s, want the error", list[len(list)-1])
+	}
+}
+
+// Client tools run as frontend tools: the reply ends with tool_calls, the
+// next request's tool message answers them and the run goes on; streamed,
+// the calls come in a chunk's delta and the finish reason is tool_calls.
+func TestClientTools(t *testing.T) {
+	e := newEnv(t, 0)
+	tools := []any{map[string]any{"type": "function", "function": map[string]any{"name": "get_location", "description": "where the user is",
+		"parameters": map[string]any{"type": "object", "properties": map[string]any{"precision": map[string]any{"type": "string"}}}}}}
+	msgs := []any{map[string]any{"role": "user", "content": "Where am I?"}}
+	got, h := e.complete(map[string]any{"model": "helper", "messages": msgs, "tools": tools})
+	c := got.Choices[0]
+	if c.FinishReason != "tool_calls" || len(c.Message.ToolCalls) != 1 || h.Get(HeaderStatus) != "tool_calls" {
+		t.Fatalf("choice %+v, status %q; want one tool call", c, h.Get(HeaderStatus))
+	}
+	call := c.Message.ToolCalls[0]
+	if call.Index != nil {
+		t.Errorf("a completion's tool call has an index (%d); only chunks number them", *call.Index)
+	}
+	if call.Type != "function" || call.Function.Name != "get_location" || call.Function.Arguments != `{"precision":"city"}` || call.ID == "" {
+		t.Errorf("tool call %+v", call)
+	}
+	thread := h.Get(HeaderThread)
+	msgs = append(msgs,
+		map[string]any{"role": "assistant", "content": c.Message.Content, "tool_calls": []any{map[string]any{"id": call.ID, "type": "function", "function": map[string]any{"name": "get_location", "arguments": call.Function.Arguments}}}},
+		map[string]any{"role": "tool", "tool_call_id": call.ID, "content": "Lisbon"})
+	got, h = e.complete(map[string]any{"model": "helper", "messages": msgs, "tools": tools})
+	if got.Choices[0].Message.Content != AfterTool || got.Choices[0].FinishReason != "stop" || h.Get(HeaderThread) != thread {
+		t.Errorf("after the result: %+v on thread %s; want the answer on %s", got.Choices[0], h.Get(HeaderThread), thread)
+	}
+	if got := e.userMessages(thread); len(got) != 1 {
+		t.Errorf("user messages %q; want the one", got)
+	}
+
+	st, _, b := e.post(map[string]any{"model": "helper", "stream": true, "tools": tools, "messages": []any{map[string]any{"role": "user", "content": "And now?"}}})
+	if st != 200 {
+		t.Fatalf("stream: %d %s", st, b)
+	}
+	cs, done := chunks(t, b)
+	var sawCall bool
+	var finish string
+	for _, raw := range cs {
+		var ch ChatChunk
+		if json.Unmarshal(raw, &ch) != nil || len(ch.Choices) == 0 {
+			continue
+		}
+		if tc := ch.Choices[0].Delta.ToolCalls; len(tc) == 1 && tc[0].Function.Name == "get_location" && tc[0].Index != nil && *tc[0].Index == 0 {
+			sawCall = true
+		}
+		if f := ch.Choices[0].FinishReason; f != nil {
+			finish = *f
+		}
+	}
+	if !done || !sawCall || finish != "tool_calls" {
+		t.Errorf("stream: done %v, call chunk %v, finish %q; want the call and tool_calls", done, sawCall, finish)
 	}
 }

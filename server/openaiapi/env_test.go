@@ -18,6 +18,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/apps/planner"
 	"github.com/trellis-agents/trellis/checkpoint/sqlite"
@@ -48,6 +49,8 @@ type env struct {
 const (
 	Answer   = "Noted: the answer streams in small pieces."
 	Thinking = "The user said something; acknowledge it."
+	// AfterTool is the helper's answer once its client tool answered.
+	AfterTool = "Your app says where you are."
 )
 
 // newEnv serves two graphs: "chat" (one model call over the messages,
@@ -91,6 +94,16 @@ func newEnv(t testing.TB, bodyLimit int64) *env {
 		b.AddEdge("bot", graph.END)
 		return b.Compile()
 	}}))
+	helper := llmtest.New(llmtest.WithChunkSize(4))
+	helper.When(func(r *llmtest.Request) bool {
+		return len(r.Messages) > 0 && r.Messages[len(r.Messages)-1].Role == llm.RoleTool
+	}, llmtest.Text(AfterTool)).Repeat()
+	helper.When(func(r *llmtest.Request) bool { return len(r.Tools) > 0 },
+		llmtest.ToolCalls(llmtest.Call("get_location", `{"precision":"city"}`))).Repeat()
+	helper.Otherwise(llmtest.Text(Answer))
+	must(reg.Register("helper", runs.GraphSpec{ClientTools: true, New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		return react.New(react.Config{Model: helper})
+	}}))
 	app, err := planner.New(ctx, planner.Config{Model: planner.Script()})
 	must(err)
 	t.Cleanup(func() { _ = app.Close() })
@@ -101,7 +114,7 @@ func newEnv(t testing.TB, bodyLimit int64) *env {
 			return apps.WithScope(ctx, runs.ThreadKey(tenant, thread))
 		}})
 	must(err)
-	for _, a := range []db.Assistant{{ID: "chat-a", GraphID: "chat", Name: "chat"}, {ID: "chat-b", GraphID: "chat", Name: "chat B"}, {ID: "planner-a", GraphID: "planner", Name: "planner"}} {
+	for _, a := range []db.Assistant{{ID: "chat-a", GraphID: "chat", Name: "chat"}, {ID: "chat-b", GraphID: "chat", Name: "chat B"}, {ID: "planner-a", GraphID: "planner", Name: "planner"}, {ID: "helper-a", GraphID: "helper", Name: "helper"}} {
 		_, err := d.CreateAssistant(ctx, DefaultTenant, a, db.IfExistsRaise)
 		must(err)
 	}

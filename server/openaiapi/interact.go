@@ -64,6 +64,31 @@ const (
 	kindOther    = "other"
 )
 
+// Waiting is one interrupt a thread waits on, as the run service records
+// it on the thread (id, value, response_schema).
+type Waiting struct {
+	ID     string
+	Value  json.RawMessage
+	Schema json.RawMessage
+}
+
+// WaitingFrom reads a thread row's interrupts (db.Thread.Interrupts),
+// ordered by interrupt ID.
+func WaitingFrom(raw json.RawMessage) []Waiting {
+	ps := pendingFrom(raw)
+	out := make([]Waiting, len(ps))
+	for i, p := range ps {
+		out[i] = Waiting{ID: p.ID, Value: p.Value, Schema: p.schema()}
+	}
+	return out
+}
+
+// Describe renders what an interrupt asks as readable text and as an
+// Interaction, as this wire presents it; other wires (AG-UI) reuse it.
+func Describe(w Waiting) (string, *Interaction) {
+	return describe(pending{ID: w.ID, Value: w.Value, Schema: w.Schema})
+}
+
 // describe renders what p asks as readable text and as an Interaction.
 func describe(p pending) (string, *Interaction) {
 	ia := &Interaction{ID: p.ID, Kind: kindOther, Schema: p.schema(), Payload: p.Value}

@@ -54,10 +54,13 @@ func (s *sse) chunk(d Delta, finish *string, ext *Extension) {
 		Choices: []ChunkChoice{{Delta: d, FinishReason: finish}}, Trellis: ext})
 }
 
-// end sends the last chunk (finish_reason stop, with the status and the
-// interaction), the usage chunk when asked, and [DONE].
+// end sends the last chunk (finish_reason stop, or tool_calls when the
+// run waits for client tool results, with the status and the interaction), the usage chunk when asked, and [DONE].
 func (s *sse) end(ext *Extension, includeUsage bool, usage *ChatUsage) {
 	stop := "stop"
+	if ext.Status == "tool_calls" {
+		stop = "tool_calls"
+	}
 	s.chunk(Delta{}, &stop, &Extension{ThreadID: ext.ThreadID, RunID: ext.RunID, Status: ext.Status, Interaction: ext.Interaction})
 	if includeUsage {
 		if usage == nil {
@@ -116,5 +119,8 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, ct chatTurn, tg
 	}
 	h.finish(ctx, tenant, ct, tg, &out)
 	w.Header().Set(HeaderStatus, out.ext.Status)
+	if len(out.toolCalls) > 0 {
+		s.chunk(Delta{ToolCalls: out.toolCalls}, nil, nil)
+	}
 	s.end(&out.ext, ct.req.StreamOptions != nil && ct.req.StreamOptions.IncludeUsage, out.usage)
 }

@@ -2,16 +2,14 @@ package openaiapi
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/internal/convo"
 	"github.com/trellis-agents/trellis/server/runs"
 )
 
@@ -19,38 +17,15 @@ import (
 // thread answered (oldest first), and the checkpoint each ended at, for
 // forks.
 const (
-	mdTurns = "openai_turns"
-	mdAt    = "openai_checkpoints"
-	// maxTurns bounds the fingerprints a thread keeps; an edit older than
-	// that starts a new thread.
-	maxTurns = 100
+	mdTurns = convo.MetadataTurns
 	// maxProbes bounds the searches for an earlier common message.
 	maxProbes = 32
 )
 
 // turn is one message of the conversation as the thread sees it.
-type turn struct {
-	Role string // "user" or "assistant"
-	Text string
-}
+type turn = convo.Turn
 
-// fingerprints returns, for each i, the fingerprint of msgs[:i+1]: a
-// chain of SHA-256 over each message's role and trimmed text.
-func fingerprints(msgs []turn) []string {
-	out := make([]string, len(msgs))
-	prev := ""
-	for i, m := range msgs {
-		h := sha256.New()
-		h.Write([]byte(prev))
-		h.Write([]byte{0})
-		h.Write([]byte(m.Role))
-		h.Write([]byte{0})
-		h.Write([]byte(strings.TrimSpace(m.Text)))
-		prev = hex.EncodeToString(h.Sum(nil))[:32]
-		out[i] = prev
-	}
-	return out
-}
+func fingerprints(msgs []turn) []string { return convo.Fingerprints(msgs) }
 
 // target is where a request's turn goes.
 type target struct {
@@ -70,21 +45,7 @@ type target struct {
 }
 
 // turnsOf reads a thread's fingerprints.
-func turnsOf(t db.Thread) ([]string, map[string]any) {
-	var turns []string
-	if list, ok := t.Metadata[mdTurns].([]any); ok {
-		for _, v := range list {
-			if s, ok := v.(string); ok {
-				turns = append(turns, s)
-			}
-		}
-	}
-	at, _ := t.Metadata[mdAt].(map[string]any)
-	if at == nil {
-		at = map[string]any{}
-	}
-	return turns, at
-}
+func turnsOf(t db.Thread) ([]string, map[string]any) { return convo.Recorded(t) }
 
 // resolve finds the thread of a conversation. With an explicit thread ID
 // the thread is continued (created when absent) and only the messages
@@ -105,14 +66,11 @@ func (h *Handler) resolve(ctx context.Context, tenant, explicit string, msgs []t
 			return target{}, err
 		}
 		turns, at := turnsOf(t)
-		tg := target{ThreadID: explicit, Thread: t, Exists: true, Unseen: msgs[len(msgs)-1:], Turns: turns, At: at}
-		for i := len(msgs) - 2; i >= 0; i-- {
-			if slices.Contains(turns, fps[i]) {
-				tg.Unseen = msgs[i+1:]
-				break
-			}
+		unseen := convo.Unseen(turns, true, msgs)
+		if len(unseen) == 0 {
+			unseen = msgs[len(msgs)-1:] // the last message is always the new one here
 		}
-		return tg, nil
+		return target{ThreadID: explicit, Thread: t, Exists: true, Unseen: unseen, Turns: turns, At: at}, nil
 	}
 	probes := 0
 	for i := len(msgs) - 2; i >= 0 && probes < maxProbes; i-- {
@@ -229,29 +187,8 @@ func (h *Handler) fork(ctx context.Context, tenant string, tg *target) error {
 // ended waiting for an answer is not forkable: the answer given later is
 // recorded on that checkpoint, so a branch from it could not answer again.
 func (h *Handler) remember(ctx context.Context, tenant string, tg target, history []turn, forkable bool) error {
-	fps := fingerprints(history)
-	fp := fps[len(fps)-1]
-	turns := append(slices.Clone(tg.Turns), fp)
-	at := tg.At
-	if at == nil {
-		at = map[string]any{}
-	}
-	if forkable {
-		if tup, err := h.Saver.Get(ctx, checkpoint.Ref{ThreadID: runs.ThreadKey(tenant, tg.ThreadID)}); err == nil {
-			at[fp] = tup.Ref.ID
-		}
-	}
-	if len(turns) > maxTurns {
-		for _, old := range turns[:len(turns)-maxTurns] {
-			delete(at, old)
-		}
-		turns = turns[len(turns)-maxTurns:]
-	}
-	list := make([]any, len(turns))
-	for i, s := range turns {
-		list[i] = s
-	}
-	if _, err := h.DB.UpdateThreadMetadata(ctx, tenant, tg.ThreadID, db.Metadata{mdTurns: list, mdAt: at}); err != nil {
+	fp, err := convo.Remember(ctx, h.DB, h.Saver, tenant, tg.ThreadID, tg.Turns, tg.At, history, forkable)
+	if err != nil {
 		return err
 	}
 	h.recent.put(tenant+"/"+fp, tg.ThreadID)

@@ -21,7 +21,7 @@ type ChatRequest struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
 	// Tools are client-side (frontend) tools; see the documentation of
 	// the wire for which assistants accept them.
-	Tools []json.RawMessage `json:"tools,omitempty"`
+	Tools []ChatTool `json:"tools,omitempty"`
 	// N must be 1 (or absent): an agent run has one outcome.
 	N *int `json:"n,omitempty"`
 	// User is recorded on the run's metadata.
@@ -84,6 +84,34 @@ type ReplyMessage struct {
 	// apps look for it (DeepSeek's convention).
 	ReasoningContent string  `json:"reasoning_content,omitempty"`
 	Refusal          *string `json:"refusal"`
+	// ToolCalls are calls of the request's client tools the run waits
+	// on (finish_reason "tool_calls"); answer each with a tool message.
+	ToolCalls []ChatToolCall `json:"tool_calls,omitempty"`
+}
+
+// ChatToolCall is a call of a client tool, as OpenAI writes it.
+type ChatToolCall struct {
+	// Index is the call's place among the reply's calls (chunks only).
+	Index    *int             `json:"index,omitempty"`
+	ID       string           `json:"id"`
+	Type     string           `json:"type"`
+	Function ChatFunctionCall `json:"function"`
+}
+
+// ChatFunctionCall is a tool call's name and its arguments (JSON text).
+type ChatFunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// ChatTool is a client tool of a request, as OpenAI declares it.
+type ChatTool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
+	} `json:"function"`
 }
 
 // ChatUsage is the token usage of the run's model calls.
@@ -118,6 +146,9 @@ type Delta struct {
 	Role             string `json:"role,omitempty"`
 	Content          string `json:"content,omitempty"`
 	ReasoningContent string `json:"reasoning_content,omitempty"`
+	// ToolCalls are the client tool calls the run waits on, in the
+	// chunk before the last.
+	ToolCalls []ChatToolCall `json:"tool_calls,omitempty"`
 }
 
 // Extension is the "trellis" member of completions and chunks. In a
@@ -128,8 +159,9 @@ type Extension struct {
 	ThreadID string `json:"thread_id,omitempty"`
 	RunID    string `json:"run_id,omitempty"`
 	// Status is "done", "waiting" (the run stopped for a person:
-	// Interaction says for what) or "reasked" (the answer did not fit;
-	// nothing ran and the thread still waits).
+	// Interaction says for what), "tool_calls" (the run waits for the
+	// results of client tool calls) or "reasked" (the answer did not
+	// fit; nothing ran and the thread still waits).
 	Status      string       `json:"status,omitempty"`
 	Interaction *Interaction `json:"interaction,omitempty"`
 	// Event is one progress event (chunks).

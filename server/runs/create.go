@@ -65,6 +65,9 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	if err != nil {
 		return db.Run{}, err
 	}
+	if err := s.cfg.Graphs.checkClientTools(a, req.Kwargs.ClientTools); err != nil {
+		return db.Run{}, err // before the thread is made: a refusal leaves nothing behind
+	}
 	if _, err := s.cfg.DB.GetThread(ctx, req.Tenant, req.ThreadID); errors.Is(err, db.ErrNotFound) && req.CreateThread {
 		if _, err := s.cfg.DB.CreateThread(ctx, req.Tenant, db.Thread{ID: req.ThreadID, Status: db.ThreadIdle}, db.IfExistsDoNothing); err != nil {
 			return db.Run{}, err

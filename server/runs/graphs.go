@@ -11,6 +11,7 @@ import (
 
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/tool"
 )
 
 // Constructor builds an assistant's graph from its configuration. It is
@@ -65,6 +66,11 @@ type GraphSpec struct {
 	// struct or a pointer to one), for /schemas; nil when the graph reads
 	// none.
 	Context any
+	// ClientTools says the graph accepts client (frontend) tools per run
+	// (Kwargs.ClientTools): its agent reads tool.ClientTools and stops on
+	// a call of one (agent/react does). A run with client tools on a
+	// graph without it is refused, naming the assistant and the graph.
+	ClientTools bool
 }
 
 // ErrUnknownGraph is wrapped when an assistant names a graph nobody
@@ -166,6 +172,22 @@ func (r *Registry) Graph(ctx context.Context, tenant string, a db.Assistant) (*g
 		r.order = r.order[1:]
 	}
 	return g, nil
+}
+
+// checkClientTools refuses client tools the assistant's graph does not
+// accept, and client tools that are not usable.
+func (r *Registry) checkClientTools(a db.Assistant, ts []ClientTool) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	if spec, ok := r.Spec(a.GraphID); !ok || !spec.ClientTools {
+		return &InputError{Pointer: "/client_tools", Detail: fmt.Sprintf(
+			"the assistant %s (graph %s) does not accept client tools: it runs its own tools; send the run without tools, or use an assistant of a graph that accepts them", a.ID, a.GraphID)}
+	}
+	if err := tool.CheckClientTools(clientSpecs(ts)); err != nil {
+		return &InputError{Pointer: "/client_tools", Detail: err.Error()}
+	}
+	return nil
 }
 
 // ThreadKey is the checkpoint thread of a tenant's thread. Tenants never

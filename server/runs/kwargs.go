@@ -12,6 +12,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
 )
 
 // Kwargs is a run's request in the form the run service executes it; it is
@@ -55,6 +56,32 @@ type Kwargs struct {
 	// Webhook is the URL the server POSTs the finished run to (see
 	// Hooks.Finished); "" for none.
 	Webhook string `json:"webhook,omitempty"`
+	// ClientTools are tools the client declares for this run (frontend
+	// tools): only graphs registered with GraphSpec.ClientTools accept
+	// them (Create refuses the run otherwise). The executor gives them to
+	// the graph with tool.WithClientTools; a call of one stops the run
+	// with a tool.ClientCall interrupt the client answers.
+	ClientTools []ClientTool `json:"client_tools,omitempty"`
+}
+
+// ClientTool is a client-declared tool: its name, description and the
+// JSON Schema of its arguments.
+type ClientTool struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// clientSpecs converts client tools into model tool specs.
+func clientSpecs(ts []ClientTool) []llm.ToolSpec {
+	if len(ts) == 0 {
+		return nil
+	}
+	out := make([]llm.ToolSpec, len(ts))
+	for i, t := range ts {
+		out[i] = llm.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Parameters}
+	}
+	return out
 }
 
 // Command is LangGraph's run command.

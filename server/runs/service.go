@@ -13,6 +13,7 @@ import (
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/store"
+	"github.com/trellis-agents/trellis/tool"
 )
 
 // Config wires a Service.
@@ -374,6 +375,10 @@ func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *
 	if err != nil {
 		return fail(err)
 	}
+	if err := s.cfg.Graphs.checkClientTools(a, kw.ClientTools); err != nil {
+		return fail(err)
+	}
+	ctx = tool.WithClientTools(ctx, clientSpecs(kw.ClientTools))
 	if s.cfg.RunTimeout > 0 {
 		var cancelT context.CancelFunc
 		ctx, cancelT = context.WithTimeoutCause(ctx, s.cfg.RunTimeout, context.DeadlineExceeded)

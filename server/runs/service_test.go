@@ -14,6 +14,7 @@ import (
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/server/db"
 	dbsqlite "github.com/trellis-agents/trellis/server/db/sqlite"
+	"github.com/trellis-agents/trellis/tool"
 )
 
 var svcLog = graph.NewKey("log", graph.Concat[string]())
@@ -92,6 +93,22 @@ func newEnv(t *testing.T) *env {
 	}}); err != nil {
 		t.Fatal(err)
 	}
+	// "tooly" accepts client tools and logs their names.
+	if err := reg.Register("tooly", GraphSpec{ClientTools: true, New: func(context.Context, Assistant) (*graph.Graph, error) {
+		b := graph.New(svcLog)
+		b.AddNode("list", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+			var names []string
+			for _, sp := range tool.ClientTools(ctx) {
+				names = append(names, sp.Name)
+			}
+			return graph.Writes(graph.Append(svcLog, "tools: "+strings.Join(names, ","))), nil
+		})
+		b.SetEntry("list")
+		b.AddEdge("list", graph.END)
+		return b.Compile()
+	}}); err != nil {
+		t.Fatal(err)
+	}
 	svc, err := New(Config{DB: d, Saver: s, Graphs: reg, LeaseTTL: 3 * time.Second, CancelPoll: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
@@ -101,6 +118,7 @@ func newEnv(t *testing.T) *env {
 		for _, a := range []db.Assistant{
 			{ID: "chat-a", GraphID: "chat", Name: "A", Config: json.RawMessage(`{"configurable":{"greeting":"hi"}}`), Context: json.RawMessage(`{"user":"anon"}`)},
 			{ID: "chat-b", GraphID: "chat", Name: "B", Config: json.RawMessage(`{"configurable":{"greeting":"yo"}}`), Context: json.RawMessage(`{}`)},
+			{ID: "tooly-a", GraphID: "tooly", Name: "T"},
 		} {
 			if _, err := d.CreateAssistant(ctx, tenant, a, db.IfExistsRaise); err != nil {
 				t.Fatal(err)
@@ -236,6 +254,45 @@ func TestBadRequestCreatesNoRun(t *testing.T) {
 	// A graph ID finds its assistant.
 	if _, err := e.create("acme", "bad", "chat", in(`{}`), ""); err != nil {
 		t.Errorf("by graph ID: %v", err)
+	}
+}
+
+// Client tools reach a graph that accepts them through the run's
+// context; any other graph refuses them, naming the assistant and graph,
+// and so do unusable tools; a refusal creates no run.
+func TestClientTools(t *testing.T) {
+	e := newEnv(t)
+	tools := []ClientTool{{Name: "pick", Description: "pick one", Parameters: json.RawMessage(`{"type":"object"}`)}, {Name: "show"}}
+	for _, c := range []struct {
+		assistant string
+		tools     []ClientTool
+		want      string
+	}{
+		{"chat-a", tools, "the assistant chat-a (graph chat) does not accept client tools"},
+		{"tooly-a", []ClientTool{{Name: "a b"}}, `tools[0]: tool name "a b"`},
+		{"tooly-a", []ClientTool{{Name: "x", Parameters: json.RawMessage(`"no"`)}}, "parameters must be a JSON Schema object"},
+	} {
+		kw := in(`{"log":["x"]}`)
+		kw.ClientTools = c.tools
+		_, err := e.create("acme", "ct-bad", c.assistant, kw, "")
+		var ie *InputError
+		if !errors.As(err, &ie) || ie.Pointer != "/client_tools" || !strings.Contains(ie.Detail, c.want) {
+			t.Errorf("%s %v: err = %v; want an InputError at /client_tools saying %q", c.assistant, c.tools, err, c.want)
+		}
+	}
+	if rs, _ := e.db.ListRuns(context.Background(), "acme", "ct-bad", db.RunQuery{}); len(rs) != 0 {
+		t.Errorf("%d runs created by refusals", len(rs))
+	}
+	kw := in(`{"log":["x"]}`)
+	kw.ClientTools = tools
+	r := e.mustCreate("acme", "ct", "tooly-a", kw, "")
+	e.advance("acme", "ct")
+	if got := e.run("acme", "ct", r.ID); got.Status != db.RunSuccess {
+		t.Fatalf("run %s: %s", got.Status, got.Error)
+	}
+	th, _ := e.db.GetThread(context.Background(), "acme", "ct")
+	if !strings.Contains(string(th.Values), "tools: pick,show") {
+		t.Errorf("thread values %s; want the graph to have seen the client tools", th.Values)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/trellis-agents/trellis/server/aguiapi"
 	"github.com/trellis-agents/trellis/server/api/wire"
 	"github.com/trellis-agents/trellis/server/openaiapi"
 )
@@ -212,6 +213,11 @@ func Routes() []Route {
 			Headers: map[string]string{"Mcp-Session-Id": "the session (set by initialize)"}, Problems: []int{403, 404, 406}},
 		{Method: "GET", Pattern: "/mcp", OperationID: "mcpGet", Tag: "MCP", Summary: "Open the MCP session's stream of server messages", Description: "Needs the Mcp-Session-Id header; counts against limits.max_streams.", Status: ok, Stream: true, Problems: []int{400, 403, 404, 405}},
 		{Method: "DELETE", Pattern: "/mcp", OperationID: "mcpDelete", Tag: "MCP", Summary: "End the MCP session named by Mcp-Session-Id", Status: http.StatusNoContent, Problems: []int{400, 403, 404}},
+		// The AG-UI wire (server/aguiapi, docs/agui.md).
+		{Method: "POST", Pattern: "/ag-ui/{assistant}", OperationID: aguiapi.OperationID, Tag: "AG-UI", Summary: "Run the assistant (ID, graph ID or name) on the input's thread, streaming AG-UI events",
+			Description: `The body is AG-UI's RunAgentInput (protocol 1.0); the answer is a text/event-stream of AG-UI events, from RUN_STARTED to RUN_FINISHED (with the interrupt outcome when the run waits for a person) or RUN_ERROR. See docs/agui.md.`,
+			Body:        t[aguiapi.RunAgentInput](), Status: ok, Response: t[aguiapi.Event](), Stream: true,
+			Problems: []int{404, 409}},
 	}
 	return rs
 }

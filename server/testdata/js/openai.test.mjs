@@ -145,3 +145,31 @@ test("ten turns without a thread ID leave ten user messages in one thread", asyn
   assert.equal(users.length, 10, JSON.stringify(users));
   assert.equal(users[9], "Question 10: loans per genre?");
 });
+
+test("client tools: the reply ends with tool_calls and the tool message answers them", async () => {
+  const exampleUrl = process.env.TRELLIS_EXAMPLE_URL;
+  assert.ok(exampleUrl, "set TRELLIS_EXAMPLE_URL to examples/servegraphs (its helper graph accepts client tools)");
+  const ex = new OpenAI({ apiKey: "unused", baseURL: `${exampleUrl}/v1`, maxRetries: 0 });
+  const tools = [{ type: "function", function: { name: "get_location", description: "Where the user is.", parameters: { type: "object", properties: { precision: { type: "string" } } } } }];
+  const messages = [{ role: "user", content: "Where am I?" }];
+  const first = await ex.chat.completions.create({ model: "helper", messages, tools });
+  assert.equal(first.choices[0].finish_reason, "tool_calls");
+  const call = first.choices[0].message.tool_calls[0];
+  assert.equal(call.function.name, "get_location");
+  assert.deepEqual(JSON.parse(call.function.arguments), { precision: "city" });
+  messages.push(first.choices[0].message, { role: "tool", tool_call_id: call.id, content: "Lisbon" });
+  const second = await ex.chat.completions.create({ model: "helper", messages, tools });
+  assert.equal(second.choices[0].finish_reason, "stop");
+  assert.equal(second.choices[0].message.content, "Thanks: your app told me where you are.");
+  assert.equal(second.trellis.thread_id, first.trellis.thread_id);
+
+  // Streamed: the SDK's stream helper assembles the call from the chunks.
+  const stream = ex.chat.completions.stream({ model: "helper", messages: [{ role: "user", content: "And now?" }], tools });
+  const done = await stream.finalChatCompletion();
+  assert.equal(done.choices[0].finish_reason, "tool_calls");
+  assert.equal(done.choices[0].message.tool_calls[0].function.name, "get_location");
+
+  // An assistant that runs its own tools refuses them, naming itself.
+  await assert.rejects(ex.chat.completions.create({ model: "echo", messages: [{ role: "user", content: "hi" }], tools }),
+    (e) => e.status === 400 && /graph echo\) does not accept client tools/.test(e.message));
+});

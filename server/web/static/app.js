@@ -8,9 +8,13 @@
 // Last-Event-ID -1) rebuilds the text being written without doubling it.
 
 import * as api from './api.js';
-import { ago, clear, h } from './dom.js';
+import { clear, h } from './dom.js';
+import * as graph from './graph.js';
 import { renderInterrupt } from './interrupts.js';
 import { setMarkdown } from './markdown.js';
+import * as run from './run.js';
+import * as threads from './threads.js';
+import * as timeline from './timeline.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -43,21 +47,14 @@ async function loadAssistants() {
 
 function assistantId() { return ui.assistant.value; }
 
-async function loadThreads() {
-  const threads = await api.json('POST', '/threads/search', { limit: 50, sort_by: 'updated_at', sort_order: 'desc' });
-  clear(ui.threads);
-  if (!threads.length) ui.threads.append(h('li', { class: 'hint' }, 'No threads yet.'));
-  for (const t of threads) {
-    const title = (t.metadata && t.metadata.title) || 'New thread';
-    ui.threads.append(h('li', {},
-      h('a', { href: `#/thread/${t.thread_id}`, 'aria-current': t.thread_id === state.threadId ? 'page' : null, 'data-thread': t.thread_id },
-        h('span', { class: 'thread-title' }, title),
-        h('span', { class: 'thread-meta' }, h('span', { class: `badge ${t.status}` }, statusText(t.status)), ' · ', ago(t.updated_at)))));
-  }
-}
+// The list, its search and delete live in threads.js.
+const loadThreads = () => threads.load();
+const statusText = threads.statusText;
 
-function statusText(s) {
-  return { idle: 'idle', busy: 'running', interrupted: 'waiting for you', error: 'error' }[s] || s;
+// showGraph draws the picked assistant's graph (graph.js).
+function showGraph() {
+  const a = state.assistants.find((x) => x.assistant_id === assistantId());
+  graph.show(assistantId(), a && (a.name || a.graph_id)).catch((e) => showError(e.message));
 }
 
 // ---- the chat view --------------------------------------------------------
@@ -140,12 +137,16 @@ async function refresh() {
     api.json('GET', `/threads/${id}/state`),
   ]);
   if (id !== state.threadId) return null;
-  ui.title.textContent = (thread.metadata && thread.metadata.title) || 'New thread';
+  ui.title.textContent = threads.titleOf(thread);
   const aid = thread.metadata && thread.metadata.assistant_id;
   if (aid && state.assistants.some((a) => a.assistant_id === aid)) ui.assistant.value = aid;
-  setStatus(thread.status);
+  showGraph();
+  setStatus(threads.statusOf(thread));
   renderMessages((st.values && st.values.messages) || []);
   renderCards(st.interrupts || []);
+  const failed = (st.tasks || []).find((t) => t.error);
+  run.showFailure(thread.status === 'error' ? String(thread.error || (failed && failed.error) || 'The last run failed.') : null, failed && failed.name);
+  timeline.load(id).catch((e) => showError(e.message));
   return thread;
 }
 
@@ -171,23 +172,30 @@ async function consume(events) {
       if (kind === 'metadata' && ev.data && ev.data.run_id) {
         state.runId = ev.data.run_id;
         sessionStorage.setItem(`trellis.run.${state.threadId}`, state.runId);
+        run.started(state.runId);
+      } else if (kind === 'tasks' && ev.data) {
+        graph.onTask(ev.data);
+        run.onTask(ev.data);
       } else if (kind === 'values' && ev.data && Array.isArray(ev.data.messages)) {
         renderMessages(ev.data.messages);
       } else if (kind === 'messages' && Array.isArray(ev.data)) {
         onToken(ev.data[0], ev.data[1]);
       } else if (kind === 'error') {
-        showError(`The run failed: ${(ev.data && (ev.data.message || ev.data.error)) || 'unknown error'}`);
+        run.showFailure((ev.data && (ev.data.message || ev.data.error)) || 'unknown error');
       }
     }
   } catch (e) {
     if (e.name !== 'AbortError') showError(e.message);
   } finally {
     setRunning(false);
+    graph.idle();
+    const ran = state.runId;
     state.runId = null;
     clearLive();
     if (state.threadId) {
       sessionStorage.removeItem(`trellis.run.${state.threadId}`);
       await refresh().catch((e) => showError(e.message));
+      await run.latest(state.threadId, ran).catch(() => {});
     }
     loadThreads().catch(() => {});
   }
@@ -195,7 +203,7 @@ async function consume(events) {
 
 function streamRun(body) {
   state.abort = new AbortController();
-  const req = { assistant_id: assistantId(), stream_mode: ['values', 'messages-tuple'], stream_resumable: true, on_disconnect: 'continue', ...body };
+  const req = { assistant_id: assistantId(), stream_mode: ['values', 'messages-tuple', 'tasks'], stream_resumable: true, on_disconnect: 'continue', ...body };
   return api.stream('POST', `/threads/${state.threadId}/runs/stream`, req, { signal: state.abort.signal });
 }
 
@@ -224,6 +232,21 @@ async function resume(intr, all, value) {
   await consume((async function* rest() { if (!first.done) yield first.value; yield* events; })());
 }
 
+// retry runs the thread again with no input: LangGraph goes on from the
+// last checkpoint, so the failed step runs again (run.js).
+async function retry() {
+  showError('');
+  run.showFailure(null);
+  await consume(streamRun({ input: null }));
+}
+
+// forkRun goes on from a checkpoint the timeline forked (timeline.js).
+async function forkRun(checkpointId) {
+  showError('');
+  clear(ui.cards);
+  await consume(streamRun({ input: null, checkpoint_id: checkpointId }));
+}
+
 // rejoin follows a run already under way (after a reload): it replays the
 // run's events from the first, which rebuilds the message being written.
 async function rejoin() {
@@ -244,12 +267,17 @@ async function openThread(id) {
   clear(ui.messages);
   clear(ui.cards);
   showError('');
+  run.showFailure(null);
   if (!id) {
     ui.title.textContent = 'New thread';
     setStatus('idle');
+    showGraph();
+    timeline.load(null);
+    await run.latest(null);
     return;
   }
   const thread = await refresh();
+  await run.latest(id).catch(() => {});
   // The thread's status can lag its run (a run that has not written a
   // checkpoint yet leaves it idle), so ask the runs whether one is going.
   if (thread && thread.status !== 'interrupted') await rejoin();
@@ -260,9 +288,7 @@ async function openThread(id) {
 function route() {
   const m = /^#\/thread\/([\w-]+)$/.exec(location.hash);
   openThread(m ? m[1] : null).catch((e) => showError(e.message));
-  for (const a of ui.threads.querySelectorAll('a')) {
-    a.setAttribute('aria-current', a.dataset.thread === state.threadId ? 'page' : 'false');
-  }
+  threads.mark();
 }
 
 function askKey() {
@@ -273,7 +299,12 @@ function askKey() {
 async function main() {
   api.whenUnauthorized(askKey);
   ui.keyForm.addEventListener('submit', () => { api.setApiKey(ui.keyInput.value.trim()); setTimeout(start, 0); });
-  ui.assistant.addEventListener('change', () => localStorage.setItem('trellis.assistant', assistantId()));
+  ui.assistant.addEventListener('change', () => { localStorage.setItem('trellis.assistant', assistantId()); showGraph(); });
+  threads.mount({ list: ui.threads, search: $('thread-search'), dialog: $('delete-dialog'), dialogText: $('delete-text'), confirm: $('delete-confirm') },
+    () => state.threadId, (id) => { if (id === state.threadId) location.hash = '#/new'; });
+  graph.mount($('graph'));
+  run.mount($('run-summary'), $('failure'), () => retry().catch((e) => showError(e.message)));
+  timeline.mount({ list: $('timeline'), detail: $('checkpoint') }, (cp) => forkRun(cp));
   ui.newThread.addEventListener('click', () => { location.hash = '#/new'; ui.input.focus(); });
   ui.composer.addEventListener('submit', (e) => {
     e.preventDefault();

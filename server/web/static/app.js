@@ -195,7 +195,7 @@ async function consume(events) {
     if (state.threadId) {
       sessionStorage.removeItem(`trellis.run.${state.threadId}`);
       await refresh().catch((e) => showError(e.message));
-      await run.latest(state.threadId, ran).catch(() => {});
+      await run.latest(state.threadId, ran, waiting()).catch(() => {});
     }
     loadThreads().catch(() => {});
   }
@@ -231,6 +231,9 @@ async function resume(intr, all, value) {
   clear(ui.cards);
   await consume((async function* rest() { if (!first.done) yield first.value; yield* events; })());
 }
+
+// waiting says whether the thread waits for an answer (a card shows).
+const waiting = () => !!ui.cards.querySelector('.card');
 
 // retry runs the thread again with no input: LangGraph goes on from the
 // last checkpoint, so the failed step runs again (run.js).
@@ -277,7 +280,7 @@ async function openThread(id) {
     return;
   }
   const thread = await refresh();
-  await run.latest(id).catch(() => {});
+  await run.latest(id, undefined, waiting()).catch(() => {});
   // The thread's status can lag its run (a run that has not written a
   // checkpoint yet leaves it idle), so ask the runs whether one is going.
   if (thread && thread.status !== 'interrupted') await rejoin();

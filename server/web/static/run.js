@@ -24,6 +24,13 @@ const statusWords = {
   timeout: 'timed out', interrupted: 'waiting for you', cancelled: 'cancelled',
 };
 
+// A run that stopped for a question and one that was cancelled both end
+// "interrupted"; only the first leaves the thread waiting for an answer.
+function word(r, waiting) {
+  if (r.status === 'interrupted' && !waiting) return 'cancelled';
+  return statusWords[r.status] || r.status;
+}
+
 function plural(n, one, many) { return `${n} ${n === 1 ? one : many}`; }
 
 /** usageText is one line of a run's usage. */
@@ -35,7 +42,7 @@ export function usageText(u) {
     `${plural(u.model_calls || 0, 'model call', 'model calls')} · ${secs < 10 ? secs.toFixed(2) : secs.toFixed(1)} s`;
 }
 
-function showRun(r) {
+function showRun(r, waiting) {
   if (!ui) return;
   clear(ui.summary);
   if (!r) {
@@ -44,8 +51,8 @@ function showRun(r) {
   }
   ui.summary.dataset.status = r.status;
   ui.summary.append(
-    h('span', { class: `badge run-${r.status}` }, statusWords[r.status] || r.status),
-    r.usage ? h('span', { class: 'usage' }, usageText(r.usage)) : null);
+    h('span', { class: `badge run-${r.status}` }, word(r, waiting)),
+    r.usage ? h('span', { class: 'usage' }, usageText(r.usage)) : '');
 }
 
 /** started shows a run that has just begun. */
@@ -61,13 +68,13 @@ export function onTask(t) {
 }
 
 /** latest reads the thread's newest run (or the given one) and shows its
- * status and usage. */
-export async function latest(threadId, runId) {
+ * status and usage; waiting says whether the thread waits for an answer. */
+export async function latest(threadId, runId, waiting) {
   if (!threadId) { showRun(null); return null; }
   const r = runId
     ? await api.json('GET', `/threads/${threadId}/runs/${runId}`)
     : (await api.json('GET', `/threads/${threadId}/runs?limit=1`))[0];
-  showRun(r || null);
+  showRun(r || null, waiting);
   return r || null;
 }
 

@@ -26,9 +26,18 @@ export function statusText(s) {
   return { idle: 'idle', busy: 'running', interrupted: 'waiting for you', error: 'error' }[s] || s;
 }
 
-/** titleOf is the thread's title, or "New thread" before it has one. */
+/** titleOf is the thread's title; before the server gives it one (after
+ * its first successful run), the start of its first message, else "New
+ * thread". */
 export function titleOf(t) {
-  return (t && t.metadata && typeof t.metadata.title === 'string' && t.metadata.title) || 'New thread';
+  if (t && t.metadata && typeof t.metadata.title === 'string' && t.metadata.title) return t.metadata.title;
+  const msgs = (t && t.values && Array.isArray(t.values.messages)) ? t.values.messages : [];
+  const first = msgs.find((m) => m && m.type === 'human' && typeof m.content === 'string' && m.content.trim());
+  if (first) {
+    const text = first.content.trim().replace(/\s+/g, ' ');
+    return text.length > 60 ? `${text.slice(0, 59)}…` : text;
+  }
+  return 'New thread';
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -64,6 +64,17 @@ function describe(st) {
   return { head: `Step ${md.step ?? '?'} · ${src}`, tail: next };
 }
 
+// said is the start of the state's last message, so branches that
+// differ in what was said can be told apart at a glance.
+function said(st) {
+  const msgs = st.values && Array.isArray(st.values.messages) ? st.values.messages : [];
+  const last = msgs[msgs.length - 1];
+  if (!last) return '';
+  const c = last.content;
+  const text = (typeof c === 'string' ? c : Array.isArray(c) ? c.map((p) => (p && p.text) || '').join('') : '').trim().replace(/\s+/g, ' ');
+  return text.length > 48 ? `${text.slice(0, 47)}…` : text;
+}
+
 function time(st) {
   return st.created_at ? new Date(st.created_at).toLocaleTimeString() : '';
 }
@@ -100,7 +111,8 @@ export async function load(id) {
         h('button', {
           type: 'button', class: 'cp-open', 'data-checkpoint': id2, 'aria-pressed': id2 === openId ? 'true' : 'false', onclick: () => open(id2),
         }, h('span', { class: 'cp-head' }, d.head), ' ', h('span', { class: 'cp-tail' }, d.tail),
-        id2 === head ? h('span', { class: 'badge' }, 'latest') : null, h('span', { class: 'cp-time' }, time(st))));
+        id2 === head ? h('span', { class: 'badge' }, 'latest') : null, h('span', { class: 'cp-time' }, time(st)),
+        said(st) ? h('span', { class: 'cp-said' }, `“${said(st)}”`) : null));
       ol.append(li);
       if (kids.length > 1) {
         const ul = h('ul', { class: 'branches' });

@@ -213,6 +213,7 @@ async function sendMessage(text) {
     const t = await api.json('POST', '/threads', { metadata: { assistant_id: assistantId() } });
     state.threadId = t.thread_id;
     history.replaceState(null, '', `#/thread/${t.thread_id}`);
+    loadThreads().catch(() => {});
   }
   ui.messages.append(h('div', { class: 'msg human pending' }, h('span', { class: 'who' }, 'You'), h('div', { class: 'text' }, text)));
   clear(ui.cards);

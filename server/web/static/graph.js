@@ -11,9 +11,9 @@ import * as api from './api.js';
 import { clear } from './dom.js';
 
 const SVG = 'http://www.w3.org/2000/svg';
-const W = 120; // node box width
-const H = 32; // node box height
-const GX = 24; // gap between boxes of a layer
+const W = 100; // node box width
+const H = 30; // node box height
+const GX = 16; // gap between boxes of a layer
 const GY = 36; // gap between layers
 
 let box = null; // the container the drawing goes in
@@ -72,6 +72,7 @@ function draw(g, title) {
   }
   const widest = Math.max(1, ...rows.filter(Boolean).map((r) => r.length));
   const width = widest * (W + GX) + GX + 40; // room on the right for loops
+  const label2 = (id) => (label(id).length > 13 ? `${label(id).slice(0, 12)}…` : label(id));
   const pos = new Map();
   rows.forEach((r, l) => {
     if (!r) return;
@@ -102,7 +103,8 @@ function draw(g, title) {
     const special = n.id === '__start__' || n.id === '__end__';
     const el = s('g', { class: special ? 'graph-node terminal' : 'graph-node', 'data-node': n.id, transform: `translate(${p.x},${p.y})` },
       s('rect', { width: W, height: H, rx: special ? H / 2 : 6 }),
-      s('text', { x: W / 2, y: H / 2, 'dominant-baseline': 'central', 'text-anchor': 'middle' }, label(n.id)));
+      s('title', {}, label(n.id)),
+      s('text', { x: W / 2, y: H / 2, 'dominant-baseline': 'central', 'text-anchor': 'middle' }, label2(n.id)));
     nodes.set(n.id, el);
     svg.append(el);
   }

@@ -191,6 +191,10 @@ func TestBrowserThreadSearchDelete(t *testing.T) {
 		t.Errorf("the confirmation reads %q", got)
 	}
 	b.screenshot("delete-confirm")
+	b.checkA11y("delete confirmation")
+	if got := eval[string](b, `document.activeElement.textContent`); got != "Keep it" {
+		t.Errorf("the confirmation's focus is on %q, not Keep it", got)
+	}
 	b.do("keeping it", chromedp.Click(`//*[@id='delete-dialog']//button[normalize-space()='Keep it']`))
 	b.waitFor("the dialog closed", `!document.getElementById('delete-dialog').open`)
 	call(t, url, "GET", "/threads/"+ids["Budget review"], nil, nil, 200)

@@ -118,7 +118,13 @@ export function mount(el) { box = el; }
 export async function show(assistantId, name) {
   if (!box || !assistantId || current.id === assistantId) return;
   current = { id: assistantId, names: [], nodes: new Map() };
-  const g = await api.json('GET', `/assistants/${assistantId}/graph`);
+  let g;
+  try {
+    g = await api.json('GET', `/assistants/${assistantId}/graph`);
+  } catch (e) {
+    if (current.id === assistantId) current.id = null; // try again next time
+    throw e;
+  }
   if (current.id !== assistantId) return;
   const { svg, nodes } = draw(g, `The graph of ${name || 'the assistant'}: ${g.nodes.map((n) => label(n.id)).join(', ')}`);
   current.nodes = nodes;

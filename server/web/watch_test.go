@@ -113,6 +113,10 @@ func TestBrowserGraphUsageCancel(t *testing.T) {
 	}
 	b.screenshot("graph-running")
 	b.checkA11y("graph")
+	// A reload rejoins the run, and its replayed task events light the
+	// node again.
+	b.do("reloading mid-run", chromedp.Reload())
+	b.waitFor("the running node after the reload", `document.body.classList.contains('running') && document.querySelector('#graph .graph-node[data-node=reply]')?.classList.contains('active')`)
 
 	close(gate)
 	open1 = false

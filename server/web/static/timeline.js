@@ -133,8 +133,9 @@ export async function load(id) {
     const again = ui.list.querySelector(`[data-checkpoint="${CSS.escape(focused)}"]`);
     if (again) again.focus();
   }
-  if (openId && byId.has(openId)) open(openId, false);
-  else { openId = null; clear(ui.detail); }
+  // The open checkpoint's detail stays as it is (a fork being edited is
+  // not thrown away when a run ends); one gone from the history closes.
+  if (!openId || !byId.has(openId)) { openId = null; clear(ui.detail); }
 }
 
 /** open shows a checkpoint's state, with the fork form. */

@@ -111,6 +111,9 @@ func TestBrowserGraphUsageCancel(t *testing.T) {
 	if got := eval[string](b, `document.querySelector('#run-summary .badge').textContent`); got != "running" {
 		t.Errorf("the run's status reads %q while it runs", got)
 	}
+	// The history follows the run: its input checkpoint shows while the
+	// run is still held.
+	b.waitFor("the input checkpoint mid-run", `document.querySelector('#timeline .cp-head')?.textContent === 'Step 0 · input' && document.body.classList.contains('running')`)
 	b.screenshot("graph-running")
 	b.checkA11y("graph")
 	// A reload rejoins the run, and its replayed task events light the

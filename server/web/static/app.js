@@ -176,8 +176,10 @@ async function consume(events) {
       } else if (kind === 'tasks' && ev.data) {
         graph.onTask(ev.data);
         run.onTask(ev.data);
+        if ('input' in ev.data) timeline.refreshSoon(state.threadId); // a step begins after its checkpoint
       } else if (kind === 'values' && ev.data && Array.isArray(ev.data.messages)) {
         renderMessages(ev.data.messages);
+        timeline.refreshSoon(state.threadId); // a values event follows each step
       } else if (kind === 'messages' && Array.isArray(ev.data)) {
         onToken(ev.data[0], ev.data[1]);
       } else if (kind === 'error') {

@@ -18,6 +18,8 @@ let onFork = async () => {}; // (checkpointId) => runs from the fork
 let threadId = null;
 let byId = new Map(); // checkpoint ID -> state
 let openId = null; // the checkpoint shown in the detail
+let loads = 0; // numbers each load, so an older answer never wins
+let soon = 0; // the timer of refreshSoon
 
 /** mount sets the list and the detail elements and what runs a fork. */
 export function mount(els, fork) {
@@ -81,6 +83,7 @@ function time(st) {
 
 /** load reads the thread's history and draws it (newest 200). */
 export async function load(id) {
+  clearTimeout(soon); // a refresh due for the thread shown before is moot
   threadId = id;
   if (!ui) return;
   if (!id) {
@@ -89,8 +92,9 @@ export async function load(id) {
     clear(ui.detail);
     return;
   }
+  const seq = ++loads;
   const states = await api.json('POST', `/threads/${id}/history`, { limit: 200 });
-  if (id !== threadId) return;
+  if (id !== threadId || seq !== loads) return;
   byId = new Map(states.map((s) => [idOf(s), s]));
   const head = states.length ? idOf(states[0]) : null; // the thread's latest
   const { roots, children } = tree(states);
@@ -136,6 +140,13 @@ export async function load(id) {
   // The open checkpoint's detail stays as it is (a fork being edited is
   // not thrown away when a run ends); one gone from the history closes.
   if (!openId || !byId.has(openId)) { openId = null; clear(ui.detail); }
+}
+
+/** refreshSoon reloads the thread's history shortly (a run wrote a
+ * checkpoint); several calls close together load once. */
+export function refreshSoon(id) {
+  clearTimeout(soon);
+  soon = setTimeout(() => { if (id && (threadId === id || threadId === null)) load(id).catch(() => {}); }, 300);
 }
 
 /** open shows a checkpoint's state, with the fork form. */

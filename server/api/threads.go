@@ -157,7 +157,7 @@ func (a *API) searchThreads(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	q.IDs = b.IDs
+	q.IDs, q.Title = b.IDs, b.Title
 	q.Limit, q.Offset = wire.LimitOr(b.Limit, wire.DefaultLimit), b.Offset
 	q.SortBy, q.SortOrder = string(b.SortBy), string(b.SortOrder)
 	if q.SortBy == "" {
@@ -192,6 +192,7 @@ func (a *API) countThreads(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
+	q.Title = b.Title
 	n, err := a.DB.CountThreads(r.Context(), a.tenant(r), q)
 	if err != nil {
 		a.fail(w, r, err)

@@ -57,6 +57,21 @@ func TestThreadCRUD(t *testing.T) {
 	if len(found) != 1 {
 		t.Fatalf("search by values: %v", found)
 	}
+	// title (a Trellis extension) matches part of metadata.title, any case.
+	e.must(200, &th, "PATCH", "/threads/t1", map[string]any{"metadata": map[string]any{"title": "Plan the Offsite"}})
+	e.must(200, &found, "POST", "/threads/search", map[string]any{"title": "OFFSITE"})
+	if len(found) != 1 || found[0]["thread_id"] != "t1" {
+		t.Fatalf("search by title: %v", found)
+	}
+	e.must(200, &found, "POST", "/threads/search", map[string]any{"title": "budget"})
+	if len(found) != 0 {
+		t.Fatalf("search by a title no thread has: %v", found)
+	}
+	var titled int
+	e.must(200, &titled, "POST", "/threads/count", map[string]any{"title": "offsite"})
+	if titled != 1 {
+		t.Fatalf("count by title %d, want 1", titled)
+	}
 	e.problem(422, "/status", "POST", "/threads/search", map[string]any{"status": "sleepy"})
 	e.problem(422, "/limit", "POST", "/threads/search", map[string]any{"limit": 5000})
 	var n int

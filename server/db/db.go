@@ -165,6 +165,9 @@ type ThreadQuery struct {
 	IDs    []string
 	Status ThreadStatus
 	Values json.RawMessage // containment on Values, as a JSON object
+	// Title keeps threads whose metadata "title" (a string) contains this
+	// text, case-insensitive; "" does not filter.
+	Title string
 }
 
 // ThreadResult is what the run service records on a thread when a run

@@ -73,6 +73,14 @@ func (e *eventLog) add(ctx context.Context, name string, data json.RawMessage) {
 	}
 	e.mu.Unlock()
 	if due {
+		if ctx.Err() != nil {
+			// The run was cancelled (or timed out): the events that tell
+			// how its tasks ended are still its own, fenced by its lease,
+			// and a failed append here would leave the run unfinished.
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			defer cancel()
+		}
 		if err := e.flush(ctx); err != nil {
 			e.mu.Lock()
 			if e.failed == nil {

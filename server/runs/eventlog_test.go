@@ -17,7 +17,10 @@ type appendLog struct {
 	evs []db.Event
 }
 
-func (a *appendLog) AppendEvents(_ context.Context, _ db.Lease, evs []db.Event) ([]db.Event, error) {
+func (a *appendLog) AppendEvents(ctx context.Context, _ db.Lease, evs []db.Event) ([]db.Event, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err // as a database driver does
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	out := make([]db.Event, len(evs))
@@ -48,5 +51,22 @@ func TestEventLogFlushesChunksLeftWaiting(t *testing.T) {
 		case <-time.After(10 * time.Second):
 			t.Fatalf("the %s event never reached the subscriber", want)
 		}
+	}
+}
+
+// Events added after the run's context is cancelled (the task end of the
+// task the cancel stopped, in the tasks stream mode) are still appended:
+// a failed append would leave the cancelled run unfinished.
+func TestEventLogWritesEventsOfCancelledRun(t *testing.T) {
+	d := &appendLog{}
+	l := newEventLog(d, NewBroker(), db.Lease{RunID: "r"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	l.add(ctx, "tasks", []byte(`{"id":"t","error":"cancelled"}`))
+	if err := l.flush(context.Background()); err != nil {
+		t.Fatalf("flush after a cancelled add: %v", err)
+	}
+	if len(d.evs) != 1 || d.evs[0].Event != "tasks" {
+		t.Fatalf("appended %+v", d.evs)
 	}
 }

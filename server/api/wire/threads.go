@@ -83,6 +83,9 @@ type ThreadSearch struct {
 	// Extract names JSON paths into each thread to return as "extracted"
 	// (name → path). Accepted and ignored: Trellis returns no extracted.
 	Extract map[string]string `json:"extract,omitempty"`
+	// Title is a Trellis extension: keep threads whose metadata "title"
+	// contains this text, case-insensitive (the page's thread search).
+	Title string `json:"title,omitempty"`
 }
 
 // Validate checks limit and offset.
@@ -97,6 +100,9 @@ type ThreadCount struct {
 	Values map[string]any `json:"values,omitempty"`
 	// Status keeps threads with this status.
 	Status ThreadStatus `json:"status,omitempty"`
+	// Title is a Trellis extension: count threads whose metadata "title"
+	// contains this text, case-insensitive.
+	Title string `json:"title,omitempty"`
 }
 
 // ThreadPrune is the body of POST /threads/prune.

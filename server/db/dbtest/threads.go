@@ -152,6 +152,9 @@ func testThreadSearch(t *testing.T, d db.DB) {
 	mk("t2", db.ThreadBusy, db.Metadata{"user": "bob", "graph_id": "chat"}, `{"topic":"sales","n":3.0}`)
 	mk("t3", db.ThreadInterrupted, db.Metadata{"user": "ann", "graph_id": "plan", "extra": map[string]any{"deep": []any{1, 2}}}, `{"topic":"billing"}`)
 	mk("t4", db.ThreadError, nil, "")
+	mk("t5", db.ThreadIdle, db.Metadata{"title": "Plan the Team OFFSITE"}, "")
+	mk("t6", db.ThreadIdle, db.Metadata{"title": "Ärger mit der Rechnung"}, "")
+	mk("t7", db.ThreadIdle, db.Metadata{"title": 42, "name": "offsite"}, "")
 
 	asc := db.Query{SortBy: "thread_id", SortOrder: "asc"}
 	withMD := func(md db.Metadata) db.Query { q := asc; q.Metadata = md; return q }
@@ -160,7 +163,7 @@ func testThreadSearch(t *testing.T, d db.DB) {
 		q    db.ThreadQuery
 		want []string
 	}{
-		{"all", db.ThreadQuery{Query: asc}, []string{"t1", "t2", "t3", "t4"}},
+		{"all", db.ThreadQuery{Query: asc}, []string{"t1", "t2", "t3", "t4", "t5", "t6", "t7"}},
 		{"ids", db.ThreadQuery{Query: asc, IDs: []string{"t3", "t1", "nope"}}, []string{"t1", "t3"}},
 		{"empty ids list", db.ThreadQuery{Query: asc, IDs: []string{}}, nil},
 		{"status", db.ThreadQuery{Query: asc, Status: db.ThreadInterrupted}, []string{"t3"}},
@@ -171,7 +174,12 @@ func testThreadSearch(t *testing.T, d db.DB) {
 		{"values number by value", db.ThreadQuery{Query: asc, Values: json.RawMessage(`{"n":3}`)}, []string{"t1", "t2"}},
 		{"values nested", db.ThreadQuery{Query: asc, Values: json.RawMessage(`{"messages":[{"type":"human"}]}`)}, []string{"t1"}},
 		{"values and ids", db.ThreadQuery{Query: asc, Values: json.RawMessage(`{"topic":"billing"}`), IDs: []string{"t3"}}, []string{"t3"}},
-		{"values empty object", db.ThreadQuery{Query: asc, Values: json.RawMessage(`{}`)}, []string{"t1", "t2", "t3", "t4"}},
+		{"values empty object", db.ThreadQuery{Query: asc, Values: json.RawMessage(`{}`)}, []string{"t1", "t2", "t3", "t4", "t5", "t6", "t7"}},
+		{"title any case", db.ThreadQuery{Query: asc, Title: "team offsite"}, []string{"t5"}},
+		{"title non-ASCII", db.ThreadQuery{Query: asc, Title: "ärger"}, []string{"t6"}},
+		{"title not a string", db.ThreadQuery{Query: asc, Title: "42"}, nil},
+		{"title and metadata", db.ThreadQuery{Query: withMD(db.Metadata{"user": "ann"}), Title: "offsite"}, nil},
+		{"title and status", db.ThreadQuery{Query: asc, Title: "e", Status: db.ThreadIdle}, []string{"t5", "t6"}},
 		{"values no match", db.ThreadQuery{Query: asc, Values: json.RawMessage(`{"topic":"other"}`)}, nil},
 	}
 	for _, c := range cases {

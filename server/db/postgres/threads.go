@@ -218,12 +218,16 @@ func threadWhere(tenant string, q db.ThreadQuery) (string, args, error) {
 	if !vf.Empty() {
 		where += ` AND thread_values @> ` + a.add(string(vf.JSON())) + `::jsonb`
 	}
+	if q.Title != "" {
+		// A non-string title is no match (->> would give its JSON text).
+		where += ` AND jsonb_typeof(metadata->'title') = 'string' AND strpos(lower(metadata->>'title'), lower(` + a.add(q.Title) + `)) > 0`
+	}
 	return where, a, nil
 }
 
 // SearchThreads lists the tenant's threads that match q: ID among q.IDs
-// (when not nil), status equal, metadata and values containing q's (@>);
-// sorted by q.SortBy (thread_id, status, created_at, updated_at; ties by
+// (when not nil), status equal, metadata and values containing q's (@>),
+// title containing q.Title; sorted by q.SortBy (thread_id, status, created_at, updated_at; ties by
 // ID), then paged.
 func (d *DB) SearchThreads(ctx context.Context, tenant string, q db.ThreadQuery) ([]db.Thread, error) {
 	limit, offset, err := dbutil.Page(q.Limit, q.Offset)

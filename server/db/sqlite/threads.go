@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -247,17 +248,32 @@ func threadWhere(tenant string, q db.ThreadQuery) (where string, args []any, mat
 	if err != nil {
 		return "", nil, nil, err
 	}
-	if mf.Empty() && vf.Empty() {
+	title := strings.ToLower(q.Title)
+	if mf.Empty() && vf.Empty() && title == "" {
 		return where, args, nil, nil
 	}
 	return where, args, func(t db.Thread, md []byte) bool {
-		return mf.Match(md) && vf.Match(t.Values)
+		return mf.Match(md) && vf.Match(t.Values) && (title == "" || titleHas(md, title))
 	}, nil
 }
 
+// titleHas reports whether the metadata JSON md has a string "title"
+// containing the lower-cased text lower, case-insensitive. SQLite's lower()
+// folds only ASCII, so the match runs in Go, like the metadata filter.
+func titleHas(md []byte, lower string) bool {
+	var m struct {
+		Title any `json:"title"`
+	}
+	if json.Unmarshal(md, &m) != nil {
+		return false
+	}
+	s, ok := m.Title.(string)
+	return ok && strings.Contains(strings.ToLower(s), lower)
+}
+
 // SearchThreads lists the tenant's threads that match q: ID among q.IDs
-// (when not nil), status equal, metadata and values containing q's;
-// sorted by q.SortBy (thread_id, status, created_at, updated_at; ties by
+// (when not nil), status equal, metadata and values containing q's,
+// title containing q.Title; sorted by q.SortBy (thread_id, status, created_at, updated_at; ties by
 // ID), then paged.
 func (d *DB) SearchThreads(ctx context.Context, tenant string, q db.ThreadQuery) ([]db.Thread, error) {
 	limit, offset, err := dbutil.Page(q.Limit, q.Offset)

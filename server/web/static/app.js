@@ -10,7 +10,12 @@
 import * as api from './api.js';
 import { ago, clear, h } from './dom.js';
 import { approvalGroup } from './approvals.js';
+import * as graph from './graph.js';
 import { renderInterrupt } from './interrupts.js';
+import { setMarkdown } from './markdown.js';
+import * as run from './run.js';
+import * as threads from './threads.js';
+import * as timeline from './timeline.js';
 import { errorLine, liveMessage, messageNodes, runLog, textOf } from './transcript.js';
 
 const $ = (id) => document.getElementById(id);
@@ -46,21 +51,14 @@ async function loadAssistants() {
 
 function assistantId() { return ui.assistant.value; }
 
-async function loadThreads() {
-  const threads = await api.json('POST', '/threads/search', { limit: 50, sort_by: 'updated_at', sort_order: 'desc' });
-  clear(ui.threads);
-  if (!threads.length) ui.threads.append(h('li', { class: 'hint' }, 'No threads yet.'));
-  for (const t of threads) {
-    const title = (t.metadata && t.metadata.title) || 'New thread';
-    ui.threads.append(h('li', {},
-      h('a', { href: `#/thread/${t.thread_id}`, 'aria-current': t.thread_id === state.threadId ? 'page' : null, 'data-thread': t.thread_id },
-        h('span', { class: 'thread-title' }, title),
-        h('span', { class: 'thread-meta' }, h('span', { class: `badge ${t.status}` }, statusText(t.status)), ' · ', ago(t.updated_at)))));
-  }
-}
+// The list, its search and delete live in threads.js.
+const loadThreads = () => threads.load();
+const statusText = threads.statusText;
 
-function statusText(s) {
-  return { idle: 'idle', busy: 'running', interrupted: 'waiting for you', error: 'error' }[s] || s;
+// showGraph draws the picked assistant's graph (graph.js).
+function showGraph() {
+  const a = state.assistants.find((x) => x.assistant_id === assistantId());
+  graph.show(assistantId(), a && (a.name || a.graph_id)).catch((e) => showError(e.message));
 }
 
 // ---- the chat view --------------------------------------------------------
@@ -127,12 +125,16 @@ async function refresh() {
     api.json('GET', `/threads/${id}/state`),
   ]);
   if (id !== state.threadId) return null;
-  ui.title.textContent = (thread.metadata && thread.metadata.title) || 'New thread';
+  ui.title.textContent = threads.titleOf(thread);
   const aid = thread.metadata && thread.metadata.assistant_id;
   if (aid && state.assistants.some((a) => a.assistant_id === aid)) ui.assistant.value = aid;
-  setStatus(thread.status);
+  showGraph();
+  setStatus(threads.statusOf(thread));
   renderMessages((st.values && st.values.messages) || []);
   renderCards(st.interrupts || []);
+  const failed = (st.tasks || []).find((t) => t.error);
+  run.showFailure(thread.status === 'error' ? String(thread.error || (failed && failed.error) || 'The last run failed.') : null, failed && failed.name);
+  timeline.load(id).catch((e) => showError(e.message));
   return thread;
 }
 
@@ -161,28 +163,38 @@ async function consume(events) {
       if (kind === 'metadata' && ev.data && ev.data.run_id) {
         state.runId = ev.data.run_id;
         sessionStorage.setItem(`trellis.run.${state.threadId}`, state.runId);
+        run.started(state.runId);
+      } else if (ev.event === 'tasks' && ev.data) { // the root graph's steps
+        graph.onTask(ev.data);
+        run.onTask(ev.data);
+        if ('input' in ev.data) timeline.refreshSoon(state.threadId); // a step begins after its checkpoint
       } else if (ev.event === 'values' && ev.data && Array.isArray(ev.data.messages)) {
         renderMessages(ev.data.messages);
+        timeline.refreshSoon(state.threadId); // a values event follows each step
       } else if (kind === 'messages' && Array.isArray(ev.data)) {
         onToken(ev.data[0], ev.data[1], ev.event !== kind);
       } else if (kind === 'custom') {
         if (!state.log) state.log = runLog();
         if (state.log.add(ev.data) && !state.log.el.isConnected) placeLog();
       } else if (ev.event === 'error') { // the run's own; a step's shows in the log
-        state.runError = `The run failed: ${(ev.data && (ev.data.message || ev.data.error)) || 'unknown error'}`;
-        showError(state.runError);
+        const msg = (ev.data && (ev.data.message || ev.data.error)) || 'unknown error';
+        state.runError = `The run failed: ${msg}`;
+        run.showFailure(msg);
       }
     }
   } catch (e) {
     if (e.name !== 'AbortError') showError(e.message);
   } finally {
     setRunning(false);
+    graph.idle();
+    const ran = state.runId;
     state.runId = null;
     clearLive();
     if (state.threadId) {
       sessionStorage.removeItem(`trellis.run.${state.threadId}`);
       await refresh().catch((e) => showError(e.message));
       if (state.runError) ui.messages.append(errorLine(state.runError));
+      await run.latest(state.threadId, ran, waiting()).catch(() => {});
     }
     state.runError = '';
     loadThreads().catch(() => {});
@@ -191,7 +203,7 @@ async function consume(events) {
 
 function streamRun(body) {
   state.abort = new AbortController();
-  const req = { assistant_id: assistantId(), stream_mode: ['values', 'messages-tuple', 'custom'], stream_subgraphs: true, stream_resumable: true, on_disconnect: 'continue', ...body };
+  const req = { assistant_id: assistantId(), stream_mode: ['values', 'messages-tuple', 'custom', 'tasks'], stream_subgraphs: true, stream_resumable: true, on_disconnect: 'continue', ...body };
   return api.stream('POST', `/threads/${state.threadId}/runs/stream`, req, { signal: state.abort.signal });
 }
 
@@ -201,6 +213,7 @@ async function sendMessage(text) {
     const t = await api.json('POST', '/threads', { metadata: { assistant_id: assistantId() } });
     state.threadId = t.thread_id;
     history.replaceState(null, '', `#/thread/${t.thread_id}`);
+    loadThreads().catch(() => {});
   }
   state.log = null;
   ui.messages.append(h('div', { class: 'msg human pending' }, h('span', { class: 'who' }, 'You'), h('div', { class: 'text' }, text)));
@@ -231,6 +244,24 @@ async function resumeAll(answers) {
   await consume((async function* rest() { if (!first.done) yield first.value; yield* events; })());
 }
 
+// waiting says whether the thread waits for an answer (a card shows).
+const waiting = () => !!ui.cards.querySelector('.card');
+
+// retry runs the thread again with no input: LangGraph goes on from the
+// last checkpoint, so the failed step runs again (run.js).
+async function retry() {
+  showError('');
+  run.showFailure(null);
+  await consume(streamRun({ input: null }));
+}
+
+// forkRun goes on from a checkpoint the timeline forked (timeline.js).
+async function forkRun(checkpointId) {
+  showError('');
+  clear(ui.cards);
+  await consume(streamRun({ input: null, checkpoint_id: checkpointId }));
+}
+
 // rejoin follows a run already under way (after a reload): it replays the
 // run's events from the first, which rebuilds the message being written.
 async function rejoin() {
@@ -252,12 +283,17 @@ async function openThread(id) {
   clear(ui.messages);
   clear(ui.cards);
   showError('');
+  run.showFailure(null);
   if (!id) {
     ui.title.textContent = 'New thread';
     setStatus('idle');
+    showGraph();
+    timeline.load(null);
+    await run.latest(null);
     return;
   }
   const thread = await refresh();
+  await run.latest(id, undefined, waiting()).catch(() => {});
   // The thread's status can lag its run (a run that has not written a
   // checkpoint yet leaves it idle), so ask the runs whether one is going.
   if (thread && thread.status !== 'interrupted') await rejoin();
@@ -268,9 +304,7 @@ async function openThread(id) {
 function route() {
   const m = /^#\/thread\/([\w-]+)$/.exec(location.hash);
   openThread(m ? m[1] : null).catch((e) => showError(e.message));
-  for (const a of ui.threads.querySelectorAll('a')) {
-    a.setAttribute('aria-current', a.dataset.thread === state.threadId ? 'page' : 'false');
-  }
+  threads.mark();
 }
 
 function askKey() {
@@ -281,7 +315,12 @@ function askKey() {
 async function main() {
   api.whenUnauthorized(askKey);
   ui.keyForm.addEventListener('submit', () => { api.setApiKey(ui.keyInput.value.trim()); setTimeout(start, 0); });
-  ui.assistant.addEventListener('change', () => localStorage.setItem('trellis.assistant', assistantId()));
+  ui.assistant.addEventListener('change', () => { localStorage.setItem('trellis.assistant', assistantId()); showGraph(); });
+  threads.mount({ list: ui.threads, search: $('thread-search'), dialog: $('delete-dialog'), dialogText: $('delete-text'), confirm: $('delete-confirm') },
+    () => state.threadId, (id) => { if (id === state.threadId) location.hash = '#/new'; });
+  graph.mount($('graph'));
+  run.mount($('run-summary'), $('failure'), () => retry().catch((e) => showError(e.message)));
+  timeline.mount({ list: $('timeline'), detail: $('checkpoint') }, (cp) => forkRun(cp));
   ui.newThread.addEventListener('click', () => { location.hash = '#/new'; ui.input.focus(); });
   ui.composer.addEventListener('submit', (e) => {
     e.preventDefault();

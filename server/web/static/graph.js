@@ -1,0 +1,155 @@
+// graph.js — the assistant's graph, drawn as our own SVG from the JSON
+// graph (GET /assistants/{id}/graph), with the nodes that run now
+// highlighted from the stream's tasks events.
+//
+// Why not Mermaid: the graph is small (a handful of nodes), and the
+// Mermaid bundle is megabytes of script the page would have to ship and
+// allow; a layered drawing of a few boxes is a few dozen lines. See
+// docs/architecture.md ("Watch, retry, time travel").
+
+import * as api from './api.js';
+import { clear } from './dom.js';
+
+const SVG = 'http://www.w3.org/2000/svg';
+const W = 100; // node box width
+const H = 30; // node box height
+const GX = 16; // gap between boxes of a layer
+const GY = 36; // gap between layers
+
+let box = null; // the container the drawing goes in
+let current = { id: null, names: [], nodes: new Map() }; // drawn graph
+const active = new Map(); // task ID -> node name, of the tasks running now
+
+function s(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) if (v !== null && v !== undefined) el.setAttribute(k, String(v));
+  for (const c of children) el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return el;
+}
+
+/** layers places every node in a layer: __start__ first, each other node
+ * one below its nearest predecessor (breadth first, so loops do not push
+ * nodes down), unreachable ones under the start, __end__ last. Exported
+ * for reading; the page uses it through show. */
+export function layers(nodes, edges) {
+  const out = new Map();
+  const next = new Map();
+  for (const e of edges) {
+    if (!next.has(e.source)) next.set(e.source, []);
+    next.get(e.source).push(e.target);
+  }
+  const queue = ['__start__'];
+  out.set('__start__', 0);
+  while (queue.length) {
+    const n = queue.shift();
+    for (const m of next.get(n) || []) {
+      if (out.has(m) || m === '__end__') continue;
+      out.set(m, out.get(n) + 1);
+      queue.push(m);
+    }
+  }
+  let deepest = 0;
+  for (const n of nodes) {
+    if (n.id === '__end__') continue;
+    if (!out.has(n.id)) out.set(n.id, 1);
+    deepest = Math.max(deepest, out.get(n.id));
+  }
+  out.set('__end__', deepest + 1);
+  return out;
+}
+
+function label(id) {
+  return id === '__start__' ? 'start' : id === '__end__' ? 'end' : id;
+}
+
+/** draw returns the SVG of the graph {nodes, edges}. */
+function draw(g, title) {
+  const layer = layers(g.nodes, g.edges);
+  const rows = [];
+  for (const n of g.nodes) {
+    const l = layer.get(n.id);
+    (rows[l] = rows[l] || []).push(n.id);
+  }
+  const widest = Math.max(1, ...rows.filter(Boolean).map((r) => r.length));
+  const width = widest * (W + GX) + GX + 40; // room on the right for loops
+  const label2 = (id) => (label(id).length > 13 ? `${label(id).slice(0, 12)}…` : label(id));
+  const pos = new Map();
+  rows.forEach((r, l) => {
+    if (!r) return;
+    const span = r.length * (W + GX) - GX;
+    r.forEach((id, i) => pos.set(id, { x: (width - 40 - span) / 2 + i * (W + GX), y: GX / 2 + l * (H + GY) }));
+  });
+  const height = rows.length * (H + GY) - GY + GX;
+  const svg = s('svg', { viewBox: `0 0 ${width} ${height}`, width, height, role: 'img', 'aria-labelledby': 'graph-title', class: 'graph-svg' });
+  svg.append(s('title', { id: 'graph-title' }, title));
+  svg.append(s('defs', {}, s('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
+    s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'graph-arrowhead' }))));
+  for (const e of g.edges) {
+    const a = pos.get(e.source);
+    const b = pos.get(e.target);
+    if (!a || !b) continue;
+    let d;
+    if (layer.get(e.target) > layer.get(e.source)) {
+      d = `M${a.x + W / 2},${a.y + H} L${b.x + W / 2},${b.y}`;
+    } else { // a loop back up: bow out on the right
+      const bend = Math.max(a.x, b.x) + W + 30;
+      d = `M${a.x + W},${a.y + H / 2} C${bend},${a.y + H / 2} ${bend},${b.y + H / 2} ${b.x + W},${b.y + H / 2}`;
+    }
+    svg.append(s('path', { d, class: e.conditional ? 'graph-edge conditional' : 'graph-edge', 'marker-end': 'url(#arrow)' }));
+  }
+  const nodes = new Map();
+  for (const n of g.nodes) {
+    const p = pos.get(n.id);
+    const special = n.id === '__start__' || n.id === '__end__';
+    const el = s('g', { class: special ? 'graph-node terminal' : 'graph-node', 'data-node': n.id, transform: `translate(${p.x},${p.y})` },
+      s('rect', { width: W, height: H, rx: special ? H / 2 : 6 }),
+      s('title', {}, label(n.id)),
+      s('text', { x: W / 2, y: H / 2, 'dominant-baseline': 'central', 'text-anchor': 'middle' }, label2(n.id)));
+    nodes.set(n.id, el);
+    svg.append(el);
+  }
+  return { svg, nodes };
+}
+
+/** mount sets the element the graph is drawn in. */
+export function mount(el) { box = el; }
+
+/** show draws the graph of the assistant (once per assistant). */
+export async function show(assistantId, name) {
+  if (!box || !assistantId || current.id === assistantId) return;
+  current = { id: assistantId, names: [], nodes: new Map() };
+  let g;
+  try {
+    g = await api.json('GET', `/assistants/${assistantId}/graph`);
+  } catch (e) {
+    if (current.id === assistantId) current.id = null; // try again next time
+    throw e;
+  }
+  if (current.id !== assistantId) return;
+  const { svg, nodes } = draw(g, `The graph of ${name || 'the assistant'}: ${g.nodes.map((n) => label(n.id)).join(', ')}`);
+  current.nodes = nodes;
+  clear(box).append(svg, Object.assign(document.createElement('p'), { id: 'graph-running', className: 'hint', role: 'status' }));
+  paint();
+}
+
+function paint() {
+  const running = new Set(active.values());
+  for (const [id, el] of current.nodes) el.classList.toggle('active', running.has(id));
+  const line = document.getElementById('graph-running');
+  if (line) line.textContent = running.size ? `Running: ${[...running].join(', ')}` : '';
+}
+
+/** onTask follows a tasks event: a task with input starts (its node is
+ * highlighted), one with a result or an error has ended. */
+export function onTask(t) {
+  if (!t || !t.id) return;
+  if ('input' in t) active.set(t.id, t.name);
+  else active.delete(t.id);
+  paint();
+}
+
+/** idle clears the highlight (the run ended). */
+export function idle() {
+  active.clear();
+  paint();
+}

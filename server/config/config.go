@@ -42,6 +42,10 @@
 //	webhooks:
 //	  secret: ${TRELLIS_WEBHOOK_SECRET}      # signs bodies (X-Trellis-Signature)
 //	  allow_private: false                   # allow loopback/private URLs
+//	  attempts: 5                            # tries of one webhook (1-100)
+//	  retry_base: 10s                        # wait after the 1st failure, doubled after each
+//	crons:
+//	  interval: 10s                          # how often due crons are looked for
 //	telemetry:
 //	  log_format: json                       # or text
 //	  otlp_endpoint: http://127.0.0.1:4318   # export traces (OTLP/HTTP)
@@ -71,6 +75,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"gopkg.in/yaml.v3"
@@ -100,6 +105,8 @@ type File struct {
 	Threads Threads `yaml:"threads"`
 	// Webhooks configures the webhooks sent when runs end.
 	Webhooks Webhooks `yaml:"webhooks"`
+	// Crons configures the loop that fires scheduled runs.
+	Crons Crons `yaml:"crons"`
 	// Telemetry configures logs, traces and metrics.
 	Telemetry Telemetry `yaml:"telemetry"`
 	// Auth, CORS and Limits are the security sections (security.go).
@@ -116,6 +123,19 @@ type Webhooks struct {
 	// AllowPrivate allows webhook URLs that reach loopback, private or
 	// link-local addresses (refused by default).
 	AllowPrivate bool `yaml:"allow_private"`
+	// Attempts bounds the tries of one webhook, 1 to 100 (0: the
+	// server's default, 5).
+	Attempts int `yaml:"attempts"`
+	// RetryBase is the wait after a webhook's first failed try, doubled
+	// after each next one (0: the server's default, 10s).
+	RetryBase time.Duration `yaml:"retry_base"`
+}
+
+// Crons is the crons section.
+type Crons struct {
+	// Interval is how often each replica looks for crons whose slot has
+	// come; a slot fires up to this late (0: the server's default, 10s).
+	Interval time.Duration `yaml:"interval"`
 }
 
 // Telemetry is the telemetry section:
@@ -260,7 +280,7 @@ var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in typ
 func known(typ string) string {
 	switch typ {
 	case "File":
-		return "address, database, redis, models, assistants, mcp_servers, threads, webhooks, telemetry, auth, cors, limits"
+		return "address, database, redis, models, assistants, mcp_servers, threads, webhooks, crons, telemetry, auth, cors, limits"
 	case "Auth":
 		return "required"
 	case "CORS":
@@ -274,7 +294,9 @@ func known(typ string) string {
 	case "Threads":
 		return "ttl, strategy, sweep_interval, sweep_batch"
 	case "Webhooks":
-		return "secret, allow_private"
+		return "secret, allow_private, attempts, retry_base"
+	case "Crons":
+		return "interval"
 	case "Telemetry":
 		return "log_format, otlp_endpoint, metrics"
 	}
@@ -376,6 +398,15 @@ func (f *File) Validate() error {
 	}
 	for _, err := range f.Threads.check() {
 		errs = append(errs, fmt.Errorf("config: %w", err))
+	}
+	if w := f.Webhooks; w.Attempts < 0 || w.Attempts > 100 {
+		bad("webhooks.attempts", "%d is not between 1 and 100 (or 0 for the default, 5)", w.Attempts)
+	}
+	if w := f.Webhooks; w.RetryBase < 0 || (w.RetryBase > 0 && w.RetryBase < 100*time.Millisecond) {
+		bad("webhooks.retry_base", "%s is not 100ms or more (or 0 for the default, 10s)", w.RetryBase)
+	}
+	if c := f.Crons; c.Interval < 0 || (c.Interval > 0 && c.Interval < time.Second) {
+		bad("crons.interval", "%s is not 1s or more (or 0 for the default, 10s)", c.Interval)
 	}
 	return errors.Join(errs...)
 }

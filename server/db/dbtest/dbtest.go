@@ -85,6 +85,7 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"Corrupt", testCorrupt},
 		{"Keys", testKeys},
 		{"Export", testExport},
+		{"ClaimWithin", testClaimWithin},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

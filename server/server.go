@@ -245,7 +245,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		DB: st.db, Saver: st.saver, Store: st.store, Graphs: s.graphs,
 		Owner: s.owner, LeaseTTL: cfg.LeaseTTL, RunTimeout: cfg.Limits.RunTimeout,
 		MaxRunningPerTenant: cfg.Limits.MaxConcurrentRuns,
-		Wire: runs.LCWire{}, Converter: runs.LCConverter(),
+		Wire:                runs.LCWire{}, Converter: runs.LCConverter(),
 		Log: s.log, Titler: cfg.Titler, Hooks: hooks,
 		// An app's own data (the scheduler's calendar) is kept per thread.
 		RunContext: func(ctx context.Context, tenant, thread string) context.Context {

@@ -101,10 +101,10 @@ type AdvanceResult int
 
 // Advance results.
 const (
-	Idle AdvanceResult = iota // nothing pending: the job is done
-	Busy                      // another run holds the thread: snooze and try again
-	More                      // a run finished and others are pending: enqueue again
-	AtLimit                   // the tenant runs MaxRunningPerTenant runs: snooze until a slot frees
+	Idle    AdvanceResult = iota // nothing pending: the job is done
+	Busy                         // another run holds the thread: snooze and try again
+	More                         // a run finished and others are pending: enqueue again
+	AtLimit                      // the tenant runs MaxRunningPerTenant runs: snooze until a slot frees
 )
 
 // Errors a run ends with when it is cancelled.

@@ -1,10 +1,11 @@
 // Package limit keeps the service's per-tenant limits: a request rate
-// (token bucket, golang.org/x/time/rate), concurrent event streams and
-// concurrent runs. Requests over a limit are answered 429 with a problem
-// saying which limit and, where waiting helps, a Retry-After.
+// (token bucket, golang.org/x/time/rate) and concurrent event streams.
+// Requests over a limit are answered 429 with a problem saying which limit
+// and, where waiting helps, a Retry-After.
 //
 // The counts are this process's: with several replicas each one enforces
-// the limits on the requests and runs it serves.
+// the limits on the requests it serves. (Concurrent runs are counted in
+// the database instead, across replicas: db.RunLimiter.)
 package limit
 
 import (
@@ -84,8 +85,8 @@ func TooMany(w http.ResponseWriter, r *http.Request, retry time.Duration, detail
 	wire.NewProblem(http.StatusTooManyRequests, detail).Write(w, r)
 }
 
-// Counter counts what each tenant holds at once (open streams, running
-// runs) against a maximum.
+// Counter counts what each tenant holds at once (open streams) against a
+// maximum.
 type Counter struct {
 	max int
 

@@ -104,6 +104,7 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 		OTLPEndpoint: file.Telemetry.OTLPEndpoint,
 		Auth:         file.Auth, CORS: file.CORS, Limits: file.Limits, InsecureNoAuth: f.insecureNoAuth,
 		CronInterval: file.Crons.Interval,
+		LeaseTTL:     file.Leases.TTL, SweepInterval: file.Leases.SweepInterval, ShutdownGrace: file.ShutdownGrace,
 		Webhooks: server.Webhooks{Secret: file.Webhooks.Secret, AllowPrivate: file.Webhooks.AllowPrivate,
 			Attempts: file.Webhooks.Attempts, RetryBase: file.Webhooks.RetryBase}}
 	if f.redis != "" {

@@ -15,7 +15,7 @@ import (
 func transferCommand() *cobra.Command {
 	var from, to string
 	var dryRun bool
-	var batch int
+	var batch, workers int
 	c := &cobra.Command{
 		Use:   "transfer --from DATABASE --to DATABASE",
 		Short: "Copy every tenant's assistants, threads, checkpoints, store and keys to another database",
@@ -41,7 +41,10 @@ copied and writes nothing.`,
 			if batch < 0 {
 				return fmt.Errorf("--batch %d: give a positive number of rows per transaction", batch)
 			}
-			rep, err := server.Transfer(c.Context(), from, to, transfer.Options{DryRun: dryRun, Batch: batch, Progress: c.ErrOrStderr()})
+			if workers < 0 {
+				return fmt.Errorf("--workers %d: give a positive number of threads copied at once", workers)
+			}
+			rep, err := server.Transfer(c.Context(), from, to, transfer.Options{DryRun: dryRun, Batch: batch, Workers: workers, Progress: c.ErrOrStderr()})
 			if err != nil {
 				return err
 			}
@@ -64,5 +67,6 @@ copied and writes nothing.`,
 	c.Flags().StringVar(&to, "to", "", "the target: SQLite file, sqlite://PATH or postgres:// URL")
 	c.Flags().BoolVar(&dryRun, "dry-run", false, "count what would be copied; write nothing")
 	c.Flags().IntVar(&batch, "batch", transfer.DefaultBatch, "rows, threads or items read and written per transaction")
+	c.Flags().IntVar(&workers, "workers", transfer.DefaultWorkers, "threads whose checkpoints are copied at once")
 	return c
 }

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/server/db"
@@ -46,7 +47,14 @@ type Options struct {
 	// Progress receives a line per table, per store and every few
 	// hundred threads (nil: none).
 	Progress io.Writer
+	// Workers is how many threads' checkpoints are copied at once
+	// (DefaultWorkers when 0): each checkpoint is a write transaction on
+	// the target, so overlapping them hides the round trips.
+	Workers int
 }
+
+// DefaultWorkers is Options.Workers' default.
+const DefaultWorkers = 4
 
 // DefaultBatch is Options.Batch's default.
 const DefaultBatch = 500
@@ -142,37 +150,10 @@ func Run(ctx context.Context, src, dst Side, opts Options) (Report, error) {
 		progress("%-28s %s", tb.Name, counted(c, opts.DryRun))
 	}
 
-	// Checkpoints, thread by thread.
+	// Checkpoints, thread by thread, Workers threads at a time.
 	rep.Checkpoints.Name = "checkpoints"
-	for after := ""; ; {
-		threads, err := ssaver.Threads(ctx, after, batch)
-		if err != nil {
-			return rep, fmt.Errorf("transfer: %w", err)
-		}
-		for _, th := range threads {
-			rep.Threads++
-			if opts.DryRun {
-				if err := countThread(ctx, ssaver, th, batch, &rep); err != nil {
-					return rep, err
-				}
-			} else {
-				st, err := checkpoint.CopyTo(ctx, ssaver, dst.Saver, th)
-				rep.Namespaces += st.Namespaces
-				rep.Checkpoints.Total += st.Checkpoints + st.Skipped
-				rep.Checkpoints.Copied += st.Checkpoints
-				rep.Writes += st.Writes
-				if err != nil {
-					return rep, fmt.Errorf("transfer: %w", err)
-				}
-			}
-			if rep.Threads%500 == 0 {
-				progress("checkpoints: %d threads so far", rep.Threads)
-			}
-		}
-		if len(threads) < batch {
-			break
-		}
-		after = threads[len(threads)-1]
+	if err := copyThreads(ctx, ssaver, dst.Saver, opts, batch, &rep, progress); err != nil {
+		return rep, err
 	}
 	progress("%-28s %d threads, %d namespaces, %s, %d pending writes", "checkpoints", rep.Threads, rep.Namespaces,
 		counted(rep.Checkpoints, opts.DryRun), rep.Writes)
@@ -200,6 +181,78 @@ func Run(ctx context.Context, src, dst Side, opts Options) (Report, error) {
 	}
 	progress("%-28s %s", "store", counted(rep.Items, opts.DryRun))
 	return rep, nil
+}
+
+// copyThreads copies (or, for a dry run, counts) every thread of src's
+// saver into dst with opts.Workers goroutines; the first error stops it.
+func copyThreads(ctx context.Context, src exportingSaver, dst checkpoint.Saver, opts Options, batch int, rep *Report, progress func(string, ...any)) error {
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var mu sync.Mutex // guards rep
+	threads := make(chan string)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for th := range threads {
+				var one Report
+				var err error
+				if opts.DryRun {
+					err = countThread(ctx, src, th, batch, &one)
+				} else {
+					var st checkpoint.CopyStats
+					st, err = checkpoint.CopyTo(ctx, src, dst, th)
+					one.Namespaces, one.Writes = st.Namespaces, st.Writes
+					one.Checkpoints = Count{Total: st.Checkpoints + st.Skipped, Copied: st.Checkpoints}
+				}
+				mu.Lock()
+				rep.Threads++
+				rep.Namespaces += one.Namespaces
+				rep.Writes += one.Writes
+				rep.Checkpoints.Total += one.Checkpoints.Total
+				rep.Checkpoints.Copied += one.Checkpoints.Copied
+				if rep.Threads%500 == 0 {
+					progress("checkpoints: %d threads so far", rep.Threads)
+				}
+				mu.Unlock()
+				if err != nil {
+					cancel(fmt.Errorf("transfer: %w", err))
+				}
+			}
+		})
+	}
+	var listErr error
+list:
+	for after := ""; ; {
+		page, err := src.Threads(ctx, after, batch)
+		if err != nil {
+			listErr = fmt.Errorf("transfer: %w", err)
+			break
+		}
+		for _, th := range page {
+			select {
+			case threads <- th:
+			case <-ctx.Done():
+				break list
+			}
+		}
+		if len(page) < batch {
+			break
+		}
+		after = page[len(page)-1]
+	}
+	close(threads)
+	wg.Wait()
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	if listErr != nil {
+		return listErr
+	}
+	return ctx.Err()
 }
 
 // countThread counts a thread's namespaces and checkpoints (a dry run).

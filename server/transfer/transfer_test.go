@@ -2,6 +2,7 @@ package transfer
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -50,5 +51,71 @@ func TestRefusesStoresWithoutExport(t *testing.T) {
 	// A dry run does not need the target.
 	if rep, err := Run(ctx, good, Side{}, Options{DryRun: true}); err != nil || len(rep.Tables) == 0 {
 		t.Errorf("dry run: %+v %v", rep, err)
+	}
+}
+
+// openSide opens a store of record and a store on a new SQLite file, with
+// saver as the checkpoint saver.
+func openSide(t *testing.T, saver checkpoint.Saver) Side {
+	t.Helper()
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "side.db")
+	d, err := dbsqlite.Open(ctx, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	st, err := stsqlite.Open(ctx, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return Side{DB: d, Saver: saver, Store: st}
+}
+
+// putOne puts one checkpoint after head in thread and returns its ID.
+func putOne(t *testing.T, s checkpoint.Saver, thread, head string) string {
+	t.Helper()
+	cp := checkpoint.Checkpoint{ID: checkpoint.NewID(), Versions: map[string]uint64{"k": 1},
+		Blobs: []checkpoint.Blob{{Key: "k", Version: 1, Kind: checkpoint.Full, Data: []byte(`1`)}}}
+	if _, err := s.Put(context.Background(), checkpoint.Ref{ThreadID: thread, ID: head}, cp, checkpoint.Metadata{Source: checkpoint.SourceInput}); err != nil {
+		t.Fatal(err)
+	}
+	return cp.ID
+}
+
+// Twenty threads copy through the workers; one whose target history
+// differs stops the transfer with ErrDiverged, the others' copies stand,
+// and running again after removing the bad target thread finishes it.
+func TestWorkersStopOnDivergedThread(t *testing.T) {
+	ctx := context.Background()
+	srcSaver, dstSaver := checkpoint.NewMemory(), checkpoint.NewMemory()
+	for i := range 20 {
+		th := string(rune('a'+i)) + "-thread"
+		head := putOne(t, srcSaver, th, "")
+		putOne(t, srcSaver, th, head)
+	}
+	putOne(t, dstSaver, "k-thread", "") // not the source's
+	src, dst := openSide(t, srcSaver), openSide(t, dstSaver)
+	_, err := Run(ctx, src, dst, Options{Workers: 3, Batch: 4})
+	if !errors.Is(err, checkpoint.ErrDiverged) || !strings.Contains(err.Error(), "k-thread") {
+		t.Fatalf("error %v, want ErrDiverged naming k-thread", err)
+	}
+	if err := dstSaver.DeleteThread(ctx, "k-thread"); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(ctx, src, dst, Options{Workers: 3, Batch: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Threads != 20 || rep.Checkpoints.Total != 40 || rep.Checkpoints.Copied == 0 {
+		t.Errorf("second run: %+v", rep)
+	}
+	for i := range 20 {
+		th := string(rune('a'+i)) + "-thread"
+		ids, err := dstSaver.CheckpointIDs(ctx, checkpoint.Ref{ThreadID: th}, 10)
+		if err != nil || len(ids) != 2 {
+			t.Errorf("%s on the target: %v %v", th, ids, err)
+		}
 	}
 }

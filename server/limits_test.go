@@ -4,10 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
+	"github.com/trellis-agents/trellis/internal/testenv"
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/config"
 	"github.com/trellis-agents/trellis/server/runs"
@@ -83,5 +87,30 @@ func TestConcurrentRunLimitAcrossReplicas(t *testing.T) {
 	until(t, "the last run is held back again", func() bool { return held() >= h+2 })
 	if n, _ := running(); n != 2 || blocked.Load() != 3 {
 		t.Errorf("after one run ended: %d running, %d blocked in all; want 2 running and 3 blocked", n, blocked.Load())
+	}
+}
+
+// Two servers sharing a Redis share a tenant's request rate: the burst
+// spent through one leaves nothing through the other (each has its own
+// SQLite file, and a key of the same tenant).
+func TestRequestRateSharedThroughRedis(t *testing.T) {
+	redis := "redis://" + testenv.RedisAddr(t)
+	tenant := "rate-" + uuid.NewString()
+	var clients []client
+	for range 2 {
+		file := filepath.Join(t.TempDir(), "t.db")
+		key := mkKey(t, file, tenant)
+		r := start(t, Config{Database: file, Redis: redis, DataDir: t.TempDir(), Limits: config.Limits{RequestsPerSecond: 0.01, Burst: 2}}, nil)
+		clients = append(clients, client{t: t, base: r.url, key: key})
+	}
+	for i, c := range clients {
+		if code, body, _ := c.do("POST", "/threads/count", "", `{}`); code != 200 {
+			t.Fatalf("request %d within the shared burst: %d %s", i, code, body)
+		}
+	}
+	for i, c := range clients {
+		if code, body, hdr := c.do("POST", "/threads/count", "", `{}`); code != 429 || hdr.Get("Retry-After") == "" {
+			t.Errorf("server %d over the shared rate: %d %s", i, code, body)
+		}
 	}
 }

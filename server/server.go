@@ -188,6 +188,9 @@ type Server struct {
 	// heldAtLimit counts the times a job found its tenant at
 	// max_concurrent_runs and snoozed.
 	heldAtLimit atomic.Int64
+	// rdb is the Redis the replicas share (nil: none); the request rate
+	// limit is kept there.
+	rdb *goredis.Client
 }
 
 // New opens (creating or migrating) the database and builds the run
@@ -280,6 +283,7 @@ func (s *Server) connectRedis(ctx context.Context, url string) error {
 		return fmt.Errorf("redis %s: %w", opts.Addr, err)
 	}
 	b.SetRelay(r, time.Second)
+	s.rdb = rdb
 	s.OnClose(func() error { return errors.Join(r.Close(), rdb.Close()) })
 	return nil
 }

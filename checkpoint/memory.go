@@ -652,3 +652,59 @@ func rowBytes(cp Checkpoint, md Metadata) int {
 	}
 	return n
 }
+
+var _ Exporter = (*Memory)(nil)
+
+// Threads returns up to limit IDs of threads holding checkpoints, in
+// ascending byte order, those after after; see Exporter.
+func (m *Memory) Threads(ctx context.Context, after string, limit int) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, fmt.Errorf("checkpoint: list threads: limit %d is not positive", limit)
+	}
+	m.mu.RLock()
+	var ids []string
+	for id, nss := range m.threads {
+		if id > after && len(nss) > 0 {
+			ids = append(ids, id)
+		}
+	}
+	m.mu.RUnlock()
+	slices.Sort(ids)
+	return ids[:min(limit, len(ids))], nil
+}
+
+// Namespaces returns the namespaces of thread holding checkpoints, in
+// ascending byte order; see Exporter.
+func (m *Memory) Namespaces(ctx context.Context, thread string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	return slices.Sorted(maps.Keys(m.threads[thread])), nil
+}
+
+// CheckpointIDs returns up to limit checkpoint IDs of ref's thread
+// namespace after ref.ID, oldest first; see Exporter.
+func (m *Memory) CheckpointIDs(ctx context.Context, ref Ref, limit int) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, fmt.Errorf("checkpoint: list the checkpoints of %s: limit %d is not positive", ref, limit)
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	ns := m.threads[ref.ThreadID][ref.Namespace]
+	if ns == nil {
+		return nil, nil
+	}
+	i, _ := slices.BinarySearch(ns.ids, ref.ID)
+	for i < len(ns.ids) && ns.ids[i] <= ref.ID {
+		i++
+	}
+	return slices.Clone(ns.ids[i:min(len(ns.ids), i+limit)]), nil
+}

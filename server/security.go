@@ -112,7 +112,11 @@ func (s *Server) security(next http.Handler, forceAuth bool) http.Handler {
 		bodyTimeout = defaultBodyTimeout
 	}
 	h := limit.Body(bodyLimit, bodyTimeout, next)
-	h = limit.NewRate(s.cfg.Limits.RequestsPerSecond, s.cfg.Limits.Burst, requestTenant).Middleware(h)
+	rl := limit.NewRate(s.cfg.Limits.RequestsPerSecond, s.cfg.Limits.Burst, requestTenant)
+	if s.rdb != nil {
+		rl.WithShared(limit.NewRedisRate(s.rdb, "trellis:rate:"))
+	}
+	h = rl.Middleware(h)
 	h = auth.New(auth.Config{Keys: s.st.db, Required: s.cfg.Auth.Required || forceAuth, Public: isPublic, Log: s.log,
 		OnTenant: s.ensureAssistantsOf}).Middleware(h)
 	return corsHandler(s.cfg.CORS, h)

@@ -17,8 +17,6 @@ import (
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/config"
 	"github.com/trellis-agents/trellis/server/db"
-	"github.com/trellis-agents/trellis/server/internal/limit"
-	"github.com/trellis-agents/trellis/server/queue"
 	"github.com/trellis-agents/trellis/server/runs"
 )
 
@@ -297,40 +295,6 @@ func TestSlowBody408(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 408 || !strings.Contains(resp.Header.Get("Content-Type"), "problem+json") {
 		t.Errorf("slow body: %d %v", resp.StatusCode, resp.Header)
-	}
-}
-
-// limitRuns lets a tenant advance at most max threads at once; others
-// snooze (the run stays queued), and other tenants are not held up.
-func TestLimitRunsQueues(t *testing.T) {
-	release := make(chan struct{})
-	entered := make(chan string, 4)
-	next := func(ctx context.Context, tenant, thread string) (queue.Result, error) {
-		entered <- thread
-		<-release
-		return queue.Result{Outcome: queue.Done}, nil
-	}
-	adv := limitRuns(limit.NewCounter(1), next)
-	done := make(chan queue.Result, 1)
-	go func() { res, _ := adv(context.Background(), "a", "t1"); done <- res }()
-	<-entered
-	res, err := adv(context.Background(), "a", "t2")
-	if err != nil || res.Outcome != queue.Busy || res.After <= 0 {
-		t.Errorf("second run of tenant a: %+v, %v; want Busy with a wait", res, err)
-	}
-	go func() { res, _ := adv(context.Background(), "b", "t3"); done <- res }()
-	if th := <-entered; th != "t3" {
-		t.Errorf("tenant b's thread %s entered, want t3", th)
-	}
-	close(release)
-	<-done
-	<-done
-	go func() { res, _ := adv(context.Background(), "a", "t2"); done <- res }()
-	if th := <-entered; th != "t2" {
-		t.Errorf("after the slot freed, %s entered, want t2", th)
-	}
-	if res := <-done; res.Outcome != queue.Done {
-		t.Errorf("t2: %+v", res)
 	}
 }
 

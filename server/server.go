@@ -29,6 +29,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -186,6 +187,12 @@ type Server struct {
 	closers []func() error
 	// mux is the API's mux once Run built it (tests walk its routes).
 	mux *routeMux
+	// heldAtLimit counts the times a job found its tenant at
+	// max_concurrent_runs and snoozed.
+	heldAtLimit atomic.Int64
+	// rdb is the Redis the replicas share (nil: none); the request rate
+	// limit is kept there.
+	rdb *goredis.Client
 }
 
 // New opens (creating or migrating) the database and builds the run
@@ -242,7 +249,8 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	s.svc, err = runs.New(runs.Config{
 		DB: st.db, Saver: st.saver, Store: st.store, Graphs: s.graphs,
 		Owner: s.owner, LeaseTTL: cfg.LeaseTTL, RunTimeout: cfg.Limits.RunTimeout,
-		Wire: runs.LCWire{}, Converter: runs.LCConverter(),
+		MaxRunningPerTenant: cfg.Limits.MaxConcurrentRuns,
+		Wire:                runs.LCWire{}, Converter: runs.LCConverter(),
 		Log: s.log, Titler: cfg.Titler, Hooks: hooks,
 		// An app's own data (the scheduler's calendar) is kept per thread.
 		RunContext: func(ctx context.Context, tenant, thread string) context.Context {
@@ -277,6 +285,7 @@ func (s *Server) connectRedis(ctx context.Context, url string) error {
 		return fmt.Errorf("redis %s: %w", opts.Addr, err)
 	}
 	b.SetRelay(r, time.Second)
+	s.rdb = rdb
 	s.OnClose(func() error { return errors.Join(r.Close(), rdb.Close()) })
 	return nil
 }
@@ -387,9 +396,9 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	// them after the grace period).
 	life := context.WithoutCancel(ctx)
 	var q *queue.Queue
-	advance := limitRuns(limit.NewCounter(s.cfg.Limits.MaxConcurrentRuns), advanceFunc(s.svc, func(ctx context.Context, tenant, thread string) error {
+	advance := advanceFunc(s.svc, func(ctx context.Context, tenant, thread string) error {
 		return s.scheduleDelayed(ctx, q, tenant, thread)
-	}))
+	}, func() { s.heldAtLimit.Add(1) })
 	q, err = queue.New(life, queue.Config{
 		SQLite: s.st.river, Postgres: s.st.pool,
 		Advance: advance, Workers: s.cfg.Workers,
@@ -537,34 +546,26 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, *
 	return s.tel.Middleware(logRequests(s.log, openAIErrors(s.security(mux, forceAuth)))), a, nil
 }
 
-// limitRuns holds a thread's job while its tenant has max runs advancing
-// in this process: the job snoozes (Busy) and the run stays pending, as
-// LangGraph queues runs rather than refusing them.
-func limitRuns(c *limit.Counter, next queue.AdvanceFunc) queue.AdvanceFunc {
-	if c.Max() <= 0 {
-		return next
-	}
-	return func(ctx context.Context, tenant, thread string) (queue.Result, error) {
-		if !c.Acquire(tenant) {
-			return queue.Result{Outcome: queue.Busy, After: runSlotWait}, nil
-		}
-		defer c.Release(tenant)
-		return next(ctx, tenant, thread)
-	}
-}
-
-// runSlotWait is how long a job waits for a free run slot of its tenant.
+// runSlotWait is how long a job waits for a free run slot of its tenant
+// (limits.max_concurrent_runs, counted in the database at claim time, so
+// across replicas): the run stays pending, as LangGraph queues runs rather
+// than refusing them.
 const runSlotWait = 500 * time.Millisecond
 
 // advanceFunc adapts the run service's Advance to the queue's. When a
 // thread has nothing left to run now, idle asks for a job at the start of
 // its next delayed run (after_seconds), if any.
-func advanceFunc(svc *runs.Service, idle func(ctx context.Context, tenant, thread string) error) queue.AdvanceFunc {
+// atLimit is called each time a run is held back by its tenant's
+// max_concurrent_runs.
+func advanceFunc(svc *runs.Service, idle func(ctx context.Context, tenant, thread string) error, atLimit func()) queue.AdvanceFunc {
 	return func(ctx context.Context, tenant, thread string) (queue.Result, error) {
 		res, err := svc.Advance(ctx, tenant, thread)
 		switch res {
 		case runs.Busy:
 			return queue.Result{Outcome: queue.Busy}, err
+		case runs.AtLimit:
+			atLimit()
+			return queue.Result{Outcome: queue.Busy, After: runSlotWait}, err
 		case runs.More:
 			return queue.Result{Outcome: queue.More}, err
 		}

@@ -122,6 +122,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) checkpoint.Saver) {
 		{"DeleteRunKeepsNeededBlobs", testDeleteRunKeepsNeededBlobs},
 		{"DeleteRunEdges", testDeleteRunEdges},
 		{"DeleteRunConcurrentPut", testDeleteRunConcurrentPut},
+		{"Export", testExport},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

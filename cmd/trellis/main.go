@@ -34,7 +34,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(demoCommand(), runCommand(), graphCommand(), listCommand(), serveCommand(), migrateCommand(), keysCommand())
+	root.AddCommand(demoCommand(), runCommand(), graphCommand(), listCommand(), serveCommand(), migrateCommand(), transferCommand(), keysCommand())
 	return root
 }
 

@@ -98,6 +98,10 @@ address: 0.0.0.0:9000
 database: from-file.db
 models: {strong: "anthropic:claude-sonnet-4-5"}
 threads: {ttl: 24h, strategy: keep_latest, sweep_interval: 5m, sweep_batch: 10}
+crons: {interval: 30s}
+leases: {ttl: 9s, sweep_interval: 2s}
+shutdown_grace: 3s
+webhooks: {attempts: 3, retry_base: 2s}
 assistants:
   - {graph: planner, name: P, model: strong, config: {configurable: {lang: fr}, recursion_limit: 5}}
   - {graph: agent, name: A, system: Be brief., tools: [stop, {use: stop, approve: ask}]}
@@ -115,6 +119,12 @@ assistants:
 	if cfg.ThreadTTL == nil || cfg.ThreadTTL.Duration != 24*time.Hour || cfg.ThreadTTL.Strategy != "keep_latest" ||
 		cfg.ThreadSweepInterval != 5*time.Minute || cfg.ThreadSweepBatch != 10 {
 		t.Errorf("threads: TTL %+v, sweep every %s, batch %d", cfg.ThreadTTL, cfg.ThreadSweepInterval, cfg.ThreadSweepBatch)
+	}
+	if cfg.LeaseTTL != 9*time.Second || cfg.SweepInterval != 2*time.Second || cfg.ShutdownGrace != 3*time.Second {
+		t.Errorf("leases: TTL %s, sweep every %s, grace %s", cfg.LeaseTTL, cfg.SweepInterval, cfg.ShutdownGrace)
+	}
+	if cfg.CronInterval != 30*time.Second || cfg.Webhooks.Attempts != 3 || cfg.Webhooks.RetryBase != 2*time.Second {
+		t.Errorf("cron interval %s, webhooks %+v", cfg.CronInterval, cfg.Webhooks)
 	}
 	var conf map[string]any
 	if err := json.Unmarshal(cfg.Assistants[0].Config, &conf); err != nil {

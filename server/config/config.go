@@ -42,6 +42,14 @@
 //	webhooks:
 //	  secret: ${TRELLIS_WEBHOOK_SECRET}      # signs bodies (X-Trellis-Signature)
 //	  allow_private: false                   # allow loopback/private URLs
+//	  attempts: 5                            # tries of one webhook (1-100)
+//	  retry_base: 10s                        # wait after the 1st failure, doubled after each
+//	crons:
+//	  interval: 10s                          # how often due crons are looked for
+//	leases:
+//	  ttl: 15s                               # a dead replica's runs are taken over within ttl + sweep_interval
+//	  sweep_interval: 5s
+//	shutdown_grace: 10s                      # SIGTERM: how long running steps may finish
 //	telemetry:
 //	  log_format: json                       # or text
 //	  otlp_endpoint: http://127.0.0.1:4318   # export traces (OTLP/HTTP)
@@ -78,6 +86,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"gopkg.in/yaml.v3"
@@ -107,6 +116,15 @@ type File struct {
 	Threads Threads `yaml:"threads"`
 	// Webhooks configures the webhooks sent when runs end.
 	Webhooks Webhooks `yaml:"webhooks"`
+	// Crons configures the loop that fires scheduled runs.
+	Crons Crons `yaml:"crons"`
+	// Leases bounds how soon the runs of a replica that died are taken
+	// over by another.
+	Leases Leases `yaml:"leases"`
+	// ShutdownGrace is how long a shutdown (SIGTERM) lets requests and
+	// running steps finish before cancelling them (0: the server's
+	// default, 10s); a step cancelled so is taken over and run again.
+	ShutdownGrace time.Duration `yaml:"shutdown_grace"`
 	// Telemetry configures logs, traces and metrics.
 	Telemetry Telemetry `yaml:"telemetry"`
 	// Apps holds each bundled app's own settings, by app name
@@ -128,6 +146,30 @@ type Webhooks struct {
 	// AllowPrivate allows webhook URLs that reach loopback, private or
 	// link-local addresses (refused by default).
 	AllowPrivate bool `yaml:"allow_private"`
+	// Attempts bounds the tries of one webhook, 1 to 100 (0: the
+	// server's default, 5).
+	Attempts int `yaml:"attempts"`
+	// RetryBase is the wait after a webhook's first failed try, doubled
+	// after each next one (0: the server's default, 10s).
+	RetryBase time.Duration `yaml:"retry_base"`
+}
+
+// Leases is the leases section. A running run's lease is renewed every
+// third of TTL; when its replica dies, another takes the run over within
+// TTL + SweepInterval.
+type Leases struct {
+	// TTL is how long a lease lives without renewal (0: 15s; at least 1s).
+	TTL time.Duration `yaml:"ttl"`
+	// SweepInterval is how often each replica looks for expired leases
+	// (0: 5s; at least 100ms).
+	SweepInterval time.Duration `yaml:"sweep_interval"`
+}
+
+// Crons is the crons section.
+type Crons struct {
+	// Interval is how often each replica looks for crons whose slot has
+	// come; a slot fires up to this late (0: the server's default, 10s).
+	Interval time.Duration `yaml:"interval"`
 }
 
 // Telemetry is the telemetry section:
@@ -272,7 +314,7 @@ var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in typ
 func known(typ string) string {
 	switch typ {
 	case "File":
-		return "address, database, redis, models, assistants, mcp_servers, threads, webhooks, telemetry, auth, cors, limits"
+		return "address, database, redis, models, assistants, mcp_servers, threads, webhooks, crons, leases, shutdown_grace, telemetry, auth, cors, limits"
 	case "Auth":
 		return "required"
 	case "CORS":
@@ -286,7 +328,11 @@ func known(typ string) string {
 	case "Threads":
 		return "ttl, strategy, sweep_interval, sweep_batch"
 	case "Webhooks":
-		return "secret, allow_private"
+		return "secret, allow_private, attempts, retry_base"
+	case "Crons":
+		return "interval"
+	case "Leases":
+		return "ttl, sweep_interval"
 	case "Telemetry":
 		return "log_format, otlp_endpoint, metrics"
 	}
@@ -391,6 +437,24 @@ func (f *File) Validate() error {
 	}
 	for _, err := range f.Threads.check() {
 		errs = append(errs, fmt.Errorf("config: %w", err))
+	}
+	if w := f.Webhooks; w.Attempts < 0 || w.Attempts > 100 {
+		bad("webhooks.attempts", "%d is not between 1 and 100 (or 0 for the default, 5)", w.Attempts)
+	}
+	if w := f.Webhooks; w.RetryBase < 0 || (w.RetryBase > 0 && w.RetryBase < 100*time.Millisecond) {
+		bad("webhooks.retry_base", "%s is not 100ms or more (or 0 for the default, 10s)", w.RetryBase)
+	}
+	if l := f.Leases; l.TTL < 0 || (l.TTL > 0 && l.TTL < time.Second) {
+		bad("leases.ttl", "%s is not 1s or more (or 0 for the default, 15s)", l.TTL)
+	}
+	if l := f.Leases; l.SweepInterval < 0 || (l.SweepInterval > 0 && l.SweepInterval < 100*time.Millisecond) {
+		bad("leases.sweep_interval", "%s is not 100ms or more (or 0 for the default, 5s)", l.SweepInterval)
+	}
+	if f.ShutdownGrace < 0 {
+		bad("shutdown_grace", "%s is negative; give a duration such as 10s", f.ShutdownGrace)
+	}
+	if c := f.Crons; c.Interval < 0 || (c.Interval > 0 && c.Interval < time.Second) {
+		bad("crons.interval", "%s is not 1s or more (or 0 for the default, 10s)", c.Interval)
 	}
 	return errors.Join(errs...)
 }

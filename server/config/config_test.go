@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -71,7 +72,7 @@ func TestNameUUIDIsVersion5URLNamespace(t *testing.T) {
 // is wrong.
 func TestBadFilesNameTheField(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
-		{"adress: x:1\n", `unknown field "adress" (known: address, database, redis, models, assistants, mcp_servers, threads, webhooks, telemetry, auth, cors, limits)`},
+		{"adress: x:1\n", `unknown field "adress" (known: address, database, redis, models, assistants, mcp_servers, threads, webhooks, crons, leases, shutdown_grace, telemetry, auth, cors, limits)`},
 		{"assistants:\n  - graph: g\n    name: n\n    modle: x\n", `unknown field "modle"`},
 		{"assistants:\n  - name: n\n", "assistants[0].graph: required"},
 		{"assistants:\n  - graph: g\n", "assistants[0].name: required"},
@@ -242,6 +243,46 @@ func TestWebhooksSection(t *testing.T) {
 	}
 	if _, err := Parse([]byte("webhooks:\n  secrett: x\n"), env(nil)); err == nil || !strings.Contains(err.Error(), "secret, allow_private") {
 		t.Errorf("unknown webhooks field: %v", err)
+	}
+	f, err = Parse([]byte("webhooks: {attempts: 3, retry_base: 2s}\ncrons: {interval: 1m}\nleases: {ttl: 6s, sweep_interval: 1s}\nshutdown_grace: 20s\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Webhooks.Attempts != 3 || f.Webhooks.RetryBase != 2*time.Second || f.Crons.Interval != time.Minute ||
+		f.Leases != (Leases{TTL: 6 * time.Second, SweepInterval: time.Second}) || f.ShutdownGrace != 20*time.Second {
+		t.Errorf("webhooks %+v, crons %+v, leases %+v, grace %s", f.Webhooks, f.Crons, f.Leases, f.ShutdownGrace)
+	}
+	for src, want := range map[string]string{
+		"webhooks: {attempts: 101}\n":     "webhooks.attempts",
+		"webhooks: {attempts: -1}\n":      "webhooks.attempts",
+		"webhooks: {retry_base: 1ms}\n":   "webhooks.retry_base",
+		"crons: {interval: 10ms}\n":       "crons.interval",
+		"crons: {intervall: 1m}\n":        `unknown field "intervall" (known: interval)`,
+		"leases: {ttl: 10ms}\n":           "leases.ttl",
+		"leases: {sweep_interval: 1ms}\n": "leases.sweep_interval",
+		"shutdown_grace: -1s\n":           "shutdown_grace",
+	} {
+		if _, err := Parse([]byte(src), env(nil)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want one naming %s", src, err, want)
+		}
+	}
+}
+
+// The known-field lists in error messages name exactly the yaml keys of
+// each section's struct, so adding a field cannot leave them stale.
+func TestKnownFieldsMatchStructs(t *testing.T) {
+	for _, v := range []any{File{}, Auth{}, CORS{}, Limits{}, Assistant{}, MCPServer{}, Threads{}, Webhooks{}, Crons{}, Leases{}, Telemetry{}} {
+		typ := reflect.TypeOf(v)
+		var tags []string
+		for i := range typ.NumField() {
+			tag, _, _ := strings.Cut(typ.Field(i).Tag.Get("yaml"), ",")
+			if tag != "" && tag != "-" {
+				tags = append(tags, tag)
+			}
+		}
+		if got, want := known(typ.Name()), strings.Join(tags, ", "); got != want {
+			t.Errorf("known(%s) = %q, want %q", typ.Name(), got, want)
+		}
 	}
 }
 

@@ -34,6 +34,11 @@ type Config struct {
 	CancelPoll time.Duration
 	// RunTimeout bounds one run (0: none); it ends with status timeout.
 	RunTimeout time.Duration
+	// MaxRunningPerTenant caps a tenant's running runs across every
+	// process sharing DB (0: no cap): a claim beyond it leaves the run
+	// pending and Advance answers AtLimit. DB must implement
+	// db.RunLimiter.
+	MaxRunningPerTenant int
 	// Wire encodes state, updates and chunks (default JSONWire).
 	Wire Wire
 	// Converter rewrites input and update objects (default: none).
@@ -65,6 +70,9 @@ func New(cfg Config) (*Service, error) {
 	if cfg.DB == nil || cfg.Saver == nil || cfg.Graphs == nil {
 		return nil, errors.New("runs: a Service needs a DB, a Saver and a Registry")
 	}
+	if _, ok := cfg.DB.(db.RunLimiter); cfg.MaxRunningPerTenant > 0 && !ok {
+		return nil, fmt.Errorf("runs: MaxRunningPerTenant is set but the DB (%T) cannot count running runs (db.RunLimiter)", cfg.DB)
+	}
 	if cfg.Broker == nil {
 		cfg.Broker = NewBroker()
 	}
@@ -94,9 +102,10 @@ type AdvanceResult int
 
 // Advance results.
 const (
-	Idle AdvanceResult = iota // nothing pending: the job is done
-	Busy                      // another run holds the thread: snooze and try again
-	More                      // a run finished and others are pending: enqueue again
+	Idle    AdvanceResult = iota // nothing pending: the job is done
+	Busy                         // another run holds the thread: snooze and try again
+	More                         // a run finished and others are pending: enqueue again
+	AtLimit                      // the tenant runs MaxRunningPerTenant runs: snooze until a slot frees
 )
 
 // Errors a run ends with when it is cancelled.
@@ -120,8 +129,16 @@ func (s *Service) Advance(ctx context.Context, tenant, thread string) (AdvanceRe
 	case err != nil:
 		return Idle, err
 	}
-	claimed, lease, err := s.cfg.DB.ClaimRun(ctx, tenant, run.ID, s.cfg.Owner, s.cfg.LeaseTTL)
+	var claimed db.Run
+	var lease db.Lease
+	if s.cfg.MaxRunningPerTenant > 0 {
+		claimed, lease, err = s.cfg.DB.(db.RunLimiter).ClaimRunWithin(ctx, tenant, run.ID, s.cfg.Owner, s.cfg.LeaseTTL, s.cfg.MaxRunningPerTenant)
+	} else {
+		claimed, lease, err = s.cfg.DB.ClaimRun(ctx, tenant, run.ID, s.cfg.Owner, s.cfg.LeaseTTL)
+	}
 	switch {
+	case errors.Is(err, db.ErrTenantBusy):
+		return AtLimit, nil
 	case errors.Is(err, db.ErrBusy):
 		return Busy, nil
 	case errors.Is(err, db.ErrConflict):

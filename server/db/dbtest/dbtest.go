@@ -84,6 +84,8 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"CanceledContext", testCanceledContext},
 		{"Corrupt", testCorrupt},
 		{"Keys", testKeys},
+		{"Export", testExport},
+		{"ClaimWithin", testClaimWithin},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -39,3 +39,23 @@ func (d *DB) Exec(query string, args ...any) error {
 func (d *DB) QueryRow(query string, dst any, args ...any) error {
 	return d.pool.QueryRow(context.Background(), query, args...).Scan(dst)
 }
+
+// SchemaColumns lists the columns of every trellis_ table of the schema,
+// for dbtest's check that db.Tables covers it.
+func (d *DB) SchemaColumns() (map[string][]string, error) {
+	rows, err := d.pool.Query(context.Background(), `SELECT table_name::text, column_name::text FROM information_schema.columns
+		WHERE table_schema = current_schema() AND table_name LIKE 'trellis\_%' ORDER BY table_name, ordinal_position`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var table, col string
+		if err := rows.Scan(&table, &col); err != nil {
+			return nil, err
+		}
+		out[table] = append(out[table], col)
+	}
+	return out, rows.Err()
+}

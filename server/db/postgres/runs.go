@@ -192,6 +192,15 @@ const runningIndex = "trellis_runs_one_running"
 // another running run is ErrBusy — also when two claimers race, which the
 // partial unique index decides.
 func (d *DB) ClaimRun(ctx context.Context, tenant, runID, owner string, ttl time.Duration) (db.Run, db.Lease, error) {
+	return d.ClaimRunWithin(ctx, tenant, runID, owner, ttl, 0)
+}
+
+var _ db.RunLimiter = (*DB)(nil)
+
+// ClaimRunWithin is ClaimRun that also fails with db.ErrTenantBusy when
+// the tenant has max runs running already (max <= 0: no cap), counted in
+// the claim's transaction; see db.RunLimiter.
+func (d *DB) ClaimRunWithin(ctx context.Context, tenant, runID, owner string, ttl time.Duration, max int) (db.Run, db.Lease, error) {
 	if err := dbutil.TTL(ttl); err != nil {
 		return db.Run{}, db.Lease{}, err
 	}
@@ -220,6 +229,21 @@ func (d *DB) ClaimRun(ctx context.Context, tenant, runID, owner string, ttl time
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return wrap(err, "claim run %q", runID)
+		}
+		// Claims of one tenant take turns on a transaction lock, so the
+		// count (read after it, under READ COMMITTED) includes every claim
+		// committed before.
+		if max > 0 {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('trellis_run_slots:' || $1, 0))`, tenant); err != nil {
+				return wrap(err, "claim run %q: lock the tenant's run slots", runID)
+			}
+			var n int
+			if err := tx.QueryRow(ctx, `SELECT count(*) FROM trellis_runs WHERE tenant = $1 AND status = 'running'`, tenant).Scan(&n); err != nil {
+				return wrap(err, "claim run %q: count the tenant's running runs", runID)
+			}
+			if n >= max {
+				return fmt.Errorf("server/db/postgres: claim run %q: tenant %q has %d running runs, its limit: %w", runID, tenant, n, db.ErrTenantBusy)
+			}
 		}
 		var token int64
 		if err := tx.QueryRow(ctx, `UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1

@@ -35,3 +35,23 @@ func (d *DB) Exec(query string, args ...any) error {
 	_, err := d.sq.Write.ExecContext(context.Background(), query, args...)
 	return err
 }
+
+// SchemaColumns lists the columns of every trellis_ table, for dbtest's
+// check that db.Tables covers the schema.
+func (d *DB) SchemaColumns() (map[string][]string, error) {
+	rows, err := d.sq.Read.Query(`SELECT m.name, p.name FROM sqlite_master m, pragma_table_info(m.name) p
+		WHERE m.type = 'table' AND m.name LIKE 'trellis\_%' ESCAPE '\' ORDER BY m.name, p.cid`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string][]string{}
+	for rows.Next() {
+		var table, col string
+		if err := rows.Scan(&table, &col); err != nil {
+			return nil, err
+		}
+		out[table] = append(out[table], col)
+	}
+	return out, rows.Err()
+}

@@ -181,6 +181,15 @@ func (d *DB) NextPending(ctx context.Context, tenant, threadID string, now time.
 // is still ahead, or that is not pending, is ErrConflict; a thread with
 // another running run is ErrBusy.
 func (d *DB) ClaimRun(ctx context.Context, tenant, runID, owner string, ttl time.Duration) (db.Run, db.Lease, error) {
+	return d.ClaimRunWithin(ctx, tenant, runID, owner, ttl, 0)
+}
+
+var _ db.RunLimiter = (*DB)(nil)
+
+// ClaimRunWithin is ClaimRun that also fails with db.ErrTenantBusy when
+// the tenant has max runs running already (max <= 0: no cap), counted in
+// the claim's transaction; see db.RunLimiter.
+func (d *DB) ClaimRunWithin(ctx context.Context, tenant, runID, owner string, ttl time.Duration, max int) (db.Run, db.Lease, error) {
 	if err := dbutil.TTL(ttl); err != nil {
 		return db.Run{}, db.Lease{}, err
 	}
@@ -209,6 +218,17 @@ func (d *DB) ClaimRun(ctx context.Context, tenant, runID, owner string, ttl time
 		}
 		if !errors.Is(err, sql.ErrNoRows) {
 			return wrap(err, "claim run %q", runID)
+		}
+		// Writers are serialized (BEGIN IMMEDIATE), so the count holds
+		// until the commit.
+		if max > 0 {
+			var n int
+			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM trellis_runs WHERE tenant = ? AND status = 'running'`, tenant).Scan(&n); err != nil {
+				return wrap(err, "claim run %q: count the tenant's running runs", runID)
+			}
+			if n >= max {
+				return fmt.Errorf("server/db/sqlite: claim run %q: tenant %q has %d running runs, its limit: %w", runID, tenant, n, db.ErrTenantBusy)
+			}
 		}
 		var token int64
 		if err := tx.QueryRowContext(ctx, `UPDATE trellis_runs SET status = 'running', updated_at = ?, lease_token = lease_token + 1

@@ -1,10 +1,14 @@
 // Package limit keeps the service's per-tenant limits: a request rate
-// (token bucket, golang.org/x/time/rate), concurrent event streams and
-// concurrent runs. Requests over a limit are answered 429 with a problem
-// saying which limit and, where waiting helps, a Retry-After.
+// (token bucket, golang.org/x/time/rate) and concurrent event streams.
+// Requests over a limit are answered 429 with a problem saying which limit
+// and, where waiting helps, a Retry-After.
 //
-// The counts are this process's: with several replicas each one enforces
-// the limits on the requests and runs it serves.
+// The stream counts are this process's: with several replicas each one
+// enforces them on the streams it serves. The request rate is shared by
+// the replicas when they share a Redis (Rate.WithShared, RedisRate), and
+// falls back to this process's own limiter while Redis does not answer.
+// (Concurrent runs are counted in the database, across replicas:
+// db.RunLimiter.)
 package limit
 
 import (
@@ -35,6 +39,16 @@ type Rate struct {
 
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter
+
+	shared Shared // nil: this process's limiters only
+}
+
+// WithShared makes the budget one for every process using s (Redis, when
+// replicas have one): each request spends from it, and only when s cannot
+// be reached does this process's own limiter decide. It returns l.
+func (l *Rate) WithShared(s Shared) *Rate {
+	l.shared = s
+	return l
 }
 
 // NewRate returns a Rate of perSec requests a second with bursts of burst
@@ -65,14 +79,30 @@ func (l *Rate) Middleware(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		res := l.limiter(l.tenant(r)).Reserve()
+		tenant := l.tenant(r)
+		if l.shared != nil {
+			d, err := l.shared.Take(r.Context(), tenant, l.perSec, l.burst)
+			if err == nil {
+				if d > 0 {
+					l.tooMany(w, r, d)
+					return
+				}
+				next.ServeHTTP(w, r)
+				return
+			}
+		}
+		res := l.limiter(tenant).Reserve()
 		if d := res.Delay(); d > 0 {
 			res.Cancel()
-			TooMany(w, r, d, fmt.Sprintf("too many requests: this tenant may make %g a second (bursts of %d); retry after the Retry-After seconds", l.perSec, l.burst))
+			l.tooMany(w, r, d)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+func (l *Rate) tooMany(w http.ResponseWriter, r *http.Request, d time.Duration) {
+	TooMany(w, r, d, fmt.Sprintf("too many requests: this tenant may make %g a second (bursts of %d); retry after the Retry-After seconds", l.perSec, l.burst))
 }
 
 // TooMany answers 429 with a problem and, when retry > 0, Retry-After in
@@ -84,8 +114,8 @@ func TooMany(w http.ResponseWriter, r *http.Request, retry time.Duration, detail
 	wire.NewProblem(http.StatusTooManyRequests, detail).Write(w, r)
 }
 
-// Counter counts what each tenant holds at once (open streams, running
-// runs) against a maximum.
+// Counter counts what each tenant holds at once (open streams) against a
+// maximum.
 type Counter struct {
 	max int
 

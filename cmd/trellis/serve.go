@@ -147,6 +147,9 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 		if len(a.Tools) > 0 {
 			conf = withConfigurable(conf, "tools", a.Tools)
 		}
+		if a.History != nil {
+			conf = withConfigurable(conf, "history", a.History)
+		}
 		var errs []error
 		enc := func(field string, v map[string]any) json.RawMessage {
 			if v == nil {

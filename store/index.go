@@ -106,18 +106,55 @@ func (c IndexConfig) EmbedItem(ctx context.Context, value json.RawMessage, paths
 	}
 	out := make([]Vector, len(texts))
 	for i, t := range texts {
-		out[i] = Vector{Path: t.Path, Vector: vecs[i]}
+		out[i] = Vector{Path: t.Path, Vector: Normalize(vecs[i])}
 	}
 	return out, nil
 }
 
-// EmbedQuery embeds a search query.
+// EmbedQuery embeds a search query, scaled to length 1 like the stored
+// vectors (see Normalize).
 func (c IndexConfig) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
 	vecs, err := c.embed(ctx, []string{text})
 	if err != nil {
 		return nil, err
 	}
-	return vecs[0], nil
+	return Normalize(vecs[0]), nil
+}
+
+// Normalize scales v in place to length 1 (an all-zero v stays zero) and
+// returns it. Stores keep vectors normalized, so a cosine similarity is a
+// dot product (Dot) at search time.
+func Normalize(v []float32) []float32 {
+	var n float64
+	for _, x := range v {
+		n += float64(x) * float64(x)
+	}
+	if n == 0 {
+		return v
+	}
+	s := float32(1 / math.Sqrt(n))
+	for i := range v {
+		v[i] *= s
+	}
+	return v
+}
+
+// Dot returns the dot product of a and b, which must have the same
+// length: the cosine similarity of normalized vectors.
+func Dot(a, b []float32) float64 {
+	b = b[:len(a)]
+	var s0, s1, s2, s3 float32
+	i := 0
+	for ; i+4 <= len(a); i += 4 {
+		s0 += a[i] * b[i]
+		s1 += a[i+1] * b[i+1]
+		s2 += a[i+2] * b[i+2]
+		s3 += a[i+3] * b[i+3]
+	}
+	for ; i < len(a); i++ {
+		s0 += a[i] * b[i]
+	}
+	return float64(s0 + s1 + s2 + s3)
 }
 
 // embed calls the embedder and checks the shape of its answer.

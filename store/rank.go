@@ -100,8 +100,8 @@ func (h *topHeap) Pop() any {
 	return x
 }
 
-// BestScore returns the best cosine similarity of q to any of vecs, and
-// false when vecs is empty. A vector of another length than q is an error
+// BestScore returns the best similarity (Dot) of the normalized query q
+// to any of the normalized vecs, and false when vecs is empty. A vector of another length than q is an error
 // naming the item: the index was built with another embedder.
 func BestScore(q []float32, vecs [][]float32, namespace []string, key string) (float64, bool, error) {
 	best, ok := 0.0, false
@@ -109,7 +109,7 @@ func BestScore(q []float32, vecs [][]float32, namespace []string, key string) (f
 		if len(v) != len(q) {
 			return 0, false, fmt.Errorf("store: search: item %s has a vector of %d numbers, the query %d: it was embedded with another embedder; put it again to re-embed it", strings.Join(namespace, "/")+"/"+key, len(v), len(q))
 		}
-		if s := Cosine(q, v); !ok || s > best {
+		if s := Dot(q, v); !ok || s > best {
 			best, ok = s, true
 		}
 	}

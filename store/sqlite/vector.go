@@ -49,11 +49,13 @@ func (s *Store) searchText(ctx context.Context, prefix []string, q store.Query, 
 	defer rows.Close()
 	top := store.NewTopK(q.Offset + limit)
 	var (
-		curNS, rawNS, value []byte
-		curKey, key         string
-		best                float64
-		have, skip          bool
-		vec                 []float32
+		// RawBytes point into the driver's row: no copy per vector.
+		rawNS, rawKey, rawVec, value sql.RawBytes
+		curNS                        []byte
+		curKey                       string
+		best                         float64
+		have, skip                   bool
+		vec                          []float32
 	)
 	flush := func() error {
 		if !have || skip {
@@ -66,34 +68,34 @@ func (s *Store) searchText(ctx context.Context, prefix []string, q store.Query, 
 		top.Offer(namespace, curKey, best)
 		return nil
 	}
+	dst := []any{&rawNS, &rawKey, &rawVec}
+	if len(filter) > 0 {
+		dst = append(dst, &value)
+	}
 	for rows.Next() {
-		dst := []any{&rawNS, &key, new([]byte)}
-		if len(filter) > 0 {
-			dst = append(dst, &value)
-		}
 		if err := rows.Scan(dst...); err != nil {
 			return nil, fmt.Errorf("store: search %q: %w", prefix, err)
 		}
-		if !have || key != curKey || !bytes.Equal(rawNS, curNS) {
+		if !have || string(rawKey) != curKey || !bytes.Equal(rawNS, curNS) {
 			if err := flush(); err != nil {
 				return nil, fmt.Errorf("store: search %q: %w", prefix, err)
 			}
-			curNS, curKey, have, skip = append(curNS[:0], rawNS...), key, true, false
+			curNS, curKey, have, skip = append(curNS[:0], rawNS...), string(rawKey), true, false
 			best = -2
 			if len(filter) > 0 {
-				if err := store.CheckValueSize("read", nil, key, len(value), s.maxBytes); err != nil {
+				if err := store.CheckValueSize("read", nil, curKey, len(value), s.maxBytes); err != nil {
 					return nil, err
 				}
-				skip = !jsonmatch.Matches(value, filter)
+				skip = !jsonmatch.Matches([]byte(value), filter)
 			}
 		}
 		if skip {
 			continue
 		}
-		if vec, err = store.DecodeVector(vec, *dst[2].(*[]byte)); err != nil {
+		if vec, err = store.DecodeVector(vec, rawVec); err != nil {
 			return nil, err
 		}
-		score, _, err := store.BestScore(qv, [][]float32{vec}, nil, key)
+		score, _, err := store.BestScore(qv, [][]float32{vec}, nil, curKey)
 		if err != nil {
 			return nil, err
 		}

@@ -212,6 +212,13 @@ type pathStep struct {
 	wildcard bool
 }
 
+// ValidateFieldPath reports a malformed index field path (see
+// IndexConfig.Fields).
+func ValidateFieldPath(p string) error {
+	_, err := parsePath(p)
+	return err
+}
+
 // parsePath parses "$", "a.b", "a[*].b", "a[0]", "a[-1]".
 func parsePath(p string) ([]pathStep, error) {
 	bad := func(why string) error {
@@ -225,9 +232,12 @@ func parsePath(p string) ([]pathStep, error) {
 	}
 	var steps []pathStep
 	for _, part := range strings.Split(p, ".") {
-		name, rest, _ := strings.Cut(part, "[")
-		if name == "" && (len(steps) == 0 || rest == "") {
+		name, rest, bracket := strings.Cut(part, "[")
+		if name == "" && (len(steps) == 0 || !bracket) {
 			return nil, bad("a field name is empty")
+		}
+		if bracket && rest == "" {
+			return nil, bad("a '[' is not closed")
 		}
 		if name != "" {
 			steps = append(steps, pathStep{field: name})

@@ -102,6 +102,8 @@ type File struct {
 	Webhooks Webhooks `yaml:"webhooks"`
 	// Telemetry configures logs, traces and metrics.
 	Telemetry Telemetry `yaml:"telemetry"`
+	// Store configures the long-term store (store.go): its semantic index.
+	Store Store `yaml:"store"`
 	// Auth, CORS and Limits are the security sections (security.go).
 	Auth   Auth   `yaml:"auth"`
 	CORS   CORS   `yaml:"cors"`
@@ -388,6 +390,9 @@ func (f *File) Validate() error {
 		for _, err := range f.MCPServers[name].check(name) {
 			errs = append(errs, fmt.Errorf("config: %w", err))
 		}
+	}
+	for _, err := range f.Store.check(f.Models) {
+		errs = append(errs, fmt.Errorf("config: %w", err))
 	}
 	for _, err := range f.Threads.check() {
 		errs = append(errs, fmt.Errorf("config: %w", err))

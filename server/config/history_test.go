@@ -31,3 +31,24 @@ func TestHistorySection(t *testing.T) {
 		}
 	}
 }
+
+func TestStoreSection(t *testing.T) {
+	f, err := Parse([]byte("store:\n  index: {embed: \"openai:text-embedding-3-small\", dims: 1536, fields: [text, \"tags[*]\"]}\n"), env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ix := f.Store.Index; ix == nil || ix.Embed != "openai:text-embedding-3-small" || ix.Dims != 1536 || len(ix.Fields) != 2 {
+		t.Errorf("store.index = %+v", ix)
+	}
+	for _, c := range []struct{ src, want string }{
+		{"store:\n  index: {dims: 8}\n", "store.index.embed: required"},
+		{"store:\n  index: {embed: nosuch, dims: 8}\n", `store.index.embed: "nosuch" is neither a name under models`},
+		{"store:\n  index: {embed: \"openai:e\"}\n", "store.index.dims: required"},
+		{"store:\n  index: {embed: \"openai:e\", dims: 8, fields: [\"a[\"]}\n", "store.index.fields[0]:"},
+	} {
+		_, err := Parse([]byte(c.src), env(nil))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: err = %v, want it to contain %q", c.src, err, c.want)
+		}
+	}
+}

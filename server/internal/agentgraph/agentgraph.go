@@ -29,6 +29,7 @@ import (
 	"github.com/trellis-agents/trellis/server/runs"
 	"github.com/trellis-agents/trellis/tool"
 	"github.com/trellis-agents/trellis/tool/mcp"
+	"github.com/trellis-agents/trellis/tool/memory"
 )
 
 // Description is the graph's description (its default assistant's).
@@ -182,8 +183,19 @@ func (tb *Toolbox) Tools(refs []config.ToolRef) ([]tool.Tool, tool.Policy, error
 		}
 		srvName, toolName, isMCP := ref.MCP()
 		if !isMCP {
-			if ref.Use == tool.StopName {
+			switch ref.Use {
+			case tool.StopName:
 				add(i, ref, tool.Stop(), "the built-in tools")
+			case memory.RememberName, memory.RecallName:
+				for _, t := range memory.Tools(memory.Config{}) {
+					if t.Info().Name == ref.Use {
+						add(i, ref, t, "the built-in tools")
+					}
+				}
+				if ref.Use == memory.RememberName && ref.Approve == config.ApproveByKind {
+					// It writes only the user's own memories.
+					policy[ref.Use] = tool.AutoApprove()
+				}
 			}
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
+	"github.com/trellis-agents/trellis/server/config"
 	"github.com/trellis-agents/trellis/server/runs"
 )
 
@@ -60,5 +61,26 @@ func TestConstructorHistoryErrors(t *testing.T) {
 		if !errors.As(err, &in) || !strings.Contains(in.Detail, want) {
 			t.Errorf("%s: err = %v; want an input error containing %q", conf, err, want)
 		}
+	}
+}
+
+// remember and recall are built-in tools; remember runs without asking
+// unless the reference says ask.
+func TestMemoryTools(t *testing.T) {
+	tools, policy, err := toolbox().Tools([]config.ToolRef{{Use: "remember"}, {Use: "recall"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(tools); len(got) != 2 || got[0] != "remember" || got[1] != "recall" {
+		t.Fatalf("tools %v", got)
+	}
+	for _, tl := range tools {
+		if policy.NeedsApproval(tl.Info(), json.RawMessage(`{}`)) {
+			t.Errorf("%s needs approval by default", tl.Info().Name)
+		}
+	}
+	_, policy, _ = toolbox().Tools([]config.ToolRef{{Use: "remember", Approve: config.ApproveAsk}})
+	if !policy.NeedsApproval(tools[0].Info(), json.RawMessage(`{}`)) {
+		t.Error("remember with approve: ask does not ask")
 	}
 }

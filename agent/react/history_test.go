@@ -248,3 +248,11 @@ func (m *budgetModel) Generate(_ context.Context, req *llm.Request) (*llm.Respon
 	}
 	return &llm.Response{Message: llm.Assistant("answered " + strings.Repeat("words ", 10))}, nil
 }
+
+// A misconfigured policy is reported by New with the other problems.
+func TestHistoryPolicyCheckedAtNew(t *testing.T) {
+	_, err := react.New(react.Config{Model: &budgetModel{}, History: history.Summarize{}})
+	if err == nil || !strings.Contains(err.Error(), "Config.History: history: Summarize.Model is nil") {
+		t.Errorf("New with a summarizer without a model: %v", err)
+	}
+}

@@ -307,6 +307,11 @@ func build(cfg Config, forNew bool) (*agent, error) {
 			errs = append(errs, err)
 		}
 	}
+	if v, ok := cfg.History.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			add("Config.History: %v", err)
+		}
+	}
 	k := cfg.keys()
 	node, err := tool.NewNode(tool.NodeConfig{
 		Messages:    k.msgs,

@@ -23,7 +23,9 @@ import (
 	"github.com/trellis-agents/trellis/llm"
 )
 
-// Policy chooses the messages of one model request.
+// Policy chooses the messages of one model request. A policy that can be
+// misconfigured also has a Validate() error method, which agents call when
+// they are built (the package's policies do).
 type Policy interface {
 	// Select returns the messages to send after the agent's own system
 	// prompt (h.System, which the policy may count but does not return),

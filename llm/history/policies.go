@@ -17,10 +17,18 @@ type LastTurns struct {
 	N int
 }
 
+// Validate reports an N below 1.
+func (p LastTurns) Validate() error {
+	if p.N < 1 {
+		return fmt.Errorf("history: LastTurns.N is %d; keep at least one turn", p.N)
+	}
+	return nil
+}
+
 // Select keeps the last p.N turns.
 func (p LastTurns) Select(_ context.Context, h History) (Selection, error) {
-	if p.N < 1 {
-		return Selection{}, fmt.Errorf("history: LastTurns.N is %d; keep at least one turn", p.N)
+	if err := p.Validate(); err != nil {
+		return Selection{}, err
 	}
 	pinned, turns := split(h.Messages)
 	if len(turns) <= p.N {
@@ -84,10 +92,18 @@ type Budget struct {
 	Counter Counter
 }
 
+// Validate reports a Max below 1.
+func (p Budget) Validate() error {
+	if p.Max < 1 {
+		return fmt.Errorf("history: Budget.Max is %d; give a budget of at least one token", p.Max)
+	}
+	return nil
+}
+
 // Select trims h.Messages to the budget.
 func (p Budget) Select(_ context.Context, h History) (Selection, error) {
-	if p.Max < 1 {
-		return Selection{}, fmt.Errorf("history: Budget.Max is %d; give a budget of at least one token", p.Max)
+	if err := p.Validate(); err != nil {
+		return Selection{}, err
 	}
 	c := p.Counter
 	if c == nil {

@@ -56,19 +56,30 @@ type Summarize struct {
 	Request llm.Request
 }
 
-// Select summarises when due and returns the summary and the turns after
-// it.
-func (p Summarize) Select(ctx context.Context, h History) (Selection, error) {
+// Validate reports a missing model, bad turn counts or a request
+// template with messages or tools.
+func (p Summarize) Validate() error {
 	keep := cmp.Or(p.KeepTurns, 4)
 	maxTurns := cmp.Or(p.MaxTurns, 2*keep)
 	switch {
 	case p.Model == nil:
-		return Selection{}, errors.New("history: Summarize.Model is nil; give the policy a model to write the summary")
+		return errors.New("history: Summarize.Model is nil; give the policy a model to write the summary")
 	case keep < 1 || maxTurns < keep:
-		return Selection{}, fmt.Errorf("history: Summarize keeps %d turns and summarises past %d; KeepTurns must be at least 1 and MaxTurns at least KeepTurns", keep, maxTurns)
+		return fmt.Errorf("history: Summarize keeps %d turns and summarises past %d; KeepTurns must be at least 1 and MaxTurns at least KeepTurns", keep, maxTurns)
 	case len(p.Request.Messages) > 0 || len(p.Request.Tools) > 0:
-		return Selection{}, errors.New("history: Summarize.Request has messages or tools; the policy writes the messages itself")
+		return errors.New("history: Summarize.Request has messages or tools; the policy writes the messages itself")
 	}
+	return nil
+}
+
+// Select summarises when due and returns the summary and the turns after
+// it.
+func (p Summarize) Select(ctx context.Context, h History) (Selection, error) {
+	if err := p.Validate(); err != nil {
+		return Selection{}, err
+	}
+	keep := cmp.Or(p.KeepTurns, 4)
+	maxTurns := cmp.Or(p.MaxTurns, 2*keep)
 	pinned, rest := leadingSystem(h.Messages)
 	sum, start := h.Summary, 0
 	if !sum.IsZero() {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/trellis-agents/trellis/store"
 	"github.com/trellis-agents/trellis/store/embedtest"
@@ -29,6 +30,7 @@ func RunIndex(t *testing.T, newStore func(t *testing.T, cfg store.IndexConfig) s
 		{"Delete", testIndexDelete},
 		{"EmbedderFails", testIndexEmbedderFails},
 		{"Bounds", testIndexBounds},
+		{"Expiry", testIndexExpiry},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -262,6 +264,17 @@ func testIndexBounds(t *testing.T, s store.Store, _ *embedtest.Hash) {
 		t.Errorf("Put yielding %d texts succeeded; want an error", len(many))
 	}
 	checkNotFound(t, s, b, "many")
+}
+
+func testIndexExpiry(t *testing.T, s store.Store, _ *embedtest.Hash) {
+	b := base(t)
+	putTTL(t, s, b, "short", textValue("fleeting thought"), time.Second)
+	put(t, s, b, "long", textValue("lasting thought"))
+	if got := names(query(t, s, b, store.Query{Text: "fleeting thought"})); len(got) != 2 || got[0] != name(b, "short") {
+		t.Fatalf("before expiry: %v", got)
+	}
+	time.Sleep(1100 * time.Millisecond)
+	check(t, "after expiry", []string{name(b, "long")}, names(query(t, s, b, store.Query{Text: "fleeting thought"})))
 }
 
 // testSearchTextWithoutIndex checks that a store without an index refuses

@@ -256,3 +256,31 @@ func TestHistoryPolicyCheckedAtNew(t *testing.T) {
 		t.Errorf("New with a summarizer without a model: %v", err)
 	}
 }
+
+// A thread saved with a summarising policy still loads, and goes on,
+// when the agent is rebuilt without a policy.
+func TestThreadOutlivesItsPolicy(t *testing.T) {
+	m := &longThreadModel{t: t, covered: -1}
+	with, err := react.New(react.Config{Model: m, System: "s", History: history.Summarize{Model: m, KeepTurns: 1, MaxTurns: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := threadOpts("switch")
+	ctx := context.Background()
+	for i := range 3 {
+		if _, err := with.Invoke(ctx, react.Input(fmt.Sprintf("turn %d", i)), opts...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	without, err := react.New(react.Config{Model: &budgetModel{check: func(*llm.Request) {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := without.Invoke(ctx, react.Input("turn 4"), opts...)
+	if err != nil {
+		t.Fatalf("the thread does not load without the policy: %v", err)
+	}
+	if react.HistorySummary.Get(res.State).Text == "" || len(react.Messages.Get(res.State)) != 10 {
+		t.Errorf("summary %+v, %d messages", react.HistorySummary.Get(res.State), len(react.Messages.Get(res.State)))
+	}
+}

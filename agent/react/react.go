@@ -72,8 +72,9 @@ var (
 	// tool, when configured, is always offered.
 	ToolSubset = graph.NewKey[[]string]("tool_subset")
 	// HistorySummary holds the running summary of a Config.History policy
-	// that summarises (history.Summarize). It is in the graph only when
-	// Config.History is set.
+	// that summarises (history.Summarize); it stays unset otherwise. It is
+	// always among the agent's keys, so a thread keeps loading when its
+	// agent's policy changes.
 	HistorySummary = graph.NewKey[history.Summary]("history_summary")
 )
 
@@ -156,19 +157,20 @@ type Config struct {
 	// thread's state keeps every message either way.
 	History history.Policy
 	// Summary replaces HistorySummary, the key the History policy's
-	// running summary is kept in (used only when History is set).
+	// running summary is kept in.
 	Summary *graph.Key[history.Summary]
 }
 
 // StateKeys returns the keys the agent reads and writes: its messages,
-// calls and tool-subset keys, and the Output's key when there is one. A
-// builder given to AddTo must list all of them in graph.New.
+// calls, tool-subset and history-summary keys, and the Output's key when
+// there is one. A builder given to AddTo must list all of them in
+// graph.New.
 func (c Config) StateKeys() []graph.AnyKey {
 	k := c.keys()
-	keys := []graph.AnyKey{k.msgs, k.calls, k.subset}
-	if c.History != nil {
-		keys = append(keys, k.summary)
-	}
+	// The summary key is listed even without a History policy: a thread
+	// saved under a summarising policy must still load when the policy
+	// is changed or removed.
+	keys := []graph.AnyKey{k.msgs, k.calls, k.subset, k.summary}
 	if c.Output != nil && c.Output.stateKey() != nil {
 		keys = append(keys, c.Output.stateKey())
 	}

@@ -19,7 +19,7 @@ type Keys struct {
 
 // OpenKeys opens (creating or migrating) the database, as New does.
 func OpenKeys(ctx context.Context, database string) (*Keys, error) {
-	st, err := openStorage(ctx, database)
+	st, err := openStorage(ctx, database, nil)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}

@@ -49,6 +49,7 @@ import (
 	"github.com/trellis-agents/trellis/server/openaiapi"
 	"github.com/trellis-agents/trellis/server/queue"
 	"github.com/trellis-agents/trellis/server/runs"
+	"github.com/trellis-agents/trellis/store"
 )
 
 // DefaultAddr is the address of a Config that names none (LangGraph's dev
@@ -124,6 +125,11 @@ type Config struct {
 	// first user message, cut short). Models.Titler gives one on the
 	// default model.
 	Titler runs.Titler
+	// StoreIndex, when set, makes the long-term store embed the items put
+	// into it and answer POST /store/items/search's query by similarity
+	// (scores in the results); cmd/trellis builds it from trellis.yaml's
+	// store.index. Without it a query is a substring match.
+	StoreIndex *store.IndexConfig
 	// TracerProvider makes the spans of requests, runs, steps, nodes and
 	// model and tool calls. When nil, spans are exported over OTLP/HTTP if
 	// OTLPEndpoint or the OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT environment
@@ -227,7 +233,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if _, _, err := net.SplitHostPort(cfg.Addr); err != nil {
 		return nil, fmt.Errorf("server: address %q is not host:port (e.g. %s): %w", cfg.Addr, DefaultAddr, err)
 	}
-	st, err := openStorage(ctx, cfg.Database)
+	st, err := openStorage(ctx, cfg.Database, cfg.StoreIndex)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
 	}

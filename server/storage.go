@@ -74,7 +74,9 @@ func parseDatabase(v string) (kind, target string, err error) {
 }
 
 // openStorage opens (creating or migrating) the backend database names.
-func openStorage(ctx context.Context, database string) (_ *storage, err error) {
+// index, when set, makes the store embed items and answer semantic
+// searches.
+func openStorage(ctx context.Context, database string, index *store.IndexConfig) (_ *storage, err error) {
 	kind, target, err := parseDatabase(database)
 	if err != nil {
 		return nil, err
@@ -102,7 +104,11 @@ func openStorage(ctx context.Context, database string) (_ *storage, err error) {
 			return nil, err
 		}
 		s.saver = saver
-		st, err := stpg.New(ctx, pool)
+		var stOpts []stpg.Option
+		if index != nil {
+			stOpts = append(stOpts, stpg.WithIndex(*index))
+		}
+		st, err := stpg.New(ctx, pool, stOpts...)
 		if err != nil {
 			return nil, err
 		}
@@ -122,7 +128,11 @@ func openStorage(ctx context.Context, database string) (_ *storage, err error) {
 	}
 	s.saver = saver
 	s.closes = append(s.closes, saver.Close)
-	st, err := stsqlite.Open(ctx, target)
+	var stOpts []stsqlite.Option
+	if index != nil {
+		stOpts = append(stOpts, stsqlite.WithIndex(*index))
+	}
+	st, err := stsqlite.Open(ctx, target, stOpts...)
 	if err != nil {
 		return nil, fmt.Errorf("database %s: %w", target, err)
 	}
@@ -170,7 +180,7 @@ func Migrate(ctx context.Context, database string, log *slog.Logger) error {
 	if log == nil {
 		log = slog.Default()
 	}
-	st, err := openStorage(ctx, database)
+	st, err := openStorage(ctx, database, nil)
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}

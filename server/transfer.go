@@ -36,7 +36,7 @@ func Transfer(ctx context.Context, from, to string, opts transfer.Options) (tran
 			return transfer.Report{}, fmt.Errorf("transfer: --from %s: %w; give the file `trellis serve` uses (default %s)", ft, err, DefaultDatabase)
 		}
 	}
-	src, err := openStorage(ctx, from)
+	src, err := openStorage(ctx, from, nil)
 	if err != nil {
 		return transfer.Report{}, fmt.Errorf("transfer: the source: %w", err)
 	}
@@ -45,7 +45,7 @@ func Transfer(ctx context.Context, from, to string, opts transfer.Options) (tran
 	if opts.DryRun {
 		return transfer.Run(ctx, srcSide, transfer.Side{}, opts)
 	}
-	dst, err := openStorage(ctx, to)
+	dst, err := openStorage(ctx, to, nil) // vectors are not copied: see docs/memory.md
 	if err != nil {
 		return transfer.Report{}, fmt.Errorf("transfer: the target: %w", err)
 	}

@@ -32,6 +32,9 @@ type Memory struct {
 	items    map[string]*Item // itemKey(namespace, key) -> item
 	now      func() time.Time // clock for Created, Updated and expiry
 	maxBytes int
+	index    *IndexConfig
+	indexErr error                  // an invalid IndexConfig, returned by Put and Search
+	vectors  map[string][][]float32 // itemKey -> the item's embedded fields
 }
 
 var _ Store = (*Memory)(nil)
@@ -50,9 +53,19 @@ func MemoryMaxValueBytes(n int) MemoryOption {
 	}
 }
 
+// MemoryIndex makes the store embed items on Put and answer Query.Text
+// (see IndexConfig). An invalid config makes every Put and Search fail
+// with the reason.
+func MemoryIndex(cfg IndexConfig) MemoryOption {
+	return func(m *Memory) {
+		cfg.Fields = slices.Clone(cfg.Fields)
+		m.index, m.indexErr = &cfg, cfg.Validate()
+	}
+}
+
 // NewMemory returns an empty in-memory Store.
 func NewMemory(opts ...MemoryOption) *Memory {
-	m := &Memory{items: make(map[string]*Item), now: time.Now, maxBytes: DefaultMaxValueBytes}
+	m := &Memory{items: make(map[string]*Item), now: time.Now, maxBytes: DefaultMaxValueBytes, vectors: make(map[string][][]float32)}
 	for _, o := range opts {
 		o(m)
 	}
@@ -92,6 +105,20 @@ func (m *Memory) Put(ctx context.Context, namespace []string, key string, value 
 	if opts.TTL < 0 {
 		return fmt.Errorf("store: put %s: negative TTL %s", itemName(namespace, key), opts.TTL)
 	}
+	var vecs [][]float32
+	if m.index != nil {
+		if m.indexErr != nil {
+			return m.indexErr
+		}
+		// Embed before taking the lock: the embedder may be a network call.
+		found, err := m.index.EmbedItem(ctx, value, m.index.FieldsFor(opts))
+		if err != nil {
+			return fmt.Errorf("store: put %s: %w", itemName(namespace, key), err)
+		}
+		for _, v := range found {
+			vecs = append(vecs, v.Vector)
+		}
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	now := m.now()
@@ -110,6 +137,11 @@ func (m *Memory) Put(ctx context.Context, namespace []string, key string, value 
 		it.Expires = now.Add(opts.TTL)
 	}
 	m.items[k] = it
+	if len(vecs) > 0 {
+		m.vectors[k] = vecs
+	} else {
+		delete(m.vectors, k)
+	}
 	return nil
 }
 
@@ -120,7 +152,9 @@ func (m *Memory) Delete(ctx context.Context, namespace []string, key string) err
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.items, itemKey(namespace, key))
+	k := itemKey(namespace, key)
+	delete(m.items, k)
+	delete(m.vectors, k)
 	return nil
 }
 
@@ -152,6 +186,9 @@ func (m *Memory) Search(ctx context.Context, prefix []string, q Query) ([]*Item,
 			return nil, fmt.Errorf("store: search: filter field %q: %w", field, err)
 		}
 	}
+	if q.Text != "" {
+		return m.searchText(ctx, prefix, q, filter, limit)
+	}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -170,6 +207,48 @@ func (m *Memory) Search(ctx context.Context, prefix []string, q Query) ([]*Item,
 	out := make([]*Item, len(found))
 	for i, it := range found {
 		out[i] = cloneItem(it)
+	}
+	return out, nil
+}
+
+// searchText answers a semantic Search: the embedded live items under
+// prefix matching filter, ranked by similarity to q.Text.
+func (m *Memory) searchText(ctx context.Context, prefix []string, q Query, filter map[string]any, limit int) ([]*Item, error) {
+	if m.index == nil {
+		return nil, fmt.Errorf("store: search: %w", ErrNoIndex)
+	}
+	if m.indexErr != nil {
+		return nil, m.indexErr
+	}
+	if err := CheckRanked(q.Offset, limit); err != nil {
+		return nil, err
+	}
+	qv, err := m.index.EmbedQuery(ctx, q.Text)
+	if err != nil {
+		return nil, fmt.Errorf("store: search: %w", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := m.now()
+	top := NewTopK(q.Offset + limit)
+	for k, it := range m.items {
+		vecs := m.vectors[k]
+		if len(vecs) == 0 || !m.liveLocked(k, it, now) || !hasPrefix(it.Namespace, prefix) || !jsonmatch.Matches(it.Value, filter) {
+			continue
+		}
+		score, _, err := BestScore(qv, vecs, it.Namespace, it.Key)
+		if err != nil {
+			return nil, err
+		}
+		top.Offer(it.Namespace, it.Key, score)
+	}
+	best := top.Best(q.Offset)
+	out := make([]*Item, len(best))
+	for i, c := range best {
+		it := cloneItem(m.items[itemKey(c.Namespace, c.Key)])
+		score := c.Score
+		it.Score = &score
+		out[i] = it
 	}
 	return out, nil
 }
@@ -220,6 +299,7 @@ func (m *Memory) liveLocked(k string, it *Item, now time.Time) bool {
 		return true
 	}
 	delete(m.items, k)
+	delete(m.vectors, k)
 	return false
 }
 
@@ -270,5 +350,9 @@ func cloneItem(it *Item) *Item {
 	c := *it
 	c.Namespace = slices.Clone(it.Namespace)
 	c.Value = bytes.Clone(it.Value)
+	if it.Score != nil {
+		score := *it.Score
+		c.Score = &score
+	}
 	return &c
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,5 +119,31 @@ func TestJSONEqualNumbers(t *testing.T) {
 		if got := eq(c.a, c.b); got != c.want {
 			t.Errorf("jsonmatch.Equal(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
 		}
+	}
+}
+
+func TestParsePath(t *testing.T) {
+	for p, ok := range map[string]bool{
+		"$": true, "text": true, "a.b": true, "tags[*]": true, "a[0].b": true, "a[-1]": true, "m[0][1]": true,
+		"": false, "a[": false, "a[x]": false, "a[0": false, ".a": false, "a..b": false, "a[0]b": false, "[0]": false,
+	} {
+		if err := ValidateFieldPath(p); (err == nil) != ok {
+			t.Errorf("ValidateFieldPath(%q) = %v; want ok=%v", p, err, ok)
+		}
+	}
+}
+
+func TestIndexTexts(t *testing.T) {
+	texts, err := IndexTexts([]byte(`{"a":{"b":"x"},"tags":["t1",{"n":1}],"n":null,"num":2}`), []string{"a.b", "tags[*]", "tags[-1].n", "n", "num", "missing", "$"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, tx := range texts {
+		got = append(got, tx.Path+"="+tx.Text)
+	}
+	want := []string{"a.b=x", "tags[0]=t1", `tags[1]={"n":1}`, "tags[1].n=1", "num=2", `$={"a":{"b":"x"},"n":null,"num":2,"tags":["t1",{"n":1}]}`}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("IndexTexts = %q;\nwant %q", got, want)
 	}
 }

@@ -23,3 +23,9 @@ func TestMemoryLimits(t *testing.T) {
 		return store.NewMemory(store.MemoryMaxValueBytes(maxBytes))
 	})
 }
+
+func TestMemoryIndex(t *testing.T) {
+	storetest.RunIndex(t, func(t *testing.T, cfg store.IndexConfig) store.Store {
+		return store.NewMemory(store.MemoryIndex(cfg))
+	})
+}

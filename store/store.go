@@ -51,12 +51,22 @@ type Item struct {
 	Updated   time.Time
 	// Expires is when the item stops being visible; zero means never.
 	Expires time.Time
+	// Score is the item's similarity to a Search's Query.Text (the best
+	// cosine similarity of its embedded fields, in [-1, 1]); nil in every
+	// other result.
+	Score *float64
 }
 
 // PutOptions tune a Put.
 type PutOptions struct {
 	// TTL makes the item expire this long after the Put; 0 keeps it forever.
 	TTL time.Duration
+	// Index overrides the store's IndexConfig.Fields for this item (nil
+	// keeps them). It has no effect on a store opened without an index.
+	Index []string
+	// NoIndex stores the item without embedding it: a semantic Search does
+	// not find it (LangGraph's index=False).
+	NoIndex bool
 }
 
 // Query bounds and filters a Search.
@@ -68,6 +78,12 @@ type Query struct {
 	Limit int
 	// Offset skips that many matching items first.
 	Offset int
+	// Text, when set, ranks the items by similarity to it instead of by
+	// namespace and key: only items the store embedded (see IndexConfig)
+	// match, best first, each with its Score; ties go by namespace, then
+	// key. A store opened without an index returns an error wrapping
+	// ErrNoIndex. Offset+Limit may be at most MaxRanked.
+	Text string
 }
 
 // NamespaceQuery bounds ListNamespaces.
@@ -85,7 +101,13 @@ type NamespaceQuery struct {
 
 // Store is a namespaced key-value store. Implementations are safe for
 // concurrent use. Search and ListNamespaces return results in a stable order:
-// items by namespace then key, namespaces lexicographically by element.
+// items by namespace then key (by score first for a semantic Search),
+// namespaces lexicographically by element.
+//
+// A store opened with an IndexConfig embeds items on Put (before writing:
+// a failing embedder fails the Put and leaves the old item), re-embeds them
+// when they are replaced and drops their vectors when they are deleted or
+// expire.
 type Store interface {
 	// Get returns the item, or an error wrapping ErrNotFound.
 	Get(ctx context.Context, namespace []string, key string) (*Item, error)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/history"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -62,7 +63,10 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 		if specs, err = a.withClientTools(ctx, specs); err != nil {
 			return nil, err
 		}
-		history := a.msgs.Get(s)
+		history, sumW, err := a.view(ctx, s)
+		if err != nil {
+			return nil, err
+		}
 		left := graph.RemainingSteps(ctx)
 		final := a.graceful && left >= 0 && left < a.stepsToFinish()
 		if final && a.out != nil && left == 0 {
@@ -76,7 +80,7 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 			}
 			return graph.Command{
 				Goto:   []graph.Target{graph.To(next)},
-				Update: graph.Writes(graph.Append(a.msgs, msg), w),
+				Update: graph.Writes(append(sumW, graph.Append(a.msgs, msg), w)...),
 			}, nil
 		}
 		req := a.request(history, specs)
@@ -95,15 +99,34 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 		if final && len(msg.ToolCalls) > 0 {
 			msg = a.dropCalls(ctx, msg)
 		}
-		return graph.Writes(graph.Append(a.msgs, msg)), nil
+		return graph.Writes(append(sumW, graph.Append(a.msgs, msg))...), nil
 	}
 }
 
+// view returns the messages a request carries after the system prompt:
+// the history with long tool results cut, chosen by the History policy,
+// and the write of the policy's summary when it changed.
+func (a *agent) view(ctx context.Context, s graph.State) ([]llm.Message, []graph.Write, error) {
+	h := tool.ForModel(a.msgs.Get(s), a.limit)
+	if a.history == nil {
+		return h, nil, nil
+	}
+	prev := a.summary.Get(s)
+	sel, err := a.history.Select(ctx, history.History{System: a.system, Messages: h, Summary: prev})
+	if err != nil {
+		return nil, nil, fmt.Errorf("react: history policy: %w", err)
+	}
+	var w []graph.Write
+	if sel.Summary != prev {
+		w = append(w, a.summary.Set(sel.Summary))
+	}
+	return sel.Messages, w, nil
+}
+
 // request builds a model request: the template's options, the system
-// prompt, the history with long tool results cut, and the tools offered.
-func (a *agent) request(history []llm.Message, specs []llm.ToolSpec) *llm.Request {
+// prompt, the history as view returned it, and the tools offered.
+func (a *agent) request(h []llm.Message, specs []llm.ToolSpec) *llm.Request {
 	req := a.tmpl.Clone()
-	h := tool.ForModel(history, a.limit)
 	req.Messages = make([]llm.Message, 0, len(a.system)+len(h)+1)
 	req.Messages = append(append(req.Messages, a.system...), h...)
 	req.Tools = specs
@@ -223,9 +246,13 @@ func (a *agent) runAnswer(ctx context.Context, s graph.State) (graph.Output, err
 	if specs, err = a.withClientTools(ctx, specs); err != nil {
 		return nil, err
 	}
-	w, _, err := a.out.generate(ctx, a.model, a.answerRequest(a.msgs.Get(s), specs))
+	h, sumW, err := a.view(ctx, s)
 	if err != nil {
 		return nil, err
 	}
-	return graph.Writes(w), nil
+	w, _, err := a.out.generate(ctx, a.model, a.answerRequest(h, specs))
+	if err != nil {
+		return nil, err
+	}
+	return graph.Writes(append(sumW, w)...), nil
 }

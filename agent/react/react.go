@@ -50,6 +50,7 @@ import (
 
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/history"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -70,6 +71,11 @@ var (
 	// the model node with an error listing the agent's tools. The stop
 	// tool, when configured, is always offered.
 	ToolSubset = graph.NewKey[[]string]("tool_subset")
+	// HistorySummary holds the running summary of a Config.History policy
+	// that summarises (history.Summarize); it stays unset otherwise. It is
+	// always among the agent's keys, so a thread keeps loading when its
+	// agent's policy changes.
+	HistorySummary = graph.NewKey[history.Summary]("history_summary")
 )
 
 // The node names New gives the loop (AddTo puts its prefix before them).
@@ -144,14 +150,27 @@ type Config struct {
 	// Logger receives tool failures and dropped calls (nil:
 	// slog.Default()).
 	Logger *slog.Logger
+	// History chooses which of the thread's messages each model request
+	// carries: the last turns, a token budget or a running summary (see
+	// package llm/history). nil sends the whole history. It is applied
+	// before every model call, after long tool results are cut; the
+	// thread's state keeps every message either way.
+	History history.Policy
+	// Summary replaces HistorySummary, the key the History policy's
+	// running summary is kept in.
+	Summary *graph.Key[history.Summary]
 }
 
 // StateKeys returns the keys the agent reads and writes: its messages,
-// calls and tool-subset keys, and the Output's key when there is one. A
-// builder given to AddTo must list all of them in graph.New.
+// calls, tool-subset and history-summary keys, and the Output's key when
+// there is one. A builder given to AddTo must list all of them in
+// graph.New.
 func (c Config) StateKeys() []graph.AnyKey {
 	k := c.keys()
-	keys := []graph.AnyKey{k.msgs, k.calls, k.subset}
+	// The summary key is listed even without a History policy: a thread
+	// saved under a summarising policy must still load when the policy
+	// is changed or removed.
+	keys := []graph.AnyKey{k.msgs, k.calls, k.subset, k.summary}
 	if c.Output != nil && c.Output.stateKey() != nil {
 		keys = append(keys, c.Output.stateKey())
 	}
@@ -159,13 +178,17 @@ func (c Config) StateKeys() []graph.AnyKey {
 }
 
 type keySet struct {
-	msgs   *graph.Key[[]llm.Message]
-	calls  *graph.Key[map[string]tool.Record]
-	subset *graph.Key[[]string]
+	msgs    *graph.Key[[]llm.Message]
+	calls   *graph.Key[map[string]tool.Record]
+	subset  *graph.Key[[]string]
+	summary *graph.Key[history.Summary]
 }
 
 func (c Config) keys() keySet {
-	k := keySet{msgs: c.Messages, calls: c.Calls, subset: c.ToolSubset}
+	k := keySet{msgs: c.Messages, calls: c.Calls, subset: c.ToolSubset, summary: c.Summary}
+	if k.summary == nil {
+		k.summary = HistorySummary
+	}
 	if k.msgs == nil {
 		k.msgs = Messages
 	}
@@ -254,6 +277,7 @@ type agent struct {
 	out          Output
 	outPrompt    llm.Message
 	log          *slog.Logger
+	history      history.Policy
 }
 
 // build checks cfg and returns the agent, or one error listing every
@@ -285,6 +309,11 @@ func build(cfg Config, forNew bool) (*agent, error) {
 			errs = append(errs, err)
 		}
 	}
+	if v, ok := cfg.History.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			add("Config.History: %v", err)
+		}
+	}
 	k := cfg.keys()
 	node, err := tool.NewNode(tool.NodeConfig{
 		Messages:    k.msgs,
@@ -308,6 +337,7 @@ func build(cfg Config, forNew bool) (*agent, error) {
 		budgetPrompt: cmpOr(cfg.BudgetPrompt, DefaultBudgetPrompt),
 		out:          cfg.Output,
 		log:          cfg.Logger,
+		history:      cfg.History,
 	}
 	if node != nil {
 		a.specs = node.Specs()

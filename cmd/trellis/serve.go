@@ -17,9 +17,11 @@ import (
 	"github.com/trellis-agents/trellis/internal/cli"
 	"github.com/trellis-agents/trellis/internal/cli/resolve"
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/provider"
 	"github.com/trellis-agents/trellis/server"
 	"github.com/trellis-agents/trellis/server/config"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/store"
 )
 
 // DefaultConfigFile is read by serve when present and --config is not
@@ -139,6 +141,15 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 	}
 	cfg.Scripted = models.Scripted()
 	cfg.Titler = models.Titler()
+	if ix := file.Store.Index; ix != nil {
+		// The embedder is built here, like the models: only mains link
+		// the providers' SDKs.
+		e, err := provider.ResolveEmbedder(file.ModelSpec(ix.Embed), ix.Dims)
+		if err != nil {
+			return cfg, models, fmt.Errorf("store.index.embed: %w", err)
+		}
+		cfg.StoreIndex = &store.IndexConfig{Embedder: e, Fields: ix.Fields}
+	}
 	for i, a := range file.Assistants {
 		conf := a.Config
 		if a.Model != "" {
@@ -149,6 +160,9 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 		}
 		if len(a.Tools) > 0 {
 			conf = withConfigurable(conf, "tools", a.Tools)
+		}
+		if a.History != nil {
+			conf = withConfigurable(conf, "history", a.History)
 		}
 		var errs []error
 		enc := func(field string, v map[string]any) json.RawMessage {

@@ -124,6 +124,7 @@ type Model struct {
 	useMaxTokens bool
 	limits       llm.Limits
 	svc          openai.ChatCompletionService
+	opts         []option.RequestOption // the client's options, for NewEmbedder
 }
 
 var _ llm.Model = (*Model)(nil)
@@ -204,6 +205,7 @@ func New(model string, opts ...Option) (*Model, error) {
 		useMaxTokens: useMax,
 		limits:       limits,
 		svc:          openai.NewChatCompletionService(sdkOpts...),
+		opts:         sdkOpts,
 	}, nil
 }
 

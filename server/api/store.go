@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/trellis-agents/trellis/server/api/wire"
@@ -50,7 +51,7 @@ func storeItem(it *store.Item) (wire.Item, error) {
 	if ns == nil {
 		ns = []string{}
 	}
-	return wire.Item{Namespace: ns, Key: it.Key, Value: v, CreatedAt: it.Created.UTC(), UpdatedAt: it.Updated.UTC()}, nil
+	return wire.Item{Namespace: ns, Key: it.Key, Value: v, CreatedAt: it.Created.UTC(), UpdatedAt: it.Updated.UTC(), Score: it.Score}, nil
 }
 
 func (a *API) putStoreItem(w http.ResponseWriter, r *http.Request) {
@@ -66,7 +67,22 @@ func (a *API) putStoreItem(w http.ResponseWriter, r *http.Request) {
 		a.fail(w, r, err)
 		return
 	}
-	if err := a.tenantStore(r).Put(r.Context(), b.Namespace, b.Key, v, store.PutOptions{}); err != nil {
+	var opts store.PutOptions
+	if b.Index != nil {
+		// LangGraph's per-put index: false, or the fields to embed
+		// instead of the store's. A store without an index ignores it.
+		opts.NoIndex = b.Index.Disabled
+		if !b.Index.Disabled {
+			opts.Index = b.Index.Fields
+		}
+		for i, f := range opts.Index {
+			if err := store.ValidateFieldPath(f); err != nil {
+				wire.Invalid(wire.FieldError{Pointer: "/index/" + strconv.Itoa(i), Detail: err.Error()}).Write(w, r)
+				return
+			}
+		}
+	}
+	if err := a.tenantStore(r).Put(r.Context(), b.Namespace, b.Key, v, opts); err != nil {
 		a.fail(w, r, err)
 		return
 	}
@@ -131,13 +147,20 @@ func (a *API) searchStoreItems(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	limit := wire.LimitOr(b.Limit, wire.DefaultLimit)
-	q := store.Query{Filter: b.Filter, Limit: limit, Offset: b.Offset}
-	if b.Query != "" {
+	if b.Query != "" && b.Offset+limit > store.MaxRanked {
+		wire.Invalid(wire.FieldError{Pointer: "/offset", Detail: "a query ranks at most " + strconv.Itoa(store.MaxRanked) + " items: offset + limit must not exceed it; narrow namespace_prefix or filter instead"}).Write(w, r)
+		return
+	}
+	q := store.Query{Filter: b.Filter, Limit: limit, Offset: b.Offset, Text: b.Query}
+	items, err := a.tenantStore(r).Search(r.Context(), b.NamespacePrefix, q)
+	substring := false
+	if errors.Is(err, store.ErrNoIndex) {
 		// No vector index: the query is a substring match, applied after
 		// the store's own filter, so page through everything it keeps.
-		q.Limit, q.Offset = wire.MaxLimit*10, 0
+		substring = true
+		q.Text, q.Limit, q.Offset = "", wire.MaxLimit*10, 0
+		items, err = a.tenantStore(r).Search(r.Context(), b.NamespacePrefix, q)
 	}
-	items, err := a.tenantStore(r).Search(r.Context(), b.NamespacePrefix, q)
 	if err != nil {
 		a.fail(w, r, err)
 		return
@@ -145,7 +168,7 @@ func (a *API) searchStoreItems(w http.ResponseWriter, r *http.Request) {
 	out := wire.StoreSearchResult{Items: []wire.Item{}}
 	skip := 0
 	for _, it := range items {
-		if b.Query != "" {
+		if substring {
 			if !strings.Contains(strings.ToLower(string(it.Value)), strings.ToLower(b.Query)) {
 				continue
 			}

@@ -16,8 +16,11 @@ import (
 const AgentGraph = "agent"
 
 // BuiltinTools are the built-in tools an agent assistant may name: the
-// tools of the tool package that need nothing from the server's files.
-var BuiltinTools = []string{"stop"}
+// tools of the tool package that need nothing from the server's files, and
+// the long-term memory pair of tool/memory (remember runs without asking
+// unless approve says otherwise; memories are filed under the run
+// context's user_id).
+var BuiltinTools = []string{"stop", "remember", "recall"}
 
 // Approval policies of a ToolRef.
 const (

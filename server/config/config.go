@@ -132,6 +132,8 @@ type File struct {
 	// it reads (its package's Settings type). An assistant may override
 	// its app's object with config.configurable.settings.
 	Apps map[string]map[string]any `yaml:"apps"`
+	// Store configures the long-term store (store.go): its semantic index.
+	Store Store `yaml:"store"`
 	// Auth, CORS and Limits are the security sections (security.go).
 	Auth   Auth   `yaml:"auth"`
 	CORS   CORS   `yaml:"cors"`
@@ -213,6 +215,9 @@ type Assistant struct {
 	// mcp:SERVER (all of its tools) or mcp:SERVER/TOOL, each with an
 	// optional approval policy.
 	Tools []ToolRef `yaml:"tools"`
+	// History is the agent graph's message-history policy (graph "agent"
+	// only; config.configurable.history).
+	History *History `yaml:"history"`
 	// Config, Context and Metadata are JSON objects (written as YAML).
 	Config   map[string]any `yaml:"config"`
 	Context  map[string]any `yaml:"context"`
@@ -409,6 +414,18 @@ func (f *File) Validate() error {
 			}
 			bad(field+"."+which, "only assistants of graph %q have a system prompt and tools; graph %q configures its own", AgentGraph, a.Graph)
 		}
+		if h := a.History; h != nil {
+			if a.Graph != AgentGraph && a.Graph != "" {
+				bad(field+".history", "only assistants of graph %q take a history policy", AgentGraph)
+			} else if err := h.Check(); err != nil {
+				bad(field, "%v", err)
+			}
+			if m := h.Model; m != "" && !strings.Contains(m, ":") {
+				if _, ok := f.Models[m]; !ok {
+					bad(field+".history.model", "%q is neither a name under models nor a spec like openai:gpt-4o-mini", m)
+				}
+			}
+		}
 		for j, t := range a.Tools {
 			tf := fmt.Sprintf("%s.tools[%d]", field, j)
 			if err := t.Check(); err != nil {
@@ -434,6 +451,9 @@ func (f *File) Validate() error {
 		for _, err := range f.MCPServers[name].check(name) {
 			errs = append(errs, fmt.Errorf("config: %w", err))
 		}
+	}
+	for _, err := range f.Store.check(f.Models) {
+		errs = append(errs, fmt.Errorf("config: %w", err))
 	}
 	for _, err := range f.Threads.check() {
 		errs = append(errs, fmt.Errorf("config: %w", err))

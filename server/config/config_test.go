@@ -190,7 +190,7 @@ func TestBadAgentAndThreadsNameTheField(t *testing.T) {
 		{"mcp_servers:\n  s: {command: x, cmd: y}\n", `unknown field "cmd" (known: command, args, env, dir, url, headers, tool_prefix, timeout)`},
 		{"mcp_servers:\n  a/b: {command: x}\n", "mcp_servers.a/b: a server's name must be"},
 		{agent("[mcp:nosuch]"), `assistants[0].tools[0]: "mcp:nosuch" names MCP server "nosuch", which is not under mcp_servers (s)`},
-		{agent("[shell]"), `assistants[0].tools[0]: "shell" is not a built-in tool (stop)`},
+		{agent("[shell]"), `assistants[0].tools[0]: "shell" is not a built-in tool (stop, remember, recall)`},
 		{agent("[stop, \"mcp:\"]"), `assistants[0].tools[1]: "mcp:" is not mcp:SERVER or mcp:SERVER/TOOL`},
 		{agent("[{use: \"mcp:s\", approve: sometimes}]"), `assistants[0].tools[0]: approve: "sometimes" is not ask or auto`},
 		{agent("[{use: stop, aprove: ask}]"), `unknown field "aprove" (known: use, approve)`},

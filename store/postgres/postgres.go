@@ -49,6 +49,7 @@ type Store struct {
 	owned     bool         // Close closes the pool
 	lastSweep atomic.Int64 // UnixNano of the last sweep of expired items
 	maxBytes  int          // size limit of one value on Put; reads allow twice as much
+	index     *store.IndexConfig
 }
 
 var _ store.Store = (*Store)(nil)
@@ -59,6 +60,20 @@ type Option func(*options)
 type options struct {
 	schema   string
 	maxBytes int
+	index    *store.IndexConfig
+}
+
+// WithIndex makes the store embed items on Put and answer a Search's
+// Query.Text by similarity (see store.IndexConfig). Vectors live in their
+// own table, store_vectors, as little-endian float32s in bytea (pgvector is
+// not required); a semantic search reads every vector under the prefix
+// that passes the filter (exact search) and keeps the best Offset+Limit in
+// memory.
+func WithIndex(cfg store.IndexConfig) Option {
+	return func(o *options) {
+		cfg.Fields = slices.Clone(cfg.Fields)
+		o.index = &cfg
+	}
 }
 
 // WithMaxBytes sets the most bytes of one value that Put accepts (beyond
@@ -108,10 +123,15 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Store, error
 	for _, opt := range opts {
 		opt(&o)
 	}
+	if o.index != nil {
+		if err := o.index.Validate(); err != nil {
+			return nil, fmt.Errorf("store/postgres: %w", err)
+		}
+	}
 	if err := pgdb.Migrate(ctx, pool, component, migrations); err != nil {
 		return nil, fmt.Errorf("store/postgres: %w", err)
 	}
-	s := &Store{pool: pool, maxBytes: store.DefaultMaxValueBytes}
+	s := &Store{pool: pool, maxBytes: store.DefaultMaxValueBytes, index: o.index}
 	if o.maxBytes > 0 {
 		s.maxBytes = o.maxBytes
 	}
@@ -144,6 +164,18 @@ CREATE TABLE store_items (
 );
 
 CREATE INDEX store_items_expires ON store_items (expires) WHERE expires IS NOT NULL;
+`,
+	// 2: the vectors of indexed items (semantic search).
+	`
+CREATE TABLE store_vectors (
+	namespace text[] COLLATE "C" NOT NULL,
+	key       text   COLLATE "C" NOT NULL,
+	i         int                NOT NULL,
+	path      text               NOT NULL,
+	vec       bytea              NOT NULL,
+	PRIMARY KEY (namespace, key, i),
+	FOREIGN KEY (namespace, key) REFERENCES store_items (namespace, key) ON DELETE CASCADE
+);
 `,
 }
 
@@ -203,7 +235,29 @@ func (s *Store) Put(ctx context.Context, namespace []string, key string, value j
 		e := now.Add(opts.TTL)
 		expires = &e
 	}
-	_, err := s.pool.Exec(ctx, `INSERT INTO store_items (namespace, key, value, created, updated, expires)
+	var vecs []store.Vector
+	if s.index != nil {
+		// Embed before the transaction: the embedder may be a network
+		// call, and a failure must leave the item as it was.
+		var err error
+		if vecs, err = s.index.EmbedItem(ctx, value, s.index.FieldsFor(opts)); err != nil {
+			return fmt.Errorf("store: put %s: %w", itemName(namespace, key), err)
+		}
+	}
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		return putTx(ctx, tx, namespace, key, value, now, expires, vecs)
+	})
+	if err != nil {
+		return fmt.Errorf("store: put %s: %w", itemName(namespace, key), err)
+	}
+	return nil
+}
+
+// putTx writes an item and replaces its vectors. It always deletes the old
+// vectors, so an item replaced without an index (or by a store opened
+// without one) is not found by stale vectors.
+func putTx(ctx context.Context, tx pgx.Tx, namespace []string, key string, value json.RawMessage, now time.Time, expires *time.Time, vecs []store.Vector) error {
+	_, err := tx.Exec(ctx, `INSERT INTO store_items (namespace, key, value, created, updated, expires)
 VALUES ($1, $2, $3, $4, $4, $5)
 ON CONFLICT (namespace, key) DO UPDATE SET
 	value = EXCLUDED.value,
@@ -213,7 +267,22 @@ ON CONFLICT (namespace, key) DO UPDATE SET
 		THEN store_items.created ELSE EXCLUDED.created END`,
 		namespace, key, string(value), now, expires)
 	if err != nil {
-		return fmt.Errorf("store: put %s: %w", itemName(namespace, key), err)
+		return err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM store_vectors WHERE namespace = $1 AND key = $2`, namespace, key); err != nil {
+		return fmt.Errorf("delete old vectors: %w", err)
+	}
+	if len(vecs) == 0 {
+		return nil
+	}
+	idx, paths, blobs := make([]int32, len(vecs)), make([]string, len(vecs)), make([][]byte, len(vecs))
+	for i, v := range vecs {
+		idx[i], paths[i], blobs[i] = int32(i), v.Path, store.EncodeVector(v.Vector)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO store_vectors (namespace, key, i, path, vec)
+SELECT $1, $2, t.i, t.path, t.vec FROM unnest($3::int[], $4::text[], $5::bytea[]) AS t(i, path, vec)`,
+		namespace, key, idx, paths, blobs); err != nil {
+		return fmt.Errorf("insert vectors: %w", err)
 	}
 	return nil
 }
@@ -245,6 +314,14 @@ func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*
 	if q.Limit < 0 || q.Offset < 0 {
 		return nil, fmt.Errorf("store: search: negative limit %d or offset %d", q.Limit, q.Offset)
 	}
+	if q.Text != "" {
+		if s.index == nil {
+			return nil, fmt.Errorf("store: search: %w", store.ErrNoIndex)
+		}
+		if err := store.CheckRanked(q.Offset, cmp.Or(q.Limit, 10)); err != nil {
+			return nil, err
+		}
+	}
 	now := time.Now()
 	w := newWhere(now, prefix)
 	for _, field := range slices.Sorted(maps.Keys(q.Filter)) {
@@ -255,6 +332,9 @@ func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*
 		w.add("value -> (" + w.arg(field) + "::text) = " + w.arg(string(b)) + "::jsonb")
 	}
 	s.sweep(ctx, now)
+	if q.Text != "" {
+		return s.searchText(ctx, prefix, q, w)
+	}
 	rows, _ := s.pool.Query(ctx, `SELECT namespace, key, value, created, updated, expires FROM store_items`+w.String()+
 		` ORDER BY namespace, key LIMIT `+w.arg(cmp.Or(q.Limit, 10))+` OFFSET `+w.arg(q.Offset), w.args...)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Item, error) {

@@ -97,7 +97,7 @@ func TestFutureSchemaRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, `INSERT INTO `+pgx.Identifier{schema, "schema_migrations"}.Sanitize()+` (component, version) VALUES ('store', 2)`); err != nil {
+	if _, err := conn.Exec(ctx, `INSERT INTO `+pgx.Identifier{schema, "schema_migrations"}.Sanitize()+` (component, version) VALUES ('store', 99)`); err != nil {
 		t.Fatal(err)
 	}
 	s, err := postgres.Open(ctx, dsn, postgres.WithSchema(schema))

@@ -32,6 +32,14 @@ func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*
 		return nil, fmt.Errorf("store: search: negative limit %d or offset %d", q.Limit, q.Offset)
 	}
 	limit := cmp.Or(q.Limit, 10)
+	if q.Text != "" {
+		if s.index == nil {
+			return nil, fmt.Errorf("store: search: %w", store.ErrNoIndex)
+		}
+		if err := store.CheckRanked(q.Offset, limit); err != nil {
+			return nil, err
+		}
+	}
 	filter := make(map[string]any, len(q.Filter))
 	for field, v := range q.Filter {
 		b, err := json.Marshal(v)
@@ -43,7 +51,10 @@ func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*
 		}
 	}
 
-	where, args := liveInPrefix(prefix, unixNano(s.now()))
+	if q.Text != "" {
+		return s.searchText(ctx, prefix, q, filter, limit)
+	}
+	where, args := liveInPrefix("", prefix, unixNano(s.now()))
 	query := qItem + where + ` ORDER BY ns, key`
 	if len(filter) == 0 {
 		// Without a filter SQL pages; with one, Go skips and stops.
@@ -98,7 +109,7 @@ func (s *Store) ListNamespaces(ctx context.Context, q store.NamespaceQuery) ([][
 		return nil, fmt.Errorf("store: list namespaces: negative max depth %d, limit %d or offset %d", q.MaxDepth, q.Limit, q.Offset)
 	}
 	limit := cmp.Or(q.Limit, 100)
-	where, args := liveInPrefix(q.Prefix, unixNano(s.now()))
+	where, args := liveInPrefix("", q.Prefix, unixNano(s.now()))
 	rows, err := s.db.Read.QueryContext(ctx, `SELECT DISTINCT ns FROM store_items`+where+` ORDER BY ns`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("store: list namespaces: %w", err)
@@ -138,16 +149,17 @@ func (s *Store) ListNamespaces(ctx context.Context, q store.NamespaceQuery) ([][
 }
 
 // liveInPrefix returns the WHERE clause and arguments that select the items
-// live at now whose namespace starts with prefix.
-func liveInPrefix(prefix []string, now int64) (string, []any) {
-	where, args := ` WHERE (expires IS NULL OR expires > ?)`, []any{now}
+// live at now whose namespace starts with prefix; alias qualifies the
+// columns ("i." for a join, "" otherwise).
+func liveInPrefix(alias string, prefix []string, now int64) (string, []any) {
+	where, args := ` WHERE (`+alias+`expires IS NULL OR `+alias+`expires > ?)`, []any{now}
 	if len(prefix) > 0 {
 		lo := encodeNamespace(prefix)
 		// Every encoding starting with lo sorts before lo with its final
 		// terminator (0x00) raised to 0x01, and nothing else between.
 		hi := bytes.Clone(lo)
 		hi[len(hi)-1] = 0x01
-		where += ` AND ns >= ? AND ns < ?`
+		where += ` AND ` + alias + `ns >= ? AND ` + alias + `ns < ?`
 		args = append(args, lo, hi)
 	}
 	return where, args

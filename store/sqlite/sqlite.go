@@ -50,6 +50,16 @@ CREATE TABLE store_items (
 ) WITHOUT ROWID;
 
 CREATE INDEX store_items_expires ON store_items (expires) WHERE expires IS NOT NULL;
+`}, {Version: 2, SQL: `
+CREATE TABLE store_vectors (
+	ns   BLOB    NOT NULL,
+	key  TEXT    NOT NULL,
+	i    INTEGER NOT NULL,
+	path TEXT    NOT NULL,
+	vec  BLOB    NOT NULL,
+	PRIMARY KEY (ns, key, i),
+	FOREIGN KEY (ns, key) REFERENCES store_items (ns, key) ON DELETE CASCADE
+) WITHOUT ROWID;
 `}}
 
 // sweepEvery is how often, at most, Put deletes the expired items.
@@ -65,6 +75,7 @@ type Store struct {
 	db       *sqlitedb.DB
 	now      func() time.Time // clock for Created, Updated and expiry
 	maxBytes int              // size limit of one value
+	index    *store.IndexConfig
 
 	mu        sync.Mutex
 	lastSweep time.Time
@@ -85,7 +96,25 @@ func Open(ctx context.Context, path string, opts ...Option) (*Store, error) {
 	for _, o := range opts {
 		o(s)
 	}
+	if s.index != nil {
+		if err := s.index.Validate(); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("store/sqlite: %w", err)
+		}
+	}
 	return s, nil
+}
+
+// WithIndex makes the store embed items on Put and answer a Search's
+// Query.Text by similarity (see store.IndexConfig). Vectors live in their
+// own table, store_vectors, as little-endian float32s; a semantic search
+// reads every vector under the prefix (exact search) and keeps the best
+// Offset+Limit in memory.
+func WithIndex(cfg store.IndexConfig) Option {
+	return func(s *Store) {
+		cfg.Fields = append([]string(nil), cfg.Fields...)
+		s.index = &cfg
+	}
 }
 
 // Option configures Open.
@@ -179,7 +208,17 @@ func (s *Store) Put(ctx context.Context, namespace []string, key string, value j
 	if opts.TTL > 0 {
 		expires = unixNano(now.Add(opts.TTL))
 	}
-	args := []any{encodeNamespace(namespace), key, string(value), unixNano(now), expires}
+	var vecs []store.Vector
+	if s.index != nil {
+		// Embed before the transaction: the embedder may be a network
+		// call, and a failure must leave the item as it was.
+		var err error
+		if vecs, err = s.index.EmbedItem(ctx, value, s.index.FieldsFor(opts)); err != nil {
+			return fmt.Errorf("store: put %s: %w", itemName(namespace, key), err)
+		}
+	}
+	ns := encodeNamespace(namespace)
+	args := []any{ns, key, string(value), unixNano(now), expires}
 	err := s.inWriteTx(ctx, s.sweepDue(now), func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO store_items (ns, key, value, created, updated, expires)
 			VALUES (?1, ?2, ?3, ?4, ?4, ?5)
@@ -189,7 +228,10 @@ func (s *Store) Put(ctx context.Context, namespace []string, key string, value j
 					THEN store_items.created ELSE excluded.created END,
 				updated = excluded.updated,
 				expires = excluded.expires`, args...)
-		return err
+		if err != nil {
+			return err
+		}
+		return putVectors(ctx, tx, ns, key, vecs)
 	})
 	if err != nil {
 		return fmt.Errorf("store: put %s: %w", itemName(namespace, key), err)

@@ -19,5 +19,9 @@
 // The suite compares values as JSON, not bytes, and times with
 // time.Time.Equal, so a backend may re-encode JSON and store times at
 // millisecond precision. The TTL subtest waits for real time to pass (up to
-// two seconds).
+// two seconds), and so does RunIndex's Expiry subtest (a little over one).
+//
+// RunIndex is the semantic-search part, for stores opened with a
+// store.IndexConfig; its constructor receives the config (with an
+// embedtest.Hash embedder) to open the store with.
 package storetest

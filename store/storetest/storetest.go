@@ -43,6 +43,7 @@ func Run(t *testing.T, newStore func(t *testing.T) store.Store) {
 		{"Concurrent", testConcurrent},
 		{"CanceledContext", testCanceledContext},
 		{"Export", testExport},
+		{"SearchTextWithoutIndex", testSearchTextWithoutIndex},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -331,8 +331,7 @@ func (t TTL) MarshalJSON() ([]byte, error) {
 
 // StoreIndex is a store item's index setting: false (do not index it) or
 // the list of field paths to index; null or absent means the store's
-// default. Trellis's stores have no vector index: the setting is accepted
-// and ignored.
+// default. A server without store.index ignores it.
 type StoreIndex struct {
 	// Disabled is set for false.
 	Disabled bool

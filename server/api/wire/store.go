@@ -30,7 +30,9 @@ type StorePut struct {
 	Key string `json:"key"`
 	// Value is the item (an object). Required.
 	Value map[string]any `json:"value"`
-	// Index is the search-index setting; accepted and ignored.
+	// Index is the search-index setting: false stores the item without
+	// embedding it, a list of field paths embeds those instead of the
+	// store's fields. Ignored by a server without store.index.
 	Index *StoreIndex `json:"index,omitempty"`
 	// TTL is the item's time to live in minutes; accepted and ignored.
 	TTL *float64 `json:"ttl,omitempty"`
@@ -92,8 +94,10 @@ type StoreSearch struct {
 	Limit *int `json:"limit,omitempty"`
 	// Offset skips this many results.
 	Offset int `json:"offset,omitempty"`
-	// Query is a natural-language query; Trellis's stores have no vector
-	// index, so it is a case-insensitive substring match on the value.
+	// Query is a natural-language query. With store.index configured the
+	// items are ranked by similarity to it (best first, each with its
+	// score); without, it is a case-insensitive substring match on the
+	// value.
 	Query string `json:"query,omitempty"`
 	// RefreshTTL is accepted and ignored.
 	RefreshTTL *bool `json:"refresh_ttl,omitempty"`

@@ -23,11 +23,13 @@ import (
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/history"
 	"github.com/trellis-agents/trellis/llm/llmtest"
 	"github.com/trellis-agents/trellis/server/config"
 	"github.com/trellis-agents/trellis/server/runs"
 	"github.com/trellis-agents/trellis/tool"
 	"github.com/trellis-agents/trellis/tool/mcp"
+	"github.com/trellis-agents/trellis/tool/memory"
 )
 
 // Description is the graph's description (its default assistant's).
@@ -43,6 +45,8 @@ type Configurable struct {
 	SystemPrompt string `json:"system_prompt"`
 	// Tools are the tools, as in trellis.yaml.
 	Tools []config.ToolRef `json:"tools"`
+	// History is the message-history policy (nil: the whole thread).
+	History *config.History `json:"history"`
 }
 
 // Toolbox holds the MCP servers' connections and their tools, listed
@@ -179,8 +183,19 @@ func (tb *Toolbox) Tools(refs []config.ToolRef) ([]tool.Tool, tool.Policy, error
 		}
 		srvName, toolName, isMCP := ref.MCP()
 		if !isMCP {
-			if ref.Use == tool.StopName {
+			switch ref.Use {
+			case tool.StopName:
 				add(i, ref, tool.Stop(), "the built-in tools")
+			case memory.RememberName, memory.RecallName:
+				for _, t := range memory.Tools(memory.Config{}) {
+					if t.Info().Name == ref.Use {
+						add(i, ref, t, "the built-in tools")
+					}
+				}
+				if ref.Use == memory.RememberName && ref.Approve == config.ApproveByKind {
+					// It writes only the user's own memories.
+					policy[ref.Use] = tool.AutoApprove()
+				}
 			}
 			continue
 		}
@@ -250,11 +265,45 @@ func New(tb *Toolbox, models ModelFunc, log *slog.Logger) runs.Constructor {
 		if err != nil {
 			return nil, bad("config.configurable: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
 		}
+		hist, err := historyPolicy(c.History, model, models)
+		if err != nil {
+			return nil, bad("config.configurable.%v", err)
+		}
 		return react.New(react.Config{
 			Name: AgentGraph, Model: model, System: c.SystemPrompt,
-			Tools: tools, Policy: policy, Logger: log,
+			Tools: tools, Policy: policy, Logger: log, History: hist,
 		})
 	}
+}
+
+// historyPolicy builds the history policy of h (nil for none). The
+// summariser is h.Model, or the agent's own model.
+func historyPolicy(h *config.History, model llm.Model, models ModelFunc) (history.Policy, error) {
+	if h == nil {
+		return nil, nil
+	}
+	if err := h.Check(); err != nil {
+		return nil, err
+	}
+	switch h.Policy {
+	case config.HistoryLastTurns:
+		return history.LastTurns{N: h.Turns}, nil
+	case config.HistoryTokenBudget:
+		return history.Budget{Max: h.MaxTokens}, nil
+	case config.HistorySummarize:
+		sm := model
+		if h.Model != "" {
+			m, err := models(h.Model)
+			if err != nil {
+				return nil, fmt.Errorf("history.model: %v", err)
+			}
+			if m != nil {
+				sm = m
+			}
+		}
+		return history.Summarize{Model: sm, Prompt: h.Prompt, KeepTurns: h.Turns, MaxTurns: h.MaxTurns}, nil
+	}
+	return nil, nil
 }
 
 // AgentGraph is the graph ID the server registers the agent under.

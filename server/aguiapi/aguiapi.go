@@ -61,9 +61,10 @@ func (h *Handler) Handlers() map[string]http.Handler {
 }
 
 // streamModes are what the wire reads of a run: model chunks, node
-// updates (the messages written), the state after each step, tasks (the
-// steps) and custom events.
-var streamModes = []string{runs.ModeMessages, runs.ModeUpdates, runs.ModeValues, runs.ModeTasks, runs.ModeCustom}
+// updates (the messages written), the state after each step, the steps
+// (runs.ModeSteps: task events without the task's input state, which the
+// tasks mode would log once per task) and custom events.
+var streamModes = []string{runs.ModeMessages, runs.ModeUpdates, runs.ModeValues, runs.ModeSteps, runs.ModeCustom}
 
 // followPoll is how often a follow looks at the run's status in the
 // database, for a run executed by another process.

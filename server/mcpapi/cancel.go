@@ -14,7 +14,7 @@ import (
 // with no cause of its own then (context.Canceled itself), while a lost
 // connection or a closed session cancels it with the transport's error.
 func cancelledByClient(ctx context.Context) bool {
-	return ctx.Err() != nil && context.Cause(ctx) == context.Canceled //nolint:errorlint // the bare sentinel is the signal
+	return ctx.Err() != nil && context.Cause(ctx) == context.Canceled // the bare sentinel, not errors.Is: wrapped causes are losses
 }
 
 // stopRun cancels a call's run (action interrupt: what it did so far is

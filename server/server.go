@@ -82,6 +82,8 @@ type Config struct {
 	Version string
 	// Logger receives the server's logs (slog.Default() when nil).
 	Logger *slog.Logger
+	// MCPStateless serves /mcp without sessions (mcpapi.Handler.Stateless).
+	MCPStateless bool
 	// ShutdownGrace is how long a shutdown waits for requests and running
 	// steps before cancelling them (10 s when 0).
 	ShutdownGrace time.Duration
@@ -534,6 +536,7 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, *
 	mh := &mcpapi.Handler{
 		DB: s.st.db, Runs: s.svc, Graphs: s.graphs, Enqueue: enqueue,
 		BodyLimit: s.cfg.BodyLimit, Version: s.cfg.Version, Log: s.log, Tenant: requestTenant,
+		Stateless: s.cfg.MCPStateless,
 	}
 	ag := &aguiapi.Handler{
 		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Enqueue: enqueue,

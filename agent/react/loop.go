@@ -71,7 +71,7 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 		final := a.graceful && left >= 0 && left < a.stepsToFinish()
 		if final && a.out != nil && left == 0 {
 			// No step left for the answer node: answer in structure now.
-			w, msg, err := a.out.generate(ctx, a.model, a.answerRequest(history, specs))
+			w, msg, err := a.out.generate(ctx, a.model, a.answerRequest(ctx, history, specs))
 			if err != nil {
 				return nil, err
 			}
@@ -83,7 +83,7 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 				Update: graph.Writes(append(sumW, graph.Append(a.msgs, msg), w)...),
 			}, nil
 		}
-		req := a.request(history, specs)
+		req := a.request(ctx, history, specs)
 		if final && len(specs) > 0 {
 			// The tools stay described (some providers refuse a history
 			// with tool calls when the request defines no tools), but
@@ -124,19 +124,24 @@ func (a *agent) view(ctx context.Context, s graph.State) ([]llm.Message, []graph
 }
 
 // request builds a model request: the template's options, the system
-// prompt, the history as view returned it, and the tools offered.
-func (a *agent) request(h []llm.Message, specs []llm.ToolSpec) *llm.Request {
+// prompt, the client's context for this run (tool.ClientContext) as a
+// system note, the history as view returned it, and the tools offered.
+func (a *agent) request(ctx context.Context, h []llm.Message, specs []llm.ToolSpec) *llm.Request {
 	req := a.tmpl.Clone()
-	req.Messages = make([]llm.Message, 0, len(a.system)+len(h)+1)
-	req.Messages = append(append(req.Messages, a.system...), h...)
+	req.Messages = make([]llm.Message, 0, len(a.system)+len(h)+2)
+	req.Messages = append(req.Messages, a.system...)
+	if note, ok := tool.ClientContextNote(tool.ClientContext(ctx)); ok {
+		req.Messages = append(req.Messages, note)
+	}
+	req.Messages = append(req.Messages, h...)
 	req.Tools = specs
 	return req
 }
 
 // answerRequest builds the request for the structured answer: no tool use,
 // and the output instruction after the history.
-func (a *agent) answerRequest(history []llm.Message, specs []llm.ToolSpec) *llm.Request {
-	req := a.request(history, specs)
+func (a *agent) answerRequest(ctx context.Context, history []llm.Message, specs []llm.ToolSpec) *llm.Request {
+	req := a.request(ctx, history, specs)
 	if len(specs) > 0 {
 		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
 	}
@@ -250,7 +255,7 @@ func (a *agent) runAnswer(ctx context.Context, s graph.State) (graph.Output, err
 	if err != nil {
 		return nil, err
 	}
-	w, _, err := a.out.generate(ctx, a.model, a.answerRequest(h, specs))
+	w, _, err := a.out.generate(ctx, a.model, a.answerRequest(ctx, h, specs))
 	if err != nil {
 		return nil, err
 	}

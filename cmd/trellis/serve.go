@@ -105,8 +105,8 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 		ThreadSweepInterval: file.Threads.SweepInterval, ThreadSweepBatch: file.Threads.SweepBatch,
 		OTLPEndpoint: file.Telemetry.OTLPEndpoint,
 		Auth:         file.Auth, CORS: file.CORS, Limits: file.Limits, InsecureNoAuth: f.insecureNoAuth,
-		CronInterval: file.Crons.Interval,
-		LeaseTTL:     file.Leases.TTL, SweepInterval: file.Leases.SweepInterval, ShutdownGrace: file.ShutdownGrace,
+		CronInterval: file.Crons.Interval, MCPStateless: file.MCP.Stateless,
+		LeaseTTL: file.Leases.TTL, SweepInterval: file.Leases.SweepInterval, ShutdownGrace: file.ShutdownGrace,
 		Webhooks: server.Webhooks{Secret: file.Webhooks.Secret, AllowPrivate: file.Webhooks.AllowPrivate,
 			Attempts: file.Webhooks.Attempts, RetryBase: file.Webhooks.RetryBase}}
 	if f.redis != "" {

@@ -102,6 +102,7 @@ crons: {interval: 30s}
 leases: {ttl: 9s, sweep_interval: 2s}
 shutdown_grace: 3s
 webhooks: {attempts: 3, retry_base: 2s}
+mcp: {stateless: true}
 assistants:
   - {graph: planner, name: P, model: strong, config: {configurable: {lang: fr}, recursion_limit: 5}}
   - {graph: agent, name: A, system: Be brief., tools: [stop, {use: stop, approve: ask}]}
@@ -125,6 +126,9 @@ assistants:
 	}
 	if cfg.CronInterval != 30*time.Second || cfg.Webhooks.Attempts != 3 || cfg.Webhooks.RetryBase != 2*time.Second {
 		t.Errorf("cron interval %s, webhooks %+v", cfg.CronInterval, cfg.Webhooks)
+	}
+	if !cfg.MCPStateless {
+		t.Error("mcp: {stateless: true} did not reach the server's config")
 	}
 	var conf map[string]any
 	if err := json.Unmarshal(cfg.Assistants[0].Config, &conf); err != nil {

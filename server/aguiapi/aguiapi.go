@@ -61,9 +61,10 @@ func (h *Handler) Handlers() map[string]http.Handler {
 }
 
 // streamModes are what the wire reads of a run: model chunks, node
-// updates (the messages written), the state after each step, tasks (the
-// steps) and custom events.
-var streamModes = []string{runs.ModeMessages, runs.ModeUpdates, runs.ModeValues, runs.ModeTasks, runs.ModeCustom}
+// updates (the messages written), the state after each step, the steps
+// (runs.ModeSteps: task events without the task's input state, which the
+// tasks mode would log once per task) and custom events.
+var streamModes = []string{runs.ModeMessages, runs.ModeUpdates, runs.ModeValues, runs.ModeSteps, runs.ModeCustom}
 
 // followPoll is how often a follow looks at the run's status in the
 // database, for a run executed by another process.
@@ -133,6 +134,10 @@ type request struct {
 	in    RunAgentInput
 	turns []convo.Turn // the conversation as the fingerprint reads it
 	msgs  []Message    // the messages the turns came from, in step
+	fwd   forwarded    // what forwardedProps set
+	// fwdResume is forwardedProps.command.resume: the answer to the one
+	// interrupt the thread waits on (nil when not given).
+	fwdResume *ResumeEntry
 }
 
 // validate checks an input and reads its conversation.
@@ -175,6 +180,20 @@ func validate(in RunAgentInput) (request, *wire.Problem) {
 		if e.Status != "resolved" && e.Status != "cancelled" {
 			return rq, invalid(fmt.Sprintf("/resume/%d/status", i), "must be resolved or cancelled, got %q", e.Status)
 		}
+	}
+	entries := make([]tool.ContextEntry, len(in.Context))
+	for i, e := range in.Context {
+		entries[i] = tool.ContextEntry{Description: e.Description, Value: e.Value}
+	}
+	if err := tool.CheckClientContext(entries); err != nil {
+		return rq, invalid("/context", "%v", err)
+	}
+	var err error
+	if rq.fwd, rq.fwdResume, err = readForwarded(in.ForwardedProps); err != nil {
+		return rq, invalid("/forwardedProps", "%v", err)
+	}
+	if rq.fwdResume != nil && len(in.Resume) > 0 {
+		return rq, invalid("/forwardedProps/command/resume", "the input answers with both resume entries and forwardedProps.command.resume; give the answers one way (resume entries, keyed by interrupt ID)")
 	}
 	specs := make([]llm.ToolSpec, len(in.Tools))
 	for i, t := range in.Tools {
@@ -246,6 +265,7 @@ func (h *Handler) run(w http.ResponseWriter, r *http.Request) {
 // the messages the thread has not seen are the input.
 func (h *Handler) plan(rq request, th db.Thread, exists bool, turns []string) (runs.Kwargs, *wire.Problem) {
 	kw := runs.Kwargs{StreamMode: streamModes}
+	runSettings(&kw, rq.fwd, rq.in.Context)
 	var waiting []openaiapi.Waiting
 	if exists && th.Status == db.ThreadInterrupted {
 		waiting = openaiapi.WaitingFrom(th.Interrupts)
@@ -259,6 +279,23 @@ func (h *Handler) plan(rq request, th db.Thread, exists bool, turns []string) (r
 		}
 	}
 	resume := map[string]json.RawMessage{}
+	if rq.fwdResume != nil {
+		var asked []openaiapi.Waiting
+		for _, wt := range waiting {
+			if _, ok := clientCall(wt); !ok {
+				asked = append(asked, wt)
+			}
+		}
+		switch len(asked) {
+		case 0:
+			return kw, &wire.Problem{Status: http.StatusConflict, Detail: fmt.Sprintf("thread %s waits for no person's answer, so forwardedProps.command.resume answers nothing; send the input without it", rq.in.ThreadID),
+				Errors: []wire.FieldError{{Pointer: "/forwardedProps/command/resume", Detail: "the thread waits for no answer"}}}
+		case 1:
+			resume[asked[0].ID] = rq.fwdResume.Payload
+		default:
+			return kw, invalid("/forwardedProps/command/resume", "thread %s waits on %d interrupts (%s); forwardedProps.command.resume answers only one: use resume entries keyed by interrupt ID", rq.in.ThreadID, len(asked), idList(asked))
+		}
+	}
 	for i, e := range rq.in.Resume {
 		ptr := fmt.Sprintf("/resume/%d", i)
 		wt, ok := byID[e.InterruptID]

@@ -55,7 +55,7 @@ func sampleEvents() []db.Event {
 		history = append(history, msg(i))
 	}
 	add("values", map[string]any{"messages": history})
-	add("tasks", map[string]any{"id": "t1", "name": "bot", "input": map[string]any{}})
+	add("steps", map[string]any{"id": "t1", "name": "bot", "start": true})
 	meta := map[string]any{"langgraph_node": "bot", "langgraph_step": 1, "tags": []string{}}
 	for range 8 {
 		add("messages", []any{map[string]any{"type": "AIMessageChunk", "id": "m1", "content": "", "additional_kwargs": map[string]any{"reasoning_content": "thin"}}, meta})
@@ -66,7 +66,7 @@ func sampleEvents() []db.Event {
 	answer := map[string]any{"type": "ai", "id": "m1", "content": strings.Repeat("word", 40)}
 	add("updates", map[string]any{"bot": map[string]any{"messages": []any{answer}}})
 	add("values", map[string]any{"messages": append(history, answer)})
-	add("tasks", map[string]any{"id": "t1", "name": "bot", "result": map[string]any{}})
+	add("steps", map[string]any{"id": "t1", "name": "bot"})
 	return evs
 }
 

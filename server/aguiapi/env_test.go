@@ -55,6 +55,11 @@ type env struct {
 	h   *Handler
 	db  *dbsqlite.DB
 	wg  sync.WaitGroup
+	// helper is the helper graph's model (its requests are read by tests).
+	helper *llmtest.Model
+	// slowStarted receives once the slow graph has streamed its first
+	// text and blocks until its run is cancelled.
+	slowStarted chan struct{}
 }
 
 func newEnv(t testing.TB, bodyLimit int64) *env {
@@ -70,7 +75,7 @@ func newEnv(t testing.TB, bodyLimit int64) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { saver.Close(); d.Close() })
-	e := &env{t: t, db: d}
+	e := &env{t: t, db: d, slowStarted: make(chan struct{}, 1)}
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -93,7 +98,23 @@ func newEnv(t testing.TB, bodyLimit int64) *env {
 		b.AddEdge("bot", graph.END)
 		return b.Compile()
 	}}))
+	must(reg.Register("slow", runs.GraphSpec{New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		b := graph.New(chatMsgs)
+		b.AddNode("bot", func(ctx context.Context, st graph.State) (graph.Output, error) {
+			graph.Messages(ctx).Write(graph.MessageChunk{MessageID: "slow-1", Part: graph.PartText, Text: "Working on it"})
+			select {
+			case e.slowStarted <- struct{}{}:
+			default:
+			}
+			<-ctx.Done()
+			return nil, context.Cause(ctx)
+		})
+		b.SetEntry("bot")
+		b.AddEdge("bot", graph.END)
+		return b.Compile()
+	}}))
 	helper := llmtest.New()
+	e.helper = helper
 	helper.When(func(r *llmtest.Request) bool {
 		return len(r.Messages) > 0 && r.Messages[len(r.Messages)-1].Role == llm.RoleTool
 	}, llmtest.Text(AfterTool)).Repeat()
@@ -114,7 +135,7 @@ func newEnv(t testing.TB, bodyLimit int64) *env {
 			return apps.WithScope(ctx, runs.ThreadKey(tenant, thread))
 		}})
 	must(err)
-	for _, a := range []db.Assistant{{ID: "chat-a", GraphID: "chat", Name: "Chat"}, {ID: "helper-a", GraphID: "helper", Name: "helper"}, {ID: "planner-a", GraphID: "planner", Name: "planner"}} {
+	for _, a := range []db.Assistant{{ID: "chat-a", GraphID: "chat", Name: "Chat"}, {ID: "helper-a", GraphID: "helper", Name: "helper"}, {ID: "planner-a", GraphID: "planner", Name: "planner"}, {ID: "slow-a", GraphID: "slow", Name: "slow"}} {
 		_, err := d.CreateAssistant(ctx, DefaultTenant, a, db.IfExistsRaise)
 		must(err)
 	}

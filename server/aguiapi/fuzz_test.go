@@ -26,6 +26,7 @@ func FuzzDecodeRunAgentInput(f *testing.F) {
 		f.Add([]byte(fx.Body))
 	}
 	f.Add([]byte(`{"threadId":"t","runId":"r","messages":[{"id":"1","role":"tool"}]}`))
+	f.Add([]byte(`{"threadId":"t","runId":"r","messages":[],"context":[{"description":"d","value":"v"}],"forwardedProps":{"configurable":{"a":1},"command":{"resume":true}}}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		in, p := wire.DecodeBytes[RunAgentInput](body)
 		if p != nil {

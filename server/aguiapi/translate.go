@@ -149,10 +149,14 @@ func (t *translator) add(ev db.Event) {
 		}
 	case "values":
 		t.values(ev.Data)
-	case "tasks":
+	case "tasks", "steps":
+		// steps (runs.ModeSteps, what the wire asks for) marks a start
+		// with start: true; tasks (a run logged by an older server) with
+		// its input state.
 		var task struct {
 			ID      string          `json:"id"`
 			Name    string          `json:"name"`
+			Start   bool            `json:"start"`
 			Input   json.RawMessage `json:"input"`
 			Payload *struct {
 				ID   string `json:"id"`
@@ -170,7 +174,7 @@ func (t *translator) add(ev db.Event) {
 		// agent (agent/router): a task whose call (its Send payload) names
 		// its own node is a sub-agent's invocation.
 		sub := task.Payload != nil && task.Payload.Name == task.Name && task.ID != ""
-		if task.Input != nil {
+		if task.Start || task.Input != nil {
 			t.stepStarted(task.Name)
 			if sub {
 				t.subStarted(task.ID, task.Name, task.Payload.ID)

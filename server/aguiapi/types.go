@@ -19,9 +19,14 @@ type RunAgentInput struct {
 	Messages []Message `json:"messages"`
 	// Tools are frontend tools: the agent may call them, and the run
 	// stops for the client to answer with tool messages.
-	Tools   []Tool         `json:"tools,omitempty"`
+	Tools []Tool `json:"tools,omitempty"`
+	// Context is ambient information for the run: it travels in the run
+	// context (tool.ClientContextKey), and agents built on agent/react
+	// show it to their model as a system note after their own prompt.
 	Context []ContextEntry `json:"context,omitempty"`
-	// ForwardedProps are accepted and not read.
+	// ForwardedProps may set the run's config.configurable
+	// ({"configurable": {...}}) and answer the one waiting interrupt
+	// ({"command": {"resume": value}}); other members are ignored.
 	ForwardedProps json.RawMessage `json:"forwardedProps,omitempty"`
 	// Resume answers the interrupts the thread waits on.
 	Resume []ResumeEntry `json:"resume,omitempty"`

@@ -134,10 +134,22 @@ type File struct {
 	Apps map[string]map[string]any `yaml:"apps"`
 	// Store configures the long-term store (store.go): its semantic index.
 	Store Store `yaml:"store"`
+	// MCP configures the /mcp endpoint (Trellis's own MCP server).
+	MCP MCPEndpoint `yaml:"mcp"`
 	// Auth, CORS and Limits are the security sections (security.go).
 	Auth   Auth   `yaml:"auth"`
 	CORS   CORS   `yaml:"cors"`
 	Limits Limits `yaml:"limits"`
+}
+
+// MCPEndpoint is the mcp section: how /mcp serves assistants as MCP
+// tools (docs/mcp-server.md).
+type MCPEndpoint struct {
+	// Stateless serves /mcp without sessions, so any replica answers any
+	// request (a load balancer without sticky sessions); elicitation is
+	// unavailable then, and a waiting run is answered by calling the tool
+	// again with {thread_id, answer}.
+	Stateless bool `yaml:"stateless"`
 }
 
 // Webhooks is the webhooks section.
@@ -319,7 +331,7 @@ var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in typ
 func known(typ string) string {
 	switch typ {
 	case "File":
-		return "address, database, redis, models, assistants, mcp_servers, threads, webhooks, crons, leases, shutdown_grace, telemetry, auth, cors, limits"
+		return "address, database, redis, models, assistants, mcp_servers, threads, webhooks, crons, leases, shutdown_grace, telemetry, apps, store, mcp, auth, cors, limits"
 	case "Auth":
 		return "required"
 	case "CORS":
@@ -327,7 +339,7 @@ func known(typ string) string {
 	case "Limits":
 		return "max_concurrent_runs, requests_per_second, burst, max_streams, max_body_bytes, run_timeout, body_timeout"
 	case "Assistant":
-		return "id, graph, name, description, model, system, tools, config, context, metadata"
+		return "id, graph, name, description, model, system, tools, history, config, context, metadata"
 	case "MCPServer":
 		return "command, args, env, dir, url, headers, tool_prefix, timeout"
 	case "Threads":
@@ -336,6 +348,8 @@ func known(typ string) string {
 		return "secret, allow_private, attempts, retry_base"
 	case "Crons":
 		return "interval"
+	case "MCPEndpoint":
+		return "stateless"
 	case "Leases":
 		return "ttl, sweep_interval"
 	case "Telemetry":

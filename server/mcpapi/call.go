@@ -168,6 +168,11 @@ func (h *Handler) callTool(ctx context.Context, tenant string, req *mcp.CallTool
 		}
 		out, err := h.follow(ctx, c, run)
 		if err != nil {
+			if cancelledByClient(ctx) {
+				// notifications/cancelled: the caller no longer wants it.
+				h.stopRun(ctx, tenant, run)
+				return nil, ctx.Err()
+			}
 			if ctx.Err() != nil {
 				return nil, ctx.Err() // the client left; the run goes on and the thread keeps it
 			}

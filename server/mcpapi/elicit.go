@@ -106,8 +106,8 @@ func questionText(p pending) string {
 // elicitation), "declined", "cancelled", or "failed". problem, when set,
 // says why the last answer did not fit.
 func (h *Handler) elicit(ctx context.Context, c *call, p pending, problem string) (json.RawMessage, string) {
-	if c.session == nil {
-		return nil, "unsupported"
+	if c.session == nil || h.Stateless {
+		return nil, "unsupported" // stateless: no session to carry a request to the client
 	}
 	ip := c.session.InitializeParams()
 	if ip == nil || ip.Capabilities == nil || ip.Capabilities.Elicitation == nil {

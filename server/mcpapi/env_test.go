@@ -53,6 +53,9 @@ type env struct {
 	h   *Handler
 	db  *dbsqlite.DB
 	wg  sync.WaitGroup
+	// slowStarted receives once the slow graph's node runs; it then
+	// blocks until its run is cancelled.
+	slowStarted chan struct{}
 }
 
 // newEnv serves three graphs, each with an assistant in the default
@@ -60,7 +63,7 @@ type env struct {
 // an interrupt, then answers in the messages) and "double" (not a chat:
 // {n} in, {doubled} out, with a custom event per run). Tenant "other"
 // has one assistant of its own, "other-chat".
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB, opts ...func(*Handler)) *env {
 	t.Helper()
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "trellis.db")
@@ -73,7 +76,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { saver.Close(); d.Close() })
-	e := &env{t: t, db: d}
+	e := &env{t: t, db: d, slowStarted: make(chan struct{}, 1)}
 	model := llmtest.New()
 	model.Otherwise(llmtest.Text(Answer))
 	must := func(err error) {
@@ -126,6 +129,20 @@ func newEnv(t testing.TB) *env {
 		b.AddEdge("ask", graph.END)
 		return b.Compile()
 	}}))
+	must(reg.Register("slow", runs.GraphSpec{New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		b := graph.New(chatMsgs)
+		b.AddNode("wait", func(ctx context.Context, st graph.State) (graph.Output, error) {
+			select {
+			case e.slowStarted <- struct{}{}:
+			default:
+			}
+			<-ctx.Done()
+			return nil, context.Cause(ctx)
+		})
+		b.SetEntry("wait")
+		b.AddEdge("wait", graph.END)
+		return b.Compile()
+	}}))
 	must(reg.Register("double", runs.GraphSpec{New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
 		b := graph.New(num, doubled)
 		b.AddNode("twice", func(ctx context.Context, st graph.State) (graph.Output, error) {
@@ -148,6 +165,7 @@ func newEnv(t testing.TB) *env {
 		{ID: "trip-a", GraphID: "trip", Name: "Trip planner!"},
 		{ID: "double-a", GraphID: "double", Name: "double"},
 		{ID: "pick-a", GraphID: "pick", Name: "pick"},
+		{ID: "slow-a", GraphID: "slow", Name: "slow"},
 	} {
 		_, err := d.CreateAssistant(ctx, DefaultTenant, a, db.IfExistsRaise)
 		must(err)
@@ -174,6 +192,9 @@ func newEnv(t testing.TB) *env {
 			}()
 			return nil
 		}}
+	for _, o := range opts {
+		o(e.h)
+	}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", e.h.HTTPHandler())
 	e.srv = httptest.NewServer(mux)

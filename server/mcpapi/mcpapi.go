@@ -6,7 +6,8 @@
 // log with runs.Join, sending step events as progress notifications and
 // returning the final answer.
 //
-// The transport runs in session mode: a run that stops for a person asks
+// The transport runs in session mode by default (Handler.Stateless
+// serves without sessions): a run that stops for a person asks
 // through MCP elicitation, which is a request from the server to the
 // client and needs the session's streams. A client without elicitation
 // gets a result that says what the run asks and how to answer it (call
@@ -53,6 +54,16 @@ type Handler struct {
 	Version string
 	// Log receives failures (slog.Default() when nil).
 	Log *slog.Logger
+	// Stateless serves every request on its own, without sessions (MCP's
+	// stateless streamable HTTP), for load balancers that cannot keep a
+	// client on one replica: any replica answers any request. There is no
+	// elicitation then (it is a request from the server inside a session):
+	// a run that waits for a person returns the waiting result, answered
+	// by calling the tool again with {thread_id, answer}; GET and DELETE
+	// /mcp are 405; a notifications/cancelled cannot reach the call it
+	// names (it arrives as a request of its own), so a call's run is
+	// cancelled only through the LangGraph API.
+	Stateless bool
 
 	mu      sync.Mutex
 	servers map[string]*mcp.Server // by tenant
@@ -99,10 +110,11 @@ func (h *Handler) HTTPHandler() http.Handler {
 	}, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      timeout,
 		MaxRequestBodyBytes: limit,
+		Stateless:           h.Stateless,
 		Logger:              slog.New(atLeastWarn{h.log().Handler()}).With("component", "mcp"),
 	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if id := r.Header.Get("Mcp-Session-Id"); id != "" && !strings.HasPrefix(id, sessionPrefix(h.tenant(r))) {
+		if id := r.Header.Get("Mcp-Session-Id"); id != "" && !h.Stateless && !strings.HasPrefix(id, sessionPrefix(h.tenant(r))) {
 			// Another tenant's session: as unknown as a made-up one.
 			wire.NewProblem(http.StatusNotFound, "MCP session "+id+" does not exist (it expired or was never opened with this API key): initialize a new session").Write(w, r)
 			return

@@ -47,7 +47,7 @@ func TestListTools(t *testing.T) {
 	}
 	slices.Sort(names)
 	second := withTag("chat", "chat-b")
-	want := []string{"Trip_planner", "chat", second, "double", "pick"}
+	want := []string{"Trip_planner", "chat", second, "double", "pick", "slow"}
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
 		t.Fatalf("tools %v, want %v", names, want)

@@ -195,10 +195,28 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	calls, others := splitCalls(waiting)
 	switch {
 	case len(ct.results) > 0:
+		// A thread may wait on client tool calls and a person at once
+		// (one reply called a client tool and a tool needing approval):
+		// the tool results resume the calls, and a structured answer in
+		// the same request (trellis.answer) the person's interaction; the
+		// run goes on with what was answered, and what was not (the
+		// person's, answered by a later message) still waits.
 		resume, e := answerCalls(ct.results, calls, tg.ThreadID)
 		if e != nil {
 			e.write(w)
 			return
+		}
+		if req.Trellis != nil && len(req.Trellis.Answer) > 0 {
+			p, e := pick(others, req.Trellis.InterruptID, tg.ThreadID)
+			if e != nil {
+				e.write(w)
+				return
+			}
+			answered = p
+			var m map[string]json.RawMessage
+			_ = json.Unmarshal(resume, &m)
+			m[p.ID] = req.Trellis.Answer
+			resume = mustJSON(m)
 		}
 		kw.Command = &runs.Command{Resume: resume}
 	case len(calls) > 0:

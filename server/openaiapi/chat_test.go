@@ -29,7 +29,7 @@ func TestModelsListsGraphsThenAssistants(t *testing.T) {
 			t.Errorf("model %+v: want object model and its graph", m)
 		}
 	}
-	if got.Object != "list" || strings.Join(ids, ",") != "chat,planner,helper,chat-a,chat-b,planner-a,helper-a" {
+	if got.Object != "list" || strings.Join(ids, ",") != "chat,planner,helper,mixed,chat-a,chat-b,planner-a,helper-a,mixed-a" {
 		t.Errorf("models %s %v, want the graphs then the assistants", got.Object, ids)
 	}
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/trellis-agents/trellis/server/db"
 	dbsqlite "github.com/trellis-agents/trellis/server/db/sqlite"
 	"github.com/trellis-agents/trellis/server/runs"
+	"github.com/trellis-agents/trellis/tool"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -51,6 +52,7 @@ const (
 	Thinking = "The user said something; acknowledge it."
 	// AfterTool is the helper's answer once its client tool answered.
 	AfterTool = "Your app says where you are."
+	MixedDone = "Located you and sent the note."
 )
 
 // newEnv serves two graphs: "chat" (one model call over the messages,
@@ -104,6 +106,22 @@ func newEnv(t testing.TB, bodyLimit int64) *env {
 	must(reg.Register("helper", runs.GraphSpec{ClientTools: true, New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
 		return react.New(react.Config{Model: helper})
 	}}))
+	// mixed: one reply calls the client's get_location and send_note, a
+	// write tool that asks a person's approval, so the thread waits on
+	// both; with both results the model answers MixedDone.
+	mixed := llmtest.New()
+	mixed.When(func(r *llmtest.Request) bool {
+		return len(r.Messages) > 0 && r.Messages[len(r.Messages)-1].Role == llm.RoleTool
+	}, llmtest.Text(MixedDone)).Repeat()
+	mixed.Otherwise(llmtest.ToolCalls(llmtest.Call("get_location", `{"precision":"city"}`), llmtest.Call("send_note", `{"text":"on my way"}`)))
+	note := tool.MustFunc("send_note", "sends a note", func(_ context.Context, a struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return "sent: " + a.Text, nil
+	})
+	must(reg.Register("mixed", runs.GraphSpec{ClientTools: true, New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		return react.New(react.Config{Model: mixed, Tools: []tool.Tool{note}})
+	}}))
 	app, err := planner.New(ctx, planner.Config{Model: planner.Script()})
 	must(err)
 	t.Cleanup(func() { _ = app.Close() })
@@ -114,7 +132,7 @@ func newEnv(t testing.TB, bodyLimit int64) *env {
 			return apps.WithScope(ctx, runs.ThreadKey(tenant, thread))
 		}})
 	must(err)
-	for _, a := range []db.Assistant{{ID: "chat-a", GraphID: "chat", Name: "chat"}, {ID: "chat-b", GraphID: "chat", Name: "chat B"}, {ID: "planner-a", GraphID: "planner", Name: "planner"}, {ID: "helper-a", GraphID: "helper", Name: "helper"}} {
+	for _, a := range []db.Assistant{{ID: "chat-a", GraphID: "chat", Name: "chat"}, {ID: "chat-b", GraphID: "chat", Name: "chat B"}, {ID: "planner-a", GraphID: "planner", Name: "planner"}, {ID: "helper-a", GraphID: "helper", Name: "helper"}, {ID: "mixed-a", GraphID: "mixed", Name: "mixed"}} {
 		_, err := d.CreateAssistant(ctx, DefaultTenant, a, db.IfExistsRaise)
 		must(err)
 	}

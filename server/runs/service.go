@@ -525,6 +525,13 @@ func (s *Service) encode(ctx context.Context, log *eventLog, ms modes, subgraphs
 		}
 		log.add(ctx, eventName(ModeCustom, ev.Namespace), b)
 	case graph.EventTaskStart, graph.EventTaskEnd:
+		if ms[ModeSteps] {
+			b, err := stepEvent(ev)
+			if err != nil {
+				return err
+			}
+			log.add(ctx, eventName(ModeSteps, ev.Namespace), b)
+		}
 		if !ms[ModeTasks] && !ms[ModeDebug] {
 			return nil
 		}

@@ -71,6 +71,13 @@ const (
 	ModeTasks       = "tasks"
 	ModeCheckpoints = "checkpoints"
 	ModeDebug       = "debug"
+	// ModeSteps is Trellis's own, for the wires (not in the LangGraph
+	// API's enum): the tasks mode without the state. A start names the
+	// task, its node and its Send payload; an end adds its error and the
+	// IDs of its interrupts. A tasks start carries the task's whole input
+	// state, so on a long thread every task logged one state; a step
+	// event stays a few hundred bytes whatever the thread's length.
+	ModeSteps = "steps"
 )
 
 // modes is a run's chosen stream modes.
@@ -81,7 +88,7 @@ func parseModes(list []string) (modes, error) {
 	m := modes{}
 	for _, s := range list {
 		switch s {
-		case ModeValues, ModeUpdates, ModeCustom, ModeTasks, ModeCheckpoints, ModeDebug:
+		case ModeValues, ModeUpdates, ModeCustom, ModeTasks, ModeCheckpoints, ModeDebug, ModeSteps:
 			m[s] = true
 		case ModeMessages, "messages":
 			m[ModeMessages] = true
@@ -112,7 +119,7 @@ func (m modes) kinds() graph.EventKind {
 	if m[ModeCustom] {
 		k |= graph.EventCustom
 	}
-	if m[ModeTasks] || m[ModeDebug] {
+	if m[ModeTasks] || m[ModeDebug] || m[ModeSteps] {
 		k |= graph.EventTasks
 	}
 	if m[ModeCheckpoints] || m[ModeDebug] {
@@ -174,6 +181,30 @@ func taskEvent(w Wire, ev graph.Event) (json.RawMessage, error) {
 		}
 		m["attempt"], m["cached"] = ev.Task.Attempt, ev.Task.Cached
 		m["duration_ms"] = ev.Task.Duration.Milliseconds()
+	}
+	return json.Marshal(m)
+}
+
+// stepEvent encodes a task event for the steps mode: no input state and
+// no result, so its size does not grow with the thread.
+func stepEvent(ev graph.Event) (json.RawMessage, error) {
+	m := map[string]any{"id": ev.TaskID, "name": ev.Node}
+	if ev.Kind == graph.EventTaskStart {
+		m["start"] = true
+		if ev.Task.Payload != nil {
+			m["payload"] = ev.Task.Payload
+		}
+		return json.Marshal(m)
+	}
+	if ev.Task.Err != nil {
+		m["error"] = ev.Task.Err.Error()
+	}
+	if len(ev.Task.Interrupts) > 0 {
+		ids := make([]map[string]string, len(ev.Task.Interrupts))
+		for i, in := range ev.Task.Interrupts {
+			ids[i] = map[string]string{"id": in.ID}
+		}
+		m["interrupts"] = ids
 	}
 	return json.Marshal(m)
 }

@@ -76,9 +76,10 @@ func parseDatabase(v string) (kind, target string, err error) {
 }
 
 // DefaultPoolConns is the most connections a replica opens to PostgreSQL
-// when the database URL sets no pool_max_conns. pgx's own default,
-// max(4, CPUs), starved a busy replica: 50 clients of the planner on one
-// replica ran five times faster with 16 (bench/README.md).
+// when the database URL sets no pool_max_conns. With pgx's own default,
+// max(4, CPUs), a busy replica's runs queue for connections: 50 clients
+// of the planner on one 2-core replica ran 15-20 % more runs/s with 16
+// (bench/README.md).
 const DefaultPoolConns = 16
 
 // withPoolSize returns the PostgreSQL URL u with pool_max_conns set to

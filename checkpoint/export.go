@@ -11,7 +11,7 @@ import (
 // holds, so that every thread can be copied to another Saver (CopyTo;
 // `trellis transfer`). Each method pages, so a caller's memory stays bounded
 // by the page size whatever the Saver holds. The savers of packages
-// checkpoint/sqlite and checkpoint/postgres and Memory implement it; the
+// checkpoint/sqlite, checkpoint/postgres and checkpoint/redis and Memory implement it; the
 // conformance suite checks every Saver that does.
 type Exporter interface {
 	// Threads returns, in ascending byte order, up to limit IDs of threads

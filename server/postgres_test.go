@@ -93,3 +93,26 @@ func pgSchema(t *testing.T, prefix string) (url, schema string, conn *pgx.Conn) 
 	}
 	return dsn + sep + "search_path=" + schema, schema, conn
 }
+
+// TestPoolSize: a replica's pool gets DefaultPoolConns connections unless
+// the database URL sets pool_max_conns, whose value is kept.
+func TestPoolSize(t *testing.T) {
+	url, _, _ := pgSchema(t, "pool")
+	for _, c := range []struct {
+		url  string
+		want int32
+	}{{url, DefaultPoolConns}, {url + "&pool_max_conns=5", 5}} {
+		st, err := openStorage(context.Background(), c.url, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := st.pool.Config().MaxConns
+		st.close()
+		if got != c.want {
+			t.Errorf("%s: pool of %d connections, want %d", c.url, got, c.want)
+		}
+	}
+	if got := withPoolSize("postgres://u@h/db?search_path=s"); got != "postgres://u@h/db?pool_max_conns=16&search_path=s" {
+		t.Errorf("withPoolSize = %q", got)
+	}
+}

@@ -111,8 +111,8 @@ func (s *Server) security(next http.Handler, forceAuth bool) http.Handler {
 	if bodyTimeout <= 0 {
 		bodyTimeout = defaultBodyTimeout
 	}
-	h := limit.Body(bodyLimit, bodyTimeout, next)
-	rl := limit.NewRate(s.cfg.Limits.RequestsPerSecond, s.cfg.Limits.Burst, requestTenant)
+	h := limit.Body(bodyLimit, bodyTimeout, s.refused, next)
+	rl := limit.NewRate(s.cfg.Limits.RequestsPerSecond, s.cfg.Limits.Burst, requestTenant).OnRefused(s.refused)
 	if s.rdb != nil {
 		rl.WithShared(limit.NewRedisRate(s.rdb, "trellis:rate:"))
 	}

@@ -406,7 +406,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	var q *queue.Queue
 	advance := advanceFunc(s.svc, func(ctx context.Context, tenant, thread string) error {
 		return s.scheduleDelayed(ctx, q, tenant, thread)
-	}, func() { s.heldAtLimit.Add(1) })
+	}, func() { s.heldAtLimit.Add(1); s.tel.HeldAtLimit() })
 	q, err = queue.New(life, queue.Config{
 		SQLite: s.st.river, Postgres: s.st.pool,
 		Advance: advance, Workers: s.cfg.Workers,
@@ -542,7 +542,7 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, *
 		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Enqueue: enqueue,
 		BodyLimit: s.cfg.BodyLimit, Log: s.log, Tenant: requestTenant,
 	}
-	mux, err := newMux(a, oa, ag, mh, func(h http.Handler) http.Handler { return s.tel.Route(requestTenant, h) }, limit.NewCounter(s.cfg.Limits.MaxStreams))
+	mux, err := newMux(a, oa, ag, mh, func(h http.Handler) http.Handler { return s.tel.Route(requestTenant, h) }, limit.NewCounter(s.cfg.Limits.MaxStreams).OnRefused(s.refused))
 	if err != nil {
 		return nil, nil, err
 	}

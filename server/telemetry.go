@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trellis-agents/trellis/server/api/wire"
+	"github.com/trellis-agents/trellis/server/internal/limit"
 	"github.com/trellis-agents/trellis/server/internal/telemetry"
 )
 
@@ -37,7 +38,11 @@ func (s *Server) openTelemetry(ctx context.Context) error {
 		})
 		s.log.Info("exporting traces over OTLP/HTTP", "endpoint", s.cfg.OTLPEndpoint)
 	}
-	s.tel = telemetry.New(telemetry.Config{TracerProvider: tp, QueueDepth: s.st.queueDepth})
+	var limits []string
+	for _, l := range limit.Limits {
+		limits = append(limits, string(l))
+	}
+	s.tel = telemetry.New(telemetry.Config{TracerProvider: tp, QueueDepth: s.st.queueDepth, Limits: limits})
 	return nil
 }
 
@@ -55,6 +60,9 @@ func (st *storage) queueDepth(ctx context.Context) (int, error) {
 	}
 	return 0, errors.New("no database to count the queue in")
 }
+
+// refused counts a request refused over a limit in the metrics.
+func (s *Server) refused(l limit.Limit) { s.tel.Refused(string(l)) }
 
 // metricsRoute serves /metrics; other methods than GET and HEAD get 405.
 func (s *Server) metricsRoute() http.Handler {

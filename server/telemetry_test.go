@@ -31,6 +31,7 @@ import (
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
 	"github.com/trellis-agents/trellis/server/api"
+	"github.com/trellis-agents/trellis/server/config"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/runs"
 	"github.com/trellis-agents/trellis/tool"
@@ -566,5 +567,70 @@ func TestTakeoverMetrics(t *testing.T) {
 	}
 	if got := value(t, fams, "trellis_queue_wait_seconds", nil); got != 0 {
 		t.Errorf("queue waits %v, want none for a run taken over", got)
+	}
+}
+
+// TestLimitMetrics refuses one request over each of the rate, stream and
+// body-size limits, and holds a run back at the concurrent-run limit, and
+// checks the counts in the metrics (read from the registry: /metrics is
+// under the rate limit too).
+func TestLimitMetrics(t *testing.T) {
+	var blocked atomic.Int32
+	r := start(t, Config{Database: filepath.Join(t.TempDir(), "trellis.db"), BodyLimit: 128, ShutdownGrace: 200 * time.Millisecond,
+		Limits: config.Limits{MaxConcurrentRuns: 1, RequestsPerSecond: 0.01, Burst: 3, MaxStreams: 1}}, &blocked)
+	post := func(path, body string) *http.Response {
+		resp, err := http.Post(r.url+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	stream := post("/threads/t1/runs/stream", `{"assistant_id":"echo","if_not_exists":"create","input":{"log":["block"]}}`)
+	defer stream.Body.Close()
+	if stream.StatusCode != http.StatusOK {
+		t.Fatalf("the first stream: %d", stream.StatusCode)
+	}
+	until(t, "the streamed run blocks", func() bool { return blocked.Load() == 1 })
+	for _, c := range []struct {
+		path, body string
+		want       int
+	}{
+		{"/threads/t2/runs/stream", `{"assistant_id":"echo","if_not_exists":"create","input":{"log":["x"]}}`, http.StatusTooManyRequests}, // a second stream
+		{"/threads/count", `{"metadata":{"padding":"` + strings.Repeat("x", 150) + `"}}`, http.StatusRequestEntityTooLarge},
+		{"/threads/count", `{}`, http.StatusTooManyRequests}, // the burst of 3 is spent
+	} {
+		resp := post(c.path, c.body)
+		resp.Body.Close()
+		if resp.StatusCode != c.want {
+			t.Fatalf("POST %s: %d, want %d", c.path, resp.StatusCode, c.want)
+		}
+	}
+	// A second run of the tenant waits for the running one's slot.
+	if _, err := r.s.svc.Create(context.Background(), r.s.enqueue, runs.CreateRequest{
+		Tenant: api.DefaultTenant, ThreadID: "t3", AssistantID: "echo", CreateThread: true,
+		Kwargs: runs.Kwargs{Input: json.RawMessage(`{"log":["block"]}`)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	until(t, "the second run is held back", func() bool { return r.s.heldAtLimit.Load() >= 1 })
+
+	fams, err := r.s.tel.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*dto.MetricFamily{}
+	for _, f := range fams {
+		byName[f.GetName()] = f
+	}
+	for l, want := range map[string]float64{"rate": 1, "streams": 1, "body_size": 1, "body_timeout": 0} {
+		if got := value(t, byName, "trellis_requests_refused_total", map[string]string{"limit": l}); got != want {
+			t.Errorf("trellis_requests_refused_total{limit=%q} = %v, want %v", l, got, want)
+		}
+	}
+	if got := value(t, byName, "trellis_runs_held_at_limit_total", nil); got < 1 || got > float64(r.s.heldAtLimit.Load()) {
+		t.Errorf("trellis_runs_held_at_limit_total = %v, want from 1 to the %d holds counted", got, r.s.heldAtLimit.Load())
+	}
+	if blocked.Load() != 1 {
+		t.Errorf("%d runs blocking, want 1 under a limit of 1", blocked.Load())
 	}
 }

@@ -547,3 +547,48 @@ func TestListPagesMatchMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestExportIndex checks what the thread index adds to checkpoint.Exporter:
+// Threads pages in byte order over an index Redis keeps unordered, skips
+// index entries of threads without checkpoints (a deleted run's, a failed
+// first Put's) and reaches past a page made only of such entries; thread
+// IDs and namespaces with the characters keys escape come back as given.
+func TestExportIndex(t *testing.T) {
+	ctx := context.Background()
+	s, c := newSaver(t)
+	var want []string
+	for _, th := range []string{"e", "b%{x}", "a", "d", "c"} {
+		put(t, s, checkpoint.Ref{ThreadID: th, Namespace: "sub:1%"}, "", map[string]uint64{"k": 1}, blob("k", 1, `1`))
+		want = append(want, th)
+	}
+	slices.Sort(want)
+	// Stale entries: two before "a" (a whole page of them at limit 2), one
+	// between "c" and "d".
+	if err := c.SAdd(ctx, s.IndexKey(), "0stale", "1stale", "c2stale").Err(); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for after := ""; ; {
+		page, err := s.Threads(ctx, after, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, page...)
+		if len(page) < 2 {
+			break
+		}
+		after = page[len(page)-1]
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Threads paged %q, want %q", got, want)
+	}
+	if nss, err := s.Namespaces(ctx, "b%{x}"); err != nil || !slices.Equal(nss, []string{"sub:1%"}) {
+		t.Errorf("Namespaces = %q, %v; want [sub:1%%]", nss, err)
+	}
+	if ids, err := s.CheckpointIDs(ctx, checkpoint.Ref{ThreadID: "b%{x}", Namespace: "sub:1%"}, 5); err != nil || len(ids) != 1 {
+		t.Errorf("CheckpointIDs = %q, %v; want one", ids, err)
+	}
+	if _, err := s.CheckpointIDs(ctx, checkpoint.Ref{ThreadID: "a"}, 0); err == nil {
+		t.Error("CheckpointIDs with limit 0 is not an error")
+	}
+}

@@ -3,6 +3,8 @@
 // finished twice and no streamed event is lost or repeated. It runs only
 // with TRELLIS_FAULT_TESTS=1 (.ci/run sets it) and needs
 // TRELLIS_TEST_PG_DSN and redis-server on the PATH.
+// TRELLIS_FAULT_PG_PARAMS adds connection parameters to the replicas'
+// database URL (e.g. pool_max_conns=4, to measure another pool size).
 package faulttest
 
 import (
@@ -87,6 +89,9 @@ func newCluster(t *testing.T) *cluster {
 		sep = "&"
 	}
 	c.dbURL = dsn + sep + "search_path=" + schema
+	if extra := os.Getenv("TRELLIS_FAULT_PG_PARAMS"); extra != "" {
+		c.dbURL += "&" + extra
+	}
 	c.schema = schema
 	c.startRedis()
 	return c

@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/trellis-agents/trellis/internal/pgdb"
+	"github.com/trellis-agents/trellis/internal/testenv"
 )
 
 const wait = 10 * time.Second
@@ -422,5 +425,38 @@ func TestMigrateAlone(t *testing.T) {
 	}
 	if err := Migrate(ctx, Config{}); err == nil {
 		t.Fatal("Migrate without a database succeeded")
+	}
+}
+
+// Processes starting at once on a fresh PostgreSQL schema each migrate
+// River's tables (each with its own pool, as separate replicas do): all
+// succeed, under the migration lock, and the schema ends up as one
+// migration would leave it.
+func TestMigrateConcurrently(t *testing.T) {
+	ctx := context.Background()
+	base := openPostgres(t)
+	const procs = 4
+	errs := make(chan error, procs)
+	for range procs {
+		pool, err := pgdb.Connect(ctx, testenv.PostgresDSN(t), base.Schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		cfg := base
+		cfg.Postgres = pool
+		go func() { errs <- Migrate(ctx, cfg) }()
+	}
+	for range procs {
+		if err := <-errs; err != nil {
+			t.Errorf("a concurrent Migrate: %v", err)
+		}
+	}
+	var rows, versions int
+	if err := base.Postgres.QueryRow(ctx, `SELECT count(*), count(DISTINCT version) FROM river_migration`).Scan(&rows, &versions); err != nil {
+		t.Fatal(err)
+	}
+	if rows == 0 || rows != versions {
+		t.Errorf("river_migration has %d rows for %d versions after concurrent migrations; want each version once", rows, versions)
 	}
 }

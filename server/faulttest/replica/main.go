@@ -2,7 +2,9 @@
 // (server/faulttest): it serves the "work" graph, whose nodes record every
 // execution in PostgreSQL and whose second node waits for a barrier file
 // the harness creates, with short leases so takeovers happen within
-// seconds. It prints its URL as `trellis serve` does.
+// seconds; and, for the load figures, the one-node "echo" graph and the
+// planner app on its scripted model. It prints its URL as `trellis serve`
+// does.
 //
 //	replica --database postgres://... --redis redis://... --name r1 --dir /tmp/x
 package main
@@ -22,6 +24,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/trellis-agents/trellis/apps"
+	"github.com/trellis-agents/trellis/apps/planner"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/server"
 	"github.com/trellis-agents/trellis/server/runs"
@@ -123,6 +127,11 @@ func run(ctx context.Context) error {
 		}
 	}
 	if err := srv.Register("echo", echoGraph()); err != nil {
+		return errors.Join(err, srv.Close())
+	}
+	// The planner app on its scripted model, as `trellis serve` runs it
+	// without a model configured: the load figures' second graph.
+	if err := srv.RegisterApps([]apps.Entry{planner.Entry()}, server.Models{}); err != nil {
 		return errors.Join(err, srv.Close())
 	}
 	return srv.Run(ctx)

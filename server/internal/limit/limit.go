@@ -31,6 +31,31 @@ import (
 // TenantFunc returns a request's tenant.
 type TenantFunc func(r *http.Request) string
 
+// Limit names a limit a request was refused over (the label of the
+// server's trellis_requests_refused_total metric).
+type Limit string
+
+// The limits a request can be refused over.
+const (
+	LimitRate        Limit = "rate"         // 429: the tenant's request rate
+	LimitStreams     Limit = "streams"      // 429: the tenant's open event streams
+	LimitBodySize    Limit = "body_size"    // 413: the request body's size
+	LimitBodyTimeout Limit = "body_timeout" // 408: the request body's arrival time
+)
+
+// Limits lists every Limit.
+var Limits = []Limit{LimitRate, LimitStreams, LimitBodySize, LimitBodyTimeout}
+
+// Refused is told of each request refused over a limit, after the refusal
+// is written; nil is told nothing. It must be safe for concurrent use.
+type Refused func(Limit)
+
+func (f Refused) tell(l Limit) {
+	if f != nil {
+		f(l)
+	}
+}
+
 // Rate limits each tenant's requests to a rate with a burst.
 type Rate struct {
 	perSec float64
@@ -40,7 +65,14 @@ type Rate struct {
 	mu       sync.Mutex
 	limiters map[string]*rate.Limiter
 
-	shared Shared // nil: this process's limiters only
+	shared  Shared // nil: this process's limiters only
+	refused Refused
+}
+
+// OnRefused makes l tell f of each request it refuses. It returns l.
+func (l *Rate) OnRefused(f Refused) *Rate {
+	l.refused = f
+	return l
 }
 
 // WithShared makes the budget one for every process using s (Redis, when
@@ -103,6 +135,7 @@ func (l *Rate) Middleware(next http.Handler) http.Handler {
 
 func (l *Rate) tooMany(w http.ResponseWriter, r *http.Request, d time.Duration) {
 	TooMany(w, r, d, fmt.Sprintf("too many requests: this tenant may make %g a second (bursts of %d); retry after the Retry-After seconds", l.perSec, l.burst))
+	l.refused.tell(LimitRate)
 }
 
 // TooMany answers 429 with a problem and, when retry > 0, Retry-After in
@@ -117,7 +150,8 @@ func TooMany(w http.ResponseWriter, r *http.Request, retry time.Duration, detail
 // Counter counts what each tenant holds at once (open streams) against a
 // maximum.
 type Counter struct {
-	max int
+	max     int
+	refused Refused
 
 	mu   sync.Mutex
 	held map[string]int
@@ -126,6 +160,13 @@ type Counter struct {
 // NewCounter returns a Counter allowing max per tenant (<= 0: no limit).
 func NewCounter(max int) *Counter {
 	return &Counter{max: max, held: map[string]int{}}
+}
+
+// OnRefused makes Streams tell f of each stream it refuses over c. It
+// returns c.
+func (c *Counter) OnRefused(f Refused) *Counter {
+	c.refused = f
+	return c
 }
 
 // Max is the per-tenant maximum (<= 0: none).
@@ -178,6 +219,7 @@ func Streams(c *Counter, tenant TenantFunc, next http.Handler) http.Handler {
 		t := tenant(r)
 		if !c.Acquire(t) {
 			TooMany(w, r, time.Second, fmt.Sprintf("too many open event streams: this tenant may keep %d open at once; close one (or join the run later)", c.max))
+			c.refused.tell(LimitStreams)
 			return
 		}
 		defer c.Release(t)
@@ -189,8 +231,9 @@ func Streams(c *Counter, tenant TenantFunc, next http.Handler) http.Handler {
 // and at most maxBytes of it: a body that does not arrive in time is
 // answered 408 (and the connection closed), a larger one 413. The handler
 // then reads the body from memory. Memory per request is bounded by
-// maxBytes. timeout <= 0 reads without a deadline.
-func Body(maxBytes int64, timeout time.Duration, next http.Handler) http.Handler {
+// maxBytes. timeout <= 0 reads without a deadline. refused is told of each
+// 413 and 408.
+func Body(maxBytes int64, timeout time.Duration, refused Refused, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body == nil || r.Body == http.NoBody {
 			next.ServeHTTP(w, r)
@@ -199,6 +242,7 @@ func Body(maxBytes int64, timeout time.Duration, next http.Handler) http.Handler
 		tooLarge := func() {
 			w.Header().Set("Connection", "close")
 			wire.NewProblem(http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes, the limit of this server (limits.max_body_bytes); send less", maxBytes)).Write(w, r)
+			refused.tell(LimitBodySize)
 		}
 		if r.ContentLength > maxBytes {
 			tooLarge()
@@ -216,6 +260,7 @@ func Body(maxBytes int64, timeout time.Duration, next http.Handler) http.Handler
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			w.Header().Set("Connection", "close")
 			wire.NewProblem(http.StatusRequestTimeout, fmt.Sprintf("the request body did not arrive within %s (limits.body_timeout); send it faster or in smaller parts", timeout)).Write(w, r)
+			refused.tell(LimitBodyTimeout)
 			return
 		case err != nil:
 			wire.BadRequest("reading the body failed: "+err.Error()).Write(w, r)

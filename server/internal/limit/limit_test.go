@@ -14,7 +14,8 @@ func tenantHeader(r *http.Request) string { return r.Header.Get("T") }
 // Over the rate: 429 with a Retry-After of at least the time one token
 // takes; each tenant has its own bucket.
 func TestRate(t *testing.T) {
-	h := NewRate(0.1, 1, tenantHeader).Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	var refused []Limit
+	h := NewRate(0.1, 1, tenantHeader).OnRefused(func(l Limit) { refused = append(refused, l) }).Middleware(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	call := func(tenant string) *httptest.ResponseRecorder {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.Header.Set("T", tenant)
@@ -32,6 +33,9 @@ func TestRate(t *testing.T) {
 	}
 	if w := call("b"); w.Code != 200 {
 		t.Errorf("other tenant: %d", w.Code)
+	}
+	if len(refused) != 1 || refused[0] != LimitRate {
+		t.Errorf("refusals told: %q, want one of %q", refused, LimitRate)
 	}
 }
 
@@ -58,7 +62,8 @@ func TestCounter(t *testing.T) {
 // and hands the handler the body it read.
 func TestBody(t *testing.T) {
 	var got string
-	h := Body(5, 0, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	var refused []Limit
+	h := Body(5, 0, func(l Limit) { refused = append(refused, l) }, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
 		got = string(b)
 	}))
@@ -79,5 +84,8 @@ func TestBody(t *testing.T) {
 		if w.Code != c.want || (c.want == 200 && got != c.body) {
 			t.Errorf("%q: %d, handler read %q", c.body, w.Code, got)
 		}
+	}
+	if len(refused) != 2 || refused[0] != LimitBodySize || refused[1] != LimitBodySize {
+		t.Errorf("refusals told: %q, want two of %q", refused, LimitBodySize)
 	}
 }

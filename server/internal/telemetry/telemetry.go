@@ -26,6 +26,9 @@ type Config struct {
 	// QueueDepth counts the runs waiting to start, for the queue depth
 	// gauge, read at each scrape (nil: the gauge is not served).
 	QueueDepth func(ctx context.Context) (int, error)
+	// Limits names the limits requests can be refused over; each one's
+	// refused-requests count is served from the start, at 0.
+	Limits []string
 }
 
 // Telemetry holds the service's tracer and metrics.
@@ -46,6 +49,8 @@ type metrics struct {
 	streams    prometheus.Gauge
 	takeovers  prometheus.Counter
 	requests   *prometheus.CounterVec // method, route, code
+	refused    *prometheus.CounterVec // limit
+	held       prometheus.Counter
 }
 
 // latencyBuckets span a fast node (a millisecond) to a long agent run (ten
@@ -88,8 +93,18 @@ func New(cfg Config) *Telemetry {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "trellis_http_requests_total", Help: "HTTP requests answered, by method, route pattern and status code.",
 		}, []string{"method", "route", "code"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "trellis_requests_refused_total", Help: "Requests refused over a per-tenant limit, by limit: rate and streams (429), body_size (413), body_timeout (408).",
+		}, []string{"limit"}),
+		held: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "trellis_runs_held_at_limit_total", Help: "Times a run ready to start was held back because its tenant had limits.max_concurrent_runs runs running; it stays pending and is tried again, and counts at each try.",
+		}),
+	}
+	for _, l := range cfg.Limits {
+		t.m.refused.WithLabelValues(l)
 	}
 	t.reg.MustRegister(t.m.runs, t.m.runSeconds, t.m.waitSecs, t.m.nodeSecs, t.m.tokens, t.m.streams, t.m.takeovers, t.m.requests,
+		t.m.refused, t.m.held,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if cfg.QueueDepth != nil {
 		t.reg.MustRegister(&depthCollector{
@@ -108,6 +123,12 @@ func (t *Telemetry) Tracing() bool { return t.tracer != nil }
 
 // Takeover counts a run this worker took over.
 func (t *Telemetry) Takeover() { t.m.takeovers.Inc() }
+
+// Refused counts a request refused over the limit named limit.
+func (t *Telemetry) Refused(limit string) { t.m.refused.WithLabelValues(limit).Inc() }
+
+// HeldAtLimit counts a run held back by its tenant's concurrent-run limit.
+func (t *Telemetry) HeldAtLimit() { t.m.held.Inc() }
 
 // depthCollector reads the queue depth at each scrape; a failed read
 // leaves the gauge out of that scrape rather than failing it.

@@ -9,7 +9,7 @@
 
 import * as api from './api.js';
 import { ago, clear, h } from './dom.js';
-import { approvalGroup } from './approvals.js';
+import { approvalGroup, isApproval } from './approvals.js';
 import * as graph from './graph.js';
 import { renderInterrupt } from './interrupts.js';
 import { setMarkdown } from './markdown.js';
@@ -145,10 +145,12 @@ async function refresh() {
 function renderCards(interrupts) {
   clear(ui.cards);
   const group = approvalGroup(interrupts, resumeAll);
-  if (group) ui.cards.append(group);
+  if (group) ui.cards.append(group.el);
   for (const intr of interrupts) {
-    ui.cards.append(renderInterrupt(intr, (value) => resume(intr, interrupts, value)));
+    const together = group && isApproval(intr) ? (decide) => group.register(intr.id, decide) : null;
+    ui.cards.append(renderInterrupt(intr, (value) => resume(intr, interrupts, value), together));
   }
+  if (group) ui.cards.append(group.footer);
   // The first card's own control, not the answer-all bar's: Enter answers one call.
   const first = ui.cards.querySelector('.interrupt :is(button, input, select, textarea)');
   if (first && document.activeElement === document.body) first.focus();

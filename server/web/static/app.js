@@ -174,6 +174,8 @@ async function consume(events) {
         graph.onTask(ev.data);
         run.onTask(ev.data);
         if ('input' in ev.data) timeline.refreshSoon(state.threadId); // a step begins after its checkpoint
+      } else if (kind === 'tasks' && ev.data) { // a subgraph's steps: "tasks|<namespace>"
+        graph.onSubTask(ev.event.slice(kind.length + 1), ev.data);
       } else if (ev.event === 'values' && ev.data && Array.isArray(ev.data.messages)) {
         renderMessages(ev.data.messages);
         timeline.refreshSoon(state.threadId); // a values event follows each step

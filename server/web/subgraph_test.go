@@ -61,6 +61,8 @@ func TestBrowserGraphSubgraphNode(t *testing.T) {
 	if got != "work|Running: work › think" {
 		t.Errorf("highlighted nodes|status line = %q, want work|Running: work › think", got)
 	}
+	// The subgraph's tokens stream into the chat while it is held.
+	b.waitFor("the subgraph's half reply", `document.getElementById('live').innerText.includes('The first half streams')`)
 	b.screenshot("graph-subgraph")
 	close(gate)
 	open = false

@@ -111,6 +111,7 @@ func TestBrowserGraphUsageCancel(t *testing.T) {
 	if got := eval[string](b, `document.querySelector('#run-summary .badge').textContent`); got != "running" {
 		t.Errorf("the run's status reads %q while it runs", got)
 	}
+	b.waitFor("the thread listed as running", `document.querySelector('#threads a[aria-current=page] .badge')?.textContent === 'running'`)
 	// The history follows the run: its input checkpoint shows while the
 	// run is still held.
 	b.waitFor("the input checkpoint mid-run", `document.querySelector('#timeline .cp-head')?.textContent === 'Step 0 · input' && document.body.classList.contains('running')`)
@@ -128,7 +129,7 @@ func TestBrowserGraphUsageCancel(t *testing.T) {
 		t.Errorf("the finished run's status reads %q", got)
 	}
 	usage := eval[string](b, `document.querySelector('#run-summary .usage').textContent`)
-	if !strings.Contains(usage, "1 model call ·") || !strings.HasSuffix(usage, " s") {
+	if !strings.Contains(usage, "1 model call ·") || !strings.HasSuffix(usage, "\u00a0s") {
 		t.Errorf("the usage reads %q", usage)
 	}
 	if n := eval[int](b, `document.querySelectorAll('#graph .graph-node.active').length`); n != 0 {

@@ -170,6 +170,7 @@ async function consume(events) {
         state.runId = ev.data.run_id;
         sessionStorage.setItem(`trellis.run.${state.threadId}`, state.runId);
         run.started(state.runId);
+        loadThreads().catch(() => {}); // the list shows the thread running
       } else if (ev.event === 'tasks' && ev.data) { // the root graph's steps
         graph.onTask(ev.data);
         run.onTask(ev.data);

@@ -43,7 +43,7 @@ export function usageText(u) {
   const tokens = (u.input_tokens || 0) + (u.output_tokens || 0);
   const secs = (u.duration_ms || 0) / 1000;
   return `${plural(tokens, 'token', 'tokens')} (${u.input_tokens || 0} in, ${u.output_tokens || 0} out) · ` +
-    `${plural(u.model_calls || 0, 'model call', 'model calls')} · ${secs < 10 ? secs.toFixed(2) : secs.toFixed(1)} s`;
+    `${plural(u.model_calls || 0, 'model call', 'model calls')} · ${secs < 10 ? secs.toFixed(2) : secs.toFixed(1)}\u00a0s`; // the unit stays with its number
 }
 
 function showRun(r, waiting) {

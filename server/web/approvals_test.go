@@ -67,6 +67,7 @@ func TestBrowserApprovalDecisionsTogether(t *testing.T) {
 	}
 	b.screenshot("approvals-together")
 	b.checkA11y("approval decisions")
+	b.darkAndNarrow("approval decisions")
 
 	b.do("asking for four nights", chromedp.SetValue(nightsField, ""), chromedp.SendKeys(nightsField, "4"))
 	b.do("sending both decisions", chromedp.Click(send))

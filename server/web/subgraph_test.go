@@ -64,6 +64,7 @@ func TestBrowserGraphSubgraphNode(t *testing.T) {
 	// The subgraph's tokens stream into the chat while it is held.
 	b.waitFor("the subgraph's half reply", `document.getElementById('live').innerText.includes('The first half streams')`)
 	b.screenshot("graph-subgraph")
+	b.checkA11y("subgraph running")
 	close(gate)
 	open = false
 	b.waitFor("the answer", `document.getElementById('messages').innerText.includes('then the gate opens')`)

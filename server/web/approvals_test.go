@@ -70,6 +70,11 @@ func TestBrowserApprovalDecisionsTogether(t *testing.T) {
 	b.darkAndNarrow("approval decisions")
 
 	b.do("asking for four nights", chromedp.SetValue(nightsField, ""), chromedp.SendKeys(nightsField, "4"))
+	if got := eval[string](b, `document.querySelector('#cards .approval-send .card-problem').textContent`); got != "" {
+		t.Errorf("after the fix the group still says %q", got)
+	}
+	eval[bool](b, `(document.querySelector('#cards .approval-send').scrollIntoView({block: 'end'}), true)`)
+	b.screenshot("approvals-together-ready")
 	b.do("sending both decisions", chromedp.Click(send))
 	b.waitFor("the answer", fmt.Sprintf(`document.getElementById('messages').innerText.includes(%q)`, tripAnswer))
 	b.waitFor("the idle thread", `!document.body.classList.contains('running') && document.getElementById('thread-status').textContent === 'idle'`)

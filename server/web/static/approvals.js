@@ -45,6 +45,7 @@ export function toolApproval(v, submit, together) {
   } }, 'Edit the arguments');
   const rejection = () => (why.value.trim() ? { action: 'reject', message: why.value.trim() } : { action: 'reject' });
   let choice = null;
+  let changed = null;
   if (together) {
     const name = uid('together');
     const chosen = () => choice.querySelector('input:checked')?.value || '';
@@ -60,7 +61,7 @@ export function toolApproval(v, submit, together) {
       return null;
     };
     decide.chosen = () => !!chosen();
-    const changed = together(decide);
+    changed = together(decide);
     const radio = (value, text, checked) => h('label', { class: 'check' },
       h('input', { type: 'radio', name, value, checked, onchange: () => {
         if (value === 'edit' && !editor) open(true);
@@ -69,9 +70,11 @@ export function toolApproval(v, submit, together) {
     choice = h('fieldset', { class: 'together' },
       h('legend', {}, 'To send together with the others'),
       radio('', 'No decision yet', true), radio('approve', 'Approve'),
-      radio('edit', 'Run with the edited arguments'), radio('reject', 'Reject, with the reason below'));
+      radio('edit', 'Run with the edited arguments'), radio('reject', 'Reject, with the reason above'));
   }
-  return h('div', { class: 'approval' },
+  // Any edit on the card (a reason, an argument) may settle what stopped
+  // the decisions from going: the group's verdict is cleared.
+  return h('div', { class: 'approval', oninput: changed },
     h('p', { class: 'approval-tool' }, 'Tool ', h('code', {}, v.tool), ' ',
       v.read_only ? h('span', { class: 'badge' }, 'reads only') : h('span', { class: 'badge writes' }, 'writes')),
     v.summary ? h('p', {}, v.summary) : null,
@@ -265,6 +268,7 @@ export function approvalGroup(interrupts, sendAll) {
   const footer = h('section', { class: 'card approval-send', 'aria-label': 'Send the decisions together' },
     count, h('div', { class: 'actions' }, sendBtn), footStatus);
   const recount = () => {
+    footStatus.textContent = '';
     let n = 0;
     for (const decide of deciders.values()) if (decided(decide)) n++;
     count.textContent = `${n} of ${pending.length} calls have a decision to send together.`;

@@ -37,8 +37,9 @@ func threadState(t *testing.T, url, threadID string) map[string]any {
 	return st.Values
 }
 
-// darkAndNarrow checks a screen at phone width and in dark mode: nothing
-// overflows, axe finds nothing serious; then it restores the window.
+// darkAndNarrow checks a screen at tablet width (nothing overflows), then
+// at phone width and in dark mode (nothing overflows, axe finds nothing
+// serious); then it restores the window.
 func (b *browser) darkAndNarrow(screen string) {
 	b.t.Helper()
 	dark := func(on bool) chromedp.Action[chromedp.Void] {
@@ -52,6 +53,11 @@ func (b *browser) darkAndNarrow(screen string) {
 			})
 			return err
 		})
+	}
+	// A tablet width, where the inspector moves under the chat, first.
+	b.do("a tablet width", chromedp.EmulateViewport(820, 1000))
+	if w := eval[int](b, `document.documentElement.scrollWidth`); w > 820 {
+		b.t.Errorf("%s: the page is %dpx wide at an 820px window", screen, w)
 	}
 	b.do("narrowing", chromedp.EmulateViewport(390, 844), dark(true))
 	if w := eval[int](b, `document.documentElement.scrollWidth`); w > 390 {

@@ -37,8 +37,9 @@ func threadState(t *testing.T, url, threadID string) map[string]any {
 	return st.Values
 }
 
-// darkAndNarrow checks a screen at phone width and in dark mode: nothing
-// overflows, axe finds nothing serious; then it restores the window.
+// darkAndNarrow checks a screen at tablet width (nothing overflows), then
+// at phone width and in dark mode (nothing overflows, axe finds nothing
+// serious); then it restores the window.
 func (b *browser) darkAndNarrow(screen string) {
 	b.t.Helper()
 	dark := func(on bool) chromedp.Action[chromedp.Void] {
@@ -52,6 +53,11 @@ func (b *browser) darkAndNarrow(screen string) {
 			})
 			return err
 		})
+	}
+	// A tablet width, where the inspector moves under the chat, first.
+	b.do("a tablet width", chromedp.EmulateViewport(820, 1000))
+	if w := eval[int](b, `document.documentElement.scrollWidth`); w > 820 {
+		b.t.Errorf("%s: the page is %dpx wide at an 820px window", screen, w)
 	}
 	b.do("narrowing", chromedp.EmulateViewport(390, 844), dark(true))
 	if w := eval[int](b, `document.documentElement.scrollWidth`); w > 390 {
@@ -407,18 +413,18 @@ func TestPageChecksPlansAndArguments(t *testing.T) {
 	}
 }
 
-// A run that fails is marked at the end of the conversation, where it
-// happened, with a place for a retry; the page's error line says it too.
+// A run that fails is marked once at the end of the conversation, where
+// it happened, with Retry filling the line's retry slot.
 func TestBrowserRunErrorInPlace(t *testing.T) {
 	b := newBrowser(t)
 	url := serve(t, func(s register) error { return s.Register("failing", failingGraph()) })
 	b.do("opening the page", chromedp.Navigate(url))
 	b.pick("failing")
 	b.send("Try it")
-	b.waitFor("the error in the conversation", `document.querySelector('#messages .msg.run-error')`)
-	got := eval[string](b, `(() => { const e = document.querySelector('#messages .msg.run-error'); return (e.previousElementSibling?.innerText || '') + '|' + e.innerText + '|' + !!e.querySelector('.retry-slot'); })()`)
-	if !strings.Contains(got, "Try it|") || !strings.Contains(got, failingError) || !strings.HasSuffix(got, "|true") {
-		t.Errorf("the error line and what comes before it: %q", got)
+	b.waitFor("the error in the conversation", `document.querySelector('#messages .msg.run-error') && !document.body.classList.contains('running')`)
+	got := eval[string](b, `(() => { const e = document.querySelector('#messages .msg.run-error'); return (e.previousElementSibling?.innerText || '') + '|' + e.innerText + '|' + (e.querySelector('.retry-slot button')?.textContent || '') + '|' + document.querySelectorAll('.msg.run-error').length + '|' + (e === document.getElementById('messages').lastElementChild); })()`)
+	if !strings.Contains(got, "Try it|") || !strings.Contains(got, failingError) || !strings.HasSuffix(got, "|Retry|1|true") {
+		t.Errorf("the error line and what comes before it (before|line|retry|lines|last): %q", got)
 	}
 	b.checkA11y("run error")
 }

@@ -111,6 +111,7 @@ func TestBrowserTimeTravelFork(t *testing.T) {
 	}
 	b.screenshot("timeline-branches")
 	b.checkA11y("timeline")
+	b.darkAndNarrow("timeline")
 
 	// The API agrees: the input checkpoint has two children, one branch
 	// ends with the first answer, the other with the edited one and the

@@ -111,6 +111,7 @@ func TestBrowserGraphUsageCancel(t *testing.T) {
 	if got := eval[string](b, `document.querySelector('#run-summary .badge').textContent`); got != "running" {
 		t.Errorf("the run's status reads %q while it runs", got)
 	}
+	b.waitFor("the thread listed as running", `document.querySelector('#threads a[aria-current=page] .badge')?.textContent === 'running'`)
 	// The history follows the run: its input checkpoint shows while the
 	// run is still held.
 	b.waitFor("the input checkpoint mid-run", `document.querySelector('#timeline .cp-head')?.textContent === 'Step 0 · input' && document.body.classList.contains('running')`)
@@ -128,7 +129,7 @@ func TestBrowserGraphUsageCancel(t *testing.T) {
 		t.Errorf("the finished run's status reads %q", got)
 	}
 	usage := eval[string](b, `document.querySelector('#run-summary .usage').textContent`)
-	if !strings.Contains(usage, "1 model call ·") || !strings.HasSuffix(usage, " s") {
+	if !strings.Contains(usage, "1 model call ·") || !strings.HasSuffix(usage, "\u00a0s") {
 		t.Errorf("the usage reads %q", usage)
 	}
 	if n := eval[int](b, `document.querySelectorAll('#graph .graph-node.active').length`); n != 0 {
@@ -170,37 +171,48 @@ func TestBrowserGraphUsageCancel(t *testing.T) {
 	b.screenshot("cancelled")
 }
 
-// A step that fails shows its error in the log with Retry; Retry runs the
-// thread again from its last checkpoint and the answer arrives.
+// A step that fails shows its error once, at the end of the conversation
+// where it happened, with Retry inside it; Retry runs the thread again from
+// its last checkpoint and the answer arrives.
 func TestBrowserRetryAfterFailure(t *testing.T) {
 	b := newBrowser(t)
 	url := serve(t, func(s register) error { return s.Register("flaky", flakyGraph()) })
 	b.do("opening the page", chromedp.Navigate(url))
 	b.pick("flaky")
 	b.send("What is the weather?")
-	b.waitFor("the failure", `!document.getElementById('failure').hidden && !document.body.classList.contains('running')`)
-	if got := eval[string](b, `document.querySelector('#failure .failure-title').textContent`); got != "The step fetch failed" {
+	const failure = `document.querySelector('#messages .msg.run-error')`
+	b.waitFor("the failure", failure+` && !document.body.classList.contains('running')`)
+	if got := eval[string](b, failure+`.querySelector('.failure-title').textContent`); got != "The step fetch failed" {
 		t.Errorf("the failure's title reads %q", got)
 	}
-	if got := eval[string](b, `document.querySelector('#failure pre').textContent`); !strings.Contains(got, "the weather service is down") {
+	if got := eval[string](b, failure+`.querySelector('pre').textContent`); !strings.Contains(got, "the weather service is down") {
 		t.Errorf("the failure reads %q", got)
+	}
+	// One display of the failure, not one per module: the error line and
+	// its Retry, in the line's retry slot.
+	if got := eval[string](b, `document.querySelectorAll('.msg.run-error, .failure').length + ' ' + document.querySelectorAll('.msg.run-error .retry-slot button').length`); got != "1 1" {
+		t.Errorf("failure displays, Retry buttons in the line's slot = %q, want one display with its Retry", got)
 	}
 	b.waitFor("the thread's error status", `document.getElementById('thread-status').textContent === 'error' && document.querySelector('#threads a[aria-current=page] .badge')?.textContent === 'error'`)
 	// The failure shows after the question it failed on.
-	if after := eval[bool](b, `!!(document.querySelector('#messages .msg.human').compareDocumentPosition(document.getElementById('failure')) & Node.DOCUMENT_POSITION_FOLLOWING)`); !after {
+	if after := eval[bool](b, `!!(document.querySelector('#messages .msg.human').compareDocumentPosition(`+failure+`) & Node.DOCUMENT_POSITION_FOLLOWING)`); !after {
 		t.Error("the failure is not shown after the question")
 	}
 	b.screenshot("failure")
 	b.checkA11y("failure")
 
-	// The failure is still there after a reload, named by the state's task.
+	// The failure is still there after a reload, once, named by the state's task.
 	b.do("reloading", chromedp.Reload())
-	b.waitFor("the failure after the reload", `!document.getElementById('failure').hidden && document.querySelector('#failure .failure-title')?.textContent === 'The step fetch failed'`)
+	b.waitFor("the failure after the reload", failure+`?.querySelector('.failure-title')?.textContent === 'The step fetch failed'`)
+	b.waitFor("the run's status after the reload", `document.querySelector('#run-summary .badge')`)
+	if n := eval[int](b, `document.querySelectorAll('.msg.run-error').length`); n != 1 {
+		t.Errorf("%d failure lines after the reload, want 1", n)
+	}
 
-	b.do("retrying", chromedp.Click(`//*[@id='failure']//button[normalize-space()='Retry']`))
+	b.do("retrying", chromedp.Click(`//*[@id='messages']//*[contains(@class,'run-error')]//*[contains(@class,'retry-slot')]//button[normalize-space()='Retry']`))
 	b.waitFor("the answer", `document.getElementById('messages').innerText.includes('Sunny, 24 °C.')`)
 	b.waitFor("the idle thread", `!document.body.classList.contains('running') && document.getElementById('thread-status').textContent === 'idle'`)
-	if hidden := eval[bool](b, `document.getElementById('failure').hidden`); !hidden {
+	if gone := eval[bool](b, `!document.querySelector('.msg.run-error')`); !gone {
 		t.Error("the failure still shows after the retry succeeded")
 	}
 	// Via the API: two runs, the failed one and the retry with no input;

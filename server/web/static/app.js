@@ -9,14 +9,14 @@
 
 import * as api from './api.js';
 import { ago, clear, h } from './dom.js';
-import { approvalGroup } from './approvals.js';
+import { approvalGroup, isApproval } from './approvals.js';
 import * as graph from './graph.js';
 import { renderInterrupt } from './interrupts.js';
 import { setMarkdown } from './markdown.js';
 import * as run from './run.js';
 import * as threads from './threads.js';
 import * as timeline from './timeline.js';
-import { errorLine, liveMessage, messageNodes, runLog, textOf } from './transcript.js';
+import { liveMessage, messageNodes, runLog } from './transcript.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -34,7 +34,7 @@ const state = {
   saved: new Set(), // IDs of the messages shown from the state
   live: new Map(), // message ID -> liveMessage of messages being written
   log: null, // the runLog of the thread's latest run (status lines, step calls)
-  runError: '', // why the last stream failed, shown where it happened
+  runError: '', // why the stream being read failed (its error event)
   abort: null, // stops the current stream
 };
 
@@ -70,6 +70,7 @@ function renderMessages(messages = []) {
   state.saved = new Set(messages.map((m) => m.id).filter(Boolean));
   ui.messages.append(...messageNodes(messages));
   placeLog();
+  run.placeFailure();
   // Messages now saved are no longer being written.
   for (const [id, l] of state.live) {
     if (state.saved.has(id)) { l.el.remove(); state.live.delete(id); }
@@ -133,7 +134,10 @@ async function refresh() {
   renderMessages((st.values && st.values.messages) || []);
   renderCards(st.interrupts || []);
   const failed = (st.tasks || []).find((t) => t.error);
-  run.showFailure(thread.status === 'error' ? String(thread.error || (failed && failed.error) || 'The last run failed.') : null, failed && failed.name);
+  // One failure display, in the conversation (run.js): the thread's error,
+  // or the stream's when the thread does not say.
+  const why = thread.status === 'error' ? String(thread.error || (failed && failed.error) || state.runError || 'The last run failed.') : state.runError || null;
+  run.showFailure(why, failed && failed.name);
   timeline.load(id).catch((e) => showError(e.message));
   return thread;
 }
@@ -141,10 +145,12 @@ async function refresh() {
 function renderCards(interrupts) {
   clear(ui.cards);
   const group = approvalGroup(interrupts, resumeAll);
-  if (group) ui.cards.append(group);
+  if (group) ui.cards.append(group.el);
   for (const intr of interrupts) {
-    ui.cards.append(renderInterrupt(intr, (value) => resume(intr, interrupts, value)));
+    const together = group && isApproval(intr) ? (decide) => group.register(intr.id, decide) : null;
+    ui.cards.append(renderInterrupt(intr, (value) => resume(intr, interrupts, value), together));
   }
+  if (group) ui.cards.append(group.footer);
   // The first card's own control, not the answer-all bar's: Enter answers one call.
   const first = ui.cards.querySelector('.interrupt :is(button, input, select, textarea)');
   if (first && document.activeElement === document.body) first.focus();
@@ -164,10 +170,13 @@ async function consume(events) {
         state.runId = ev.data.run_id;
         sessionStorage.setItem(`trellis.run.${state.threadId}`, state.runId);
         run.started(state.runId);
+        loadThreads().catch(() => {}); // the list shows the thread running
       } else if (ev.event === 'tasks' && ev.data) { // the root graph's steps
         graph.onTask(ev.data);
         run.onTask(ev.data);
         if ('input' in ev.data) timeline.refreshSoon(state.threadId); // a step begins after its checkpoint
+      } else if (kind === 'tasks' && ev.data) { // a subgraph's steps: "tasks|<namespace>"
+        graph.onSubTask(ev.event.slice(kind.length + 1), ev.data);
       } else if (ev.event === 'values' && ev.data && Array.isArray(ev.data.messages)) {
         renderMessages(ev.data.messages);
         timeline.refreshSoon(state.threadId); // a values event follows each step
@@ -178,8 +187,8 @@ async function consume(events) {
         if (state.log.add(ev.data) && !state.log.el.isConnected) placeLog();
       } else if (ev.event === 'error') { // the run's own; a step's shows in the log
         const msg = (ev.data && (ev.data.message || ev.data.error)) || 'unknown error';
-        state.runError = `The run failed: ${msg}`;
-        run.showFailure(msg);
+        state.runError = String(msg);
+        run.showFailure(state.runError);
       }
     }
   } catch (e) {
@@ -193,7 +202,6 @@ async function consume(events) {
     if (state.threadId) {
       sessionStorage.removeItem(`trellis.run.${state.threadId}`);
       await refresh().catch((e) => showError(e.message));
-      if (state.runError) ui.messages.append(errorLine(state.runError));
       await run.latest(state.threadId, ran, waiting()).catch(() => {});
     }
     state.runError = '';
@@ -319,7 +327,7 @@ async function main() {
   threads.mount({ list: ui.threads, search: $('thread-search'), dialog: $('delete-dialog'), dialogText: $('delete-text'), confirm: $('delete-confirm') },
     () => state.threadId, (id) => { if (id === state.threadId) location.hash = '#/new'; });
   graph.mount($('graph'));
-  run.mount($('run-summary'), $('failure'), () => retry().catch((e) => showError(e.message)));
+  run.mount($('run-summary'), ui.messages, () => retry().catch((e) => showError(e.message)));
   timeline.mount({ list: $('timeline'), detail: $('checkpoint') }, (cp) => forkRun(cp));
   ui.newThread.addEventListener('click', () => { location.hash = '#/new'; ui.input.focus(); });
   ui.composer.addEventListener('submit', (e) => {

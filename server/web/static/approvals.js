@@ -2,8 +2,11 @@
 // arguments; approve, edit the arguments (checked in the page against the
 // tool's JSON schema, which the approval carries as "parameters"), or
 // reject with a reason. When several calls wait at once (a model's
-// parallel tool calls), a bar answers them all together in one resume
-// keyed by interrupt ID; each card still answers its own call alone.
+// parallel tool calls), they can be answered one by one (each card's own
+// buttons answer its call now), all alike (approve all, reject all), or
+// each its own way and sent together: every card then has a "decision to
+// send together" (approve, the edited arguments, reject with the reason),
+// and one resume keyed by interrupt ID carries the decisions made.
 //
 // The answers are tool.Decision's: {action: "approve"}, {action: "edit",
 // arguments: {...}} and {action: "reject", message}.
@@ -19,22 +22,59 @@ export function isApproval(intr) {
 }
 
 /** toolApproval returns the body of an approval card for the payload v;
- * submit(decision) resumes the run with it. */
-export function toolApproval(v, submit) {
+ * submit(decision) resumes the run with it. With several approvals
+ * pending, together(decide) registers the card's decision to send with the
+ * others: decide() returns null (no decision), {decision} or {problem}
+ * (the edited arguments do not fit, shown on the card); together returns
+ * a function to call when the choice changes. */
+export function toolApproval(v, submit, together) {
   const id = uid('why');
   const why = h('input', { id, type: 'text', name: 'reason' });
   const args = v.arguments && typeof v.arguments === 'object' ? v.arguments : {};
   const editArea = h('div', { class: 'approval-edit' });
-  const editBtn = h('button', { type: 'button', 'aria-expanded': 'false', onclick: () => {
-    const open = editBtn.getAttribute('aria-expanded') === 'true';
-    editBtn.setAttribute('aria-expanded', String(!open));
+  let editor = null; // the open argument editor: {el, check}
+  const open = (on) => {
+    editBtn.setAttribute('aria-expanded', String(on));
     clear(editArea);
-    if (!open) {
-      editArea.append(argumentEditor(v.parameters, args, submit));
-      editArea.querySelector('input, select, textarea')?.focus();
-    }
+    editor = on ? argumentEditor(v.parameters, args, submit) : null;
+    if (editor) editArea.append(editor.el);
+  };
+  const editBtn = h('button', { type: 'button', 'aria-expanded': 'false', onclick: () => {
+    open(editBtn.getAttribute('aria-expanded') !== 'true');
+    editArea.querySelector('input, select, textarea')?.focus();
   } }, 'Edit the arguments');
-  return h('div', { class: 'approval' },
+  const rejection = () => (why.value.trim() ? { action: 'reject', message: why.value.trim() } : { action: 'reject' });
+  let choice = null;
+  let changed = null;
+  if (together) {
+    const name = uid('together');
+    const chosen = () => choice.querySelector('input:checked')?.value || '';
+    const decide = () => {
+      const c = chosen();
+      if (c === 'approve') return { decision: { action: 'approve' } };
+      if (c === 'reject') return { decision: rejection() };
+      if (c === 'edit') {
+        if (!editor) open(true);
+        const out = editor.check();
+        return out ? { decision: { action: 'edit', arguments: out } } : { problem: `the edited arguments of ${v.tool} need fixing` };
+      }
+      return null;
+    };
+    decide.chosen = () => !!chosen();
+    changed = together(decide);
+    const radio = (value, text, checked) => h('label', { class: 'check' },
+      h('input', { type: 'radio', name, value, checked, onchange: () => {
+        if (value === 'edit' && !editor) open(true);
+        changed();
+      } }), text);
+    choice = h('fieldset', { class: 'together' },
+      h('legend', {}, 'To send together with the others'),
+      radio('', 'No decision yet', true), radio('approve', 'Approve'),
+      radio('edit', 'Run with the edited arguments'), radio('reject', 'Reject, with the reason above'));
+  }
+  // Any edit on the card (a reason, an argument) may settle what stopped
+  // the decisions from going: the group's verdict is cleared.
+  return h('div', { class: 'approval', oninput: changed },
     h('p', { class: 'approval-tool' }, 'Tool ', h('code', {}, v.tool), ' ',
       v.read_only ? h('span', { class: 'badge' }, 'reads only') : h('span', { class: 'badge writes' }, 'writes')),
     v.summary ? h('p', {}, v.summary) : null,
@@ -46,9 +86,10 @@ export function toolApproval(v, submit) {
     editArea,
     h('form', { class: 'answer', novalidate: true, onsubmit: (e) => {
       e.preventDefault();
-      submit(why.value.trim() ? { action: 'reject', message: why.value.trim() } : { action: 'reject' });
+      submit(rejection());
     } }, h('label', { for: id }, 'Reason (optional; the agent is told)'), why,
-    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'danger' }, 'Reject'))));
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'danger' }, 'Reject'))),
+    choice);
 }
 
 // simple reports whether form.js can show every property of the schema as
@@ -64,15 +105,19 @@ function simple(obj) {
 // argumentEditor edits the arguments: a form from the tool's schema with
 // the current values filled in when the schema is flat, else the JSON
 // itself. Both are checked against the schema before the edit is sent.
+// It returns {el, check}: check() marks the problems and returns the
+// edited arguments, or null when they do not fit.
 function argumentEditor(schema, args, submit) {
   const obj = objectSchema(schema);
   const err = h('div', { class: 'field-error', role: 'alert' });
   const send = h('button', { type: 'submit', class: 'primary' }, 'Run with these arguments');
+  let check;
+  let fields;
   if (obj && simple(obj)) {
     const withValues = { ...obj, properties: Object.fromEntries(Object.entries(obj.properties).map(([k, p]) => [k, k in args ? { ...p, default: args[k] } : p])) };
     const form = buildForm(fieldsOf(withValues));
-    return h('form', { class: 'answer args-form', novalidate: true, onsubmit: (e) => {
-      e.preventDefault();
+    fields = [form.el];
+    check = () => {
       const { values, errors } = form.read();
       // Keep arguments the form does not show (none, for a flat schema
       // that lists them all) and check the whole against the schema.
@@ -80,31 +125,37 @@ function argumentEditor(schema, args, submit) {
       for (const p of schemaProblems(obj, out)) if (p.key && !errors[p.key]) errors[p.key] = p.message;
       form.showErrors(errors);
       err.textContent = Object.keys(errors).length ? 'Fix the marked arguments first.' : '';
-      if (Object.keys(errors).length) return form.focusFirstError();
-      submit({ action: 'edit', arguments: out });
-    } }, form.el, err, h('div', { class: 'actions' }, send));
+      if (Object.keys(errors).length) { form.focusFirstError(); return null; }
+      return out;
+    };
+  } else {
+    const id = uid('json');
+    const ta = h('textarea', { id, rows: 6, class: 'mono', 'aria-describedby': `${id}-hint`, value: JSON.stringify(args, null, 2) });
+    fields = [h('label', { for: id }, 'Arguments (JSON)'),
+      h('p', { class: 'hint', id: `${id}-hint` }, 'Checked against the tool\'s schema before it is sent.'), ta];
+    check = () => {
+      let value;
+      try {
+        value = JSON.parse(ta.value);
+      } catch (x) {
+        err.textContent = `The arguments are not JSON: ${x.message}`;
+        ta.setAttribute('aria-invalid', 'true');
+        ta.focus();
+        return null;
+      }
+      const probs = schema ? schemaProblems(schema, value) : [];
+      err.textContent = probs.map((p) => p.message).join('\n');
+      if (probs.length) { ta.setAttribute('aria-invalid', 'true'); ta.focus(); return null; }
+      ta.removeAttribute('aria-invalid');
+      return value;
+    };
   }
-  const id = uid('json');
-  const ta = h('textarea', { id, rows: 6, class: 'mono', 'aria-describedby': `${id}-hint`, value: JSON.stringify(args, null, 2) });
-  return h('form', { class: 'answer args-form', novalidate: true, onsubmit: (e) => {
+  const el = h('form', { class: 'answer args-form', novalidate: true, onsubmit: (e) => {
     e.preventDefault();
-    let value;
-    try {
-      value = JSON.parse(ta.value);
-    } catch (x) {
-      err.textContent = `The arguments are not JSON: ${x.message}`;
-      ta.setAttribute('aria-invalid', 'true');
-      ta.focus();
-      return;
-    }
-    const probs = schema ? schemaProblems(schema, value) : [];
-    err.textContent = probs.map((p) => p.message).join('\n');
-    if (probs.length) { ta.setAttribute('aria-invalid', 'true'); ta.focus(); return; }
-    ta.removeAttribute('aria-invalid');
-    submit({ action: 'edit', arguments: value });
-  } }, h('label', { for: id }, 'Arguments (JSON)'),
-  h('p', { class: 'hint', id: `${id}-hint` }, 'Checked against the tool\'s schema before it is sent.'),
-  ta, err, h('div', { class: 'actions' }, send));
+    const out = check();
+    if (out) submit({ action: 'edit', arguments: out });
+  } }, fields, err, h('div', { class: 'actions' }, send));
+  return { el, check };
 }
 
 /** schemaProblems checks a value against the JSON Schema keywords tools
@@ -157,9 +208,12 @@ export function schemaProblems(schema, value, path = '') {
   return out;
 }
 
-/** approvalGroup returns a bar to answer every pending approval at once,
- * or null when fewer than two wait. sendAll(map) resumes the run with a
- * decision per interrupt ID. */
+/** approvalGroup returns the controls to answer several pending
+ * approvals together, or null when fewer than two wait: {el} goes above
+ * the cards (approve all, reject all), {footer} below them (send each
+ * card's own decision), and register(id, decide) is a card's together
+ * argument (see toolApproval). sendAll(map) resumes the run with a
+ * decision per interrupt ID; a call left without a decision stays pending. */
 export function approvalGroup(interrupts, sendAll) {
   const pending = interrupts.filter(isApproval);
   if (pending.length < 2) return null;
@@ -167,24 +221,29 @@ export function approvalGroup(interrupts, sendAll) {
   const id = uid('why');
   const why = h('input', { id, type: 'text', name: 'reason-all' });
   const status = h('p', { class: 'card-problem', role: 'alert' });
+  const deciders = new Map(); // interrupt ID -> decide()
   let busy = false;
-  const all = async (decision) => {
+  const send = async (map, where) => {
     if (busy) return;
     busy = true;
     status.textContent = '';
+    footStatus.textContent = '';
     bar.classList.add('sending');
+    footer.classList.add('sending');
     try {
-      await sendAll(Object.fromEntries(pending.map((i) => [i.id, decision])));
+      await sendAll(map);
     } catch (e) {
-      status.textContent = `The server refused these answers: ${e.message}`;
+      where.textContent = `The server refused these answers: ${e.message}`;
     } finally {
       busy = false;
       bar.classList.remove('sending');
+      footer.classList.remove('sending');
     }
   };
+  const all = (decision) => send(Object.fromEntries(pending.map((i) => [i.id, decision])), status);
   const bar = h('section', { class: 'card approval-group', 'aria-labelledby': titleId },
     h('h3', { id: titleId }, `${pending.length} tool calls wait for you`),
-    h('p', { class: 'hint' }, 'Answer each card below on its own, or all of them together.'),
+    h('p', { class: 'hint' }, 'Answer each card below on its own, all of them alike here, or choose a decision on each card and send them together at the end.'),
     h('div', { class: 'actions' },
       h('button', { type: 'button', class: 'primary', onclick: () => all({ action: 'approve' }) }, `Approve all ${pending.length}`)),
     h('form', { class: 'answer', novalidate: true, onsubmit: (e) => {
@@ -193,5 +252,41 @@ export function approvalGroup(interrupts, sendAll) {
     } }, h('label', { for: id }, 'Reason for rejecting all (optional)'), why,
     h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'danger' }, `Reject all ${pending.length}`))),
     status);
-  return bar;
+
+  const count = h('p', { class: 'hint', 'aria-live': 'polite' });
+  const footStatus = h('p', { class: 'card-problem', role: 'alert' });
+  const sendBtn = h('button', { type: 'button', class: 'primary', onclick: () => {
+    const map = {};
+    for (const [iid, decide] of deciders) {
+      const r = decide();
+      if (r && r.problem) { footStatus.textContent = `Not sent: ${r.problem}.`; return; }
+      if (r) map[iid] = r.decision;
+    }
+    if (!Object.keys(map).length) { footStatus.textContent = 'Choose a decision on at least one card first.'; return; }
+    send(map, footStatus);
+  } }, 'Send the decisions');
+  const footer = h('section', { class: 'card approval-send', 'aria-label': 'Send the decisions together' },
+    count, h('div', { class: 'actions' }, sendBtn), footStatus);
+  const recount = () => {
+    footStatus.textContent = '';
+    let n = 0;
+    for (const decide of deciders.values()) if (decided(decide)) n++;
+    count.textContent = `${n} of ${pending.length} calls have a decision to send together.`;
+    sendBtn.textContent = n ? `Send the ${n} decision${n === 1 ? '' : 's'}` : 'Send the decisions';
+  };
+  recount();
+  return {
+    el: bar,
+    footer,
+    register(iid, decide) {
+      deciders.set(iid, decide);
+      return recount;
+    },
+  };
+}
+
+// decided says whether a card has a decision chosen, without checking
+// (and marking) its edited arguments.
+function decided(decide) {
+  return decide.chosen ? decide.chosen() : false;
 }

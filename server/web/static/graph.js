@@ -1,6 +1,10 @@
 // graph.js — the assistant's graph, drawn as our own SVG from the JSON
 // graph (GET /assistants/{id}/graph), with the nodes that run now
-// highlighted from the stream's tasks events.
+// highlighted from the stream's tasks events. The drawing is the top level
+// only: while a subgraph runs (its tasks events come with a namespace,
+// stream_subgraphs), the top-level node that runs it is highlighted and
+// marked "in-subgraph", and the status line names the path inside it
+// ("Running: step › think").
 //
 // Why not Mermaid: the graph is small (a handful of nodes), and the
 // Mermaid bundle is megabytes of script the page would have to ship and
@@ -19,6 +23,7 @@ const GY = 36; // gap between layers
 let box = null; // the container the drawing goes in
 let current = { id: null, names: [], nodes: new Map() }; // drawn graph
 const active = new Map(); // task ID -> node name, of the tasks running now
+const inner = new Map(); // subgraph task ID -> its path of node names, top first
 
 function s(tag, attrs = {}, ...children) {
   const el = document.createElementNS(SVG, tag);
@@ -134,22 +139,47 @@ export async function show(assistantId, name) {
 
 function paint() {
   const running = new Set(active.values());
-  for (const [id, el] of current.nodes) el.classList.toggle('active', running.has(id));
+  const parents = new Set([...inner.values()].map((p) => p[0]));
+  for (const [id, el] of current.nodes) {
+    el.classList.toggle('active', running.has(id) || parents.has(id));
+    el.classList.toggle('in-subgraph', parents.has(id));
+  }
+  const says = [...running].filter((n) => !parents.has(n));
+  const paths = new Set([...inner.values()].map((p) => p.join(' › ')));
   const line = document.getElementById('graph-running');
-  if (line) line.textContent = running.size ? `Running: ${[...running].join(', ')}` : '';
+  if (line) line.textContent = says.length || paths.size ? `Running: ${[...says, ...paths].join(', ')}` : '';
 }
 
 /** onTask follows a tasks event: a task with input starts (its node is
  * highlighted), one with a result or an error has ended. */
 export function onTask(t) {
   if (!t || !t.id) return;
-  if ('input' in t) active.set(t.id, t.name);
-  else active.delete(t.id);
+  if ('input' in t) {
+    active.set(t.id, t.name);
+  } else {
+    active.delete(t.id);
+    // A node that ended has no subgraph running in it any more.
+    for (const [id, p] of inner) if (p[0] === t.name) inner.delete(id);
+  }
+  paint();
+}
+
+/** onSubTask follows a subgraph's tasks event; ns is the event's namespace
+ * ("node:task_id|node:task_id", top first). */
+export function onSubTask(ns, t) {
+  if (!t || !t.id) return;
+  const path = String(ns).split('|').map((seg) => {
+    const i = seg.lastIndexOf(':');
+    return i > 0 ? seg.slice(0, i) : seg;
+  });
+  if ('input' in t) inner.set(t.id, [...path, t.name]);
+  else inner.delete(t.id);
   paint();
 }
 
 /** idle clears the highlight (the run ended). */
 export function idle() {
   active.clear();
+  inner.clear();
   paint();
 }

@@ -11,8 +11,10 @@ import { planReview } from './plan.js';
 
 /** renderInterrupt returns the card for an interrupt {id, value, schema};
  * send(value) resumes the run with the answer and rejects with an
- * ApiError when the server refuses it. */
-export function renderInterrupt(intr, send) {
+ * ApiError when the server refuses it. together, for a tool approval
+ * among several, registers its decision to send with the others
+ * (approvals.js). */
+export function renderInterrupt(intr, send, together) {
   const v = intr.value && typeof intr.value === 'object' ? intr.value : { question: intr.value };
   const schema = intr.response_schema || intr.schema || null;
   const titleId = uid('card');
@@ -49,7 +51,7 @@ export function renderInterrupt(intr, send) {
   ];
   let body;
   if (v.kind === 'planexec_plan_review') body = planReview(v, submit);
-  else if (v.kind === 'tool_approval') body = toolApproval(v, submit);
+  else if (v.kind === 'tool_approval') body = toolApproval(v, submit, together);
   else body = question(v, schema, submit);
   card.append(...head.filter(Boolean), body, status);
   return card;

@@ -1,6 +1,7 @@
 // run.js — the run being watched: its status and usage (tokens, model
 // calls, time; the run resource's "usage", a Trellis extension), and a
-// failure shown where it happened, with Retry.
+// failure shown once, in the conversation where it happened (transcript.js's
+// error line), with Retry in its retry slot.
 //
 // Retry follows LangGraph: a new run on the thread with no input goes on
 // from the thread's last checkpoint, so the step that failed runs again
@@ -8,14 +9,17 @@
 
 import * as api from './api.js';
 import { clear, h } from './dom.js';
+import { errorLine } from './transcript.js';
 
-let ui = null; // {summary, failure}
+let ui = null; // {summary, messages}
 let onRetry = () => {};
 let failedNode = ''; // the node whose task failed in the stream, if any
+let failure = null; // {key, el}: the error line shown, if any
 
-/** mount sets where the summary and the failure go, and what Retry does. */
-export function mount(summary, failure, retry) {
-  ui = { summary, failure };
+/** mount sets where the summary goes, the conversation the failure is
+ * shown in (at its end, after what the run wrote), and what Retry does. */
+export function mount(summary, messages, retry) {
+  ui = { summary, messages };
   onRetry = retry;
 }
 
@@ -39,7 +43,7 @@ export function usageText(u) {
   const tokens = (u.input_tokens || 0) + (u.output_tokens || 0);
   const secs = (u.duration_ms || 0) / 1000;
   return `${plural(tokens, 'token', 'tokens')} (${u.input_tokens || 0} in, ${u.output_tokens || 0} out) · ` +
-    `${plural(u.model_calls || 0, 'model call', 'model calls')} · ${secs < 10 ? secs.toFixed(2) : secs.toFixed(1)} s`;
+    `${plural(u.model_calls || 0, 'model call', 'model calls')} · ${secs < 10 ? secs.toFixed(2) : secs.toFixed(1)}\u00a0s`; // the unit stays with its number
 }
 
 function showRun(r, waiting) {
@@ -78,19 +82,35 @@ export async function latest(threadId, runId, waiting) {
   return r || null;
 }
 
-/** showFailure shows (or, with null, hides) a failed run's error in the
- * log, after the messages the run wrote before it failed, with Retry;
- * node names the step that failed when the stream did not. */
+/** showFailure shows (or, with null, hides) a failed run's error at the
+ * end of the conversation, after the messages the run wrote before it
+ * failed, with Retry; node names the step that failed when the stream did
+ * not. The same failure shown again keeps its element (no second alert). */
 export function showFailure(message, node) {
   if (!ui) return;
   if (node) failedNode = node;
-  clear(ui.failure);
-  ui.failure.hidden = !message;
-  if (!message) return;
-  const retry = h('button', { type: 'button', class: 'primary', onclick: () => { retry.disabled = true; onRetry(); } }, 'Retry');
-  ui.failure.append(
-    h('p', { class: 'failure-title' }, failedNode ? `The step ${failedNode} failed` : 'The run failed'),
-    h('pre', { class: 'failure-text' }, message),
-    h('p', { class: 'hint' }, 'Retry runs again from the last checkpoint: the steps that succeeded are kept.'),
-    h('div', { class: 'actions' }, retry));
+  if (!message) {
+    if (failure) failure.el.remove();
+    failure = null;
+    failedNode = '';
+    return;
+  }
+  const title = failedNode ? `The step ${failedNode} failed` : 'The run failed';
+  const key = `${title}\n${message}`;
+  if (!failure || failure.key !== key) {
+    if (failure) failure.el.remove();
+    const el = errorLine(title, message);
+    const retry = h('button', { type: 'button', class: 'primary', onclick: () => { retry.disabled = true; onRetry(); } }, 'Retry');
+    el.querySelector('.retry-slot').append(
+      h('p', { class: 'hint' }, 'Retry runs again from the last checkpoint: the steps that succeeded are kept.'),
+      h('div', { class: 'actions' }, retry));
+    failure = { key, el };
+  }
+  placeFailure();
+}
+
+/** placeFailure puts the failure shown, if any, back at the end of the
+ * conversation (after the messages were drawn again). */
+export function placeFailure() {
+  if (failure && ui && ui.messages.lastElementChild !== failure.el) ui.messages.append(failure.el);
 }

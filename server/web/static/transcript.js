@@ -193,7 +193,13 @@ export function runLog() {
   };
 }
 
-/** errorLine marks where a run failed, in the conversation. */
-export function errorLine(message) {
-  return h('div', { class: 'msg run-error failed', role: 'alert' }, h('span', { class: 'who' }, 'Error'), h('p', {}, message), h('span', { class: 'retry-slot' }));
+/** errorLine marks where a run failed, in the conversation: a title (the
+ * step that failed, if known), the error, and an empty retry slot that the
+ * caller fills with its retry control (run.js). */
+export function errorLine(title, message) {
+  return h('div', { class: 'msg run-error failed', role: 'alert' },
+    h('span', { class: 'who' }, 'Error'),
+    h('p', { class: 'failure-title' }, title),
+    h('pre', { class: 'failure-text' }, message),
+    h('div', { class: 'retry-slot' }));
 }

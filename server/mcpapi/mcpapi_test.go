@@ -150,7 +150,9 @@ func TestCallStructured(t *testing.T) {
 }
 
 // A call with a progress token gets progress notifications carrying the
-// run's step and custom events, increasing, before the result.
+// run's step and custom events, increasing. The client hands notifications
+// to its handler on its own goroutine, so they may reach it after the
+// result: the test waits for them instead of reading at once.
 func TestProgress(t *testing.T) {
 	e := newEnv(t)
 	var mu sync.Mutex
@@ -160,26 +162,55 @@ func TestProgress(t *testing.T) {
 		got = append(got, r.Params)
 		mu.Unlock()
 	}})
-	invoke(t, s, "double", map[string]any{"n": 2}, true)
-	mu.Lock()
-	defer mu.Unlock()
-	var msgs []string
-	for i, p := range got {
-		if p.ProgressToken != "tok-double" || p.Progress != float64(i+1) {
-			t.Errorf("notification %d: token %v progress %v", i, p.ProgressToken, p.Progress)
+	// waitFor waits until the notifications received hold want, each
+	// counted once, and returns them.
+	waitFor := func(want ...string) []*mcp.ProgressNotificationParams {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			mu.Lock()
+			var msgs []string
+			for _, p := range got {
+				msgs = append(msgs, p.Message)
+			}
+			snapshot := slices.Clone(got)
+			mu.Unlock()
+			ok := true
+			for _, w := range want {
+				ok = ok && slices.Contains(msgs, w)
+			}
+			if ok {
+				return snapshot
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("progress messages %q: want %q", msgs, want)
+			}
+			time.Sleep(5 * time.Millisecond)
 		}
-		msgs = append(msgs, p.Message)
 	}
-	if !slices.Contains(msgs, `{"doubling":2}`) || !slices.Contains(msgs, "step twice done") {
-		t.Errorf("progress messages %q: want the custom event and the step", msgs)
+	invoke(t, s, "double", map[string]any{"n": 2}, true)
+	first := waitFor(`{"doubling":2}`, "step twice done")
+	seen := map[float64]bool{}
+	for i, p := range first {
+		if p.ProgressToken != "tok-double" || seen[p.Progress] {
+			t.Errorf("notification %d: token %v progress %v (repeated: %v)", i, p.ProgressToken, p.Progress, seen[p.Progress])
+		}
+		seen[p.Progress] = true
 	}
-	// Without a token, none.
-	n := len(got)
-	mu.Unlock()
+	for i := range first { // increasing, whatever order the handler saw them in
+		if !seen[float64(i+1)] {
+			t.Errorf("progress values %v: want 1..%d", seen, len(first))
+		}
+	}
+	// Without a token, none: a third call with a token is waited for, and
+	// everything received by then belongs to the first or the third.
 	invoke(t, s, "double", map[string]any{"n": 3}, false)
-	mu.Lock()
-	if len(got) != n {
-		t.Errorf("%d notifications without a progress token", len(got)-n)
+	invoke(t, s, "double", map[string]any{"n": 4}, true)
+	all := waitFor(`{"doubling":4}`)
+	for _, p := range all {
+		if p.ProgressToken != "tok-double" || strings.Contains(p.Message, `"doubling":3`) {
+			t.Errorf("notification %+v: the call without a progress token got one", p)
+		}
 	}
 }
 

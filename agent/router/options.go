@@ -25,7 +25,7 @@ type Options struct {
 	// History is the routing call's history policy (Config.History);
 	// a summarising policy without a model uses the router's model.
 	History *history.Spec `json:"history,omitempty"`
-	Prompts  struct {
+	Prompts struct {
 		System      string `json:"system,omitempty"`
 		Budget      string `json:"budget,omitempty"`
 		Unavailable string `json:"unavailable,omitempty"`

@@ -191,6 +191,9 @@ type Server struct {
 	served   bool // Run got as far as listening
 	// closers release what graph constructors acquired (OnClose).
 	closers []func() error
+	// scopeDeleters are the built apps' DeleteScope, by tenant and
+	// assistant ID (see deleteAppData).
+	scopeDeleters map[[2]string]func(ctx context.Context, scope string) error
 	// mux is the API's mux once Run built it (tests walk its routes).
 	mux *routeMux
 	// heldAtLimit counts the times a job found its tenant at
@@ -525,7 +528,7 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, *
 		DB: s.st.db, Runs: s.svc, Graphs: s.graphs, Saver: s.st.saver, Store: s.st.store,
 		Enqueue: enqueue, Scripted: s.cfg.Scripted, Version: s.cfg.Version, BodyLimit: s.cfg.BodyLimit,
 		ThreadTTL: s.cfg.ThreadTTL, CheckWebhook: s.sender().Check,
-		Tenant: requestTenant,
+		Tenant: requestTenant, ThreadDeleted: s.deleteAppData,
 	}
 	oa := &openaiapi.Handler{
 		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Enqueue: enqueue,

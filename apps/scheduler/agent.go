@@ -141,6 +141,10 @@ func New(ctx context.Context, cfg Config) (*apps.App, error) {
 			}
 			return b.String()
 		},
+		DeleteScope: func(ctx context.Context, scope string) error {
+			_, err := store.DeleteScope(ctx, scope)
+			return err
+		},
 		Close: apps.Closer(store.Close),
 	}, nil
 }

@@ -265,6 +265,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		RunContext: func(ctx context.Context, tenant, thread string) context.Context {
 			return apps.WithScope(ctx, runs.ThreadKey(tenant, thread))
 		},
+		// ... and deleted with the thread.
+		ThreadDeleting: func(ctx context.Context, tenant, thread string) error {
+			ids, err := s.threadAssistants(ctx, tenant, thread)
+			if err != nil {
+				return err
+			}
+			return s.deleteScopes(ctx, tenant, thread, ids)
+		},
 	})
 	if err != nil {
 		st.close()

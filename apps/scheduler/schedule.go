@@ -44,6 +44,8 @@
 //	    active_groups: [edit, health]
 //	    classes:
 //	      - {name: cs, excluded_days: [5]}
+//	    phases: {plan: {model: strong}, execute: {temperature: 0}}   # per-phase settings
+//	    history: {policy: last_turns, turns: 10}                    # every phase's view of a long thread
 //
 // The calendar of a scope is deleted with App.DeleteScope (Store.DeleteScope);
 // `trellis serve` calls it when the thread is deleted (DELETE

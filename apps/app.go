@@ -69,6 +69,13 @@ type App struct {
 	// graph.UpdateState(ctx, update, "", ...), keeping the tasks that were
 	// next); nil when there is nothing to clear.
 	Retry func(s graph.State) graph.Update
+	// DeleteScope, when set, deletes the data the app keeps for a scope
+	// (the scheduler's calendar of a thread); nil when the app keeps no
+	// data of its own. A runner calls it when the thread the scope
+	// belongs to is deleted (trellis serve: DELETE /threads/{id} and the
+	// thread TTL sweeper, with the scope it runs the thread under). A
+	// scope without data is not an error.
+	DeleteScope func(ctx context.Context, scope string) error
 	// Close releases what New acquired (databases, servers). Always
 	// non-nil; calling it twice is harmless.
 	Close func() error

@@ -13,6 +13,7 @@ import (
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/runs"
 )
 
@@ -173,6 +174,14 @@ func (s *Server) appConstructor(e apps.Entry, m Models) runs.Constructor {
 			return nil, fmt.Errorf("build app %s for assistant %s: %w", e.Name, a.ID, err)
 		}
 		s.OnClose(app.Close)
+		if app.DeleteScope != nil {
+			s.mu.Lock()
+			if s.scopeDeleters == nil {
+				s.scopeDeleters = map[[2]string]func(context.Context, string) error{}
+			}
+			s.scopeDeleters[[2]string{a.Tenant, a.ID}] = app.DeleteScope
+			s.mu.Unlock()
+		}
 		return app.Graph.WithOptions(app.Options...), nil
 	}
 }
@@ -196,4 +205,74 @@ func (s *Server) assistantGraph(tenant, self string) func(ctx context.Context, i
 		}
 		return s.graphs.Graph(context.WithValue(ctx, buildingKey{}, chain), tenant, a)
 	}
+}
+
+// threadAssistants returns the assistants that ran on a thread (from its
+// runs), each once.
+func (s *Server) threadAssistants(ctx context.Context, tenant, thread string) ([]string, error) {
+	var ids []string
+	for off := 0; ; off += 500 {
+		rs, err := s.st.db.ListRuns(ctx, tenant, thread, db.RunQuery{Limit: 500, Offset: off})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rs {
+			if !slices.Contains(ids, r.AssistantID) {
+				ids = append(ids, r.AssistantID)
+			}
+		}
+		if len(rs) < 500 {
+			return ids, nil
+		}
+	}
+}
+
+// deleteAppData is api.API.ThreadDeleted: it deletes what the apps of the
+// assistants that ran on thread t keep for it (see deleteScopes).
+func (s *Server) deleteAppData(ctx context.Context, tenant string, t db.Thread) error {
+	ids, err := s.threadAssistants(ctx, tenant, t.ID)
+	if err != nil {
+		return err
+	}
+	return s.deleteScopes(ctx, tenant, t.ID, ids)
+}
+
+// deleteScopes deletes what the apps of the given assistants keep for a
+// thread (apps.App.DeleteScope over the scope runs give it,
+// runs.ThreadKey). An assistant's app is built when this server has not
+// built it yet (after a restart), so its data is found. An assistant
+// deleted since is no error: its app can no longer be built, and its data
+// is left.
+func (s *Server) deleteScopes(ctx context.Context, tenant, thread string, assistants []string) error {
+	var errs []error
+	for _, id := range assistants {
+		key := [2]string{tenant, id}
+		s.mu.Lock()
+		del := s.scopeDeleters[key]
+		s.mu.Unlock()
+		if del == nil {
+			a, err := s.st.db.GetAssistant(ctx, tenant, id)
+			if errors.Is(err, db.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			if _, err := s.graphs.Graph(ctx, tenant, a); err != nil {
+				errs = append(errs, fmt.Errorf("build assistant %s to delete its data: %w", id, err))
+				continue
+			}
+			s.mu.Lock()
+			del = s.scopeDeleters[key]
+			s.mu.Unlock()
+			if del == nil {
+				continue // its graph keeps no data of its own
+			}
+		}
+		if err := del(ctx, runs.ThreadKey(tenant, thread)); err != nil {
+			errs = append(errs, fmt.Errorf("assistant %s: %w", id, err))
+		}
+	}
+	return errors.Join(errs...)
 }

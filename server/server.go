@@ -193,6 +193,9 @@ type Server struct {
 	served   bool // Run got as far as listening
 	// closers release what graph constructors acquired (OnClose).
 	closers []func() error
+	// scopeDeleters are the built apps' DeleteScope, by tenant and
+	// assistant ID (see deleteAppData).
+	scopeDeleters map[[2]string]func(ctx context.Context, scope string) error
 	// mux is the API's mux once Run built it (tests walk its routes).
 	mux *routeMux
 	// heldAtLimit counts the times a job found its tenant at
@@ -263,6 +266,14 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		// An app's own data (the scheduler's calendar) is kept per thread.
 		RunContext: func(ctx context.Context, tenant, thread string) context.Context {
 			return apps.WithScope(ctx, runs.ThreadKey(tenant, thread))
+		},
+		// ... and deleted with the thread.
+		ThreadDeleting: func(ctx context.Context, tenant, thread string) error {
+			ids, err := s.threadAssistants(ctx, tenant, thread)
+			if err != nil {
+				return err
+			}
+			return s.deleteScopes(ctx, tenant, thread, ids)
 		},
 	})
 	if err != nil {
@@ -527,7 +538,7 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, *
 		DB: s.st.db, Runs: s.svc, Graphs: s.graphs, Saver: s.st.saver, Store: s.st.store,
 		Enqueue: enqueue, Scripted: s.cfg.Scripted, Version: s.cfg.Version, BodyLimit: s.cfg.BodyLimit,
 		ThreadTTL: s.cfg.ThreadTTL, CheckWebhook: s.sender().Check,
-		Tenant: requestTenant,
+		Tenant: requestTenant, ThreadDeleted: s.deleteAppData,
 	}
 	oa := &openaiapi.Handler{
 		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Enqueue: enqueue,

@@ -61,6 +61,9 @@ func (s *Server) sweepThreads(ctx context.Context, now time.Time) (int, error) {
 	n := 0
 	var errs []error
 	for _, e := range expired {
+		// Read before they go: its runs name the apps whose data for
+		// the thread is deleted with it.
+		assistants, aerr := s.threadAssistants(ctx, e.Tenant, e.ThreadID)
 		strategy, ok, err := s.st.db.ExpireThread(ctx, e.Tenant, e.ThreadID, now)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("expire thread %s: %w", e.ThreadID, err))
@@ -79,6 +82,12 @@ func (s *Server) sweepThreads(ctx context.Context, now time.Time) (int, error) {
 		}
 		if err := s.st.saver.DeleteThread(ctx, key); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
 			errs = append(errs, fmt.Errorf("delete the checkpoints of expired thread %s: %w", e.ThreadID, err))
+		}
+		if aerr == nil {
+			aerr = s.deleteScopes(ctx, e.Tenant, e.ThreadID, assistants)
+		}
+		if aerr != nil {
+			errs = append(errs, fmt.Errorf("delete the app data of expired thread %s: %w", e.ThreadID, aerr))
 		}
 	}
 	return n, errors.Join(errs...)

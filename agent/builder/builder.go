@@ -36,8 +36,10 @@
 //
 //   - its conditional edges (When) are judged in the order they were
 //     declared: for each, the judge model (the agent's model unless Judge
-//     sets another) is asked whether the condition holds for the
-//     conversation so far, and the first that holds is taken; conditions
+//     sets another, with the judging phase's JudgeSettings: temperature,
+//     top-p, max tokens, reasoning effort) is asked whether the condition
+//     holds for the conversation so far (the part History selects, when
+//     set), and the first that holds is taken; conditions
 //     after it are not asked about;
 //   - when none holds, the node's unconditional edge (Edge, or End for the
 //     end of the run) is taken;
@@ -125,6 +127,7 @@ import (
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/history"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -149,7 +152,9 @@ type Builder struct {
 	maxIter     int
 	timeout     time.Duration
 	judge       llm.Model
+	judgeSet    llm.Settings
 	judgePrompt string
+	history     history.Policy
 	nodes       []*nodeDecl
 	byName      map[string]*nodeDecl
 	defaults    map[string]string // from -> unconditional target
@@ -229,6 +234,37 @@ func (b *Builder) Judge(m llm.Model) *Builder {
 		return b
 	}
 	b.judge = m
+	return b
+}
+
+// JudgeSettings sets the judging phase's model settings: another model,
+// temperature, top-p, max tokens and reasoning effort (see llm.Settings),
+// applied to every judge request and winning over the judge model's
+// defaults. A model in s replaces the one Judge or Build gave.
+func (b *Builder) JudgeSettings(s llm.Settings) *Builder {
+	if err := s.Check("JudgeSettings"); err != nil {
+		b.errs = append(b.errs, err)
+		return b
+	}
+	b.judgeSet = s
+	return b
+}
+
+// History sets the agent's message-history policy (package llm/history):
+// every LLM node without a policy of its own (react.Config.History) and
+// the judge see only the part of the conversation it selects. The thread
+// keeps every message. The nodes share one running summary (Summarize);
+// the judge reads it but never writes it.
+func (b *Builder) History(p history.Policy) *Builder {
+	if p == nil {
+		b.fail("History was given a nil policy")
+		return b
+	}
+	if err := history.Validate(p); err != nil {
+		b.fail("History: %v", err)
+		return b
+	}
+	b.history = p
 	return b
 }
 
@@ -441,12 +477,16 @@ func (b *Builder) Build(model llm.Model) (*Agent, error) {
 	if judge == nil {
 		judge = model
 	}
+	judge = llm.WithSettings(judge, b.judgeSet)
 	if len(b.conds) > 0 && judge == nil {
 		add("the agent has conditional edges but no judge model; pass a model to Build or set one with Judge")
 	}
 	graphs := make(map[string]*graph.Graph, len(b.nodes))
 	for _, n := range b.nodes {
 		cfg := n.cfg
+		if cfg.History == nil {
+			cfg.History = b.history
+		}
 		if cfg.Model == nil {
 			cfg.Model = model
 		}
@@ -579,6 +619,7 @@ func (b *Builder) compile(graphs map[string]*graph.Graph, judge llm.Model) (*Age
 			agent:  a,
 			node:   n.name,
 			judge:  judge,
+			policy: b.history,
 			system: llm.System(prompt),
 		}
 		if to, ok := b.defaults[n.name]; ok {

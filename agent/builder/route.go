@@ -9,6 +9,7 @@ import (
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/history"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -75,6 +76,7 @@ type router struct {
 	agent     *Agent
 	node      string
 	judge     llm.Model
+	policy    history.Policy // nil: the whole conversation
 	system    llm.Message
 	conds     []condDecl
 	otherwise string   // the unconditional target, graph.END when there is none
@@ -100,7 +102,15 @@ func (r *router) run(ctx context.Context, s graph.State) (graph.Output, error) {
 	// end the run, so that the run ends as it would have anyway rather
 	// than by the limit.
 	if len(r.conds) > 0 && (more || r.canEnd()) {
-		conversation := transcript(append(slices.Clone(react.Messages.Get(s)), added...))
+		msgs := append(slices.Clone(react.Messages.Get(s)), added...)
+		if r.policy != nil {
+			sel, err := r.policy.Select(ctx, history.History{System: []llm.Message{r.system}, Messages: msgs, Summary: react.HistorySummary.Get(s)})
+			if err != nil {
+				return nil, fmt.Errorf("builder: choosing the history the judge sees after node %q: %w", r.node, err)
+			}
+			msgs = sel.Messages
+		}
+		conversation := transcript(msgs)
 		for _, c := range r.conds {
 			v, err := r.ask(ctx, conversation, c.condition)
 			if err != nil {

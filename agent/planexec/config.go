@@ -10,6 +10,7 @@ import (
 
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/history"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -181,6 +182,13 @@ type Config struct {
 
 	// Phases sets the model and its options for each phase.
 	Phases Phases
+	// History is the message-history policy (package llm/history; nil:
+	// the whole conversation) of every phase that reads the thread: the
+	// intent check, planning, replanning and delivery see the part of
+	// the conversation it selects, and each step's tool loop (and a task
+	// run without a plan) applies it to its own rounds, so a step of 100
+	// tool rounds stays within it too. The thread keeps every message.
+	History history.Policy
 	// MaxParallel bounds how many steps run at once (0: every ready step
 	// of a level).
 	MaxParallel int
@@ -203,6 +211,9 @@ func (cfg Config) check() []error {
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf("planexec: "+format, args...)) }
 	if cfg.Model == nil {
 		add("Config.Model is nil; give the agent an llm.Model")
+	}
+	if err := history.Validate(cfg.History); err != nil {
+		add("Config.History: %v", err)
 	}
 	if cfg.ConfirmPlan && !cfg.PlanMode {
 		add("Config.ConfirmPlan is set but PlanMode is not; there is no plan to confirm without planning (set PlanMode too)")

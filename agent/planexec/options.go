@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/history"
 )
 
 // Options are the agent's tunables as a configuration file writes them
@@ -41,6 +42,10 @@ type Options struct {
 	// Phases are by phase name: intent, ask, plan, execute, deliver,
 	// judge.
 	Phases map[string]llm.SettingsSpec `json:"phases,omitempty"`
+	// History is the history policy of every phase (Config.History),
+	// as {"policy": "token_budget", "max_tokens": 8000}; a summarising
+	// policy without a model uses Config.Model.
+	History *history.Spec `json:"history,omitempty"`
 	// Prompts are by prompt name: intent, plan, deep_plan, step,
 	// step_task, direct, replan, deliver, judge, unavailable (see
 	// Prompts).
@@ -57,7 +62,7 @@ func DecodeOptions(raw []byte) (Options, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&o); err != nil {
-		return Options{}, fmt.Errorf("planexec options: %w (known: system, max_asks, round_budget, step_rounds, time_budget, token_budget, on_plan_failure, check_steps, check_retries, replan_on_miss, continue_on_error, max_parallel, phases, prompts)", err)
+		return Options{}, fmt.Errorf("planexec options: %w (known: system, max_asks, round_budget, step_rounds, time_budget, token_budget, on_plan_failure, check_steps, check_retries, replan_on_miss, continue_on_error, max_parallel, phases, history, prompts)", err)
 	}
 	return o, nil
 }
@@ -107,6 +112,13 @@ func (o Options) Apply(cfg *Config, resolve func(name string) (llm.Model, error)
 		cfg.OnPlanFailure = PlanFailure(o.OnPlanFailure)
 	default:
 		add("on_plan_failure: %q is not single_step, ask or fail", o.OnPlanFailure)
+	}
+	if o.History != nil {
+		if p, err := o.History.Build("history", cfg.Model, resolve); err != nil {
+			errs = append(errs, err)
+		} else {
+			cfg.History = p
+		}
 	}
 	phases := map[string]*llm.Settings{
 		"intent": &cfg.Phases.Intent, "ask": &cfg.Phases.Ask, "plan": &cfg.Phases.Plan,

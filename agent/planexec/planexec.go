@@ -143,7 +143,7 @@ var (
 // StateKeys returns every key the agent reads and writes; a parent graph
 // that adds the agent as a subgraph may list any of them to share them.
 func StateKeys() []graph.AnyKey {
-	return []graph.AnyKey{Messages, Calls, ToolSubset, PlanMessages, CurrentPlan, Steps, Rounds, Summary, Tokens, Stopped, clockKey, retryKey}
+	return []graph.AnyKey{Messages, Calls, ToolSubset, PlanMessages, CurrentPlan, Steps, Rounds, Summary, Tokens, Stopped, clockKey, retryKey, ConversationSummary, react.HistorySummary}
 }
 
 // StepStatus is how a step ended.
@@ -321,12 +321,13 @@ func (a *agent) loopConfig(prompt, name string, step bool) react.Config {
 		m = packModel{Model: m, ps: a.packs}
 	}
 	c := react.Config{
-		Name:   name,
-		Model:  budgetModel{Model: m},
-		System: a.system(prompt),
-		Tools:  a.tools,
-		Policy: a.Policy,
-		Logger: a.Logger,
+		Name:    name,
+		Model:   budgetModel{Model: m},
+		System:  a.system(prompt),
+		Tools:   a.tools,
+		Policy:  a.Policy,
+		Logger:  a.Logger,
+		History: a.History,
 	}
 	if step {
 		c.BudgetPrompt = stepRoundsPrompt // how the meter tells the rounds ran out
@@ -356,7 +357,7 @@ func (a *agent) wire(b *graph.Builder) error {
 	if !a.PlanMode {
 		next = DirectPrefix + react.ModelNode
 	}
-	b.AddNode(IntentNode, a.intentNode(next), graph.Destinations(graph.END, next))
+	b.AddNode(IntentNode, a.keep(a.intentNode(next)), graph.Destinations(graph.END, next))
 	b.SetEntry(IntentNode)
 	if !a.PlanMode {
 		prompt := a.render(context.Background(), func(t *templates) *template.Template { return t.Direct }, a.data())
@@ -392,13 +393,13 @@ func (a *agent) wire(b *graph.Builder) error {
 		planDests = append(planDests, ReviewNode)
 		b.AddNode(ReviewNode, a.reviewNode, graph.Destinations(PlanNode, DispatchNode))
 	}
-	b.AddNode(PlanNode, a.planNode, graph.Destinations(planDests...))
+	b.AddNode(PlanNode, a.keep(a.planNode), graph.Destinations(planDests...))
 	b.AddNode(DispatchNode, a.dispatchNode, graph.Destinations(StepNode, ReplanNode, DeliverNode))
 	graph.AddSendNode(b, StepNode, a.stepNode)
 	b.AddEdge(StepNode, DispatchNode)
-	b.AddNode(ReplanNode, a.replanNode)
+	b.AddNode(ReplanNode, a.keep(a.replanNode))
 	b.AddEdge(ReplanNode, DispatchNode)
-	b.AddNode(DeliverNode, a.deliverNode)
+	b.AddNode(DeliverNode, a.keep(a.deliverNode))
 	b.AddEdge(DeliverNode, graph.END)
 	return nil
 }

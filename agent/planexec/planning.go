@@ -32,7 +32,8 @@ func (a *agent) intentNode(next string) graph.NodeFunc {
 			return task, nil
 		}
 		prompt := a.render(ctx, func(t *templates) *template.Template { return t.Intent }, a.data())
-		req := &llm.Request{Messages: append([]llm.Message{llm.System(a.system(prompt))}, conversation(Messages.Get(s))...)}
+		sys := llm.System(a.system(prompt))
+		req := &llm.Request{Messages: append([]llm.Message{sys}, a.view(ctx, s, sys)...)}
 		res, err := llm.GenerateJSON[intentReply](ctx, a.model(a.Phases.Intent), req)
 		rounds, tokens := int(res.Usage.Requests), tokensOf(res.Usage)
 		switch {
@@ -251,7 +252,7 @@ func (a *agent) planRequest(ctx context.Context, s graph.State, history []llm.Me
 	sys.WriteString("\nReply with only a JSON object of this shape:\n")
 	sys.WriteString(planShape)
 	msgs := []llm.Message{llm.System(a.system(sys.String()))}
-	msgs = append(msgs, conversation(Messages.Get(s))...)
+	msgs = append(msgs, a.view(ctx, s, msgs[0])...)
 	msgs = append(msgs, history...)
 	return &llm.Request{Messages: msgs}
 }

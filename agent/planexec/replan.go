@@ -27,7 +27,7 @@ func (a *agent) replanNode(ctx context.Context, s graph.State) (graph.Output, er
 	req := &llm.Request{Messages: []llm.Message{
 		llm.System(a.system(prompt + "\nReply with only a JSON object of this shape:\n" + planShapeNoComplexity)),
 	}}
-	req.Messages = append(req.Messages, conversation(Messages.Get(s))...)
+	req.Messages = append(req.Messages, a.view(ctx, s, req.Messages...)...)
 	req.Messages = append(req.Messages, llm.User(replanReport(old, results)))
 	check := func(p Plan) []string { return merge(old, p, results).problems() }
 	r, err := callContract(ctx, a.model(a.Phases.Plan), req, check, false)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/history"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -66,7 +67,16 @@ func (r *router) decide(ctx context.Context, s graph.State) (graph.Output, error
 	if r.deadline > 0 && !time.Now().Before(deadline) {
 		return r.finish(ws, r.timeUp(s, msgs)), nil
 	}
-	req, final := r.request(ctx, msgs)
+	req, final, sum, err := r.request(ctx, msgs, HistorySummary.Get(s))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return r.finish(ws, r.unavailable(ctx, err)), nil
+	}
+	if sum != HistorySummary.Get(s) {
+		ws = append(ws, HistorySummary.Set(sum))
+	}
 	mctx := ctx
 	if r.deadline > 0 {
 		var cancel context.CancelFunc
@@ -103,10 +113,20 @@ func (r *router) finish(ws graph.Update, o Outcome) graph.Update {
 // request builds a model request: the template's options, the system
 // prompt, the history with long results cut, and every tool and agent.
 // When the step budget leaves no room for another round, tool use is
-// turned off and the model is asked for its final answer (final).
-func (r *router) request(ctx context.Context, msgs []llm.Message) (req *llm.Request, final bool) {
+// turned off and the model is asked for its final answer (final). The
+// history policy, if any, chooses the history; sum is the running summary
+// to keep (prev when unchanged).
+func (r *router) request(ctx context.Context, msgs []llm.Message, prev history.Summary) (req *llm.Request, final bool, sum history.Summary, err error) {
 	req = r.tmpl.Clone()
 	h := tool.ForModel(msgs, r.limit)
+	sum = prev
+	if r.history != nil {
+		sel, err := r.history.Select(ctx, history.History{System: r.system, Messages: h, Summary: prev})
+		if err != nil {
+			return nil, false, prev, fmt.Errorf("choosing the history to send: %w", err)
+		}
+		h, sum = sel.Messages, sel.Summary
+	}
 	req.Messages = make([]llm.Message, 0, len(r.system)+len(h)+1)
 	req.Messages = append(append(req.Messages, r.system...), h...)
 	req.Tools = r.specs
@@ -118,7 +138,7 @@ func (r *router) request(ctx context.Context, msgs []llm.Message) (req *llm.Requ
 		req.Messages = append(req.Messages, llm.User(r.texts.render(r.texts.budget, r.data)))
 		final = true
 	}
-	return req, final
+	return req, final, sum, nil
 }
 
 // dropCalls removes the calls from a reply given when no round was left,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/history"
 )
 
 // Options are the router's tunables as a configuration file writes them
@@ -16,11 +17,15 @@ import (
 // fields left out keep the Config's values.
 //
 //	{"system": "You route data questions.", "settings": {"model": "fast", "temperature": 0},
+//	 "history": {"policy": "token_budget", "max_tokens": 8000},
 //	 "prompts": {"unavailable": "Sorry, the data desk is offline; try again soon."}}
 type Options struct {
 	System   string           `json:"system,omitempty"`
 	Settings llm.SettingsSpec `json:"settings,omitzero"`
-	Prompts  struct {
+	// History is the routing call's history policy (Config.History);
+	// a summarising policy without a model uses the router's model.
+	History *history.Spec `json:"history,omitempty"`
+	Prompts struct {
 		System      string `json:"system,omitempty"`
 		Budget      string `json:"budget,omitempty"`
 		Unavailable string `json:"unavailable,omitempty"`
@@ -36,7 +41,7 @@ func DecodeOptions(raw []byte) (Options, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&o); err != nil {
-		return Options{}, fmt.Errorf("router options: %w (known: system, settings, prompts.system, prompts.budget, prompts.unavailable)", err)
+		return Options{}, fmt.Errorf("router options: %w (known: system, settings, history, prompts.system, prompts.budget, prompts.unavailable)", err)
 	}
 	return o, nil
 }
@@ -63,6 +68,14 @@ func (o Options) Apply(cfg *Config, resolve func(name string) (llm.Model, error)
 			errs = append(errs, err)
 		} else {
 			cfg.Settings = s
+		}
+	}
+	if o.History != nil {
+		p, err := o.History.Build("history", cfg.Model, resolve)
+		if err != nil {
+			errs = append(errs, err)
+		} else {
+			cfg.History = p
 		}
 	}
 	return errors.Join(errs...)

@@ -108,6 +108,7 @@ import (
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/history"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -150,6 +151,12 @@ type Config struct {
 	Settings llm.Settings
 	// Prompts replaces the router's own texts.
 	Prompts Prompts
+	// History is the routing call's message-history policy (package
+	// llm/history; nil: the whole conversation): each request carries
+	// only the part of the thread it selects, after long results are
+	// cut. The thread keeps every message; a running summary
+	// (history.Summarize) is kept in state under HistorySummary.
+	History history.Policy
 	// Agents are the sub-agents the model may call. Names are tool names
 	// (letters, digits, '_' and '-'), unique among agents and tools, and
 	// none may be a node name of the router (EntryNode, RouterNode,
@@ -230,7 +237,7 @@ func NoDirectRoutes(string) (agent, task string, ok bool) { return "", "", false
 // that adds it as a subgraph and wants to read them.
 func (c Config) StateKeys() []graph.AnyKey {
 	msgs, calls := c.keys()
-	return []graph.AnyKey{msgs, calls, Outcomes, turnKey, verdictsKey}
+	return []graph.AnyKey{msgs, calls, Outcomes, turnKey, verdictsKey, HistorySummary}
 }
 
 func (c Config) keys() (*graph.Key[[]llm.Message], *graph.Key[map[string]tool.Record]) {
@@ -243,6 +250,12 @@ func (c Config) keys() (*graph.Key[[]llm.Message], *graph.Key[map[string]tool.Re
 	}
 	return msgs, calls
 }
+
+// HistorySummary holds the routing call's running summary when
+// Config.History summarises (history.Summarize). It is declared whatever
+// the policy, so a thread saved under a summarising policy still loads
+// when the policy changes.
+var HistorySummary = graph.NewKey[history.Summary]("router_history_summary")
 
 // router is a validated Config.
 type router struct {
@@ -262,6 +275,7 @@ type router struct {
 	deadline time.Duration
 	direct   DirectRoute
 	texts    *texts
+	history  history.Policy
 	data     PromptData
 	log      *slog.Logger
 }
@@ -332,6 +346,10 @@ func build(cfg Config) (*router, error) {
 		terminal: map[string]bool{},
 		deadline: cfg.Deadline,
 		direct:   cfg.DirectRoutes,
+		history:  cfg.History,
+	}
+	if err := history.Validate(cfg.History); err != nil {
+		add("Config.History: %v", err)
 	}
 	r.msgs, r.calls = cfg.keys()
 	if r.direct == nil {

@@ -25,8 +25,12 @@
 //	      parallel: [{from: plan, to: [facts, tone]}]
 //	      joins: [{to: write, from: [facts, tone]}]
 //	      end: [write]
+//	    judge: {model: cheap, temperature: 0, max_tokens: 200}   # the judging phase
+//	    history: {policy: last_turns, turns: 8}                  # what nodes and judge see
 //
-// See Example and Config.
+// In code, Config.Judge (llm.Settings) and Config.History (a policy of
+// llm/history) do the same; Entry maps the file's settings onto Config,
+// resolving model names through apps.Env.Resolve. See Example and Config.
 package builder
 
 import (
@@ -41,6 +45,7 @@ import (
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/history"
 	"github.com/trellis-agents/trellis/llm/llmtest"
 	"github.com/trellis-agents/trellis/tool"
 )
@@ -111,6 +116,13 @@ type Config struct {
 	// data (trellis.yaml's apps.builder.agent); its nodes name their tools
 	// among Tools (by name; default PolicyTool()).
 	Agent *agentbuilder.Spec
+	// Judge are the judging phase's model settings (the model that
+	// decides the conditional edges, its temperature, top-p, max tokens
+	// and reasoning effort; zero: Model with the provider's defaults).
+	Judge llm.Settings
+	// History is the message-history policy of every node and of the
+	// judge (package llm/history; nil: the whole conversation).
+	History history.Policy
 }
 
 // Settings is what trellis.yaml's apps.builder carries (see Entry).
@@ -119,6 +131,11 @@ type Settings struct {
 	ReviewPrompt  string             `json:"review_prompt,omitempty"`
 	MaxIterations int                `json:"max_iterations,omitempty"`
 	Agent         *agentbuilder.Spec `json:"agent,omitempty"`
+	// Judge are the judging phase's settings; its model is a name under
+	// trellis.yaml's models (or a spec such as "openai:gpt-4o-mini").
+	Judge llm.SettingsSpec `json:"judge,omitzero"`
+	// History is the nodes' and the judge's history policy.
+	History *history.Spec `json:"history,omitempty"`
 }
 
 // NewAgent builds the agent over cfg (defaults applied).
@@ -140,7 +157,7 @@ func NewAgent(cfg Config) (*agentbuilder.Agent, error) {
 		for _, t := range cfg.Tools {
 			reg[t.Info().Name] = t
 		}
-		return agentbuilder.FromSpec(*cfg.Agent, reg).Build(cfg.Model)
+		return phases(agentbuilder.FromSpec(*cfg.Agent, reg), cfg).Build(cfg.Model)
 	}
 	if cfg.MaxIterations <= 0 {
 		cfg.MaxIterations = 8
@@ -159,7 +176,7 @@ func NewAgent(cfg Config) (*agentbuilder.Agent, error) {
 		return nil, fmt.Errorf("builder: Config.ReviewPrompt: %w", err)
 	}
 	cfg.AnswerPrompt, cfg.ReviewPrompt = answer, review
-	return agentbuilder.New("support-review").
+	return phases(agentbuilder.New("support-review"), cfg).
 		Description("Drafts a reply to a customer and has it reviewed until the reviewer is satisfied.").
 		MaxIterations(cfg.MaxIterations).
 		LLMNode("answer", cfg.AnswerPrompt, cfg.Tools...).
@@ -171,6 +188,17 @@ func NewAgent(cfg Config) (*agentbuilder.Agent, error) {
 		Entry("answer").
 		End("review").
 		Build(cfg.Model)
+}
+
+// phases sets cfg's judge settings and history policy on b.
+func phases(b *agentbuilder.Builder, cfg Config) *agentbuilder.Builder {
+	if !cfg.Judge.IsZero() {
+		b.JudgeSettings(cfg.Judge)
+	}
+	if cfg.History != nil {
+		b.History(cfg.History)
+	}
+	return b
 }
 
 // New builds the builder app.
@@ -208,7 +236,20 @@ func Entry() apps.Entry {
 			if err := env.Decode(&st); err != nil {
 				return nil, fmt.Errorf("builder: %w", err)
 			}
-			return New(ctx, Config{Model: env.Model, AnswerPrompt: st.AnswerPrompt, ReviewPrompt: st.ReviewPrompt, MaxIterations: st.MaxIterations, Agent: st.Agent})
+			cfg := Config{Model: env.Model, AnswerPrompt: st.AnswerPrompt, ReviewPrompt: st.ReviewPrompt, MaxIterations: st.MaxIterations, Agent: st.Agent}
+			var errs []error
+			if st.Judge != (llm.SettingsSpec{}) {
+				s, err := st.Judge.Settings("apps.builder.judge", env.Resolve)
+				errs = append(errs, err)
+				cfg.Judge = s
+			}
+			p, err := st.History.Build("apps.builder.history", env.Model, env.Resolve)
+			errs = append(errs, err)
+			cfg.History = p
+			if err := errors.Join(errs...); err != nil {
+				return nil, fmt.Errorf("builder: %w", err)
+			}
+			return New(ctx, cfg)
 		}}
 }
 

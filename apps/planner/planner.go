@@ -62,6 +62,7 @@
 //	            plan: {model: strong, reasoning_effort: high}
 //	            execute: {temperature: 0, max_tokens: 2000}
 //	            judge: {model: small}
+//	          history: {policy: token_budget, max_tokens: 8000}   # every phase's view of a long thread
 //	          prompts:
 //	            deliver: "Answer in French. Sum up {{len .Steps}} steps."
 package planner

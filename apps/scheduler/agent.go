@@ -10,6 +10,7 @@ import (
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/history"
 )
 
 // Request is what the person asks in the demo.
@@ -74,6 +75,13 @@ type Config struct {
 	ActiveGroups []string
 	// Request is the sample request App.Input("") uses (default Request).
 	Request string
+	// Phases are the agent's per-phase model settings (planexec.Phases:
+	// intent, ask, plan, execute, deliver, judge; zero: Model with the
+	// provider's defaults).
+	Phases planexec.Phases
+	// History is the agent's message-history policy (planexec.Config's
+	// History; nil: the whole conversation).
+	History history.Policy
 }
 
 // Name is the app's name.
@@ -141,6 +149,10 @@ func New(ctx context.Context, cfg Config) (*apps.App, error) {
 			}
 			return b.String()
 		},
+		DeleteScope: func(ctx context.Context, scope string) error {
+			_, err := store.DeleteScope(ctx, scope)
+			return err
+		},
 		Close: apps.Closer(store.Close),
 	}, nil
 }
@@ -174,6 +186,8 @@ func build(cfg Config, store *Store) (*graph.Graph, error) {
 		// (App.Retry); delivering around it would hide the failure behind
 		// a summary and leave the thread finished.
 		ContinueOnError: false,
+		Phases:          cfg.Phases,
+		History:         cfg.History,
 	}
 	if cfg.ToolGroups {
 		read, groups := Groups(tools)
@@ -207,6 +221,11 @@ type Settings struct {
 	ActiveGroups []string `json:"active_groups,omitempty"`
 	// Classes are task classes every new scope's week starts with.
 	Classes []Class `json:"classes,omitempty"`
+	// Phases are per-phase model settings by phase name (intent, ask,
+	// plan, execute, deliver, judge), models by name.
+	Phases map[string]llm.SettingsSpec `json:"phases,omitempty"`
+	// History is the agent's history policy.
+	History *history.Spec `json:"history,omitempty"`
 }
 
 // Entry describes the app to runners: the schedules live in the Env's
@@ -231,7 +250,14 @@ func Entry() apps.Entry {
 				}
 				seed = base.Clone
 			}
+			// The planner's options carry the phases and the history;
+			// they are applied to a bare config to resolve and check them.
+			var pc planexec.Config
+			pc.Model = env.Model
+			if err := (planexec.Options{Phases: st.Phases, History: st.History}).Apply(&pc, env.Resolve); err != nil {
+				return nil, fmt.Errorf("scheduler: settings: %w", err)
+			}
 			return New(ctx, Config{Model: env.Model, Database: env.Database, Scope: env.Scope, Fresh: env.Fresh, Seed: seed,
-				System: st.System, ToolGroups: st.ToolGroups, ActiveGroups: st.ActiveGroups})
+				System: st.System, ToolGroups: st.ToolGroups, ActiveGroups: st.ActiveGroups, Phases: pc.Phases, History: pc.History})
 		}}
 }

@@ -35,7 +35,22 @@
 //		System: "You plan a {{.Days}}-day week ...", // a template over PromptData
 //	})
 //
-// trellis.yaml's apps.scheduler carries the same options (Settings).
+// trellis.yaml's apps.scheduler carries the same options (Settings):
+//
+//	apps:
+//	  scheduler:
+//	    system: "You plan a {{.Days}}-day week ..."
+//	    tool_groups: true
+//	    active_groups: [edit, health]
+//	    classes:
+//	      - {name: cs, excluded_days: [5]}
+//	    phases: {plan: {model: strong}, execute: {temperature: 0}}   # per-phase settings
+//	    history: {policy: last_turns, turns: 10}                    # every phase's view of a long thread
+//
+// The calendar of a scope is deleted with App.DeleteScope (Store.DeleteScope);
+// `trellis serve` calls it when the thread is deleted (DELETE
+// /threads/{id}, or its TTL), and DeleteConversation deletes a thread's
+// snapshots and calendar together.
 package scheduler
 
 import (

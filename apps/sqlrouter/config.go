@@ -14,6 +14,8 @@ import (
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/apps/sqlread"
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/history"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -36,6 +38,11 @@ type AgentSpec struct {
 	Terminal bool `json:"terminal,omitempty" yaml:"terminal"`
 	// MaxSteps is the agent's step limit (0: 24).
 	MaxSteps int `json:"max_steps,omitempty" yaml:"max_steps"`
+	// Settings are the agent's model settings: a model by name (a name
+	// under trellis.yaml's models, resolved by Config.Resolve),
+	// temperature, top-p, max tokens, reasoning effort. Zero: the
+	// router's model with the provider's defaults.
+	Settings llm.SettingsSpec `json:"settings,omitzero" yaml:"settings"`
 }
 
 // PromptData is what every prompt template of the app sees.
@@ -137,6 +144,14 @@ type Settings struct {
 	// one's graph must keep its conversation in react.Messages and answer
 	// there, as the agent graph, this app and the builder app do.
 	Assistants []AssistantAgent `json:"assistants,omitempty" yaml:"assistants"`
+	// AgentSettings give sub-agents, by name, model settings (the
+	// default agents included; see Config.AgentSettings), models by name.
+	AgentSettings map[string]llm.SettingsSpec `json:"agent_settings,omitempty" yaml:"agent_settings"`
+	// RouterSettings are the routing call's settings (Config.RouterSettings).
+	RouterSettings llm.SettingsSpec `json:"router_settings,omitzero" yaml:"router_settings"`
+	// History is the routing call's history policy (Config.History), as
+	// {"policy": "last_turns", "turns": 10}.
+	History *history.Spec `json:"history,omitempty" yaml:"history"`
 }
 
 // AssistantAgent offers another assistant as a sub-agent.
@@ -215,6 +230,11 @@ func Build(cfg Config) (*graph.Graph, error) {
 		if am := cfg.AgentModels[s.Name]; am != nil {
 			m = am
 		}
+		set, err := s.Settings.Settings("agent "+s.Name+".settings", cfg.Resolve)
+		if err != nil {
+			return nil, fmt.Errorf("sqlrouter: %w", err)
+		}
+		m = llm.WithSettings(m, cfg.AgentSettings[s.Name].Or(set))
 		for j, t := range tools {
 			tools[j] = traced(s.Name, t)
 		}
@@ -238,6 +258,14 @@ func Build(cfg Config) (*graph.Graph, error) {
 	for name := range cfg.AgentModels {
 		if !known[name] {
 			return nil, fmt.Errorf("sqlrouter: Config.AgentModels names %q, which is no agent; the agents are %s", name, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.AgentSettings)) {
+		if !known[name] || slices.ContainsFunc(cfg.Extra, func(a router.Agent) bool { return a.Name == name }) {
+			return nil, fmt.Errorf("sqlrouter: Config.AgentSettings names %q, which is no sub-agent the app builds; the agents are %s", name, strings.Join(slices.Sorted(maps.Keys(known)), ", "))
+		}
+		if err := cfg.AgentSettings[name].Check("sqlrouter: Config.AgentSettings[" + name + "]"); err != nil {
+			return nil, err
 		}
 	}
 	for key, name := range cfg.Routes {
@@ -276,6 +304,8 @@ func Build(cfg Config) (*graph.Graph, error) {
 		AskHuman:      true,
 		Deadline:      deadline,
 		DirectRoutes:  routeKeys(cfg.Routes),
+		Settings:      cfg.RouterSettings,
+		History:       cfg.History,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlrouter: %w", err)
@@ -340,6 +370,31 @@ func (st Settings) apply(cfg Config) (Config, error) {
 	}
 	if st.Prompts != nil {
 		cfg.Prompts = st.Prompts
+	}
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(st.AgentSettings)) {
+		s, err := st.AgentSettings[name].Settings("agent_settings."+name, cfg.Resolve)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if cfg.AgentSettings == nil {
+			cfg.AgentSettings = map[string]llm.Settings{}
+		}
+		cfg.AgentSettings[name] = s
+	}
+	if st.RouterSettings != (llm.SettingsSpec{}) {
+		s, err := st.RouterSettings.Settings("router_settings", cfg.Resolve)
+		errs = append(errs, err)
+		cfg.RouterSettings = s
+	}
+	if st.History != nil {
+		p, err := st.History.Build("history", cfg.Model, cfg.Resolve)
+		errs = append(errs, err)
+		cfg.History = p
+	}
+	if err := errors.Join(errs...); err != nil {
+		return cfg, fmt.Errorf("sqlrouter: %w", err)
 	}
 	if st.Deadline != "" {
 		d, err := time.ParseDuration(st.Deadline)

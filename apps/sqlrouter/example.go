@@ -18,6 +18,7 @@ import (
 	"github.com/trellis-agents/trellis/apps/sqlread"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/history"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -41,6 +42,20 @@ type Config struct {
 	// FixAgent, ExecuteAgent) a model of their own (default: none, all use
 	// Model).
 	AgentModels map[string]llm.Model
+	// AgentSettings give sub-agents (by name: a default one or an
+	// AgentSpec) model settings of their own: a model, temperature,
+	// top-p, max tokens, reasoning effort. A field set here wins over
+	// the AgentSpec's Settings; a model here wins over AgentModels.
+	AgentSettings map[string]llm.Settings
+	// RouterSettings are the routing phase's settings (router.Config's
+	// Settings; zero: Model with the provider's defaults).
+	RouterSettings llm.Settings
+	// History is the message-history policy of the routing call (nil:
+	// the whole conversation); each sub-agent sees only its task.
+	History history.Policy
+	// Resolve turns the model names of AgentSpec.Settings into models
+	// (apps.Env.Resolve in a runner; nil: naming a model is an error).
+	Resolve func(name string) (llm.Model, error)
 	// DB is an open read-only database to answer from. When nil, Database
 	// is opened read-only.
 	DB sqlread.Database
@@ -138,7 +153,7 @@ func Entry() apps.Entry {
 			if err := env.Decode(&st); err != nil {
 				return nil, fmt.Errorf("sqlrouter: %w", err)
 			}
-			cfg, err := st.apply(Config{Model: env.Model, Database: filepath.Join(env.DataDir, SampleFile), Sample: true})
+			cfg, err := st.apply(Config{Model: env.Model, Database: filepath.Join(env.DataDir, SampleFile), Sample: true, Resolve: env.Resolve})
 			if err != nil {
 				return nil, err
 			}

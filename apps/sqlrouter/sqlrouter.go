@@ -54,12 +54,29 @@
 //		DB:     pg, // sqlread.OpenPostgres(ctx, dsn, "public")
 //		Routes: map[string]string{"fix": sqlrouter.FixAgent},
 //		Extra:  []router.Agent{helpdesk},
+//		AgentSettings:  map[string]llm.Settings{sqlrouter.GenerateAgent: {Model: strong, MaxTokens: 800}},
+//		RouterSettings: llm.Settings{Model: fast},
+//		History:        history.LastTurns{N: 10},
 //	})
 //
-// New(ctx, Config{Model, Database or DB}) builds the app; AgentModels
-// gives sub-agents models of their own. Runs need a checkpointer and a
-// thread (the router may ask a person). trellis.yaml's apps.sqlrouter
-// carries Settings. See Example and Config.
+// New(ctx, Config{Model, Database or DB}) builds the app; AgentModels and
+// AgentSettings give sub-agents models and options of their own,
+// RouterSettings the routing call, History bounds the routing call's view
+// of a long thread. Runs need a checkpointer and a thread (the router may
+// ask a person). trellis.yaml's apps.sqlrouter carries Settings, models by
+// name (resolved through apps.Env.Resolve):
+//
+//	apps:
+//	  sqlrouter:
+//	    database: postgres://reader@db:5432/library
+//	    routes: {fix: fix_sql}
+//	    agent_settings: {generate_sql: {model: strong, max_tokens: 800}}
+//	    router_settings: {model: fast, temperature: 0}
+//	    history: {policy: last_turns, turns: 10}
+//	    agents:   # or replace the sub-agents, each with its settings
+//	      - {name: lister, description: "Lists tables.", prompt: "List.", tools: [list_tables], settings: {model: fast}}
+//
+// See Example and Config.
 package sqlrouter
 
 import (

@@ -74,8 +74,27 @@
 //
 // New(ctx, Config{Model, Tools or Sample, DB or Database, Project,
 // Environment}) builds the app; runs need a store (graph.WithStore), and
-// the thread (Input, or the run's scope) names the plans' namespace. See
-// Example and Config.
+// the thread (Input, or the run's scope) names the plans' namespace:
+//
+//	app, err := testplanner.New(ctx, testplanner.Config{
+//		Model: model, DB: pg, // sqlread.OpenPostgres(ctx, dsn, "public")
+//		Tools: catalogue,     // an MCP client, or TableCatalogue
+//		Project: "shop", Environment: "staging",
+//		BatchSize: 10, Concurrency: 3,
+//	})
+//	res, err := app.Graph.Invoke(ctx, app.Input(""), graph.WithStore(st), graph.WithCheckpointer(saver), graph.WithThread(id))
+//
+// trellis.yaml's apps.testplanner carries the same as Settings:
+//
+//	apps:
+//	  testplanner:
+//	    database: postgres://reader@db:5432/shop
+//	    catalogue_table: tool_catalogue
+//	    batch_size: 10
+//	    concurrency: 3
+//	    prompts: {system: "You write test plans for a {{.Dialect}}-backed API. ..."}
+//
+// See Example and Config.
 package testplanner
 
 import (

@@ -39,6 +39,11 @@ type API struct {
 	// CheckWebhook refuses a run's webhook URL (a 422 naming /webhook);
 	// nil accepts every http(s) URL.
 	CheckWebhook func(ctx context.Context, url string) error
+	// ThreadDeleted, when set, deletes what the thread's app keeps for it
+	// (apps.App.DeleteScope); DELETE /threads/{id} calls it before the
+	// checkpoints and the row go, so a failure keeps the thread for
+	// another try.
+	ThreadDeleted func(ctx context.Context, tenant string, t db.Thread) error
 }
 
 // DefaultTenant is the tenant of every request until authentication

@@ -299,7 +299,8 @@ func (a *API) deleteThread(w http.ResponseWriter, r *http.Request) {
 // checkpoints and its row (with runs and events). A missing thread is an
 // error wrapping db.ErrNotFound.
 func (a *API) removeThread(ctx context.Context, tenant, id string) error {
-	if _, err := a.DB.GetThread(ctx, tenant, id); err != nil {
+	t, err := a.DB.GetThread(ctx, tenant, id)
+	if err != nil {
 		return err
 	}
 	for _, st := range []db.RunStatus{db.RunRunning, db.RunPending} {
@@ -314,6 +315,11 @@ func (a *API) removeThread(ctx context.Context, tenant, id string) error {
 			if a.Runs != nil {
 				a.Runs.Cancel(run.ID, runs.Interrupt)
 			}
+		}
+	}
+	if a.ThreadDeleted != nil {
+		if err := a.ThreadDeleted(ctx, tenant, t); err != nil {
+			return fmt.Errorf("delete the app data of thread %s: %w (the thread is kept; try again)", id, err)
 		}
 	}
 	if err := a.Saver.DeleteThread(ctx, runs.ThreadKey(tenant, id)); err != nil {

@@ -49,6 +49,11 @@ type Config struct {
 	// with: the server puts the thread's data scope in it for the apps
 	// (apps.WithScope).
 	RunContext func(ctx context.Context, tenant, thread string) context.Context
+	// ThreadDeleting, when set, runs first when DeleteThread deletes a
+	// thread (temporary threads, on_completion delete): the server deletes
+	// the data the thread's apps keep (apps.App.DeleteScope). Its error
+	// stops the deletion, keeping the thread.
+	ThreadDeleting func(ctx context.Context, tenant, thread string) error
 	// Titler, when set, writes a thread's title after its first exchange;
 	// otherwise the title is the first user message, cut short.
 	Titler Titler
@@ -288,6 +293,11 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 // DeleteThread deletes a thread: its checkpoints, then its row with its
 // runs and events. A thread already gone is not an error.
 func (s *Service) DeleteThread(ctx context.Context, tenant, thread string) error {
+	if s.cfg.ThreadDeleting != nil {
+		if err := s.cfg.ThreadDeleting(ctx, tenant, thread); err != nil {
+			return fmt.Errorf("runs: delete the app data of thread %s: %w", thread, err)
+		}
+	}
 	if err := s.cfg.Saver.DeleteThread(ctx, ThreadKey(tenant, thread)); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
 		return fmt.Errorf("runs: delete thread %s: %w", thread, err)
 	}

@@ -162,8 +162,9 @@ func New(_ context.Context, cfg Config) (*apps.App, error) {
 	}
 	bookings := func(scope string) []Booking { return cfg.Agency.BookingsIn(scope) }
 	var pc planexec.Config
+	var per *Agencies // one agency per scope when the caller gives none
 	if cfg.Agency == nil {
-		per := &Agencies{}
+		per = &Agencies{}
 		pc = AgentConfig(cfg.Model, NewAgency())
 		pc.Tools = per.Tools()
 		bookings = func(scope string) []Booking { return per.For(scope).Bookings() }
@@ -187,7 +188,7 @@ func New(_ context.Context, cfg Config) (*apps.App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &apps.App{
+	app := &apps.App{
 		Name:    Name,
 		Summary: Summary,
 		Graph:   g,
@@ -202,7 +203,14 @@ func New(_ context.Context, cfg Config) (*apps.App, error) {
 		Events:  graph.EventCustom,
 		Outcome: func(ctx context.Context, s graph.State) string { return Outcome(s, bookings(apps.Scope(ctx))) },
 		Close:   apps.Closer(),
-	}, nil
+	}
+	if per != nil {
+		app.DeleteScope = func(_ context.Context, scope string) error {
+			per.Delete(scope)
+			return nil
+		}
+	}
+	return app, nil
 }
 
 // Outcome renders a finished run for the person: the delivered answer,

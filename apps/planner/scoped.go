@@ -1,6 +1,7 @@
 package planner
 
 import (
+	"container/list"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,10 +13,27 @@ import (
 
 // Agencies keeps one sample agency per data scope (thread), so threads
 // served by one App book from their own venues and see their own bookings.
-// It is safe for concurrent use.
+// The agencies live in memory: Delete drops a scope's (the app's
+// DeleteScope, called when its thread is deleted), and at most Max scopes
+// are kept, the least recently used dropped first, so a long-running
+// server does not grow with every thread it ever served. It is safe for
+// concurrent use.
 type Agencies struct {
+	// Max bounds the scopes kept (0: DefaultMaxAgencies).
+	Max int
+
 	mu  sync.Mutex
-	per map[string]*Agency
+	per map[string]*list.Element // of *scopedAgency
+	lru list.List                // most recently used first
+}
+
+// DefaultMaxAgencies is how many scopes' agencies Agencies keeps by
+// default; a scope dropped from memory starts again from a fresh sample.
+const DefaultMaxAgencies = 10_000
+
+type scopedAgency struct {
+	scope  string
+	agency *Agency
 }
 
 // For returns scope's agency, made with NewAgency on first use.
@@ -23,14 +41,42 @@ func (as *Agencies) For(scope string) *Agency {
 	as.mu.Lock()
 	defer as.mu.Unlock()
 	if as.per == nil {
-		as.per = map[string]*Agency{}
+		as.per = map[string]*list.Element{}
 	}
-	a, ok := as.per[scope]
-	if !ok {
-		a = NewAgency()
-		as.per[scope] = a
+	if e, ok := as.per[scope]; ok {
+		as.lru.MoveToFront(e)
+		return e.Value.(*scopedAgency).agency
+	}
+	a := NewAgency()
+	as.per[scope] = as.lru.PushFront(&scopedAgency{scope: scope, agency: a})
+	max := as.Max
+	if max <= 0 {
+		max = DefaultMaxAgencies
+	}
+	for as.lru.Len() > max {
+		old := as.lru.Back()
+		as.lru.Remove(old)
+		delete(as.per, old.Value.(*scopedAgency).scope)
 	}
 	return a
+}
+
+// Delete drops scope's agency; the scope's next use starts from a fresh
+// sample. Deleting a scope that has none is not an error.
+func (as *Agencies) Delete(scope string) {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	if e, ok := as.per[scope]; ok {
+		as.lru.Remove(e)
+		delete(as.per, scope)
+	}
+}
+
+// Len reports how many scopes have an agency in memory.
+func (as *Agencies) Len() int {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	return as.lru.Len()
 }
 
 // Tools returns the agency's tools, each calling the same tool of the

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/trellis-agents/trellis/checkpoint"
@@ -120,6 +121,15 @@ func openStorage(ctx context.Context, database string, index *store.IndexConfig)
 		}
 		pool := s.pool
 		s.closes = append(s.closes, func() error { pool.Close(); return nil })
+		// Every migration set (the service's tables, checkpoints, store,
+		// River's jobs) runs under one advisory lock on the schema, so
+		// replicas starting together and `trellis migrate` take turns as a
+		// whole; each set also keeps its own lock for library users.
+		unlock, err := lockMigrations(ctx, pool)
+		if err != nil {
+			return nil, fmt.Errorf("database %s: %w", s.where, err)
+		}
+		defer unlock()
 		d, err := dbpg.New(ctx, pool)
 		if err != nil {
 			return nil, err
@@ -139,6 +149,9 @@ func openStorage(ctx context.Context, database string, index *store.IndexConfig)
 			return nil, err
 		}
 		s.store = st
+		if err := queue.Migrate(ctx, queue.Config{Postgres: pool, Logger: slog.New(slog.DiscardHandler)}); err != nil {
+			return nil, err
+		}
 		return s, nil
 	}
 	s.file, s.where = target, target
@@ -197,11 +210,32 @@ func redact(u string) string {
 	return u
 }
 
+// lockMigrations takes the advisory lock under which every migration of
+// the pool's schema runs, on a connection of its own (not the pool's, so a
+// pool of one connection cannot deadlock), and returns its release.
+func lockMigrations(ctx context.Context, pool *pgxpool.Pool) (func(), error) {
+	conn, err := pgx.ConnectConfig(ctx, pool.Config().ConnConfig.Copy())
+	if err != nil {
+		return nil, fmt.Errorf("connect for the migration lock: %w", err)
+	}
+	const key = `hashtextextended('trellis/migrate/' || coalesce(current_schema(), ''), 0)`
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(`+key+`)`); err != nil {
+		_ = conn.Close(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("take the migration lock: %w", err)
+	}
+	return func() {
+		bg := context.WithoutCancel(ctx)
+		_, _ = conn.Exec(bg, `SELECT pg_advisory_unlock(`+key+`)`)
+		_ = conn.Close(bg) // closing ends the session, which releases the lock anyway
+	}, nil
+}
+
 // Migrate brings the database at database (as Config.Database) to this
 // version's schema — the service's tables, the checkpoints, the store and
 // River's jobs — and returns without serving: `trellis migrate`. Serving
-// migrates on start as well; every step holds an advisory lock on
-// PostgreSQL, so replicas starting together and this command are safe.
+// migrates on start as well; on PostgreSQL every step runs under one
+// advisory lock on the schema, so replicas starting together and this
+// command take turns.
 func Migrate(ctx context.Context, database string, log *slog.Logger) error {
 	if log == nil {
 		log = slog.Default()

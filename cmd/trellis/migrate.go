@@ -18,8 +18,8 @@ func migrateCommand() *cobra.Command {
 		Short: "Apply the service's schema migrations to a database and exit",
 		Long: `Apply every schema migration this version of Trellis has — the service's
 tables, checkpoints, store and run queue (River) — to the database, then exit.
-serve does the same on start; each step holds an advisory lock on PostgreSQL,
-so running this while replicas start is safe.`,
+serve does the same on start; on PostgreSQL every step runs under one advisory
+lock on the schema, so running this while replicas start is safe.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			log := slog.New(slog.NewTextHandler(c.ErrOrStderr(), &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -18,8 +18,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
 	"unicode"
 	"unicode/utf8"
 
@@ -65,10 +63,6 @@ func (h *Handler) Handlers() map[string]http.Handler {
 // (runs.ModeSteps: task events without the task's input state, which the
 // tasks mode would log once per task) and custom events.
 var streamModes = []string{runs.ModeMessages, runs.ModeUpdates, runs.ModeValues, runs.ModeSteps, runs.ModeCustom}
-
-// followPoll is how often a follow looks at the run's status in the
-// database, for a run executed by another process.
-const followPoll = 500 * time.Millisecond
 
 func (h *Handler) tenant(r *http.Request) string {
 	if h.Tenant != nil {
@@ -537,61 +531,9 @@ func interruptOf(wt openaiapi.Waiting) WaitingInterrupt {
 
 // follow reads the run's events until it ends, handing them to tr.
 func (h *Handler) follow(ctx context.Context, tenant string, run db.Run, tr *translator) error {
-	jctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	ended := func(c context.Context) (bool, error) {
-		got, err := h.DB.GetRun(c, tenant, run.ThreadID, run.ID)
-		if err != nil {
-			return false, err
-		}
-		return got.Status.Terminal(), nil
-	}
-	wg.Add(1)
-	go func() { // a run executed elsewhere ends without this broker's signal
-		defer wg.Done()
-		t := time.NewTicker(followPoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-jctx.Done():
-				return
-			case <-t.C:
-				if done, err := ended(jctx); err == nil && done {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	last := int64(0)
-	var joinErr error
-	for ev, err := range runs.Join(jctx, h.DB, h.Runs.Broker(), tenant, run.ID, 0, ended) {
-		if err != nil {
-			if jctx.Err() == nil {
-				joinErr = err
-			}
-			break
-		}
-		last = ev.Seq
-		tr.add(ev)
-	}
-	cancel()
-	wg.Wait()
-	if joinErr != nil {
-		return joinErr
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	// The watcher may have stopped the join before the tail was read.
-	tail, err := h.DB.ReadEvents(ctx, tenant, run.ID, last, 0)
-	if err != nil {
-		return err
-	}
-	for _, ev := range tail {
-		tr.add(ev)
-	}
-	return nil
+	_, err := runs.Follow(ctx, h.DB, h.Runs.Broker(), tenant, run.ThreadID, run.ID, 0, runs.DefaultFollowPoll,
+		func(ev db.Event) error { tr.add(ev); return nil })
+	return err
 }
 
 // sender writes AG-UI events as "data: {json}" server-sent events over

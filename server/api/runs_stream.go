@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/trellis-agents/trellis/server/api/wire"
@@ -24,71 +23,9 @@ var followPoll = time.Second
 
 // follow hands fn the run's events with Seq > after, live, until the run
 // ends (then its whole log has been handed over) or ctx ends (ctx's
-// error). It returns the last Seq handed over.
+// error): runs.Follow. It returns the last Seq handed over.
 func (a *API) follow(ctx context.Context, tenant, thread, runID string, after int64, fn func(db.Event) error) (int64, error) {
-	jctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
-	ended := func(c context.Context) (bool, error) {
-		r, err := a.DB.GetRun(c, tenant, thread, runID)
-		switch {
-		case errors.Is(err, db.ErrNotFound):
-			return true, nil
-		case err != nil:
-			return false, err
-		}
-		return r.Status.Terminal(), nil
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(followPoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-jctx.Done():
-				return
-			case <-t.C:
-				if done, err := ended(jctx); err == nil && done {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	last := after
-	for ev, err := range runs.Join(jctx, a.DB, a.Runs.Broker(), tenant, runID, after, ended) {
-		if err != nil {
-			if jctx.Err() != nil || errors.Is(err, db.ErrNotFound) {
-				break // ended, or deleted with its thread
-			}
-			return last, err
-		}
-		if err := fn(ev); err != nil {
-			return last, err
-		}
-		last = ev.Seq
-	}
-	if err := ctx.Err(); err != nil {
-		return last, err
-	}
-	// The run ended: hand over what the log has past last (the watcher
-	// may have stopped the join before the tail was read).
-	evs, err := a.DB.ReadEvents(ctx, tenant, runID, last, 0)
-	if errors.Is(err, db.ErrNotFound) {
-		return last, nil // deleted with its thread
-	}
-	if err != nil {
-		return last, err
-	}
-	for _, ev := range evs {
-		if err := fn(ev); err != nil {
-			return last, err
-		}
-		last = ev.Seq
-	}
-	return last, nil
+	return runs.Follow(ctx, a.DB, a.Runs.Broker(), tenant, thread, runID, after, followPoll, fn)
 }
 
 // leave applies on_disconnect "cancel": the client went away, so a run

@@ -25,19 +25,9 @@ type outcome struct {
 // notifications when the client asked for them, and returns the answer
 // and what the thread waits on.
 func (h *Handler) follow(ctx context.Context, c *call, run db.Run) (outcome, error) {
-	ended := func(ctx context.Context) (bool, error) {
-		got, err := h.DB.GetRun(ctx, c.tenant, run.ThreadID, run.ID)
-		if err != nil {
-			return false, err
-		}
-		return got.Status.Terminal(), nil
-	}
 	var out outcome
 	var answer []string
-	for ev, err := range runs.Join(ctx, h.DB, h.Runs.Broker(), c.tenant, run.ID, 0, ended) {
-		if err != nil {
-			return outcome{}, err
-		}
+	_, err := runs.Follow(ctx, h.DB, h.Runs.Broker(), c.tenant, run.ThreadID, run.ID, 0, 0, func(ev db.Event) error {
 		mode, ns, _ := strings.Cut(ev.Event, "|")
 		switch mode {
 		case runs.ModeUpdates:
@@ -52,8 +42,9 @@ func (h *Handler) follow(ctx context.Context, c *call, run db.Run) (outcome, err
 			_ = json.Unmarshal(ev.Data, &e)
 			out.runErr = strings.Trim(strings.TrimSpace(e.Error+": "+e.Message), ": ")
 		}
-	}
-	if err := ctx.Err(); err != nil {
+		return nil
+	})
+	if err != nil {
 		return outcome{}, err
 	}
 	done, err := h.DB.GetRun(ctx, c.tenant, run.ThreadID, run.ID)

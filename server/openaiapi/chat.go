@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -24,10 +23,6 @@ import (
 // reasoning), node updates (the messages written, the interrupts) and
 // custom events (progress), subgraphs included for the progress.
 var streamModes = []string{runs.ModeMessages, runs.ModeUpdates, runs.ModeCustom}
-
-// followPoll is how often a follow looks at the run's status in the
-// database, for a run executed by another process.
-const followPoll = 500 * time.Millisecond
 
 // chatTurn is a request after validation.
 type chatTurn struct {
@@ -365,59 +360,9 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 // and returns what it produced.
 func (h *Handler) follow(ctx context.Context, tenant string, run db.Run, emit func(Delta, *ProgressEvent)) (outcome, error) {
 	tr := newTranslator(emit)
-	jctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	ended := func(c context.Context) (bool, error) {
-		got, err := h.DB.GetRun(c, tenant, run.ThreadID, run.ID)
-		if err != nil {
-			return false, err
-		}
-		return got.Status.Terminal(), nil
-	}
-	wg.Add(1)
-	go func() { // a run executed elsewhere ends without this broker's signal
-		defer wg.Done()
-		t := time.NewTicker(followPoll)
-		defer t.Stop()
-		for {
-			select {
-			case <-jctx.Done():
-				return
-			case <-t.C:
-				if done, err := ended(jctx); err == nil && done {
-					cancel()
-					return
-				}
-			}
-		}
-	}()
-	last := int64(0)
-	var joinErr error
-	for ev, err := range runs.Join(jctx, h.DB, h.Runs.Broker(), tenant, run.ID, 0, ended) {
-		if err != nil {
-			if jctx.Err() == nil {
-				joinErr = err
-			}
-			break
-		}
-		last = ev.Seq
-		tr.add(ev)
-	}
-	cancel()
-	wg.Wait()
-	if joinErr != nil {
-		return outcome{}, joinErr
-	}
-	if err := ctx.Err(); err != nil {
+	if _, err := runs.Follow(ctx, h.DB, h.Runs.Broker(), tenant, run.ThreadID, run.ID, 0, runs.DefaultFollowPoll,
+		func(ev db.Event) error { tr.add(ev); return nil }); err != nil {
 		return outcome{}, err
-	}
-	// The watcher may have stopped the join before the tail was read.
-	tail, err := h.DB.ReadEvents(ctx, tenant, run.ID, last, 0)
-	if err != nil {
-		return outcome{}, err
-	}
-	for _, ev := range tail {
-		tr.add(ev)
 	}
 	done, err := h.DB.GetRun(ctx, tenant, run.ThreadID, run.ID)
 	if err != nil {

@@ -1,0 +1,96 @@
+package runs
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/trellis-agents/trellis/server/db"
+)
+
+// FollowLog is what Follow reads: the event log and the run's status.
+type FollowLog interface {
+	Log
+	GetRun(ctx context.Context, tenant, thread, id string) (db.Run, error)
+}
+
+// DefaultFollowPoll is how often Follow looks at the run's status when the
+// caller gives no interval.
+const DefaultFollowPoll = 500 * time.Millisecond
+
+// Follow hands fn the run's events with Seq > after, live, until the run
+// ends — then its whole log has been handed over — or ctx ends (ctx's
+// error). It is Join plus what every reader of a run needs around it: the
+// run's status is also read every poll (0: DefaultFollowPoll), because a
+// run executed or cancelled on another replica may end without this
+// process's broker hearing of it, and the log's tail is read after the
+// end. A run deleted with its thread simply ends. fn's error stops Follow
+// and is returned. It returns the last Seq handed over. Every wire (the
+// LangGraph API, OpenAI, AG-UI, MCP) reads runs through it.
+func Follow(ctx context.Context, log FollowLog, b *Broker, tenant, thread, runID string, after int64, poll time.Duration, fn func(db.Event) error) (int64, error) {
+	if poll <= 0 {
+		poll = DefaultFollowPoll
+	}
+	jctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	ended := func(c context.Context) (bool, error) {
+		r, err := log.GetRun(c, tenant, thread, runID)
+		switch {
+		case errors.Is(err, db.ErrNotFound):
+			return true, nil
+		case err != nil:
+			return false, err
+		}
+		return r.Status.Terminal(), nil
+	}
+	wg.Go(func() {
+		t := time.NewTicker(poll)
+		defer t.Stop()
+		for {
+			select {
+			case <-jctx.Done():
+				return
+			case <-t.C:
+				if done, err := ended(jctx); err == nil && done {
+					cancel()
+					return
+				}
+			}
+		}
+	})
+	last := after
+	for ev, err := range Join(jctx, log, b, tenant, runID, after, ended) {
+		if err != nil {
+			if jctx.Err() != nil || errors.Is(err, db.ErrNotFound) {
+				break // ended, or deleted with its thread
+			}
+			return last, err
+		}
+		if err := fn(ev); err != nil {
+			return last, err
+		}
+		last = ev.Seq
+	}
+	if err := ctx.Err(); err != nil {
+		return last, err
+	}
+	// The run ended: hand over what the log has past last (the watcher
+	// may have stopped the join before the tail was read).
+	evs, err := log.ReadEvents(ctx, tenant, runID, last, 0)
+	if errors.Is(err, db.ErrNotFound) {
+		return last, nil // deleted with its thread
+	}
+	if err != nil {
+		return last, err
+	}
+	for _, ev := range evs {
+		if err := fn(ev); err != nil {
+			return last, err
+		}
+		last = ev.Seq
+	}
+	return last, nil
+}

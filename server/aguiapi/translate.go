@@ -6,6 +6,7 @@ import (
 
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/internal/convo"
+	"github.com/trellis-agents/trellis/server/lcmsg"
 )
 
 // translator turns a run's logged events into AG-UI events, handed to
@@ -76,28 +77,6 @@ type lcMessage struct {
 	Status     string `json:"status"`
 }
 
-// textOf reads LangChain content: a string or a list of parts.
-func textOf(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
-}
-
 // add reads one logged event of the run.
 func (t *translator) add(ev db.Event) {
 	mode, ns, _ := strings.Cut(ev.Event, "|")
@@ -114,7 +93,7 @@ func (t *translator) add(ev db.Event) {
 		if r := c.AdditionalKwargs.Reasoning; r != "" {
 			t.reasoning(c.ID, r)
 		}
-		t.chunk(c.ID, textOf(c.Content))
+		t.chunk(c.ID, lcmsg.Text(c.Content))
 	case "updates":
 		var byNode map[string]json.RawMessage
 		if json.Unmarshal(ev.Data, &byNode) != nil {
@@ -292,7 +271,7 @@ func (t *translator) landed(lm lcMessage) {
 		return
 	}
 	m := t.msg(lm.ID)
-	text := textOf(lm.Content)
+	text := lcmsg.Text(lm.Content)
 	if !m.started && strings.TrimSpace(text) != "" && !t.copyOfStreamed(m, text) {
 		t.closeReasoning(m)
 		t.text(m, text)
@@ -353,7 +332,7 @@ func (t *translator) toolResult(lm lcMessage) {
 		return
 	}
 	t.results[lm.ToolCallID] = true
-	content := textOf(lm.Content)
+	content := lcmsg.Text(lm.Content)
 	id := lm.ID
 	if id == "" {
 		id = "result-" + lm.ToolCallID

@@ -11,6 +11,7 @@ import (
 
 	"github.com/trellis-agents/trellis/agent/planexec"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/lcmsg"
 	"github.com/trellis-agents/trellis/server/runs"
 )
 
@@ -101,7 +102,7 @@ func (c *call) updates(ctx context.Context, ns string, data json.RawMessage) []s
 			if m.Type != "ai" && m.Type != "AIMessageChunk" {
 				continue
 			}
-			if t := strings.TrimSpace(textOf(m.Content)); t != "" {
+			if t := strings.TrimSpace(lcmsg.Text(m.Content)); t != "" {
 				texts = append(texts, t)
 			}
 		}
@@ -177,28 +178,6 @@ func stepsOf(p *planexec.Plan) int {
 		return 0
 	}
 	return len(p.Steps)
-}
-
-// textOf reads LangChain content: a string or a list of parts.
-func textOf(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
 }
 
 func compact(raw json.RawMessage) string {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/trellis-agents/trellis/agent/planexec"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/lcmsg"
 )
 
 // maxEvents bounds the progress events a completion lists.
@@ -78,28 +79,6 @@ type lcChunk struct {
 	} `json:"additional_kwargs"`
 }
 
-// textOf reads LangChain content: a string or a list of parts.
-func textOf(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	}
-	if json.Unmarshal(raw, &parts) != nil {
-		return ""
-	}
-	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
-			b.WriteString(p.Text)
-		}
-	}
-	return b.String()
-}
-
 // add reads one logged event.
 func (t *translator) add(ev db.Event) {
 	mode, ns, _ := strings.Cut(ev.Event, "|")
@@ -117,7 +96,7 @@ func (t *translator) add(ev db.Event) {
 			t.reason.WriteString(r)
 			t.emit(Delta{ReasoningContent: r}, nil)
 		}
-		t.chunk(c.ID, textOf(c.Content))
+		t.chunk(c.ID, lcmsg.Text(c.Content))
 	case "updates":
 		if ns != "" {
 			return
@@ -144,7 +123,7 @@ func (t *translator) add(ev db.Event) {
 				if m.Type != "ai" && m.Type != "AIMessageChunk" {
 					continue
 				}
-				t.landed(m.ID, textOf(m.Content))
+				t.landed(m.ID, lcmsg.Text(m.Content))
 			}
 		}
 	case "custom":

@@ -190,6 +190,19 @@ type Entry struct {
 	Script func() llm.Model
 	// Open builds the app over env.
 	Open func(ctx context.Context, env Env) (*App, error)
+	// Check, when set, checks the app's settings (Env.Settings: trellis.yaml's
+	// apps.<name> section) without building the app — unknown keys and
+	// values of the wrong type — so a runner can refuse a bad section at
+	// start rather than at the first run. What needs the app built (its
+	// database, its templates rendered) is still reported by Open.
+	Check func(settings json.RawMessage) error
+}
+
+// CheckSettings is an Entry.Check for an app whose settings are a T,
+// decoded the way Env.Decode decodes them.
+func CheckSettings[T any](settings json.RawMessage) error {
+	var v T
+	return Env{Settings: settings}.Decode(&v)
 }
 
 // RetryFailedSteps is App.Retry for planexec agents: it forgets the

@@ -230,7 +230,7 @@ func New(_ context.Context, cfg Config) (*apps.App, error) {
 
 // Entry describes the app to runners; Env.Settings is a Settings object.
 func Entry() apps.Entry {
-	return apps.Entry{Name: Name, Summary: Summary, Script: Script,
+	return apps.Entry{Name: Name, Summary: Summary, Script: Script, Check: apps.CheckSettings[Settings],
 		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
 			var st Settings
 			if err := env.Decode(&st); err != nil {

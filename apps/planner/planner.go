@@ -261,6 +261,12 @@ const OptionsKey = "planner"
 // models they name are resolved with env.Resolve.
 func Entry() apps.Entry {
 	return apps.Entry{Name: Name, Summary: Summary, Script: Script,
+		Check: func(settings json.RawMessage) error {
+			if _, err := planexec.DecodeOptions(settings); err != nil {
+				return fmt.Errorf("planner: apps.planner settings: %w", err)
+			}
+			return nil
+		},
 		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
 			opts, set, err := optionsFrom(env.Configurable)
 			if err != nil {

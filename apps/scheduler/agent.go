@@ -232,7 +232,7 @@ type Settings struct {
 // database, scoped by the Env's scope (the thread), reset when Fresh;
 // Env.Settings is a Settings object.
 func Entry() apps.Entry {
-	return apps.Entry{Name: Name, Summary: Summary, Script: Script,
+	return apps.Entry{Name: Name, Summary: Summary, Script: Script, Check: apps.CheckSettings[Settings],
 		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
 			var st Settings
 			if err := env.Decode(&st); err != nil {

@@ -147,7 +147,7 @@ func New(ctx context.Context, cfg Config) (*apps.App, error) {
 // default database is the sample library under the Env's DataDir
 // (created when missing), opened read-only.
 func Entry() apps.Entry {
-	return apps.Entry{Name: Name, Summary: Summary, Script: Script,
+	return apps.Entry{Name: Name, Summary: Summary, Script: Script, Check: apps.CheckSettings[Settings],
 		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
 			var st Settings
 			if err := env.Decode(&st); err != nil {

@@ -114,6 +114,7 @@ type Settings struct {
 // chooses other sources and options.
 func Entry() apps.Entry {
 	return apps.Entry{Name: Name, Summary: Summary, Script: func() llm.Model { return ScriptedModel() },
+		Check: apps.CheckSettings[Settings],
 		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
 			var st Settings
 			if err := env.Decode(&st); err != nil {

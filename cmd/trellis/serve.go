@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/apps/catalog"
 	"github.com/trellis-agents/trellis/internal/cli"
 	"github.com/trellis-agents/trellis/internal/cli/resolve"
@@ -299,20 +300,26 @@ func appSettings(sections map[string]map[string]any) (map[string]json.RawMessage
 	if len(sections) == 0 {
 		return nil, nil
 	}
-	known := map[string]bool{}
+	known := map[string]apps.Entry{}
 	var names []string
 	for _, e := range catalog.All() {
-		known[e.Name] = true
+		known[e.Name] = e
 		names = append(names, e.Name)
 	}
 	out := map[string]json.RawMessage{}
 	for name, v := range sections {
-		if !known[name] {
+		e, ok := known[name]
+		if !ok {
 			return nil, fmt.Errorf("config: apps.%s: there is no app %q; the apps are %s", name, name, strings.Join(names, ", "))
 		}
 		b, err := json.Marshal(v)
 		if err != nil {
 			return nil, fmt.Errorf("config: apps.%s: %w", name, err)
+		}
+		if e.Check != nil {
+			if err := e.Check(b); err != nil {
+				return nil, fmt.Errorf("config: apps.%s: %w", name, err)
+			}
 		}
 		out[name] = b
 	}

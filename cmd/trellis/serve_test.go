@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-agents/trellis/apps/catalog"
 	"github.com/trellis-agents/trellis/server/config"
 )
 
@@ -236,5 +237,28 @@ func TestAppSettings(t *testing.T) {
 	}
 	if _, err := appSettings(map[string]map[string]any{"sqlroutr": {}}); err == nil || !strings.Contains(err.Error(), `no app "sqlroutr"`) || !strings.Contains(err.Error(), "sqlrouter") {
 		t.Errorf("a misspelt app: %v", err)
+	}
+	// A misspelt key or a value of the wrong type in any app's section
+	// stops the server at start, naming the app and the key.
+	for app, section := range map[string]map[string]any{
+		"sqlrouter":   {"route": map[string]any{}},
+		"scheduler":   {"tool_group": true},
+		"testplanner": {"batch_size": "ten"},
+		"builder":     {"agnet": map[string]any{}},
+		"planner":     {"max_question": 2},
+	} {
+		_, err := appSettings(map[string]map[string]any{app: section})
+		var key string
+		for k := range section {
+			key = k
+		}
+		if err == nil || !strings.Contains(err.Error(), "apps."+app) || (app != "testplanner" && !strings.Contains(err.Error(), key)) {
+			t.Errorf("apps.%s %v: err = %v; want it refused at start, naming the key", app, section, err)
+		}
+	}
+	for _, e := range catalog.All() {
+		if e.Check == nil {
+			t.Errorf("app %s has settings but no Check: a bad section would only show at its first run", e.Name)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
 )
 
 var _ db.Exporter = (*DB)(nil)
@@ -16,28 +17,14 @@ var _ db.Exporter = (*DB)(nil)
 // ExportRows returns up to limit rows of t after after's key, in key
 // order; see db.Exporter.
 func (d *DB) ExportRows(ctx context.Context, t db.Table, after db.Row, limit int) ([]db.Row, error) {
-	if limit <= 0 {
-		return nil, fmt.Errorf("server/db/postgres: export %s: limit %d is not positive", t.Name, limit)
+	if err := dbutil.CheckExportPage("server/db/postgres", t, after, limit); err != nil {
+		return nil, err
 	}
-	names := make([]string, len(t.Columns))
-	for i, c := range t.Columns {
-		names[i] = c.Name
-	}
-	key := strings.Join(names[:t.Key], ", ")
-	q := `SELECT ` + strings.Join(names, ", ") + ` FROM ` + t.Name
+	q := dbutil.ExportQuery(t, after != nil, func(i int) string { return fmt.Sprintf("$%d", i) })
 	var args []any
 	if after != nil {
-		if len(after) < t.Key {
-			return nil, fmt.Errorf("server/db/postgres: export %s: the cursor has %d values, want %d", t.Name, len(after), t.Key)
-		}
-		ph := make([]string, t.Key)
-		for i := range t.Key {
-			ph[i] = fmt.Sprintf("$%d", i+1)
-			args = append(args, after[i])
-		}
-		q += ` WHERE (` + key + `) > (` + strings.Join(ph, ", ") + `)`
+		args = append(args, after[:t.Key]...)
 	}
-	q += fmt.Sprintf(` ORDER BY %s LIMIT $%d`, key, len(args)+1)
 	args = append(args, limit)
 	rows, err := d.pool.Query(ctx, q, args...)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
 )
 
 var _ db.Exporter = (*DB)(nil)
@@ -16,26 +17,16 @@ var _ db.Exporter = (*DB)(nil)
 // ExportRows returns up to limit rows of t after after's key, in key
 // order; see db.Exporter.
 func (d *DB) ExportRows(ctx context.Context, t db.Table, after db.Row, limit int) ([]db.Row, error) {
-	if limit <= 0 {
-		return nil, fmt.Errorf("server/db/sqlite: export %s: limit %d is not positive", t.Name, limit)
+	if err := dbutil.CheckExportPage("server/db/sqlite", t, after, limit); err != nil {
+		return nil, err
 	}
-	names := make([]string, len(t.Columns))
-	for i, c := range t.Columns {
-		names[i] = c.Name
-	}
-	key := strings.Join(names[:t.Key], ", ")
-	q := `SELECT ` + strings.Join(names, ", ") + ` FROM ` + t.Name
+	q := dbutil.ExportQuery(t, after != nil, func(int) string { return "?" })
 	var args []any
 	if after != nil {
-		if len(after) < t.Key {
-			return nil, fmt.Errorf("server/db/sqlite: export %s: the cursor has %d values, want %d", t.Name, len(after), t.Key)
-		}
-		q += ` WHERE (` + key + `) > (` + strings.TrimSuffix(strings.Repeat("?, ", t.Key), ", ") + `)`
 		for i := range t.Key {
 			args = append(args, sqliteValue(t.Columns[i], after[i]))
 		}
 	}
-	q += ` ORDER BY ` + key + ` LIMIT ?`
 	args = append(args, limit)
 	rows, err := d.sq.Read.QueryContext(ctx, q, args...)
 	if err != nil {

@@ -27,6 +27,7 @@ import (
 	"github.com/trellis-agents/trellis/llm/llmtest"
 	"github.com/trellis-agents/trellis/server/db"
 	dbsqlite "github.com/trellis-agents/trellis/server/db/sqlite"
+	"github.com/trellis-agents/trellis/server/internal/runtest"
 	"github.com/trellis-agents/trellis/server/runs"
 )
 
@@ -141,22 +142,7 @@ func newEnv(t testing.TB, bodyLimit int64) *env {
 	}
 	bg, stop := context.WithCancel(ctx)
 	e.h = &Handler{DB: d, Runs: svc, Saver: saver, BodyLimit: bodyLimit, Log: slog.New(slog.DiscardHandler),
-		Enqueue: func(_ context.Context, tenant, thread string) error {
-			e.wg.Add(1)
-			go func() {
-				defer e.wg.Done()
-				for bg.Err() == nil {
-					res, err := svc.Advance(bg, tenant, thread)
-					switch {
-					case err != nil || res == runs.Idle:
-						return
-					case res == runs.Busy:
-						time.Sleep(10 * time.Millisecond)
-					}
-				}
-			}()
-			return nil
-		}}
+		Enqueue: runtest.Enqueuer(bg, svc, &e.wg)}
 	mux := http.NewServeMux()
 	mux.Handle("POST /ag-ui/{assistant}", e.h.Handlers()[OperationID])
 	e.srv = httptest.NewServer(mux)

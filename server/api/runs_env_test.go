@@ -24,6 +24,7 @@ import (
 	"github.com/trellis-agents/trellis/server/api/spec"
 	"github.com/trellis-agents/trellis/server/db"
 	dbsqlite "github.com/trellis-agents/trellis/server/db/sqlite"
+	"github.com/trellis-agents/trellis/server/internal/runtest"
 	"github.com/trellis-agents/trellis/server/runs"
 	"github.com/trellis-agents/trellis/server/sse"
 )
@@ -128,22 +129,7 @@ func newRunEnv(t *testing.T) *runEnv {
 		must(err)
 	}
 	bg, stop := context.WithCancel(ctx)
-	e.api = &API{DB: d, Runs: svc, Graphs: reg, Saver: saver, Enqueue: func(_ context.Context, tenant, thread string) error {
-		e.wg.Add(1)
-		go func() {
-			defer e.wg.Done()
-			for bg.Err() == nil {
-				res, err := svc.Advance(bg, tenant, thread)
-				switch {
-				case err != nil || res == runs.Idle:
-					return
-				case res == runs.Busy:
-					time.Sleep(10 * time.Millisecond)
-				}
-			}
-		}()
-		return nil
-	}}
+	e.api = &API{DB: d, Runs: svc, Graphs: reg, Saver: saver, Enqueue: runtest.Enqueuer(bg, svc, &e.wg)}
 	mux := http.NewServeMux()
 	handlers := e.api.runHandlers()
 	var routes []spec.Route

@@ -23,6 +23,7 @@ import (
 	"github.com/trellis-agents/trellis/llm/llmtest"
 	"github.com/trellis-agents/trellis/server/db"
 	dbsqlite "github.com/trellis-agents/trellis/server/db/sqlite"
+	"github.com/trellis-agents/trellis/server/internal/runtest"
 	"github.com/trellis-agents/trellis/server/runs"
 )
 
@@ -175,23 +176,8 @@ func newEnv(t testing.TB, opts ...func(*Handler)) *env {
 	must(err)
 	bg, stop := context.WithCancel(ctx)
 	e.h = &Handler{DB: d, Runs: svc, Graphs: reg, Log: slog.New(slog.DiscardHandler),
-		Tenant: func(r *http.Request) string { return cmpOr(r.Header.Get(tenantHeader), DefaultTenant) },
-		Enqueue: func(_ context.Context, tenant, thread string) error {
-			e.wg.Add(1)
-			go func() {
-				defer e.wg.Done()
-				for bg.Err() == nil {
-					res, err := svc.Advance(bg, tenant, thread)
-					switch {
-					case err != nil || res == runs.Idle:
-						return
-					case res == runs.Busy:
-						time.Sleep(10 * time.Millisecond)
-					}
-				}
-			}()
-			return nil
-		}}
+		Tenant:  func(r *http.Request) string { return cmpOr(r.Header.Get(tenantHeader), DefaultTenant) },
+		Enqueue: runtest.Enqueuer(bg, svc, &e.wg)}
 	for _, o := range opts {
 		o(e.h)
 	}

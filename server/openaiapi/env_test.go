@@ -27,6 +27,7 @@ import (
 	"github.com/trellis-agents/trellis/llm/llmtest"
 	"github.com/trellis-agents/trellis/server/db"
 	dbsqlite "github.com/trellis-agents/trellis/server/db/sqlite"
+	"github.com/trellis-agents/trellis/server/internal/runtest"
 	"github.com/trellis-agents/trellis/server/runs"
 	"github.com/trellis-agents/trellis/tool"
 )
@@ -138,22 +139,7 @@ func newEnv(t testing.TB, bodyLimit int64) *env {
 	}
 	bg, stop := context.WithCancel(ctx)
 	e.h = &Handler{DB: d, Runs: svc, Saver: saver, BodyLimit: bodyLimit, Log: slog.New(slog.DiscardHandler),
-		Enqueue: func(_ context.Context, tenant, thread string) error {
-			e.wg.Add(1)
-			go func() {
-				defer e.wg.Done()
-				for bg.Err() == nil {
-					res, err := svc.Advance(bg, tenant, thread)
-					switch {
-					case err != nil || res == runs.Idle:
-						return
-					case res == runs.Busy:
-						time.Sleep(10 * time.Millisecond)
-					}
-				}
-			}()
-			return nil
-		}}
+		Enqueue: runtest.Enqueuer(bg, svc, &e.wg)}
 	// The route table (server/api/spec) imports this package; the
 	// server's tests serve the wire from it.
 	mux := http.NewServeMux()

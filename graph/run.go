@@ -364,9 +364,6 @@ func (r *run) loop(input Update) error {
 		if err := r.applyInput(input); err != nil {
 			return err
 		}
-		if r.x != nil && r.x.logRestart {
-			r.log = r.log[:0] // the parent's values are not the subgraph's writes
-		}
 	}
 	for len(r.next) > 0 {
 		if ctl := r.cfg.control; ctl != nil {
@@ -437,7 +434,17 @@ func (r *run) applyInput(input Update) error {
 			return err
 		}
 	}
-	return r.commit([]*task{in})
+	tasks := []*task{in}
+	if err := r.apply(tasks); err != nil {
+		return err
+	}
+	if r.x != nil && r.x.logRestart {
+		// A Stateful subgraph's new invocation: the parent's values are
+		// not its writes, and the log starts over before the input's
+		// checkpoint saves it (which clears logRestart).
+		r.log = r.log[:0]
+	}
+	return r.afterCommit(tasks)
 }
 
 // superstep runs r.next against the frozen state and commits the results.

@@ -34,16 +34,33 @@ type Command struct {
 	Parent bool
 }
 
-// ParentCommandError carries a Command with Parent set from a subgraph's
-// run to the node that runs the subgraph. Nodes return it as is; the engine
-// turns it into that node's output.
+// ParentCommandError carries a Command with Parent set out of the run of
+// the graph whose node returned it.
+//
+// Inside a subgraph (or a graph a node invoked), the node that runs that
+// graph receives it and the engine turns it into that node's output: nodes
+// that invoke a graph themselves return it as is. From a node of the root
+// graph, which has no parent, it is the error Invoke returns and the last
+// item Stream yields (Namespace ""; the run's status is StatusFailed, and
+// the step's other writes are not committed): a sub-agent graph run on its
+// own so shows where it tried to hand off — Command.Goto — and with what
+// update, as LangGraph raises its ParentCommand from the root graph. Test
+// for it with errors.As.
 type ParentCommandError struct {
-	Command   Command
-	Namespace string // the subgraph run's namespace
+	// Command is the command as the node returned it (Parent set).
+	Command Command
+	// Namespace is the namespace of the run that the node belongs to: ""
+	// at the root.
+	Namespace string
+	// Node is the node that returned the command.
+	Node string
 }
 
 func (e *ParentCommandError) Error() string {
-	return fmt.Sprintf("graph: a node in subgraph %q sent a Command to its parent graph (goto %v); return this error as is from the node that runs the subgraph", e.Namespace, e.Command.Goto)
+	if e.Namespace == "" {
+		return fmt.Sprintf("graph: node %q sent a Command to its parent graph (goto %v), but its graph runs at the top level", e.Node, e.Command.Goto)
+	}
+	return fmt.Sprintf("graph: node %q in subgraph %q sent a Command to its parent graph (goto %v); return this error as is from the node that runs the subgraph", e.Node, e.Namespace, e.Command.Goto)
 }
 
 func (Command) output() {}

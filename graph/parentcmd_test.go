@@ -67,12 +67,6 @@ func TestCommandToParent(t *testing.T) {
 			}
 		})
 	}
-	// At the top level there is no parent.
-	var c counter
-	log := graph.NewKey("log", graph.Concat[string]())
-	if _, err := handoffAgent(t, &c, log, "x").Invoke(context.Background(), nil); err == nil {
-		t.Error("a parent command at the top level: no error")
-	}
 }
 
 // The subgraph node that finished by a parent command keeps its writes and
@@ -136,4 +130,57 @@ func waitForFinishedTask(ctx context.Context, saver checkpoint.Saver, thread str
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// A Command for the parent graph from a node of the root graph fails the
+// run with a *ParentCommandError that carries the command (as LangGraph
+// raises its ParentCommand from the root), so a sub-agent graph run on its
+// own shows where it tried to hand off; inside a parent, at any depth, the
+// same graph hands off. Every durability mode.
+func TestParentCommandAtTheTop(t *testing.T) {
+	eachDepthAndMode(t, func(t *testing.T, depth int, mode graph.Durability) {
+		var c counter
+		log := graph.NewKey("log", graph.Concat[string]())
+		g := handoffAgent(t, &c, log, "agentB")
+		if depth > 0 {
+			b := graph.New(log)
+			b.AddSubgraph("agentA", g, graph.Destinations("agentB"))
+			b.AddNode("agentB", logNode(log, "B"))
+			b.SetEntry("agentA")
+			b.AddEdge("agentB", graph.END)
+			g, _ = atDepth(t, mustCompile(t, b), depth-1, log)
+		}
+		run := append(threadOpts(checkpoint.NewMemory(), "top"), graph.WithDurability(mode))
+		res, err := g.Invoke(context.Background(), nil, run...)
+		if depth > 0 {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff([]string{"A:work", "handoff", "B"}, log.Get(res.State)); d != "" {
+				t.Errorf("log (-want +got):\n%s", d)
+			}
+			return
+		}
+		var pc *graph.ParentCommandError
+		if !errors.As(err, &pc) {
+			t.Fatalf("err = %v (%T), want a *ParentCommandError", err, err)
+		}
+		if pc.Namespace != "" || pc.Node != "handoff" || len(pc.Command.Goto) != 1 || pc.Command.Goto[0].Node() != "agentB" || !pc.Command.Parent {
+			t.Errorf("error = %+v", pc)
+		}
+		if len(pc.Command.Update) != 1 || pc.Command.Update[0].String() != "set log [handoff]" {
+			t.Errorf("the command's update = %v", pc.Command.Update)
+		}
+		if res == nil || res.Status != graph.StatusFailed || !cmp.Equal(log.Get(res.State), []string{"A:work"}) {
+			t.Errorf("result = %+v", res)
+		}
+		// The stream ends with the same error.
+		var last error
+		for _, err := range g.Stream(context.Background(), nil, append(threadOpts(checkpoint.NewMemory(), "top2"), graph.WithDurability(mode))...) {
+			last = err
+		}
+		if !errors.As(last, &pc) || pc.Command.Goto[0].Node() != "agentB" {
+			t.Errorf("stream error = %v", last)
+		}
+	})
 }

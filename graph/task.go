@@ -423,11 +423,8 @@ func (r *run) exec(t *task) {
 		t.writes = o
 	case Command:
 		if o.Parent {
-			if r.parent == nil {
-				t.err = r.nodeErr(t, errors.New("it returned a Command for its parent graph, but its graph runs at the top level"))
-				return
-			}
-			t.err = &ParentCommandError{Command: o, Namespace: r.ns}
+			// At the root too: the caller sees where it tried to go.
+			t.err = &ParentCommandError{Command: o, Namespace: r.ns, Node: n.name}
 			return
 		}
 		t.writes = o.Update

@@ -209,6 +209,19 @@ func (b *Builder) AddSubgraph(name string, g *Graph, opts ...NodeOption) {
 // name. Without it (the default) every invocation starts fresh in a
 // namespace of its own. A Stateful subgraph node must not run twice in one
 // step.
+//
+// Its state follows the parent's branch. When a root run travels back in
+// time — replays from a checkpoint that is not the thread's latest
+// (WithCheckpointID with a nil input), runs new input or a command from
+// one, or runs from a fork that UpdateState made of an older checkpoint —
+// the first invocation of each Stateful subgraph in that run starts from
+// the state the subgraph had at that point of the thread (its namespace's
+// latest checkpoint saved before the checkpoint the branch leaves from;
+// nothing if it had not run yet) as a new invocation, not from its newest
+// state, which may belong to the abandoned branch; the branch's later
+// invocations go on from the branch's own. A run that answers an interrupt
+// (WithResume, WithResumeMap) resumes the subgraph where it stopped
+// instead. This is LangGraph's rule for subgraphs on replay.
 func Stateful() NodeOption { return nodeOptionFunc(func(n *nodeSpec) { n.stateful = true }) }
 
 // AddEdge adds a static edge: when from finishes, to runs in the next step.

@@ -28,10 +28,11 @@ const maxChain = 4096
 // snapshot. Storage so grows with the changes, not with the history: the
 // snapshots of a growing list sum to about 1.5 times its final size.
 func (r *run) save(source checkpoint.Source) error {
-	if r.nextID == "" {
-		r.nextID = checkpoint.NewID()
-	}
-	cp := checkpoint.Checkpoint{ID: r.nextID, Versions: map[string]uint64{}, Created: time.Now()}
+	// The ID is drawn now, not when the versions' tag was (see tag): under
+	// DurabilityExit that was at the run's first commit, before its
+	// subgraphs saved theirs, and checkpoint IDs must sort by when they
+	// were saved (a Stateful subgraph's replay looks "before" one).
+	cp := checkpoint.Checkpoint{ID: checkpoint.NewID(), Versions: map[string]uint64{}, Created: time.Now()}
 	r.nextID = ""
 	parent := r.cpID
 	r.cpID = cp.ID // next tasks' IDs derive from the checkpoint they follow
@@ -54,7 +55,7 @@ func (r *run) save(source checkpoint.Source) error {
 		cp.Blobs = append(cp.Blobs, b)
 	}
 	if r.shared != nil && (len(r.log) > r.logAt || r.x != nil && r.x.logRestart) {
-		b, err := r.logBlob()
+		b, err := r.logBlob(cp.ID)
 		if err != nil {
 			return fmt.Errorf("graph: checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)
 		}
@@ -174,6 +175,7 @@ func (r *run) restore() (bool, error) {
 	if err != nil || tup == nil {
 		return false, err
 	}
+	r.setBranchBound(tup)
 	// Resuming the head reuses what its step's tasks left; a replay from an
 	// older checkpoint runs that step again.
 	head := tup.Ref.ID == r.headID
@@ -213,6 +215,9 @@ func (r *run) load() (*checkpoint.Tuple, error) {
 		return nil, fmt.Errorf("graph: load %s: %w", ref, err)
 	}
 	r.headID = head.Ref.ID
+	if tup, ok, err := r.branchCheckpoint(ref); ok || err != nil {
+		return tup, err
+	}
 	if r.cfg.get().checkpointID == "" || r.parent != nil || r.cfg.get().checkpointID == head.Ref.ID {
 		return head, nil
 	}
@@ -365,8 +370,10 @@ type wireLogEntry struct {
 }
 
 // logBlob encodes the shared writes since the last save as the next link of
-// the log's chain.
-func (r *run) logBlob() (checkpoint.Blob, error) {
+// the log's chain, for checkpoint id. Its version carries id's tag, as the
+// keys' versions do, so two branches of a namespace (a Stateful subgraph
+// following a replay) never store different links under one version.
+func (r *run) logBlob(id string) (checkpoint.Blob, error) {
 	restart := r.x != nil && r.x.logRestart
 	if restart {
 		// A Stateful subgraph's new invocation: its log starts over, so
@@ -385,7 +392,7 @@ func (r *run) logBlob() (checkpoint.Blob, error) {
 	if err != nil {
 		return checkpoint.Blob{}, err
 	}
-	b := checkpoint.Blob{Key: logKey, Version: r.logVer + 1, Kind: checkpoint.Delta, Base: r.logVer, Data: data}
+	b := checkpoint.Blob{Key: logKey, Version: (r.logVer>>32+1)<<32 | uint64(idTag(id)), Kind: checkpoint.Delta, Base: r.logVer, Data: data}
 	if r.logVer == 0 || restart {
 		b.Kind, b.Base = checkpoint.Full, 0
 	}

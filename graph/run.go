@@ -122,7 +122,7 @@ type run struct {
 	wsBuf    []Write    // this step's writes grouped by key (reused)
 	cpID     string
 	headID   string // the namespace's latest checkpoint, as this run knows it
-	nextID   string // the ID the next checkpoint will get (see tag)
+	nextID   string // the random ID the versions of the next checkpoint are tagged with (see tag)
 	source   checkpoint.Source
 	w        *writer  // DurabilityAsync's background writer
 	savedVer []uint64 // per key: the version in the last checkpoint saved
@@ -160,6 +160,10 @@ type runExtra struct {
 	// writes to shared keys starts over at the next checkpoint
 	invocation Update
 	logRestart bool
+	// a root run that travels back in time (see branchBound), and whether
+	// this Stateful subgraph run restored its namespace by that bound
+	branch   *branchBound
+	branched bool
 	heldMu     sync.Mutex // parallel tasks hold writes at once
 	held       []heldWrites
 	finishing  bool
@@ -317,9 +321,10 @@ func (r *run) loop(input Update) error {
 	}
 	if r.parent != nil && resumed {
 		input = nil // a nested run found in its namespace goes on where it stopped
-		if r.parent.node.stateful && r.x != nil && r.x.invocation != nil && !(r.parent.restored && len(r.next) > 0) {
+		if r.parent.node.stateful && r.x != nil && r.x.invocation != nil && (r.x.branched || !(r.parent.restored && len(r.next) > 0)) {
 			// A Stateful subgraph's new invocation: what was pending in
-			// its namespace belongs to an invocation that was given up.
+			// its namespace belongs to an invocation that was given up
+			// (or, on a branch back in time, to the state it had then).
 			r.next, r.deferred = nil, r.deferred[:0]
 			for _, seen := range r.seen {
 				clear(seen)
@@ -775,8 +780,9 @@ func (r *run) stepLimitError() error {
 	return e
 }
 
-// tag is the low half of the versions this commit writes: a hash of the ID
-// the next checkpoint will have (0 without a checkpointer).
+// tag is the low half of the versions this commit writes: a hash of a new
+// random ID drawn once per checkpoint (0 without a checkpointer), so two
+// branches of a thread never give one key the same version.
 func (r *run) tag() uint32 {
 	if r.cfg.saver == nil {
 		return 0
@@ -784,7 +790,12 @@ func (r *run) tag() uint32 {
 	if r.nextID == "" {
 		r.nextID = checkpoint.NewID()
 	}
+	return idTag(r.nextID)
+}
+
+// idTag is the low half of the versions written for checkpoint id.
+func idTag(id string) uint32 {
 	h := newFNV128()
-	h.add(r.nextID)
+	h.add(id)
 	return uint32(h.a)
 }

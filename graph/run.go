@@ -162,11 +162,11 @@ type runExtra struct {
 	logRestart bool
 	// a root run that travels back in time (see branchBound), and whether
 	// this Stateful subgraph run restored its namespace by that bound
-	branch   *branchBound
-	branched bool
-	heldMu     sync.Mutex // parallel tasks hold writes at once
-	held       []heldWrites
-	finishing  bool
+	branch    *branchBound
+	branched  bool
+	heldMu    sync.Mutex // parallel tasks hold writes at once
+	held      []heldWrites
+	finishing bool
 }
 
 // heldWrites are pending writes DurabilityExit holds until the run ends.

@@ -81,8 +81,10 @@ const (
 // what List filters on.
 type Metadata struct {
 	Source Source `json:"source"`
-	// Step is the superstep that produced the checkpoint: 0 for the input,
-	// then 1, 2, ... for each committed superstep.
+	// Step is the superstep that produced the checkpoint: a root run with
+	// input first saves the state before it (source input, step -1 on a
+	// new thread), then 0 for the input applied, then 1, 2, ... for each
+	// committed superstep; a later run goes on from the thread's last step.
 	Step int `json:"step"`
 	// Parent is the ID of the checkpoint this one follows ("" for the first):
 	// usually the previous latest, an older checkpoint for a fork.

@@ -131,6 +131,9 @@ func (r *run) finish(runErr error) error {
 	if r.cfg.saver != nil && r.cfg.durability == DurabilityExit && r.dirty {
 		x := r.extra()
 		x.finishing = true
+		if err := r.putHeld(); err != nil {
+			return err
+		}
 		for _, h := range x.held {
 			ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: h.cp}
 			if err := r.cfg.saver.PutWrites(r.ctx, ref, h.task, h.ws); err != nil {

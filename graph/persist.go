@@ -76,6 +76,13 @@ func (r *run) save(source checkpoint.Source) error {
 		}
 		cp.Next = append(cp.Next, ct)
 	}
+	if r.x != nil && r.x.pending != nil {
+		st, err := r.startTask(r.step)
+		if err != nil {
+			return fmt.Errorf("graph: checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)
+		}
+		cp.Next = append(cp.Next, st)
+	}
 	for j, seen := range r.seen {
 		for s, ok := range seen {
 			if ok {
@@ -95,6 +102,10 @@ func (r *run) save(source checkpoint.Source) error {
 		step-- // the run stopped inside a step: the state is the last commit's
 	}
 	md := checkpoint.Metadata{Source: source, Step: step, Parent: parent, RunID: r.cfg.runID}
+	if r.x != nil && r.x.holdCP {
+		r.x.holdCP, r.x.heldCP = false, &heldCheckpoint{cp: cp, md: md}
+		return nil
+	}
 	if err := r.put(cp, md); err != nil {
 		r.cpID = parent
 		return err
@@ -307,6 +318,12 @@ func (r *run) restoreFrom(tup *checkpoint.Tuple, withWrites bool) (bool, error) 
 	}
 	r.step, r.cpID = tup.Metadata.Step, tup.Ref.ID
 	for _, ct := range tup.Checkpoint.Next {
+		if ct.Node == START {
+			if err := r.restoreStart(ct); err != nil {
+				return fail(err)
+			}
+			continue
+		}
 		i, ok := r.g.byName[ct.Node]
 		if !ok {
 			return fail(fmt.Errorf("its next task runs node %q, which this graph lacks", ct.Node))

@@ -42,7 +42,9 @@ func TestCheckpointPerStep(t *testing.T) {
 			t.Errorf("checkpoint %d's parent %q is not the one before it", i, c.Metadata.Parent)
 		}
 	}
-	want := []string{"loop 2 next=0", "loop 1 next=1", "input 0 next=1"}
+	// As LangGraph: the pre-input checkpoint (step -1, START next), then
+	// the input applied as step 0.
+	want := []string{"loop 2 next=0", "loop 1 next=1", "loop 0 next=1", "input -1 next=1"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("checkpoints, newest first (-want +got):\n%s", d)
 	}

@@ -162,8 +162,13 @@ type runExtra struct {
 	logRestart bool
 	// a root run that travels back in time (see branchBound), and whether
 	// this Stateful subgraph run restored its namespace by that bound
-	branch    *branchBound
-	branched  bool
+	branch   *branchBound
+	branched bool
+	// the pre-input checkpoint: the input it carries (restored, or being
+	// saved), and under DurabilityExit the checkpoint held until finish
+	pending   *pendingInput
+	holdCP    bool
+	heldCP    *heldCheckpoint
 	heldMu    sync.Mutex // parallel tasks hold writes at once
 	held      []heldWrites
 	finishing bool
@@ -345,6 +350,15 @@ func (r *run) loop(input Update) error {
 		}
 		r.x.adopt = nil
 	}
+	reuse := false // the run goes on from a pre-input checkpoint at the head
+	if resumed && input == nil && r.x != nil && r.x.pending != nil && r.cfg.get().command == nil {
+		// A pre-input checkpoint whose input was not applied (a crash, or
+		// a replay from it): apply it now.
+		input, reuse = r.x.pending.input, r.cpID == r.headID
+	}
+	if r.x != nil {
+		r.x.pending = nil
+	}
 	if err := r.setRunContext(); err != nil {
 		return err
 	}
@@ -362,11 +376,18 @@ func (r *run) loop(input Update) error {
 		input = nil
 	}
 	if input != nil || !resumed {
-		if resumed {
+		pre := !reuse && r.preInput(input)
+		switch {
+		case pre && !resumed:
+			r.step = -1 // a new thread's pre-input checkpoint, as LangGraph's
+		case resumed:
 			r.step++ // the input gets a step of its own in the thread's history
 		}
 		r.source = checkpoint.SourceInput
-		if err := r.applyInput(input); err != nil {
+		if pre || reuse {
+			r.source = checkpoint.SourceLoop // the input checkpoint came first
+		}
+		if err := r.applyInput(input, pre); err != nil {
 			return err
 		}
 	}
@@ -420,8 +441,10 @@ func (r *run) cause(err error) error {
 	return err
 }
 
-// applyInput applies the input as step 0 and schedules START's targets.
-func (r *run) applyInput(input Update) error {
+// applyInput applies the input as step 0 and schedules START's targets;
+// with pre, after saving the pre-input checkpoint at r.step, in the step
+// after it.
+func (r *run) applyInput(input Update, pre bool) error {
 	in := &task{r: r, node: r.g.start, writes: input, step: r.step}
 	if err := r.checkWrites(in); err != nil {
 		return err
@@ -438,6 +461,15 @@ func (r *run) applyInput(input Update) error {
 		if err := in.route(view); err != nil {
 			return err
 		}
+	}
+	if pre {
+		// Only a valid input is saved: its checkpoint would wait forever.
+		if err := r.savePreInput(input); err != nil {
+			return err
+		}
+		r.step++
+		in.step = r.step
+		r.next = nil
 	}
 	tasks := []*task{in}
 	if err := r.apply(tasks); err != nil {

@@ -151,6 +151,9 @@ func (g *Graph) UpdateState(ctx context.Context, update Update, asNode string, o
 		}
 		r.step++
 	}
+	if asNode != "" && r.x != nil {
+		r.x.pending = nil // an input not applied yet is dropped with the pending work
+	}
 	r.source = checkpoint.SourceUpdate
 	if r.cpID != r.headID {
 		r.source = checkpoint.SourceFork
@@ -185,7 +188,7 @@ func (g *Graph) UpdateState(ctx context.Context, update Update, asNode string, o
 	case cmd != nil && len(cmd.Goto) > 0:
 		err = r.updateGoto(asNode, update, cmd.Goto)
 	case asNode == START:
-		err = r.applyInput(update)
+		err = r.applyInput(update, false)
 	case asNode == "":
 		t := &task{r: r, node: r.g.start, writes: update, step: r.step, done: true}
 		if err = r.checkWrites(t); err == nil {
@@ -324,6 +327,11 @@ func (r *run) snapshot(ctx context.Context, tup *checkpoint.Tuple) (*Snapshot, e
 				s.Interrupts = append(s.Interrupts, m.info)
 			}
 		}
+	}
+	if r.x != nil && r.x.pending != nil {
+		// A pre-input checkpoint: START is next, with the input.
+		s.Next = append(s.Next, START)
+		s.Tasks = append(s.Tasks, TaskState{ID: r.x.pending.id, Node: START})
 	}
 	for _, t := range r.next {
 		if !t.done {

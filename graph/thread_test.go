@@ -59,13 +59,13 @@ func TestHistory(t *testing.T) {
 		}
 		got = append(got, strings.Join(log.Get(s.Values), ",")+" next="+strings.Join(s.Next, ","))
 	}
-	want := []string{"in,a,b next=", "in,a next=b", "in next=a"}
+	want := []string{"in,a,b next=", "in,a next=b", "in next=a", " next=__start__"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("history (-want +got):\n%s", d)
 	}
 	n := 0
 	for s, err := range g.History(context.Background(), checkpoint.ListOptions{Filter: map[string]string{"source": "input"}}, opts...) {
-		if err != nil || s.Metadata.Step != 0 {
+		if err != nil || s.Metadata.Step != -1 {
 			t.Fatalf("filtered: %v %+v", err, s.Metadata)
 		}
 		n++

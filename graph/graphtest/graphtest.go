@@ -413,13 +413,18 @@ func testHistoryReplayFork(t *testing.T, e env) {
 		}
 		snaps = append(snaps, s)
 	}
+	// The oldest is the pre-input checkpoint: step -1, source input, the
+	// state before the input, START next.
+	if pre := snaps[len(snaps)-1]; pre.Metadata.Step != -1 || pre.Metadata.Source != checkpoint.SourceInput || len(log.Get(pre.Values)) != 0 || !cmp.Equal(pre.Next, []string{graph.START}) {
+		t.Errorf("pre-input checkpoint: step %d source %s values %v next %v", pre.Metadata.Step, pre.Metadata.Source, log.Get(pre.Values), pre.Next)
+	}
 	if e.mode == graph.DurabilityExit {
-		if len(snaps) != 1 {
-			t.Fatalf("exit mode saved %d checkpoints, want 1", len(snaps))
+		if len(snaps) != 2 {
+			t.Fatalf("exit mode saved %d checkpoints, want 2 (pre-input and last)", len(snaps))
 		}
 		return // no intermediate checkpoint to replay or fork from
 	}
-	if len(snaps) != 3 || !cmp.Equal(snaps[1].Next, []string{"b"}) {
+	if len(snaps) != 4 || !cmp.Equal(snaps[1].Next, []string{"b"}) {
 		t.Fatalf("history: %d snapshots, second next %v", len(snaps), snaps[1].Next)
 	}
 	afterA := snaps[1].Checkpoint.ID

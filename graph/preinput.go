@@ -1,0 +1,109 @@
+package graph
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+)
+
+// The pre-input checkpoint. A root run given an input first saves a
+// checkpoint of the state before the input (source "input", step -1 on a
+// new thread and one past the thread's last step otherwise), whose only
+// next task is START carrying the input; applying the input is then a step
+// of its own (source "loop"). This is LangGraph's input checkpoint: the
+// checkpoint where a message first appears has a parent that does not hold
+// it yet, so a run from that parent with another input branches — which is
+// how a chat UI edits a thread's first message. A run from a pre-input
+// checkpoint without input applies the input it carries (a crash between
+// the two checkpoints, or a replay).
+
+// pendingInput is an input saved in a pre-input checkpoint and not yet
+// applied.
+type pendingInput struct {
+	input Update
+	id    string // its START task's ID, when restored
+}
+
+// preInput reports whether a run applying input writes a pre-input
+// checkpoint first: root runs with a checkpointer and an input do.
+func (r *run) preInput(input Update) bool {
+	return r.parent == nil && r.cfg.saver != nil && input != nil
+}
+
+// savePreInput saves the pre-input checkpoint for input at r.step. Under
+// DurabilityExit it is held and written when the run ends, before the
+// run's last checkpoint.
+func (r *run) savePreInput(input Update) error {
+	x := r.extra()
+	x.pending = &pendingInput{input: input}
+	defer func() { x.pending = nil }()
+	saved := r.next
+	r.next = nil // a new input drops what was pending
+	defer func() { r.next = saved }()
+	x.holdCP = r.cfg.durability == DurabilityExit
+	return r.save(checkpoint.SourceInput)
+}
+
+// startTask is the START task of a pre-input checkpoint, as Next lists it.
+func (r *run) startTask(step int) (checkpoint.Task, error) {
+	in := r.x.pending.input
+	entries := make([]wireLogEntry, 0, len(in))
+	for _, w := range in {
+		b, err := w.key.encodeWrite(w)
+		if err != nil {
+			return checkpoint.Task{}, fmt.Errorf("encode the input: %w", err)
+		}
+		entries = append(entries, wireLogEntry{Key: w.key.Name(), Write: b})
+	}
+	p, err := json.Marshal(entries)
+	if err != nil {
+		return checkpoint.Task{}, fmt.Errorf("encode the input: %w", err)
+	}
+	t := &task{r: r, node: r.g.start, step: step + 1}
+	return checkpoint.Task{ID: t.ID(), Node: START, Payload: p}, nil
+}
+
+// restoreStart reads the input a pre-input checkpoint's START task carries.
+func (r *run) restoreStart(ct checkpoint.Task) error {
+	var entries []wireLogEntry
+	if err := json.Unmarshal(ct.Payload, &entries); err != nil {
+		return fmt.Errorf("the input of task %s: %w", ct.ID, err)
+	}
+	in := Update{}
+	for _, e := range entries {
+		i, ok := r.g.sch.byName(e.Key)
+		if !ok {
+			return fmt.Errorf("the input of task %s writes key %q, which this graph's schema lacks", ct.ID, e.Key)
+		}
+		w, err := r.g.sch.keys[i].decodeWrite(e.Write)
+		if err != nil {
+			return err
+		}
+		in = append(in, w)
+	}
+	r.extra().pending = &pendingInput{input: in, id: ct.ID}
+	return nil
+}
+
+// heldCheckpoint is a checkpoint DurabilityExit writes when the run ends.
+type heldCheckpoint struct {
+	cp checkpoint.Checkpoint
+	md checkpoint.Metadata
+}
+
+// putHeld writes the held pre-input checkpoint (DurabilityExit).
+func (r *run) putHeld() error {
+	h := r.x.heldCP
+	if h == nil {
+		return nil
+	}
+	r.x.heldCP = nil
+	if err := r.put(h.cp, h.md); err != nil {
+		return err
+	}
+	if r.wants(EventCheckpoint) {
+		r.deliver(Event{Kind: EventCheckpoint, Step: h.md.Step, Namespace: r.ns, Checkpoint: checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: h.cp.ID}})
+	}
+	return nil
+}

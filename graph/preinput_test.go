@@ -1,0 +1,89 @@
+package graph_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/graph"
+)
+
+// echoChat answers each message with "re: " and the message.
+func echoChat(t *testing.T, msgs *graph.Key[[]string]) *graph.Graph {
+	b := graph.New(msgs)
+	b.AddNode("reply", func(_ context.Context, s graph.State) (graph.Output, error) {
+		m := msgs.Get(s)
+		return graph.Writes(graph.Append(msgs, "re: "+m[len(m)-1])), nil
+	})
+	b.SetEntry("reply")
+	b.AddEdge("reply", graph.END)
+	return mustCompile(t, b)
+}
+
+// Editing a thread's first message, as a chat UI does it: take the parent
+// of the checkpoint where the message first appears and run the edited
+// message from there. The thread branches: the new head holds the edited
+// message and not the original, and the original branch stays. Then a
+// replay of that parent without input applies the input it carries. At the
+// top level and inside one and two subgraphs, in every durability mode.
+func TestEditFirstMessageBranches(t *testing.T) {
+	eachDepthAndMode(t, func(t *testing.T, depth int, mode graph.Durability) {
+		msgs := graph.NewKey("msgs", graph.Concat[string]())
+		g, _ := atDepth(t, echoChat(t, msgs), depth, msgs)
+		run := append(threadOpts(checkpoint.NewMemory(), "edit"), graph.WithDurability(mode))
+		ctx := context.Background()
+		for _, m := range []string{"hi", "how"} {
+			if _, err := g.Invoke(ctx, graph.Writes(graph.Append(msgs, m)), run...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var first *graph.Snapshot // the oldest checkpoint holding "hi"
+		var head string
+		steps := map[string]int{}
+		for s, err := range g.History(ctx, checkpoint.ListOptions{}, run...) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			if head == "" {
+				head = s.Checkpoint.ID
+			}
+			if slices.Contains(msgs.Get(s.Values), "hi") {
+				first = s
+			}
+			steps[s.Checkpoint.ID] = s.Metadata.Step
+		}
+		if first == nil || first.Parent.ID == "" {
+			t.Fatalf("the checkpoint where the first message appears has no parent: %+v", first)
+		}
+		parent, err := g.GetState(ctx, append(run, graph.WithCheckpointID(first.Parent.ID))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(msgs.Get(parent.Values)) != 0 || !cmp.Equal(parent.Next, []string{graph.START}) || parent.Metadata.Step != -1 || parent.Metadata.Source != checkpoint.SourceInput {
+			t.Errorf("the parent: values %v next %v metadata %+v", msgs.Get(parent.Values), parent.Next, parent.Metadata)
+		}
+		res, err := g.Invoke(ctx, graph.Writes(graph.Append(msgs, "hello")), append(run, graph.WithCheckpointID(first.Parent.ID))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff([]string{"hello", "re: hello"}, msgs.Get(res.State)); d != "" {
+			t.Errorf("after the edit (-want +got):\n%s", d)
+		}
+		now, err := g.GetState(ctx, run...)
+		if err != nil || !cmp.Equal(msgs.Get(now.Values), []string{"hello", "re: hello"}) {
+			t.Errorf("the thread's state after the edit: %v, err %v", msgs.Get(now.Values), err)
+		}
+		old, err := g.GetState(ctx, append(run, graph.WithCheckpointID(head))...)
+		if err != nil || !cmp.Equal(msgs.Get(old.Values), []string{"hi", "re: hi", "how", "re: how"}) {
+			t.Errorf("the original branch: %v, err %v", msgs.Get(old.Values), err)
+		}
+		// A replay of the pre-input checkpoint applies the input it holds.
+		res, err = g.Invoke(ctx, nil, append(run, graph.WithCheckpointID(first.Parent.ID))...)
+		if err != nil || !cmp.Equal(msgs.Get(res.State), []string{"hi", "re: hi"}) {
+			t.Errorf("replay of the pre-input checkpoint: %v, err %v", msgs.Get(res.State), err)
+		}
+	})
+}

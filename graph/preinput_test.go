@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"testing"
 
@@ -86,4 +87,55 @@ func TestEditFirstMessageBranches(t *testing.T) {
 			t.Errorf("replay of the pre-input checkpoint: %v, err %v", msgs.Get(res.State), err)
 		}
 	})
+}
+
+// failingPut is a saver whose Put of the first step-0 checkpoint fails, as
+// if the process died between the pre-input checkpoint and the input's.
+type failingPut struct {
+	checkpoint.Saver
+	failed bool
+}
+
+func (f *failingPut) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Checkpoint, md checkpoint.Metadata) (checkpoint.Ref, error) {
+	if md.Step == 0 && !f.failed {
+		f.failed = true
+		return checkpoint.Ref{}, errors.New("the disk is gone")
+	}
+	return f.Saver.Put(ctx, ref, cp, md)
+}
+
+// A run that stopped after its pre-input checkpoint is resumed with no
+// input: the input the checkpoint carries is applied, once, and no second
+// pre-input checkpoint is written.
+func TestPreInputCheckpointResumes(t *testing.T) {
+	for _, mode := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync} {
+		t.Run(mode.String(), func(t *testing.T) {
+			msgs := graph.NewKey("msgs", graph.Concat[string]())
+			g := echoChat(t, msgs)
+			saver := &failingPut{Saver: checkpoint.NewMemory()}
+			run := append(threadOpts(saver, "crash"), graph.WithDurability(mode))
+			if _, err := g.Invoke(context.Background(), graph.Writes(graph.Append(msgs, "hi")), run...); err == nil {
+				t.Fatal("no error")
+			}
+			s, err := g.GetState(context.Background(), run...)
+			if err != nil || !cmp.Equal(s.Next, []string{graph.START}) {
+				t.Fatalf("head after the failure: next %v, err %v", s.Next, err)
+			}
+			res, err := g.Invoke(context.Background(), nil, run...)
+			if err != nil || !cmp.Equal(msgs.Get(res.State), []string{"hi", "re: hi"}) {
+				t.Fatalf("resumed: %v, err %v", msgs.Get(res.State), err)
+			}
+			n := 0
+			for s, err := range g.History(context.Background(), checkpoint.ListOptions{Filter: map[string]string{"source": "input"}}, run...) {
+				if err != nil {
+					t.Fatal(err)
+				}
+				n++
+				_ = s
+			}
+			if n != 1 {
+				t.Errorf("%d pre-input checkpoints, want 1", n)
+			}
+		})
+	}
 }

@@ -27,7 +27,8 @@ import (
 // subgraph node must declare with Destinations. This is how a sub-agent
 // hands the conversation to another (LangGraph's Command.PARENT). A graph
 // invoked from inside a node works the same when the node returns Invoke's
-// error as is.
+// error as is. From a node of the root graph, which has no parent, the run
+// fails with a *ParentCommandError carrying the command.
 type Command struct {
 	Goto   []Target
 	Update Update

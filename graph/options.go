@@ -39,8 +39,11 @@ type runConfig struct {
 
 // WithCheckpointID starts from this checkpoint of the thread instead of its
 // latest: Invoke with a nil input replays from it (the steps before it are
-// not executed again; new checkpoints branch off it), GetState reads it, and
-// UpdateState forks from it.
+// not executed again; new checkpoints branch off it), Invoke with an input
+// applies it there (a branch: from a run's pre-input checkpoint, the parent
+// of the one where its input first appears, this edits that input),
+// GetState reads it, and UpdateState forks from it. Stateful subgraphs
+// follow the branch (see Stateful).
 func WithCheckpointID(id string) RunOption {
 	return runOptionFunc(func(c *runConfig) { c.rare().checkpointID = id })
 }

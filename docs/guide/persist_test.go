@@ -98,10 +98,12 @@ func Example_persistence() {
 	fmt.Println("latest:", Items.Get(latest.Values))
 	// Output:
 	// [tea cake] 20
-	// step 3 loop  items=[tea cake] next=[]
-	// step 2 input items=[tea cake] next=[price]
+	// step 4 loop  items=[tea cake] next=[]
+	// step 3 loop  items=[tea cake] next=[price]
+	// step 2 input items=[tea] next=[__start__]
 	// step 1 loop  items=[tea] next=[]
-	// step 0 input items=[tea] next=[price]
+	// step 0 loop  items=[tea] next=[price]
+	// step -1 input items=[] next=[__start__]
 	// fork: [tea scones] 20
 	// latest: [tea scones]
 }

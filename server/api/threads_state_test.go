@@ -75,7 +75,8 @@ func TestThreadStateAndHistory(t *testing.T) {
 
 	// History: newest first, limit, before, metadata filter.
 	e.must(200, &hist, "POST", "/threads/t1/history", map[string]any{})
-	if len(hist) != 2 || *hist[0].Checkpoint.CheckpointID != latest {
+	// As LangGraph: the pre-input checkpoint, the input applied, greet.
+	if len(hist) != 3 || *hist[0].Checkpoint.CheckpointID != latest {
 		t.Fatalf("history: %d states, first %v", len(hist), hist[0].Checkpoint.CheckpointID)
 	}
 	all := len(hist)

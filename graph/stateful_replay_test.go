@@ -34,8 +34,7 @@ func TestStatefulSubgraphUpdatesAreItsOwn(t *testing.T) {
 				g := statefulAt(t, &c, log, depth)
 				run := append(threadOpts(checkpoint.NewMemory(), "upd"), graph.WithDurability(mode), graph.WithEvents(graph.EventUpdates))
 				for _, tp := range []string{"owls", "bats", "cats"} {
-					var got map[string][]string // namespace depth → the agent node's update
-					got = map[string][]string{}
+					got := map[string][]string{} // namespace → the agent node's update
 					for ev, err := range g.Stream(context.Background(), graph.Writes(topic2.Set(tp)), run...) {
 						if err != nil {
 							t.Fatal(err)

@@ -441,49 +441,6 @@ func (r *run) cause(err error) error {
 	return err
 }
 
-// applyInput applies the input as step 0 and schedules START's targets;
-// with pre, after saving the pre-input checkpoint at r.step, in the step
-// after it.
-func (r *run) applyInput(input Update, pre bool) error {
-	in := &task{r: r, node: r.g.start, writes: input, step: r.step}
-	if err := r.checkWrites(in); err != nil {
-		return err
-	}
-	if r.g.start.conds != nil || r.g.start.fans != nil {
-		in.Context = r.ctx
-		view := r.state
-		if len(input) > 0 {
-			view = r.state.clone()
-			if err := r.applyOwn(view, in); err != nil {
-				return err
-			}
-		}
-		if err := in.route(view); err != nil {
-			return err
-		}
-	}
-	if pre {
-		// Only a valid input is saved: its checkpoint would wait forever.
-		if err := r.savePreInput(input); err != nil {
-			return err
-		}
-		r.step++
-		in.step = r.step
-		r.next = nil
-	}
-	tasks := []*task{in}
-	if err := r.apply(tasks); err != nil {
-		return err
-	}
-	if r.x != nil && r.x.logRestart {
-		// A Stateful subgraph's new invocation: the parent's values are
-		// not its writes, and the log starts over before the input's
-		// checkpoint saves it (which clears logRestart).
-		r.log = r.log[:0]
-	}
-	return r.afterCommit(tasks)
-}
-
 // superstep runs r.next against the frozen state and commits the results.
 func (r *run) superstep() error {
 	tasks := r.next

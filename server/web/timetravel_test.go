@@ -70,17 +70,18 @@ func TestBrowserTimeTravelFork(t *testing.T) {
 	b.pick("echo")
 	b.send("first question")
 	b.waitFor("the echo", `document.getElementById('messages').innerText.includes('You said: first question')`)
-	b.waitFor("the timeline", `document.querySelectorAll('#timeline button[data-checkpoint]').length === 2`)
-	if got := eval[[]string](b, `[...document.querySelectorAll('#timeline .cp-head')].map((e) => e.textContent)`); !slices.Equal(got, []string{"Step 0 · input", "Step 1 · step"}) {
+	b.waitFor("the timeline", `document.querySelectorAll('#timeline button[data-checkpoint]').length === 3`)
+	if got := eval[[]string](b, `[...document.querySelectorAll('#timeline .cp-head')].map((e) => e.textContent)`); !slices.Equal(got, []string{"Step -1 · input", "Step 0 · step", "Step 1 · step"}) {
 		t.Errorf("the timeline lists %q", got)
 	}
 
-	// Keyboard only: focus the latest checkpoint, Up to the input one,
-	// Enter opens it.
+	// Keyboard only: focus the latest checkpoint, Up to the one with the
+	// input applied (the oldest is the pre-input checkpoint, as
+	// LangGraph's), Enter opens it.
 	eval[bool](b, `([...document.querySelectorAll('#timeline button[data-checkpoint]')].at(-1).focus(), true)`)
 	b.do("moving up and opening", chromedp.KeyEvent(kb.ArrowUp), chromedp.KeyEvent("\r"))
-	b.waitFor("the checkpoint's state", `document.querySelector('#checkpoint h3')?.textContent === 'Checkpoint: Step 0 · input'`)
-	if got := eval[string](b, `document.activeElement.textContent`); got != "Checkpoint: Step 0 · input" {
+	b.waitFor("the checkpoint's state", `document.querySelector('#checkpoint h3')?.textContent === 'Checkpoint: Step 0 · step'`)
+	if got := eval[string](b, `document.activeElement.textContent`); got != "Checkpoint: Step 0 · step" {
 		t.Errorf("the focus is on %q after opening a checkpoint", got)
 	}
 	if got := eval[string](b, `document.querySelector('#checkpoint .cp-facts dd').textContent`); got != "echo" {
@@ -91,7 +92,7 @@ func TestBrowserTimeTravelFork(t *testing.T) {
 	b.waitFor("the page's verdict", `document.getElementById('fork-values').getAttribute('aria-invalid') === 'true' && document.getElementById('fork-problem').textContent.startsWith('Not JSON')`)
 
 	// Edit the message and fork.
-	b.do("opening it again", chromedp.Click(chromedp.CSS(`#timeline button[data-checkpoint]`)))
+	b.do("opening it again", chromedp.Click(chromedp.CSS(`#timeline li.cp:nth-child(2) button[data-checkpoint]`)))
 	eval[bool](b, `(() => { const ta = document.getElementById('fork-values'); ta.value = ta.value.replace('first question', 'edited question'); return true; })()`)
 	b.do("forking", chromedp.Click(`//*[@id='checkpoint']//button[normalize-space()='Fork and run from here']`))
 	b.waitFor("the forked answer", `document.getElementById('messages').innerText.includes('You said: edited question')`)

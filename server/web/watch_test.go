@@ -112,9 +112,9 @@ func TestBrowserGraphUsageCancel(t *testing.T) {
 		t.Errorf("the run's status reads %q while it runs", got)
 	}
 	b.waitFor("the thread listed as running", `document.querySelector('#threads a[aria-current=page] .badge')?.textContent === 'running'`)
-	// The history follows the run: its input checkpoint shows while the
-	// run is still held.
-	b.waitFor("the input checkpoint mid-run", `document.querySelector('#timeline .cp-head')?.textContent === 'Step 0 · input' && document.body.classList.contains('running')`)
+	// The history follows the run: its pre-input checkpoint shows while
+	// the run is still held.
+	b.waitFor("the input checkpoint mid-run", `document.querySelector('#timeline .cp-head')?.textContent === 'Step -1 · input' && document.body.classList.contains('running')`)
 	b.screenshot("graph-running")
 	b.checkA11y("graph")
 	// A reload rejoins the run, and its replayed task events light the

@@ -207,4 +207,3 @@ func mcpInitialize(t *testing.T, base string) string {
 	})
 	return id
 }
-

@@ -19,8 +19,10 @@ import (
 // wrap, on the route table, the web page (GET / and /ui/...) and the
 // problem fallback on every other path. Every route of the table has its
 // handler; a build where one is missing (or a handler names no route)
-// fails here, at start. The event-stream routes count against streams
-// (per tenant).
+// fails here, at start. Every route counts the responses it answers as an
+// event stream against streams (per tenant): the event-stream routes
+// before their handler runs, the others (a streamed chat completion, an
+// MCP answer sent as SSE) when the stream starts (limit.Streams).
 func newMux(a *api.API, oa *openaiapi.Handler, ag *aguiapi.Handler, mh *mcpapi.Handler, wrap func(http.Handler) http.Handler, streams *limit.Counter) (*routeMux, error) {
 	routes := spec.Routes()
 	mux := &routeMux{ServeMux: http.NewServeMux()}
@@ -36,8 +38,8 @@ func newMux(a *api.API, oa *openaiapi.Handler, ag *aguiapi.Handler, mh *mcpapi.H
 		handlers[id] = h
 	}
 	for _, r := range routes {
-		if h := handlers[r.OperationID]; r.Stream && h != nil {
-			handlers[r.OperationID] = limit.Streams(streams, requestTenant, h)
+		if h := handlers[r.OperationID]; h != nil {
+			handlers[r.OperationID] = limit.Streams(streams, requestTenant, r.Stream, h)
 		}
 	}
 	for id, h := range handlers {

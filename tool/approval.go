@@ -100,6 +100,15 @@ type ApprovalRequest struct {
 	// answer edited the arguments into ones the tool cannot use, or was not
 	// a known action.
 	Problem string `json:"problem,omitempty"`
+
+	// ActionRequests and ReviewConfigs describe the same call in the shape
+	// of LangChain's human-in-the-loop middleware, so LangChain front ends
+	// (Agent Chat UI and others reading HITLRequest) render their
+	// approve/edit/reject view for it: one action request (the call) and
+	// its review config. Answer with {"decisions": [one decision]} — see
+	// Decision.
+	ActionRequests []ActionRequest `json:"action_requests"`
+	ReviewConfigs  []ReviewConfig  `json:"review_configs"`
 }
 
 // ApprovalFrom decodes the approval request an interrupt carries. It
@@ -136,6 +145,10 @@ type Decision struct {
 	Arguments json.RawMessage `json:"arguments,omitempty"`
 	// Message, for ActionReject, tells the model why.
 	Message string `json:"message,omitempty"`
+	// Tool, for ActionEdit, is the tool the edit names (LangChain's
+	// edited_action.name), when it names one. It must be the call's own:
+	// an edit changes the arguments, never the tool.
+	Tool string `json:"tool,omitempty"`
 }
 
 // decisionSchema is the JSON Schema of a Decision, which approval
@@ -150,10 +163,20 @@ var decisionSchema = sync.OnceValue(func() json.RawMessage {
 type decisionObject Decision
 
 // UnmarshalJSON reads a Decision as a person may give it: the object form
-// {"action", "arguments", "message"}, or a plain confirmation — true,
-// "approve", "accept", "是", "确认" approve; false, "reject", "否", "拒绝"
-// reject. Any other text is an error saying what fits.
+// {"action", "arguments", "message"}, LangChain's human-in-the-loop
+// resume {"decisions": [{"type": "approve"|"edit"|"reject", ...}]} (one
+// decision: each approval request has one action request), or a plain
+// confirmation — true, "approve", "accept", "是", "确认" approve; false,
+// "reject", "否", "拒绝" reject. Any other text is an error saying what
+// fits.
 func (d *Decision) UnmarshalJSON(b []byte) error {
+	if hd, ok, err := decodeHITL(b); ok {
+		if err != nil {
+			return err
+		}
+		*d = hd
+		return nil
+	}
 	if yes, ok := answer.Confirm(b); ok {
 		if yes {
 			*d = Approve()

@@ -392,8 +392,10 @@ func (n *Node) approve(ctx context.Context, e *entry, call llm.ToolCall, args js
 		Parameters: e.info.Parameters,
 		ReadOnly:   e.info.ReadOnly,
 	}
+	schema := approvalSchema(call.Name)
 	for {
-		d, err := graph.Interrupt[Decision](ctx, req, graph.ExpectAnswer(decisionSchema()))
+		req.withHITL()
+		d, err := graph.Interrupt[Decision](ctx, req, graph.ExpectAnswer(schema))
 		if err != nil {
 			return Decision{}, nil, err
 		}
@@ -401,6 +403,10 @@ func (n *Node) approve(ctx context.Context, e *entry, call llm.ToolCall, args js
 		case ActionApprove, ActionReject:
 			return d, args, nil
 		case ActionEdit:
+			if d.Tool != "" && d.Tool != call.Name {
+				req.Problem = fmt.Sprintf("The edit names the tool %q, but this call is of %q: an edit changes only the arguments. Approve, reject, or edit again.", d.Tool, call.Name)
+				continue
+			}
 			edited := normalizeArgs(d.Arguments)
 			if err := e.validate(edited); err != nil {
 				req.Problem = fmt.Sprintf("The edited arguments cannot be used: %v. Approve, reject, or edit again.", argProblem(err))

@@ -137,6 +137,9 @@ func TestApprovalDecisions(t *testing.T) {
 				t.Errorf("the request's parameters %s, read-only %v; want the send tool's schema, a write", req.Parameters, req.ReadOnly)
 			}
 			want.Parameters = req.Parameters
+			// The same call in LangChain's human-in-the-loop shape.
+			want.ActionRequests = []tool.ActionRequest{{Name: "send", Args: json.RawMessage(`{"text":"b"}`), Description: "Send b"}}
+			want.ReviewConfigs = []tool.ReviewConfig{{ActionName: "send", AllowedDecisions: []string{"approve", "edit", "reject"}, ArgsSchema: req.Parameters}}
 			if !ok || !cmp.Equal(want, req) {
 				t.Fatalf("approval request = %+v, %v; want %+v", req, ok, want)
 			}

@@ -53,6 +53,9 @@ func TestWriteToolApproval(t *testing.T) {
 				t.Errorf("the request's parameters %s are not send_email's schema", req.Parameters)
 			}
 			want.Parameters = req.Parameters
+			// The same call in LangChain's human-in-the-loop shape.
+			want.ActionRequests = []tool.ActionRequest{{Name: "send_email", Args: want.Arguments, Description: want.Summary}}
+			want.ReviewConfigs = []tool.ReviewConfig{{ActionName: "send_email", AllowedDecisions: []string{"approve", "edit", "reject"}, ArgsSchema: req.Parameters}}
 			if !ok || !cmp.Equal(want, req) {
 				t.Fatalf("approval request = %+v, %v; want %+v", req, ok, want)
 			}

@@ -72,8 +72,9 @@ func eventFilter(modes wire.StreamModes, namespaces []string) func(string) bool 
 	}
 }
 
-// sendRun streams the run's events after after as SSE, then "end"; a
-// failure mid-stream is an "error" event {error, message}. When the
+// sendRun streams the run's events after after as SSE, then "end" (with
+// its own id and data null); a failure mid-stream is an "error" event
+// {error, message}. When the
 // client leaves and cancelOnLeave is set, the run is cancelled.
 func (a *API) sendRun(w http.ResponseWriter, r *http.Request, run db.Run, after int64, keep func(string) bool, cancelOnLeave bool) {
 	sw, err := sse.NewWriter(w, r, sse.Options{})
@@ -85,7 +86,7 @@ func (a *API) sendRun(w http.ResponseWriter, r *http.Request, run db.Run, after 
 	if err := sw.Open(); err != nil {
 		return
 	}
-	_, ferr := a.follow(r.Context(), a.tenant(r), run.ThreadID, run.ID, after, func(ev db.Event) error {
+	last, ferr := a.follow(r.Context(), a.tenant(r), run.ThreadID, run.ID, after, func(ev db.Event) error {
 		if keep != nil && !keep(ev.Event) {
 			return nil
 		}
@@ -100,10 +101,34 @@ func (a *API) sendRun(w http.ResponseWriter, r *http.Request, run db.Run, after 
 		}
 		slog.Error("run stream failed", "run", run.ID, "err", ferr)
 		data, _ := json.Marshal(wire.RunFailure{Error: "StreamError", Message: "the run's events could not be read; rejoin with Last-Event-ID to resume"})
-		_ = sw.Send(sse.Event{Event: "error", Data: data})
+		// The id of the last event handed over: a rejoin with it resumes
+		// right after, losing nothing.
+		_ = sw.Send(sse.Event{ID: sse.FormatID(last), Event: "error", Data: data})
 		return
 	}
-	_ = sw.Send(sse.Event{Event: "end"})
+	_ = sw.Send(sse.Event{ID: sse.FormatID(a.endSeq(r.Context(), a.tenant(r), run.ID, after, last)), Event: "end", Data: endData})
+}
+
+// endData is the end event's data: JSON null, because SDK 1.8.x parses
+// every event's data as JSON and throws on an empty one.
+var endData = []byte("null")
+
+// endSeq is the id the end event of a run stream carries: one past the
+// run's last event, so a client rejoining with the last data event's id
+// gets the end, and one rejoining with the end's id gets the same end
+// again (and nothing of the run twice). last is what follow handed over
+// (including events the stream's filter dropped); when it handed over
+// nothing, after is either a real event (the end is after+1) or already
+// the end's id.
+func (a *API) endSeq(ctx context.Context, tenant, runID string, after, last int64) int64 {
+	if last > after || after <= 0 {
+		return last + 1
+	}
+	evs, err := a.DB.ReadEvents(ctx, tenant, runID, after-1, 1)
+	if err == nil && len(evs) == 1 && evs[0].Seq == after {
+		return after + 1
+	}
+	return after
 }
 
 func (a *API) streamRun(w http.ResponseWriter, r *http.Request) { a.streamNew(w, r, false) }

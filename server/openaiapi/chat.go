@@ -15,6 +15,7 @@ import (
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/server/api/wire"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/internal/limit"
 	"github.com/trellis-agents/trellis/server/runs"
 	"github.com/trellis-agents/trellis/tool"
 )
@@ -162,6 +163,15 @@ func (h *Handler) chat(w http.ResponseWriter, r *http.Request) {
 	if e != nil {
 		e.write(w)
 		return
+	}
+	if req.Stream {
+		// The stream counts against limits.max_streams: refuse it before
+		// a run starts, in OpenAI's error shape.
+		if ok, detail := limit.Take(r); !ok {
+			w.Header().Set("Retry-After", "1")
+			(&apiError{status: http.StatusTooManyRequests, typ: "rate_limit_exceeded", code: "too_many_streams", msg: detail}).write(w)
+			return
+		}
 	}
 	ctx, tenant := r.Context(), h.tenant(r)
 	a, err := h.assistant(ctx, tenant, req.Model)

@@ -42,6 +42,11 @@ type Route struct {
 	Response reflect.Type
 	// Stream is set when the success body is a text/event-stream.
 	Stream bool
+	// MayStream is set when some requests are answered with a
+	// text/event-stream and others with Response (a chat completion with
+	// "stream": true, an MCP answer sent as SSE). Both kinds count against
+	// limits.max_streams when they stream; a test opens each.
+	MayStream bool
 	// NoContent lists other success statuses, answered without a body
 	// (204 for PATCH /threads/{id} with "Prefer: return=minimal").
 	NoContent []int
@@ -203,14 +208,14 @@ func Routes() []Route {
 			Description: `With "stream": true the answer is a text/event-stream of chat.completion.chunk objects ending with "data: [DONE]", and X-Trellis-Status is a trailer. The "trellis" members are Trellis's extension; see docs/openai.md.`,
 			Body:        t[openaiapi.ChatRequest](), Status: ok, Response: t[openaiapi.ChatCompletion](), Errors: t[openaiapi.ErrorResponse](),
 			Headers:  map[string]string{openaiapi.HeaderThread: "the conversation's thread", openaiapi.HeaderStatus: "done, waiting (the run waits for a person) or reasked (the answer did not fit)"},
-			Problems: []int{404, 409}},
+			Problems: []int{404, 409}, MayStream: true},
 
 		// MCP (server/mcpapi, docs/mcp-server.md): the assistants as tools over
 		// MCP's streamable HTTP transport, one endpoint for three methods.
 		{Method: "POST", Pattern: "/mcp", OperationID: "mcpPost", Tag: "MCP", Summary: "Send MCP JSON-RPC messages (initialize, tools/list, tools/call, answers to elicitations)",
 			Description: `MCP streamable HTTP (protocol 2025-11-25 and earlier). Send Accept: application/json, text/event-stream. The initialize answer sets Mcp-Session-Id; send it on every later request. A request's answer is JSON or a text/event-stream carrying its progress notifications and elicitation requests, then its response; notifications and responses are answered 202. An unknown or expired session is 404: initialize again. See docs/mcp-server.md.`,
 			Body:        t[json.RawMessage](), Status: ok, Response: t[json.RawMessage](), NoContent: []int{202},
-			Headers: map[string]string{"Mcp-Session-Id": "the session (set by initialize)"}, Problems: []int{403, 404, 406}},
+			Headers: map[string]string{"Mcp-Session-Id": "the session (set by initialize)"}, Problems: []int{403, 404, 406}, MayStream: true},
 		{Method: "GET", Pattern: "/mcp", OperationID: "mcpGet", Tag: "MCP", Summary: "Open the MCP session's stream of server messages", Description: "Needs the Mcp-Session-Id header; counts against limits.max_streams.", Status: ok, Stream: true, Problems: []int{400, 403, 404, 405}},
 		{Method: "DELETE", Pattern: "/mcp", OperationID: "mcpDelete", Tag: "MCP", Summary: "End the MCP session named by Mcp-Session-Id", Status: http.StatusNoContent, Problems: []int{400, 403, 404}},
 		// The AG-UI wire (server/aguiapi, docs/agui.md).

@@ -209,24 +209,6 @@ func (c *Counter) Held(tenant string) int {
 	return c.held[tenant]
 }
 
-// Streams wraps an event-stream handler: a tenant with max streams open
-// gets 429 until one closes.
-func Streams(c *Counter, tenant TenantFunc, next http.Handler) http.Handler {
-	if c == nil || c.max <= 0 {
-		return next
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t := tenant(r)
-		if !c.Acquire(t) {
-			TooMany(w, r, time.Second, fmt.Sprintf("too many open event streams: this tenant may keep %d open at once; close one (or join the run later)", c.max))
-			c.refused.tell(LimitStreams)
-			return
-		}
-		defer c.Release(t)
-		next.ServeHTTP(w, r)
-	})
-}
-
 // Body reads each request's body before the handler does, within timeout
 // and at most maxBytes of it: a body that does not arrive in time is
 // answered 408 (and the connection closed), a larger one 413. The handler

@@ -137,12 +137,14 @@ func (o opaque) hide(err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return fmt.Errorf("model %s: the call did not finish in time or was cancelled", o.m.Name())
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("the model call was cancelled: %w", context.Canceled)
+	case errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("the model call did not finish in time: %w", context.DeadlineExceeded)
 	case strings.Contains(err.Error(), "netguard:"):
-		return fmt.Errorf("model %s: its server's address is not public, and this server does not call such addresses for a model a request named (request_models.allow_private)", o.m.Name())
+		return errors.New("the model's server address is not public, and this server does not call such addresses for a model a request named (request_models.allow_private)")
 	}
-	return fmt.Errorf("model %s: the call failed; what its server answered is not shown, since a request chose the server", o.m.Name())
+	return errors.New("the model call failed; what its server answered is not shown, since a request chose the server")
 }
 
 // FieldPointer is the pointer the API answers the 422 at.

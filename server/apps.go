@@ -161,7 +161,7 @@ func (m Models) Titler() runs.Titler {
 // its files under DataDir; what the app acquires is released when the
 // server stops.
 func (s *Server) RegisterApps(entries []apps.Entry, m Models) error {
-	s.setModels(m)
+	s.setModels(&m)
 	var errs []error
 	for _, e := range entries {
 		errs = append(errs, s.Register(e.Name, runs.GraphSpec{

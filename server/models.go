@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"iter"
@@ -103,11 +104,24 @@ func (e *FieldError) Error() string { return e.Pointer + ": " + e.Err.Error() }
 
 func (e *FieldError) Unwrap() error { return e.Err }
 
-// setModels records the models for checkAssistantConfig.
-func (s *Server) setModels(m Models) {
+// setModels records the models for checkAssistantConfig, with the specs
+// the assistants of Config.Assistants (the operator's) name added to
+// Models.Operator.
+func (s *Server) setModels(m *Models) {
+	m.Operator = slices.Clone(m.Operator)
+	for _, a := range s.cfg.Assistants {
+		var v any
+		if json.Unmarshal(a.Config, &v) == nil {
+			config.ModelFields(v, "", func(_, spec string) {
+				if strings.Contains(spec, ":") && !slices.Contains(m.Operator, spec) {
+					m.Operator = append(m.Operator, spec)
+				}
+			})
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.models = &m
+	s.models = m
 }
 
 // opaque wraps a model whose server a request chose: its errors say that

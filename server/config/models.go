@@ -46,6 +46,16 @@ func (e *ModelEntry) UnmarshalYAML(n *yaml.Node) error {
 		*e = ModelEntry{Spec: n.Value}
 		return nil
 	}
+	if n.Kind == yaml.MappingNode {
+		// n.Decode does not inherit the decoder's KnownFields.
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			switch k := n.Content[i].Value; k {
+			case "spec", "provider", "model", "base_url", "api_key_env":
+			default:
+				return fmt.Errorf("line %d: unknown field %q (known: spec, provider, model, base_url, api_key_env)", n.Content[i].Line, k)
+			}
+		}
+	}
 	type plain ModelEntry
 	var p plain
 	if err := n.Decode(&p); err != nil {
@@ -76,10 +86,11 @@ func (e ModelEntry) check(field string) []error {
 	bad := func(f, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", f, fmt.Sprintf(format, args...)))
 	}
+	if e.Spec != "" && (e.Provider != "" || e.Model != "" || e.BaseURL != "" || e.APIKeyEnv != "") {
+		bad(field, "give either spec or provider/model/base_url/api_key_env, not both")
+		return errs
+	}
 	if !e.Long() {
-		if e.Provider != "" || e.Model != "" || e.BaseURL != "" || e.APIKeyEnv != "" {
-			bad(field, "give either spec or provider/model/base_url/api_key_env, not both")
-		}
 		if !strings.Contains(e.Spec, ":") {
 			bad(field, "%q is not a model spec like openai:gpt-4o-mini", e.Spec)
 		}

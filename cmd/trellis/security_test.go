@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/server/config"
 )
 
 // attacker stands for a host an API client names: it records every
@@ -200,5 +204,37 @@ func TestRequestModelCannotReachPrivateAddresses(t *testing.T) {
 	}
 	if !strings.Contains(body, "not public") || strings.Contains(body, "HTTP 418") {
 		t.Errorf("run answered %d %s: want an error saying the address is not public", code, body)
+	}
+}
+
+// A long-form models entry's api_key_env goes to its base_url, and
+// OPENAI_API_KEY does not (the resolver `trellis serve` builds).
+func TestModelEntryKeyGoesToItsServer(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "sk-operator-openai")
+	t.Setenv("OPENAI_BASE_URL", "")
+	t.Setenv("VLLM_TEST_KEY", "sk-vllm")
+	got := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Authorization")
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	file, err := config.Parse([]byte("models:\n  keyed:\n    provider: openai-compatible\n    base_url: "+srv.URL+"/v1\n    model: m\n    api_key_env: VLLM_TEST_KEY\n  bare:\n    provider: openai-compatible\n    base_url: "+srv.URL+"/w1\n    model: m\n"), os.LookupEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, models, err := serverConfig(serveFlags{}, file, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"keyed": "Bearer sk-vllm", "bare": ""} {
+		m, err := models.Resolve(models.Named[name])
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = m.Generate(context.Background(), &llm.Request{Messages: []llm.Message{llm.User("hi")}})
+		if auth := <-got; auth != want {
+			t.Errorf("%s: the server got Authorization %q, want %q", name, auth, want)
+		}
 	}
 }

@@ -22,20 +22,7 @@ func ResolveEmbedder(spec string, dims int, opts ...Option) (store.Embedder, err
 	for _, o := range opts {
 		o(&c)
 	}
-	var o []openai.Option
-	if s.BaseURL != "" {
-		o = append(o, openai.WithBaseURL(s.BaseURL), openai.WithProviderName(s.Provider))
-	}
-	if c.apiKey != "" {
-		o = append(o, openai.WithAPIKey(c.apiKey))
-	}
-	if c.client != nil {
-		o = append(o, openai.WithHTTPClient(c.client))
-	}
-	for _, h := range c.headers {
-		o = append(o, openai.WithHeader(h[0], h[1]))
-	}
-	e, err := openai.NewEmbedder(s.Model, dims, o...)
+	e, err := openai.NewEmbedder(s.Model, dims, c.openai(s)...)
 	if err != nil {
 		return nil, fmt.Errorf("provider: embedder %s: %w", spec, err)
 	}

@@ -20,6 +20,7 @@ import (
 type Option func(*config)
 
 type config struct {
+	baseURL string
 	apiKey  string
 	client  *http.Client
 	headers [][2]string
@@ -28,6 +29,11 @@ type config struct {
 // WithAPIKey sets the API key (default: the provider's environment
 // variable, OPENAI_API_KEY or ANTHROPIC_API_KEY).
 func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = key } }
+
+// WithBaseURL sends requests to this server instead of the spec's (or
+// the provider's default). The key from the environment is not sent to
+// it (see openai.EnvKeyAllowed): pass WithAPIKey for its own.
+func WithBaseURL(u string) Option { return func(c *config) { c.baseURL = u } }
 
 // WithHTTPClient sets the HTTP client requests go through.
 func WithHTTPClient(hc *http.Client) Option { return func(c *config) { c.client = hc } }
@@ -52,6 +58,9 @@ func Resolve(spec string, opts ...Option) (llm.Model, error) {
 	switch s.Provider {
 	case "anthropic":
 		var o []anthropic.Option
+		if c.baseURL != "" {
+			o = append(o, anthropic.WithBaseURL(c.baseURL))
+		}
 		if c.apiKey != "" {
 			o = append(o, anthropic.WithAPIKey(c.apiKey))
 		}
@@ -67,23 +76,31 @@ func Resolve(spec string, opts ...Option) (llm.Model, error) {
 		}
 		return m, nil
 	default: // openai, openai-compatible
-		var o []openai.Option
-		if s.BaseURL != "" {
-			o = append(o, openai.WithBaseURL(s.BaseURL), openai.WithProviderName(s.Provider))
-		}
-		if c.apiKey != "" {
-			o = append(o, openai.WithAPIKey(c.apiKey))
-		}
-		if c.client != nil {
-			o = append(o, openai.WithHTTPClient(c.client))
-		}
-		for _, h := range c.headers {
-			o = append(o, openai.WithHeader(h[0], h[1]))
-		}
-		m, err := openai.New(s.Model, o...)
+		m, err := openai.New(s.Model, c.openai(s)...)
 		if err != nil {
 			return nil, fmt.Errorf("provider: %s: %w", spec, err)
 		}
 		return m, nil
 	}
+}
+
+// openai returns the openai options of spec s under c.
+func (c config) openai(s Spec) []openai.Option {
+	var o []openai.Option
+	if s.BaseURL != "" {
+		o = append(o, openai.WithBaseURL(s.BaseURL), openai.WithProviderName(s.Provider))
+	}
+	if c.baseURL != "" {
+		o = append(o, openai.WithBaseURL(c.baseURL))
+	}
+	if c.apiKey != "" {
+		o = append(o, openai.WithAPIKey(c.apiKey))
+	}
+	if c.client != nil {
+		o = append(o, openai.WithHTTPClient(c.client))
+	}
+	for _, h := range c.headers {
+		o = append(o, openai.WithHeader(h[0], h[1]))
+	}
+	return o
 }

@@ -27,6 +27,7 @@ func (s *Server) RegisterAgent(ctx context.Context, m Models, servers map[string
 		return fmt.Errorf("server: %w", err)
 	}
 	s.OnClose(tb.Close)
+	s.setModels(&m)
 	return s.Register(AgentGraph, runs.GraphSpec{
 		Description: agentgraph.Description,
 		New:         agentgraph.New(tb, m.resolve, s.log),

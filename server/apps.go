@@ -19,17 +19,34 @@ import (
 
 // Models chooses the model of each assistant of the bundled apps. An
 // assistant names its model in config.configurable.model — a name under
-// Named or a model spec ("openai:gpt-4o-mini"); one naming none gets
-// Default; with no Default either it gets its app's scripted model.
+// Named, or a spec the operator wrote (Default, Operator) or allows
+// (AllowRequest); one naming none gets Default; with no Default either it
+// gets its app's scripted model. Models are the operator's: any other
+// spec is refused (see docs/security.md), when an assistant is created or
+// updated over the API and again when its graph is built.
 type Models struct {
-	// Resolve turns a model spec into a model. `trellis serve` passes the
-	// CLI's resolver (internal/cli/resolve); this package never imports a
-	// provider. nil: only the scripted models are available.
+	// Resolve turns a model spec the operator chose into a model. `trellis
+	// serve` passes the CLI's resolver (internal/cli/resolve); this
+	// package never imports a provider. nil: only the scripted models are
+	// available.
 	Resolve func(spec string) (llm.Model, error)
+	// ResolveRequest turns a spec admitted only by AllowRequest (so chosen
+	// by a request) into a model. It must dial through the guarded dialer
+	// (internal/netguard) and attach no credential but the provider's own
+	// (sent only to the provider's own server). nil: such specs are
+	// refused.
+	ResolveRequest func(spec string) (llm.Model, error)
 	// Default is the spec of assistants that name no model ("": scripted).
 	Default string
 	// Named maps model names to specs (trellis.yaml's models).
 	Named map[string]string
+	// Operator are further specs the operator wrote (trellis.yaml's
+	// assistants and apps); naming one is allowed.
+	Operator []string
+	// AllowRequest are patterns (config.MatchPattern: "*" matches any
+	// run of characters) of the specs a request may name besides the
+	// above.
+	AllowRequest []string
 	// Timeout bounds one model call (2 minutes when 0); failed calls are
 	// retried with llm.Retry's default policy.
 	Timeout time.Duration
@@ -66,16 +83,25 @@ func (m Models) model(e apps.Entry, model string) (llm.Model, error) {
 
 // resolve returns the model an assistant's model field selects, wrapped
 // with the timeout and retries, or nil, nil when it selects none (no
-// default).
+// default). A model field the operator did not declare or allow is
+// refused (a *ModelRefusedError).
 func (m Models) resolve(model string) (llm.Model, error) {
+	request, err := m.Check(model)
+	if err != nil {
+		return nil, err
+	}
 	spec := m.spec(model)
 	if spec == "" {
 		return nil, nil
 	}
-	if m.Resolve == nil {
+	resolver := m.Resolve
+	if request {
+		resolver = m.ResolveRequest
+	}
+	if resolver == nil {
 		return nil, fmt.Errorf("model %q cannot be resolved: this server was built without a model resolver", spec)
 	}
-	mod, err := m.Resolve(spec)
+	mod, err := resolver(spec)
 	if err != nil {
 		return nil, fmt.Errorf("model %q: %w", spec, err)
 	}
@@ -83,7 +109,11 @@ func (m Models) resolve(model string) (llm.Model, error) {
 	if timeout <= 0 {
 		timeout = 2 * time.Minute
 	}
-	return llm.Retry(llm.WithTimeout(mod, timeout), llm.RetryPolicy{}), nil
+	out := llm.Retry(llm.WithTimeout(mod, timeout), llm.RetryPolicy{})
+	if request {
+		out = opaque{out}
+	}
+	return out, nil
 }
 
 // named resolves a model an app's options name per phase (a name under
@@ -131,6 +161,7 @@ func (m Models) Titler() runs.Titler {
 // its files under DataDir; what the app acquires is released when the
 // server stops.
 func (s *Server) RegisterApps(entries []apps.Entry, m Models) error {
+	s.setModels(&m)
 	var errs []error
 	for _, e := range entries {
 		errs = append(errs, s.Register(e.Name, runs.GraphSpec{

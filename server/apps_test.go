@@ -31,12 +31,18 @@ func TestRegisterApps(t *testing.T) {
 	defer s.Close()
 	var resolved []string
 	m := Models{
-		Named: map[string]string{"strong": "fake:strong"},
+		Named:        map[string]string{"strong": "fake:strong"},
+		Operator:     []string{"fake:broken"},
+		AllowRequest: []string{"asked:*"},
 		Resolve: func(spec string) (llm.Model, error) {
 			resolved = append(resolved, spec)
 			if spec == "fake:broken" {
 				return nil, errors.New("unknown provider fake")
 			}
+			return catalog.All()[0].Script(), nil
+		},
+		ResolveRequest: func(spec string) (llm.Model, error) {
+			resolved = append(resolved, "request "+spec)
 			return catalog.All()[0].Script(), nil
 		},
 	}
@@ -58,9 +64,16 @@ func TestRegisterApps(t *testing.T) {
 	if len(resolved) != 0 {
 		t.Errorf("scripted assistants resolved models %v", resolved)
 	}
+	// A spec the operator neither declared nor allows is refused, naming
+	// the models, and never resolved.
+	resolved = nil
+	_, err = s.graphs.Graph(ctx, api.DefaultTenant, db.Assistant{ID: "a-other", GraphID: "planner", Name: "other", Config: json.RawMessage(`{"configurable":{"model":"other:spec"}}`)})
+	if len(resolved) != 0 || err == nil || !strings.Contains(err.Error(), `model "other:spec" is not one this server offers: name one of its models (strong) or a spec matching asked:*`) {
+		t.Errorf("other:spec: resolved %v, err %v", resolved, err)
+	}
 	for _, c := range []struct{ model, want, err string }{
 		{"strong", "fake:strong", ""},
-		{"other:spec", "other:spec", ""},
+		{"asked:spec", "request asked:spec", ""},
 		{"fake:broken", "fake:broken", `config.configurable.model: model "fake:broken": unknown provider fake`},
 	} {
 		a := db.Assistant{ID: "a-" + c.model, GraphID: "planner", Name: c.model, Config: json.RawMessage(`{"configurable":{"model":"` + c.model + `"}}`)}

@@ -196,6 +196,9 @@ type Server struct {
 	// scopeDeleters are the built apps' DeleteScope, by tenant and
 	// assistant ID (see deleteAppData).
 	scopeDeleters map[[2]string]func(ctx context.Context, scope string) error
+	// models are the models RegisterApps or RegisterAgent was given (nil:
+	// none), which assistants' configs are checked against.
+	models *Models
 	// mux is the API's mux once Run built it (tests walk its routes).
 	mux *routeMux
 	// heldAtLimit counts the times a job found its tenant at
@@ -538,7 +541,7 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, *
 		DB: s.st.db, Runs: s.svc, Graphs: s.graphs, Saver: s.st.saver, Store: s.st.store,
 		Enqueue: enqueue, Scripted: s.cfg.Scripted, Version: s.cfg.Version, BodyLimit: s.cfg.BodyLimit,
 		ThreadTTL: s.cfg.ThreadTTL, CheckWebhook: s.sender().Check,
-		Tenant: requestTenant, ThreadDeleted: s.deleteAppData,
+		Tenant: requestTenant, ThreadDeleted: s.deleteAppData, CheckAssistantConfig: s.checkAssistantConfig,
 	}
 	oa := &openaiapi.Handler{
 		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Enqueue: enqueue,

@@ -274,6 +274,9 @@ func (r *fileReader) fetch(ctx context.Context, u string) ([]byte, string, error
 		if refused, ok := errors.AsType[*refusedError](err); ok {
 			return nil, "", refused
 		}
+		if refused, ok := refusal(err); ok {
+			return nil, "", refused
+		}
 		if ctx.Err() != nil && errors.Is(err, context.DeadlineExceeded) {
 			return nil, "", fmt.Errorf("fetching it took longer than %v", r.cfg.Timeout)
 		}

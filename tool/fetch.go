@@ -1,12 +1,12 @@
 package tool
 
 import (
+	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"net/netip"
-	"syscall"
-	"time"
+
+	"github.com/trellis-agents/trellis/internal/netguard"
 )
 
 // refusedError is a fetch the file tool would not make: an address that is
@@ -52,74 +52,23 @@ func fetchClient(cfg FileReaderConfig) (*http.Client, error) {
 }
 
 // guardTransport makes tr dial only public addresses (unless allow),
-// directly, and keep no idle connections (a tool fetches rarely, and idle
-// connections would outlive it).
+// directly, through the shared guarded dialer (internal/netguard), and
+// keep no idle connections (a tool fetches rarely, and idle connections
+// would outlive it).
 func guardTransport(tr *http.Transport, allow bool) {
 	tr.DisableKeepAlives = true
-	if allow {
-		return
-	}
-	tr.Proxy = nil
-	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: checkDial}
-	tr.DialContext = d.DialContext
-	tr.DialTLSContext = nil
+	netguard.Guard(tr, allow)
 }
 
-// checkDial refuses a connection to an address that is not public. It runs
-// after name resolution, for the very address dialled.
-func checkDial(_, address string, _ syscall.RawConn) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return err
+// refusal turns the dialer's refusal into the tool's own wording.
+func refusal(err error) (*refusedError, bool) {
+	r, ok := errors.AsType[*netguard.RefusedError](err)
+	if !ok {
+		return nil, false
 	}
-	ip, err := netip.ParseAddr(host)
-	if err != nil {
-		return &refusedError{fmt.Sprintf("refused: cannot check the address %q", host)}
-	}
-	if kind := nonPublic(ip); kind != "" {
-		return &refusedError{fmt.Sprintf("refused: the host's address %s is %s; this tool fetches only from public addresses "+
-			"(FileReaderConfig.AllowPrivateNetworks allows others)", ip, kind)}
-	}
-	return nil
+	return &refusedError{fmt.Sprintf("refused: the host's address %s is %s; this tool fetches only from public addresses "+
+		"(FileReaderConfig.AllowPrivateNetworks allows others)", r.Addr, r.Kind)}, true
 }
-
-// Address ranges that are not public, beyond those netip classifies.
-var otherRanges = []struct {
-	prefix netip.Prefix
-	kind   string
-}{
-	{netip.MustParsePrefix("0.0.0.0/8"), "a \"this network\" address"},
-	{netip.MustParsePrefix("100.64.0.0/10"), "a shared (carrier-grade NAT) address"},
-	{netip.MustParsePrefix("192.0.0.0/24"), "a reserved address"},
-	{netip.MustParsePrefix("198.18.0.0/15"), "a benchmarking address"},
-	{netip.MustParsePrefix("240.0.0.0/4"), "a reserved address"},
-}
-
-var nat64 = netip.MustParsePrefix("64:ff9b::/96")
 
 // nonPublic says what kind of non-public address ip is, or "".
-func nonPublic(ip netip.Addr) string {
-	ip = ip.Unmap()
-	if nat64.Contains(ip) {
-		b := ip.As16()
-		ip = netip.AddrFrom4([4]byte(b[12:]))
-	}
-	switch {
-	case ip.IsLoopback():
-		return "a loopback address"
-	case ip.IsPrivate():
-		return "a private address"
-	case ip.IsLinkLocalUnicast(), ip.IsLinkLocalMulticast():
-		return "a link-local address"
-	case ip.IsUnspecified():
-		return "an unspecified address"
-	case ip.IsMulticast(), ip.IsInterfaceLocalMulticast():
-		return "a multicast address"
-	}
-	for _, r := range otherRanges {
-		if r.prefix.Contains(ip) {
-			return r.kind
-		}
-	}
-	return ""
-}
+func nonPublic(ip netip.Addr) string { return netguard.Kind(ip) }

@@ -7,7 +7,9 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 
@@ -16,7 +18,7 @@ import (
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/apps/catalog"
 	"github.com/trellis-agents/trellis/internal/cli"
-	"github.com/trellis-agents/trellis/internal/cli/resolve"
+	"github.com/trellis-agents/trellis/internal/netguard"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/provider"
 	"github.com/trellis-agents/trellis/server"
@@ -89,8 +91,8 @@ func defaultModel(flag string, file *config.File) string {
 	switch {
 	case flag != "":
 		return flag
-	case file.Models["default"] != "":
-		return file.Models["default"]
+	case file.ModelSpec("") != "":
+		return file.ModelSpec("")
 	case os.Getenv("OPENAI_API_KEY") != "":
 		return "openai:gpt-4o-mini"
 	case os.Getenv("ANTHROPIC_API_KEY") != "":
@@ -132,12 +134,21 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 	if f.database != "" {
 		cfg.Database = f.database
 	}
+	allowPrivate := file.RequestModels.AllowPrivate
 	models := server.Models{
-		Default: defaultModel(f.model, file),
-		Named:   file.Models,
+		Default:      defaultModel(f.model, file),
+		Named:        file.Specs(),
+		Operator:     file.OperatorSpecs(),
+		AllowRequest: file.RequestModels.Allow,
 		Resolve: func(spec string) (llm.Model, error) {
-			m, _, err := resolve.Provider(spec)
-			return m, err
+			spec, opts := entryOptions(file, spec)
+			return provider.Resolve(spec, opts...)
+		},
+		// A spec a request chose dials through the guarded dialer and
+		// gets no key of a models entry (the providers send their
+		// environment's key only to their own servers).
+		ResolveRequest: func(spec string) (llm.Model, error) {
+			return provider.Resolve(spec, provider.WithHTTPClient(netguard.Client(allowPrivate)))
 		},
 	}
 	cfg.Scripted = models.Scripted()
@@ -145,7 +156,8 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 	if ix := file.Store.Index; ix != nil {
 		// The embedder is built here, like the models: only mains link
 		// the providers' SDKs.
-		e, err := provider.ResolveEmbedder(file.ModelSpec(ix.Embed), ix.Dims)
+		spec, opts := entryOptions(file, file.ModelSpec(ix.Embed))
+		e, err := provider.ResolveEmbedder(spec, ix.Dims, opts...)
 		if err != nil {
 			return cfg, models, fmt.Errorf("store.index.embed: %w", err)
 		}
@@ -187,6 +199,31 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 		cfg.Assistants = append(cfg.Assistants, da)
 	}
 	return cfg, models, nil
+}
+
+// entryOptions returns the spec to resolve for spec and the options of
+// the models entry in the long form it comes from (its base URL, and the
+// key of its api_key_env, which goes to that base URL only); a spec of no
+// long entry is returned as it is.
+func entryOptions(file *config.File, spec string) (string, []provider.Option) {
+	for _, name := range slices.Sorted(maps.Keys(file.Models)) {
+		e := file.Models[name]
+		if !e.Long() || e.SpecString() != spec {
+			continue
+		}
+		var opts []provider.Option
+		if e.APIKeyEnv != "" {
+			opts = append(opts, provider.WithAPIKey(os.Getenv(e.APIKeyEnv)))
+		}
+		if e.Provider == "openai-compatible" {
+			return spec, opts
+		}
+		if e.BaseURL != "" {
+			opts = append(opts, provider.WithBaseURL(e.BaseURL))
+		}
+		return e.Provider + ":" + e.Model, opts
+	}
+	return spec, nil
 }
 
 // withConfigurable returns conf with configurable.KEY set, copying what

@@ -104,6 +104,36 @@ type Model struct {
 
 var _ llm.Model = (*Model)(nil)
 
+// DefaultBaseURL is Anthropic's API, where ANTHROPIC_API_KEY goes.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// Environment variables read by New when the matching option is not given.
+const (
+	EnvAPIKey  = "ANTHROPIC_API_KEY"
+	EnvBaseURL = "ANTHROPIC_BASE_URL"
+)
+
+// EnvKeyAllowed reports whether ANTHROPIC_API_KEY may be sent to base
+// ("" : the default): only to Anthropic's API and to the server
+// ANTHROPIC_BASE_URL names. A model pointed elsewhere by WithBaseURL needs
+// WithAPIKey, so a base URL chosen by someone else cannot collect the key.
+func EnvKeyAllowed(base string) bool {
+	base = strings.TrimSpace(base)
+	return base == "" || sameBase(base, DefaultBaseURL) || sameBase(base, os.Getenv(EnvBaseURL))
+}
+
+// sameBase reports whether two base URLs name one server and path.
+func sameBase(a, b string) bool {
+	ua, err1 := url.Parse(strings.TrimSpace(a))
+	ub, err2 := url.Parse(strings.TrimSpace(b))
+	if err1 != nil || err2 != nil || ua.Host == "" || ub.Host == "" {
+		return false
+	}
+	return strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host) &&
+		strings.TrimSuffix(ua.EscapedPath(), "/") == strings.TrimSuffix(ub.EscapedPath(), "/") &&
+		ua.User == nil && ub.User == nil
+}
+
 // Option configures New.
 type Option func(*config)
 
@@ -171,14 +201,18 @@ func New(model string, opts ...Option) (*Model, error) {
 			o(&c)
 		}
 	}
-	if c.apiKey == "" {
-		c.apiKey = strings.TrimSpace(os.Getenv("ANTHROPIC_API_KEY"))
-	}
-	if c.apiKey == "" {
-		return nil, errors.New("anthropic: no API key: set the ANTHROPIC_API_KEY environment variable or pass anthropic.WithAPIKey")
-	}
+	c.baseURL = strings.TrimSpace(c.baseURL)
 	if c.baseURL == "" {
-		c.baseURL = strings.TrimSpace(os.Getenv("ANTHROPIC_BASE_URL"))
+		c.baseURL = strings.TrimSpace(os.Getenv(EnvBaseURL))
+	}
+	if c.apiKey == "" && EnvKeyAllowed(c.baseURL) {
+		c.apiKey = strings.TrimSpace(os.Getenv(EnvAPIKey))
+	}
+	if c.apiKey == "" {
+		if c.baseURL != "" && os.Getenv(EnvAPIKey) != "" {
+			return nil, fmt.Errorf("anthropic: no API key for %s: %s is sent only to %s or to %s's server; pass anthropic.WithAPIKey for this one", c.baseURL, EnvAPIKey, DefaultBaseURL, EnvBaseURL)
+		}
+		return nil, errors.New("anthropic: no API key: set the ANTHROPIC_API_KEY environment variable or pass anthropic.WithAPIKey")
 	}
 	if c.setMax && c.maxTokens <= 0 {
 		return nil, fmt.Errorf("anthropic: WithDefaultMaxTokens(%d): the default must be positive", c.maxTokens)

@@ -61,8 +61,9 @@ type config struct {
 }
 
 // WithAPIKey sets the API key sent as a bearer token. Without it New reads
-// OPENAI_API_KEY; an empty key sends no Authorization header, which only
-// servers with a custom base URL accept.
+// OPENAI_API_KEY, but sends it only to the official API or to
+// OPENAI_BASE_URL's server (see EnvKeyAllowed); an empty key sends no
+// Authorization header, which only servers with a custom base URL accept.
 func WithAPIKey(key string) Option { return func(c *config) { c.apiKey = key } }
 
 // WithBaseURL points the model at another server speaking the Chat
@@ -153,9 +154,10 @@ func New(model string, opts ...Option) (*Model, error) {
 	if cfg.tokenField < TokenLimitAuto || cfg.tokenField > TokenLimitMaxTokens {
 		return nil, fmt.Errorf("openai: unknown TokenLimitField %d; use TokenLimitAuto, TokenLimitMaxCompletionTokens or TokenLimitMaxTokens", cfg.tokenField)
 	}
+	envBase := strings.TrimSpace(os.Getenv(EnvBaseURL))
 	base := strings.TrimSpace(cfg.baseURL)
 	if base == "" {
-		base = strings.TrimSpace(os.Getenv(EnvBaseURL))
+		base = envBase
 	}
 	if base == "" {
 		base = DefaultBaseURL
@@ -165,11 +167,10 @@ func New(model string, opts ...Option) (*Model, error) {
 		return nil, fmt.Errorf("openai: base URL %q is not an http(s) URL; set it like \"https://api.example.com/v1\"", base)
 	}
 	official := isOfficial(u)
-	key := cfg.apiKey
-	if key == "" {
-		key = os.Getenv(EnvAPIKey)
+	key := strings.TrimSpace(cfg.apiKey)
+	if key == "" && EnvKeyAllowed(base) {
+		key = strings.TrimSpace(os.Getenv(EnvAPIKey))
 	}
-	key = strings.TrimSpace(key)
 	if key == "" && official {
 		return nil, fmt.Errorf("openai: no API key for %s: set %s or pass openai.WithAPIKey (a server of your own needs WithBaseURL or %s instead)", base, EnvAPIKey, EnvBaseURL)
 	}
@@ -222,6 +223,28 @@ func limitBody(l llm.Limits, resp *http.Response, model string) io.ReadCloser {
 
 // Limits returns the limits every reply is held to (see WithLimits).
 func (m *Model) Limits() llm.Limits { return m.limits }
+
+// EnvKeyAllowed reports whether OPENAI_API_KEY may be sent to base: only
+// to the official API (DefaultBaseURL) and to the server OPENAI_BASE_URL
+// names, the two places the environment's key is configured for. A model
+// pointed elsewhere by WithBaseURL gets no key unless WithAPIKey gives
+// one, so a base URL chosen by someone else cannot collect the key.
+func EnvKeyAllowed(base string) bool {
+	return sameBase(base, DefaultBaseURL) || sameBase(base, os.Getenv(EnvBaseURL))
+}
+
+// sameBase reports whether two base URLs name one server and path
+// (scheme and host case-insensitive, a trailing slash ignored).
+func sameBase(a, b string) bool {
+	ua, err1 := url.Parse(strings.TrimSpace(a))
+	ub, err2 := url.Parse(strings.TrimSpace(b))
+	if err1 != nil || err2 != nil || ua.Host == "" || ub.Host == "" {
+		return false
+	}
+	return strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host) &&
+		strings.TrimSuffix(ua.EscapedPath(), "/") == strings.TrimSuffix(ub.EscapedPath(), "/") &&
+		ua.User == nil && ub.User == nil
+}
 
 func isOfficial(u *url.URL) bool {
 	return strings.EqualFold(u.Hostname(), "api.openai.com")

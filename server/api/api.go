@@ -39,6 +39,10 @@ type API struct {
 	// CheckWebhook refuses a run's webhook URL (a 422 naming /webhook);
 	// nil accepts every http(s) URL.
 	CheckWebhook func(ctx context.Context, url string) error
+	// CheckAssistantConfig, when set, checks an assistant's config on
+	// create and update (the models it names); an error that is or wraps
+	// values with a Pointer method answers a 422 at that pointer.
+	CheckAssistantConfig func(ctx context.Context, config map[string]any) error
 	// ThreadDeleted, when set, deletes what the thread's app keeps for it
 	// (apps.App.DeleteScope); DELETE /threads/{id} calls it before the
 	// checkpoints and the row go, so a failure keeps the thread for

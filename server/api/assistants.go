@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -69,6 +70,39 @@ func (a *API) checkGraph(w http.ResponseWriter, r *http.Request, pointer, graphI
 	return false
 }
 
+// checkConfig answers a 422 naming each refused field when
+// CheckAssistantConfig refuses the config.
+func (a *API) checkConfig(w http.ResponseWriter, r *http.Request, c *wire.Config) bool {
+	if a.CheckAssistantConfig == nil {
+		return true
+	}
+	var m map[string]any
+	b, _ := json.Marshal(c)
+	_ = json.Unmarshal(b, &m)
+	err := a.CheckAssistantConfig(r.Context(), m)
+	if err == nil {
+		return true
+	}
+	var fes []wire.FieldError
+	var walk func(error)
+	walk = func(err error) {
+		if p, ok := err.(interface{ FieldPointer() string }); ok {
+			fes = append(fes, wire.FieldError{Pointer: p.FieldPointer(), Detail: errors.Unwrap(err).Error()})
+			return
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		fes = append(fes, wire.FieldError{Pointer: "/config", Detail: err.Error()})
+	}
+	walk(err)
+	wire.Invalid(fes...).Write(w, r)
+	return false
+}
+
 func rawObject(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
@@ -90,6 +124,9 @@ func (a *API) createAssistant(w http.ResponseWriter, r *http.Request) {
 		as.Name = b.GraphID
 	}
 	if b.Config != nil {
+		if !a.checkConfig(w, r, b.Config) {
+			return
+		}
 		as.Config, _ = json.Marshal(b.Config)
 	}
 	ifExists := db.IfExistsRaise
@@ -218,6 +255,9 @@ func (a *API) patchAssistant(w http.ResponseWriter, r *http.Request) {
 		p.Description = &b.Description
 	}
 	if b.Config != nil {
+		if !a.checkConfig(w, r, b.Config) {
+			return
+		}
 		p.Config, _ = json.Marshal(b.Config)
 	}
 	p.Context = rawObject(b.Context)

@@ -1,5 +1,5 @@
 // Package config reads trellis.yaml, the configuration file of `trellis
-// serve`: the address, the database, named model specs, the MCP servers
+// serve`: the address, the database, the named models, the MCP servers
 // whose tools agents use, the assistants to create at start, the threads'
 // time to live and telemetry.
 //
@@ -9,6 +9,13 @@
 //	models:
 //	  default: openai:gpt-4o-mini            # every assistant without its own
 //	  strong: anthropic:claude-sonnet-4-5
+//	  local:                                 # the long form: a server and its key
+//	    provider: openai-compatible
+//	    base_url: http://10.0.0.5:8000/v1
+//	    model: llama-3
+//	    api_key_env: VLLM_API_KEY
+//	request_models:                          # specs an API client may name besides those
+//	  allow: ["openai:*"]
 //	assistants:
 //	  - id: planner-strong                   # optional; a UUID is derived from name
 //	    graph: planner
@@ -102,9 +109,15 @@ type File struct {
 	// Redis is a redis:// URL; replicas on one PostgreSQL relay live
 	// events and cancel requests through it ("" : none).
 	Redis string `yaml:"redis"`
-	// Models maps names to model specs ("openai:gpt-4o-mini"). The name
-	// "default" is the model of every assistant that names none.
-	Models map[string]string `yaml:"models"`
+	// Models are the operator's named models (models.go): a spec
+	// ("openai:gpt-4o-mini") or the long form with the server and the
+	// environment variable of its key. The name "default" is the model of
+	// every assistant that names none. An assistant created over the API
+	// may name these, or a spec RequestModels allows.
+	Models map[string]ModelEntry `yaml:"models"`
+	// RequestModels lists the model specs requests may name besides the
+	// names under models (none unless set).
+	RequestModels RequestModels `yaml:"request_models"`
 	// Assistants are created at start when absent, and updated (a new
 	// version) when the file changed them.
 	Assistants []Assistant `yaml:"assistants"`
@@ -331,9 +344,13 @@ var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in typ
 func known(typ string) string {
 	switch typ {
 	case "File":
-		return "address, database, redis, models, assistants, mcp_servers, threads, webhooks, crons, leases, shutdown_grace, telemetry, apps, store, mcp, auth, cors, limits"
+		return "address, database, redis, models, request_models, assistants, mcp_servers, threads, webhooks, crons, leases, shutdown_grace, telemetry, apps, store, mcp, auth, cors, limits"
 	case "Auth":
 		return "required"
+	case "ModelEntry", "plain":
+		return "spec, provider, model, base_url, api_key_env"
+	case "RequestModels":
+		return "allow, allow_private"
 	case "CORS":
 		return "allow_origins, allow_methods, allow_headers, expose_headers, allow_credentials, max_age"
 	case "Limits":
@@ -380,13 +397,25 @@ func (f *File) Validate() error {
 	if r := f.Redis; r != "" && !strings.HasPrefix(r, "redis://") && !strings.HasPrefix(r, "rediss://") {
 		bad("redis", "%q is not a redis:// or rediss:// URL", r)
 	}
-	for name, spec := range f.Models {
-		if strings.TrimSpace(name) == "" {
-			bad("models", "a model has an empty name")
+	bySpec := map[string]string{}
+	for _, name := range slices.Sorted(maps.Keys(f.Models)) {
+		e := f.Models[name]
+		if strings.TrimSpace(name) == "" || strings.Contains(name, ":") {
+			bad("models", "%q is not a model name (names are not empty and have no colon)", name)
 		}
-		if !strings.Contains(spec, ":") {
-			bad("models."+name, "%q is not a model spec like openai:gpt-4o-mini", spec)
+		for _, err := range e.check("models." + name) {
+			errs = append(errs, fmt.Errorf("config: %w", err))
 		}
+		// The resolver finds a long entry's key by its spec, so two
+		// entries of one spec must agree on it.
+		spec := e.SpecString()
+		if other, ok := bySpec[spec]; ok && f.Models[other].APIKeyEnv != e.APIKeyEnv {
+			bad("models."+name, "has the server and model of models.%s but another api_key_env; give one entry", other)
+		}
+		bySpec[spec] = name
+	}
+	for _, err := range f.RequestModels.check() {
+		errs = append(errs, fmt.Errorf("config: %w", err))
 	}
 	switch f.Telemetry.LogFormat {
 	case "", "text", "json":
@@ -452,7 +481,7 @@ func (f *File) Validate() error {
 				}
 			}
 		}
-		if sub, err := a.checkAppOptions(f.Models); err != nil {
+		if sub, err := a.checkAppOptions(f.Specs()); err != nil {
 			bad(field+"."+sub, "%v", err)
 		}
 		id := a.AssistantID()
@@ -466,7 +495,7 @@ func (f *File) Validate() error {
 			errs = append(errs, fmt.Errorf("config: %w", err))
 		}
 	}
-	for _, err := range f.Store.check(f.Models) {
+	for _, err := range f.Store.check(f.Specs()) {
 		errs = append(errs, fmt.Errorf("config: %w", err))
 	}
 	for _, err := range f.Threads.check() {
@@ -506,10 +535,13 @@ func (a Assistant) AssistantID() string {
 // spec, and models.default when it is "".
 func (f *File) ModelSpec(model string) string {
 	if model == "" {
-		return f.Models["default"]
+		model = "default"
+		if _, ok := f.Models[model]; !ok {
+			return ""
+		}
 	}
-	if spec, ok := f.Models[model]; ok {
-		return spec
+	if e, ok := f.Models[model]; ok {
+		return e.SpecString()
 	}
 	return model
 }

@@ -2,8 +2,9 @@
 // signed with HMAC-SHA256 when a secret is set, to a URL whose host must
 // not resolve to a loopback, private, link-local or unspecified address
 // unless private addresses are allowed. The address is checked when the
-// URL is accepted and again, by the dialer, for every connection, so a
-// DNS answer that changes in between cannot reach an internal service.
+// URL is accepted and again, by the shared guarded dialer
+// (internal/netguard), for every connection, so a DNS answer that changes
+// in between cannot reach an internal service.
 package webhook
 
 import (
@@ -15,12 +16,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/netip"
-	"net/url"
-	"syscall"
 	"time"
+
+	"github.com/trellis-agents/trellis/internal/netguard"
 )
 
 // SignatureHeader carries "sha256=<hex HMAC-SHA256 of the body>".
@@ -41,38 +40,16 @@ type Sender struct {
 	Timeout time.Duration
 }
 
-// refused reports whether ip may not be reached.
-func refused(ip netip.Addr) bool {
-	ip = ip.Unmap()
-	return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
-		ip.IsUnspecified() || ip.IsMulticast() || ip.IsInterfaceLocalMulticast()
-}
-
-// Check resolves the URL's host and refuses it when any of its addresses
-// is refused (ErrPrivate) or it does not resolve.
+// Check refuses a URL that is not absolute http(s), or whose host does
+// not resolve or reaches a refused address (ErrPrivate), with
+// netguard.CheckURL.
 func (s Sender) Check(ctx context.Context, raw string) error {
-	u, err := url.Parse(raw)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
-		return fmt.Errorf("webhook: %q is not an absolute http or https URL", raw)
+	err := netguard.CheckURL(ctx, raw, s.AllowPrivate)
+	if errors.Is(err, netguard.ErrRefused) {
+		return fmt.Errorf("%w: %w", ErrPrivate, err)
 	}
-	if s.AllowPrivate {
-		return nil
-	}
-	host := u.Hostname()
-	if ip, err := netip.ParseAddr(host); err == nil {
-		if refused(ip) {
-			return fmt.Errorf("%w: %s", ErrPrivate, host)
-		}
-		return nil
-	}
-	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return fmt.Errorf("webhook: host %q does not resolve: %w", host, err)
-	}
-	for _, a := range addrs {
-		if refused(a) {
-			return fmt.Errorf("%w: %s is %s", ErrPrivate, host, a)
-		}
+		return fmt.Errorf("webhook: %w", err)
 	}
 	return nil
 }
@@ -84,30 +61,16 @@ func Sign(secret string, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
-// client is an HTTP client whose dialer refuses private addresses unless
-// allowed (checked on the address actually dialled).
+// client is the guarded client (internal/netguard): it refuses private
+// addresses unless allowed, on the address actually dialled, and follows
+// no redirect.
 func (s Sender) client() *http.Client {
-	d := &net.Dialer{Timeout: 10 * time.Second}
-	if !s.AllowPrivate {
-		d.Control = func(_, address string, _ syscall.RawConn) error {
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return fmt.Errorf("webhook: dial %s: %w", address, err)
-			}
-			if refused(ap.Addr()) {
-				return fmt.Errorf("%w: %s", ErrPrivate, ap.Addr())
-			}
-			return nil
-		}
+	c := netguard.Client(s.AllowPrivate)
+	c.Timeout = s.Timeout
+	if c.Timeout <= 0 {
+		c.Timeout = 10 * time.Second
 	}
-	tr := &http.Transport{DialContext: d.DialContext, Proxy: nil, TLSHandshakeTimeout: 10 * time.Second}
-	timeout := s.Timeout
-	if timeout <= 0 {
-		timeout = 10 * time.Second
-	}
-	return &http.Client{Transport: tr, Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
-		return http.ErrUseLastResponse // a redirect is not followed: it is the answer
-	}}
+	return c
 }
 
 // Send POSTs body to url; an error for a transport failure or a status
@@ -125,6 +88,9 @@ func (s Sender) Send(ctx context.Context, url string, body []byte) error {
 	c := s.client()
 	defer c.CloseIdleConnections()
 	resp, err := c.Do(req)
+	if errors.Is(err, netguard.ErrRefused) {
+		return fmt.Errorf("webhook: POST %s: %w: %w", url, ErrPrivate, err)
+	}
 	if err != nil {
 		return fmt.Errorf("webhook: POST %s: %w", url, err)
 	}

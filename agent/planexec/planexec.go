@@ -182,6 +182,13 @@ type StepResult struct {
 	// Replanned is set once a missed check has led to replanning
 	// (Config.ReplanOnMiss), so it does so once.
 	Replanned bool `json:"replanned,omitempty"`
+	// Undone are the step's tool calls that did not happen: rejected by
+	// a person (with their reason) or failed, and not made up for by a
+	// later successful call of the same tool. A StepDone step with Undone
+	// calls finished its loop without doing all it tried to; every report
+	// of it (the delivery's input, MechanicalSummary, EventStepFinished's
+	// Error) says so.
+	Undone []CallOutcome `json:"undone,omitempty"`
 }
 
 // StepError is the error of a run stopped by failed steps (without

@@ -77,6 +77,9 @@ func replanReport(p Plan, results map[string]StepResult) string {
 			continue
 		}
 		fmt.Fprintf(&b, "\n[%s] %s (%s):\n%s\n", st.ID, st.Title, r.Status, cmpOr(r.Result, r.Error))
+		for _, c := range r.Undone {
+			fmt.Fprintf(&b, "Did not happen: %s\n", c)
+		}
 		if r.Check != "" && !r.Replanned {
 			fmt.Fprintf(&b, "Its result misses its done_when (%s): %s\n", st.DoneWhen, r.Check)
 			triggers = append(triggers, st.ID)

@@ -134,3 +134,79 @@ func TestFailedWriteIsNotReportedDone(t *testing.T) {
 		})
 	}
 }
+
+// A plan the person edited is never silently replaced: a replan that
+// changes what they approved comes back as a new plan review (Revised,
+// naming the changed and the finished steps); rejecting it with feedback
+// has the replanner revise again, told why. With KeepApproved the
+// approved steps stay as they were and only new steps are added.
+func TestReplanOfAnApprovedPlanIsReviewed(t *testing.T) {
+	edited := planexec.Plan{Task: "the task", Steps: []planexec.Step{
+		st("a", "Survey"), st("b", "Follow up", "a"), st("c", "My own step", "a"),
+	}, Replan: []string{"a"}}
+	overwrite := planexec.Plan{Task: "the task", Steps: []planexec.Step{st("b", "Follow up differently", "a"), st("d", "New", "a")}}
+	for _, keep := range []bool{false, true} {
+		t.Run(map[bool]string{false: "review", true: "keep approved"}[keep], func(t *testing.T) {
+			var c counter
+			m := llmtest.New()
+			m.When(node(planexec.IntentNode), isTask)
+			m.When(node(planexec.PlanNode), planReply("simple", []string{"a"}, st("a", "Survey"), st("b", "Follow up", "a")))
+			m.When(node(planexec.ReplanNode), llmtest.JSON(overwrite), llmtest.JSON(planexec.Plan{Steps: edited.Steps[1:]}))
+			for _, id := range []string{"a", "b", "c", "d"} {
+				m.When(inStep(id), llmtest.Text(id+" done")).Repeat()
+			}
+			m.When(node(planexec.DeliverNode), llmtest.Text("Summary.")).Repeat()
+			cfg := planexec.Config{Model: m, PlanMode: true, ConfirmPlan: true, KeepApproved: keep, Tools: []tool.Tool{lookup(&c)}}
+			opts := thread(checkpoint.NewMemory(), "edited")
+			res, err := mustNew(t, cfg).Invoke(context.Background(), planexec.Input("go"), opts...)
+			interrupted(t, res, err)
+			res, err = mustNew(t, cfg).Invoke(context.Background(), nil, append(opts, graph.WithResume(planexec.EditPlan(edited)))...)
+			if keep {
+				if err != nil {
+					t.Fatal(err)
+				}
+				plan := planexec.CurrentPlan.Get(res.State)
+				var ids []string
+				for _, s := range plan.Steps {
+					ids = append(ids, s.ID+":"+s.Title)
+				}
+				if d := cmp.Diff([]string{"a:Survey", "b:Follow up", "c:My own step", "d:New"}, ids); d != "" {
+					t.Errorf("plan after the replan (-want +got):\n%s", d)
+				}
+				if got := stepStatuses(res.State); len(got) != 4 {
+					t.Errorf("steps run: %v; want a, b, c and d", got)
+				}
+				return
+			}
+			in := interrupted(t, res, err)
+			rv, ok := planexec.ReviewFrom(in)
+			if !ok || !rv.Revised {
+				t.Fatalf("after the replan: %+v; want a revised plan review", in)
+			}
+			if d := cmp.Diff([]string{"b", "c", "d"}, rv.Changed); d != "" {
+				t.Errorf("changed steps (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff([]string{"a"}, rv.Finished); d != "" {
+				t.Errorf("finished steps (-want +got):\n%s", d)
+			}
+			if n := len(requestsFrom(m, inStep("b"))) + len(requestsFrom(m, inStep("d"))); n != 0 {
+				t.Fatalf("%d requests of the revised steps ran before the review", n)
+			}
+			res, err = mustNew(t, cfg).Invoke(context.Background(), nil, append(opts, graph.WithResume(planexec.RejectPlan("keep my step c")))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			replans := requestsFrom(m, node(planexec.ReplanNode))
+			if len(replans) != 2 || !strings.Contains(replans[1].LastUser(), "keep my step c") {
+				t.Fatalf("the replanner was not asked again with the feedback: %d requests", len(replans))
+			}
+			want := map[string]planexec.StepStatus{"a": planexec.StepDone, "b": planexec.StepDone, "c": planexec.StepDone}
+			if d := cmp.Diff(want, stepStatuses(res.State)); d != "" {
+				t.Errorf("steps (-want +got):\n%s", d)
+			}
+			if n := len(requestsFrom(m, inStep("a"))); n != 1 {
+				t.Errorf("step a ran %d times; want once", n)
+			}
+		})
+	}
+}

@@ -75,7 +75,9 @@ func DefaultScenario() Scenario {
 	return Scenario{City: "Lisbon", People: 12, Days: 2, Notes: "vegetarian food, please", Activity: true}
 }
 
-func (sc Scenario) vegetarian() bool { return strings.Contains(strings.ToLower(sc.Notes), "vegetarian") }
+func (sc Scenario) vegetarian() bool {
+	return strings.Contains(strings.ToLower(sc.Notes), "vegetarian")
+}
 
 // InitialPlan is the scripted plan for the default scenario.
 func InitialPlan() planexec.Plan { return PlanFor(DefaultScenario()) }

@@ -67,6 +67,10 @@ type Scenario struct {
 	Notes    string
 	Activity bool
 	Unable   []string
+	// Added are the steps the person asked for in a comment ("add a
+	// step for the catering"); the demo has no tools for them, and their
+	// steps say so.
+	Added []string
 }
 
 // DefaultScenario is the scenario of the answers file: Lisbon, 12 people,
@@ -105,6 +109,9 @@ func PlanFor(sc Scenario) planexec.Plan {
 		steps = append(steps, planexec.Step{ID: StepActivity, Title: "Pick an activity", Description: fmt.Sprintf("List %s's activities and pick one that %s.", sc.City, suits), DoneWhen: "one activity is chosen, with its price"})
 		budgetDeps = append(budgetDeps, StepActivity)
 		budget = "Estimate the cost of the venue, catering and the activity."
+	}
+	for i, a := range sc.Added {
+		steps = append(steps, planexec.Step{ID: fmt.Sprintf("added%d", i+1), Title: strings.ToUpper(a[:1]) + a[1:], Description: "Asked for in your comment: " + a + ".", DependsOn: []string{StepVenues}})
 	}
 	steps = append(steps,
 		planexec.Step{ID: StepAvailability, Title: "Check availability", Description: fmt.Sprintf("Check when the best venue is free for %d days.", sc.Days), DependsOn: []string{StepVenues}},
@@ -207,6 +214,7 @@ var (
 	peopleRE = regexp.MustCompile(`(?i)(\d+)\s*(people|persons|guests|of us)`)
 	daysRE   = regexp.MustCompile(`(?i)(\d+)[\s-]*days?`)
 	skipRE   = regexp.MustCompile(`(?i)\b(skip|no|without|drop|remove|leave out|don'?t (want|need))\b[^.;]*\bactivit(y|ies)\b|\bactivit(y|ies)\b[^.;]*\b(not needed|unnecessary)\b`)
+	stepRE   = regexp.MustCompile(`(?i)\badd (?:a |another )?step (?:for|to|about) ([^.;\n]+)`)
 	addRE    = regexp.MustCompile(`(?i)\b(add|with|include|want)\b[^.;]*\bactivit(y|ies)\b`)
 )
 
@@ -227,6 +235,10 @@ func (sc Scenario) follow(feedback string) Scenario {
 	}
 	if m := daysRE.FindStringSubmatch(feedback); m != nil {
 		sc.Days, _ = strconv.Atoi(m[1])
+		understood = true
+	}
+	if m := stepRE.FindStringSubmatch(feedback); m != nil {
+		sc.Added = append(slices.Clone(sc.Added), strings.TrimSpace(m[1]))
 		understood = true
 	}
 	switch {

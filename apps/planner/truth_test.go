@@ -150,6 +150,8 @@ func TestScriptFollowsPlanFeedback(t *testing.T) {
 			return planexec.RejectPlan("skip the activity")
 		case 1:
 			return planexec.RejectPlan("and check the weather")
+		case 2:
+			return planexec.RejectPlan("Add a step for the catering")
 		}
 		return planexec.ApprovePlan()
 	}, func(tool.ApprovalRequest) tool.Decision { return tool.Approve() })
@@ -164,6 +166,12 @@ func TestScriptFollowsPlanFeedback(t *testing.T) {
 	}
 	if !strings.Contains(d.plans[2].Plan.Task, "cannot do: and check the weather") {
 		t.Errorf("feedback the demo cannot follow is not said: %q", d.plans[2].Plan.Task)
+	}
+	if !slices.ContainsFunc(d.plans[3].Plan.Steps, func(s planexec.Step) bool { return s.Title == "The catering" }) {
+		t.Errorf("the step asked for is not in the plan: %+v", d.plans[3].Plan.Steps)
+	}
+	if r := planexec.Steps.Get(final)["added1"]; !strings.HasPrefix(r.Result, "Not done:") {
+		t.Errorf("the added step claims %q", r.Result)
 	}
 	answer := delivered(t, final)
 	if !strings.HasPrefix(answer, "Your offsite is booked: Old Town Rooms for 10 people, 1 day from Jun 3") || strings.Contains(answer, "with the") {

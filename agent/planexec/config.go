@@ -179,6 +179,15 @@ type Config struct {
 	// ReplanOnMiss revises the remaining plan after a step that still
 	// misses its done_when once its retries are used.
 	ReplanOnMiss bool
+	// KeepApproved limits replanning, after a person approved (or
+	// edited) the plan, to the steps they did not approve: the approved
+	// steps that have not run stay exactly as approved, and the
+	// replanner's other steps are added (without a review; their write
+	// calls still ask). Off (the default), a revision that changes,
+	// drops or adds steps of an approved plan goes back to the person as
+	// a new plan review (PlanReview.Revised) before any of it runs.
+	// Either way a plan a person approved is never silently replaced.
+	KeepApproved bool
 
 	// Phases sets the model and its options for each phase.
 	Phases Phases

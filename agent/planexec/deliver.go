@@ -66,6 +66,7 @@ func (a *agent) deliverNode(ctx context.Context, s graph.State) (graph.Output, e
 func (a *agent) deliveryReport(plan Plan, results map[string]StepResult, stop string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "The task: %s\n\nThe steps and their results:\n", plan.Task)
+	undone := false
 	for _, st := range plan.Steps {
 		r, ok := results[st.ID]
 		if !ok {
@@ -79,6 +80,17 @@ func (a *agent) deliveryReport(plan Plan, results map[string]StepResult, stop st
 		if r.Check != "" {
 			fmt.Fprintf(&b, "(This step's result does not meet its goal (%s): %s.)\n", st.DoneWhen, r.Check)
 		}
+		if len(r.Undone) > 0 {
+			undone = true
+			b.WriteString("What this step tried that did NOT happen:\n")
+			for _, c := range r.Undone {
+				fmt.Fprintf(&b, "- %s\n", c)
+			}
+		}
+	}
+	if undone {
+		b.WriteString("\nActions that a person rejected or that failed did not happen: do not say they were done. " +
+			"Say plainly in the answer what did not happen and why, giving the person's reason when they gave one.\n")
 	}
 	why := a.budgetNote(stop, plan, results)
 	if why != "" {
@@ -156,6 +168,9 @@ func MechanicalSummary(plan Plan, results map[string]StepResult) string {
 			}
 			if r.Check != "" {
 				status += ", goal not met: " + r.Check
+			}
+			if len(r.Undone) > 0 {
+				status += ", " + undoneText(r.Undone)
 			}
 		}
 		line := fmt.Sprintf("- [%s] %s: %s", status, st.ID, st.Title)

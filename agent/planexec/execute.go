@@ -201,6 +201,9 @@ func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.
 		m.mark(BudgetTime)
 	}
 	r.Budget = m.budget()
+	if res != nil {
+		r.Undone = undone(react.Calls.Get(res.State))
+	}
 	if err == nil {
 		if answer, ok := react.AnswerFrom(react.Messages.Get(res.State)); ok {
 			r.Status, r.Result = StepDone, answer
@@ -236,7 +239,7 @@ func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.
 		a.log.WarnContext(ctx, "planexec: a step failed", slog.String("step", st.ID), slog.String("error", r.Error))
 		emit(ctx, Event{Kind: EventStepFailed, StepID: st.ID, Title: st.Title, Error: r.Error})
 	} else {
-		emit(ctx, Event{Kind: EventStepFinished, StepID: st.ID, Title: st.Title, Result: r.Result})
+		emit(ctx, Event{Kind: EventStepFinished, StepID: st.ID, Title: st.Title, Result: r.Result, Error: undoneText(r.Undone)})
 	}
 	return append(ws, Steps.Set(map[string]StepResult{st.ID: r}), Rounds.Set(rounds), Tokens.Set(tokens)), nil
 }
@@ -286,7 +289,7 @@ func (a *agent) stepPrompt(ctx context.Context, plan Plan, st Step, results map[
 // report is a step's outcome for prompt templates.
 func report(st Step, results map[string]StepResult) StepReport {
 	r := results[st.ID]
-	return StepReport{ID: st.ID, Title: st.Title, Status: r.Status, Result: r.Result, Error: r.Error, Budget: r.Budget, Check: r.Check}
+	return StepReport{ID: st.ID, Title: st.Title, Status: r.Status, Result: r.Result, Error: r.Error, Budget: r.Budget, Check: r.Check, Undone: r.Undone}
 }
 
 // reports are every step's outcome, in plan order.

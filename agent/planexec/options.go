@@ -36,6 +36,8 @@ type Options struct {
 	CheckSteps    *bool  `json:"check_steps,omitempty"`
 	CheckRetries  *int   `json:"check_retries,omitempty"`
 	ReplanOnMiss  *bool  `json:"replan_on_miss,omitempty"`
+	// KeepApproved is Config's.
+	KeepApproved *bool `json:"keep_approved,omitempty"`
 	// ContinueOnError and MaxParallel are Config's.
 	ContinueOnError *bool `json:"continue_on_error,omitempty"`
 	MaxParallel     *int  `json:"max_parallel,omitempty"`
@@ -92,6 +94,9 @@ func (o Options) Apply(cfg *Config, resolve func(name string) (llm.Model, error)
 	}
 	if o.CheckSteps != nil {
 		cfg.CheckSteps = *o.CheckSteps
+	}
+	if o.KeepApproved != nil {
+		cfg.KeepApproved = *o.KeepApproved
 	}
 	if o.ReplanOnMiss != nil {
 		cfg.ReplanOnMiss = *o.ReplanOnMiss

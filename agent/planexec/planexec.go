@@ -143,7 +143,7 @@ var (
 // StateKeys returns every key the agent reads and writes; a parent graph
 // that adds the agent as a subgraph may list any of them to share them.
 func StateKeys() []graph.AnyKey {
-	return []graph.AnyKey{Messages, Calls, ToolSubset, PlanMessages, CurrentPlan, Steps, Rounds, Summary, Tokens, Stopped, clockKey, retryKey, ConversationSummary, react.HistorySummary}
+	return []graph.AnyKey{Messages, Calls, ToolSubset, PlanMessages, CurrentPlan, Steps, Rounds, Summary, Tokens, Stopped, clockKey, retryKey, approvedKey, feedbackKey, ConversationSummary, react.HistorySummary}
 }
 
 // StepStatus is how a step ended.
@@ -182,6 +182,13 @@ type StepResult struct {
 	// Replanned is set once a missed check has led to replanning
 	// (Config.ReplanOnMiss), so it does so once.
 	Replanned bool `json:"replanned,omitempty"`
+	// Undone are the step's tool calls that did not happen: rejected by
+	// a person (with their reason) or failed, and not made up for by a
+	// later successful call of the same tool. A StepDone step with Undone
+	// calls finished its loop without doing all it tried to; every report
+	// of it (the delivery's input, MechanicalSummary, EventStepFinished's
+	// Error) says so.
+	Undone []CallOutcome `json:"undone,omitempty"`
 }
 
 // StepError is the error of a run stopped by failed steps (without
@@ -391,14 +398,17 @@ func (a *agent) wire(b *graph.Builder) error {
 	}
 	if a.ConfirmPlan {
 		planDests = append(planDests, ReviewNode)
-		b.AddNode(ReviewNode, a.reviewNode, graph.Destinations(PlanNode, DispatchNode))
+		b.AddNode(ReviewNode, a.reviewNode, graph.Destinations(PlanNode, DispatchNode, ReplanNode))
 	}
 	b.AddNode(PlanNode, a.keep(a.planNode), graph.Destinations(planDests...))
 	b.AddNode(DispatchNode, a.dispatchNode, graph.Destinations(StepNode, ReplanNode, DeliverNode))
 	graph.AddSendNode(b, StepNode, a.stepNode)
 	b.AddEdge(StepNode, DispatchNode)
-	b.AddNode(ReplanNode, a.keep(a.replanNode))
-	b.AddEdge(ReplanNode, DispatchNode)
+	replanDests := []string{DispatchNode}
+	if a.ConfirmPlan {
+		replanDests = append(replanDests, ReviewNode)
+	}
+	b.AddNode(ReplanNode, a.keep(a.replanNode), graph.Destinations(replanDests...))
 	b.AddNode(DeliverNode, a.keep(a.deliverNode))
 	b.AddEdge(DeliverNode, graph.END)
 	return nil

@@ -25,6 +25,8 @@ func (a *agent) intentNode(next string) graph.NodeFunc {
 			Steps.Overwrite(map[string]StepResult{}),
 			Stopped.Overwrite(""),
 			retryKey.Overwrite(nil),
+			approvedKey.Overwrite(Plan{}),
+			feedbackKey.Overwrite(""),
 		)
 		task := graph.Command{Goto: []graph.Target{graph.To(next)}}
 		if a.TaskOnly {

@@ -89,8 +89,9 @@ type StepReport struct {
 	ID, Title string
 	// Status is "" for a step that has not run.
 	Status StepStatus
-	// Result, Error, Budget and Check are the StepResult's.
+	// Result, Error, Budget, Check and Undone are the StepResult's.
 	Result, Error, Budget, Check string
+	Undone                       []CallOutcome
 }
 
 // DefaultStepTaskPrompt starts a step's loop: the task, the plan, the step
@@ -108,7 +109,8 @@ Results of the steps it depends on:
 {{range .}}
 [{{.ID}}] {{.Title}}:
 {{.Result}}
-{{end}}{{end}}`
+{{range .Undone}}(Did not happen: {{.}}.)
+{{end}}{{end}}{{end}}`
 
 // DefaultJudgePrompt checks a step's result against its done_when.
 const DefaultJudgePrompt = `You check one step of a plan for the task: {{.Task}}
@@ -241,6 +243,9 @@ func stepTaskText(d PromptData) string {
 		b.WriteString("\nResults of the steps it depends on:\n")
 		for _, r := range d.Results {
 			fmt.Fprintf(&b, "\n[%s] %s:\n%s\n", r.ID, r.Title, r.Result)
+			for _, c := range r.Undone {
+				fmt.Fprintf(&b, "(Did not happen: %s.)\n", c)
+			}
 		}
 	}
 	return b.String()
@@ -282,5 +287,6 @@ const (
 		"Please try again in a moment; your conversation is kept, so you can simply send your message again."
 
 	DefaultDeliverPrompt = "The plan has run. Write the final answer for the user from the step results below: " +
-		"answer what they asked, plainly, and say what could not be done and why."
+		"answer what they asked, plainly, and say what could not be done and why. " +
+		"An action a step tried that a person rejected, or that failed, did not happen: never report it as done; say so, with the person's reason."
 )

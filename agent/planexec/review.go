@@ -27,6 +27,15 @@ type PlanReview struct {
 	// answer edited the plan into one that cannot run, or was not a known
 	// action. Plan is then the edited plan.
 	Problem string `json:"problem,omitempty"`
+	// Revised is set when the plan is under way and a replan changed
+	// what the person approved: Changed lists the steps that differ
+	// (changed, dropped or added), Finished the steps already done,
+	// which run no more whatever the answer. Approving runs the revised
+	// plan; rejecting with feedback has the planner revise it again;
+	// an edit replaces the steps still to run.
+	Revised  bool     `json:"revised,omitempty"`
+	Changed  []string `json:"changed,omitempty"`
+	Finished []string `json:"finished,omitempty"`
 }
 
 // ReviewAction is what a person decided about a plan.
@@ -124,7 +133,17 @@ func (a *agent) reviewNode(ctx context.Context, s graph.State) (graph.Output, er
 	if a.nested(ctx) {
 		return to(DispatchNode), nil
 	}
-	r := PlanReview{Kind: ReviewKind, Plan: CurrentPlan.Get(s)}
+	current, results := CurrentPlan.Get(s), Steps.Get(s)
+	r := PlanReview{Kind: ReviewKind, Plan: current}
+	if len(results) > 0 {
+		r.Revised = true
+		r.Changed = changedSteps(approvedKey.Get(s), current, results)
+		for _, st := range current.Steps {
+			if _, ok := results[st.ID]; ok {
+				r.Finished = append(r.Finished, st.ID)
+			}
+		}
+	}
 	for {
 		d, err := graph.Interrupt[ReviewDecision](ctx, r, graph.ExpectAnswer(reviewSchema()))
 		if err != nil {
@@ -133,10 +152,14 @@ func (a *agent) reviewNode(ctx context.Context, s graph.State) (graph.Output, er
 		}
 		switch d.Action {
 		case ReviewApprove:
-			return to(DispatchNode), nil
+			return to(DispatchNode, approvedKey.Set(current)), nil
 		case ReviewReject:
+			f := strings.TrimSpace(d.Feedback)
+			if r.Revised { // under way: revise the steps still to do
+				return to(ReplanNode, feedbackKey.Set(cmpOr(f, "(no reason given) make a different revision"))), nil
+			}
 			text := "The user rejected this plan without saying why. Make a different plan."
-			if f := strings.TrimSpace(d.Feedback); f != "" {
+			if f != "" {
 				text = "The user rejected this plan. Their feedback: " + f + "\nMake a new plan that follows it."
 			}
 			return to(PlanNode, graph.Append(PlanMessages, llm.User(text))), nil
@@ -145,16 +168,20 @@ func (a *agent) reviewNode(ctx context.Context, s graph.State) (graph.Output, er
 				r.Problem = "The edit carried no plan; send the edited plan, or approve or reject this one."
 				continue
 			}
-			if probs := d.Plan.problems(); len(probs) > 0 {
+			p := *d.Plan
+			if r.Revised { // the finished steps stay as they ran
+				p = merge(current, p, results)
+			}
+			if probs := p.problems(); len(probs) > 0 {
 				r.Plan = *d.Plan
 				r.Problem = "The edited plan cannot run: " + strings.Join(probs, "; ") + ". Fix it, or approve or reject the plan."
 				continue
 			}
-			p := *d.Plan
 			b, _ := json.Marshal(p)
 			emit(ctx, Event{Kind: EventPlanReady, Plan: &p})
 			return to(DispatchNode,
 				CurrentPlan.Set(p),
+				approvedKey.Set(p),
 				graph.Append(PlanMessages, llm.User("The user edited the plan; it is now: "+string(b))),
 			), nil
 		default:

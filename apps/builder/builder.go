@@ -38,6 +38,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	agentbuilder "github.com/trellis-agents/trellis/agent/builder"
@@ -263,6 +264,10 @@ func Script() llm.Model {
 	m := llmtest.New()
 	answer, review := inNode("answer"), inNode("review")
 	after := llmtest.LastIsToolResult()
+	// A question outside the scenario: say what the demo can show.
+	m.When(llmtest.And(answer, toolResults(0), func(r *llmtest.Request) bool { return !returnsQuestion.MatchString(r.LastUser()) }),
+		llmtest.Text(Scope)).Repeat()
+	m.When(llmtest.And(review, toolResults(0)), llmtest.Text("It says plainly what the demo can answer. No changes needed.")).Repeat()
 	m.When(llmtest.And(answer, toolResults(0)), llmtest.ToolCalls(llmtest.Call("lookup_policy", `{"topic":"returns"}`))).Repeat()
 	m.When(llmtest.And(answer, toolResults(1), after),
 		llmtest.Text("Yes: faulty items can be returned within 30 days, so you are in time. Reply with your order number and we will start the return.")).Repeat()
@@ -278,6 +283,16 @@ func Script() llm.Model {
 	m.When(judge, llmtest.JSON(map[string]any{"holds": true, "reason": "the review asks to mention free return shipping"})).Repeat()
 	return m
 }
+
+// Scope is the scripted model's reply to a question outside its
+// scenario.
+const Scope = "I am the support builder's scripted demo model, so I can answer only one kind of question: " +
+	"returning a faulty item (I look up the returns and shipping policies, a reviewer checks my reply, and I fix it). " +
+	"I cannot answer other questions; a real model can (--model, or OPENAI_API_KEY). Try: \"" + Question + "\""
+
+// returnsQuestion matches the questions of the scenario: returns of
+// faulty or broken items (an empty one is the sample question).
+var returnsQuestion = regexp.MustCompile(`(?i)^\s*$|return|refund|faulty|broken|defect|stopped working|replace`)
 
 // inNode matches requests from inside LLM node name, also when the agent
 // runs nested in another graph (a sub-agent: "helper:…|answer:…").

@@ -233,6 +233,9 @@ func Outcome(s graph.State, bookings []Booking) string {
 		if ok {
 			status = string(r.Status)
 			detail = r.Error
+			for _, c := range r.Undone {
+				detail = strings.TrimPrefix(detail+"; not carried out: "+c.String(), "; ")
+			}
 		}
 		fmt.Fprintf(&b, "  [%s] %s: %s", status, st.ID, st.Title)
 		if detail != "" {

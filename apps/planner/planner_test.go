@@ -163,7 +163,14 @@ func TestScenario(t *testing.T) {
 		t.Fatalf("%d step requests before the plan was approved", n)
 	}
 
-	// Approved, the plan runs until the booking waits for approval.
+	// Approved, the plan runs its first level; the replan that follows
+	// changes approved steps, so the revised plan comes back for review.
+	revised, ok := planexec.ReviewFrom(only(t, th.run(nil, planexec.ApprovePlan())))
+	if !ok || !revised.Revised || !cmp.Equal(revised.Finished, []string{StepVenues, StepActivity}) ||
+		!cmp.Equal(revised.Changed, []string{StepAvailability, StepBudget, StepBook, StepCheckRio, StepCheckVerde}) {
+		t.Fatalf("after the first level: %+v; want the revised plan for review", revised)
+	}
+	// Approved too, the plan runs until the booking waits for approval.
 	in := only(t, th.run(nil, planexec.ApprovePlan()))
 	req, ok := tool.ApprovalFrom(in)
 	if !ok || req.Tool != BookVenue || req.Summary != "Book Quinta Verde for 12 people, 2 days from Jun 9" {
@@ -272,7 +279,7 @@ func checkReplan(t *testing.T, model *llmtest.Model, events []seen, final graph.
 		t.Errorf("the finished venues step was changed by the replan (%q), or replan is left: %v", plan.Steps[0].Title, plan.Replan)
 	}
 	reports := requests(model, llmtest.Node(planexec.ReplanNode))
-	if len(reports) != 1 || !strings.Contains(reports[0].LastUser(), "Casa do Rio (up to 20") {
+	if len(reports) != 1 || !strings.Contains(reports[0].LastUser(), "Casa do Rio: up to 20") {
 		t.Errorf("the replanner did not see the venues found: %+v", reports)
 	}
 	// The finished steps' loops made their two requests each, not more.
@@ -285,7 +292,7 @@ func checkReplan(t *testing.T, model *llmtest.Model, events []seen, final graph.
 		t.Errorf("the replaced availability step made %d requests", n)
 	}
 	// A new step sees the finished step's result.
-	if !strings.Contains(requests(model, inStep(StepCheckRio))[0].LastUser(), "[venues] Find venues:\nTwo venues hold 12 people") {
+	if !strings.Contains(requests(model, inStep(StepCheckRio))[0].LastUser(), "[venues] Find venues:\nTwo venues hold 12 people in Lisbon") {
 		t.Error("check_rio's prompt lacks the venues found")
 	}
 }

@@ -2,6 +2,10 @@ package planner
 
 import (
 	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/trellis-agents/trellis/agent/planexec"
@@ -15,10 +19,11 @@ import (
 const (
 	CityQuestion = "Which city should the offsite be in?"
 	FormQuestion = "A few details about the group"
-	// DeliveredText is the scripted final answer.
-	DeliveredText = "Your offsite is booked: Quinta Verde, a garden estate 25 minutes from Lisbon by train, " +
-		"for 12 people on Jun 9 and 10 (confirmation OFF-001), with a vegetarian cooking class. " +
-		"Estimated cost €3100 with catering, €500 less than Casa do Rio, which is only free from Jun 23."
+	// DeliveredText is the scripted final answer when the person answers
+	// Lisbon, 12 people, 2 days and vegetarian food, and approves the plan
+	// (and its revision) and the booking.
+	DeliveredText = "Your offsite is booked: Quinta Verde for 12 people, 2 days from Jun 9 (confirmation OFF-001), " +
+		"with the cooking class. Estimated cost €3100 in all, with catering and the activity."
 )
 
 // Cities are the options of the city question.
@@ -40,7 +45,8 @@ func FormFields() []planexec.Field {
 }
 
 // The scripted plans' step IDs. Venues is named in replan; after its
-// level, the replanner swaps Availability for CheckRio and CheckVerde.
+// level, the replanner swaps Availability for one check per venue found
+// (CheckRio and CheckVerde in Lisbon).
 const (
 	StepVenues       = "venues"
 	StepActivity     = "activity"
@@ -51,135 +57,239 @@ const (
 	StepCheckVerde   = "check_verde"
 )
 
-const planTask = "Plan and book a 2-day offsite in Lisbon for 12 people, with vegetarian food."
-
-// InitialPlan is the scripted planner's plan: two parallel levels
-// (venues and activity; availability and budget), then the booking.
-func InitialPlan() planexec.Plan {
-	return planexec.Plan{
-		Task: planTask,
-		Steps: []planexec.Step{
-			{ID: StepVenues, Title: "Find venues", Description: "Search Lisbon for venues that hold 12 people.", DoneWhen: "the venues that fit are listed with their day rates"},
-			{ID: StepActivity, Title: "Pick an activity", Description: "List Lisbon's activities and pick one that suits 12 people and vegetarian food.", DoneWhen: "one activity is chosen, with its price"},
-			{ID: StepAvailability, Title: "Check availability", Description: "Check when the best venue is free for 2 days.", DependsOn: []string{StepVenues}},
-			{ID: StepBudget, Title: "Estimate the budget", Description: "Estimate the cost of the venue, catering and the activity.", DependsOn: []string{StepVenues, StepActivity}},
-			{ID: StepBook, Title: "Book the venue", Description: "Book the venue on its free days.", DependsOn: []string{StepAvailability, StepBudget}},
-		},
-		Replan: []string{StepVenues},
-	}
+// Scenario is what the conversation settled: the city, the group, the
+// length, the notes, whether to plan an activity, and what the person
+// asked for that the scripted demo cannot do.
+type Scenario struct {
+	City     string
+	People   int
+	Days     int
+	Notes    string
+	Activity bool
+	Unable   []string
+	// Added are the steps the person asked for in a comment ("add a
+	// step for the catering"); the demo has no tools for them, and their
+	// steps say so.
+	Added []string
 }
 
-// RevisedPlan is the scripted replanner's reply once the venues are known:
-// the availability of both venues and their budgets in parallel, then the
-// booking of the better one. It repeats the finished venues step, as
-// models do; that step is kept as it was and does not run again.
-func RevisedPlan() planexec.Plan {
-	return planexec.Plan{
-		Task: planTask,
-		Steps: []planexec.Step{
-			{ID: StepVenues, Title: "Find venues again", Description: "Search again."},
-			{ID: StepCheckRio, Title: "Check Casa do Rio", Description: "Check when Casa do Rio is free for 2 days.", DependsOn: []string{StepVenues}},
-			{ID: StepCheckVerde, Title: "Check Quinta Verde", Description: "Check when Quinta Verde is free for 2 days.", DependsOn: []string{StepVenues}},
-			{ID: StepBudget, Title: "Compare the budgets", Description: "Estimate the cost at both venues, with catering and the activity.", DependsOn: []string{StepVenues, StepActivity}},
-			{ID: StepBook, Title: "Book the better venue", Description: "Book the cheaper venue that is free, on its first free days.", DependsOn: []string{StepCheckRio, StepCheckVerde, StepBudget}},
-		},
-	}
+// DefaultScenario is the scenario of the answers file: Lisbon, 12 people,
+// 2 days, vegetarian food, with an activity.
+func DefaultScenario() Scenario {
+	return Scenario{City: "Lisbon", People: 12, Days: 2, Notes: "vegetarian food, please", Activity: true}
 }
 
-// Script returns the scripted model that plays the scenario. Every reply
-// is chosen by what the request holds (the node asking, the step, whether
-// a tool result came back), so parallel steps get theirs in any order;
-// every reply repeats, so a thread's next task plays the scenario again.
+func (sc Scenario) vegetarian() bool {
+	return strings.Contains(strings.ToLower(sc.Notes), "vegetarian")
+}
+
+// InitialPlan is the scripted plan for the default scenario.
+func InitialPlan() planexec.Plan { return PlanFor(DefaultScenario()) }
+
+// PlanFor is the scripted planner's plan for a scenario: venues and the
+// activity in parallel, then availability and the budget, then the
+// booking; venues is a replan step.
+func PlanFor(sc Scenario) planexec.Plan {
+	task := fmt.Sprintf("Plan and book a %d-day offsite in %s for %d people", sc.Days, sc.City, sc.People)
+	suits := fmt.Sprintf("suits %d people", sc.People)
+	if sc.vegetarian() {
+		task += ", with vegetarian food"
+		suits += " and vegetarian food"
+	}
+	task += "."
+	if len(sc.Unable) > 0 {
+		task += " (Asked for, which this scripted demo cannot do: " + strings.Join(sc.Unable, "; ") + ".)"
+	}
+	steps := []planexec.Step{
+		{ID: StepVenues, Title: "Find venues", Description: fmt.Sprintf("Search %s for venues that hold %d people.", sc.City, sc.People), DoneWhen: "the venues that fit are listed with their day rates"},
+	}
+	budgetDeps := []string{StepVenues}
+	budget := "Estimate the cost of the venue and catering."
+	if sc.Activity {
+		steps = append(steps, planexec.Step{ID: StepActivity, Title: "Pick an activity", Description: fmt.Sprintf("List %s's activities and pick one that %s.", sc.City, suits), DoneWhen: "one activity is chosen, with its price"})
+		budgetDeps = append(budgetDeps, StepActivity)
+		budget = "Estimate the cost of the venue, catering and the activity."
+	}
+	for i, a := range sc.Added {
+		steps = append(steps, planexec.Step{ID: fmt.Sprintf("added%d", i+1), Title: strings.ToUpper(a[:1]) + a[1:], Description: "Asked for in your comment: " + a + ".", DependsOn: []string{StepVenues}})
+	}
+	steps = append(steps,
+		planexec.Step{ID: StepAvailability, Title: "Check availability", Description: fmt.Sprintf("Check when the best venue is free for %d days.", sc.Days), DependsOn: []string{StepVenues}},
+		planexec.Step{ID: StepBudget, Title: "Estimate the budget", Description: budget, DependsOn: budgetDeps},
+		planexec.Step{ID: StepBook, Title: "Book the venue", Description: "Book the venue on its free days.", DependsOn: []string{StepAvailability, StepBudget}},
+	)
+	return planexec.Plan{Task: task, Steps: steps, Replan: []string{StepVenues}}
+}
+
+// Script returns the scripted model that plays the scenario. It reads
+// each request — the answers to its questions, the feedback on a rejected
+// plan, the plan as edited, the tool results, what the delivery is told
+// did not happen — and answers consistently with it, by rules: the plan
+// follows the city and the form, a step's answer follows its tool
+// results (a rejected or failed booking is "Not booked", with why), and
+// the summary follows the step outcomes planexec reports. Asked something
+// outside the scenario, it says what it can demonstrate. Every reply
+// repeats, so a thread's next task plays the scenario again.
 func Script() llm.Model {
 	m := llmtest.New()
-	m.When(llmtest.Node(planexec.IntentNode), llmtest.JSON(map[string]string{"intent": "task"})).Repeat()
-
-	// The planner: the city, then the form, then the plan (the same plan
-	// again after a rejection).
-	m.When(answered(0), askTurn(map[string]any{"mode": planexec.AskSelect, "question": CityQuestion, "options": Cities})).Repeat()
-	m.When(answered(1), askTurn(map[string]any{"mode": planexec.AskForm, "question": FormQuestion, "fields": FormFields()})).Repeat()
-	m.When(answered(2), planTurn(InitialPlan())).Repeat()
-
-	step(m, StepVenues,
-		call(SearchVenues, map[string]any{"city": "Lisbon", "people": 12}),
-		"Two venues hold 12 people: Casa do Rio (up to 20, €900 per day, riverside) and Quinta Verde (up to 14, €650 per day, garden estate). Both are worth checking.")
-	step(m, StepActivity,
-		call(ListActivities, map[string]any{"city": "Lisbon"}),
-		"The cooking class: €60 per person, 3 hours, and it can be fully vegetarian.")
-	m.When(llmtest.Node(planexec.ReplanNode), llmtest.JSON(RevisedPlan())).Repeat()
-	step(m, StepCheckRio,
-		call(CheckAvailability, map[string]any{"venue": "Casa do Rio", "days": 2}),
-		"Casa do Rio is free for 2 days only from Jun 23.")
-	step(m, StepCheckVerde,
-		call(CheckAvailability, map[string]any{"venue": "Quinta Verde", "days": 2}),
-		"Quinta Verde is free for 2 days from Jun 9 or from Jun 16.")
-	step(m, StepBudget, llmtest.ToolCalls(
-		llmtest.Call(EstimateBudget, args(map[string]any{"venue": "Casa do Rio", "people": 12, "days": 2, "activity": "cooking class"})),
-		llmtest.Call(EstimateBudget, args(map[string]any{"venue": "Quinta Verde", "people": 12, "days": 2, "activity": "cooking class"})),
-	), "Quinta Verde costs €3100 in all and Casa do Rio €3600 (venue, catering and the cooking class).")
-	step(m, StepBook,
-		call(BookVenue, map[string]any{"venue": "Quinta Verde", "start": "Jun 9", "days": 2, "people": 12}),
-		"Booked Quinta Verde for 12 people on Jun 9 and 10: confirmation OFF-001.")
-	m.When(llmtest.Node(planexec.DeliverNode), llmtest.Text(DeliveredText)).Repeat()
+	m.When(llmtest.Node(planexec.IntentNode), llmtest.Respond(intent)).Repeat()
+	m.When(llmtest.Node(planexec.PlanNode), llmtest.Respond(plan)).Repeat()
+	m.When(llmtest.Node(planexec.ReplanNode), llmtest.Respond(replan)).Repeat()
+	m.When(inAnyStep, llmtest.Respond(stepReply)).Repeat()
+	m.When(llmtest.Node(planexec.DeliverNode), llmtest.Respond(deliver)).Repeat()
 	return m
 }
 
-// answered matches the planner's requests that carry n answers to its
-// questions (the ask calls' results).
-func answered(n int) llmtest.Matcher {
-	return func(r *llmtest.Request) bool {
-		if r.Node != planexec.PlanNode {
-			return false
-		}
-		got := 0
-		for _, msg := range r.Messages {
-			if msg.Role == llm.RoleTool {
-				got++
+// Scope is what the scripted model says when asked something outside its
+// scenario.
+const Scope = "I am the offsite planner's scripted demo model, so I can only play one scenario: " +
+	"planning and booking a team offsite in Lisbon, Berlin or Prague (I ask the city and a few details, " +
+	"show the plan for you to approve, edit or reject, and ask before booking). " +
+	"Try: \"Organise our team offsite next month\" or \"Plan a 3-day offsite in Berlin for 8 people\"."
+
+var inScope = regexp.MustCompile(`(?i)offsite|off-site|venue|team (event|day|trip)|retreat|book|plan|organi[sz]e|lisbon|berlin|prague|activity`)
+
+// intent treats requests about an offsite (or no text at all: the
+// sample request) as the task, and answers anything else with Scope.
+func intent(r *llmtest.Request) llmtest.Turn {
+	last := strings.TrimSpace(r.LastUser())
+	if last == "" || inScope.MatchString(last) {
+		return llmtest.JSON(map[string]string{"intent": "task"})
+	}
+	return llmtest.JSON(map[string]string{"intent": "chat", "reply": Scope})
+}
+
+const answeredPrefix = "The user answered: "
+
+// plan asks the city, then the form, then gives the plan the answers and
+// any feedback on earlier plans call for.
+func plan(r *llmtest.Request) llmtest.Turn {
+	sc, city, form := scenarioOf(r.Messages)
+	switch {
+	case !city:
+		return askTurn(map[string]any{"mode": planexec.AskSelect, "question": CityQuestion, "options": Cities})
+	case !form:
+		return askTurn(map[string]any{"mode": planexec.AskForm, "question": FormQuestion, "fields": FormFields()})
+	}
+	p := PlanFor(sc)
+	return llmtest.JSON(map[string]any{"complexity": "moderate", "task": p.Task, "steps": p.Steps, "replan": p.Replan})
+}
+
+// scenarioOf reads the planning dialogue: the city and the form answered
+// (and whether they were), and every feedback on a rejected plan, in
+// order, the later winning.
+func scenarioOf(msgs []llm.Message) (sc Scenario, city, form bool) {
+	sc = Scenario{City: "Lisbon", People: 12, Days: 2, Activity: true}
+	for _, m := range msgs {
+		switch {
+		case m.Role == llm.RoleTool && strings.HasPrefix(m.Text(), answeredPrefix):
+			ans := strings.TrimPrefix(m.Text(), answeredPrefix)
+			var f struct {
+				People float64 `json:"people"`
+				Length string  `json:"length"`
+				Notes  string  `json:"notes"`
+			}
+			if json.Unmarshal([]byte(ans), &f) == nil {
+				form = true
+				sc.People, sc.Notes = int(f.People), f.Notes
+				if n, ok := leadingNumber(f.Length); ok {
+					sc.Days = n
+				}
+				continue
+			}
+			if i := slices.IndexFunc(Cities, func(c string) bool { return strings.EqualFold(c, strings.TrimSpace(ans)) }); i >= 0 {
+				sc.City, city = Cities[i], true
+			}
+		case m.Role == llm.RoleUser:
+			if _, fb, ok := strings.Cut(m.Text(), "Their feedback: "); ok {
+				fb, _, _ = strings.Cut(fb, "\n")
+				sc = sc.follow(fb)
 			}
 		}
-		return got == n
 	}
+	return sc, city, form
+}
+
+var (
+	peopleRE = regexp.MustCompile(`(?i)(\d+)\s*(people|persons|guests|of us)`)
+	daysRE   = regexp.MustCompile(`(?i)(\d+)[\s-]*days?`)
+	skipRE   = regexp.MustCompile(`(?i)\b(skip|no|without|drop|remove|leave out|don'?t (want|need))\b[^.;]*\bactivit(y|ies)\b|\bactivit(y|ies)\b[^.;]*\b(not needed|unnecessary)\b`)
+	stepRE   = regexp.MustCompile(`(?i)\badd (?:a |another )?step (?:for|to|about) ([^.;\n]+)`)
+	addRE    = regexp.MustCompile(`(?i)\b(add|with|include|want)\b[^.;]*\bactivit(y|ies)\b`)
+)
+
+// follow applies a person's feedback: a city, a group size or a length
+// it names, skipping or adding the activity. Anything else is recorded
+// as asked for but beyond the demo, so the plan says so instead of
+// pretending.
+func (sc Scenario) follow(feedback string) Scenario {
+	understood := false
+	for _, c := range Cities {
+		if strings.Contains(strings.ToLower(feedback), strings.ToLower(c)) {
+			sc.City, understood = c, true
+		}
+	}
+	if m := peopleRE.FindStringSubmatch(feedback); m != nil {
+		sc.People, _ = strconv.Atoi(m[1])
+		understood = true
+	}
+	if m := daysRE.FindStringSubmatch(feedback); m != nil {
+		sc.Days, _ = strconv.Atoi(m[1])
+		understood = true
+	}
+	if m := stepRE.FindStringSubmatch(feedback); m != nil {
+		sc.Added = append(slices.Clone(sc.Added), strings.TrimSpace(m[1]))
+		understood = true
+	}
+	switch {
+	case skipRE.MatchString(feedback):
+		sc.Activity, understood = false, true
+	case addRE.MatchString(feedback):
+		sc.Activity, understood = true, true
+	}
+	if !understood && strings.TrimSpace(feedback) != "" {
+		sc.Unable = append(slices.Clone(sc.Unable), strings.TrimSpace(feedback))
+	}
+	return sc
+}
+
+func leadingNumber(s string) (int, bool) {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return 0, false
+	}
+	n, err := strconv.Atoi(f[0])
+	return n, err == nil
+}
+
+// inAnyStep matches the requests of a step's loop.
+func inAnyStep(r *llmtest.Request) bool {
+	return r.Node == react.ModelNode && strings.HasPrefix(r.Namespace, planexec.StepNode+":")
 }
 
 // inStep matches the requests of the loop running step id: its first user
 // message is the step's prompt, which names the step.
 func inStep(id string) llmtest.Matcher {
 	return func(r *llmtest.Request) bool {
-		if r.Node != react.ModelNode || !strings.HasPrefix(r.Namespace, planexec.StepNode+":") {
-			return false
-		}
-		for _, msg := range r.Messages {
-			if msg.Role == llm.RoleUser {
-				return strings.Contains(msg.Text(), "Your step is "+id+":")
-			}
-		}
-		return false
+		return inAnyStep(r) && strings.Contains(firstUser(r.Messages), "Your step is "+id+":")
 	}
 }
 
-// step scripts step id: first the tool calls, then, once their results
-// are back, the step's answer.
-func step(m *llmtest.Model, id string, calls llmtest.Turn, answer string) {
-	m.When(llmtest.And(inStep(id), llmtest.Not(llmtest.LastIsToolResult())), calls).Repeat()
-	m.When(llmtest.And(inStep(id), llmtest.LastIsToolResult()), llmtest.Text(answer)).Repeat()
-}
-
-func call(name string, v any) llmtest.Turn {
-	return llmtest.ToolCalls(llmtest.Call(name, args(v)))
+func firstUser(msgs []llm.Message) string {
+	for _, m := range msgs {
+		if m.Role == llm.RoleUser {
+			return m.Text()
+		}
+	}
+	return ""
 }
 
 func askTurn(v any) llmtest.Turn {
 	return llmtest.ToolCalls(llmtest.Call(planexec.AskToolName, args(v)))
 }
 
-// planTurn is the planner's reply holding p, rated moderate (so there is
-// no second, deeper planning call).
-func planTurn(p planexec.Plan) llmtest.Turn {
-	return llmtest.JSON(map[string]any{"complexity": "moderate", "task": p.Task, "steps": p.Steps, "replan": p.Replan})
-}
-
-// args encodes a tool call's arguments; the values are fixed maps that
-// always encode.
+// args encodes a tool call's arguments; the values are maps and structs
+// of plain values that always encode.
 func args(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -77,7 +77,12 @@ func scriptedPlan(a formAnswer) map[string]any {
 func Script() llm.Model {
 	m := llmtest.New()
 	after := llmtest.LastIsToolResult()
-	m.When(llmtest.Node(planexec.IntentNode), llmtest.JSON(map[string]string{"intent": "task"})).Repeat()
+	m.When(llmtest.Node(planexec.IntentNode), llmtest.Respond(func(r *llmtest.Request) llmtest.Turn {
+		if last := strings.TrimSpace(r.LastUser()); last != "" && !inScope.MatchString(last) {
+			return llmtest.JSON(map[string]string{"intent": "chat", "reply": Scope})
+		}
+		return llmtest.JSON(map[string]string{"intent": "task"})
+	})).Repeat()
 	m.When(llmtest.Node(planexec.PlanNode), llmtest.ToolCalls(llmtest.Call(planexec.AskToolName, mustJSON(ScriptedForm)))).Repeat()
 	step := func(id, answer string, calls ...llm.ToolCall) {
 		is := llmtest.LastUserContains("Your step is " + id + ":")
@@ -98,6 +103,16 @@ func Script() llm.Model {
 	step("s5", "", llmtest.Call("list_tasks", `{"status":"pending"}`))
 	return &scripted{rules: m}
 }
+
+// Scope is what the scripted model says when asked something outside its
+// scenario.
+const Scope = "I am the study scheduler's scripted demo model, so I can only play one scenario: " +
+	"fitting a student's pending study tasks into the free slots of this week (a form about your limits, " +
+	"a plan to approve, and each change to the schedule to approve or turn down). " +
+	"I cannot book meetings or answer other questions; a real model can (--model, or OPENAI_API_KEY). " +
+	"Try: \"" + Request + "\""
+
+var inScope = regexp.MustCompile(`(?i)stud(y|ies)|week|schedul|homework|task|slot|exam|quiz|assignment|essay|revis|subject|class|plan`)
 
 // scripted answers the requests whose reply depends on their content (the
 // plan after the form, a step's result after its tool results, the

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"iter"
+	"regexp"
+	"strings"
 
 	"github.com/trellis-agents/trellis/agent/router"
 	"github.com/trellis-agents/trellis/apps/sqlread"
@@ -138,6 +140,9 @@ func routerTurn(ctx context.Context, req *llm.Request) (llmtest.Turn, bool) {
 	ref := func(tool string) string { return router.Ref(ids[tool]) }
 	switch results {
 	case 0:
+		if q := lastUserText(req.Messages); !inScope(q) {
+			return llmtest.Text(Scope), true
+		}
 		return llmtest.ToolCalls(call(discoverCall, DiscoveryAgent, obj{
 			"task": "Find the tables and columns that answer this question: " + Question})), true
 	case 1:
@@ -154,6 +159,42 @@ func routerTurn(ctx context.Context, req *llm.Request) (llmtest.Turn, bool) {
 			"task": "Run this query and answer the question \"" + Question + "\" from its rows.\n\n" + ref(FixAgent)})), true
 	}
 	return llmtest.Turn{}, false
+}
+
+// Scope is the scripted router's answer to a question outside its
+// scenario: what it can demonstrate, and the question to ask.
+const Scope = "I am the SQL router's scripted demo model, so I can answer only one question about the sample library: " +
+	"which book genres were borrowed most in 2025 (discovery finds the tables, a first query fails validation, " +
+	"it is fixed and run). I cannot answer other questions; a real model can (--model, or OPENAI_API_KEY). " +
+	"Try: \"" + Question + "\""
+
+var (
+	aboutLoans = regexp.MustCompile(`(?i)\b(loan|loans|borrow\w*|lent|lending)\b`)
+	aboutGenre = regexp.MustCompile(`(?i)\bgenres?\b`)
+	otherYear  = regexp.MustCompile(`\b(19|20)\d\d\b`)
+)
+
+// inScope reports whether a question is the scenario's: loans per genre,
+// in 2025 (or no year said). An empty question is the sample one.
+func inScope(q string) bool {
+	if strings.TrimSpace(q) == "" {
+		return true
+	}
+	for _, y := range otherYear.FindAllString(q, -1) {
+		if y != "2025" {
+			return false
+		}
+	}
+	return aboutLoans.MatchString(q) && aboutGenre.MatchString(q)
+}
+
+func lastUserText(msgs []llm.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == llm.RoleUser {
+			return msgs[i].Text()
+		}
+	}
+	return ""
 }
 
 // turnResults matches a request whose latest turn (the messages after the

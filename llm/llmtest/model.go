@@ -269,6 +269,17 @@ func (m *Model) begin(ctx context.Context, req *llm.Request, streamed bool) (Tur
 	if !ok {
 		return Turn{}, rec, m.exhausted(&rec)
 	}
+	if t.respond != nil {
+		built := t.respond(&rec)
+		built.respond = nil
+		if built.delay == 0 {
+			built.delay = t.delay
+		}
+		if built.pace == 0 {
+			built.pace = t.pace
+		}
+		t = m.prepare([]Turn{built})[0]
+	}
 	return t, rec, nil
 }
 

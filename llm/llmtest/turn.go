@@ -29,7 +29,19 @@ type Turn struct {
 
 	cutAfter int // stream this many chunks, then fail with cutErr
 	cutErr   error
+
+	respond func(*Request) Turn // builds the reply from the request (Respond)
 }
+
+// Respond returns a reply that fn builds from the request that takes it,
+// for a rule-based model that reads the conversation (the answers given,
+// the tool results, what a person rejected) instead of replaying fixed
+// text. fn runs while the model holds its lock, so it must not call the
+// model; the turn it returns is used as any scripted turn is (its calls
+// without an ID get one; a Respond turn it returns is not called again).
+// Timing set on the Respond turn itself (After, Paced) applies when the
+// built turn sets none.
+func Respond(fn func(r *Request) Turn) Turn { return Turn{respond: fn} }
 
 // Text returns a reply holding text: any text, including malformed JSON
 // for testing how a caller copes with it.

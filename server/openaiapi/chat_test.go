@@ -303,6 +303,11 @@ func TestPlannerAnsweredInTheConversation(t *testing.T) {
 		t.Fatalf("after the form: %+v %q", got.Trellis, got.Choices[0].Message.Content)
 	}
 	got = c.say("确认")
+	// The replan after the venues changes the approved plan: reviewed again.
+	if ia := got.Trellis.Interaction; ia == nil || ia.Kind != kindPlan || !strings.Contains(got.Choices[0].Message.Content, "The plan changed while it ran (done: venues, activity; changed: availability, budget, book, check_rio, check_verde)") {
+		t.Fatalf("after the plan: %+v %q", got.Trellis, got.Choices[0].Message.Content)
+	}
+	got = c.say("yes")
 	ia = got.Trellis.Interaction
 	if ia == nil || ia.Kind != kindApproval || ia.Tool != planner.BookVenue || !strings.Contains(got.Choices[0].Message.Content, `"venue":"Quinta Verde"`) {
 		t.Fatalf("after the plan: %+v %q", got.Trellis, got.Choices[0].Message.Content)

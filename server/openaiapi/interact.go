@@ -129,6 +129,9 @@ func describe(p pending) (string, *Interaction) {
 			ia.Problems = []string{r.Problem}
 		}
 		problems(ia.Problems)
+		if r.Revised {
+			fmt.Fprintf(&b, "The plan changed while it ran (done: %s; changed: %s), so here it is again for review.\n", orNone(r.Finished), orNone(r.Changed))
+		}
 		fmt.Fprintf(&b, "Here is the plan: %s\n\n", r.Plan.Task)
 		for i, st := range r.Plan.Steps {
 			fmt.Fprintf(&b, "%d. %s [%s]", i+1, st.Title, st.ID)
@@ -365,4 +368,12 @@ func short(s string) string {
 		return string(r[:80]) + "…"
 	}
 	return s
+}
+
+// orNone joins IDs, or says none.
+func orNone(ids []string) string {
+	if len(ids) == 0 {
+		return "none"
+	}
+	return strings.Join(ids, ", ")
 }

@@ -96,6 +96,10 @@ test("the planner's question, form, plan and write approval are answered by plai
   assert.equal(r.data.trellis.interaction.kind, "plan_review");
   assert.match(r.data.choices[0].message.content, /Find venues/);
   r = await c.say("yes");
+  // Once the venues are known the plan is revised, and shown again for review.
+  assert.equal(r.data.trellis.interaction.kind, "plan_review");
+  assert.match(r.data.choices[0].message.content, /The plan changed while it ran/);
+  r = await c.say("yes");
   assert.equal(r.data.trellis.interaction.kind, "tool_approval");
   assert.equal(r.data.trellis.interaction.tool, "book_venue");
   assert.match(r.data.choices[0].message.content, /Quinta Verde/);

@@ -290,7 +290,16 @@ func TestBrowserPlannerFlow(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`#cards .plan textarea`), "Add a step for the catering"),
 		chromedp.Click(button("Reject and re-plan")))
 	b.waitFor("the plan again", `document.querySelector('#cards .card[data-kind=planexec_plan_review]:not([data-old])')`)
+	eval[string](b, `document.querySelector('#cards .card').dataset.old = 'yes'`)
 	b.do("confirming the plan", chromedp.Click(button("Confirm the plan")))
+
+	// The scripted replan after the venues step changes the approved plan,
+	// so it comes back for review instead of replacing it silently.
+	b.waitFor("the revised plan", `document.querySelector('#cards .card[data-kind=planexec_plan_review]:not([data-old])')`)
+	if got := eval[string](b, `document.getElementById('messages').innerText + document.getElementById('cards').innerText`); !strings.Contains(got, "revised") {
+		t.Errorf("the second review does not say the plan was revised: %q", got)
+	}
+	b.do("confirming the revised plan", chromedp.Click(button("Confirm the plan")))
 
 	// The approval takes the focus, so Enter approves: keyboard only.
 	b.waitFor("the approval", `document.querySelector('#cards .card[data-kind=tool_approval]')`)

@@ -100,20 +100,8 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	if _, err := parseModes(req.Kwargs.StreamMode); err != nil {
 		return db.Run{}, err
 	}
-	if len(live) > 0 {
-		switch strategy {
-		case Reject:
-			return db.Run{}, ErrThreadBusy
-		case Interrupt, Rollback:
-			for _, r := range live {
-				if r.Status == db.RunRunning {
-					if _, err := s.cfg.DB.RequestCancel(ctx, req.Tenant, req.ThreadID, r.ID, strategy); err != nil && !errors.Is(err, db.ErrConflict) {
-						return db.Run{}, err
-					}
-					s.Cancel(r.ID, strategy)
-				}
-			}
-		}
+	if len(live) > 0 && strategy == Reject {
+		return db.Run{}, ErrThreadBusy
 	}
 	if h := s.cfg.Hooks.TraceContext; h != nil {
 		req.Kwargs.TraceContext = h(ctx)
@@ -133,10 +121,19 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	if err != nil {
 		return db.Run{}, err
 	}
+	// The strategy is applied once the run is stored, against the runs
+	// stored before it, so that concurrent creates agree (see settle).
+	serr := s.settle(ctx, req.Tenant, created, strategy)
+	if errors.Is(serr, ErrThreadBusy) {
+		return db.Run{}, serr
+	}
 	if enqueue != nil {
 		if err := enqueue(ctx, req.Tenant, req.ThreadID); err != nil {
 			return created, fmt.Errorf("runs: run %s is stored but could not be queued (it runs when the thread is next advanced): %w", created.ID, err)
 		}
+	}
+	if serr != nil {
+		return created, fmt.Errorf("runs: run %s is stored but the runs before it could not all be stopped (%s): %w", created.ID, strategy, serr)
 	}
 	return created, nil
 }

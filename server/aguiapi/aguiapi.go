@@ -18,8 +18,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/llm"
@@ -83,17 +81,14 @@ func invalid(pointer, format string, args ...any) *wire.Problem {
 	return wire.Invalid(wire.FieldError{Pointer: pointer, Detail: fmt.Sprintf(format, args...)})
 }
 
-// validID says what is wrong with a client-chosen ID ("" when nothing).
+// validID says what is wrong with a client-chosen ID ("" when nothing):
+// blank, or breaking the ID rule every wire shares (db.IDProblem), so the
+// thread it names is reachable from the LangGraph API's paths.
 func validID(id string) string {
-	switch {
-	case strings.TrimSpace(id) == "":
+	if strings.TrimSpace(id) == "" {
 		return "is empty"
-	case len(id) > wire.MaxIDLength:
-		return fmt.Sprintf("is %d bytes long; at most %d", len(id), wire.MaxIDLength)
-	case !utf8.ValidString(id) || strings.IndexFunc(id, unicode.IsControl) >= 0:
-		return "is not printable UTF-8"
 	}
-	return ""
+	return db.IDProblem(id)
 }
 
 // contentText reads a message's content: a string or a list of parts, of

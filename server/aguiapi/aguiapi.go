@@ -444,8 +444,28 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		wire.NewProblem(http.StatusNotFound, err.Error()).Write(w, r)
 	default:
 		h.log().Error("ag-ui request failed", "path", r.URL.Path, "err", err)
+		if sp := wire.StorageProblem(err); sp != nil {
+			sp.Write(w, r) // 507 or 503: the database's storage failed
+			return
+		}
 		wire.NewProblem(http.StatusInternalServerError, "the server failed: "+err.Error()).Write(w, r)
 	}
+}
+
+// serverError is the RUN_ERROR for a failure of the server while a run
+// streams: a storage failure of the database says so (code storage_full
+// or database_unavailable) without the server's paths; anything else is
+// a server_error with what was being done.
+func (h *Handler) serverError(doing string, err error) Event {
+	h.log().Error("ag-ui stream failed", "doing", doing, "err", err)
+	if se, ok := db.AsStorage(err); ok {
+		code := "database_unavailable"
+		if errors.Is(se.Kind, db.ErrStorageFull) {
+			code = "storage_full"
+		}
+		return Event{Type: RunError, Message: se.Advice(), Code: code}
+	}
+	return Event{Type: RunError, Message: "the server failed to " + doing + ": " + err.Error(), Code: "server_error"}
 }
 
 // stream answers the run's events as AG-UI events.
@@ -464,7 +484,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, rq request, run
 	if err := h.follow(ctx, tenant, run, tr); err != nil {
 		if ctx.Err() == nil {
 			tr.finish()
-			s.send(Event{Type: RunError, Message: "the server failed to read the run: " + err.Error(), Code: "server_error"})
+			s.send(h.serverError("read the run", err))
 		}
 		return
 	}
@@ -475,7 +495,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, rq request, run
 	}
 	th, err := h.DB.GetThread(ctx, tenant, run.ThreadID)
 	if err != nil {
-		s.send(Event{Type: RunError, Message: "the server failed to read the thread: " + err.Error(), Code: "server_error"})
+		s.send(h.serverError("read the thread", err))
 		return
 	}
 	if !tr.snapshot && len(th.Values) > 0 {

@@ -18,8 +18,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/llm"
@@ -83,17 +81,14 @@ func invalid(pointer, format string, args ...any) *wire.Problem {
 	return wire.Invalid(wire.FieldError{Pointer: pointer, Detail: fmt.Sprintf(format, args...)})
 }
 
-// validID says what is wrong with a client-chosen ID ("" when nothing).
+// validID says what is wrong with a client-chosen ID ("" when nothing):
+// blank, or breaking the ID rule every wire shares (db.IDProblem), so the
+// thread it names is reachable from the LangGraph API's paths.
 func validID(id string) string {
-	switch {
-	case strings.TrimSpace(id) == "":
+	if strings.TrimSpace(id) == "" {
 		return "is empty"
-	case len(id) > wire.MaxIDLength:
-		return fmt.Sprintf("is %d bytes long; at most %d", len(id), wire.MaxIDLength)
-	case !utf8.ValidString(id) || strings.IndexFunc(id, unicode.IsControl) >= 0:
-		return "is not printable UTF-8"
 	}
-	return ""
+	return db.IDProblem(id)
 }
 
 // contentText reads a message's content: a string or a list of parts, of
@@ -449,8 +444,28 @@ func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
 		wire.NewProblem(http.StatusNotFound, err.Error()).Write(w, r)
 	default:
 		h.log().Error("ag-ui request failed", "path", r.URL.Path, "err", err)
+		if sp := wire.StorageProblem(err); sp != nil {
+			sp.Write(w, r) // 507 or 503: the database's storage failed
+			return
+		}
 		wire.NewProblem(http.StatusInternalServerError, "the server failed: "+err.Error()).Write(w, r)
 	}
+}
+
+// serverError is the RUN_ERROR for a failure of the server while a run
+// streams: a storage failure of the database says so (code storage_full
+// or database_unavailable) without the server's paths; anything else is
+// a server_error with what was being done.
+func (h *Handler) serverError(doing string, err error) Event {
+	h.log().Error("ag-ui stream failed", "doing", doing, "err", err)
+	if se, ok := db.AsStorage(err); ok {
+		code := "database_unavailable"
+		if errors.Is(se.Kind, db.ErrStorageFull) {
+			code = "storage_full"
+		}
+		return Event{Type: RunError, Message: se.Advice(), Code: code}
+	}
+	return Event{Type: RunError, Message: "the server failed to " + doing + ": " + err.Error(), Code: "server_error"}
 }
 
 // stream answers the run's events as AG-UI events.
@@ -469,7 +484,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, rq request, run
 	if err := h.follow(ctx, tenant, run, tr); err != nil {
 		if ctx.Err() == nil {
 			tr.finish()
-			s.send(Event{Type: RunError, Message: "the server failed to read the run: " + err.Error(), Code: "server_error"})
+			s.send(h.serverError("read the run", err))
 		}
 		return
 	}
@@ -480,7 +495,7 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, rq request, run
 	}
 	th, err := h.DB.GetThread(ctx, tenant, run.ThreadID)
 	if err != nil {
-		s.send(Event{Type: RunError, Message: "the server failed to read the thread: " + err.Error(), Code: "server_error"})
+		s.send(h.serverError("read the thread", err))
 		return
 	}
 	if !tr.snapshot && len(th.Values) > 0 {

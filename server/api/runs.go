@@ -361,32 +361,10 @@ func (a *API) deleteRun(w http.ResponseWriter, r *http.Request) {
 	wire.WriteJSON(w, r, http.StatusNoContent, nil)
 }
 
-// stopRun cancels a live run with action "interrupt" or "rollback": a
-// pending run ends at once (removed for rollback); a running one is
-// asked to stop, here and through the database for a worker elsewhere.
-// A run that already ended is db.ErrConflict.
+// stopRun cancels a live run with action "interrupt" or "rollback"
+// (runs.Service.Stop). A run that already ended is db.ErrConflict.
 func (a *API) stopRun(ctx context.Context, tenant string, run db.Run, action string) error {
-	if run.Status == db.RunPending {
-		_, err := a.DB.CancelPending(ctx, tenant, run.ThreadID, run.ID, db.RunInterrupted)
-		if err == nil {
-			a.Runs.Broker().End(run.ID)
-			if action == runs.Rollback {
-				if err := a.DB.DeleteRun(ctx, tenant, run.ThreadID, run.ID); err != nil && !errors.Is(err, db.ErrNotFound) {
-					return err
-				}
-			}
-			return nil
-		}
-		if !errors.Is(err, db.ErrConflict) {
-			return err
-		}
-		// Claimed meanwhile: cancel it as a running run.
-	}
-	if _, err := a.DB.RequestCancel(ctx, tenant, run.ThreadID, run.ID, action); err != nil {
-		return err
-	}
-	a.Runs.Cancel(run.ID, action)
-	return nil
+	return a.Runs.Stop(ctx, tenant, run, action)
 }
 
 // awaitEnd waits until the run is terminal or gone, or ctx ends.
@@ -462,7 +440,9 @@ func (a *API) cancelRuns(w http.ResponseWriter, r *http.Request) {
 		if run.Status.Terminal() {
 			continue
 		}
-		if err := a.stopRun(ctx, tenant, run, action); err != nil && !errors.Is(err, db.ErrConflict) {
+		// A run that ended or was removed (rolled back, its thread
+		// deleted) since it was listed is no longer live: skipped.
+		if err := a.stopRun(ctx, tenant, run, action); err != nil && !errors.Is(err, db.ErrConflict) && !errors.Is(err, db.ErrNotFound) {
 			fail(w, r, err)
 			return
 		}

@@ -147,10 +147,11 @@ func TestMultitaskStrategies(t *testing.T) {
 	if s := e.run("t1", queued)["status"]; s != "pending" {
 		t.Errorf("enqueued run is %v, want pending behind the running one", s)
 	}
-	// interrupt: the running run stops (interrupted), the new one runs.
+	// interrupt: every live run before it stops (interrupted): the
+	// running one and the queued one (as LangGraph does); the new one runs.
 	third := e.create("t1", map[string]any{"input": input("third"), "multitask_strategy": "interrupt"})
 	e.waitStatus("t1", first, "interrupted")
-	e.waitStatus("t1", queued, "success")
+	e.waitStatus("t1", queued, "interrupted")
 	e.waitStatus("t1", third, "success")
 
 	// rollback: the running run is removed.

@@ -7,14 +7,11 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/trellis-agents/trellis/server/api/wire"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/runs"
 )
@@ -213,8 +210,8 @@ func (c *call) read(raw json.RawMessage) *mcp.CallToolResult {
 		if err := json.Unmarshal(t, &c.thread); err != nil {
 			return toolError("thread_id must be a string (a result's thread_id)")
 		}
-		if len(c.thread) > wire.MaxIDLength || !utf8.ValidString(c.thread) || strings.IndexFunc(c.thread, unicode.IsControl) >= 0 {
-			return toolError("thread_id must be printable text of at most %d bytes", wire.MaxIDLength)
+		if p := db.IDProblem(c.thread); p != "" && c.thread != "" {
+			return toolError("thread_id %s (thread IDs are printable text of at most %d bytes)", p, db.MaxIDLength)
 		}
 		delete(args, ArgThread)
 	}

@@ -28,18 +28,7 @@ func (h *Handler) stopRun(ctx context.Context, tenant string, run db.Run) {
 	if err != nil || cur.Status.Terminal() {
 		return
 	}
-	if cur.Status == db.RunPending {
-		if _, err := h.DB.CancelPending(ctx, tenant, run.ThreadID, run.ID, db.RunInterrupted); err == nil {
-			h.Runs.Broker().End(run.ID)
-			return
-		} else if !errors.Is(err, db.ErrConflict) {
-			h.log().Warn("mcp: cancelling a pending run failed", "run", run.ID, "err", err)
-			return
-		}
-	}
-	if _, err := h.DB.RequestCancel(ctx, tenant, run.ThreadID, run.ID, runs.Interrupt); err != nil {
+	if err := h.Runs.Stop(ctx, tenant, cur, runs.Interrupt); err != nil && !errors.Is(err, db.ErrConflict) && !errors.Is(err, db.ErrNotFound) {
 		h.log().Warn("mcp: cancelling a run failed", "run", run.ID, "err", err)
-		return
 	}
-	h.Runs.Cancel(run.ID, runs.Interrupt)
 }

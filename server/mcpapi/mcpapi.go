@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/trellis-agents/trellis/server/api/wire"
@@ -186,13 +187,35 @@ func (h *Handler) toolsMiddleware(tenant string) mcp.Middleware {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			switch r := req.(type) {
 			case *mcp.ListToolsRequest:
-				return h.listTools(ctx, tenant)
+				res, err := h.listTools(ctx, tenant)
+				return res, storageError(err)
 			case *mcp.CallToolRequest:
-				return h.callTool(ctx, tenant, r)
+				res, err := h.callTool(ctx, tenant, r)
+				if se, ok := db.AsStorage(err); ok {
+					// The caller (often a model) reads a tool error; the
+					// log has the database's name.
+					h.log().Error("mcp: a tool call failed on the database's storage", "tool", r.Params.Name, "err", err)
+					return toolError("%s", se.Advice()), nil
+				}
+				return res, err
 			}
 			return next(ctx, method, req)
 		}
 	}
+}
+
+// codeServerUnavailable is the JSON-RPC error code (in the range left to
+// servers) for a storage failure of the database.
+const codeServerUnavailable = -32001
+
+// storageError turns a storage failure of the database into a JSON-RPC
+// error saying what happened and what to do, without the server's paths;
+// other errors pass unchanged.
+func storageError(err error) error {
+	if se, ok := db.AsStorage(err); ok {
+		return &jsonrpc.Error{Code: codeServerUnavailable, Message: se.Advice()}
+	}
+	return err
 }
 
 // problemWriter turns the transport's plain-text refusals (a missing

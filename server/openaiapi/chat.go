@@ -9,8 +9,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/server/api/wire"
@@ -104,15 +102,13 @@ func (h *Handler) validate(r *http.Request, req ChatRequest) (chatTurn, *apiErro
 	return ct, nil
 }
 
-// validID says what is wrong with a thread ID ("" when it is fine).
+// validID says what is wrong with a thread ID ("" when it is fine, or
+// when none is given): the ID rule every wire shares (db.IDProblem).
 func validID(id string) string {
-	if len(id) > wire.MaxIDLength {
-		return fmt.Sprintf("is %d bytes long; at most %d", len(id), wire.MaxIDLength)
+	if id == "" {
+		return ""
 	}
-	if !utf8.ValidString(id) || strings.IndexFunc(id, unicode.IsControl) >= 0 {
-		return "is not printable UTF-8"
-	}
-	return ""
+	return db.IDProblem(id)
 }
 
 // contentText reads a message's content: a string, null, or text parts.

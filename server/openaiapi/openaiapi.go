@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/server/api/wire"
@@ -80,11 +81,12 @@ func (h *Handler) log() *slog.Logger {
 
 // apiError is an error answered in OpenAI's shape.
 type apiError struct {
-	status int
-	typ    string
-	param  string
-	code   string
-	msg    string
+	status     int
+	typ        string
+	param      string
+	code       string
+	msg        string
+	retryAfter int // seconds; sent as Retry-After when positive
 }
 
 func (e *apiError) Error() string { return e.msg }
@@ -103,6 +105,9 @@ func (e *apiError) write(w http.ResponseWriter) {
 		d.Code = &e.code
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(e.retryAfter))
+	}
 	w.WriteHeader(e.status)
 	_ = json.NewEncoder(w).Encode(ErrorResponse{Error: d})
 }
@@ -131,9 +136,17 @@ func fromProblem(p *wire.Problem) *apiError {
 	return e
 }
 
-// internal logs err and answers a 500.
+// internal logs err and answers it: a storage failure of the database
+// as 507 (code storage_full) or 503 with Retry-After (code
+// database_unavailable), anything else as a 500.
 func (h *Handler) internal(r *http.Request, err error) *apiError {
 	h.log().Error("openai wire request failed", "path", r.URL.Path, "err", err)
+	if se, ok := db.AsStorage(err); ok {
+		if errors.Is(se.Kind, db.ErrStorageFull) {
+			return &apiError{status: http.StatusInsufficientStorage, typ: "server_error", code: "storage_full", msg: se.Advice()}
+		}
+		return &apiError{status: http.StatusServiceUnavailable, typ: "server_error", code: "database_unavailable", msg: se.Advice(), retryAfter: db.RetryAfterSeconds}
+	}
 	return &apiError{status: http.StatusInternalServerError, typ: "server_error", msg: "the server failed: " + err.Error()}
 }
 

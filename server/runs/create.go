@@ -68,8 +68,10 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	if err := s.cfg.Graphs.checkClientTools(a, req.Kwargs.ClientTools); err != nil {
 		return db.Run{}, err // before the thread is made: a refusal leaves nothing behind
 	}
-	if _, err := s.cfg.DB.GetThread(ctx, req.Tenant, req.ThreadID); errors.Is(err, db.ErrNotFound) && req.CreateThread {
-		if _, err := s.cfg.DB.CreateThread(ctx, req.Tenant, db.Thread{ID: req.ThreadID, Status: db.ThreadIdle}, db.IfExistsDoNothing); err != nil {
+	th, err := s.cfg.DB.GetThread(ctx, req.Tenant, req.ThreadID)
+	if errors.Is(err, db.ErrNotFound) && req.CreateThread {
+		th, err = s.cfg.DB.CreateThread(ctx, req.Tenant, db.Thread{ID: req.ThreadID, Status: db.ThreadIdle, Metadata: runnerMetadata(a)}, db.IfExistsDoNothing)
+		if err != nil {
 			return db.Run{}, err
 		}
 	} else if err != nil {
@@ -100,20 +102,8 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	if _, err := parseModes(req.Kwargs.StreamMode); err != nil {
 		return db.Run{}, err
 	}
-	if len(live) > 0 {
-		switch strategy {
-		case Reject:
-			return db.Run{}, ErrThreadBusy
-		case Interrupt, Rollback:
-			for _, r := range live {
-				if r.Status == db.RunRunning {
-					if _, err := s.cfg.DB.RequestCancel(ctx, req.Tenant, req.ThreadID, r.ID, strategy); err != nil && !errors.Is(err, db.ErrConflict) {
-						return db.Run{}, err
-					}
-					s.Cancel(r.ID, strategy)
-				}
-			}
-		}
+	if len(live) > 0 && strategy == Reject {
+		return db.Run{}, ErrThreadBusy
 	}
 	if h := s.cfg.Hooks.TraceContext; h != nil {
 		req.Kwargs.TraceContext = h(ctx)
@@ -133,12 +123,43 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	if err != nil {
 		return db.Run{}, err
 	}
+	// The strategy is applied once the run is stored, against the runs
+	// stored before it, so that concurrent creates agree (see settle).
+	serr := s.settle(ctx, req.Tenant, created, strategy)
+	if errors.Is(serr, ErrThreadBusy) {
+		return db.Run{}, serr
+	}
+	if err := s.tagThread(ctx, req.Tenant, th, a); err != nil {
+		s.cfg.Log.WarnContext(ctx, "runs: the thread's graph_id and assistant_id were not recorded in its metadata", "thread", th.ID, "run", created.ID, "err", err)
+	}
 	if enqueue != nil {
 		if err := enqueue(ctx, req.Tenant, req.ThreadID); err != nil {
 			return created, fmt.Errorf("runs: run %s is stored but could not be queued (it runs when the thread is next advanced): %w", created.ID, err)
 		}
 	}
+	if serr != nil {
+		return created, fmt.Errorf("runs: run %s is stored but the runs before it could not all be stopped (%s): %w", created.ID, strategy, serr)
+	}
 	return created, nil
+}
+
+// runnerMetadata is what a run records in its thread's metadata: the
+// graph and the assistant that last ran on it (LangGraph's keys, by which
+// clients such as Agent Chat UI list a graph's threads).
+func runnerMetadata(a db.Assistant) db.Metadata {
+	return db.Metadata{"graph_id": a.GraphID, "assistant_id": a.ID}
+}
+
+// tagThread merges runnerMetadata into the thread's metadata, replacing
+// those two keys (the latest run's assistant wins, as in LangGraph) and
+// keeping the others; a thread that has them already is not written.
+func (s *Service) tagThread(ctx context.Context, tenant string, th db.Thread, a db.Assistant) error {
+	md := runnerMetadata(a)
+	if th.Metadata["graph_id"] == md["graph_id"] && th.Metadata["assistant_id"] == md["assistant_id"] {
+		return nil
+	}
+	_, err := s.cfg.DB.UpdateThreadMetadata(ctx, tenant, th.ID, md)
+	return err
 }
 
 // assistant finds an assistant by ID, or the latest assistant of a graph

@@ -30,6 +30,7 @@ type AssistantCreate struct {
 // Validate checks the rules across fields.
 func (b *AssistantCreate) Validate() []FieldError {
 	errs := nonEmpty("/graph_id", b.GraphID, "a registered graph ID")
+	errs = append(errs, idErrors("/assistant_id", b.AssistantID)...)
 	errs = append(errs, b.Config.validate("/config")...)
 	return append(errs, objectOrNull("/context", b.Context)...)
 }

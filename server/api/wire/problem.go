@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
+
+	"github.com/trellis-agents/trellis/server/db"
 )
 
 // ProblemContentType is the media type of every error body (RFC 9457).
@@ -36,6 +39,9 @@ type Problem struct {
 	Instance string `json:"instance,omitempty"`
 	// Errors lists each problem in the request, in document order.
 	Errors []FieldError `json:"errors,omitempty"`
+	// RetryAfter, when positive, is sent as the Retry-After header (in
+	// seconds), not in the body.
+	RetryAfter int `json:"-"`
 }
 
 // FieldError is one problem in a request: in the body (Pointer, a JSON
@@ -133,6 +139,9 @@ type ErrorStatus struct {
 //   - a *Problem anywhere in err's chain is returned as it is;
 //   - the first ErrorStatus whose Err matches gives the status, with err's
 //     text (or the entry's Detail) as the detail;
+//   - a storage failure of the database (db.StorageError) is 507 when
+//     the disk is full, 503 with Retry-After when the database is
+//     unavailable, saying so without the server's paths;
 //   - context.DeadlineExceeded is 504; context.Canceled is 499 (the
 //     client went away; nobody reads the body);
 //   - anything else is a 500 whose detail does not leak internals: the
@@ -146,6 +155,9 @@ func FromError(err error, table ...ErrorStatus) *Problem {
 	var p *Problem
 	if errors.As(err, &p) {
 		return p
+	}
+	if sp := StorageProblem(err); sp != nil {
+		return sp
 	}
 	for _, e := range table {
 		if errors.Is(err, e.Err) {
@@ -163,6 +175,23 @@ func FromError(err error, table ...ErrorStatus) *Problem {
 		return &Problem{Type: "about:blank", Title: "Client Closed Request", Status: 499, Detail: "the request was cancelled"}
 	}
 	return NewProblem(http.StatusInternalServerError, "internal error; the server log has the details (this is a bug in Trellis, please report it)")
+}
+
+// StorageProblem is the problem for a storage failure in err's chain
+// (db.StorageError): 507 Insufficient Storage when the disk is full, 503
+// Service Unavailable with Retry-After when the database is unavailable;
+// nil when err is not one.
+func StorageProblem(err error) *Problem {
+	se, ok := db.AsStorage(err)
+	if !ok {
+		return nil
+	}
+	if errors.Is(se.Kind, db.ErrStorageFull) {
+		return NewProblem(http.StatusInsufficientStorage, se.Advice())
+	}
+	p := NewProblem(http.StatusServiceUnavailable, se.Advice())
+	p.RetryAfter = db.RetryAfterSeconds
+	return p
 }
 
 // Write sends p as application/problem+json with its status. Instance
@@ -194,6 +223,9 @@ func (p *Problem) Write(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Type", ProblemContentType)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Del("Content-Length")
+	if q.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(q.RetryAfter))
+	}
 	w.WriteHeader(q.Status)
 	_, _ = w.Write(body)
 }

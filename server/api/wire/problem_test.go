@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/trellis-agents/trellis/server/db"
 )
 
 func TestProblemWrite(t *testing.T) {
@@ -71,5 +73,23 @@ func TestFromError(t *testing.T) {
 	}
 	if !strings.Contains(NotFound("run", "r1").Detail, `"r1"`) || NotFound("run", "r1").Status != 404 {
 		t.Error("NotFound does not name the ID")
+	}
+}
+
+// A storage failure of the database is 507 when the disk is full and 503
+// with Retry-After when the database is unavailable, saying so without
+// the database's path; the error's own text (for the log) names it.
+func TestStorageFailuresAreProblems(t *testing.T) {
+	for _, c := range []struct {
+		kind       error
+		status     int
+		retryAfter string
+	}{{db.ErrStorageFull, 507, ""}, {db.ErrUnavailable, 503, "5"}} {
+		err := fmt.Errorf("create thread: %w", &db.StorageError{Kind: c.kind, Database: "/srv/trellis.db", Err: errors.New("disk I/O error")})
+		rec := httptest.NewRecorder()
+		FromError(err).Write(rec, httptest.NewRequest("POST", "/threads", nil))
+		if rec.Code != c.status || rec.Header().Get("Retry-After") != c.retryAfter || strings.Contains(rec.Body.String(), "/srv/") {
+			t.Errorf("%v: %d Retry-After %q %s; want %d Retry-After %q without the path", c.kind, rec.Code, rec.Header().Get("Retry-After"), rec.Body, c.status, c.retryAfter)
+		}
 	}
 }

@@ -2,38 +2,39 @@ package wire
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/trellis-agents/trellis/server/db"
 )
 
 // MaxIDLength is the longest ID (assistant, thread, run, checkpoint) a
-// path may carry.
-const MaxIDLength = 256
+// path may carry: the store's (db.MaxIDLength).
+const MaxIDLength = db.MaxIDLength
 
 // PathID returns the path parameter name of r (set by http.ServeMux) as
-// an ID: non-empty, valid UTF-8, at most MaxIDLength bytes and free of
-// control characters; anything else is a 422 naming the parameter.
+// an ID; one that breaks the ID rule (db.IDProblem, the rule IDs are
+// created under) is a 422 naming the parameter.
 func PathID(r *http.Request, name string) (string, *Problem) {
 	v := r.PathValue(name)
-	bad := func(why string) (string, *Problem) {
-		return "", Invalid(FieldError{Path: name, Detail: why})
+	if v == "" {
+		return "", Invalid(FieldError{Path: name, Detail: "is empty; the path must name one"})
 	}
-	switch {
-	case v == "":
-		return bad("is empty; the path must name one")
-	case len(v) > MaxIDLength:
-		return bad(fmt.Sprintf("is %d bytes long; IDs are at most %d", len(v), MaxIDLength))
-	case !utf8.ValidString(v):
-		return bad("is not valid UTF-8")
-	}
-	for _, c := range v {
-		if unicode.IsControl(c) {
-			return bad(fmt.Sprintf("contains the control character %U", c))
-		}
+	if p := db.IDProblem(v); p != "" {
+		return "", Invalid(FieldError{Path: name, Detail: p})
 	}
 	return v, nil
+}
+
+// idErrors checks a client-chosen ID in a body against the ID rule
+// (db.IDProblem); "" (the server chooses one) is fine.
+func idErrors(pointer, id string) []FieldError {
+	if id == "" {
+		return nil
+	}
+	if p := db.IDProblem(id); p != "" {
+		return []FieldError{{Pointer: pointer, Detail: p}}
+	}
+	return nil
 }
 
 // WriteJSON answers status with v as application/json. A status without a

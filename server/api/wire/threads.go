@@ -20,9 +20,9 @@ type ThreadCreate struct {
 	TTL *TTL `json:"ttl,omitempty"`
 }
 
-// Validate checks the supersteps.
+// Validate checks the thread ID (the ID rule) and the supersteps.
 func (b *ThreadCreate) Validate() []FieldError {
-	var errs []FieldError
+	errs := idErrors("/thread_id", b.ThreadID)
 	for i, s := range b.Supersteps {
 		p := "/supersteps/" + strconv.Itoa(i)
 		if len(s.Updates) == 0 {

@@ -63,6 +63,11 @@ func (d *DB) CreateAssistant(ctx context.Context, tenant string, a db.Assistant,
 	if ifExists != db.IfExistsRaise && ifExists != db.IfExistsDoNothing {
 		return db.Assistant{}, dbutil.Invalid(`if_exists %q is neither "raise" nor "do_nothing"`, ifExists)
 	}
+	if a.ID != "" {
+		if err := db.CheckID("assistant", a.ID); err != nil {
+			return db.Assistant{}, err
+		}
+	}
 	config, err := dbutil.Object("config", a.Config)
 	if err != nil {
 		return db.Assistant{}, err

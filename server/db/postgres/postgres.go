@@ -256,7 +256,7 @@ func (d *DB) Close() error {
 func (d *DB) Ping(ctx context.Context) error {
 	var n int
 	if err := d.pool.QueryRow(ctx, `SELECT count(*) FROM trellis_threads WHERE false`).Scan(&n); err != nil {
-		return fmt.Errorf("server/db/postgres: ping: %w", err)
+		return classify(fmt.Errorf("server/db/postgres: ping: %w", err))
 	}
 	return nil
 }
@@ -270,20 +270,22 @@ var (
 	readOnly  = pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}
 )
 
-// inTx runs fn in a transaction, committing when it returns nil.
+// inTx runs fn in a transaction, committing when it returns nil. A
+// storage failure (a full disk, an I/O error, no connection) comes back
+// as a *db.StorageError.
 func (d *DB) inTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
 	tx, err := d.pool.BeginTx(ctx, opts)
 	if err != nil {
-		return fmt.Errorf("server/db/postgres: begin: %w", err)
+		return classify(fmt.Errorf("server/db/postgres: begin: %w", err))
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback(context.WithoutCancel(ctx))
-		return err
+		return classify(err)
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 	defer cancel()
 	if err := tx.Commit(cctx); err != nil {
-		return fmt.Errorf("server/db/postgres: commit: %w", err)
+		return classify(fmt.Errorf("server/db/postgres: commit: %w", err))
 	}
 	return nil
 }
@@ -306,7 +308,7 @@ func wrap(err error, format string, args ...any) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("server/db/postgres: %s: %w", fmt.Sprintf(format, args...), err)
+	return classify(fmt.Errorf("server/db/postgres: %s: %w", fmt.Sprintf(format, args...), err))
 }
 
 // isUnique reports a unique violation, optionally of a named constraint.

@@ -66,6 +66,11 @@ func (d *DB) CreateRun(ctx context.Context, tenant string, r db.Run) (db.Run, er
 	if err := dbutil.Tenant(tenant); err != nil {
 		return db.Run{}, err
 	}
+	if r.ID != "" {
+		if err := db.CheckID("run", r.ID); err != nil {
+			return db.Run{}, err
+		}
+	}
 	md, err := dbutil.EncodeMetadata(r.Metadata)
 	if err != nil {
 		return db.Run{}, err

@@ -69,6 +69,11 @@ func (d *DB) CreateThread(ctx context.Context, tenant string, t db.Thread, ifExi
 	if ifExists != db.IfExistsRaise && ifExists != db.IfExistsDoNothing {
 		return db.Thread{}, dbutil.Invalid(`if_exists %q is neither "raise" nor "do_nothing"`, ifExists)
 	}
+	if t.ID != "" {
+		if err := db.CheckID("thread", t.ID); err != nil {
+			return db.Thread{}, err
+		}
+	}
 	if err := dbutil.ThreadStatus(t.Status, true); err != nil {
 		return db.Thread{}, err
 	}
@@ -281,6 +286,9 @@ func (d *DB) CountThreads(ctx context.Context, tenant string, q db.ThreadQuery) 
 func (d *DB) CopyThread(ctx context.Context, tenant, from, to string) (db.Thread, error) {
 	if to == "" {
 		to = dbutil.NewID()
+	}
+	if err := db.CheckID("thread", to); err != nil {
+		return db.Thread{}, err
 	}
 	var out db.Thread
 	err := d.write(ctx, func(tx pgx.Tx) error {

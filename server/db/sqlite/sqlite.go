@@ -229,18 +229,19 @@ func (d *DB) Ping(ctx context.Context) error {
 }
 
 // write runs fn in a write transaction (BEGIN IMMEDIATE), committing when
-// it returns nil.
+// it returns nil. A storage failure (a full disk, an I/O error) comes back
+// as a *db.StorageError naming the file.
 func (d *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := d.sq.Write.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("server/db/sqlite: begin: %w", err)
+		return classify(fmt.Errorf("server/db/sqlite: begin: %w", err), d.sq.Path())
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return err
+		return classify(err, d.sq.Path())
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("server/db/sqlite: commit: %w", err)
+		return classify(fmt.Errorf("server/db/sqlite: commit: %w", err), d.sq.Path())
 	}
 	d.sq.Committed()
 	return nil
@@ -250,10 +251,10 @@ func (d *DB) write(ctx context.Context, fn func(tx *sql.Tx) error) error {
 func (d *DB) read(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	tx, err := d.sq.Read.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return fmt.Errorf("server/db/sqlite: begin: %w", err)
+		return classify(fmt.Errorf("server/db/sqlite: begin: %w", err), d.sq.Path())
 	}
 	defer func() { _ = tx.Rollback() }()
-	return fn(tx)
+	return classify(fn(tx), d.sq.Path())
 }
 
 // micros converts a time to the stored Unix microseconds.

@@ -103,6 +103,11 @@ func (d *DB) CreateThread(ctx context.Context, tenant string, t db.Thread, ifExi
 	if ifExists != db.IfExistsRaise && ifExists != db.IfExistsDoNothing {
 		return db.Thread{}, dbutil.Invalid(`if_exists %q is neither "raise" nor "do_nothing"`, ifExists)
 	}
+	if t.ID != "" {
+		if err := db.CheckID("thread", t.ID); err != nil {
+			return db.Thread{}, err
+		}
+	}
 	r, err := validateThread(t)
 	if err != nil {
 		return db.Thread{}, err
@@ -309,6 +314,9 @@ var threadListing = listing[db.Thread]{what: "threads", table: "trellis_threads"
 func (d *DB) CopyThread(ctx context.Context, tenant, from, to string) (db.Thread, error) {
 	if to == "" {
 		to = dbutil.NewID()
+	}
+	if err := db.CheckID("thread", to); err != nil {
+		return db.Thread{}, err
 	}
 	var out db.Thread
 	err := d.write(ctx, func(tx *sql.Tx) error {

@@ -370,6 +370,11 @@ func Cron(c *db.Cron) (payload, md []byte, err error) {
 	if c.Schedule == "" {
 		return nil, nil, Invalid("the cron's schedule is empty")
 	}
+	if c.ID != "" {
+		if err := db.CheckID("cron", c.ID); err != nil {
+			return nil, nil, err
+		}
+	}
 	switch c.OnRunCompleted {
 	case "":
 		c.OnRunCompleted = "delete"

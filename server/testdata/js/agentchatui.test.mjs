@@ -54,10 +54,9 @@ for (const [version, Client] of sdks) {
     if (end.event === "end") assert.equal(end.data, null);
   });
 
-  // Needs the run service's thread metadata merge (graph_id and
-  // assistant_id written on run create; the UI creates threads bare), which
-  // lands on another branch: drop the todo once both are merged.
-  test(`SDK ${version}: threads.search by graph_id finds the UI's threads`, { todo: "needs graph_id merged into thread metadata on run create" }, async () => {
+  // The UI creates threads bare and lists them by graph_id: a run merges
+  // graph_id and assistant_id into its thread's metadata.
+  test(`SDK ${version}: threads.search by graph_id finds the UI's threads`, async () => {
     const thread = await client.threads.create();
     const reconnects = { n: 0 };
     await uiStream(client, thread.thread_id, { input: {} }, reconnects);
@@ -75,6 +74,27 @@ for (const [version, Client] of sdks) {
     const parts = await uiStream(client, thread.thread_id, { input: undefined, checkpoint: parent }, reconnects);
     assert.equal(reconnects.n, 0);
     assert.ok(lastInterrupt(parts), "the regenerated run did not reach the question again");
+  });
+
+  // The UI edits a message by sending the new text from the parent of the
+  // oldest checkpoint that holds the message; for the first message that
+  // parent is the pre-input checkpoint, so the edit branches.
+  test(`SDK ${version}: editing the first message branches instead of appending`, async () => {
+    const thread = await client.threads.create();
+    const send = async (payload) => {
+      for await (const _ of client.runs.stream(thread.thread_id, "agent", { streamMode: ["values"], ...payload }));
+    };
+    const human = (text) => ({ messages: [{ type: "human", content: text }] });
+    await send({ input: human("first question") });
+    await send({ input: human("second question") });
+    const history = await client.threads.getHistory(thread.thread_id, { limit: 100 });
+    const holds = (s) => (s.values?.messages ?? []).some((m) => m.content === "first question");
+    const firstWith = history.filter(holds).at(-1); // history is newest first
+    assert.ok(firstWith?.parent_checkpoint, `the first message's checkpoint has no parent: ${JSON.stringify(firstWith?.metadata)}`);
+    await send({ input: human("edited question"), checkpoint: firstWith.parent_checkpoint });
+    const state = await client.threads.getState(thread.thread_id);
+    const asked = state.values.messages.filter((m) => m.type === "human").map((m) => m.content);
+    assert.deepEqual(asked, ["edited question"]);
   });
 
   test(`SDK ${version}: a tool approval in LangChain's HITL shape is answered with decisions`, async () => {

@@ -304,6 +304,12 @@ func planResume(raw json.RawMessage, waiting []graph.InterruptInfo) (graph.RunOp
 			return graph.WithResumeMap(m), nil
 		}
 	}
+	if m, ok, err := splitDecisions(raw, nodeWaits); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return graph.WithResumeMap(m), nil
+	}
 	if len(nodeWaits) > 1 {
 		ids := make([]string, len(nodeWaits))
 		for i, w := range nodeWaits {
@@ -317,6 +323,42 @@ func planResume(raw json.RawMessage, waiting []graph.InterruptInfo) (graph.RunOp
 		}
 	}
 	return graph.WithResume(json.RawMessage(raw)), nil
+}
+
+// splitDecisions reads LangChain's un-keyed {"decisions": [...]} while
+// several tool approvals wait (one interrupt per call in Trellis, one
+// action request each): with exactly one decision per waiting approval, the
+// i-th decision answers the i-th interrupt in the thread's order (the order
+// of the state's interrupts and of __interrupt__), as LangChain pairs
+// decisions with action_requests. Any other count is not split (ok false),
+// so the caller's 422 lists the IDs: a decision is never guessed onto a call.
+func splitDecisions(raw json.RawMessage, waits []graph.InterruptInfo) (map[string]any, bool, error) {
+	if len(waits) < 2 {
+		return nil, false, nil
+	}
+	var body map[string]json.RawMessage
+	if json.Unmarshal(raw, &body) != nil || len(body) != 1 || body["decisions"] == nil {
+		return nil, false, nil
+	}
+	var decisions []json.RawMessage
+	if json.Unmarshal(body["decisions"], &decisions) != nil || len(decisions) != len(waits) {
+		return nil, false, nil
+	}
+	m := make(map[string]any, len(waits))
+	for i, w := range waits {
+		var p struct {
+			Kind string `json:"kind"`
+		}
+		if json.Unmarshal(w.Payload, &p) != nil || p.Kind != "tool_approval" {
+			return nil, false, nil
+		}
+		one, _ := json.Marshal(map[string][]json.RawMessage{"decisions": {decisions[i]}})
+		if err := checkAnswer(w, one, fmt.Sprintf("/command/resume/decisions/%d", i)); err != nil {
+			return nil, true, err
+		}
+		m[w.ID] = json.RawMessage(one)
+	}
+	return m, true, nil
 }
 
 // checkAnswer validates an answer against the JSON Schema its interrupt

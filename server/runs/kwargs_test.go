@@ -160,3 +160,43 @@ func TestResumeCheckedAgainstTheSchema(t *testing.T) {
 		}
 	}
 }
+
+// LangChain front ends answer every waiting tool approval with one
+// un-keyed {"decisions": [...]}: with one decision per approval, the i-th
+// answers the i-th interrupt in the thread's order; with any other count
+// nothing is guessed and the 422 names the interrupts.
+func TestUnkeyedDecisionsAnswerApprovalsInOrder(t *testing.T) {
+	b := graph.New(kwLog)
+	for _, n := range []string{"call1", "call2"} {
+		b.AddNode(n, func(ctx context.Context, _ graph.State) (graph.Output, error) {
+			v, err := graph.Interrupt[json.RawMessage](ctx, map[string]string{"kind": "tool_approval", "tool": n})
+			if err != nil {
+				return nil, err
+			}
+			return graph.Writes(graph.Append(kwLog, n+"="+string(v))), nil
+		})
+		b.AddEdge(graph.START, n)
+		b.AddEdge(n, graph.END)
+	}
+	g, err := b.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	saver := checkpoint.NewMemory()
+	if _, err := run(t, g, saver, Kwargs{Input: json.RawMessage(`{}`)}, ""); !errors.Is(err, graph.ErrInterrupted) {
+		t.Fatalf("first run: %v", err)
+	}
+	_, err = run(t, g, saver, Kwargs{Command: &Command{Resume: json.RawMessage(`{"decisions":[{"type":"approve"}]}`)}}, "")
+	var ie *InputError
+	if !errors.As(err, &ie) || ie.Pointer != "/command/resume" || !strings.Contains(ie.Detail, "2 interrupts are waiting") {
+		t.Fatalf("one decision for two approvals: %v", err)
+	}
+	res, err := run(t, g, saver, Kwargs{Command: &Command{Resume: json.RawMessage(`{"decisions":[{"type":"approve"},{"type":"reject","message":"no"}]}`)}}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`call1={"decisions":[{"type":"approve"}]}`, `call2={"decisions":[{"type":"reject","message":"no"}]}`}
+	if d := cmp.Diff(want, kwLog.Get(res.State)); d != "" {
+		t.Errorf("log (-want +got):\n%s", d)
+	}
+}

@@ -13,6 +13,10 @@ import (
 // tool-calling agent under.
 const AgentGraph = config.AgentGraph
 
+// AgentDescription describes graph AgentGraph, as its default assistant
+// and the graphs list say it (for a command listing what it serves).
+const AgentDescription = agentgraph.Description
+
 // RegisterAgent connects to the MCP servers (each must start and list its
 // tools, or RegisterAgent fails naming it) and registers graph "agent": a
 // ReAct agent whose model (config.configurable.model, chosen as the apps'

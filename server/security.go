@@ -77,8 +77,10 @@ func (s *Server) checkExposure(ctx context.Context) (forceAuth bool, err error) 
 	on := n > 0 || s.cfg.Auth.Required
 	loopback := isLoopback(host)
 	switch {
-	case loopback && !on:
+	case loopback && !on && s.cfg.WarnAuthOff:
 		s.log.Warn("auth is off: no API key exists, so the server listens on loopback only and every request is the default tenant's; create a key with `trellis keys create --tenant NAME` to turn auth on")
+	case loopback && !on:
+		s.log.Debug("auth is off: no API key exists, so the server listens on loopback only and every request is the default tenant's")
 	case !loopback && !on && !s.cfg.InsecureNoAuth:
 		return false, &publicNoAuth{s.cfg.Addr}
 	case !loopback && !on:

@@ -151,6 +151,12 @@ type Config struct {
 	// InsecureNoAuth lets a server without API keys listen on an address
 	// other than loopback; without it Run refuses to.
 	InsecureNoAuth bool
+	// WarnAuthOff logs a warning at start when auth is off on a loopback
+	// address (no API key exists), with how to create one with the
+	// trellis command; trellis serve sets it. Without it that state is
+	// logged at debug level only: a library's own main decides what its
+	// users are told.
+	WarnAuthOff bool
 }
 
 // Webhooks configures the POST the server sends when a run with a

@@ -1,7 +1,7 @@
 // Command trellis runs the apps built on Trellis in the terminal: `trellis
 // demo` plays the study-schedule scenario, `trellis run APP` runs any app
 // (the same as go run ./examples/APP), `trellis graph APP` prints its graph
-// as Mermaid, `trellis list` lists the apps, and `trellis serve` serves
+// as Mermaid, `trellis list` lists the apps (and serve's agent), and `trellis serve` serves
 // them over HTTP with LangGraph's threads/runs API (see docs/serve.md).
 //
 // Without --model (and without OPENAI_API_KEY) the apps run on a scripted
@@ -13,12 +13,14 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/trellis-agents/trellis/apps/catalog"
 	"github.com/trellis-agents/trellis/internal/cli"
 	"github.com/trellis-agents/trellis/internal/cli/resolve"
+	"github.com/trellis-agents/trellis/server"
 )
 
 // version is reported by `trellis serve`'s /info; release builds set it
@@ -74,14 +76,37 @@ func graphCommand() *cobra.Command {
 func listCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
-		Short: "List the apps",
+		Short: "List the apps, and the assistants serve offers",
 		Args:  cobra.NoArgs,
 		Run: func(c *cobra.Command, _ []string) {
-			for _, e := range catalog.All() {
-				fmt.Fprintf(c.OutOrStdout(), "%-12s %s\n", e.Name, e.Summary)
+			for _, a := range assistants() {
+				fmt.Fprintf(c.OutOrStdout(), "%-12s %s\n", a.name, a.summary)
 			}
 		},
 	}
+}
+
+// assistant is one graph trellis serve offers as an assistant.
+type assistant struct{ name, summary string }
+
+// assistants are the graphs serve registers: the catalogue's apps, which
+// run and graph take too, then the configurable agent, which only serve
+// has. list and serve --help both name them from here.
+func assistants() []assistant {
+	var out []assistant
+	for _, e := range catalog.All() {
+		out = append(out, assistant{e.Name, e.Summary})
+	}
+	return append(out, assistant{server.AgentGraph, server.AgentDescription + " (serve only)"})
+}
+
+// assistantNames are assistants' names, comma-separated.
+func assistantNames() string {
+	var names []string
+	for _, a := range assistants() {
+		names = append(names, a.name)
+	}
+	return strings.Join(names, ", ")
 }
 
 func demoCommand() *cobra.Command {

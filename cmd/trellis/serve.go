@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"maps"
+	"net"
 	"os"
 	"slices"
 	"strings"
@@ -44,11 +45,15 @@ func serveCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "serve",
 		Short: "Serve the apps over HTTP with LangGraph's threads/runs API",
-		Long: `Serve the five apps as assistants over HTTP, with the API of LangGraph's
-agent server (threads, runs, streamed events), so @langchain/langgraph-sdk and
-chat front-ends built for LangGraph work against it.
+		Long: `Serve the apps, and a configurable tool-calling agent, as assistants over
+HTTP, with the API of LangGraph's agent server (threads, runs, streamed
+events), so @langchain/langgraph-sdk and chat front-ends built for LangGraph
+work against it; the web page at / chats with them. trellis list describes
+each assistant.
 
-Data lives in ./.trellis/trellis.db (--database; a postgres:// URL works too).
+Assistants: ` + assistantNames() + `.
+
+Data lives in ./.trellis/trellis.db (--database or --db; a postgres:// URL works too).
 Models: --model, else models.default in the config file, else OPENAI_API_KEY
 (openai:gpt-4o-mini) or ANTHROPIC_API_KEY (anthropic:claude-sonnet-4-5); with
 none the apps answer from their scripted demo scenarios, and the server says so.
@@ -64,7 +69,6 @@ the address, database, named models and assistants; see docs/serve.md.`,
 	fs.StringVar(&f.database, "database", "", "SQLite file, sqlite://PATH or postgres:// URL (default "+server.DefaultDatabase+")")
 	fs.StringVar(&f.database, "db", "", "alias of --database")
 	fs.StringVar(&f.redis, "redis", "", "redis:// URL relaying live events and cancels between replicas on one PostgreSQL")
-	_ = fs.MarkHidden("db")
 	fs.StringVar(&f.config, "config", "", "config file (default ./"+DefaultConfigFile+" when it exists)")
 	fs.StringVar(&f.model, "model", "", `default model spec, e.g. "openai:gpt-4o-mini" (default: the config file's, else from OPENAI_API_KEY / ANTHROPIC_API_KEY, else scripted)`)
 	fs.BoolVar(&f.verbose, "verbose", false, "log every request and show errors in full")
@@ -107,7 +111,7 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 	cfg := server.Config{Addr: file.Address, Database: file.Database, Redis: file.Redis, Logger: log, Version: version,
 		ThreadSweepInterval: file.Threads.SweepInterval, ThreadSweepBatch: file.Threads.SweepBatch,
 		OTLPEndpoint: file.Telemetry.OTLPEndpoint,
-		Auth:         file.Auth, CORS: file.CORS, Limits: file.Limits, InsecureNoAuth: f.insecureNoAuth,
+		Auth:         file.Auth, CORS: file.CORS, Limits: file.Limits, InsecureNoAuth: f.insecureNoAuth, WarnAuthOff: true,
 		CronInterval: file.Crons.Interval, MCPStateless: file.MCP.Stateless,
 		LeaseTTL: file.Leases.TTL, SweepInterval: file.Leases.SweepInterval, ShutdownGrace: file.ShutdownGrace,
 		Webhooks: server.Webhooks{Secret: file.Webhooks.Secret, AllowPrivate: file.Webhooks.AllowPrivate,
@@ -282,6 +286,8 @@ func serve(c *cobra.Command, f serveFlags) error {
 	if err := srv.RegisterAgent(c.Context(), models, file.MCPServers); err != nil {
 		return errors.Join(err, srv.Close())
 	}
+	// Once listening, after every other start-up line: the scripted
+	// banner, then the URL to open, last, where a newcomer looks.
 	stopBanner := make(chan struct{})
 	defer close(stopBanner)
 	go func() {
@@ -290,10 +296,33 @@ func serve(c *cobra.Command, f serveFlags) error {
 			if models.Scripted() {
 				banner(out)
 			}
+			openLine(out, log, h, srv.Addr())
 		case <-stopBanner:
 		}
 	}()
 	return srv.Run(c.Context())
+}
+
+// openLine says which URL to open in a browser: set apart by blank lines
+// in the text log, a record of its own in a JSON log (whose every line
+// stays JSON). An unspecified host (0.0.0.0, ::) becomes loopback's, which
+// a browser on this machine can open.
+func openLine(out io.Writer, log *slog.Logger, h slog.Handler, addr string) {
+	if host, port, err := net.SplitHostPort(addr); err == nil {
+		if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+			host = "127.0.0.1"
+			if ip != nil && ip.To4() == nil {
+				host = "::1"
+			}
+			addr = net.JoinHostPort(host, port)
+		}
+	}
+	url := "http://" + addr + "/"
+	if _, isJSON := h.(*slog.JSONHandler); isJSON {
+		log.Info("open the web page in a browser", "url", url)
+		return
+	}
+	fmt.Fprintf(out, "\n    Open %s in a browser.\n\n", url)
 }
 
 // logHandler is the log's handler in the format the flag, else the

@@ -15,8 +15,8 @@ import (
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/server/api/wire"
-	"github.com/trellis-agents/trellis/server/internal/stateschema"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/internal/stateschema"
 )
 
 // Arguments every tool takes besides its input.

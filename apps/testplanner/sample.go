@@ -158,16 +158,24 @@ func CreateSampleDB(ctx context.Context, path string) (bool, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return false, fmt.Errorf("testplanner: sample database %s: %w", path, err)
 	}
-	// Written to a temporary file and renamed, so a crash never leaves a
-	// half-filled database that the next start would take as complete.
-	tmp := path + ".tmp"
-	_ = os.Remove(tmp)
+	// Written to a temporary file of its own and renamed, so a crash never
+	// leaves a half-filled database that the next start would take as
+	// complete, and two creators at once (two builds of the app) never
+	// write the same file.
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.tmp")
+	if err != nil {
+		return false, fmt.Errorf("testplanner: sample database %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_ = f.Close()
+	defer os.Remove(tmp) // gone after the rename; a leftover otherwise
 	if err := fill(ctx, tmp); err != nil {
-		_ = os.Remove(tmp)
 		return false, err
 	}
+	if _, err := os.Stat(path); err == nil {
+		return false, nil // another creator finished first
+	}
 	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
 		return false, fmt.Errorf("testplanner: sample database %s: %w", path, err)
 	}
 	return true, nil

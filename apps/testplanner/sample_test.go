@@ -113,3 +113,40 @@ func TestScriptServesManyThreads(t *testing.T) {
 		}
 	}
 }
+
+// Two builds of the app at once (the web page asks for an assistant's
+// graph and its schemas together) both create the sample database: each
+// writes its own temporary file, so neither breaks the other's.
+func TestCreateSampleDBConcurrently(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "data", SampleFile)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			_, err := CreateSampleDB(t.Context(), path)
+			errs <- err
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatalf("CreateSampleDB: %v", err)
+		}
+	}
+	alone := filepath.Join(t.TempDir(), SampleFile)
+	if _, err := CreateSampleDB(t.Context(), alone); err != nil {
+		t.Fatal(err)
+	}
+	fp := func(p string) string {
+		db, err := sqlread.OpenReadOnly(t.Context(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		return fingerprint(t, db)
+	}
+	if got, want := fp(path), fp(alone); got != want {
+		t.Errorf("the database built concurrently holds\n%s\nwant\n%s", got, want)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(path), "*.tmp")); len(left) > 0 {
+		t.Errorf("temporary files left: %v", left)
+	}
+}

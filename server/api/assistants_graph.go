@@ -10,8 +10,8 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/trellis-agents/trellis/graph"
-	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/server/api/wire"
+	"github.com/trellis-agents/trellis/server/internal/stateschema"
 )
 
 // The graph of an assistant is drawn from the compiled graph's Mermaid
@@ -147,24 +147,13 @@ func (a *API) getAssistantGraph(w http.ResponseWriter, r *http.Request) {
 	wire.WriteJSON(w, r, http.StatusOK, out)
 }
 
-var messagesType = reflect.TypeFor[[]llm.Message]()
-
 // stateSchema is the JSON Schema of the graph's state object: one
 // property per key, its value type's schema (message lists as LangChain
 // message objects).
 func stateSchema(g *graph.Graph) (json.RawMessage, error) {
 	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}, Title: g.Name()}
 	for _, k := range g.Keys() {
-		var ks *jsonschema.Schema
-		if k.Type == messagesType {
-			ks = &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "object", Description: "a LangChain message"}}
-		} else {
-			var err error
-			ks, err = jsonschema.ForType(k.Type, &jsonschema.ForOptions{IgnoreInvalidTypes: true})
-			if err != nil {
-				ks = &jsonschema.Schema{Description: "a value of Go type " + k.Type.String()}
-			}
-		}
+		ks := stateschema.Key(k.Type)
 		if ks.Description == "" {
 			ks.Description = "reducer: " + k.Reducer
 		}
@@ -197,7 +186,7 @@ func (a *API) getAssistantSchemas(w http.ResponseWriter, r *http.Request) {
 	out.ConfigSchema = cfg
 	if spec, ok := a.Graphs.Spec(as.GraphID); ok && spec.Context != nil {
 		t := reflect.TypeOf(spec.Context)
-		if cs, err := jsonschema.ForType(t, &jsonschema.ForOptions{IgnoreInvalidTypes: true}); err == nil {
+		if cs, err := jsonschema.ForType(t, stateschema.Options()); err == nil {
 			out.ContextSchema, _ = json.Marshal(cs)
 		}
 	}

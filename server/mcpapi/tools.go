@@ -16,6 +16,7 @@ import (
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/server/api/wire"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/internal/stateschema"
 )
 
 // Arguments every tool takes besides its input.
@@ -189,14 +190,7 @@ func isChat(g *graph.Graph) bool {
 func inputSchema(g *graph.Graph) *jsonschema.Schema {
 	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
 	for _, k := range g.Keys() {
-		var ks *jsonschema.Schema
-		if k.Type == messagesType {
-			ks = &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "object", Description: "a LangChain message"}}
-		} else if sch, err := jsonschema.ForType(k.Type, &jsonschema.ForOptions{IgnoreInvalidTypes: true}); err == nil {
-			ks = sch
-		} else {
-			ks = &jsonschema.Schema{Description: "a value of Go type " + k.Type.String()}
-		}
+		ks := stateschema.Key(k.Type)
 		s.Properties[k.Name] = ks
 		s.PropertyOrder = append(s.PropertyOrder, k.Name)
 	}

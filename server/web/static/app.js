@@ -11,6 +11,7 @@ import * as api from './api.js';
 import { ago, clear, h } from './dom.js';
 import { approvalGroup, isApproval } from './approvals.js';
 import * as graph from './graph.js';
+import * as inputForm from './inputform.js';
 import { renderInterrupt } from './interrupts.js';
 import { setMarkdown } from './markdown.js';
 import * as run from './run.js';
@@ -23,7 +24,7 @@ const ui = {
   assistant: $('assistant'), threads: $('threads'), newThread: $('new-thread'),
   title: $('thread-title'), status: $('thread-status'), messages: $('messages'),
   live: $('live'), cards: $('cards'), composer: $('composer'), input: $('input'),
-  send: $('send'), cancel: $('cancel'), banner: $('banner'), error: $('error'),
+  inputForm: $('input-form'), send: $('send'), cancel: $('cancel'), banner: $('banner'), error: $('error'),
   keyDialog: $('key-dialog'), keyForm: $('key-form'), keyInput: $('key-input'),
 };
 
@@ -36,6 +37,8 @@ const state = {
   log: null, // the runLog of the thread's latest run (status lines, step calls)
   runError: '', // why the stream being read failed (its error event)
   abort: null, // stops the current stream
+  formFor: null, // the assistant whose input form (or message box) shows
+  inputReader: null, // reads the input form; null for a chat assistant
 };
 
 // ---- assistants and threads ---------------------------------------------
@@ -59,6 +62,27 @@ const statusText = threads.statusText;
 function showGraph() {
   const a = state.assistants.find((x) => x.assistant_id === assistantId());
   graph.show(assistantId(), a && (a.name || a.graph_id)).catch((e) => showError(e.message));
+  showInput().catch((e) => showError(e.message));
+}
+
+// showInput shows the message box for a chat assistant, or the form built
+// from the assistant's input schema for any other (inputform.js). A form
+// already showing for the same assistant keeps what was typed in it.
+async function showInput() {
+  const id = assistantId();
+  if (!id || state.formFor === id) return;
+  state.formFor = id;
+  let schema = null;
+  try {
+    schema = inputForm.formSchema(await inputForm.inputSchema(id));
+  } finally {
+    if (id === assistantId()) {
+      state.inputReader = inputForm.mount(ui.inputForm, schema);
+      ui.inputForm.hidden = !schema;
+      ui.input.hidden = !!schema;
+      ui.composer.classList.toggle('as-form', !!schema);
+    } else if (state.formFor === id) state.formFor = null;
+  }
 }
 
 // ---- the chat view --------------------------------------------------------
@@ -216,6 +240,13 @@ function streamRun(body) {
 }
 
 async function sendMessage(text) {
+  ui.messages.append(h('div', { class: 'msg human pending' }, h('span', { class: 'who' }, 'You'), h('div', { class: 'text' }, text)));
+  await startRun({ messages: [{ type: 'human', content: text }] });
+}
+
+// startRun starts a run of the assistant with an input, on a new thread
+// when none is open.
+async function startRun(input) {
   showError('');
   if (!state.threadId) {
     const t = await api.json('POST', '/threads', { metadata: { assistant_id: assistantId() } });
@@ -224,9 +255,8 @@ async function sendMessage(text) {
     loadThreads().catch(() => {});
   }
   state.log = null;
-  ui.messages.append(h('div', { class: 'msg human pending' }, h('span', { class: 'who' }, 'You'), h('div', { class: 'text' }, text)));
   clear(ui.cards);
-  const events = streamRun({ input: { messages: [{ type: 'human', content: text }] } });
+  const events = streamRun({ input });
   await consume(events);
 }
 
@@ -332,6 +362,11 @@ async function main() {
   ui.newThread.addEventListener('click', () => { location.hash = '#/new'; ui.input.focus(); });
   ui.composer.addEventListener('submit', (e) => {
     e.preventDefault();
+    if (state.inputReader) {
+      const input = ui.send.disabled ? null : state.inputReader.read();
+      if (input) startRun(input).catch((err) => showError(err.message));
+      return;
+    }
     const text = ui.input.value.trim();
     if (!text || ui.send.disabled) return;
     ui.input.value = '';

@@ -1,8 +1,10 @@
 // form.js — forms built from the JSON Schema an interrupt carries (the
 // schema the server checks the answer against), checked in the page before
-// they are sent. Supported fields: text, number (with limits), select,
-// multi-select, yes/no and date, with labels, descriptions, defaults and
-// required marks.
+// they are sent, and the form that starts a run of an assistant whose
+// input is not a chat (inputform.js). Supported fields: text, number (with
+// limits), select, multi-select, yes/no, date and JSON (an object or a
+// list, typed as JSON), with labels, descriptions, defaults and required
+// marks.
 
 import { h, uid } from './dom.js';
 
@@ -44,6 +46,8 @@ export function fieldsOf(schema, payloadFields = []) {
       Object.assign(f, { kind: 'number', integer: type === 'integer', min: p.minimum, max: p.maximum });
     } else if (type === 'boolean') {
       f.kind = 'boolean';
+    } else if (type === 'object' || type === 'array') {
+      f.kind = 'json';
     } else if (p.format === 'date') {
       f.kind = 'date';
     } else {
@@ -74,6 +78,9 @@ export function buildForm(fields) {
   }
   return { el, read, showErrors, focusFirstError() { rows.find((r) => r.hasError())?.focus(); } };
 }
+
+// BAD_JSON is what a JSON field reads when its text does not parse.
+const BAD_JSON = Symbol('bad JSON');
 
 function fieldRow(f) {
   const id = uid('f');
@@ -124,8 +131,19 @@ function fieldRow(f) {
       read = () => input.value || undefined;
       break;
     }
+    case 'json': {
+      const text = f.default === undefined ? '' : JSON.stringify(f.default, null, 2);
+      input = h('textarea', { id, name: f.key, rows: 3, class: 'mono', value: text, spellcheck: 'false', 'aria-describedby': described });
+      read = () => {
+        if (input.value.trim() === '') return undefined;
+        try { return JSON.parse(input.value); } catch { return BAD_JSON; }
+      };
+      break;
+    }
     default: {
-      const long = f.max === undefined || f.max > 120;
+      // A string of no stated length is a line when the form says so
+      // (a run's input, inputform.js); an answer's free text gets room.
+      const long = !f.line && (f.max === undefined || f.max > 120);
       input = h(long ? 'textarea' : 'input', { id, name: f.key, type: long ? null : 'text', rows: long ? 2 : null, maxlength: f.max, value: f.default, 'aria-describedby': described });
       read = () => (input.value.trim() === '' ? undefined : input.value);
     }
@@ -165,6 +183,8 @@ export function check(f, v, input) {
       return '';
     case 'date':
       return /^\d{4}-\d{2}-\d{2}$/.test(v) ? '' : `${f.label} must be a date (YYYY-MM-DD).`;
+    case 'json':
+      return v === BAD_JSON ? `${f.label} must be JSON (an object {…} or a list […]).` : '';
     case 'multi':
       if (f.min !== undefined && v.length < f.min) return `Choose at least ${f.min}.`;
       if (f.max !== undefined && v.length > f.max) return `Choose at most ${f.max}.`;

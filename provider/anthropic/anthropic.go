@@ -87,6 +87,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/provider/internal/baseurl"
 )
 
 // DefaultMaxTokens is the max_tokens sent when a request leaves MaxTokens 0
@@ -119,19 +120,7 @@ const (
 // WithAPIKey, so a base URL chosen by someone else cannot collect the key.
 func EnvKeyAllowed(base string) bool {
 	base = strings.TrimSpace(base)
-	return base == "" || sameBase(base, DefaultBaseURL) || sameBase(base, os.Getenv(EnvBaseURL))
-}
-
-// sameBase reports whether two base URLs name one server and path.
-func sameBase(a, b string) bool {
-	ua, err1 := url.Parse(strings.TrimSpace(a))
-	ub, err2 := url.Parse(strings.TrimSpace(b))
-	if err1 != nil || err2 != nil || ua.Host == "" || ub.Host == "" {
-		return false
-	}
-	return strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host) &&
-		strings.TrimSuffix(ua.EscapedPath(), "/") == strings.TrimSuffix(ub.EscapedPath(), "/") &&
-		ua.User == nil && ub.User == nil
+	return base == "" || baseurl.Same(base, DefaultBaseURL) || baseurl.Same(base, os.Getenv(EnvBaseURL))
 }
 
 // Option configures New.

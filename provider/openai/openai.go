@@ -16,6 +16,7 @@ import (
 	"github.com/openai/openai-go/v3/packages/param"
 
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/provider/internal/baseurl"
 )
 
 // DefaultBaseURL is the official OpenAI API, used when neither WithBaseURL
@@ -230,20 +231,7 @@ func (m *Model) Limits() llm.Limits { return m.limits }
 // pointed elsewhere by WithBaseURL gets no key unless WithAPIKey gives
 // one, so a base URL chosen by someone else cannot collect the key.
 func EnvKeyAllowed(base string) bool {
-	return sameBase(base, DefaultBaseURL) || sameBase(base, os.Getenv(EnvBaseURL))
-}
-
-// sameBase reports whether two base URLs name one server and path
-// (scheme and host case-insensitive, a trailing slash ignored).
-func sameBase(a, b string) bool {
-	ua, err1 := url.Parse(strings.TrimSpace(a))
-	ub, err2 := url.Parse(strings.TrimSpace(b))
-	if err1 != nil || err2 != nil || ua.Host == "" || ub.Host == "" {
-		return false
-	}
-	return strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host) &&
-		strings.TrimSuffix(ua.EscapedPath(), "/") == strings.TrimSuffix(ub.EscapedPath(), "/") &&
-		ua.User == nil && ub.User == nil
+	return baseurl.Same(base, DefaultBaseURL) || baseurl.Same(base, os.Getenv(EnvBaseURL))
 }
 
 func isOfficial(u *url.URL) bool {

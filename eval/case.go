@@ -15,6 +15,9 @@ type Dataset struct {
 	Criteria []Criterion `json:"criteria,omitempty"`
 	// Cases are the cases, in their order.
 	Cases []Case `json:"cases"`
+	// Metadata is free-form data kept with the dataset (eval/adk keeps an
+	// imported set's own fields here, to export them again).
+	Metadata map[string]any `json:"metadata,omitempty"`
 }
 
 // Case is one thing an agent should do right: an input, the answers to the

@@ -19,7 +19,7 @@ const module = "github.com/trellis-agents/trellis"
 // listing nor fails a rule. A new top-level package directory of Trellis
 // must be added here, or its packages go unchecked.
 var roots = []string{
-	"agent", "apps", "bench", "cache", "checkpoint", "cmd", "docs", "examples",
+	"agent", "apps", "bench", "cache", "checkpoint", "cmd", "docs", "eval", "examples",
 	"graph", "internal", "llm", "provider", "server", "store", "tool",
 }
 
@@ -107,7 +107,7 @@ func under(path string, roots ...string) bool {
 func coreLinksSDK(pkgs []pkg) (violations []string, checked int) {
 	for _, p := range pkgs {
 		// internal/cli/resolve is the mains' one shared resolver.
-		if !under(p.path, "graph", "llm", "tool", "agent", "checkpoint", "store", "cache", "apps", "server", "internal/cli", "internal/console") || under(p.path, "internal/cli/resolve") {
+		if !under(p.path, "graph", "llm", "tool", "agent", "checkpoint", "store", "cache", "apps", "server", "eval", "internal/cli", "internal/console") || under(p.path, "internal/cli/resolve") {
 			continue
 		}
 		checked++
@@ -185,6 +185,27 @@ func TestGraphImportsOnlyStdlibCheckpointStore(t *testing.T) {
 		return
 	}
 	t.Fatal("package graph not found")
+}
+
+// TestEvalNeverDependsOnServer keeps evaluation usable from a test or a
+// command with no service: eval and its subpackages may use llm and graph,
+// and reach the server only through a Target the caller supplies.
+func TestEvalNeverDependsOnServer(t *testing.T) {
+	checked := 0
+	for _, p := range listAll(t) {
+		if !under(p.path, "eval") {
+			continue
+		}
+		checked++
+		for _, d := range p.deps {
+			if strings.HasPrefix(d, module+"/") && under(d, "server", "provider", "cmd") {
+				t.Errorf("%s depends on %s: eval must not depend on the server, providers or commands", rel(p.path), rel(d))
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no eval package found")
+	}
 }
 
 func TestCacheImportsOnlyStdlib(t *testing.T) {

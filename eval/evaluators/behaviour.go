@@ -76,6 +76,7 @@ func newInterrupts(params json.RawMessage) (eval.Evaluator, error) {
 var DefaultAcknowledgements = []string{
 	"reject", "declin", "not done", "did not", "didn't", "was not", "wasn't",
 	"not carried out", "not happen", "undone", "skipped", "cancel", "not go ahead", "held back",
+	"turned down", "turned it down", "refused",
 }
 
 // RejectionsParams configure "rejections_honoured".

@@ -9,6 +9,7 @@ import (
 
 	"github.com/trellis-agents/trellis/eval"
 	"github.com/trellis-agents/trellis/internal/jsonmatch"
+	"github.com/trellis-agents/trellis/llm"
 )
 
 // decodeParams fills dst from a criterion's params, rejecting unknown
@@ -54,6 +55,23 @@ func finalOutput(th *eval.Thread) string {
 		return ""
 	}
 	return string(b)
+}
+
+// turnsOf is the thread's user turns; a thread recorded without turn
+// records counts as one turn holding its whole trajectory and its final
+// output.
+func turnsOf(th *eval.Thread) []eval.TurnRecord {
+	if len(th.Turns) > 0 {
+		return th.Turns
+	}
+	user := ""
+	for _, m := range th.Messages {
+		if m.Role == llm.RoleUser {
+			user = m.Text()
+			break
+		}
+	}
+	return []eval.TurnRecord{{User: user, Response: finalOutput(th), ToolCalls: th.ToolCalls}}
 }
 
 // referenceText reads an expected output: a JSON string is its text;

@@ -169,6 +169,14 @@ func TestToolTrajectoryPerTurn(t *testing.T) {
 	// A turn the run never reached is scored against no calls.
 	c.Expect.Turns = append(c.Expect.Turns, eval.TurnExpectation{ToolCalls: []eval.ToolCall{evaltest.Expect("d", `{}`)}})
 	run(t, []row{{"missing turn", "tool_trajectory", `{"match":"ANY_ORDER"}`, c, th, 2.0 / 3, "turn 3"}})
+
+	// A thread stored without turn records is one turn.
+	flat := &eval.Thread{Messages: []llm.Message{llm.User("one"), llm.Assistant("r1")}, ToolCalls: []eval.ToolCall{evaltest.Expect("a", `{}`)}}
+	one := eval.Case{Expect: eval.Expectations{Turns: []eval.TurnExpectation{{Response: "r1", ToolCalls: []eval.ToolCall{evaltest.Expect("a", `{}`)}}}}}
+	run(t, []row{
+		{"flat thread trajectory", "tool_trajectory", "", one, flat, 1, ""},
+		{"flat thread response", "response_match", "", one, flat, 1, ""},
+	})
 }
 
 func TestNodePath(t *testing.T) {

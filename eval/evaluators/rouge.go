@@ -92,10 +92,11 @@ func newResponseMatch(params json.RawMessage) (eval.Evaluator, error) {
 		}
 		var sum float64
 		parts := make([]string, len(exp.Turns))
+		turns := turnsOf(t.Thread)
 		for i, want := range exp.Turns {
 			got := ""
-			if i < len(t.Thread.Turns) {
-				got = t.Thread.Turns[i].Response
+			if i < len(turns) {
+				got = turns[i].Response
 			}
 			_, _, f := Rouge1(got, want.Response)
 			sum += f

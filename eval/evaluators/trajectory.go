@@ -147,10 +147,11 @@ func newToolTrajectory(params json.RawMessage) (eval.Evaluator, error) {
 		// Per turn, as ADK scores invocations: 1 or 0 each, averaged.
 		var sum float64
 		var bad []string
+		turns := turnsOf(t.Thread)
 		for i, want := range exp.Turns {
 			var got []eval.ToolCall
-			if i < len(t.Thread.Turns) {
-				got = t.Thread.Turns[i].ToolCalls
+			if i < len(turns) {
+				got = turns[i].ToolCalls
 			}
 			if matches(mode, want.ToolCalls, got, eq) {
 				sum++

@@ -7,7 +7,7 @@ import "strings"
 // "NLTK extensions" mode), which the ROUGE scorer behind ADK's
 // response_match_score calls: a few irregular forms, "ies"/"ied" on
 // four-letter words, y→i after a consonant, and Martin Porter's later
-// step 2 changes (bli→ble, logi→log) plus fulli, lessli and alli.
+// step 2 changes (bli→ble, logi→log) plus fulli and alli.
 func porterStem(w string) string {
 	if len(w) <= 2 {
 		return w
@@ -173,13 +173,20 @@ var step2Rules = []porterRule{
 	{"ousli", "ous"}, {"ization", "ize"}, {"ation", "ate"}, {"ator", "ate"},
 	{"alism", "al"}, {"iveness", "ive"}, {"fulness", "ful"}, {"ousness", "ous"},
 	{"aliti", "al"}, {"iviti", "ive"}, {"biliti", "ble"}, {"fulli", "ful"},
-	{"lessli", "less"}, {"logi", "log"},
 }
 
 func step2(w string) string {
 	// NLTK: "alli" becomes "al" and the step runs again on the result.
 	if strings.HasSuffix(w, "alli") && measure(w[:len(w)-4]) > 0 {
 		return step2(w[:len(w)-4] + "al")
+	}
+	// NLTK: "logi" becomes "log" when the word without "ogi" has a
+	// positive measure (the "l" counts).
+	if strings.HasSuffix(w, "logi") {
+		if measure(w[:len(w)-3]) > 0 {
+			return w[:len(w)-1]
+		}
+		return w
 	}
 	return applyFirst(w, step2Rules, 0)
 }

@@ -2,6 +2,8 @@ package evaluators
 
 import (
 	"math"
+	"os"
+	"strings"
 	"testing"
 )
 
@@ -24,7 +26,7 @@ func TestPorterStem(t *testing.T) {
 		"adoption": "adopt", "communism": "commun", "activate": "activ", "angulariti": "angular",
 		"homologous": "homolog", "effective": "effect", "bowdlerize": "bowdler", "probate": "probat",
 		"rate": "rate", "cease": "ceas", "controll": "control", "roll": "roll",
-		"generalizations": "gener", "oscillators": "oscil", "hopelessli": "hopeless", "cried": "cri", "tied": "tie",
+		"generalizations": "gener", "oscillators": "oscil", "hopelessly": "hopelessli", "biology": "biolog", "carefully": "care", "cried": "cri", "tied": "tie",
 	} {
 		if got := porterStem(w); got != want {
 			t.Errorf("porterStem(%q) = %q, want %q", w, got, want)
@@ -54,5 +56,32 @@ func TestRouge1(t *testing.T) {
 	// Stemming is off when either text is mostly non-Latin.
 	if _, _, f := Rouge1("meetings Привет мир друзья", "meeting"); f != 0 {
 		t.Fatalf("mixed script f = %v, want 0 (no stemming)", f)
+	}
+}
+
+// TestPorterStemMatchesNLTK compares the stemmer with NLTK's output on a
+// sample of words (testdata/porter_nltk.tsv says how it was made).
+func TestPorterStemMatchesNLTK(t *testing.T) {
+	data, err := os.ReadFile("testdata/porter_nltk.tsv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for line := range strings.Lines(string(data)) {
+		line = strings.TrimRight(line, "\n")
+		if strings.HasPrefix(line, "#") || line == "" {
+			continue
+		}
+		w, want, ok := strings.Cut(line, "\t")
+		if !ok {
+			t.Fatalf("bad line %q", line)
+		}
+		n++
+		if got := porterStem(w); got != want {
+			t.Errorf("porterStem(%q) = %q, NLTK says %q", w, got, want)
+		}
+	}
+	if n < 1000 {
+		t.Fatalf("only %d words checked", n)
 	}
 }

@@ -8,15 +8,21 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 
+	"github.com/trellis-agents/trellis/agent/planexec"
+	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/apps/builder"
 	"github.com/trellis-agents/trellis/apps/planner"
 	"github.com/trellis-agents/trellis/apps/scheduler"
 	"github.com/trellis-agents/trellis/apps/sqlrouter"
+	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/eval"
 	"github.com/trellis-agents/trellis/eval/evaltest"
 	_ "github.com/trellis-agents/trellis/eval/evaluators"
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
 )
 
 // header is the first line of a JSONL eval set.
@@ -163,51 +169,190 @@ func TestAppEvalSetsFollowTheScripts(t *testing.T) {
 		t.Error("an input differs from its app's scripted question")
 	}
 
-	score := func(c *eval.Case, th *eval.Thread) {
-		t.Helper()
-		for _, cr := range c.Criteria {
-			e, err := eval.New(cr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := e.Evaluate(context.Background(), evaltest.Trial(c, th))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.Value < cr.ThresholdOrDefault() {
-				t.Errorf("%s: %s scores %v on the app's known outcome: %s", c.ID, cr.Evaluator, s.Value, s.Explanation)
-			}
+	// The testplanner's plans as its scripted-model test establishes them:
+	// one per tool, each with cases. (The other apps' cases are run for
+	// real in TestAppEvalSetsPassOnTheScriptedModels.)
+	var plans []map[string]any
+	for _, tool := range []string{"cancel_order", "create_order", "get_customer", "list_orders", "refund_payment", "search_products", "update_stock"} {
+		plans = append(plans, map[string]any{"tool": tool, "batch": 0, "cases": []map[string]any{{"name": "a case"}}})
+	}
+	b, _ := json.Marshal(plans)
+	h, tp := readSet(t, "testplanner/eval/testplanner.jsonl")
+	tp[0].Criteria = h.Criteria
+	scoreAll(t, &tp[0], evaltest.NewThread().State("plans", string(b)).Build())
+	short, _ := json.Marshal(plans[1:])
+	e, _ := eval.New(h.Criteria[0])
+	if s, _ := e.Evaluate(context.Background(), evaltest.Trial(&tp[0], evaltest.NewThread().State("plans", string(short)).Build())); s.Value != 0 {
+		t.Errorf("the testplanner set passes with a tool unplanned: %+v", s)
+	}
+}
+
+// scoreAll scores th with every criterion of c; each must reach its
+// threshold.
+func scoreAll(t *testing.T, c *eval.Case, th *eval.Thread) {
+	t.Helper()
+	for _, cr := range c.Criteria {
+		e, err := eval.New(cr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := e.Evaluate(context.Background(), evaltest.Trial(c, th))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Value < cr.ThresholdOrDefault() {
+			t.Errorf("%s: %s scores %v: %s", c.ID, cr.Evaluator, s.Value, s.Explanation)
 		}
 	}
-	// The outcomes apps/planner's truth tests establish.
-	asked := func(b *evaltest.ThreadBuilder) *evaltest.ThreadBuilder {
-		return b.Interrupt("planexec_ask", planner.CityQuestion, `"Lisbon"`).
-			Interrupt("planexec_ask", planner.FormQuestion, `{"people":12}`).
-			Interrupt("planexec_plan_review", "", `{"action":"approve"}`).
-			Interrupt("planexec_plan_review", "", `{"action":"approve"}`).
-			Interrupt("tool_approval", "Book Quinta Verde for 12 people, 2 days from Jun 9", `{"action":"approve"}`)
+}
+
+// drive runs a case on g the way the eval runner does, without it: the
+// input message, then each interrupt answered by the first of the case's
+// answers that matches it (kind, question pattern; once unless repeat),
+// until the run ends. It returns the thread as evaluators see it: the
+// state, the conversation (with a plan-and-execute agent's delivered
+// answer), the trajectory of the conversation's tool calls, the node path
+// and the interrupts with their answers.
+func drive(t *testing.T, ctx context.Context, g *graph.Graph, input graph.Update, c *eval.Case) *eval.Thread {
+	t.Helper()
+	opts := []graph.RunOption{graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("eval-" + c.ID)}
+	used := make([]bool, len(c.Answers))
+	var asked []eval.Interrupt
+	var nodes []string
+	res, err := g.Invoke(ctx, input, opts...)
+	for round := 0; res != nil; round++ {
+		for _, n := range res.Path {
+			nodes = append(nodes, n.Node)
+		}
+		if len(res.Interrupts) == 0 {
+			break
+		}
+		if round == 20 {
+			t.Fatalf("%s: still asking after %d rounds", c.ID, round)
+		}
+		answers := map[string]any{}
+		for _, in := range res.Interrupts {
+			var p struct{ Kind, Question string }
+			_ = json.Unmarshal(in.Payload, &p)
+			rec := eval.Interrupt{ID: in.ID, Kind: p.Kind, Question: p.Question, Payload: in.Payload}
+			for i, a := range c.Answers {
+				if (used[i] && !a.Repeat) || (a.Kind != "" && a.Kind != p.Kind) || !regexp.MustCompile(a.Question).MatchString(p.Question) {
+					continue
+				}
+				used[i] = true
+				answers[in.ID] = a.Value
+				rec.Answer = a.Value
+				break
+			}
+			if rec.Answer == nil {
+				t.Fatalf("%s: no answer for the %q interrupt %q", c.ID, p.Kind, p.Question)
+			}
+			asked = append(asked, rec)
+		}
+		res, err = g.Invoke(ctx, nil, append(opts, graph.WithResumeMap(answers))...)
 	}
-	score(lisbon, asked(evaltest.NewThread().User(planner.Task)).
-		Call("search_venues", `{"city":"Lisbon","people":12}`, "").Call("list_activities", `{"city":"Lisbon"}`, "").
-		Call("check_availability", `{}`, "").Call("estimate_budget", `{}`, "").Call("book_venue", `{}`, "Booked").
-		Assistant(planner.DeliveredText).Build())
-	rejected := caseOf(t, "planner/eval/planner.jsonl", "rejected-booking-not-claimed")
-	score(rejected, asked(evaltest.NewThread().User(planner.Task)).
-		Call("search_venues", `{}`, "").Rejected("book_venue", `{"venue":"Quinta Verde"}`, "too far from the office").
-		Assistant(`Nothing was booked: you rejected booking Quinta Verde for 12 people, 2 days from Jun 9, saying: "too far from the office".`).Build())
-	berlin := caseOf(t, "planner/eval/planner.jsonl", "berlin-answers-honoured")
-	score(berlin, evaltest.NewThread().User(planner.Task).
-		Interrupt("planexec_ask", planner.CityQuestion, `"Berlin"`).Interrupt("planexec_ask", planner.FormQuestion, `{}`).
-		Assistant("Your offsite is booked: Kiez Studio for 8 people, 3 days from Jun 17 (confirmation OFF-001).").Build())
-	// The scheduler's outcome as its scripted-scenario test checks it.
-	week := caseOf(t, "scheduler/eval/scheduler.jsonl", "friday-free-one-rejected")
-	score(week, evaltest.NewThread().User(scheduler.Request).
-		Interrupt("planexec_ask", "Your limits", `{}`).Interrupt("planexec_plan_review", "", `{}`).
-		Interrupt("tool_approval", "Place #23", `{}`).
-		Call("place", `{"id":20}`, "").Rejected("place", `{"id":23}`, "keep the study hall for reading").
-		Assistant("Your week:\nPlaced Essay (#20) at Tuesday slot 1.\nNot placed #23: the student turned it down (keep the study hall for reading).\nFriday stays free, as you asked.").Build())
-	// The builder's path and lookups as its scripted-run test checks them.
-	score(caseOf(t, "builder/eval/builder.jsonl", "faulty-headphones"), evaltest.NewThread().User(builder.Question).
-		Nodes("answer", "review", "answer", "review").
-		Call("lookup_policy", `{"topic":"returns"}`, "").Call("lookup_policy", `{"topic":"shipping"}`, "").Build())
+	if err != nil || res == nil {
+		t.Fatalf("%s: %v", c.ID, err)
+	}
+	b, err := res.State.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	th := &eval.Thread{ThreadID: "eval-" + c.ID, Interrupts: asked, Nodes: nodes}
+	if err := json.Unmarshal(b, &th.State); err != nil {
+		t.Fatal(err)
+	}
+	if raw, ok := th.State["messages"]; ok {
+		if err := json.Unmarshal(raw, &th.Messages); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, ok := th.State["planexec_summary"]; ok {
+		if answer, ok := planexec.Answer(res.State); ok && th.FinalResponse() != answer {
+			th.Messages = append(th.Messages, llm.Assistant(answer))
+		}
+	}
+	th.ToolCalls = trajectory(th.Messages)
+	return th
+}
+
+// trajectory is the tool calls of the conversation with their status, as
+// the runner reads them: a result message starting "A person rejected this
+// call" is a rejection, another error result an error.
+func trajectory(msgs []llm.Message) []eval.ToolCall {
+	results := map[string]llm.Message{}
+	for _, m := range msgs {
+		if m.Role == llm.RoleTool {
+			results[m.ToolCallID] = m
+		}
+	}
+	var out []eval.ToolCall
+	for _, m := range msgs {
+		for _, call := range m.ToolCalls {
+			tc := eval.ToolCall{Name: call.Name, Args: json.RawMessage(call.Arguments)}
+			if r, ok := results[call.ID]; ok {
+				tc.Result, tc.Status = r.Text(), "ok"
+				switch {
+				case r.IsError && strings.HasPrefix(r.Text(), "A person rejected this call"):
+					tc.Status = "rejected"
+				case r.IsError:
+					tc.Status = "error"
+				}
+			}
+			out = append(out, tc)
+		}
+	}
+	return out
+}
+
+// TestAppEvalSetsPassOnTheScriptedModels runs the planner's, scheduler's,
+// SQL router's and builder's cases on their apps' scripted models and
+// scores them: the sets say what the apps do. (The testplanner's needs an
+// MCP server and a store; its criterion is checked in
+// TestAppEvalSetsFollowTheScripts.)
+func TestAppEvalSetsPassOnTheScriptedModels(t *testing.T) {
+	ctx := context.Background()
+	open := map[string]func(t *testing.T, c *eval.Case) (*apps.App, context.Context){
+		"planner": func(t *testing.T, c *eval.Case) (*apps.App, context.Context) {
+			g, err := planner.NewGraph(planner.Script(), planner.NewAgency())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return &apps.App{Graph: g, Input: func(m string) graph.Update { return planexec.Input(m) }}, ctx
+		},
+		"scheduler": func(t *testing.T, c *eval.Case) (*apps.App, context.Context) {
+			app, err := scheduler.New(ctx, scheduler.Config{Model: scheduler.Script(), Database: filepath.Join(t.TempDir(), "app.db")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return app, apps.WithScope(ctx, c.ID)
+		},
+		"sqlrouter": func(t *testing.T, c *eval.Case) (*apps.App, context.Context) {
+			app, err := sqlrouter.New(ctx, sqlrouter.Config{Model: sqlrouter.Script(), Database: filepath.Join(t.TempDir(), "library.db"), Sample: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return app, ctx
+		},
+		"builder": func(t *testing.T, c *eval.Case) (*apps.App, context.Context) {
+			app, err := builder.New(ctx, builder.Config{Model: builder.Script()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return app, ctx
+		},
+	}
+	for name, openApp := range open {
+		_, cases := readSet(t, name+"/eval/"+name+".jsonl")
+		for i := range cases {
+			c := &cases[i]
+			t.Run(name+"/"+c.ID, func(t *testing.T) {
+				app, actx := openApp(t, c)
+				if app.Close != nil {
+					defer app.Close()
+				}
+				scoreAll(t, c, drive(t, actx, app.Graph, app.Input(c.Input.Message), c))
+			})
+		}
+	}
 }

@@ -76,6 +76,11 @@ func TestOutputEvaluators(t *testing.T) {
 		{"subset ok", "json_subset", `{"value":{"a":{"b":1},"c":[1,2]}}`, eval.Case{}, answer(`{"a":{"b":1.0,"x":2},"c":[1,2],"d":0}`), 1, "contains"},
 		{"subset missing", "json_subset", "", eval.Case{Expect: eval.Expectations{Output: json.RawMessage(`{"a":{"b":2}}`)}}, answer(`{"a":{"b":1}}`), 0, "a.b"},
 		{"subset array length", "json_subset", `{"value":{"c":[1]}}`, eval.Case{}, answer(`{"c":[1,2]}`), 0, "want 1 elements"},
+		{"subset of a state key", "json_subset", `{"state":"steps","value":{"book":{"status":"done"}}}`, eval.Case{},
+			evaltest.NewThread().User("q").Assistant("done").State("steps", `{"book":{"status":"done","result":"ok"}}`).Build(), 1, `state's "steps"`},
+		{"subset of a missing state key", "json_subset", `{"state":"plan","value":{}}`, eval.Case{}, answer("x"), 0, `no key "plan"`},
+		{"schema of a state key", "json_schema", `{"state":"plans","schema":{"type":"array","minItems":2}}`, eval.Case{},
+			evaltest.NewThread().State("plans", `[{"tool":"a"}]`).Build(), 0, "minItems"},
 	})
 }
 

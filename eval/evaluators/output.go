@@ -209,21 +209,26 @@ func newRegex(params json.RawMessage) (eval.Evaluator, error) {
 	}}, nil
 }
 
-// outputJSON reads the final output as JSON: the whole text, or else the
-// first JSON object in it (fenced or inline).
-func outputJSON(got string) (any, error) {
-	var v any
-	if err := json.Unmarshal([]byte(strings.TrimSpace(got)), &v); err == nil {
-		return v, nil
+// subjectJSON is the JSON a json_* evaluator checks, and what to call it:
+// a state key's value when key is set, else the final output — the whole
+// text, or the first JSON object in it (fenced or inline).
+func subjectJSON(th *eval.Thread, key string) (what string, raw json.RawMessage, err error) {
+	if key != "" {
+		v, ok := th.State[key]
+		if !ok {
+			return "", nil, fmt.Errorf("the final state has no key %q", key)
+		}
+		return fmt.Sprintf("the state's %q", key), v, nil
 	}
-	raw, err := jsonextract.Object(got)
+	got := strings.TrimSpace(finalOutput(th))
+	if json.Valid([]byte(got)) {
+		return "the output's JSON", json.RawMessage(got), nil
+	}
+	obj, err := jsonextract.Object(got)
 	if err != nil {
-		return nil, fmt.Errorf("the output holds no JSON: %w", err)
+		return "", nil, fmt.Errorf("the output holds no JSON: %w", err)
 	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return nil, err
-	}
-	return v, nil
+	return "the output's JSON", obj, nil
 }
 
 // JSONSchemaParams configure "json_schema": the output's JSON validates
@@ -231,6 +236,9 @@ func outputJSON(got string) (any, error) {
 type JSONSchemaParams struct {
 	// Schema is required.
 	Schema json.RawMessage `json:"schema"`
+	// State, when set, checks that key of the final state instead of the
+	// final output.
+	State string `json:"state,omitempty"`
 }
 
 func newJSONSchema(params json.RawMessage) (eval.Evaluator, error) {
@@ -250,14 +258,18 @@ func newJSONSchema(params json.RawMessage) (eval.Evaluator, error) {
 		return nil, fmt.Errorf("json_schema: schema: %w", err)
 	}
 	return &evaluator{name: "json_schema", fn: func(_ context.Context, t eval.Trial) (eval.Score, error) {
-		v, err := outputJSON(finalOutput(t.Thread))
+		what, raw, err := subjectJSON(t.Thread, p.State)
 		if err != nil {
 			return eval.Score{Explanation: err.Error()}, nil
 		}
-		if err := rs.Validate(v); err != nil {
-			return eval.Score{Explanation: "the output's JSON does not match the schema: " + err.Error()}, nil
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return eval.Score{}, fmt.Errorf("json_schema: %s: %w", what, err)
 		}
-		return eval.Score{Value: 1, Explanation: "the output's JSON matches the schema"}, nil
+		if err := rs.Validate(v); err != nil {
+			return eval.Score{Explanation: what + " does not match the schema: " + err.Error()}, nil
+		}
+		return eval.Score{Value: 1, Explanation: what + " matches the schema"}, nil
 	}}, nil
 }
 
@@ -266,6 +278,9 @@ func newJSONSchema(params json.RawMessage) (eval.Evaluator, error) {
 type JSONSubsetParams struct {
 	// Value is the reference; without it, the case's Expect.Output.
 	Value json.RawMessage `json:"value,omitempty"`
+	// State, when set, checks that key of the final state instead of the
+	// final output.
+	State string `json:"state,omitempty"`
 }
 
 func newJSONSubset(params json.RawMessage) (eval.Evaluator, error) {
@@ -293,19 +308,17 @@ func newJSONSubset(params json.RawMessage) (eval.Evaluator, error) {
 			}
 			want = v
 		}
-		got, err := outputJSON(finalOutput(t.Thread))
+		what, raw, err := subjectJSON(t.Thread, p.State)
 		if err != nil {
 			return eval.Score{Explanation: err.Error()}, nil
 		}
-		// Re-decode with json.Number so numbers compare exactly.
-		b, _ := json.Marshal(got)
-		g, err := jsonmatch.Decode(b)
+		g, err := jsonmatch.Decode(raw)
 		if err != nil {
-			return eval.Score{}, err
+			return eval.Score{}, fmt.Errorf("json_subset: %s: %w", what, err)
 		}
 		if ok, where := jsonSubset(want, g, ""); !ok {
-			return eval.Score{Explanation: "the output's JSON does not contain the expected value: " + where}, nil
+			return eval.Score{Explanation: what + " does not contain the expected value: " + where}, nil
 		}
-		return eval.Score{Value: 1, Explanation: "the output's JSON contains the expected value"}, nil
+		return eval.Score{Value: 1, Explanation: what + " contains the expected value"}, nil
 	}}, nil
 }

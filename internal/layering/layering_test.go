@@ -187,27 +187,6 @@ func TestGraphImportsOnlyStdlibCheckpointStore(t *testing.T) {
 	t.Fatal("package graph not found")
 }
 
-// TestEvalNeverDependsOnServer keeps evaluation usable from a test or a
-// command with no service: eval and its subpackages may use llm and graph,
-// and reach the server only through a Target the caller supplies.
-func TestEvalNeverDependsOnServer(t *testing.T) {
-	checked := 0
-	for _, p := range listAll(t) {
-		if !under(p.path, "eval") {
-			continue
-		}
-		checked++
-		for _, d := range p.deps {
-			if strings.HasPrefix(d, module+"/") && under(d, "server", "provider", "cmd") {
-				t.Errorf("%s depends on %s: eval must not depend on the server, providers or commands", rel(p.path), rel(d))
-			}
-		}
-	}
-	if checked == 0 {
-		t.Fatal("no eval package found")
-	}
-}
-
 func TestCacheImportsOnlyStdlib(t *testing.T) {
 	for _, p := range listAll(t) {
 		if rel(p.path) != "cache" {

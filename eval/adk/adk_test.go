@@ -397,3 +397,23 @@ func TestScoring(t *testing.T) {
 		t.Errorf("response_match_score %v, want %v", got, want)
 	}
 }
+
+func TestReadFileErrors(t *testing.T) {
+	dir := t.TempDir()
+	set := filepath.Join(dir, "a.evalset.json")
+	if err := os.WriteFile(set, []byte(`{"eval_set_id":"a","eval_cases":[{"eval_id":"x","conversation":[{"user_content":{"parts":[{"text":"hi"}]}}]}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "test_config.json"), []byte(`{"criteria":{"safety_v1":1}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := adk.ReadFile(set); err == nil || !strings.Contains(err.Error(), "test_config.json") || !strings.Contains(err.Error(), "safety_v1") {
+		t.Fatalf("a bad config beside the set: %v", err)
+	}
+	if _, err := adk.ReadFile(filepath.Join(dir, "missing.evalset.json")); err == nil {
+		t.Fatal("a missing file must be an error")
+	}
+	if _, _, err := adk.Export(nil); err == nil {
+		t.Fatal("exporting nothing must be an error")
+	}
+}

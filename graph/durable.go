@@ -62,8 +62,12 @@ func Durable[T any](ctx context.Context, name string, fn func(context.Context) (
 		if saved.Name != name {
 			return zero, &NonDeterminismError{Node: t.node.name, TaskID: t.ID(), Call: call, Saved: saved.Name, Called: name}
 		}
+		// Interrupt calls made inside the step count as made, so the
+		// node's later calls keep their indexes (and answers).
+		in.calls += saved.Interrupts
 		return decodeStep[T](t, saved)
 	}
+	asked := in.calls
 	in.inStep = name
 	v, err := fn(ctx)
 	in.inStep = ""
@@ -74,7 +78,7 @@ func Durable[T any](ctx context.Context, name string, fn func(context.Context) (
 	if err != nil {
 		return zero, fmt.Errorf("graph: encode the result of step %q of node %q: %w", name, t.node.name, err)
 	}
-	s := wireStep{Name: name, Call: call, Value: b}
+	s := wireStep{Name: name, Call: call, Interrupts: in.calls - asked, Value: b}
 	in.steps = append(in.steps, s)
 	if err := t.r.saveTask(t); err != nil {
 		in.steps = in.steps[:call] // not saved: it runs again
@@ -119,7 +123,8 @@ func (e *NonDeterminismError) Unwrap() error { return ErrNonDeterminism }
 
 // wireStep is a saved step result (checkpoint.WriteStep).
 type wireStep struct {
-	Name  string          `json:"name"`
-	Call  int             `json:"call"`
-	Value json.RawMessage `json:"value"`
+	Name       string          `json:"name"`
+	Call       int             `json:"call"`
+	Interrupts int             `json:"interrupts,omitempty"` // Interrupt calls made inside the step
+	Value      json.RawMessage `json:"value"`
 }

@@ -79,6 +79,9 @@ func Durable[T any](ctx context.Context, name string, fn func(context.Context) (
 		return zero, fmt.Errorf("graph: encode the result of step %q of node %q: %w", name, t.node.name, err)
 	}
 	s := wireStep{Name: name, Call: call, Interrupts: in.calls - asked, Value: b}
+	if s.enc, err = json.Marshal(s); err != nil {
+		return zero, fmt.Errorf("graph: encode step %q of node %q: %w", name, t.node.name, err)
+	}
 	in.steps = append(in.steps, s)
 	if err := t.r.saveTask(t); err != nil {
 		in.steps = in.steps[:call] // not saved: it runs again
@@ -127,4 +130,5 @@ type wireStep struct {
 	Call       int             `json:"call"`
 	Interrupts int             `json:"interrupts,omitempty"` // Interrupt calls made inside the step
 	Value      json.RawMessage `json:"value"`
+	enc        []byte          // the whole record, encoded once: each save rewrites every step
 }

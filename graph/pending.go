@@ -111,7 +111,7 @@ func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
 	}
 	if t.in != nil {
 		for _, s := range t.in.steps {
-			if err := add(checkpoint.WriteStep, s); err != nil {
+			if err := add(checkpoint.WriteStep, s.enc); err != nil {
 				return nil, err
 			}
 		}
@@ -278,6 +278,7 @@ func (r *run) restoreTask(t *task, ws []checkpoint.PendingWrite) error {
 				_, err := fail(fmt.Errorf("task %s: saved step %q is call %d, but %d steps precede it", t.ID(), s.Name, s.Call, len(in.steps)))
 				return err
 			}
+			s.enc = w.Value
 			in.steps = append(in.steps, s)
 		default:
 			state = append(state, w)

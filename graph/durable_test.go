@@ -57,6 +57,13 @@ func TestDurableStepsSurviveAFailure(t *testing.T) {
 			if _, err := g.Invoke(context.Background(), nil, opts...); err == nil {
 				t.Fatal("the first run did not fail")
 			}
+			snap, err := g.GetState(context.Background(), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(snap.Tasks) != 1 || !cmp.Equal(snap.Tasks[0].Steps, []string{"a", "b"}) {
+				t.Errorf("the failed task's saved steps: %+v, want a and b", snap.Tasks)
+			}
 			fail = false
 			res, err := g.Invoke(context.Background(), nil, opts...)
 			if err != nil {

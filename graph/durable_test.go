@@ -79,6 +79,39 @@ func TestDurableStepsSurviveAFailure(t *testing.T) {
 	}
 }
 
+// The same after a step that committed: under DurabilityExit the steps of
+// the failing second step are written when the run stops.
+func TestDurableStepsSurviveAFailureLater(t *testing.T) {
+	for _, mode := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit} {
+		t.Run(mode.String(), func(t *testing.T) {
+			var c counter
+			fail := true
+			b := graph.New(trail)
+			b.AddNode("first", logNode(trail, "first"))
+			b.AddNode("work", stepsNode(&c, &fail, "a", "b"))
+			b.SetEntry("first")
+			b.AddEdge("first", "work")
+			b.AddEdge("work", graph.END)
+			g := mustCompile(t, b)
+			opts := append(threadOpts(checkpoint.NewMemory(), "t"), graph.WithDurability(mode))
+			if _, err := g.Invoke(context.Background(), graph.Writes(graph.Append(trail, "in")), opts...); err == nil {
+				t.Fatal("the first run did not fail")
+			}
+			fail = false
+			res, err := g.Invoke(context.Background(), nil, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff([]string{"in", "first", "a!", "b!"}, trail.Get(res.State)); d != "" {
+				t.Errorf("trail (-want +got):\n%s", d)
+			}
+			if c.get("a") != 1 || c.get("b") != 1 {
+				t.Errorf("steps ran a=%d b=%d times, want once each", c.get("a"), c.get("b"))
+			}
+		})
+	}
+}
+
 // A re-run that calls its steps in another order fails with an error
 // naming the saved step and the one called.
 func TestDurableNonDeterminism(t *testing.T) {

@@ -13,8 +13,8 @@ import (
 
 // testDurableSteps: two parallel nodes with durable steps of the same
 // names. a charges, asks inside a step, then ships (which fails once); b
-// charges and asks outside a step. Across the interrupt, the resume and
-// the failure, every step that returned runs once, each task gets its own
+// charges and asks outside a step. Across the interrupt, a state update
+// while they wait, the resume and the failure, every step that returned runs once, each task gets its own
 // step results back, and the step that asked runs again only to get its
 // answer.
 func testDurableSteps(t *testing.T, e env) {
@@ -70,6 +70,19 @@ func testDurableSteps(t *testing.T, e env) {
 
 	res, err := g.Invoke(ctx, nil, e.opts()...)
 	wantInterrupted(t, res, err, 2)
+	// A change to the state while the tasks wait keeps their steps.
+	if _, err := g.UpdateState(ctx, graph.Writes(graph.Append(log, "edit")), "", e.opts()...); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := g.GetState(ctx, e.opts()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range snap.Tasks {
+		if !cmp.Equal(ts.Steps, []string{"charge"}) {
+			t.Errorf("task %s waits with steps %v, want [charge]", ts.Node, ts.Steps)
+		}
+	}
 	answers := map[string]any{}
 	for _, in := range res.Interrupts {
 		answers[in.ID] = "yes-" + in.Node
@@ -85,7 +98,7 @@ func testDurableSteps(t *testing.T, e env) {
 		t.Fatal(err)
 	}
 	got := slices.Sorted(slices.Values(log.Get(res.State)))
-	if d := cmp.Diff([]string{"a:a-paid,yes-a,shipped", "b:b-paid,yes-b"}, got); d != "" {
+	if d := cmp.Diff([]string{"a:a-paid,yes-a,shipped", "b:b-paid,yes-b", "edit"}, got); d != "" {
 		t.Errorf("log (-want +got):\n%s", d)
 	}
 	want := map[string]int{"a.charge": 1, "b.charge": 1, "a.approve": 2, "a.ship": 2}

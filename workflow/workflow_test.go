@@ -172,6 +172,43 @@ func TestInterruptsInsideTasks(t *testing.T) {
 	}
 }
 
+// One task called in a loop: its calls share a name and are told apart by
+// their order, so each gets its own saved result back after the
+// interrupt, and none runs twice.
+func TestSameTaskInALoop(t *testing.T) {
+	var r runs
+	w := mustNew(t, "pages", func(ctx context.Context, urls []string, _ *[]string) ([]string, error) {
+		var pages []string
+		for i, u := range urls {
+			p, err := task(ctx, &r, "fetch", func() (string, error) { return "page of " + u, nil })
+			if err != nil {
+				return nil, err
+			}
+			pages = append(pages, p)
+			if i == 1 {
+				if _, err := graph.Interrupt[bool](ctx, "fetch more?"); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return pages, nil
+	})
+	saver := checkpoint.NewMemory()
+	ctx := context.Background()
+	_, err := w.Invoke(ctx, []string{"a", "b", "c"}, thread(saver, "l")...)
+	interruptsOf(t, err)
+	out, err := w.Resume(ctx, append(thread(saver, "l"), graph.WithResume(true))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"page of a", "page of b", "page of c"}, out); d != "" {
+		t.Errorf("output (-want +got):\n%s", d)
+	}
+	if r.get("fetch") != 3 {
+		t.Errorf("fetch ran %d times, want 3 (once per URL)", r.get("fetch"))
+	}
+}
+
 // Short-term memory: prev is the output of the thread's last finished
 // run; another thread starts without one.
 func TestPreviousIsTheLastOutput(t *testing.T) {

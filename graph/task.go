@@ -60,7 +60,7 @@ type taskInterrupts struct {
 	lastErr  string
 	cached   bool // its output came from the node cache
 	// durable steps (see Durable): the results saved so far, by call index,
-	// the Step calls of this execution, and the step running now
+	// the Durable calls of this execution, and the step running now
 	steps     []wireStep
 	stepCalls int
 	inStep    string

@@ -205,6 +205,7 @@ const (
 	WriteInterrupt = "__interrupt__" // the task raised an interrupt
 	WriteResume    = "__resume__"    // an answer to an interrupt
 	WriteGoto      = "__goto__"      // the task's Command goto targets
+	WriteStep      = "__step__"      // a durable step's result (graph.Durable), saved until the task finishes
 )
 
 // PendingWrite is one write of a task in the step after a checkpoint, saved

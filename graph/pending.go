@@ -20,7 +20,10 @@ import (
 //   - an interrupted task: its interrupts (WriteInterrupt) and the answers
 //     given so far (WriteResume);
 //   - a failed task: its error (WriteError), for the thread's state; it runs
-//     again on resume.
+//     again on resume;
+//   - a task that did not finish (interrupted, failed, still running when
+//     the process died): the results of its durable steps (WriteStep, see
+//     Durable), returned from the save when it runs again.
 
 // taskWrites encodes a task's pending writes.
 func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
@@ -104,6 +107,13 @@ func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
 	for _, aid := range slices.Sorted(maps.Keys(t.in.nestedMap())) {
 		if err := add(checkpoint.WriteResume, wireAnswer{ID: aid, Value: t.in.nestedMap()[aid]}); err != nil {
 			return nil, err
+		}
+	}
+	if t.in != nil {
+		for _, s := range t.in.steps {
+			if err := add(checkpoint.WriteStep, s.enc); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil
@@ -257,6 +267,19 @@ func (r *run) restoreTask(t *task, ws []checkpoint.PendingWrite) error {
 			if err := json.Unmarshal(w.Value, &text); err == nil {
 				t.intr().lastErr = text
 			}
+		case checkpoint.WriteStep:
+			var s wireStep
+			if err := json.Unmarshal(w.Value, &s); err != nil {
+				_, err = fail(fmt.Errorf("task %s: decode step: %w", t.ID(), err))
+				return err
+			}
+			in := t.intr()
+			if s.Call != len(in.steps) {
+				_, err := fail(fmt.Errorf("task %s: saved step %q is call %d, but %d steps precede it", t.ID(), s.Name, s.Call, len(in.steps)))
+				return err
+			}
+			s.enc = w.Value
+			in.steps = append(in.steps, s)
 		default:
 			state = append(state, w)
 		}

@@ -59,6 +59,11 @@ type taskInterrupts struct {
 	triggers []string
 	lastErr  string
 	cached   bool // its output came from the node cache
+	// durable steps (see Durable): the results saved so far, by call index,
+	// the Durable calls of this execution, and the step running now
+	steps     []wireStep
+	stepCalls int
+	inStep    string
 }
 
 // intr returns the task's interrupt bookkeeping, allocating it. Only the
@@ -384,7 +389,7 @@ func (r *run) exec(t *task) {
 	}
 	for t.attempts = 1; ; t.attempts++ {
 		if t.in != nil {
-			t.in.calls = 0
+			t.in.calls, t.in.stepCalls, t.in.inStep = 0, 0, ""
 		}
 		out, err = t.call()
 		if err == nil || len(t.in.raisedList()) > 0 || n.retry == nil || t.Err() != nil {

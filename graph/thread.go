@@ -53,6 +53,9 @@ type TaskState struct {
 	// again on resume.
 	Error      string
 	Interrupts []InterruptInfo // waiting for answers
+	// Steps names the durable steps (see Durable) an unfinished task has
+	// saved, in call order: the work its re-run will not repeat.
+	Steps []string
 }
 
 // WithSubgraphStates makes GetState include the states of subgraphs that
@@ -345,6 +348,9 @@ func (r *run) snapshot(ctx context.Context, tup *checkpoint.Tuple) (*Snapshot, e
 			ts.Writes = t.writes
 		} else if t.in != nil {
 			ts.Error = t.in.lastErr
+			for _, st := range t.in.steps {
+				ts.Steps = append(ts.Steps, st.Name)
+			}
 		}
 		for _, wi := range t.in.priorList() {
 			if !t.answered(wi.ID) {

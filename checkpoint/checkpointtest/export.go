@@ -45,6 +45,7 @@ func fillForExport(t *testing.T, s checkpoint.Saver, label string) (thread strin
 		writes := []checkpoint.PendingWrite{
 			{TaskID: w.task, Index: 0, Key: "messages", Value: json.RawMessage(`["w"]`)},
 			{TaskID: w.task, Index: 1, Key: checkpoint.WriteInterrupt, Value: json.RawMessage(`{"value":"ask"}`)},
+			{TaskID: w.task, Index: 2, Key: checkpoint.WriteStep, Value: json.RawMessage(`{"name":"charge","call":0,"value":"pay-1"}`)},
 		}
 		if err := s.PutWrites(ctx, w.ref, w.task, writes); err != nil {
 			t.Fatal(err)
@@ -147,8 +148,8 @@ func testExport(t *testing.T, s checkpoint.Saver) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Namespaces != 2 || st.Checkpoints != len(ids)+2 || st.Writes != 6 || st.Skipped != 0 {
-		t.Errorf("CopyTo stats %+v, want 2 namespaces, %d checkpoints, 6 writes", st, len(ids)+2)
+	if st.Namespaces != 2 || st.Checkpoints != len(ids)+2 || st.Writes != 9 || st.Skipped != 0 {
+		t.Errorf("CopyTo stats %+v, want 2 namespaces, %d checkpoints, 9 writes", st, len(ids)+2)
 	}
 	sameThread(t, s, mem, thread, nss)
 	again, err := checkpoint.CopyTo(ctx, src, mem, thread)

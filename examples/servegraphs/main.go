@@ -18,6 +18,9 @@
 //
 //	curl -sN localhost:2025/runs/stream -H 'content-type: application/json' \
 //	  -d '{"assistant_id":"steps","input":{"steps":5},"stream_mode":["custom"],"config":{"configurable":{"step_ms":500}}}'
+//
+// A third, "tally" (tally.go), is a functional workflow (package
+// workflow): one Go function with a durable step and per-thread memory.
 package main
 
 import (
@@ -75,6 +78,9 @@ func run(ctx context.Context, addr, database string, log *slog.Logger) error {
 		return errors.Join(err, srv.Close())
 	}
 	if err := srv.Register("steps", runs.GraphSpec{New: newSteps, Description: "runs {\"steps\": n} slow steps, streaming each as a custom event"}); err != nil {
+		return errors.Join(err, srv.Close())
+	}
+	if err := srv.Register("tally", runs.GraphSpec{New: newTally, Description: "a functional workflow: counts {\"input\": text}'s words and the thread's running total"}); err != nil {
 		return errors.Join(err, srv.Close())
 	}
 	if err := srv.Register("helper", runs.GraphSpec{New: newHelper, ClientTools: true, Description: "a scripted agent that calls the client's get_location tool (frontend tools)"}); err != nil {

@@ -3,8 +3,8 @@
 // answers, subgraphs that resume inside, failures that keep finished
 // siblings, breakpoints (also inside subgraphs), delta chains, history,
 // replay and fork (a replay that stops is a branch), updates that keep
-// pending interrupts, commands as run input, stateful subgraphs and the
-// run context. Every saver
+// pending interrupts, commands as run input, stateful subgraphs, the
+// run context and durable steps. Every saver
 // backend runs it from its own tests, the way LangGraph runs its suite over
 // all checkpointers; checkpointtest checks the savers' own contract.
 package graphtest
@@ -45,6 +45,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) checkpoint.Saver) {
 		{"CommandInput", testCommandInput},
 		{"StatefulAndContext", testStatefulAndContext},
 		{"RemoveRun", testRemoveRun},
+		{"DurableSteps", testDurableSteps},
 	}
 	for _, mode := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit} {
 		t.Run(mode.String(), func(t *testing.T) {

@@ -42,6 +42,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envFeature) != "" {
 		os.Exit(featureChild())
 	}
+	if os.Getenv(envWorkflow) != "" {
+		os.Exit(workflowChild())
+	}
 	os.Exit(m.Run())
 }
 

@@ -20,7 +20,7 @@ const module = "github.com/trellis-agents/trellis"
 // must be added here, or its packages go unchecked.
 var roots = []string{
 	"agent", "apps", "bench", "cache", "checkpoint", "cmd", "docs", "eval", "examples",
-	"graph", "internal", "llm", "provider", "server", "store", "tool",
+	"graph", "internal", "llm", "provider", "server", "store", "tool", "workflow",
 }
 
 // sdks are the vendor SDK module paths whose compile cost (and API churn)
@@ -107,7 +107,7 @@ func under(path string, roots ...string) bool {
 func coreLinksSDK(pkgs []pkg) (violations []string, checked int) {
 	for _, p := range pkgs {
 		// internal/cli/resolve is the mains' one shared resolver.
-		if !under(p.path, "graph", "llm", "tool", "agent", "checkpoint", "store", "cache", "apps", "server", "eval", "internal/cli", "internal/console") || under(p.path, "internal/cli/resolve") {
+		if !under(p.path, "graph", "llm", "tool", "agent", "checkpoint", "store", "cache", "apps", "server", "eval", "workflow", "internal/cli", "internal/console") || under(p.path, "internal/cli/resolve") {
 			continue
 		}
 		checked++

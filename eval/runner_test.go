@@ -23,7 +23,7 @@ func chatDataset() *eval.Dataset {
 				// A rule-less answer takes the next question whatever it is.
 				Answers: []eval.Answer{{Kind: "choice", Value: raw(`"b"`)}, {Value: raw(`"ok"`)}}},
 			{ID: "turns", Input: eval.Input{Message: "first"},
-				Turns: []eval.Turn{{Message: "ask again", Answers: []eval.Answer{{Value: raw(`"sure"`)}}}},
+				Turns:    []eval.Turn{{Message: "ask again", Answers: []eval.Answer{{Value: raw(`"sure"`)}}}},
 				Criteria: []eval.Criterion{{Evaluator: "test_contains", Params: raw(`{"Text":"again (sure)"}`)}}},
 			{ID: "bad-tool", Input: eval.Input{Message: "bad one"}},
 			{ID: "wrong", Input: eval.Input{Message: "hello"},

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"path/filepath"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -18,8 +18,8 @@ func near(a, b float64) bool { return math.Abs(a-b) < 1e-3 }
 func TestWilson(t *testing.T) {
 	// Reference values of the 95 % Wilson score interval.
 	for _, c := range []struct {
-		k, n    int
-		lo, hi  float64
+		k, n   int
+		lo, hi float64
 	}{{0, 10, 0, 0.2775}, {10, 10, 0.7225, 1}, {5, 10, 0.2366, 0.7634}, {81, 263, 0.2553, 0.3662}} {
 		iv := eval.Wilson(c.k, c.n)
 		if !near(iv.Low, c.lo) || !near(iv.High, c.hi) || !near(iv.Value, float64(c.k)/float64(c.n)) {
@@ -33,7 +33,7 @@ func TestWilson(t *testing.T) {
 
 func TestPassAtK(t *testing.T) {
 	for _, c := range []struct {
-		n, c, k       int
+		n, c, k   int
 		atK, hatK float64
 	}{
 		{3, 0, 3, 0, 0}, {3, 3, 3, 1, 1}, {3, 1, 3, 1, 0}, {3, 2, 3, 1, 0},

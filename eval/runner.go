@@ -158,7 +158,7 @@ feed:
 		}
 		exp.Cases = append(exp.Cases, cr)
 	}
-	exp.summarize()
+	exp.Summarize()
 	if err := ctx.Err(); err != nil {
 		return exp, err
 	}

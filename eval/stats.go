@@ -70,7 +70,10 @@ const (
 	bootstrapSeed      = 1
 )
 
-func (e *Experiment) summarize() {
+// Summarize computes the cases' aggregates and the Summary from the trials
+// (Run does; call it after changing Cases by hand, say to merge or
+// filter experiments).
+func (e *Experiment) Summarize() {
 	s := Summary{K: e.Repeat}
 	byName := map[string]int{}
 	var scores []float64

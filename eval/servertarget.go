@@ -216,4 +216,3 @@ func nodePath(hist []wireState) []string {
 	}
 	return out
 }
-

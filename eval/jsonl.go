@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 )
 
 // MaxLineBytes bounds one line of a Trellis JSONL dataset (and of an
@@ -176,4 +177,50 @@ func turnAnswers(ts []Turn) []Answer {
 		out = append(out, t.Answers...)
 	}
 	return out
+}
+
+var (
+	formatsMu sync.RWMutex
+	formats   = map[string]func(path string) (*Dataset, error){}
+)
+
+// RegisterFormat makes Load read files whose name ends with suffix (for
+// example ".evalset.json") with load; eval/adk registers Google ADK's eval
+// sets this way. It panics on a duplicate suffix or a nil load.
+func RegisterFormat(suffix string, load func(path string) (*Dataset, error)) {
+	formatsMu.Lock()
+	defer formatsMu.Unlock()
+	if load == nil || suffix == "" {
+		panic("eval: RegisterFormat needs a suffix and a loader")
+	}
+	if _, dup := formats[suffix]; dup {
+		panic("eval: RegisterFormat called twice for " + suffix)
+	}
+	formats[suffix] = load
+}
+
+// HasFormat reports whether a loader is registered for suffix.
+func HasFormat(suffix string) bool {
+	formatsMu.RLock()
+	defer formatsMu.RUnlock()
+	_, ok := formats[suffix]
+	return ok
+}
+
+// Load reads a dataset file: with the loader registered for the end of
+// its name (RegisterFormat), else as Trellis JSONL (LoadDataset).
+func Load(path string) (*Dataset, error) {
+	formatsMu.RLock()
+	var load func(string) (*Dataset, error)
+	best := 0
+	for suffix, l := range formats {
+		if strings.HasSuffix(path, suffix) && len(suffix) > best {
+			load, best = l, len(suffix)
+		}
+	}
+	formatsMu.RUnlock()
+	if load != nil {
+		return load(path)
+	}
+	return LoadDataset(path)
 }

@@ -5,13 +5,17 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trellis-agents/trellis/eval"
 	"github.com/trellis-agents/trellis/internal/cli"
+	"github.com/trellis-agents/trellis/server"
 )
 
 // The CLI's test evaluators: "cli_finished" passes a trial whose run did
@@ -74,7 +78,7 @@ func writeDataset(t *testing.T, dir, text string) string {
 // plannerDataset has a case the scripted planner passes (it books Quinta
 // Verde) and one it fails (it never mentions Atlantis).
 func plannerDataset(t *testing.T, dir string) string {
-	return writeDataset(t, dir, `{"name":"planner-smoke","version":"1","criteria":[{"evaluator":"cli_finished"},{"evaluator":"cli_contains","params":{"Text":"Quinta Verde"}}]}
+	return writeDataset(t, dir, `{"name":"planner-smoke","version":"1","criteria":[{"evaluator":"cli_finished"},{"evaluator":"cli_saw"},{"evaluator":"cli_contains","params":{"Text":"Quinta Verde"}}]}
 `+plannerCase("books")+"\n"+strings.Replace(plannerCase("atlantis"), `"tags":["planner"]`, `"tags":["planner","wrong"],"criteria":[{"evaluator":"cli_contains","params":{"Text":"Atlantis"}}]`, 1)+"\n")
 }
 
@@ -244,4 +248,99 @@ func plannerCase(id string) string {
 		`{"kind":"planexec_ask","value":{"people":12,"length":"2 days","notes":"vegetarian food"}},` +
 		`{"kind":"planexec_plan_review","repeat":true,"value":{"action":"approve"}},` +
 		`{"kind":"tool_approval","repeat":true,"value":{"action":"approve"}}]}`
+}
+
+// cliSaw passes when the thread has messages, a node path and the
+// interrupts answered, and explains what it lacked otherwise.
+type cliSaw struct{}
+
+func (cliSaw) Name() string { return "cli_saw" }
+func (cliSaw) Evaluate(_ context.Context, t eval.Trial) (eval.Score, error) {
+	th := t.Thread
+	answered := 0
+	for _, in := range th.Interrupts {
+		if len(in.Answer) > 0 && in.Node != "" && in.Kind != "" {
+			answered++
+		}
+	}
+	if len(th.Messages) == 0 || len(th.Nodes) == 0 || answered < 4 || th.CheckpointID == "" {
+		return eval.Score{Explanation: fmt.Sprintf("%d messages, nodes %v, %d answered interrupts, checkpoint %q", len(th.Messages), th.Nodes, answered, th.CheckpointID)}, nil
+	}
+	return eval.Score{Value: 1}, nil
+}
+
+func init() {
+	eval.Register("cli_saw", func(json.RawMessage) (eval.Evaluator, error) { return cliSaw{}, nil })
+}
+
+// trellis eval run --url evaluates an assistant on a running trellis
+// serve: the same planner case passes over HTTP, the evaluators see the
+// messages, node path and answered interrupts, and the JUnit names the
+// threads' pages on that server.
+func TestEvalRunAgainstAServer(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+	t.Setenv("OPENAI_API_KEY", "")
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	dir := t.TempDir()
+	t.Chdir(dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	root := newRoot()
+	var out syncBuffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs([]string{"serve", "--addr", "127.0.0.1:0", "--log-format", "json", "--db", filepath.Join(dir, "s.db")})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v\n%s", err, out.String())
+		}
+	}()
+	var url string
+	for deadline := time.Now().Add(30 * time.Second); url == ""; time.Sleep(20 * time.Millisecond) {
+		for _, line := range strings.Split(out.String(), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) == nil && rec["msg"] == "trellis serve listening" {
+				url, _ = rec["url"].(string)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", out.String())
+		}
+	}
+	url = strings.TrimRight(url, "/")
+	ds := writeDataset(t, dir, `{"name":"remote","criteria":[{"evaluator":"cli_finished"},{"evaluator":"cli_saw"},{"evaluator":"cli_contains","params":{"Text":"Quinta Verde"}}]}
+`+plannerCase("books")+"\n")
+	junit := filepath.Join(dir, "r.xml")
+	stdout, errs, code := runEval(t, "eval", "run", ds, "--url", url, "--assistant", server.DefaultAssistantID("planner"), "--junit", junit, "--experiment", "remote1")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, errs)
+	}
+	b, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := eval.ThreadID("remote1", "books", 0, 0)
+	if !strings.Contains(string(b), url+"/#/thread/"+id) {
+		t.Fatalf("the JUnit does not link the thread's page:\n%s", b)
+	}
+	// The thread is an ordinary one on the server, tagged with the case.
+	resp, err := http.Get(url + "/threads/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var th struct {
+		Metadata map[string]any `json:"metadata"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&th); err != nil || th.Metadata["eval_case"] != "books" || th.Metadata["eval_experiment"] != "remote1" {
+		t.Fatalf("thread metadata %v (%v)", th.Metadata, err)
+	}
+	// Record reads it back over HTTP.
+	rec, errs, code := runEval(t, "eval", "record", id, "--url", url, "--assistant", "planner")
+	if code != 0 || !strings.Contains(rec, `"message":"Plan our team offsite"`) {
+		t.Fatalf("record over HTTP: exit %d\n%s\n%s", code, rec, errs)
+	}
 }

@@ -19,7 +19,7 @@ const module = "github.com/trellis-agents/trellis"
 // listing nor fails a rule. A new top-level package directory of Trellis
 // must be added here, or its packages go unchecked.
 var roots = []string{
-	"agent", "apps", "bench", "cache", "checkpoint", "cmd", "docs", "examples",
+	"agent", "apps", "bench", "cache", "checkpoint", "cmd", "docs", "eval", "examples",
 	"graph", "internal", "llm", "provider", "server", "store", "tool",
 }
 
@@ -107,7 +107,7 @@ func under(path string, roots ...string) bool {
 func coreLinksSDK(pkgs []pkg) (violations []string, checked int) {
 	for _, p := range pkgs {
 		// internal/cli/resolve is the mains' one shared resolver.
-		if !under(p.path, "graph", "llm", "tool", "agent", "checkpoint", "store", "cache", "apps", "server", "internal/cli", "internal/console") || under(p.path, "internal/cli/resolve") {
+		if !under(p.path, "graph", "llm", "tool", "agent", "checkpoint", "store", "cache", "apps", "server", "eval", "internal/cli", "internal/console") || under(p.path, "internal/cli/resolve") {
 			continue
 		}
 		checked++
@@ -185,6 +185,27 @@ func TestGraphImportsOnlyStdlibCheckpointStore(t *testing.T) {
 		return
 	}
 	t.Fatal("package graph not found")
+}
+
+// TestEvalNeverDependsOnServerOrApps keeps evaluation a library over
+// graphs and threads: it reaches a server over HTTP (its own small reader
+// of the wire), and the apps it evaluates are handed to it by a main.
+func TestEvalNeverDependsOnServerOrApps(t *testing.T) {
+	checked := 0
+	for _, p := range listAll(t) {
+		if !under(p.path, "eval") {
+			continue
+		}
+		checked++
+		for _, d := range p.deps {
+			if strings.HasPrefix(d, module) && under(d, "server", "apps", "cmd", "provider") {
+				t.Errorf("%s depends on %s: eval may not depend on the server, the apps, commands or providers", rel(p.path), rel(d))
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no eval package found")
+	}
 }
 
 func TestCacheImportsOnlyStdlib(t *testing.T) {

@@ -60,7 +60,9 @@ func (g *GraphTarget) ctx(ctx context.Context, id string) context.Context {
 }
 
 // Run invokes the graph on req.ThreadID with the input, the user message
-// or the answers.
+// or the answers. Input.Context becomes the run context
+// (graph.WithRunContext); Input.Config is not applied in-process (an app
+// reads its configurable values when it is built).
 func (g *GraphTarget) Run(ctx context.Context, req RunRequest) (*RunOutcome, error) {
 	if g.Graph == nil || g.Saver == nil {
 		return nil, errors.New("eval: GraphTarget needs a Graph and a Saver")
@@ -95,6 +97,9 @@ func (g *GraphTarget) Run(ctx context.Context, req RunRequest) (*RunOutcome, err
 		}
 	default:
 		return nil, errors.New("eval: the run request has no input, message or answers")
+	}
+	if req.Input.Context != nil {
+		opts = append(opts, graph.WithRunContext(req.Input.Context))
 	}
 	res, err := g.Graph.Invoke(ctx, input, opts...)
 	out := &RunOutcome{}

@@ -255,6 +255,11 @@ func evalRun(c *cobra.Command, path string, f evalFlags) error {
 	if err != nil {
 		if journal != "" {
 			fmt.Fprintf(stderr, "Stopped: %v. Run the same command again to continue experiment %s.\n", err, name)
+		} else {
+			fmt.Fprintf(stderr, "Stopped: %v. Name the experiment (--experiment) to make a run resumable.\n", err)
+		}
+		if errors.Is(err, context.Canceled) {
+			return fmt.Errorf("%w: %w", cli.ErrInterrupted, err)
 		}
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/eval"
@@ -135,13 +134,3 @@ func newTarget(t testing.TB) *eval.GraphTarget {
 func threshold(v float64) *float64 { return &v }
 
 func raw(s string) json.RawMessage { return json.RawMessage(s) }
-
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatal("condition not met in 5s")
-}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/trellis-agents/trellis/eval/internal/lcwire"
@@ -215,4 +216,56 @@ func nodePath(hist []wireState) []string {
 		}
 	}
 	return out
+}
+
+// Answers returns the answers the thread's runs sent to its interrupts,
+// oldest first, read from the runs' creation bodies (GET
+// /threads/{id}/runs): what a person answered on the page or through the
+// SDK, for Record. Each has the interrupt's ID when the run answered by
+// ID, and no Kind or Question (a run's body does not say what was asked).
+func (s *ServerTarget) Answers(ctx context.Context, threadID string) ([]Interrupt, error) {
+	var runs []struct {
+		CreatedAt string `json:"created_at"`
+		Kwargs    struct {
+			Command *struct {
+				Resume json.RawMessage `json:"resume"`
+			} `json:"command"`
+		} `json:"kwargs"`
+	}
+	q := "?limit=1000&select=run_id&select=created_at&select=kwargs"
+	if err := s.do(ctx, "GET", "/threads/"+url.PathEscape(threadID)+"/runs"+q, nil, &runs); err != nil {
+		return nil, err
+	}
+	var out []Interrupt
+	for i := len(runs) - 1; i >= 0; i-- { // newest first on the wire
+		c := runs[i].Kwargs.Command
+		if c == nil || len(c.Resume) == 0 || string(c.Resume) == "null" {
+			continue
+		}
+		out = append(out, resumeAnswers(c.Resume)...)
+	}
+	return out, nil
+}
+
+// resumeAnswers splits a resume value: an object whose every key is an
+// interrupt ID ("<task>:<n>") answers by ID, in key order; anything else
+// is one answer.
+func resumeAnswers(v json.RawMessage) []Interrupt {
+	var byID map[string]json.RawMessage
+	if json.Unmarshal(v, &byID) == nil && len(byID) > 0 {
+		ids := make([]string, 0, len(byID))
+		for id := range byID {
+			if !strings.Contains(id, ":") {
+				return []Interrupt{{Answer: v}}
+			}
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		out := make([]Interrupt, 0, len(ids))
+		for _, id := range ids {
+			out = append(out, Interrupt{ID: id, Answer: byID[id]})
+		}
+		return out
+	}
+	return []Interrupt{{Answer: v}}
 }

@@ -324,8 +324,16 @@ func evalRecord(c *cobra.Command, thread string, f evalFlags) error {
 	if len(th.Messages) == 0 && len(th.State) == 0 {
 		return fmt.Errorf("thread %q has no state", thread)
 	}
+	if st, ok := target.(*eval.ServerTarget); ok {
+		// A server keeps each run's body, and so the answers sent.
+		if th.Interrupts, err = st.Answers(c.Context(), thread); err != nil {
+			return fmt.Errorf("thread %q: %w", thread, err)
+		}
+		fmt.Fprintln(c.ErrOrStderr(), "The answers come from the thread's runs, in order; give each a \"kind\" or \"question\" if the agent may ask in another order, and edit \"expect\".")
+	} else {
+		fmt.Fprintln(c.ErrOrStderr(), "The answers a person gave are not kept in a thread's checkpoints: add the case's \"answers\" (see docs/eval.md), and edit \"expect\".")
+	}
 	cs := eval.Record(th)
-	fmt.Fprintln(c.ErrOrStderr(), "The answers a person gave are not kept in a thread's checkpoints: add the case's \"answers\" (see docs/eval.md), and edit \"expect\".")
 	var buf strings.Builder
 	if err := eval.WriteDataset(&buf, &eval.Dataset{Name: "recorded", Cases: []eval.Case{cs}}); err != nil {
 		return err

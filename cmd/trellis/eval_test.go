@@ -343,4 +343,20 @@ func TestEvalRunAgainstAServer(t *testing.T) {
 	if code != 0 || !strings.Contains(rec, `"message":"Plan our team offsite"`) {
 		t.Fatalf("record over HTTP: exit %d\n%s\n%s", code, rec, errs)
 	}
+	// The answers the runs sent come back, in order, and the recorded
+	// case passes when run again.
+	var recorded eval.Case
+	if err := json.Unmarshal([]byte(rec), &recorded); err != nil {
+		t.Fatal(err)
+	}
+	if len(recorded.Answers) != 5 || string(recorded.Answers[0].Value) != `"Lisbon"` || recorded.Answers[0].Kind != "" {
+		t.Fatalf("recorded answers %+v", recorded.Answers)
+	}
+	recorded.ID = "again"
+	recorded.Expect = eval.Expectations{}
+	line, _ := json.Marshal(recorded)
+	ds2 := writeDataset(t, dir, `{"name":"remote","criteria":[{"evaluator":"cli_finished"},{"evaluator":"cli_contains","params":{"Text":"Quinta Verde"}}]}`+"\n"+string(line)+"\n")
+	if stdout, errs, code := runEval(t, "eval", "run", ds2, "--url", url, "--assistant", server.DefaultAssistantID("planner")); code != 0 {
+		t.Fatalf("the recorded case does not pass again: exit %d\n%s\n%s", code, stdout, errs)
+	}
 }

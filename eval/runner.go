@@ -172,6 +172,15 @@ func cmpErr(first, err error) error {
 	return err
 }
 
+// Check reports, without running anything, what would stop Run on ds: a
+// case that does not check, a repeated ID, a case without criteria, a
+// criterion whose evaluator is not registered or whose params do not
+// build, and a tag selection that keeps no case. It needs no Target.
+func (r *Runner) Check(ds *Dataset) error {
+	_, err := r.bind(ds)
+	return err
+}
+
 // bind selects ds's cases by tag and builds their evaluators.
 func (r *Runner) bind(ds *Dataset) ([]boundCase, error) {
 	if ds == nil || len(ds.Cases) == 0 {

@@ -181,6 +181,12 @@ func TestRunnerRefusesBadCriteriaBeforeRunning(t *testing.T) {
 	if tg.starts.Load() != 0 {
 		t.Fatal("runs started before the dataset was checked")
 	}
+	if cerr := (&eval.Runner{}).Check(ds); cerr == nil || cerr.Error() != err.Error() {
+		t.Fatalf("Check without a target: %v, want Run's %v", cerr, err)
+	}
+	if err := (&eval.Runner{}).Check(chatDataset()); err != nil {
+		t.Fatalf("Check of a good dataset: %v", err)
+	}
 	_, err = (&eval.Runner{Target: tg, Experiment: "b", Tags: []string{"none"}}).Run(context.Background(), chatDataset())
 	if err == nil || !strings.Contains(err.Error(), "tags") {
 		t.Fatalf("no case selected: %v", err)

@@ -219,6 +219,11 @@ func evalRun(c *cobra.Command, path string, f evalFlags) error {
 			return usage(err)
 		}
 	}
+	// The dataset's criteria are checked before any model or server is
+	// touched: a misspelt evaluator is bad usage, found at once.
+	if err := (&eval.Runner{Tags: f.tags}).Check(ds); err != nil {
+		return usage(err)
+	}
 	target, closeTarget, err := evalTarget(ctx, stderr, f)
 	if err != nil {
 		return err

@@ -186,6 +186,9 @@ func TestEvalRunBadUsage(t *testing.T) {
 		{[]string{"eval"}, "run or record"},
 	} {
 		out, errs, code := runEval(t, c.args...)
+		if strings.Contains(errs, "Model:") {
+			t.Errorf("%v: a model was chosen before the usage error:\n%s", c.args, errs)
+		}
 		if code != 2 || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d, stderr %q, want 2 and %q (stdout %q)", c.args, code, errs, c.want, out)
 		}

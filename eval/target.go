@@ -3,6 +3,8 @@ package eval
 import (
 	"context"
 	"encoding/json"
+
+	"github.com/trellis-agents/trellis/llm"
 )
 
 // Target is what the runner evaluates: an agent it can start runs on and
@@ -45,4 +47,10 @@ type RunOutcome struct {
 	Interrupts []Interrupt
 	// Error is the run's error, empty when it did not fail.
 	Error string
+	// Nodes is the root graph's node path of this run, when the target
+	// sees it as it runs (nil: the runner keeps what Thread reports).
+	Nodes []string
+	// Usage is what this run's model calls cost, when the target knows
+	// (the runner sums it over the case's runs).
+	Usage llm.Usage
 }

@@ -36,7 +36,7 @@ func newRoot() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(demoCommand(), runCommand(), graphCommand(), listCommand(), serveCommand(), migrateCommand(), transferCommand(), keysCommand())
+	root.AddCommand(demoCommand(), runCommand(), graphCommand(), listCommand(), serveCommand(), migrateCommand(), transferCommand(), keysCommand(), evalCommand())
 	return root
 }
 

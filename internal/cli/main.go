@@ -69,6 +69,14 @@ func Report(w io.Writer, name string, err error) int {
 	if errors.Is(err, ErrInterrupted) {
 		return ExitInterrupted // Run has said how to resume
 	}
+	code := ExitFailed
+	var ec *ExitError
+	if errors.As(err, &ec) {
+		code = ec.Code
+		if ec.Err == nil {
+			return code // the command has said what happened
+		}
+	}
 	var v *verboseError
 	if errors.As(err, &v) {
 		fmt.Fprintf(w, "%s: %s\n", name, Summary(err))
@@ -82,8 +90,26 @@ func Report(w io.Writer, name string, err error) int {
 			fmt.Fprintln(w, "(run with --verbose for the details)")
 		}
 	}
-	return ExitFailed
+	return code
 }
+
+// ExitError is an error with its own exit status, for commands whose
+// status means something beyond failure (trellis eval: 1 when a case
+// failed, 2 for bad usage). A nil Err exits silently: the command has
+// printed what happened.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
 
 // Verbose marks err to be reported in full (a nil err stays nil).
 func Verbose(on bool, err error) error {

@@ -1,0 +1,58 @@
+package eval_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/trellis-agents/trellis/eval"
+)
+
+// A server's failures reach the runner as the run's error (a failed run)
+// or the call's (a refused request), each with the server's words.
+func TestServerTargetErrors(t *testing.T) {
+	var gotKey, gotBody string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotKey = r.Header.Get("X-Api-Key")
+		switch {
+		case r.URL.Path == "/threads":
+			w.Write([]byte(`{}`))
+		case strings.HasSuffix(r.URL.Path, "/runs/wait") && strings.Contains(r.URL.Path, "broken"):
+			b, _ := io.ReadAll(r.Body)
+			gotBody = string(b)
+			w.Write([]byte(`{"messages":[],"__error__":{"error":"NodeError","message":"the model timed out"}}`))
+		case strings.HasSuffix(r.URL.Path, "/runs/wait"):
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"title":"Not Found","detail":"assistant \"nope\" not found"}`))
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer srv.Close()
+	tg := &eval.ServerTarget{URL: srv.URL + "/", APIKey: "k1", Assistant: "planner", Client: srv.Client()}
+	out, err := tg.Run(context.Background(), eval.RunRequest{ThreadID: "broken", Input: eval.Input{Message: "hi", Config: map[string]any{"x": 1}},
+		Metadata: map[string]string{"eval_case": "c"}})
+	if err != nil || out.Error != "NodeError: the model timed out" {
+		t.Fatalf("a failed run: %+v, %v", out, err)
+	}
+	var body map[string]any
+	if err := json.Unmarshal([]byte(gotBody), &body); err != nil {
+		t.Fatal(err)
+	}
+	if gotKey != "k1" || body["assistant_id"] != "planner" || !strings.Contains(gotBody, `{"content":"hi","type":"human"}`) ||
+		!strings.Contains(gotBody, `"configurable":{"x":1}`) || !strings.Contains(gotBody, `"eval_case":"c"`) {
+		t.Fatalf("request: key %q body %s", gotKey, gotBody)
+	}
+	_, err = tg.Run(context.Background(), eval.RunRequest{ThreadID: "t", Input: eval.Input{Message: "hi"}})
+	if err == nil || !strings.Contains(err.Error(), `404 Not Found: assistant "nope" not found`) {
+		t.Fatalf("a refused run: %v", err)
+	}
+	if _, err := tg.Thread(context.Background(), "t"); err == nil || !strings.Contains(err.Error(), "404") {
+		t.Fatalf("a missing thread: %v", err)
+	}
+}

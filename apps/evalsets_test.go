@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -206,153 +208,170 @@ func scoreAll(t *testing.T, c *eval.Case, th *eval.Thread) {
 	}
 }
 
-// drive runs a case on g the way the eval runner does, without it: the
-// input message, then each interrupt answered by the first of the case's
-// answers that matches it (kind, question pattern; once unless repeat),
-// until the run ends. It returns the thread as evaluators see it: the
-// state, the conversation (with a plan-and-execute agent's delivered
-// answer), the trajectory of the conversation's tool calls, the node path
-// and the interrupts with their answers.
-func drive(t *testing.T, ctx context.Context, g *graph.Graph, input graph.Update, c *eval.Case) *eval.Thread {
+// liar wraps a scripted model and rewrites what it says: the model a team
+// must not ship, whose replies claim what did not happen or change the
+// figures. The apps' eval sets must fail it.
+type liar struct {
+	llm.Model
+	rewrite func(string) string
+}
+
+func (l liar) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	resp, err := l.Model.Generate(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	out := *resp
+	out.Message = resp.Message.Clone()
+	for i, p := range out.Message.Parts {
+		if p.Type == llm.PartText {
+			out.Message.Parts[i].Text = l.rewrite(p.Text)
+		}
+	}
+	for i, c := range out.Message.ToolCalls {
+		out.Message.ToolCalls[i].Arguments = l.rewrite(c.Arguments)
+	}
+	return &out, nil
+}
+
+func (l liar) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		resp, err := l.Generate(ctx, req)
+		if err != nil {
+			yield(llm.Chunk{}, err)
+			return
+		}
+		c := llm.Chunk{Text: resp.Message.Text(), Reasoning: resp.Message.Reasoning, Usage: &resp.Usage, FinishReason: resp.FinishReason, Model: resp.Model}
+		for i, tc := range resp.Message.ToolCalls {
+			c.ToolCalls = append(c.ToolCalls, llm.ToolCallDelta{Index: i, ID: tc.ID, Name: tc.Name, Arguments: tc.Arguments})
+		}
+		yield(c, nil)
+	}
+}
+
+// appTarget opens an app on model as the CLI's in-process target does.
+type appTarget func(t *testing.T, model llm.Model) *eval.GraphTarget
+
+func appTargets(ctx context.Context) map[string]struct {
+	script func() llm.Model
+	open   appTarget
+} {
+	target := func(t *testing.T, app *apps.App) *eval.GraphTarget {
+		if app.Close != nil {
+			t.Cleanup(func() { app.Close() })
+		}
+		return &eval.GraphTarget{Graph: app.Graph, Saver: checkpoint.NewMemory(), Options: app.Options,
+			Message: func(m string) (graph.Update, error) { return app.Input(m), nil }, Context: apps.WithScope}
+	}
+	type entry = struct {
+		script func() llm.Model
+		open   appTarget
+	}
+	return map[string]entry{
+		"planner": {func() llm.Model { return planner.Script() }, func(t *testing.T, m llm.Model) *eval.GraphTarget {
+			g, err := planner.NewGraph(m, planner.NewAgency())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return target(t, &apps.App{Graph: g, Input: func(m string) graph.Update { return planexec.Input(m) }})
+		}},
+		"scheduler": {func() llm.Model { return scheduler.Script() }, func(t *testing.T, m llm.Model) *eval.GraphTarget {
+			app, err := scheduler.New(ctx, scheduler.Config{Model: m, Database: filepath.Join(t.TempDir(), "app.db")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return target(t, app)
+		}},
+		"sqlrouter": {func() llm.Model { return sqlrouter.Script() }, func(t *testing.T, m llm.Model) *eval.GraphTarget {
+			app, err := sqlrouter.New(ctx, sqlrouter.Config{Model: m, Database: filepath.Join(t.TempDir(), "library.db"), Sample: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return target(t, app)
+		}},
+		"builder": {func() llm.Model { return builder.Script() }, func(t *testing.T, m llm.Model) *eval.GraphTarget {
+			app, err := builder.New(ctx, builder.Config{Model: m})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return target(t, app)
+		}},
+	}
+}
+
+// runSet runs an app's eval set through the eval runner on model.
+func runSet(t *testing.T, ctx context.Context, name string, open appTarget, model llm.Model) *eval.Experiment {
 	t.Helper()
-	opts := []graph.RunOption{graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("eval-" + c.ID)}
-	used := make([]bool, len(c.Answers))
-	var asked []eval.Interrupt
-	var nodes []string
-	res, err := g.Invoke(ctx, input, opts...)
-	for round := 0; res != nil; round++ {
-		for _, n := range res.Path {
-			nodes = append(nodes, n.Node)
-		}
-		if len(res.Interrupts) == 0 {
-			break
-		}
-		if round == 20 {
-			t.Fatalf("%s: still asking after %d rounds", c.ID, round)
-		}
-		answers := map[string]any{}
-		for _, in := range res.Interrupts {
-			var p struct{ Kind, Question string }
-			_ = json.Unmarshal(in.Payload, &p)
-			rec := eval.Interrupt{ID: in.ID, Kind: p.Kind, Question: p.Question, Payload: in.Payload}
-			for i, a := range c.Answers {
-				if (used[i] && !a.Repeat) || (a.Kind != "" && a.Kind != p.Kind) || !regexp.MustCompile(a.Question).MatchString(p.Question) {
-					continue
-				}
-				used[i] = true
-				answers[in.ID] = a.Value
-				rec.Answer = a.Value
-				break
-			}
-			if rec.Answer == nil {
-				t.Fatalf("%s: no answer for the %q interrupt %q", c.ID, p.Kind, p.Question)
-			}
-			asked = append(asked, rec)
-		}
-		res, err = g.Invoke(ctx, nil, append(opts, graph.WithResumeMap(answers))...)
-	}
-	if err != nil || res == nil {
-		t.Fatalf("%s: %v", c.ID, err)
-	}
-	b, err := res.State.MarshalJSON()
+	ds, err := eval.LoadDataset(name + "/eval/" + name + ".jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
-	th := &eval.Thread{ThreadID: "eval-" + c.ID, Interrupts: asked, Nodes: nodes}
-	if err := json.Unmarshal(b, &th.State); err != nil {
+	exp, err := (&eval.Runner{Target: open(t, model), Experiment: "apps-" + name, Concurrency: 2}).Run(ctx, ds)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if raw, ok := th.State["messages"]; ok {
-		if err := json.Unmarshal(raw, &th.Messages); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, ok := th.State["planexec_summary"]; ok {
-		if answer, ok := planexec.Answer(res.State); ok && th.FinalResponse() != answer {
-			th.Messages = append(th.Messages, llm.Assistant(answer))
-		}
-	}
-	th.ToolCalls = trajectory(th.Messages)
-	return th
-}
-
-// trajectory is the tool calls of the conversation with their status, as
-// the runner reads them: a result message starting "A person rejected this
-// call" is a rejection, another error result an error.
-func trajectory(msgs []llm.Message) []eval.ToolCall {
-	results := map[string]llm.Message{}
-	for _, m := range msgs {
-		if m.Role == llm.RoleTool {
-			results[m.ToolCallID] = m
-		}
-	}
-	var out []eval.ToolCall
-	for _, m := range msgs {
-		for _, call := range m.ToolCalls {
-			tc := eval.ToolCall{Name: call.Name, Args: json.RawMessage(call.Arguments)}
-			if r, ok := results[call.ID]; ok {
-				tc.Result, tc.Status = r.Text(), "ok"
-				switch {
-				case r.IsError && strings.HasPrefix(r.Text(), "A person rejected this call"):
-					tc.Status = "rejected"
-				case r.IsError:
-					tc.Status = "error"
-				}
-			}
-			out = append(out, tc)
-		}
-	}
-	return out
+	return exp
 }
 
 // TestAppEvalSetsPassOnTheScriptedModels runs the planner's, scheduler's,
-// SQL router's and builder's cases on their apps' scripted models and
-// scores them: the sets say what the apps do. (The testplanner's needs an
-// MCP server and a store; its criterion is checked in
-// TestAppEvalSetsFollowTheScripts.)
+// SQL router's and builder's sets through the eval runner on their apps'
+// scripted models: every case meets its criteria. (The testplanner's needs
+// an MCP server; `trellis eval run` runs it, and its criterion is checked
+// in TestAppEvalSetsFollowTheScripts.)
 func TestAppEvalSetsPassOnTheScriptedModels(t *testing.T) {
 	ctx := context.Background()
-	open := map[string]func(t *testing.T, c *eval.Case) (*apps.App, context.Context){
-		"planner": func(t *testing.T, c *eval.Case) (*apps.App, context.Context) {
-			g, err := planner.NewGraph(planner.Script(), planner.NewAgency())
-			if err != nil {
-				t.Fatal(err)
-			}
-			return &apps.App{Graph: g, Input: func(m string) graph.Update { return planexec.Input(m) }}, ctx
-		},
-		"scheduler": func(t *testing.T, c *eval.Case) (*apps.App, context.Context) {
-			app, err := scheduler.New(ctx, scheduler.Config{Model: scheduler.Script(), Database: filepath.Join(t.TempDir(), "app.db")})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return app, apps.WithScope(ctx, c.ID)
-		},
-		"sqlrouter": func(t *testing.T, c *eval.Case) (*apps.App, context.Context) {
-			app, err := sqlrouter.New(ctx, sqlrouter.Config{Model: sqlrouter.Script(), Database: filepath.Join(t.TempDir(), "library.db"), Sample: true})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return app, ctx
-		},
-		"builder": func(t *testing.T, c *eval.Case) (*apps.App, context.Context) {
-			app, err := builder.New(ctx, builder.Config{Model: builder.Script()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return app, ctx
-		},
-	}
-	for name, openApp := range open {
-		_, cases := readSet(t, name+"/eval/"+name+".jsonl")
-		for i := range cases {
-			c := &cases[i]
-			t.Run(name+"/"+c.ID, func(t *testing.T) {
-				app, actx := openApp(t, c)
-				if app.Close != nil {
-					defer app.Close()
+	for name, app := range appTargets(ctx) {
+		t.Run(name, func(t *testing.T) {
+			exp := runSet(t, ctx, name, app.open, app.script())
+			for _, c := range exp.Cases {
+				if !c.Pass {
+					t.Errorf("%s: %s fails on the scripted model: %s", name, c.ID, explain(c))
 				}
-				scoreAll(t, c, drive(t, actx, app.Graph, app.Input(c.Input.Message), c))
-			})
-		}
+			}
+		})
 	}
+}
+
+// TestAppEvalSetsFailABrokenModel runs each set on its app's scripted model
+// made to lie (claim a rejected booking, place a declined session, change
+// the figures, look up the wrong policy): the set must catch it.
+func TestAppEvalSetsFailABrokenModel(t *testing.T) {
+	ctx := context.Background()
+	// Each lie is narrow — the model still plays its scenario — and names
+	// the case that must catch it.
+	lies := map[string]struct {
+		lie    *strings.Replacer
+		caught string
+	}{
+		"planner":   {strings.NewReplacer("Nothing was booked", "Your offsite is booked"), "rejected-booking-not-claimed"},
+		"scheduler": {strings.NewReplacer("Not placed", "Placed"), "student-declines-every-change"},
+		"sqlrouter": {strings.NewReplacer("of the year's", "of the decade's"), "genres-2025"},
+		"builder":   {strings.NewReplacer(`"returns"`, `"warranty"`), "faulty-headphones"},
+	}
+	for name, app := range appTargets(ctx) {
+		t.Run(name, func(t *testing.T) {
+			l := lies[name]
+			exp := runSet(t, ctx, name, app.open, liar{app.script(), l.lie.Replace})
+			for _, c := range exp.Cases {
+				if c.ID == l.caught {
+					if c.Pass {
+						t.Errorf("%s: %s passes on a model that lies", name, c.ID)
+					}
+					t.Logf("%s: %s", c.ID, explain(c))
+					return
+				}
+			}
+			t.Fatalf("%s has no case %s", name, l.caught)
+		})
+	}
+}
+
+// explain gives the failing criteria of a case's first failing trial.
+func explain(c eval.CaseResult) string {
+	var b strings.Builder
+	for _, tr := range c.Trials {
+		fmt.Fprintf(&b, "%+v; ", tr)
+		break
+	}
+	return b.String()
 }

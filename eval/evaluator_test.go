@@ -3,7 +3,9 @@ package eval_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/trellis-agents/trellis/eval"
@@ -17,14 +19,22 @@ func (f fixed) Evaluate(context.Context, eval.Trial) (eval.Score, error) {
 	return eval.Score{Value: f.v}, nil
 }
 
+// registerFixed registers test_fixed once, so the test can run with -count.
+var registerFixed sync.Once
+
+func newFixed(p json.RawMessage) (eval.Evaluator, error) {
+	var cfg struct{ Value float64 }
+	if err := json.Unmarshal(p, &cfg); err != nil {
+		return nil, err
+	}
+	return fixed{cfg.Value}, nil
+}
+
 func TestRegistry(t *testing.T) {
-	eval.Register("test_fixed", func(p json.RawMessage) (eval.Evaluator, error) {
-		var cfg struct{ Value float64 }
-		if err := json.Unmarshal(p, &cfg); err != nil {
-			return nil, err
-		}
-		return fixed{cfg.Value}, nil
-	})
+	registerFixed.Do(func() { eval.Register("test_fixed", newFixed) })
+	if !slices.Contains(eval.Evaluators(), "test_fixed") {
+		t.Fatalf("Evaluators() = %v lacks test_fixed", eval.Evaluators())
+	}
 	e, err := eval.New(eval.Criterion{Evaluator: "test_fixed", Params: json.RawMessage(`{"Value":0.5}`)})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -16,6 +17,8 @@ import (
 	"github.com/trellis-agents/trellis/apps/catalog"
 	"github.com/trellis-agents/trellis/checkpoint/sqlite"
 	"github.com/trellis-agents/trellis/eval"
+	_ "github.com/trellis-agents/trellis/eval/adk" // ADK eval sets by file name
+	"github.com/trellis-agents/trellis/eval/evaluators"
 	"github.com/trellis-agents/trellis/eval/report"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/internal/cli"
@@ -205,6 +208,11 @@ func evalTarget(ctx context.Context, w io.Writer, f evalFlags) (eval.Target, fun
 
 func evalRun(c *cobra.Command, path string, f evalFlags) error {
 	ctx := c.Context()
+	judges, err := judgeResolver(f)
+	if err != nil {
+		return usage(err)
+	}
+	ctx = evaluators.WithJudges(ctx, judges)
 	stderr := c.ErrOrStderr()
 	ds, err := loadDataset(path)
 	if err != nil {
@@ -346,4 +354,30 @@ func evalRecord(c *cobra.Command, thread string, f evalFlags) error {
 	_, line, _ := strings.Cut(buf.String(), "\n")
 	_, err = io.WriteString(c.OutOrStdout(), line)
 	return err
+}
+
+// judgeResolver resolves the judge models llm_judge criteria name: only
+// models the operator declared under models: in the configuration ("" is
+// its default model), so a dataset cannot point the CLI at a model, or an
+// API key at an address, that the operator did not choose.
+func judgeResolver(f evalFlags) (evaluators.JudgeResolver, error) {
+	file, err := loadConfig(f.config)
+	if err != nil {
+		return nil, err
+	}
+	return func(_ context.Context, name string) (llm.Model, error) {
+		if name == "" {
+			name = "default"
+		}
+		if _, ok := file.Models[name]; !ok {
+			declared := make([]string, 0, len(file.Models))
+			for n := range file.Models {
+				declared = append(declared, n)
+			}
+			sort.Strings(declared)
+			return nil, fmt.Errorf("judge model %q is not declared under models: in the configuration (declared: %v); declare it there, or name one of those", name, declared)
+		}
+		spec, opts := entryOptions(file, file.ModelSpec(name))
+		return provider.Resolve(spec, opts...)
+	}, nil
 }

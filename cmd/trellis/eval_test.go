@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-agents/trellis/apps/builder"
 	"github.com/trellis-agents/trellis/eval"
 	"github.com/trellis-agents/trellis/internal/cli"
 	"github.com/trellis-agents/trellis/server"
@@ -362,4 +363,65 @@ func TestEvalRunAgainstAServer(t *testing.T) {
 	if stdout, errs, code := runEval(t, "eval", "run", ds2, "--url", url, "--assistant", server.DefaultAssistantID("planner")); code != 0 {
 		t.Fatalf("the recorded case does not pass again: exit %d\n%s\n%s", code, stdout, errs)
 	}
+}
+
+// TestEvalRunShippedSets runs every app's own eval set through the CLI, as
+// a team gating CI on it would: each passes on its scripted model.
+func TestEvalRunShippedSets(t *testing.T) {
+	for _, app := range []string{"planner", "scheduler", "sqlrouter", "builder", "testplanner"} {
+		t.Run(app, func(t *testing.T) {
+			dir := t.TempDir()
+			set, err := filepath.Abs(filepath.Join("..", "..", "apps", app, "eval", app+".jsonl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Chdir(dir)
+			out, errs, code := runEval(t, "eval", "run", set, "--assistant", app, "--database", filepath.Join(dir, "d", "app.db"))
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+			}
+			if !strings.Contains(out, "cases passed (100.0%") {
+				t.Fatalf("table:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestEvalRunADKSet runs an ADK eval set in the older *.test.json form,
+// with test_config.json beside it, against the builder: its criteria come
+// from the config (the trajectory must match), and a wrong expected
+// argument fails the case with exit 1.
+func TestEvalRunADKSet(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	write("test_config.json", `{"criteria": {"tool_trajectory_avg_score": 1.0}}`)
+	set := func(topic string) string {
+		return `[{"query": ` + strconvQuote(builder.Question) + `,
+  "expected_tool_use": [
+    {"tool_name": "lookup_policy", "tool_input": {"topic": "` + topic + `"}},
+    {"tool_name": "lookup_policy", "tool_input": {"topic": "shipping"}}],
+  "reference": "unused: the config sets no response criterion"}]`
+	}
+	good := write("returns.test.json", set("returns"))
+	out, errs, code := runEval(t, "eval", "run", good, "--assistant", "builder", "--database", filepath.Join(dir, "d", "app.db"))
+	if code != 0 || !strings.Contains(out, "TOOL_TRAJECTORY") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errs)
+	}
+	bad := write("warranty.test.json", set("warranty"))
+	out, errs, code = runEval(t, "eval", "run", bad, "--assistant", "builder", "--database", filepath.Join(dir, "d", "app.db"))
+	if code != 1 || !strings.Contains(out, "warranty") {
+		t.Fatalf("a wrong expected argument: exit %d, want 1\n%s\n%s", code, out, errs)
+	}
+}
+
+func strconvQuote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

@@ -531,3 +531,10 @@ func toolCalls(raw json.RawMessage, what string) ([]eval.ToolCall, error) {
 	}
 	return out, nil
 }
+
+// The eval runner and `trellis eval run` read ADK's files by their names'
+// endings once this package is imported.
+func init() {
+	eval.RegisterFormat(".evalset.json", ReadFile)
+	eval.RegisterFormat(".test.json", ReadFile)
+}

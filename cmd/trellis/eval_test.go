@@ -425,3 +425,32 @@ func strconvQuote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestJudgeResolverOnlyDeclaredModels: a dataset's llm_judge may only name
+// a model the operator declared; the error lists the declared ones. A
+// declared model resolves through the same provider path as serve's.
+func TestJudgeResolverOnlyDeclaredModels(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "trellis.yaml")
+	if err := os.WriteFile(cfg, []byte("models:\n  judge: openai:gpt-4o-mini\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("OPENAI_API_KEY", "test-key")
+	r, err := judgeResolver(evalFlags{config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r(context.Background(), "gpt-4o"); err == nil || !strings.Contains(err.Error(), `not declared`) || !strings.Contains(err.Error(), "[judge]") {
+		t.Fatalf("an undeclared judge: %v", err)
+	}
+	if _, err := r(context.Background(), ""); err == nil || !strings.Contains(err.Error(), `"default"`) {
+		t.Fatalf("no default model declared: %v", err)
+	}
+	m, err := r(context.Background(), "judge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(m.Name(), "gpt-4o-mini") {
+		t.Fatalf("the declared judge resolved to %s", m.Name())
+	}
+}

@@ -158,6 +158,11 @@ func TestBrowserWelcomeShowsAssistantsAndExamples(t *testing.T) {
 	if !eval[bool](b, `document.getElementById('welcome').hidden`) {
 		t.Error("the welcome still shows on a thread")
 	}
+	// The graph marks the node that waits for the answer, and says so.
+	b.waitFor("the waiting node", `document.querySelector('#graph .graph-node.waiting')`)
+	if got := eval[string](b, `[...document.querySelectorAll('#graph .graph-node.waiting')].map((n) => n.dataset.node).join(',') + '|' + document.getElementById('graph-running').textContent`); got != "ask|Waiting for you at: ask" {
+		t.Errorf("the graph's waiting node and line: %q", got)
+	}
 }
 
 // Point 8: at phone width a thread with a long title does not scroll

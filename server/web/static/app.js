@@ -181,6 +181,7 @@ async function refresh() {
   setStatus(threads.statusOf(thread));
   renderMessages((st.values && st.values.messages) || []);
   renderCards(st.interrupts || []);
+  graph.waitingAt((st.tasks || []).filter((t) => (t.interrupts || []).length).map((t) => t.name));
   const failed = (st.tasks || []).find((t) => t.error);
   // One failure display, in the conversation (run.js): the thread's error,
   // or the stream's when the thread does not say.
@@ -352,6 +353,7 @@ async function openThread(id) {
   if (id) toEnd(); else scroller.top();
   if (!id) {
     ui.title.textContent = 'New thread';
+    graph.waitingAt([]);
     setStatus('idle');
     showGraph();
     timeline.load(null);

@@ -51,6 +51,11 @@ func TestBrowserApprovalDecisionsTogether(t *testing.T) {
 	b.do("choosing the edited arguments for the booking", chromedp.Click(together(toolBook, "edit")))
 	nightsField := approvalCard(toolBook) + `//input[@name='nights']`
 	b.waitFor("the argument form opened by the choice", `document.querySelector('#cards input[name=nights]')?.value === '2'`)
+	// The editor is built from the tool's schema: labels from the keys as
+	// words, the enum a select, the integers number boxes.
+	if got := eval[[]string](b, `[...document.querySelectorAll('#cards .args-form .field')].map((f) => f.querySelector('label').textContent.replace(/\s*\*$/, '') + ':' + f.querySelector('input, select, textarea').tagName + ':' + (f.querySelector('input')?.type || ''))`); !slices.Equal(got, []string{"Hotel:SELECT:", "Nights:INPUT:number", "Guests:INPUT:number"}) {
+		t.Errorf("the argument editor's fields: %q", got)
+	}
 	b.do("asking for too many nights", chromedp.SetValue(nightsField, ""), chromedp.SendKeys(nightsField, "30"))
 	// The invitation: rejected, with a reason, using the keyboard; the
 	// reason opens with the choice.

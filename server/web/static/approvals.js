@@ -12,7 +12,7 @@
 // arguments: {...}} and {action: "reject", message}.
 
 import { clear, h, uid } from './dom.js';
-import { buildForm, fieldsOf, objectSchema } from './form.js';
+import { buildForm, fieldsOf, labelOf, objectSchema } from './form.js';
 
 const KIND = 'tool_approval';
 
@@ -134,7 +134,14 @@ function argumentEditor(schema, args, submit) {
   let fields;
   if (obj && simple(obj)) {
     const withValues = { ...obj, properties: Object.fromEntries(Object.entries(obj.properties).map(([k, p]) => [k, k in args ? { ...p, default: args[k] } : p])) };
-    const form = buildForm(fieldsOf(withValues));
+    // Labels from the schema's titles (else the key, as words); a string
+    // argument that is one short line is edited in a one-line box.
+    const oneLine = (x) => typeof x === 'string' && x.length <= 80 && !x.includes('\n');
+    const form = buildForm(fieldsOf(withValues).map((f) => ({
+      ...f,
+      label: obj.properties[f.key].title || labelOf(f.key),
+      line: f.kind === 'text' && (oneLine(args[f.key]) || (f.max !== undefined && f.max <= 120)),
+    })));
     fields = [form.el];
     check = () => {
       const { values, errors } = form.read();

@@ -7,7 +7,7 @@
 
 import * as api from './api.js';
 import { clear, h } from './dom.js';
-import { buildForm, fieldsOf, objectSchema } from './form.js';
+import { buildForm, fieldsOf, labelOf, objectSchema } from './form.js';
 
 const schemas = new Map(); // assistant ID -> its input schema (a promise)
 
@@ -45,12 +45,6 @@ export function formSchema(schema, declared) {
     properties[d.key] = p;
   }
   return { ...o, properties, required: (o.required || []).filter((k) => k in properties) };
-}
-
-/** labelOf turns a key ("schema_of_run") into a label ("Schema of run"). */
-export function labelOf(key) {
-  const t = String(key).replace(/[_-]+/g, ' ').trim();
-  return t.charAt(0).toUpperCase() + t.slice(1);
 }
 
 /** mount shows in slot the form for an object schema (or nothing for

@@ -269,3 +269,45 @@ func TestBrowserMarkdownCodeAndTables(t *testing.T) {
 		b.screenshot("markdown-" + s.name)
 	}
 }
+
+// Point 9: streaming does not jump. While a reply streams the transcript
+// follows it if the reader is at the end; once they scroll up to read,
+// the rest of the reply (and the saved messages replacing the streamed
+// one) leave their place alone.
+func TestBrowserStreamingFollowsOnlyAtTheEnd(t *testing.T) {
+	b := newBrowser(t)
+	gate := make(chan struct{})
+	open := true
+	t.Cleanup(func() {
+		if open {
+			close(gate)
+		}
+	})
+	url := serve(t, func(s register) error {
+		if err := s.Register("rich", richGraph()); err != nil {
+			return err
+		}
+		return s.Register("gated", gatedGraph(gate))
+	})
+	b.do("opening the page", chromedp.Navigate(url), chromedp.EmulateViewport(1280, 700))
+	b.pick("rich")
+	for i := range 3 {
+		b.send(fmt.Sprintf("Loans by genre, take %d", i))
+		b.waitFor("the answer", fmt.Sprintf(`document.querySelectorAll('#messages .msg.ai').length === %d && !document.body.classList.contains('running')`, i+1))
+	}
+	atEnd := `(() => { const l = document.getElementById('log'); return l.scrollHeight - l.scrollTop - l.clientHeight < 4; })()`
+	b.pick("gated")
+	b.send("stream something")
+	b.waitFor("the first half, followed to the end", `document.querySelector('#live .msg')?.innerText.includes('The first half') && `+atEnd)
+
+	b.do("scrolling up to read", chromedp.Evaluate[chromedp.Void](`document.getElementById('log').scrollTop = 0`))
+	b.waitFor("the scroll", `document.getElementById('log').scrollTop === 0`)
+	close(gate)
+	open = false
+	b.waitFor("the whole reply saved", fmt.Sprintf(`[...document.querySelectorAll('#messages .msg.ai')].some((e) => e.innerText.includes(%q)) && !document.body.classList.contains('running')`, secondHalf))
+	if got := eval[int](b, `document.getElementById('log').scrollTop`); got != 0 {
+		t.Errorf("the transcript jumped to %dpx while the reader was at the top", got)
+	}
+	b.send("and again")
+	b.waitFor("the end after sending", `document.querySelectorAll('#messages .msg.human').length === 5 && !document.body.classList.contains('running') && `+atEnd)
+}

@@ -196,6 +196,53 @@ type Entry struct {
 	// start rather than at the first run. What needs the app built (its
 	// database, its templates rendered) is still reported by Open.
 	Check func(settings json.RawMessage) error
+	// Start is what a page offers on an empty thread of the app's
+	// assistant: example requests, and for an app whose input is not a
+	// chat the keys a run starts from.
+	Start Start
+}
+
+// Start is an app's declaration of how a person begins a thread with it.
+// trellis serve puts it in the metadata of the app's default assistant
+// ("examples" and "input"), where the web page reads it.
+type Start struct {
+	// Examples are requests a person can send as they are, shown as
+	// one-click prompts on an empty thread (a few, each one line).
+	Examples []string
+	// Input lists the state keys a run of an app that does not chat
+	// starts from (its Input builder's), each with what to put there; a
+	// page's input form shows these keys only. Empty for a chat app.
+	Input []InputKey
+}
+
+// InputKey is one key of an app's input, for a person filling it in.
+type InputKey struct {
+	// Key is the state key's name.
+	Key string `json:"key"`
+	// Description says what the value is and what leaving it empty does.
+	Description string `json:"description,omitempty"`
+}
+
+// Metadata returns the start declaration as assistant metadata:
+// "examples" (a list of strings) and "input" (a list of {key,
+// description}); a part left empty is left out.
+func (s Start) Metadata() map[string]any {
+	m := map[string]any{}
+	if len(s.Examples) > 0 {
+		m["examples"] = slices.Clone(s.Examples)
+	}
+	if len(s.Input) > 0 {
+		in := make([]any, len(s.Input))
+		for i, k := range s.Input {
+			e := map[string]any{"key": k.Key}
+			if k.Description != "" {
+				e["description"] = k.Description
+			}
+			in[i] = e
+		}
+		m["input"] = in
+	}
+	return m
 }
 
 // CheckSettings is an Entry.Check for an app whose settings are a T,

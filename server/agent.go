@@ -34,6 +34,7 @@ func (s *Server) RegisterAgent(ctx context.Context, m Models, servers map[string
 	s.setModels(&m)
 	return s.Register(AgentGraph, runs.GraphSpec{
 		Description: agentgraph.Description,
+		Metadata:    map[string]any{"examples": []any{"What can you do?", "What time is it in Tokyo?", "Summarise this text in three bullet points"}},
 		New:         agentgraph.New(tb, m.resolve, s.log),
 		ClientTools: true,
 	})

@@ -166,6 +166,7 @@ func (s *Server) RegisterApps(entries []apps.Entry, m Models) error {
 	for _, e := range entries {
 		errs = append(errs, s.Register(e.Name, runs.GraphSpec{
 			Description: e.Summary,
+			Metadata:    e.Start.Metadata(),
 			New:         s.appConstructor(e, m),
 		}))
 	}

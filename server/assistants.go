@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -46,10 +47,12 @@ func (s *Server) ensureAssistantsOf(ctx context.Context, tenant string) error {
 	ids := s.graphs.IDs()
 	for _, id := range ids {
 		spec, _ := s.graphs.Spec(id)
+		meta := db.Metadata{}
+		maps.Copy(meta, spec.Metadata)
+		meta["created_by"] = "system"
 		a := db.Assistant{
 			ID: DefaultAssistantID(id), GraphID: id, Name: id, Description: spec.Description,
-			Config: json.RawMessage(`{}`), Context: json.RawMessage(`{}`),
-			Metadata: db.Metadata{"created_by": "system"},
+			Config: json.RawMessage(`{}`), Context: json.RawMessage(`{}`), Metadata: meta,
 		}
 		if _, err := s.st.db.CreateAssistant(ctx, tenant, a, db.IfExistsDoNothing); err != nil {
 			return fmt.Errorf("server: create the default assistant of graph %q: %w", id, err)

@@ -232,6 +232,7 @@ func New(_ context.Context, cfg Config) (*apps.App, error) {
 // Entry describes the app to runners; Env.Settings is a Settings object.
 func Entry() apps.Entry {
 	return apps.Entry{Name: Name, Summary: Summary, Script: Script, Check: apps.CheckSettings[Settings],
+		Start: apps.Start{Examples: []string{Question, "My charger arrived broken. Can I get a replacement?", "Do you ship to Norway?"}},
 		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
 			var st Settings
 			if err := env.Decode(&st); err != nil {

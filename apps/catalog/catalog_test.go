@@ -40,3 +40,32 @@ func TestEveryAppBuildsFromAnEnv(t *testing.T) {
 		t.Errorf("Lookup(nosuch) = %v", err)
 	}
 }
+
+// Every app says how a person starts with it: a chat app offers example
+// requests, an app whose input is not a chat names its input keys; the
+// declaration reaches assistant metadata as "examples" and "input".
+func TestEveryAppDeclaresHowToStart(t *testing.T) {
+	for _, e := range All() {
+		st := e.Start
+		if len(st.Examples) == 0 && len(st.Input) == 0 {
+			t.Errorf("%s declares neither example requests nor input keys", e.Name)
+		}
+		for _, ex := range st.Examples {
+			if strings.TrimSpace(ex) == "" || strings.Contains(ex, "\n") {
+				t.Errorf("%s: example %q is not one line of text", e.Name, ex)
+			}
+		}
+		for _, k := range st.Input {
+			if k.Key == "" || k.Description == "" {
+				t.Errorf("%s: input key %+v needs a name and a description", e.Name, k)
+			}
+		}
+		m := st.Metadata()
+		if ex, _ := m["examples"].([]string); len(ex) != len(st.Examples) {
+			t.Errorf("%s: metadata examples %v, declared %v", e.Name, m["examples"], st.Examples)
+		}
+		if in, _ := m["input"].([]any); len(in) != len(st.Input) {
+			t.Errorf("%s: metadata input %v, declared %v", e.Name, m["input"], st.Input)
+		}
+	}
+}

@@ -264,6 +264,7 @@ const OptionsKey = "planner"
 // models they name are resolved with env.Resolve.
 func Entry() apps.Entry {
 	return apps.Entry{Name: Name, Summary: Summary, Script: Script,
+		Start: apps.Start{Examples: []string{"Plan our team offsite", "Plan a two-day workshop for 12 people", "Organise a team trip in the spring"}},
 		Check: func(settings json.RawMessage) error {
 			if _, err := planexec.DecodeOptions(settings); err != nil {
 				return fmt.Errorf("planner: apps.planner settings: %w", err)

@@ -233,6 +233,7 @@ type Settings struct {
 // Env.Settings is a Settings object.
 func Entry() apps.Entry {
 	return apps.Entry{Name: Name, Summary: Summary, Script: Script, Check: apps.CheckSettings[Settings],
+		Start: apps.Start{Examples: []string{"Plan my study week", "Fit two more revision sessions before Friday", "Move my maths practice to the mornings"}},
 		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
 			var st Settings
 			if err := env.Decode(&st); err != nil {

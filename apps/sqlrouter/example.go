@@ -148,6 +148,7 @@ func New(ctx context.Context, cfg Config) (*apps.App, error) {
 // (created when missing), opened read-only.
 func Entry() apps.Entry {
 	return apps.Entry{Name: Name, Summary: Summary, Script: Script, Check: apps.CheckSettings[Settings],
+		Start: apps.Start{Examples: []string{Question, "Which members borrowed more than five books last year?", "What tables does the library database have?"}},
 		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
 			var st Settings
 			if err := env.Decode(&st); err != nil {

@@ -138,16 +138,24 @@ func CreateSampleDB(ctx context.Context, path string) (bool, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return false, fmt.Errorf("sqlrouter: sample database %s: %w", path, err)
 	}
-	// Filled under another name and renamed once complete, so an
-	// interrupted start never leaves a half-filled file behind.
-	tmp := path + ".part"
-	_ = os.Remove(tmp)
+	// Filled under a temporary name of its own and renamed once complete,
+	// so an interrupted start never leaves a half-filled file behind, and
+	// two creators at once (the web page asks for the graph and the
+	// schemas together, and each builds the app) never write one file.
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".*.part")
+	if err != nil {
+		return false, fmt.Errorf("sqlrouter: sample database %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_ = f.Close()
+	defer os.Remove(tmp) // gone after the rename; a leftover otherwise
 	if err := fillSample(ctx, tmp); err != nil {
-		_ = os.Remove(tmp)
 		return false, err
 	}
+	if _, err := os.Stat(path); err == nil {
+		return false, nil // another creator finished first
+	}
 	if err := os.Rename(tmp, path); err != nil {
-		_ = os.Remove(tmp)
 		return false, fmt.Errorf("sqlrouter: sample database %s: %w", path, err)
 	}
 	return true, nil

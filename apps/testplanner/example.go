@@ -115,6 +115,7 @@ type Settings struct {
 func Entry() apps.Entry {
 	return apps.Entry{Name: Name, Summary: Summary, Script: func() llm.Model { return ScriptedModel() },
 		Check: apps.CheckSettings[Settings],
+		Start: apps.Start{Input: []apps.InputKey{{Key: "thread", Description: "Names this set of test plans in the store (the fourth part of its namespace). Empty: this thread's own."}}},
 		Open: func(ctx context.Context, env apps.Env) (*apps.App, error) {
 			var st Settings
 			if err := env.Decode(&st); err != nil {

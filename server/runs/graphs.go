@@ -62,6 +62,10 @@ type GraphSpec struct {
 	New Constructor
 	// Description is shown with the graph's default assistant.
 	Description string
+	// Metadata is added to the metadata of the graph's default assistant
+	// when the server creates it (an app's start declaration: "examples"
+	// and "input"; see apps.Start). Keys the server sets itself win.
+	Metadata map[string]any
 	// Context is an example value of the graph's run context type (a
 	// struct or a pointer to one), for /schemas; nil when the graph reads
 	// none.

@@ -51,10 +51,24 @@ func TestBrowserApprovalDecisionsTogether(t *testing.T) {
 	b.do("choosing the edited arguments for the booking", chromedp.Click(together(toolBook, "edit")))
 	nightsField := approvalCard(toolBook) + `//input[@name='nights']`
 	b.waitFor("the argument form opened by the choice", `document.querySelector('#cards input[name=nights]')?.value === '2'`)
+	// The editor is built from the tool's schema: labels from the keys as
+	// words, the enum a select, the integers number boxes.
+	if got := eval[[]string](b, `[...document.querySelectorAll('#cards .args-form .field')].map((f) => f.querySelector('label').textContent.replace(/\s*\*$/, '') + ':' + f.querySelector('input, select, textarea').tagName + ':' + (f.querySelector('input')?.type || ''))`); !slices.Equal(got, []string{"Hotel:SELECT:", "Nights:INPUT:number", "Guests:INPUT:number"}) {
+		t.Errorf("the argument editor's fields: %q", got)
+	}
 	b.do("asking for too many nights", chromedp.SetValue(nightsField, ""), chromedp.SendKeys(nightsField, "30"))
-	// The invitation: rejected, with a reason, using the keyboard.
-	b.do("typing the reason", chromedp.SendKeys(approvalCard(toolInvite)+`//input[@name='reason']`, "not before the budget is agreed"))
+	// The invitation: rejected, with a reason, using the keyboard; the
+	// reason opens with the choice.
 	b.do("choosing reject for the invitation", chromedp.Focus(together(toolInvite, "reject")), chromedp.KeyEvent(" "))
+	b.do("typing the reason", chromedp.SendKeys(approvalCard(toolInvite)+`//input[@name='reason']`, "not before the budget is agreed"))
+	// Compact: each card has one decision control and no buttons that
+	// answer it alone; one button sends.
+	if n := eval[int](b, `document.querySelectorAll('#cards .card[data-kind=tool_approval] button').length`); n != 0 {
+		t.Errorf("the grouped cards have %d buttons of their own", n)
+	}
+	if n := eval[int](b, `document.querySelectorAll('#cards .card[data-kind=tool_approval] fieldset.decision').length`); n != 2 {
+		t.Errorf("%d decision controls for two calls", n)
+	}
 	b.waitFor("two decisions counted", count+` === '2 of 2 calls have a decision to send together.'`)
 	send := `//*[@id='cards']//section[contains(@class,'approval-send')]//button[normalize-space()='Send the 2 decisions']`
 	b.do("sending with a bad edit", chromedp.Click(send))

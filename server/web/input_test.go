@@ -119,33 +119,21 @@ func TestBrowserInputFormStartsANonChatAssistant(t *testing.T) {
 	if !eval[bool](b, `document.getElementById('input').hidden`) {
 		t.Error("the message box shows beside the input form")
 	}
+	// Only the input the app declares (its thread), labelled and described
+	// for a person; not the graph's other state keys.
 	labels := eval[[]string](b, `[...document.querySelectorAll('#input-form .field label')].map((l) => l.textContent.trim())`)
-	if !slices.Contains(labels, "thread") || !slices.Contains(labels, "tools") {
-		t.Fatalf("the form's labels are %q", labels)
+	if !slices.Equal(labels, []string{"Thread"}) {
+		t.Fatalf("the form's labels are %q, want the declared input only", labels)
 	}
-	tagOf := func(label string) string {
-		return eval[string](b, fmt.Sprintf(`document.getElementById(document.evaluate("//*[@id='input-form']//label[normalize-space()='%s']", document, null, 9, null).singleNodeValue.htmlFor).tagName + ':' + document.getElementById(document.evaluate("//*[@id='input-form']//label[normalize-space()='%s']", document, null, 9, null).singleNodeValue.htmlFor).type`, label, label))
-	}
-	for label, want := range map[string]string{"tools": "TEXTAREA:textarea", "thread": "INPUT:text", "batch": "INPUT:number"} {
-		if got := tagOf(label); got != want {
-			t.Errorf("the field %s is a %s, want %s", label, got, want)
-		}
-	}
-	b.darkAndNarrow("input form")
-
 	field := func(label string) string {
 		return fmt.Sprintf(`//*[@id=(//*[@id='input-form']//label[normalize-space()=%q]/@for)]`, label)
 	}
-	// A list that is not JSON is caught in the page, by its field.
-	b.do("filling the form wrongly",
-		chromedp.SendKeys(field("thread"), "web-plan"),
-		chromedp.SendKeys(field("tools"), "[not json"),
-		chromedp.Click(`#send`))
-	b.waitFor("the page's verdict on tools", `document.querySelector('#input-form [name=tools]').getAttribute('aria-invalid') === 'true'`)
-	if eval[bool](b, `location.hash.startsWith('#/thread/')`) {
-		t.Fatal("a run started with a bad form")
+	if got := eval[string](b, `document.querySelector('#input-form [name=thread]').tagName + ':' + document.querySelector('#input-form [name=thread]').type`); got != "INPUT:text" {
+		t.Errorf("the thread field is a %s, want a single-line text box", got)
 	}
-	eval[bool](b, `(() => { document.querySelector('#input-form [name=tools]').value = ''; return true; })()`)
+	b.darkAndNarrow("input form")
+
+	b.do("filling the form", chromedp.SendKeys(field("Thread"), "web-plan"))
 	b.do("sending the form", chromedp.Click(`#send`))
 	b.waitFor("the run's end", `/done|failed|waiting for you/.test(document.getElementById('run-summary').textContent) && location.hash.startsWith('#/thread/')`)
 	b.screenshot("input-form-done")

@@ -154,11 +154,12 @@ func TestBrowserPlanEditAndApprovals(t *testing.T) {
 	if got := eval[string](b, `document.querySelector('#cards .approval .badge').textContent`); got != "writes" {
 		t.Errorf("the approval's kind reads %q", got)
 	}
-	b.do("editing the booking's arguments", chromedp.Click(approvalCard(toolBook)+`//button[normalize-space()='Edit the arguments']`))
+	b.do("editing the booking's arguments", chromedp.Click(together(toolBook, "edit")))
 	nightsField := approvalCard(toolBook) + `//input[@name='nights']`
 	b.waitFor("the argument form", `document.querySelector('#cards input[name=nights]')?.value === '2'`)
 	b.do("asking for too many nights",
-		chromedp.SetValue(nightsField, ""), chromedp.SendKeys(nightsField, "30\r")) // Enter sends the form
+		chromedp.SetValue(nightsField, ""), chromedp.SendKeys(nightsField, "30"),
+		chromedp.Click(`//*[@id='cards']//section[contains(@class,'approval-send')]//button[normalize-space()='Send the 1 decision']`))
 	b.waitFor("the page's verdict on nights", `document.querySelector('#cards input[name=nights]').getAttribute('aria-invalid') === 'true'`)
 	if got := eval[string](b, `document.querySelector('#cards input[name=nights]').closest('.field').querySelector('.field-error').textContent`); !strings.Contains(got, "at most 14") {
 		t.Errorf("the error on nights reads %q", got)
@@ -168,7 +169,7 @@ func TestBrowserPlanEditAndApprovals(t *testing.T) {
 	b.do("asking for three nights", chromedp.SetValue(nightsField, ""), chromedp.SendKeys(nightsField, "3"))
 	b.checkA11y("approval edit")
 	b.darkAndNarrow("approval edit")
-	b.do("running with the edit", chromedp.Focus(approvalCard(toolBook)+`//button[normalize-space()='Run with these arguments']`), chromedp.KeyEvent("\r"))
+	b.do("running with the edit", chromedp.Focus(`//*[@id='cards']//section[contains(@class,'approval-send')]//button[normalize-space()='Send the 1 decision']`), chromedp.KeyEvent("\r"))
 
 	b.waitFor("the invitation alone", `document.querySelectorAll('#cards .card[data-kind=tool_approval]').length === 1 && !document.querySelector('#cards .approval-group') && document.querySelector('#cards h3').textContent === 'Approve send_invites?'`)
 	// Nested arguments are edited as JSON, checked in the page.
@@ -261,7 +262,7 @@ func TestBrowserApproveAllTogether(t *testing.T) {
 	b.do("confirming the plan", chromedp.Click(button("Confirm the plan")))
 
 	b.waitFor("two approvals", `document.querySelectorAll('#cards .card[data-kind=tool_approval]').length === 2`)
-	b.waitFor("the focus on the first card's Approve, not Approve all", `document.activeElement.textContent === 'Approve' && document.activeElement.closest('.interrupt')`)
+	b.waitFor("the focus on the first card's decision, not Approve all", `document.activeElement.value === 'approve' && document.activeElement.closest('.interrupt')`)
 	if got := eval[string](b, `document.querySelector('#cards .approval-group h3').textContent`); got != "2 tool calls wait for you" {
 		t.Errorf("the group reads %q", got)
 	}

@@ -29,11 +29,13 @@ func TestBrowserSchedulerFlow(t *testing.T) {
 	b.waitFor("three approvals", `document.querySelectorAll('#cards .card[data-kind=tool_approval]').length === 3`)
 	b.screenshot("scheduler-approvals")
 	b.checkA11y("three approvals")
-	b.do("approving the first", chromedp.Click(`(//*[@id='cards']//button[normalize-space()='Approve'])[1]`))
+	sendOne := `//*[@id='cards']//section[contains(@class,'approval-send')]//button[normalize-space()='Send the 1 decision']`
+	b.do("approving the first", chromedp.Click(`(//*[@id='cards']//fieldset[contains(@class,'decision')]//input[@value='approve'])[1]`), chromedp.Click(sendOne))
 	b.waitFor("two approvals left", `document.querySelectorAll('#cards .card[data-kind=tool_approval]').length === 2`)
 	b.do("rejecting the next with a reason",
-		chromedp.SendKeys(chromedp.CSS(`#cards .card[data-kind=tool_approval] input`), "not on Thursday"),
-		chromedp.Click(`(//*[@id='cards']//button[normalize-space()='Reject'])[1]`))
+		chromedp.Click(`(//*[@id='cards']//fieldset[contains(@class,'decision')]//input[@value='reject'])[1]`),
+		chromedp.SendKeys(`(//*[@id='cards']//input[@name='reason'])[1]`, "not on Thursday"),
+		chromedp.Click(sendOne))
 	b.waitFor("one approval left", `document.querySelectorAll('#cards .card[data-kind=tool_approval]').length === 1`)
 	if got := eval[string](b, `document.querySelector('#cards .card h3').textContent`); got != "Approve place?" {
 		t.Errorf("the last card reads %q", got)

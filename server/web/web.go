@@ -4,9 +4,10 @@
 //
 // The page is plain JavaScript modules and CSS embedded in the binary, with
 // no build step; it talks to the server only through the public HTTP API,
-// as any client does. Third-party modules (a Markdown renderer and an HTML
-// sanitizer) are vendored under static/vendor at pinned versions; see the
-// README there.
+// as any client does. Third-party modules (a Markdown renderer, an HTML
+// sanitizer and a code highlighter) are vendored under static/vendor byte
+// for byte at versions pinned in vendor-src, whose check script CI runs;
+// see the README there.
 package web
 
 import (

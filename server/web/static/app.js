@@ -15,9 +15,11 @@ import * as inputForm from './inputform.js';
 import { renderInterrupt } from './interrupts.js';
 import { setMarkdown } from './markdown.js';
 import * as run from './run.js';
+import * as shell from './shell.js';
 import * as threads from './threads.js';
 import * as timeline from './timeline.js';
 import { liveMessage, messageNodes, runLog } from './transcript.js';
+import * as welcome from './welcome.js';
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -26,7 +28,11 @@ const ui = {
   live: $('live'), cards: $('cards'), composer: $('composer'), input: $('input'),
   inputForm: $('input-form'), send: $('send'), cancel: $('cancel'), banner: $('banner'), error: $('error'),
   keyDialog: $('key-dialog'), keyForm: $('key-form'), keyInput: $('key-input'),
+  welcome: $('welcome'), about: $('assistant-about'), log: $('log'),
 };
+let closeDrawers = () => {};
+let scroller = { end() {}, top() {} };
+const toEnd = () => scroller.end();
 
 const state = {
   assistants: [],
@@ -44,12 +50,26 @@ const state = {
 // ---- assistants and threads ---------------------------------------------
 
 async function loadAssistants() {
-  state.assistants = await api.json('POST', '/assistants/search', { limit: 100 });
+  state.assistants = welcome.sortAssistants(await api.json('POST', '/assistants/search', { limit: 100 }));
   clear(ui.assistant);
   const saved = localStorage.getItem('trellis.assistant');
   for (const a of state.assistants) {
-    ui.assistant.append(h('option', { value: a.assistant_id, selected: a.assistant_id === saved }, a.name || a.graph_id));
+    ui.assistant.append(h('option', { value: a.assistant_id, selected: a.assistant_id === saved, title: welcome.aboutOf(a) || null }, welcome.nameOf(a)));
   }
+}
+
+const currentAssistant = () => state.assistants.find((x) => x.assistant_id === assistantId());
+
+// showWelcome fills the empty thread's welcome (welcome.js): shown only
+// while no thread is open.
+function showWelcome() {
+  ui.welcome.hidden = !!state.threadId;
+  if (ui.welcome.hidden) return;
+  welcome.render(ui.welcome, state.assistants, assistantId(), {
+    asForm: !!state.inputReader,
+    onPick: (id) => { ui.assistant.value = id; localStorage.setItem('trellis.assistant', id); showGraph(); },
+    onExample: (text) => { if (!ui.send.disabled) sendMessage(text).catch((e) => showError(e.message)); },
+  });
 }
 
 function assistantId() { return ui.assistant.value; }
@@ -60,8 +80,11 @@ const statusText = threads.statusText;
 
 // showGraph draws the picked assistant's graph (graph.js).
 function showGraph() {
-  const a = state.assistants.find((x) => x.assistant_id === assistantId());
-  graph.show(assistantId(), a && (a.name || a.graph_id)).catch((e) => showError(e.message));
+  const a = currentAssistant();
+  ui.about.textContent = welcome.aboutOf(a);
+  ui.input.placeholder = a ? `Message ${welcome.nameOf(a)}` : 'Message the assistant';
+  graph.show(assistantId(), a && welcome.nameOf(a)).catch((e) => showError(e.message));
+  showWelcome();
   showInput().catch((e) => showError(e.message));
 }
 
@@ -74,13 +97,14 @@ async function showInput() {
   state.formFor = id;
   let schema = null;
   try {
-    schema = inputForm.formSchema(await inputForm.inputSchema(id));
+    schema = inputForm.formSchema(await inputForm.inputSchema(id), welcome.declaredInput(currentAssistant()));
   } finally {
     if (id === assistantId()) {
       state.inputReader = inputForm.mount(ui.inputForm, schema);
       ui.inputForm.hidden = !schema;
       ui.input.hidden = !!schema;
       ui.composer.classList.toggle('as-form', !!schema);
+      showWelcome();
     } else if (state.formFor === id) state.formFor = null;
   }
 }
@@ -157,6 +181,7 @@ async function refresh() {
   setStatus(threads.statusOf(thread));
   renderMessages((st.values && st.values.messages) || []);
   renderCards(st.interrupts || []);
+  graph.waitingAt((st.tasks || []).filter((t) => (t.interrupts || []).length).map((t) => t.name));
   const failed = (st.tasks || []).find((t) => t.error);
   // One failure display, in the conversation (run.js): the thread's error,
   // or the stream's when the thread does not say.
@@ -240,6 +265,7 @@ function streamRun(body) {
 }
 
 async function sendMessage(text) {
+  toEnd();
   ui.messages.append(h('div', { class: 'msg human pending' }, h('span', { class: 'who' }, 'You'), h('div', { class: 'text' }, text)));
   await startRun({ messages: [{ type: 'human', content: text }] });
 }
@@ -252,6 +278,7 @@ async function startRun(input) {
     const t = await api.json('POST', '/threads', { metadata: { assistant_id: assistantId() } });
     state.threadId = t.thread_id;
     history.replaceState(null, '', `#/thread/${t.thread_id}`);
+    ui.welcome.hidden = true;
     loadThreads().catch(() => {});
   }
   state.log = null;
@@ -322,8 +349,11 @@ async function openThread(id) {
   clear(ui.cards);
   showError('');
   run.showFailure(null);
+  ui.welcome.hidden = !!id;
+  if (id) toEnd(); else scroller.top();
   if (!id) {
     ui.title.textContent = 'New thread';
+    graph.waitingAt([]);
     setStatus('idle');
     showGraph();
     timeline.load(null);
@@ -331,6 +361,7 @@ async function openThread(id) {
     return;
   }
   const thread = await refresh();
+  toEnd();
   await run.latest(id, undefined, waiting()).catch(() => {});
   // The thread's status can lag its run (a run that has not written a
   // checkpoint yet leaves it idle), so ask the runs whether one is going.
@@ -341,6 +372,7 @@ async function openThread(id) {
 
 function route() {
   const m = /^#\/thread\/([\w-]+)$/.exec(location.hash);
+  closeDrawers();
   openThread(m ? m[1] : null).catch((e) => showError(e.message));
   threads.mark();
 }
@@ -352,6 +384,8 @@ function askKey() {
 
 async function main() {
   api.whenUnauthorized(askKey);
+  closeDrawers = shell.drawers();
+  scroller = shell.follow(ui.log);
   ui.keyForm.addEventListener('submit', () => { api.setApiKey(ui.keyInput.value.trim()); setTimeout(start, 0); });
   ui.assistant.addEventListener('change', () => { localStorage.setItem('trellis.assistant', assistantId()); showGraph(); });
   threads.mount({ list: ui.threads, search: $('thread-search'), dialog: $('delete-dialog'), dialogText: $('delete-text'), confirm: $('delete-confirm') },
@@ -359,7 +393,7 @@ async function main() {
   graph.mount($('graph'));
   run.mount($('run-summary'), ui.messages, () => retry().catch((e) => showError(e.message)));
   timeline.mount({ list: $('timeline'), detail: $('checkpoint') }, (cp) => forkRun(cp));
-  ui.newThread.addEventListener('click', () => { location.hash = '#/new'; ui.input.focus(); });
+  ui.newThread.addEventListener('click', () => { closeDrawers(); location.hash = '#/new'; ui.input.focus(); });
   ui.composer.addEventListener('submit', (e) => {
     e.preventDefault();
     if (state.inputReader) {

@@ -2,17 +2,17 @@
 // arguments; approve, edit the arguments (checked in the page against the
 // tool's JSON schema, which the approval carries as "parameters"), or
 // reject with a reason. When several calls wait at once (a model's
-// parallel tool calls), they can be answered one by one (each card's own
-// buttons answer its call now), all alike (approve all, reject all), or
-// each its own way and sent together: every card then has a "decision to
-// send together" (approve, the edited arguments, reject with the reason),
-// and one resume keyed by interrupt ID carries the decisions made.
+// parallel tool calls), the cards are compact: each has one decision
+// control (approve, edit the arguments, reject — the editor or the reason
+// opens under it when chosen) and one button under the cards sends the
+// decisions made in one resume keyed by interrupt ID (a call left without
+// a decision keeps waiting); "Approve all" above them is the shortcut.
 //
 // The answers are tool.Decision's: {action: "approve"}, {action: "edit",
 // arguments: {...}} and {action: "reject", message}.
 
 import { clear, h, uid } from './dom.js';
-import { buildForm, fieldsOf, objectSchema } from './form.js';
+import { buildForm, fieldsOf, labelOf, objectSchema } from './form.js';
 
 const KIND = 'tool_approval';
 
@@ -23,14 +23,15 @@ export function isApproval(intr) {
 
 /** toolApproval returns the body of an approval card for the payload v;
  * submit(decision) resumes the run with it. With several approvals
- * pending, together(decide) registers the card's decision to send with the
- * others: decide() returns null (no decision), {decision} or {problem}
- * (the edited arguments do not fit, shown on the card); together returns
- * a function to call when the choice changes. */
+ * pending, the card is compact and together(decide) registers its decision
+ * to send with the others: decide() returns null (no decision), {decision}
+ * or {problem} (the edited arguments do not fit, shown on the card);
+ * together returns a function to call when the choice changes. */
 export function toolApproval(v, submit, together) {
   const id = uid('why');
   const why = h('input', { id, type: 'text', name: 'reason' });
   const args = v.arguments && typeof v.arguments === 'object' ? v.arguments : {};
+  if (together) return compactApproval(v, args, together);
   const editArea = h('div', { class: 'approval-edit' });
   let editor = null; // the open argument editor: {el, check}
   const open = (on) => {
@@ -44,37 +45,7 @@ export function toolApproval(v, submit, together) {
     editArea.querySelector('input, select, textarea')?.focus();
   } }, 'Edit the arguments');
   const rejection = () => (why.value.trim() ? { action: 'reject', message: why.value.trim() } : { action: 'reject' });
-  let choice = null;
-  let changed = null;
-  if (together) {
-    const name = uid('together');
-    const chosen = () => choice.querySelector('input:checked')?.value || '';
-    const decide = () => {
-      const c = chosen();
-      if (c === 'approve') return { decision: { action: 'approve' } };
-      if (c === 'reject') return { decision: rejection() };
-      if (c === 'edit') {
-        if (!editor) open(true);
-        const out = editor.check();
-        return out ? { decision: { action: 'edit', arguments: out } } : { problem: `the edited arguments of ${v.tool} need fixing` };
-      }
-      return null;
-    };
-    decide.chosen = () => !!chosen();
-    changed = together(decide);
-    const radio = (value, text, checked) => h('label', { class: 'check' },
-      h('input', { type: 'radio', name, value, checked, onchange: () => {
-        if (value === 'edit' && !editor) open(true);
-        changed();
-      } }), text);
-    choice = h('fieldset', { class: 'together' },
-      h('legend', {}, 'To send together with the others'),
-      radio('', 'No decision yet', true), radio('approve', 'Approve'),
-      radio('edit', 'Run with the edited arguments'), radio('reject', 'Reject, with the reason above'));
-  }
-  // Any edit on the card (a reason, an argument) may settle what stopped
-  // the decisions from going: the group's verdict is cleared.
-  return h('div', { class: 'approval', oninput: changed },
+  return h('div', { class: 'approval' },
     h('p', { class: 'approval-tool' }, 'Tool ', h('code', {}, v.tool), ' ',
       v.read_only ? h('span', { class: 'badge' }, 'reads only') : h('span', { class: 'badge writes' }, 'writes')),
     v.summary ? h('p', {}, v.summary) : null,
@@ -88,8 +59,54 @@ export function toolApproval(v, submit, together) {
       e.preventDefault();
       submit(rejection());
     } }, h('label', { for: id }, 'Reason (optional; the agent is told)'), why,
-    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'danger' }, 'Reject'))),
-    choice);
+    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'danger' }, 'Reject'))));
+}
+
+// compactApproval is a card of a group of approvals: the call and one
+// decision control; choosing "edit" opens the argument editor, "reject"
+// the reason. together(decide) registers the card's decision with the
+// group (see approvalGroup).
+function compactApproval(v, args, together) {
+  const name = uid('together');
+  const whyId = uid('why');
+  const why = h('input', { id: whyId, type: 'text', name: 'reason' });
+  const reason = h('div', { class: 'answer', hidden: true }, h('label', { for: whyId }, 'Reason (optional; the agent is told)'), why);
+  const editArea = h('div', { class: 'approval-edit' });
+  let editor = null;
+  const choice = h('fieldset', { class: 'together decision' }, h('legend', {}, 'Decision'));
+  const chosen = () => choice.querySelector('input:checked')?.value || '';
+  const decide = () => {
+    const c = chosen();
+    if (c === 'approve') return { decision: { action: 'approve' } };
+    if (c === 'reject') return { decision: why.value.trim() ? { action: 'reject', message: why.value.trim() } : { action: 'reject' } };
+    if (c === 'edit') {
+      const out = editor.check();
+      return out ? { decision: { action: 'edit', arguments: out } } : { problem: `the edited arguments of ${v.tool} need fixing` };
+    }
+    return null;
+  };
+  decide.chosen = () => !!chosen();
+  const changed = together(decide);
+  const pick = () => {
+    const c = chosen();
+    reason.hidden = c !== 'reject';
+    if (c === 'edit' && !editor) {
+      editor = argumentEditor(v.parameters, args, null);
+      editArea.append(editor.el);
+    }
+    editArea.hidden = c !== 'edit';
+    changed();
+  };
+  for (const [value, text] of [['approve', 'Approve'], ['edit', 'Edit the arguments'], ['reject', 'Reject']]) {
+    choice.append(h('label', { class: `seg seg-${value}` }, h('input', { type: 'radio', name, value, onchange: pick }), text));
+  }
+  return h('div', { class: 'approval compact', oninput: changed },
+    h('p', { class: 'approval-tool' }, 'Tool ', h('code', {}, v.tool), ' ',
+      v.read_only ? h('span', { class: 'badge' }, 'reads only') : h('span', { class: 'badge writes' }, 'writes')),
+    v.summary ? h('p', {}, v.summary) : null,
+    // The summary says what the call does; its arguments open on demand.
+    h('details', { class: 'args-fold', open: !v.summary }, h('summary', {}, 'Arguments'), h('pre', { class: 'args' }, JSON.stringify(args, null, 2))),
+    choice, reason, editArea);
 }
 
 // simple reports whether form.js can show every property of the schema as
@@ -110,12 +127,21 @@ function simple(obj) {
 function argumentEditor(schema, args, submit) {
   const obj = objectSchema(schema);
   const err = h('div', { class: 'field-error', role: 'alert' });
-  const send = h('button', { type: 'submit', class: 'primary' }, 'Run with these arguments');
+  // Without submit (a card of a group) the edit is sent with the others;
+  // Enter in the editor only checks it.
+  const send = submit ? h('button', { type: 'submit', class: 'primary' }, 'Run with these arguments') : null;
   let check;
   let fields;
   if (obj && simple(obj)) {
     const withValues = { ...obj, properties: Object.fromEntries(Object.entries(obj.properties).map(([k, p]) => [k, k in args ? { ...p, default: args[k] } : p])) };
-    const form = buildForm(fieldsOf(withValues));
+    // Labels from the schema's titles (else the key, as words); a string
+    // argument that is one short line is edited in a one-line box.
+    const oneLine = (x) => typeof x === 'string' && x.length <= 80 && !x.includes('\n');
+    const form = buildForm(fieldsOf(withValues).map((f) => ({
+      ...f,
+      label: obj.properties[f.key].title || labelOf(f.key),
+      line: f.kind === 'text' && (oneLine(args[f.key]) || (f.max !== undefined && f.max <= 120)),
+    })));
     fields = [form.el];
     check = () => {
       const { values, errors } = form.read();
@@ -153,8 +179,8 @@ function argumentEditor(schema, args, submit) {
   const el = h('form', { class: 'answer args-form', novalidate: true, onsubmit: (e) => {
     e.preventDefault();
     const out = check();
-    if (out) submit({ action: 'edit', arguments: out });
-  } }, fields, err, h('div', { class: 'actions' }, send));
+    if (out && submit) submit({ action: 'edit', arguments: out });
+  } }, fields, err, send ? h('div', { class: 'actions' }, send) : null);
   return { el, check };
 }
 
@@ -218,8 +244,6 @@ export function approvalGroup(interrupts, sendAll) {
   const pending = interrupts.filter(isApproval);
   if (pending.length < 2) return null;
   const titleId = uid('all');
-  const id = uid('why');
-  const why = h('input', { id, type: 'text', name: 'reason-all' });
   const status = h('p', { class: 'card-problem', role: 'alert' });
   const deciders = new Map(); // interrupt ID -> decide()
   let busy = false;
@@ -242,15 +266,10 @@ export function approvalGroup(interrupts, sendAll) {
   };
   const all = (decision) => send(Object.fromEntries(pending.map((i) => [i.id, decision])), status);
   const bar = h('section', { class: 'card approval-group', 'aria-labelledby': titleId },
-    h('h3', { id: titleId }, `${pending.length} tool calls wait for you`),
-    h('p', { class: 'hint' }, 'Answer each card below on its own, all of them alike here, or choose a decision on each card and send them together at the end.'),
-    h('div', { class: 'actions' },
-      h('button', { type: 'button', class: 'primary', onclick: () => all({ action: 'approve' }) }, `Approve all ${pending.length}`)),
-    h('form', { class: 'answer', novalidate: true, onsubmit: (e) => {
-      e.preventDefault();
-      all(why.value.trim() ? { action: 'reject', message: why.value.trim() } : { action: 'reject' });
-    } }, h('label', { for: id }, 'Reason for rejecting all (optional)'), why,
-    h('div', { class: 'actions' }, h('button', { type: 'submit', class: 'danger' }, `Reject all ${pending.length}`))),
+    h('div', { class: 'group-head' },
+      h('h3', { id: titleId }, `${pending.length} tool calls wait for you`),
+      h('button', { type: 'button', class: 'small', onclick: () => all({ action: 'approve' }) }, `Approve all ${pending.length}`)),
+    h('p', { class: 'hint' }, 'Choose a decision for each call, then send them together below.'),
     status);
 
   const count = h('p', { class: 'hint', 'aria-live': 'polite' });

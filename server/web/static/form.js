@@ -20,6 +20,13 @@ export function objectSchema(schema) {
   return null;
 }
 
+/** labelOf turns a key ("schema_of_run") into a label ("Schema of run"),
+ * for a field whose schema has no title. */
+export function labelOf(key) {
+  const t = String(key).replace(/[_-]+/g, ' ').trim();
+  return t.charAt(0).toUpperCase() + t.slice(1);
+}
+
 /** fieldsOf describes the fields of an object schema, in the order of the
  * payload's own field list when it has one (JSON objects carry no order). */
 export function fieldsOf(schema, payloadFields = []) {

@@ -24,6 +24,7 @@ let box = null; // the container the drawing goes in
 let current = { id: null, names: [], nodes: new Map() }; // drawn graph
 const active = new Map(); // task ID -> node name, of the tasks running now
 const inner = new Map(); // subgraph task ID -> its path of node names, top first
+let waiting = new Set(); // the nodes where the thread waits for the person
 
 function s(tag, attrs = {}, ...children) {
   const el = document.createElementNS(SVG, tag);
@@ -143,11 +144,22 @@ function paint() {
   for (const [id, el] of current.nodes) {
     el.classList.toggle('active', running.has(id) || parents.has(id));
     el.classList.toggle('in-subgraph', parents.has(id));
+    el.classList.toggle('waiting', waiting.has(id) && !running.has(id));
   }
   const says = [...running].filter((n) => !parents.has(n));
   const paths = new Set([...inner.values()].map((p) => p.join(' › ')));
   const line = document.getElementById('graph-running');
-  if (line) line.textContent = says.length || paths.size ? `Running: ${[...says, ...paths].join(', ')}` : '';
+  if (!line) return;
+  if (says.length || paths.size) line.textContent = `Running: ${[...says, ...paths].join(', ')}`;
+  else if (waiting.size) line.textContent = `Waiting for you at: ${[...waiting].map(label).join(', ')}`;
+  else line.textContent = '';
+}
+
+/** waitingAt marks the nodes where the thread waits for an answer (the
+ * state's tasks with interrupts); an empty list clears the mark. */
+export function waitingAt(names) {
+  waiting = new Set(names || []);
+  paint();
 }
 
 /** onTask follows a tasks event: a task with input starts (its node is

@@ -7,7 +7,7 @@
 
 import * as api from './api.js';
 import { clear, h } from './dom.js';
-import { buildForm, fieldsOf, objectSchema } from './form.js';
+import { buildForm, fieldsOf, labelOf, objectSchema } from './form.js';
 
 const schemas = new Map(); // assistant ID -> its input schema (a promise)
 
@@ -23,11 +23,28 @@ export function inputSchema(assistantId) {
 }
 
 /** formSchema is the object schema to build the input form from, or null
- * for a chat assistant (its input has messages) or an unknown input. */
-export function formSchema(schema) {
+ * for a chat assistant (its input has messages) or an unknown input.
+ * declared is the assistant's start declaration (metadata "input": a list
+ * of {key, description}); when given, the form shows those keys only,
+ * described as declared, not the graph's internal state keys. A key
+ * without a title is labelled from its name. */
+export function formSchema(schema, declared) {
   const o = objectSchema(schema);
   if (!o || 'messages' in o.properties) return null;
-  return o;
+  const keys = Array.isArray(declared) && declared.length
+    ? declared.filter((d) => d && d.key in o.properties)
+    : Object.keys(o.properties).map((key) => ({ key }));
+  const properties = {};
+  for (const d of keys) {
+    const p = { ...o.properties[d.key] };
+    // The server describes undocumented keys by their reducer; that is
+    // for a developer, not for a person filling in the form.
+    if (typeof p.description === 'string' && p.description.startsWith('reducer: ')) delete p.description;
+    if (d.description) p.description = d.description;
+    if (!p.title) p.title = labelOf(d.key);
+    properties[d.key] = p;
+  }
+  return { ...o, properties, required: (o.required || []).filter((k) => k in properties) };
 }
 
 /** mount shows in slot the form for an object schema (or nothing for

@@ -1,0 +1,59 @@
+// shell.js — the page as an app: the threads and the run panel open as
+// drawers on narrow windows (a button in the header, Escape or the scrim
+// closes them), and the transcript follows what is being written while
+// the reader is at its end, without pulling them back when they scrolled
+// up to read.
+
+/** drawers wires the two drawers; it returns close(), which shuts both. */
+export function drawers() {
+  const pairs = [
+    { cls: 'sidebar-open', panel: document.getElementById('sidebar'), open: document.getElementById('sidebar-open'), close: document.getElementById('sidebar-close') },
+    { cls: 'inspector-open', panel: document.getElementById('inspector'), open: document.getElementById('inspector-open'), close: document.getElementById('inspector-close') },
+  ];
+  const scrim = document.getElementById('scrim');
+  const set = (d, on) => {
+    document.body.classList.toggle(d.cls, on);
+    d.open.setAttribute('aria-expanded', String(on));
+    scrim.hidden = !pairs.some((p) => document.body.classList.contains(p.cls));
+  };
+  const closeAll = (refocus) => {
+    for (const d of pairs) {
+      if (!document.body.classList.contains(d.cls)) continue;
+      set(d, false);
+      if (refocus && d.panel.contains(document.activeElement)) d.open.focus();
+    }
+  };
+  for (const d of pairs) {
+    d.open.addEventListener('click', () => { closeAll(false); set(d, true); d.close.focus(); });
+    d.close.addEventListener('click', () => closeAll(true));
+  }
+  scrim.addEventListener('click', () => closeAll(true));
+  document.addEventListener('keydown', (e) => { if (e.key === 'Escape' && !scrim.hidden) closeAll(true); });
+  return () => closeAll(false);
+}
+
+/** follow keeps log scrolled to its end while the reader is there: any
+ * change inside it (a token, a card) scrolls it down; scrolling up stops
+ * that until the reader comes back to the end. It returns end(), which
+ * jumps to the end and follows again (a thread opened, a message sent),
+ * and top(). */
+export function follow(log) {
+  let stick = true;
+  let ours = false;
+  const atEnd = () => log.scrollHeight - log.scrollTop - log.clientHeight < 48;
+  log.addEventListener('scroll', () => {
+    if (ours) { ours = false; return; }
+    stick = atEnd();
+  }, { passive: true });
+  const toEnd = () => {
+    if (log.scrollTop + log.clientHeight >= log.scrollHeight - 1) return;
+    ours = true;
+    log.scrollTop = log.scrollHeight;
+  };
+  new MutationObserver(() => { if (stick) toEnd(); }).observe(log, { childList: true, subtree: true, characterData: true });
+  return {
+    end() { stick = true; toEnd(); },
+    /** top shows the start of the log and stops following (the welcome). */
+    top() { stick = false; log.scrollTop = 0; },
+  };
+}

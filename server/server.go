@@ -38,6 +38,7 @@ import (
 
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/server/a2aapi"
 	"github.com/trellis-agents/trellis/server/aguiapi"
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/config"
@@ -84,6 +85,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MCPStateless serves /mcp without sessions (mcpapi.Handler.Stateless).
 	MCPStateless bool
+	// A2APublicCard serves the A2A agent cards without an API key
+	// (config a2a.public_card; docs/a2a.md).
+	A2APublicCard bool
 	// ShutdownGrace is how long a shutdown waits for requests and running
 	// steps before cancelling them (10 s when 0).
 	ShutdownGrace time.Duration
@@ -562,7 +566,12 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, *
 		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Enqueue: enqueue,
 		BodyLimit: s.cfg.BodyLimit, Log: s.log, Tenant: requestTenant,
 	}
-	mux, err := newMux(a, oa, ag, mh, func(h http.Handler) http.Handler { return s.tel.Route(requestTenant, h) }, limit.NewCounter(s.cfg.Limits.MaxStreams).OnRefused(s.refused))
+	aa := &a2aapi.Handler{
+		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Graphs: s.graphs, Enqueue: enqueue,
+		BodyLimit: s.cfg.BodyLimit, Version: s.cfg.Version, Log: s.log, Tenant: requestTenant,
+		AuthOn: s.authOn(forceAuth),
+	}
+	mux, err := newMux(a, oa, ag, mh, aa, func(h http.Handler) http.Handler { return s.tel.Route(requestTenant, h) }, limit.NewCounter(s.cfg.Limits.MaxStreams).OnRefused(s.refused))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -26,6 +26,13 @@ const (
 	schemeAPIKey = "apiKey"
 )
 
+// CardQuery is the query of GET /.well-known/agent-card.json.
+type CardQuery struct {
+	// AssistantID names the assistant (ID, graph ID or name); the
+	// tenant's first assistant when empty.
+	AssistantID string `json:"assistant_id,omitempty"`
+}
+
 // card serves GET /.well-known/agent-card.json: the card of the assistant
 // ?assistant_id= names (an ID, graph ID or name), or of the tenant's
 // first assistant.

@@ -3,12 +3,16 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trellis-agents/trellis/llm/llmtest"
+	"github.com/trellis-agents/trellis/server/internal/webhook"
 )
 
 // rpc posts an A2A 1.0 JSON-RPC request with a key and returns the
@@ -85,6 +89,66 @@ func TestA2ATasksStayWithTheirTenant(t *testing.T) {
 		c.key = keyB
 		if st, body, _ := c.do("GET", "/a2a/chat/.well-known/agent-card.json", "", ""); st != http.StatusOK || !strings.Contains(body, r.url+"/a2a/") || !strings.Contains(body, `"securitySchemes"`) {
 			t.Errorf("B's card with its key: %d %s", st, body)
+		}
+	}
+}
+
+// A task's push notification goes out through the webhook queue when its
+// run ends: signed like the run webhooks, with the client's token, the
+// task completed in its body; a private URL is refused unless the
+// operator allows private webhook addresses.
+func TestA2APushThroughWebhooks(t *testing.T) {
+	got := make(chan *http.Request, 4)
+	bodies := make(chan []byte, 4)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- r
+		bodies <- b
+	}))
+	defer recv.Close()
+	for _, allowPrivate := range []bool{false, true} {
+		s, err := New(context.Background(), Config{Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "t.db"), Logger: quiet(),
+			Webhooks: Webhooks{Secret: "s3cret", AllowPrivate: allowPrivate, RetryBase: 10 * time.Millisecond, Attempts: 3}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		model := llmtest.New()
+		model.Otherwise(llmtest.Text("hello"))
+		if err := s.Register("chat", chatSpec(model)); err != nil {
+			t.Fatal(err)
+		}
+		r := serveInBackground(t, s)
+		res, code := a2aRPC(t, r.url, "", "chat", "SendMessage", `{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]},
+			"configuration":{"taskPushNotificationConfig":{"url":"`+recv.URL+`/push","token":"tok-1"}}}`)
+		if !allowPrivate {
+			if code != -32602 {
+				t.Errorf("a loopback push URL without webhooks.allow_private: %v %v; want -32602", res, code)
+			}
+			continue
+		}
+		task, _ := res["task"].(map[string]any)
+		if code != 0 || task == nil {
+			t.Fatalf("send: %v %v", res, code)
+		}
+		select {
+		case req := <-got:
+			b := <-bodies
+			if req.Header.Get(webhook.SignatureHeader) != webhook.Sign("s3cret", b) || req.Header.Get("X-A2A-Notification-Token") != "tok-1" {
+				t.Errorf("push headers %v", req.Header)
+			}
+			var sr struct {
+				Task struct {
+					ID     string `json:"id"`
+					Status struct {
+						State string `json:"state"`
+					} `json:"status"`
+				} `json:"task"`
+			}
+			if err := json.Unmarshal(b, &sr); err != nil || sr.Task.ID != task["id"] || sr.Task.Status.State != "TASK_STATE_COMPLETED" {
+				t.Errorf("push body %s (%v)", b, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("no push notification")
 		}
 	}
 }

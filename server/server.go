@@ -200,7 +200,10 @@ type Server struct {
 	crons *cronLoop
 	// webhooks enqueues a webhook job while Run serves (nil before).
 	webhooks func(ctx context.Context, job queue.WebhookJob) error
-	served   bool // Run got as far as listening
+	// a2a builds the A2A push notifications of finished runs (nil before
+	// Run serves).
+	a2a    *a2aapi.Handler
+	served bool // Run got as far as listening
 	// closers release what graph constructors acquired (OnClose).
 	closers []func() error
 	// scopeDeleters are the built apps' DeleteScope, by tenant and
@@ -569,7 +572,7 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, *
 	aa := &a2aapi.Handler{
 		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Graphs: s.graphs, Enqueue: enqueue,
 		BodyLimit: s.cfg.BodyLimit, Version: s.cfg.Version, Log: s.log, Tenant: requestTenant,
-		AuthOn: s.authOn(forceAuth),
+		AuthOn: s.authOn(forceAuth), CheckPushURL: s.sender().Check,
 	}
 	mux, err := newMux(a, oa, ag, mh, aa, func(h http.Handler) http.Handler { return s.tel.Route(requestTenant, h) }, limit.NewCounter(s.cfg.Limits.MaxStreams).OnRefused(s.refused))
 	if err != nil {
@@ -580,6 +583,7 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, *
 	}
 	s.mu.Lock()
 	s.mux = mux
+	s.a2a = aa
 	s.mu.Unlock()
 	return s.tel.Middleware(logRequests(s.log, openAIErrors(s.security(mux, forceAuth)))), a, nil
 }

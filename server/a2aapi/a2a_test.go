@@ -23,7 +23,7 @@ import (
 func TestCard(t *testing.T) {
 	e := newEnv(t)
 	c := e.card("planner-a")
-	if c.Name != "offsite planner" || c.Description != "Plans team offsites." || !c.Capabilities.Streaming || c.Capabilities.PushNotifications {
+	if c.Name != "offsite planner" || c.Description != "Plans team offsites." || !c.Capabilities.Streaming || !c.Capabilities.PushNotifications {
 		t.Errorf("card %+v", c)
 	}
 	if len(c.SupportedInterfaces) != 2 {
@@ -323,8 +323,8 @@ func TestErrors(t *testing.T) {
 	if _, err := c.ListTasks(ctx, &a2a.ListTasksRequest{}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
 		t.Errorf("ListTasks: %v", err)
 	}
-	if _, err := c.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigRequest{TaskID: done.ID, ID: "x"}); !errors.Is(err, a2a.ErrPushNotificationNotSupported) {
-		t.Errorf("push config: %v", err)
+	if _, err := c.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigRequest{TaskID: done.ID, ID: "x"}); !errors.Is(err, a2a.ErrInvalidParams) {
+		t.Errorf("an unknown push config: %v", err)
 	}
 	// A protocol version the agent does not serve.
 	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/a2a/chat-a", strings.NewReader(`{"jsonrpc":"2.0","id":7,"method":"GetTask","params":{"id":"x"}}`))
@@ -346,5 +346,64 @@ func TestErrors(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusNotFound {
 		t.Errorf("unknown assistant: %d", resp.StatusCode)
+	}
+}
+
+// A push config with the first message is kept with the task's run, so
+// the run that ends is notified at once; configs set later are listed,
+// read and deleted; each push carries the task and the client's token
+// and authorization; a URL the outbound guard refuses is refused.
+func TestPushConfigs(t *testing.T) {
+	e := newEnv(t)
+	c := e.client("chat-a", false)
+	ctx := context.Background()
+	first := &a2a.PushConfig{ID: "p1", URL: "https://hooks.example.com/a", Token: "tok-1", Auth: &a2a.PushAuthInfo{Scheme: "Bearer", Credentials: "sekret"}}
+	res, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: userText("hello", ""), Config: &a2a.SendMessageConfig{PushConfig: first}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := res.(*a2a.Task)
+	root, thread, _ := splitTaskID(task.ID)
+	run, err := e.db.GetRun(ctx, DefaultTenant, thread, root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pushes, err := e.h.Pushes(ctx, DefaultTenant, run)
+	if err != nil || len(pushes) != 1 {
+		t.Fatalf("pushes %+v %v", pushes, err)
+	}
+	p := pushes[0]
+	var body struct {
+		Task a2a.Task `json:"task"`
+	}
+	if err := json.Unmarshal(p.Body, &body); err != nil || body.Task.ID != task.ID || body.Task.Status.State != a2a.TaskStateCompleted {
+		t.Errorf("push body %s (%v)", p.Body, err)
+	}
+	if p.URL != first.URL || p.Headers["X-A2A-Notification-Token"] != "tok-1" || p.Headers["Authorization"] != "Bearer sekret" {
+		t.Errorf("push %+v", p)
+	}
+	if _, err := c.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: task.ID, ID: "p2", URL: "https://hooks.example.com/b"}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.ListTaskPushConfigs(ctx, &a2a.ListTaskPushConfigRequest{TaskID: task.ID})
+	if err != nil || len(list) != 2 {
+		t.Fatalf("list %+v %v", list, err)
+	}
+	if got, err := c.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigRequest{TaskID: task.ID, ID: "p2"}); err != nil || got.URL != "https://hooks.example.com/b" {
+		t.Errorf("get p2 %+v %v", got, err)
+	}
+	if err := c.DeleteTaskPushConfig(ctx, &a2a.DeleteTaskPushConfigRequest{TaskID: task.ID, ID: "p1"}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+		t.Errorf("delete the first message's config: %v", err)
+	}
+	if err := c.DeleteTaskPushConfig(ctx, &a2a.DeleteTaskPushConfigRequest{TaskID: task.ID, ID: "p2"}); err != nil {
+		t.Errorf("delete p2: %v", err)
+	}
+	if pushes, _ := e.h.Pushes(ctx, DefaultTenant, run); len(pushes) != 1 {
+		t.Errorf("after delete: %d pushes", len(pushes))
+	}
+	e.h.CheckPushURL = func(context.Context, string) error { return errors.New("a private address") }
+	_, err = c.CreateTaskPushConfig(ctx, &a2a.PushConfig{TaskID: task.ID, URL: "http://10.0.0.1/x"})
+	if !errors.Is(err, a2a.ErrInvalidParams) || !strings.Contains(err.Error(), "private address") {
+		t.Errorf("a refused URL: %v", err)
 	}
 }

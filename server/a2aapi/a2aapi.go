@@ -61,6 +61,9 @@ type Handler struct {
 	// AuthOn reports whether requests need an API key; the cards then
 	// name the key schemes (nil: never).
 	AuthOn func(ctx context.Context) bool
+	// CheckPushURL refuses push notification URLs the outbound guard
+	// would not dial (the webhooks' check; nil: any URL).
+	CheckPushURL func(ctx context.Context, url string) error
 	// Version is the server's version, shown as the agents' version.
 	Version string
 	// BodyLimit bounds request bodies (0: wire.DefaultBodyLimit).

@@ -258,28 +258,6 @@ func (ag *agent) follow(ctx context.Context, id a2a.TaskID, run db.Run, yield fu
 	yield(st, nil)
 }
 
-// Push notifications are not served (the card says so).
-func (ag *agent) GetTaskPushConfig(context.Context, *a2a.GetTaskPushConfigRequest) (*a2a.PushConfig, error) {
-	return nil, errNoPush
-}
-
-// ListTaskPushConfigs: push notifications are not served.
-func (ag *agent) ListTaskPushConfigs(context.Context, *a2a.ListTaskPushConfigRequest) (*a2a.ListTaskPushConfigResponse, error) {
-	return nil, errNoPush
-}
-
-// CreateTaskPushConfig: push notifications are not served.
-func (ag *agent) CreateTaskPushConfig(context.Context, *a2a.PushConfig) (*a2a.PushConfig, error) {
-	return nil, errNoPush
-}
-
-// DeleteTaskPushConfig: push notifications are not served.
-func (ag *agent) DeleteTaskPushConfig(context.Context, *a2a.DeleteTaskPushConfigRequest) error {
-	return errNoPush
-}
-
-var errNoPush = a2a.NewError(a2a.ErrPushNotificationNotSupported, "push notifications are not served by this agent (capabilities.pushNotifications is false): stream the task, or poll it with GetTask")
-
 // GetExtendedAgentCard: the public card is the whole card.
 func (ag *agent) GetExtendedAgentCard(context.Context, *a2a.GetExtendedAgentCardRequest) (*a2a.AgentCard, error) {
 	return nil, a2a.NewError(a2a.ErrExtendedCardNotConfigured, "this agent has no extended card: its card at /.well-known/agent-card.json is the whole card")
@@ -305,7 +283,7 @@ func (ag *agent) start(ctx context.Context, req *a2a.SendMessageRequest) (*turn,
 		return nil, err
 	}
 	if req.Message.TaskID != "" {
-		return ag.answer(ctx, req.Message, in)
+		return ag.answer(ctx, req, in)
 	}
 	thread := req.Message.ContextID
 	if thread == "" {
@@ -328,8 +306,16 @@ func (ag *agent) start(ctx context.Context, req *a2a.SendMessageRequest) (*turn,
 	if content == "" {
 		return nil, a2a.NewError(a2a.ErrInvalidParams, "message.parts carry no text and no data: send a text part (or a data part)")
 	}
+	md := db.Metadata{mdSource: source, mdFrom: from}
+	if req.Config != nil && req.Config.PushConfig != nil {
+		p, err := ag.checkPush(ctx, req.Config.PushConfig)
+		if err != nil {
+			return nil, err
+		}
+		md[mdPush] = []pushConfig{p} // with the run: notified even if it ends at once
+	}
 	kw := runs.Kwargs{StreamMode: streamModes, Input: mustJSON(map[string]any{"messages": []map[string]string{{"role": "user", "content": content}}})}
-	run, refused, err := ag.create(ctx, thread, kw, db.Metadata{mdSource: source, mdFrom: from})
+	run, refused, err := ag.create(ctx, thread, kw, md)
 	if refused != nil {
 		return nil, a2a.NewError(a2a.ErrInvalidParams, refused.Detail)
 	}
@@ -341,7 +327,8 @@ func (ag *agent) start(ctx context.Context, req *a2a.SendMessageRequest) (*turn,
 
 // answer continues the task a message names: the message answers what
 // the task asks.
-func (ag *agent) answer(ctx context.Context, m *a2a.Message, in message) (*turn, error) {
+func (ag *agent) answer(ctx context.Context, req *a2a.SendMessageRequest, in message) (*turn, error) {
+	m := req.Message
 	t, err := ag.loadTask(ctx, m.TaskID)
 	if err != nil {
 		return nil, ag.failure("read the task", err)
@@ -360,6 +347,15 @@ func (ag *agent) answer(ctx context.Context, m *a2a.Message, in message) (*turn,
 		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s and asks nothing yet: wait until it is input-required (GetTask, or SubscribeToTask) before answering", t.id, stateWord(state)))
 	}
 	tn := &turn{task: t.id, msg: m}
+	if req.Config != nil && req.Config.PushConfig != nil {
+		p, err := ag.checkPush(ctx, req.Config.PushConfig)
+		if err != nil {
+			return nil, err
+		}
+		if err := ag.addPush(ctx, t, p); err != nil {
+			return nil, ag.failure("store the push config", err)
+		}
+	}
 	w := waiting[0]
 	var value json.RawMessage
 	switch {

@@ -117,7 +117,7 @@ func (h *Handler) Card(ctx context.Context, base string, a db.Assistant) *a2a.Ag
 			{URL: endpoint, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2a.Version},
 			{URL: endpoint, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2av0.Version},
 		},
-		Capabilities:       a2a.AgentCapabilities{Streaming: true},
+		Capabilities:       a2a.AgentCapabilities{Streaming: true, PushNotifications: true},
 		DefaultInputModes:  modes,
 		DefaultOutputModes: modes,
 		Skills: []a2a.AgentSkill{{

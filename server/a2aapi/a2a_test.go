@@ -407,3 +407,37 @@ func TestPushConfigs(t *testing.T) {
 		t.Errorf("a refused URL: %v", err)
 	}
 }
+
+// A task waiting for an answer can be cancelled: it is canceled, takes
+// no more messages, and its context takes a new task (which starts over).
+func TestCancelWaitingTask(t *testing.T) {
+	e := newEnv(t)
+	c := e.client("planner-a", false)
+	ctx := context.Background()
+	task := send(t, c, userText("Organise our team offsite", ""))
+	if task.Status.State != a2a.TaskStateInputRequired {
+		t.Fatalf("state %v", task.Status.State)
+	}
+	m := userText("something else", "")
+	m.ContextID = task.ContextID
+	if _, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: m}); !errors.Is(err, a2a.ErrInvalidParams) || !strings.Contains(err.Error(), string(task.ID)) {
+		t.Errorf("a new task while one waits: %v; want invalid params naming the waiting task", err)
+	}
+	got, err := c.CancelTask(ctx, &a2a.CancelTaskRequest{ID: task.ID})
+	if err != nil || got.Status.State != a2a.TaskStateCanceled {
+		t.Fatalf("cancel: %+v %v", got, err)
+	}
+	if got, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID}); err != nil || got.Status.State != a2a.TaskStateCanceled {
+		t.Errorf("GetTask after cancel: %+v %v", got, err)
+	}
+	if _, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: userText("lisbon", task.ID)}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
+		t.Errorf("answering the cancelled task: %v", err)
+	}
+	next := send(t, c, m)
+	if next.ID == task.ID || next.ContextID != task.ContextID || len(next.History) == 0 || text(next.History[0]) != "something else" {
+		t.Errorf("a new task on the context: %+v", next)
+	}
+	if old, err := c.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID}); err != nil || old.Status.State != a2a.TaskStateCanceled {
+		t.Errorf("the cancelled task after the next: %+v %v", old, err)
+	}
+}

@@ -72,7 +72,9 @@ func (ag *agent) ListTasks(context.Context, *a2a.ListTasksRequest) (*a2a.ListTas
 
 // CancelTask answers tasks/cancel: the task's live run is stopped as an
 // interrupt double-text stops it (the steps it finished keep their
-// writes), and the task, once the run has ended, is answered canceled.
+// writes), and the task, once the run has ended, is answered canceled. A
+// task waiting for an answer runs nothing: it is marked cancelled on its
+// thread, and the context takes new tasks.
 func (ag *agent) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a2a.Task, error) {
 	t, err := ag.loadTask(ctx, req.ID)
 	if err != nil {
@@ -86,7 +88,15 @@ func (ag *agent) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a
 	case state.Terminal():
 		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, fmt.Sprintf("task %s is %s already; only a submitted or working task can be cancelled", t.id, stateWord(state)))
 	case state == a2a.TaskStateInputRequired:
-		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, fmt.Sprintf("task %s waits for an answer and runs nothing; answer it (a message with its taskId), or start a new context", t.id))
+		// Nothing runs: the task ends here, and the thread's question is
+		// left unanswered (the next task's input starts over).
+		if _, err := ag.h.DB.UpdateThreadMetadata(ctx, ag.tenant, t.thread.ID, db.Metadata{mdCanceled: t.first().ID}); err != nil {
+			return nil, ag.failure("cancel the task", err)
+		}
+		if t, err = ag.loadTask(ctx, req.ID); err != nil {
+			return nil, ag.failure("read the task", err)
+		}
+		return ag.view(ctx, t, nil)
 	}
 	run := t.last()
 	if err := ag.h.Runs.Stop(ctx, ag.tenant, run, runs.Interrupt); err != nil && !errors.Is(err, db.ErrConflict) {
@@ -295,7 +305,7 @@ func (ag *agent) start(ctx context.Context, req *a2a.SendMessageRequest) (*turn,
 	th, err := ag.h.DB.GetThread(ctx, ag.tenant, thread)
 	switch {
 	case err == nil:
-		if th.Status == db.ThreadInterrupted && len(openaiapi.WaitingFrom(th.Interrupts)) > 0 {
+		if th.Status == db.ThreadInterrupted && len(openaiapi.WaitingFrom(th.Interrupts)) > 0 && !ag.waitingCanceled(ctx, th) {
 			return nil, ag.waitingRefusal(ctx, th)
 		}
 		from = messageCount(th.Values)
@@ -403,15 +413,31 @@ func (ag *agent) create(ctx context.Context, thread string, kw runs.Kwargs, md d
 	return db.Run{}, nil, ag.failure("start the task's run", err)
 }
 
+// waitingRoot is the first run of the task a waiting thread's newest run
+// belongs to ("" when it cannot be read).
+func (ag *agent) waitingRoot(ctx context.Context, th db.Thread) string {
+	rs, err := ag.h.DB.ListRuns(ctx, ag.tenant, th.ID, db.RunQuery{Limit: 1})
+	if err != nil || len(rs) != 1 {
+		return ""
+	}
+	if root, _ := rs[0].Metadata[mdTask].(string); root != "" {
+		return root
+	}
+	return rs[0].ID
+}
+
+// waitingCanceled reports whether the task a thread waits for was
+// cancelled, so a new task may start on it.
+func (ag *agent) waitingCanceled(ctx context.Context, th db.Thread) bool {
+	c, _ := th.Metadata[mdCanceled].(string)
+	return c != "" && c == ag.waitingRoot(ctx, th)
+}
+
 // waitingRefusal is the error for a new task on a context whose task
 // waits for an answer, naming that task.
 func (ag *agent) waitingRefusal(ctx context.Context, th db.Thread) error {
 	task := ""
-	if rs, err := ag.h.DB.ListRuns(ctx, ag.tenant, th.ID, db.RunQuery{Limit: 1}); err == nil && len(rs) == 1 {
-		root, _ := rs[0].Metadata[mdTask].(string)
-		if root == "" {
-			root = rs[0].ID
-		}
+	if root := ag.waitingRoot(ctx, th); root != "" {
 		task = string(taskID(root, th.ID))
 	}
 	return a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("context %s has task %s waiting for an answer: answer it (the message's taskId %q), or start a new context", th.ID, task, task))

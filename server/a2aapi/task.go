@@ -25,6 +25,10 @@ const (
 	mdSource = "source"
 	mdTask   = "a2a_task"
 	mdFrom   = "a2a_from"
+	// mdCanceled, on the thread, names the task cancelled while it waited
+	// for an answer: the thread still holds the question, but the task is
+	// over and the next message starts a new one.
+	mdCanceled = "a2a_canceled"
 	source   = "a2a"
 )
 
@@ -140,6 +144,9 @@ func (ag *agent) state(ctx context.Context, t *task) (a2a.TaskState, []openaiapi
 			return "", nil, err
 		}
 		if waiting := openaiapi.WaitingFrom(t.thread.Interrupts); newest && len(waiting) > 0 {
+			if t.thread.Metadata[mdCanceled] == t.first().ID {
+				return a2a.TaskStateCanceled, nil, nil // cancelled while it waited
+			}
 			return a2a.TaskStateInputRequired, waiting, nil
 		}
 	}

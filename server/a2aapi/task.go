@@ -29,7 +29,7 @@ const (
 	// for an answer: the thread still holds the question, but the task is
 	// over and the next message starts a new one.
 	mdCanceled = "a2a_canceled"
-	source   = "a2a"
+	source     = "a2a"
 )
 
 // maxTaskRuns bounds the runs read to find a task's.

@@ -357,7 +357,7 @@ var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in typ
 func known(typ string) string {
 	switch typ {
 	case "File":
-		return "address, database, redis, models, request_models, assistants, mcp_servers, threads, webhooks, crons, leases, shutdown_grace, telemetry, apps, store, mcp, auth, cors, limits"
+		return "address, database, redis, models, request_models, assistants, mcp_servers, threads, webhooks, crons, leases, shutdown_grace, telemetry, apps, store, mcp, a2a, auth, cors, limits"
 	case "Auth":
 		return "required"
 	case "ModelEntry", "plain":
@@ -380,6 +380,8 @@ func known(typ string) string {
 		return "interval"
 	case "MCPEndpoint":
 		return "stateless"
+	case "A2AEndpoint":
+		return "public_card"
 	case "Leases":
 		return "ttl, sweep_interval"
 	case "Telemetry":

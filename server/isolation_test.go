@@ -87,6 +87,11 @@ func isolationCalls(a tenantA) map[string][]call {
 		// The AG-UI wire: A's assistant does not exist for B (A's thread
 		// ID in the body would be B's own thread).
 		"runAgUI": {{body: fmt.Sprintf(`{"threadId":%q,"runId":"r","messages":[{"id":"m","role":"user","content":"hi"}]}`, a.thread), want: 404}},
+		// The A2A wire: A's assistant is no agent of B's (its card and
+		// endpoint are 404); B's own card names none of A's (server/a2a_test.go
+		// asks for A's task through B's agent).
+		"a2aJSONRPC":      {{body: `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`, want: 404}},
+		"getA2AAgentCard": {{}, {query: "assistant_id=" + url.QueryEscape(a.assistant), want: 404}},
 		// Crons: A's assistant and thread do not exist for B; searches and
 		// counts see none of A's crons.
 		"createCron":       {{body: fmt.Sprintf(`{"assistant_id":%q,"schedule":"0 0 1 1 *"}`, a.assistant), want: 404}},

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/trellis-agents/trellis/server/a2aapi"
 	"github.com/trellis-agents/trellis/server/aguiapi"
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/api/spec"
@@ -15,7 +16,7 @@ import (
 	"github.com/trellis-agents/trellis/server/web"
 )
 
-// newMux mounts the API's, the OpenAI wire's and the MCP endpoint's handlers, each wrapped by
+// newMux mounts the API's, the OpenAI, AG-UI and A2A wires' and the MCP endpoint's handlers, each wrapped by
 // wrap, on the route table, the web page (GET / and /ui/...) and the
 // problem fallback on every other path. Every route of the table has its
 // handler; a build where one is missing (or a handler names no route)
@@ -23,7 +24,7 @@ import (
 // event stream against streams (per tenant): the event-stream routes
 // before their handler runs, the others (a streamed chat completion, an
 // MCP answer sent as SSE) when the stream starts (limit.Streams).
-func newMux(a *api.API, oa *openaiapi.Handler, ag *aguiapi.Handler, mh *mcpapi.Handler, wrap func(http.Handler) http.Handler, streams *limit.Counter) (*routeMux, error) {
+func newMux(a *api.API, oa *openaiapi.Handler, ag *aguiapi.Handler, mh *mcpapi.Handler, aa *a2aapi.Handler, wrap func(http.Handler) http.Handler, streams *limit.Counter) (*routeMux, error) {
 	routes := spec.Routes()
 	mux := &routeMux{ServeMux: http.NewServeMux()}
 	handlers := a.Handlers()
@@ -35,6 +36,9 @@ func newMux(a *api.API, oa *openaiapi.Handler, ag *aguiapi.Handler, mh *mcpapi.H
 		handlers[id] = mcpHandler
 	}
 	for id, h := range ag.Handlers() {
+		handlers[id] = h
+	}
+	for id, h := range aa.Handlers() {
 		handlers[id] = h
 	}
 	for _, r := range routes {

@@ -43,6 +43,39 @@ func isPublic(r *http.Request) bool {
 	return publicPaths[method+" "+r.URL.Path]
 }
 
+// a2aCardPath matches the paths of the A2A agent cards.
+func a2aCardPath(path string) bool {
+	if path == "/.well-known/agent-card.json" {
+		return true
+	}
+	rest, ok := strings.CutPrefix(path, "/a2a/")
+	name, ok2 := strings.CutSuffix(rest, "/.well-known/agent-card.json")
+	return ok && ok2 && name != "" && !strings.Contains(name, "/")
+}
+
+// publicRequest is isPublic, plus the A2A cards when the operator serves
+// them without a key (a2a.public_card) and the request carries none: a
+// request with a key reads its own tenant's cards.
+func (s *Server) publicRequest(r *http.Request) bool {
+	if isPublic(r) {
+		return true
+	}
+	return s.cfg.A2APublicCard && (r.Method == http.MethodGet || r.Method == http.MethodHead) &&
+		a2aCardPath(r.URL.Path) && auth.Presented(r) == ""
+}
+
+// authOn reports whether requests need a key, for the A2A cards' security
+// schemes: forced on, required, or some key is active.
+func (s *Server) authOn(force bool) func(ctx context.Context) bool {
+	return func(ctx context.Context) bool {
+		if force || s.cfg.Auth.Required {
+			return true
+		}
+		n, err := s.st.db.CountActiveKeys(ctx)
+		return err != nil || n > 0 // unknown: say keys are needed
+	}
+}
+
 // requestTenant is the tenant of a request: its key's, or the default
 // tenant when auth is off and it carried none.
 func requestTenant(r *http.Request) string {
@@ -119,7 +152,7 @@ func (s *Server) security(next http.Handler, forceAuth bool) http.Handler {
 		rl.WithShared(limit.NewRedisRate(s.rdb, "trellis:rate:"))
 	}
 	h = rl.Middleware(h)
-	h = auth.New(auth.Config{Keys: s.st.db, Required: s.cfg.Auth.Required || forceAuth, Public: isPublic, Log: s.log,
+	h = auth.New(auth.Config{Keys: s.st.db, Required: s.cfg.Auth.Required || forceAuth, Public: s.publicRequest, Log: s.log,
 		OnTenant: s.ensureAssistantsOf}).Middleware(h)
 	return corsHandler(s.cfg.CORS, h)
 }

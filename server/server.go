@@ -38,6 +38,7 @@ import (
 
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/server/a2aapi"
 	"github.com/trellis-agents/trellis/server/aguiapi"
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/config"
@@ -84,6 +85,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MCPStateless serves /mcp without sessions (mcpapi.Handler.Stateless).
 	MCPStateless bool
+	// A2APublicCard serves the A2A agent cards without an API key
+	// (config a2a.public_card; docs/a2a.md).
+	A2APublicCard bool
 	// ShutdownGrace is how long a shutdown waits for requests and running
 	// steps before cancelling them (10 s when 0).
 	ShutdownGrace time.Duration
@@ -196,7 +200,10 @@ type Server struct {
 	crons *cronLoop
 	// webhooks enqueues a webhook job while Run serves (nil before).
 	webhooks func(ctx context.Context, job queue.WebhookJob) error
-	served   bool // Run got as far as listening
+	// a2a builds the A2A push notifications of finished runs (nil before
+	// Run serves).
+	a2a    *a2aapi.Handler
+	served bool // Run got as far as listening
 	// closers release what graph constructors acquired (OnClose).
 	closers []func() error
 	// scopeDeleters are the built apps' DeleteScope, by tenant and
@@ -562,7 +569,12 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, *
 		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Enqueue: enqueue,
 		BodyLimit: s.cfg.BodyLimit, Log: s.log, Tenant: requestTenant,
 	}
-	mux, err := newMux(a, oa, ag, mh, func(h http.Handler) http.Handler { return s.tel.Route(requestTenant, h) }, limit.NewCounter(s.cfg.Limits.MaxStreams).OnRefused(s.refused))
+	aa := &a2aapi.Handler{
+		DB: s.st.db, Runs: s.svc, Saver: s.st.saver, Graphs: s.graphs, Enqueue: enqueue,
+		BodyLimit: s.cfg.BodyLimit, Version: s.cfg.Version, Log: s.log, Tenant: requestTenant,
+		AuthOn: s.authOn(forceAuth), CheckPushURL: s.sender().Check,
+	}
+	mux, err := newMux(a, oa, ag, mh, aa, func(h http.Handler) http.Handler { return s.tel.Route(requestTenant, h) }, limit.NewCounter(s.cfg.Limits.MaxStreams).OnRefused(s.refused))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -571,6 +583,7 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, *
 	}
 	s.mu.Lock()
 	s.mux = mux
+	s.a2a = aa
 	s.mu.Unlock()
 	return s.tel.Middleware(logRequests(s.log, openAIErrors(s.security(mux, forceAuth)))), a, nil
 }

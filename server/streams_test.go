@@ -43,6 +43,8 @@ func streamCalls(f streamFixture) map[string]streamCall {
 		"mcpGet":                 {method: "GET", path: "/mcp", header: map[string]string{"Accept": "text/event-stream", "Mcp-Session-Id": f.mcpSession, "Mcp-Protocol-Version": "2025-06-18"}},
 		"mcpPost":                {method: "POST", path: "/mcp", body: `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`, header: mcp},
 		"runAgUI":                {method: "POST", path: "/ag-ui/chat", body: `{"threadId":"ag1","runId":"r1","messages":[{"id":"m1","role":"user","content":"hi"}]}`},
+		"a2aJSONRPC": {method: "POST", path: "/a2a/chat", header: map[string]string{"A2A-Version": "1.0"},
+			body: `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`},
 	}
 }
 

@@ -112,7 +112,7 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 		ThreadSweepInterval: file.Threads.SweepInterval, ThreadSweepBatch: file.Threads.SweepBatch,
 		OTLPEndpoint: file.Telemetry.OTLPEndpoint,
 		Auth:         file.Auth, CORS: file.CORS, Limits: file.Limits, InsecureNoAuth: f.insecureNoAuth, WarnAuthOff: true,
-		CronInterval: file.Crons.Interval, MCPStateless: file.MCP.Stateless,
+		CronInterval: file.Crons.Interval, MCPStateless: file.MCP.Stateless, A2APublicCard: file.A2A.PublicCard,
 		LeaseTTL: file.Leases.TTL, SweepInterval: file.Leases.SweepInterval, ShutdownGrace: file.ShutdownGrace,
 		Webhooks: server.Webhooks{Secret: file.Webhooks.Secret, AllowPrivate: file.Webhooks.AllowPrivate,
 			Attempts: file.Webhooks.Attempts, RetryBase: file.Webhooks.RetryBase}}

@@ -104,6 +104,7 @@ leases: {ttl: 9s, sweep_interval: 2s}
 shutdown_grace: 3s
 webhooks: {attempts: 3, retry_base: 2s}
 mcp: {stateless: true}
+a2a: {public_card: true}
 assistants:
   - {graph: planner, name: P, model: strong, config: {configurable: {lang: fr}, recursion_limit: 5}}
   - {graph: agent, name: A, system: Be brief., tools: [stop, {use: stop, approve: ask}]}
@@ -130,6 +131,9 @@ assistants:
 	}
 	if !cfg.MCPStateless {
 		t.Error("mcp: {stateless: true} did not reach the server's config")
+	}
+	if !cfg.A2APublicCard {
+		t.Error("a2a: {public_card: true} did not reach the server's config")
 	}
 	var conf map[string]any
 	if err := json.Unmarshal(cfg.Assistants[0].Config, &conf); err != nil {

@@ -149,6 +149,8 @@ type File struct {
 	Store Store `yaml:"store"`
 	// MCP configures the /mcp endpoint (Trellis's own MCP server).
 	MCP MCPEndpoint `yaml:"mcp"`
+	// A2A configures the A2A endpoints (docs/a2a.md).
+	A2A A2AEndpoint `yaml:"a2a"`
 	// Auth, CORS and Limits are the security sections (security.go).
 	Auth   Auth   `yaml:"auth"`
 	CORS   CORS   `yaml:"cors"`
@@ -163,6 +165,17 @@ type MCPEndpoint struct {
 	// unavailable then, and a waiting run is answered by calling the tool
 	// again with {thread_id, answer}.
 	Stateless bool `yaml:"stateless"`
+}
+
+// A2AEndpoint is the a2a section: how the assistants are served as A2A
+// agents (docs/a2a.md).
+type A2AEndpoint struct {
+	// PublicCard serves the agent cards to requests without an API key
+	// when keys are on (the default tenant's assistants, as cards
+	// describe them: names, descriptions, the endpoints' URLs); a request
+	// with a key always reads its own tenant's. Off by default: a card
+	// names assistants, which an operator may keep private.
+	PublicCard bool `yaml:"public_card"`
 }
 
 // Webhooks is the webhooks section.
@@ -344,7 +357,7 @@ var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in typ
 func known(typ string) string {
 	switch typ {
 	case "File":
-		return "address, database, redis, models, request_models, assistants, mcp_servers, threads, webhooks, crons, leases, shutdown_grace, telemetry, apps, store, mcp, auth, cors, limits"
+		return "address, database, redis, models, request_models, assistants, mcp_servers, threads, webhooks, crons, leases, shutdown_grace, telemetry, apps, store, mcp, a2a, auth, cors, limits"
 	case "Auth":
 		return "required"
 	case "ModelEntry", "plain":
@@ -367,6 +380,8 @@ func known(typ string) string {
 		return "interval"
 	case "MCPEndpoint":
 		return "stateless"
+	case "A2AEndpoint":
+		return "public_card"
 	case "Leases":
 		return "ttl, sweep_interval"
 	case "Telemetry":

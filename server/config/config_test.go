@@ -72,7 +72,7 @@ func TestNameUUIDIsVersion5URLNamespace(t *testing.T) {
 // is wrong.
 func TestBadFilesNameTheField(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
-		{"adress: x:1\n", `unknown field "adress" (known: address, database, redis, models, request_models, assistants, mcp_servers, threads, webhooks, crons, leases, shutdown_grace, telemetry, apps, store, mcp, auth, cors, limits)`},
+		{"adress: x:1\n", `unknown field "adress" (known: address, database, redis, models, request_models, assistants, mcp_servers, threads, webhooks, crons, leases, shutdown_grace, telemetry, apps, store, mcp, a2a, auth, cors, limits)`},
 		{"assistants:\n  - graph: g\n    name: n\n    modle: x\n", `unknown field "modle"`},
 		{"assistants:\n  - name: n\n", "assistants[0].graph: required"},
 		{"assistants:\n  - graph: g\n", "assistants[0].name: required"},
@@ -271,7 +271,7 @@ func TestWebhooksSection(t *testing.T) {
 // The known-field lists in error messages name exactly the yaml keys of
 // each section's struct, so adding a field cannot leave them stale.
 func TestKnownFieldsMatchStructs(t *testing.T) {
-	for _, v := range []any{File{}, Auth{}, CORS{}, Limits{}, Assistant{}, MCPServer{}, Threads{}, Webhooks{}, Crons{}, Leases{}, Telemetry{}} {
+	for _, v := range []any{File{}, Auth{}, CORS{}, Limits{}, Assistant{}, MCPServer{}, Threads{}, Webhooks{}, Crons{}, Leases{}, Telemetry{}, A2AEndpoint{}} {
 		typ := reflect.TypeOf(v)
 		var tags []string
 		for i := range typ.NumField() {

@@ -213,6 +213,14 @@ var editPrefix = regexp.MustCompile(`(?is)^\s*(?:edit|编辑|修改)\s*[:：]?\s
 // rejectPrefix matches "reject: reason" / "no: reason".
 var rejectPrefix = regexp.MustCompile(`(?is)^\s*(?:reject|no|deny|拒绝|否)\s*[:：,，]\s*(.+)$`)
 
+// ParseAnswer maps a person's plain text to the resume value w expects
+// (a number or label for a choice, yes/no for a review or an approval,
+// "field: value" lines for a form), or says what did not fit, as this
+// wire reads answers; other wires (A2A) reuse it.
+func ParseAnswer(w Waiting, text string) (json.RawMessage, []string) {
+	return parseAnswer(pending{ID: w.ID, Value: w.Value, Schema: w.Schema}, text)
+}
+
 // parseAnswer maps a person's text to the resume value p expects, or
 // says what was wrong. The run service checks the value against the
 // interrupt's schema; the agent may still ask again (a form value out of

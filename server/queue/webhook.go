@@ -26,6 +26,10 @@ type WebhookJob struct {
 	RunID  string `json:"run_id"`
 	URL    string `json:"url"`
 	Body   []byte `json:"body"`
+	// Headers are sent with the body (an A2A push notification's token
+	// and the authorization its client asked for); the content type and
+	// the signature are the sender's own and are not overridden.
+	Headers map[string]string `json:"headers,omitempty"`
 }
 
 // Kind is River's job kind of WebhookJob.

@@ -24,7 +24,7 @@ func TestRegister(t *testing.T) {
 		t.Errorf("POST /threads/t1/runs/stream reached %q", rec.Body)
 	}
 	rec = httptest.NewRecorder()
-	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/a2a/nothing", nil))
+	mux.ServeHTTP(rec, httptest.NewRequest("GET", "/nothing/here", nil))
 	if rec.Code != http.StatusNotFound && rec.Code != http.StatusMethodNotAllowed {
 		t.Errorf("an unserved path answered %d", rec.Code)
 	}
@@ -55,8 +55,8 @@ func TestFallback(t *testing.T) {
 		t.Errorf("PUT /threads/t1: %d, Allow %q, %s", rec.Code, rec.Header().Get("Allow"), rec.Body)
 	}
 	rec = httptest.NewRecorder()
-	mux.ServeHTTP(rec, httptest.NewRequest("POST", "/a2a/nothing", nil))
-	if rec.Code != 404 || !strings.Contains(rec.Body.String(), "no route for POST /a2a/nothing") {
-		t.Errorf("POST /a2a/nothing: %d %s", rec.Code, rec.Body)
+	mux.ServeHTTP(rec, httptest.NewRequest("POST", "/nothing/here", nil))
+	if rec.Code != 404 || !strings.Contains(rec.Body.String(), "no route for POST /nothing/here") {
+		t.Errorf("POST /nothing/here: %d %s", rec.Code, rec.Body)
 	}
 }

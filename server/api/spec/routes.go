@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/trellis-agents/trellis/server/a2aapi"
 	"github.com/trellis-agents/trellis/server/aguiapi"
 	"github.com/trellis-agents/trellis/server/api/wire"
 	"github.com/trellis-agents/trellis/server/openaiapi"
@@ -223,6 +224,16 @@ func Routes() []Route {
 			Description: `The body is AG-UI's RunAgentInput (protocol 1.0); the answer is a text/event-stream of AG-UI events, from RUN_STARTED to RUN_FINISHED (with the interrupt outcome when the run waits for a person) or RUN_ERROR. See docs/agui.md.`,
 			Body:        t[aguiapi.RunAgentInput](), Status: ok, Response: t[aguiapi.Event](), Stream: true,
 			Problems: []int{404, 409}},
+		// The A2A wire (server/a2aapi, docs/a2a.md).
+		{Method: "GET", Pattern: "/.well-known/agent-card.json", OperationID: a2aapi.OperationCard, Tag: "A2A", Summary: "The A2A agent card of an assistant (?assistant_id=: ID, graph ID or name; default the first)",
+			Description: `A2A 1.0's card: supportedInterfaces lists the JSON-RPC endpoint /a2a/{assistant} once per protocol version (1.0 and 0.3), with absolute URLs. Readable without an API key only when a2a.public_card is set. See docs/a2a.md.`,
+			Query:       t[a2aapi.CardQuery](), Status: ok, Response: t[json.RawMessage](), Problems: []int{404}},
+		{Method: "GET", Pattern: "/a2a/{assistant}/.well-known/agent-card.json", OperationID: a2aapi.OperationAssistantCard, Tag: "A2A", Summary: "The A2A agent card of the assistant (ID, graph ID or name), where a client given its endpoint looks",
+			Description: `The same card as /.well-known/agent-card.json?assistant_id=. See docs/a2a.md.`,
+			Status:      ok, Response: t[json.RawMessage]()},
+		{Method: "POST", Pattern: "/a2a/{assistant}", OperationID: a2aapi.OperationRPC, Tag: "A2A", Summary: "A2A JSON-RPC: send and stream messages, get and cancel tasks of the assistant (ID, graph ID or name)",
+			Description: `A2A 1.0 JSON-RPC with A2A-Version: 1.0 (SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask); without the header, 0.3's (message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe). Errors are JSON-RPC errors with status 200; the streaming methods answer a text/event-stream of JSON-RPC responses. A context is a thread, a task its run and the runs answering its questions. See docs/a2a.md.`,
+			Body:        t[json.RawMessage](), Status: ok, Response: t[json.RawMessage](), MayStream: true},
 	}
 	return rs
 }

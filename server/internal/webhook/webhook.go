@@ -76,9 +76,19 @@ func (s Sender) client() *http.Client {
 // Send POSTs body to url; an error for a transport failure or a status
 // other than 2xx.
 func (s Sender) Send(ctx context.Context, url string, body []byte) error {
+	return s.SendWith(ctx, url, body, nil)
+}
+
+// SendWith is Send with extra headers; the content type, user agent and
+// signature are set after them, so a header of the caller's cannot
+// replace them.
+func (s Sender) SendWith(ctx context.Context, url string, body []byte, headers map[string]string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("webhook: %w", err)
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "trellis-webhook")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/trellis-agents/trellis/server/aguiapi"
 	"github.com/trellis-agents/trellis/server/api/wire"
+	"github.com/trellis-agents/trellis/server/internal/transcript"
 	"github.com/trellis-agents/trellis/server/openaiapi"
 )
 
@@ -161,6 +162,8 @@ func Routes() []Route {
 		{Method: "GET", Pattern: "/threads/{thread_id}/state/{checkpoint_id}", OperationID: "getThreadStateAt", Tag: "Threads", Summary: "Get the state at a checkpoint", Query: t[wire.ThreadStateQuery](), Status: ok, Response: t[wire.ThreadState]()},
 		{Method: "POST", Pattern: "/threads/{thread_id}/state/checkpoint", OperationID: "getThreadStateAtCheckpoint", Tag: "Threads", Summary: "Get the state at a checkpoint given as an object", Body: t[wire.ThreadStateAt](), Status: ok, Response: t[wire.ThreadState]()},
 		{Method: "POST", Pattern: "/threads/{thread_id}/history", OperationID: "getThreadHistory", Tag: "Threads", Summary: "List past states, newest first", Body: t[wire.ThreadHistory](), Status: ok, Response: t[[]wire.ThreadState]()},
+		{Method: "GET", Pattern: "/threads/{thread_id}/transcript", OperationID: "getThreadTranscript", Tag: "Threads", Summary: "The thread's messages, the person's answers and what its runs did, in order (Trellis extension)",
+			Description: "Built from the thread's runs (their requests and event logs), its checkpoints (the current branch) and its state; see docs/api.md.", Status: ok, Response: t[[]transcript.Turn]()},
 		{Method: "GET", Pattern: "/threads/{thread_id}/stream", OperationID: "joinThreadStream", Tag: "Threads", Summary: "Stream the events of every run on the thread", Description: "Last-Event-ID resumes after that event.", Query: t[wire.ThreadJoinStreamQuery](), Status: ok, Stream: true},
 
 		// Runs on a thread.

@@ -280,7 +280,7 @@ func (b *builder) wait(runID string, at time.Time, list json.RawMessage) {
 func (b *builder) answers(r db.Run, resume json.RawMessage) {
 	var byID map[string]json.RawMessage
 	if json.Unmarshal(resume, &byID) == nil && len(byID) > 0 && b.allPending(byID) {
-		for _, id := range b.order {
+		for _, id := range slices.Clone(b.order) { // answer removes from b.order
 			if v, ok := byID[id]; ok {
 				b.answer(r, id, v)
 			}

@@ -278,8 +278,9 @@ func TestBrowserApproveAllTogether(t *testing.T) {
 		t.Errorf("the tools ran %q, want %q", got, want)
 	}
 
-	// The log: steps and their calls in order, each call with its result.
-	lines := eval[[]string](b, `[...document.querySelectorAll('#messages .run-log-lines > li')].map((li) => li.className + ':' + (li.querySelector('summary')?.innerText || li.innerText))`)
+	// The log, folded now the run is done: steps and their calls in
+	// order, each call with its result.
+	lines := eval[[]string](b, `[...document.querySelectorAll('#messages .run-log-lines > li')].map((li) => li.className + ':' + (li.querySelector('summary')?.textContent || li.textContent))`)
 	order := []string{"status:Started: Find hotels", "call:Called find_hotels done", "status done:Done: Find hotels", "status:Started: Book the hotel"}
 	pos := 0
 	for _, l := range lines {
@@ -294,7 +295,8 @@ func TestBrowserApproveAllTogether(t *testing.T) {
 		t.Errorf("the find_hotels call's result: %q", got)
 	}
 
-	// The reasoning opens with the keyboard.
+	// The reasoning opens with the keyboard, once its run's log is open.
+	b.do("opening the last run's log", chromedp.Click(`(//*[@id='messages']//details[contains(@class,'run-log')][.//details[contains(@class,'reasoning')]])[last()]/summary`))
 	b.do("focusing the reasoning", chromedp.Focus(chromedp.CSS(`#messages .run-log details.reasoning summary`)))
 	b.do("opening it with Enter", chromedp.KeyEvent("\r"))
 	if open := eval[bool](b, `document.querySelector('#messages .run-log details.reasoning').open`); !open {

@@ -74,6 +74,8 @@ type Turn struct {
 
 	Interrupts json.RawMessage `json:"interrupts,omitempty"`
 	Data       json.RawMessage `json:"data,omitempty"`
+
+	msgID string // a top-level reasoning block's message
 }
 
 // Limits of one transcript, so a long thread costs bounded memory: the
@@ -213,9 +215,6 @@ func (b *builder) run(r db.Run, evs []db.Event) {
 		case runs.ModeCustom:
 			b.add(Turn{Kind: KindEvent, RunID: r.ID, At: ev.CreatedAt, Namespace: ns, Data: ev.Data})
 		case "messages":
-			if ns == "" {
-				continue // top-level reasoning is kept in the state's messages
-			}
 			id, text := reasoningOf(ev.Data)
 			if text == "" {
 				continue
@@ -228,7 +227,7 @@ func (b *builder) run(r db.Run, evs []db.Event) {
 				continue
 			}
 			reasoning[key] = len(b.turns)
-			b.add(Turn{Kind: KindReasoning, RunID: r.ID, At: ev.CreatedAt, Namespace: ns, Text: text})
+			b.add(Turn{Kind: KindReasoning, RunID: r.ID, At: ev.CreatedAt, Namespace: ns, Text: text, msgID: id})
 		case "error":
 			var e struct {
 				Message string `json:"message"`
@@ -362,6 +361,11 @@ func (b *builder) merge(state []json.RawMessage) []Turn {
 		}
 	}
 	for _, t := range b.turns {
+		if t.Kind == KindReasoning && t.Namespace == "" {
+			if i, ok := index[t.msgID]; ok && hasReasoning(state[i]) {
+				continue // the message shows it
+			}
+		}
 		if t.Kind != KindMessage {
 			out = append(out, t)
 			continue
@@ -385,6 +389,17 @@ func stateMessages(values json.RawMessage) []json.RawMessage {
 	}
 	_ = json.Unmarshal(values, &v)
 	return v.Messages
+}
+
+// hasReasoning reports whether a state message carries its reasoning.
+func hasReasoning(m json.RawMessage) bool {
+	var v struct {
+		Kwargs struct {
+			Reasoning string `json:"reasoning_content"`
+		} `json:"additional_kwargs"`
+	}
+	_ = json.Unmarshal(m, &v)
+	return v.Kwargs.Reasoning != ""
 }
 
 func idOf(m json.RawMessage) string {

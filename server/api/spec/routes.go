@@ -206,6 +206,8 @@ func Routes() []Route {
 		{Method: "GET", Pattern: "/openapi.json", OperationID: "openapi", Tag: "System", Summary: "This document", Status: ok, Response: t[json.RawMessage]()},
 
 		// The OpenAI chat wire (server/openaiapi, docs/openai.md).
+		{Method: "GET", Pattern: "/v1/threads/{thread_id}/messages", OperationID: "listThreadMessages", Tag: "OpenAI", Summary: "The thread's conversation as chat messages, with the answers given to what its runs asked (Trellis's own)",
+			Description: "Built from the same transcript as GET /threads/{thread_id}/transcript; see docs/openai.md.", Status: ok, Response: t[openaiapi.HistoryList](), Errors: t[openaiapi.ErrorResponse](), Problems: []int{404}},
 		{Method: "GET", Pattern: "/v1/models", OperationID: "listModels", Tag: "OpenAI", Summary: "List the assistants as OpenAI models (graph IDs, then assistant IDs)", Status: ok, Response: t[openaiapi.ModelList](), Errors: t[openaiapi.ErrorResponse]()},
 		{Method: "POST", Pattern: "/v1/chat/completions", OperationID: "createChatCompletion", Tag: "OpenAI", Summary: "Run the assistant named by model on the conversation's thread",
 			Description: `With "stream": true the answer is a text/event-stream of chat.completion.chunk objects ending with "data: [DONE]", and X-Trellis-Status is a trailer. The "trellis" members are Trellis's extension; see docs/openai.md.`,

@@ -75,7 +75,8 @@ type Turn struct {
 	Interrupts json.RawMessage `json:"interrupts,omitempty"`
 	Data       json.RawMessage `json:"data,omitempty"`
 
-	msgID string // a top-level reasoning block's message
+	msgID  string // a top-level reasoning block's message
+	inputN int    // a run's input: how many messages it adds
 }
 
 // Limits of one transcript, so a long thread costs bounded memory: the
@@ -185,6 +186,11 @@ func (b *builder) run(r db.Run, evs []db.Event) {
 	} else if kw.Input != nil && !bytes.Equal(bytes.TrimSpace(kw.Input), []byte("null")) || kw.CheckpointID != "" {
 		// New input (or a fork) leaves what waited unanswered.
 		b.pending, b.order = map[string]json.RawMessage{}, nil
+	}
+	if n := inputMessages(kw.Input); n > 0 {
+		// The input's messages come first, whatever the log shows of them
+		// (a run logged without values has no event that carries them).
+		b.add(Turn{Kind: KindMessage, RunID: r.ID, At: r.CreatedAt, inputN: n})
 	}
 	reasoning := map[string]int{} // namespaced message ID -> index of its reasoning turn
 	for _, ev := range evs {
@@ -370,6 +376,11 @@ func (b *builder) merge(state []json.RawMessage) []Turn {
 			out = append(out, t)
 			continue
 		}
+		if t.inputN > 0 {
+			at, runID = t.At, t.RunID
+			emitTo(min(next+t.inputN, len(state)))
+			continue
+		}
 		var id string
 		_ = json.Unmarshal(t.Message, &id)
 		i, ok := index[id]
@@ -381,6 +392,25 @@ func (b *builder) merge(state []json.RawMessage) []Turn {
 	}
 	emitTo(len(state))
 	return out
+}
+
+// inputMessages counts the messages a run's input adds (removals aside).
+func inputMessages(input json.RawMessage) int {
+	var in struct {
+		Messages []struct {
+			Type string `json:"type"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(input, &in) != nil {
+		return 0
+	}
+	n := 0
+	for _, m := range in.Messages {
+		if m.Type != "remove" {
+			n++
+		}
+	}
+	return n
 }
 
 func stateMessages(values json.RawMessage) []json.RawMessage {

@@ -23,7 +23,7 @@ type HistoryMessage struct {
 	ToolCallID string         `json:"tool_call_id,omitempty"`
 	// ReasoningContent is an assistant message's reasoning, when it kept
 	// it.
-	ReasoningContent string          `json:"reasoning_content,omitempty"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
 	Trellis          *HistoryAnswer `json:"trellis,omitempty"`
 }
 

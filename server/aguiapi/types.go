@@ -85,27 +85,27 @@ type ResumeEntry struct {
 // that type (see the protocol's event schemas); members a type does not
 // have are left out.
 type Event struct {
-	Type            string          `json:"type"`
-	ThreadID        string          `json:"threadId,omitempty"`
-	RunID           string          `json:"runId,omitempty"`
-	ProtocolVersion string          `json:"protocolVersion,omitempty"`
-	MessageID       string          `json:"messageId,omitempty"`
-	Role            string          `json:"role,omitempty"`
-	Delta           any             `json:"delta,omitempty"` // text, or a JSON Patch for STATE_DELTA
-	ToolCallID      string          `json:"toolCallId,omitempty"`
-	ToolCallName    string          `json:"toolCallName,omitempty"`
-	ParentMessageID string          `json:"parentMessageId,omitempty"`
+	Type            string `json:"type"`
+	ThreadID        string `json:"threadId,omitempty"`
+	RunID           string `json:"runId,omitempty"`
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	MessageID       string `json:"messageId,omitempty"`
+	Role            string `json:"role,omitempty"`
+	Delta           any    `json:"delta,omitempty"` // text, or a JSON Patch for STATE_DELTA
+	ToolCallID      string `json:"toolCallId,omitempty"`
+	ToolCallName    string `json:"toolCallName,omitempty"`
+	ParentMessageID string `json:"parentMessageId,omitempty"`
 	// Content is a tool result's text (TOOL_CALL_RESULT), or an
 	// activity's object (ACTIVITY_SNAPSHOT).
-	Content      any    `json:"content,omitempty"`
-	ActivityType string `json:"activityType,omitempty"`
-	Snapshot        json.RawMessage `json:"snapshot,omitempty"`
-	StepName        string          `json:"stepName,omitempty"`
-	Name            string          `json:"name,omitempty"`
-	Value           json.RawMessage `json:"value,omitempty"`
-	Message         string          `json:"message,omitempty"`
-	Code            string          `json:"code,omitempty"`
-	Outcome         *Outcome        `json:"outcome,omitempty"`
+	Content      any             `json:"content,omitempty"`
+	ActivityType string          `json:"activityType,omitempty"`
+	Snapshot     json.RawMessage `json:"snapshot,omitempty"`
+	StepName     string          `json:"stepName,omitempty"`
+	Name         string          `json:"name,omitempty"`
+	Value        json.RawMessage `json:"value,omitempty"`
+	Message      string          `json:"message,omitempty"`
+	Code         string          `json:"code,omitempty"`
+	Outcome      *Outcome        `json:"outcome,omitempty"`
 	// SubagentRunID names a sub-agent invocation (SUBAGENT_*).
 	SubagentRunID    string         `json:"subagentRunId,omitempty"`
 	ParentToolCallID string         `json:"parentToolCallId,omitempty"`

@@ -226,7 +226,9 @@ export function runLog(open = true) {
     attach(child) { line('thought', child); },
     /** wait is a line for the run stopping to ask the person (text: what
      * it asked). */
-    wait(text) { line('status wait', 'Asked you: ', h('strong', {}, text || 'a question')); },
+    wait(text) {
+      for (const q of String(text || 'a question').split('\n')) line('status wait', 'Asked you: ', h('strong', {}, q));
+    },
     /** error is a line for the run's error. */
     error(text) { line('status failed', 'Error: ', text || 'the run failed'); },
     /** add takes one custom event's data; it returns false for events it

@@ -324,7 +324,7 @@ func TestBrowserReasoningAndToolCalls(t *testing.T) {
 			e.matches('.reasoning') ? 'reasoning:' + e.querySelector('.md').textContent.trim() + ':' + e.open
 			: e.matches('.tool-call') ? 'call:' + e.querySelector('summary code').textContent + ':' + e.querySelector('.call-state').textContent + ':' + e.open
 			: 'text:' + e.textContent.trim())`)
-		want := []string{"reasoning:" + thinkFirst + ":false", "call:weather:done:false", "call:forecast:failed:false", "reasoning:" + thinkSecond + ":false", "text:" + thinkAnswer}
+		want := []string{"reasoning:" + thinkFirst + ":false", "call:weather:done:false", "call:forecast:failed:false", "reasoning:" + thinkSecond + ":false", "text:" + thinkSaved}
 		if !slices.Equal(got, want) {
 			t.Errorf("pass %d: the conversation shows %q, want %q", pass, got, want)
 		}

@@ -156,7 +156,7 @@ func TestBrowserForkTimelineAfterReload(t *testing.T) {
 			e.matches('.reasoning') ? 'reasoning:' + e.querySelector('.md').textContent.trim()
 			: e.matches('.tool-call') ? 'call:' + e.querySelector('summary code').textContent + ':' + e.querySelector('.call-state').textContent
 			: 'text:' + e.textContent.trim()))`
-	want := []string{"you:weather in Oslo today?", "reasoning:" + thinkFirst, "call:weather:done", "call:forecast:failed", "reasoning:" + thinkSecond, "text:" + thinkAnswer}
+	want := []string{"you:weather in Oslo today?", "reasoning:" + thinkFirst, "call:weather:done", "call:forecast:failed", "reasoning:" + thinkSecond, "text:" + thinkSaved}
 	if got := eval[[]string](b, what); !slices.Equal(got, want) {
 		t.Errorf("after the fork the chat reads %q, want %q", got, want)
 	}

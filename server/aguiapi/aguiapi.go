@@ -534,25 +534,18 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, rq request, run
 }
 
 // answers are the activity snapshots of the answers run goes on with,
-// read from the thread's transcript (server/internal/transcript, as the
-// LangGraph API's transcript and the OpenAI wire's history read them), so
+// read as the thread's transcript reads them (server/internal/transcript,
+// as the LangGraph API's transcript and the OpenAI wire's history do), so
 // the client's history holds each answer where it was given. A failure to
 // read them is logged, and the run is streamed without them.
 func (h *Handler) answers(ctx context.Context, tenant string, run db.Run) []Event {
-	th, err := h.DB.GetThread(ctx, tenant, run.ThreadID)
-	if err != nil {
-		return nil
-	}
-	turns, err := transcript.Build(ctx, h.DB, h.Saver, tenant, th)
+	turns, err := transcript.Answers(ctx, h.DB, tenant, run.ThreadID, run.ID)
 	if err != nil {
 		h.log().Warn("ag-ui wire: the run's answers were not read", "thread", run.ThreadID, "err", err)
 		return nil
 	}
 	var out []Event
 	for i, t := range turns {
-		if t.Kind != transcript.KindAnswer || t.RunID != run.ID {
-			continue
-		}
 		id := "answer-" + t.InterruptID
 		if t.InterruptID == "" {
 			id = fmt.Sprintf("answer-%s-%d", run.ID, i)

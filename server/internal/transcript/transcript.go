@@ -485,3 +485,36 @@ func joinLines(s []string) string {
 	}
 	return out
 }
+
+// Answers returns the answer turns of one run: what it resumed with,
+// paired with what the run before it waited on. It reads two runs' worth
+// (the run's request and the previous run's log), not the whole thread, so
+// a wire can send a run's answers as the run starts.
+func Answers(ctx context.Context, st Store, tenant, threadID, runID string) ([]Turn, error) {
+	list, err := st.ListRuns(ctx, tenant, threadID, db.RunQuery{Limit: MaxRuns})
+	if err != nil {
+		return nil, err
+	}
+	i := slices.IndexFunc(list, func(r db.Run) bool { return r.ID == runID }) // newest first
+	if i < 0 {
+		return nil, nil
+	}
+	b := &builder{pending: map[string]json.RawMessage{}}
+	if i+1 < len(list) {
+		prev := list[i+1]
+		evs, err := st.ReadEvents(ctx, tenant, prev.ID, 0, MaxEvents)
+		if err != nil {
+			return nil, err
+		}
+		b.run(prev, evs)
+	}
+	b.turns = nil
+	b.run(list[i], nil)
+	var out []Turn
+	for _, t := range b.turns {
+		if t.Kind == KindAnswer {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}

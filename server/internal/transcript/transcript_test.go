@@ -171,3 +171,22 @@ func TestDescribe(t *testing.T) {
 		t.Errorf("a long answer is %d bytes", len(text))
 	}
 }
+
+// Answers reads one run's answers as Build does, from its request and the
+// run before it.
+func TestAnswersOfOneRun(t *testing.T) {
+	f := &fakeStore{}
+	f.add("r1", `{"input":{"messages":[{"type":"human","content":"hi"}]}}`, "values", `{"__interrupt__":[{"id":"i1","value":`+approval+`}]}`)
+	f.add("r2", `{"command":{"resume":{"action":"reject","message":"over budget"}}}`)
+	f.add("r3", `{"input":{"messages":[{"type":"human","content":"again"}]}}`)
+	got, err := Answers(context.Background(), f, "x", "t", "r2")
+	if err != nil || len(got) != 1 || got[0].InterruptID != "i1" || got[0].Text != "Rejected book_venue: over budget" || got[0].RunID != "r2" {
+		t.Errorf("Answers(r2) = %+v, %v", got, err)
+	}
+	if got, err := Answers(context.Background(), f, "x", "t", "r3"); err != nil || len(got) != 0 {
+		t.Errorf("Answers(r3) = %+v, %v; want none (new input)", got, err)
+	}
+	if got, err := Answers(context.Background(), f, "x", "t", "nope"); err != nil || got != nil {
+		t.Errorf("Answers(unknown) = %+v, %v", got, err)
+	}
+}

@@ -155,6 +155,7 @@ export function transcriptNodes(turns, messages, live, openRun) {
     if (!log || log.run !== t.run_id) {
       log = { run: t.run_id, l: runLog(liveStatus.has(status.get(t.run_id)) || t.run_id === openRun) };
       log.l.el.dataset.run = t.run_id || '';
+      log.l.el.summarizeLog = log.l.summarize;
       out.push(log.l.el);
     }
     if (t.kind === 'event') log.l.add(t.data);
@@ -162,6 +163,7 @@ export function transcriptNodes(turns, messages, live, openRun) {
     else if (t.kind === 'wait') log.l.wait(t.text);
     else if (t.kind === 'error') log.l.error(t.text);
   }
+  for (const n of out) if (n.summarizeLog) n.summarizeLog();
   // A block left empty (events it does not show) is not drawn.
   return { nodes: out.filter((n) => !n.classList.contains('run-log') || n.querySelector('li')), ids: shown };
 }
@@ -216,7 +218,8 @@ export function liveMessage(id, nodeName, log) {
  * it starts unfolded (the run under way). */
 export function runLog(open = true) {
   const list = h('ol', { class: 'run-log-lines' });
-  const el = h('details', { class: 'run-log', open }, h('summary', {}, 'What the agent did'), list);
+  const summary = h('summary', {}, 'What the agent did');
+  const el = h('details', { class: 'run-log', open }, summary, list);
   const calls = new Map();
   const titles = new Map(); // step ID -> title, for events that carry only the ID
   const line = (cls, ...content) => { const li = h('li', { class: cls }, ...content); list.append(li); return li; };
@@ -224,6 +227,16 @@ export function runLog(open = true) {
     el,
     /** attach puts an element (a reasoning block) in the log, now. */
     attach(child) { line('thought', child); },
+    /** summarize adds the block's last line to its summary, so a folded
+     * block says where the run got to. */
+    summarize() {
+      const last = list.lastElementChild;
+      if (!last) return;
+      const head = last.querySelector(':scope > details > summary');
+      let text = (head || last).textContent.trim().replace(/\s+/g, ' ');
+      if (text.length > 90) text = `${text.slice(0, 89)}…`;
+      summary.append(h('span', { class: 'run-log-last' }, ` · ${text}`));
+    },
     /** wait is a line for the run stopping to ask the person (text: what
      * it asked). */
     wait(text) {

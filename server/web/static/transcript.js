@@ -117,12 +117,13 @@ export function answerNode(t) {
  * folded once the run is done. messages are the state's latest messages:
  * a message is shown in its latest version, one the transcript does not
  * have yet goes at the end. The timeline of the run being streamed (live)
- * is left to the live log; the block of openRun (the run the thread waits
- * on) stays open. It returns the nodes and the IDs of the messages shown. */
+ * is left to the live log, the last run's error to the failure line
+ * (run.js); the block of openRun (the run the thread waits on) stays open. It returns the nodes and the IDs of the messages shown. */
 export function transcriptNodes(turns, messages, live, openRun) {
   const byId = new Map(messages.filter((m) => m && m.id).map((m) => [m.id, m]));
   const status = new Map();
-  for (const t of turns) if (t.kind === 'run') status.set(t.run_id, t.status);
+  let lastRun = null; // its error is the failure run.js shows, with Retry, at the end
+  for (const t of turns) if (t.kind === 'run') { status.set(t.run_id, t.status); lastRun = t.run_id; }
   const items = []; // {msgs: [...]} | {turn}
   const shown = new Set();
   const push = (m) => {
@@ -137,7 +138,7 @@ export function transcriptNodes(turns, messages, live, openRun) {
       if (!m || typeof m !== 'object') continue;
       shown.add(id);
       push(m);
-    } else if (t.kind !== 'run' && !(live && t.run_id === live && t.kind !== 'answer')) {
+    } else if (t.kind !== 'run' && !(live && t.run_id === live && t.kind !== 'answer') && !(t.kind === 'error' && t.run_id === lastRun)) {
       items.push({ turn: t });
     }
   }

@@ -335,6 +335,8 @@ func (a *agent) loopConfig(prompt, name string, step bool) react.Config {
 		Policy:  a.Policy,
 		Logger:  a.Logger,
 		History: a.History,
+		// The step's Undone calls are reported by the step itself.
+		LeaveUndoneUnsaid: true,
 	}
 	if step {
 		c.BudgetPrompt = stepRoundsPrompt // how the meter tells the rounds ran out

@@ -25,9 +25,11 @@ func TestWriteToolApproval(t *testing.T) {
 		result   string // the tool message the model sees
 		isError  bool
 		outcome  tool.Outcome
+		answer   string // the saved answer: the model's "Done." grounded in what happened
 	}{
-		{"approve", tool.Approve(), 1, "sent to ann@example.com", false, tool.OutcomeApproved},
-		{"reject", tool.Reject("not to her"), 0, "A person rejected this call, so it was not run. Their message: not to her", true, tool.OutcomeRejected},
+		{"approve", tool.Approve(), 1, "sent to ann@example.com", false, tool.OutcomeApproved, "Done."},
+		{"reject", tool.Reject("not to her"), 0, "A person rejected this call, so it was not run. Their message: not to her", true, tool.OutcomeRejected,
+			"Done.\n\nNot done: send_email was rejected by you: \"not to her\"."},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -73,7 +75,7 @@ func TestWriteToolApproval(t *testing.T) {
 			if r.get("weather:Oslo") != 1 {
 				t.Errorf("the read call ran again on resume (%d runs)", r.get("weather:Oslo"))
 			}
-			if got, _ := react.Answer(res.State); got != "Done." {
+			if got, _ := react.Answer(res.State); got != tc.answer {
 				t.Errorf("answer = %q", got)
 			}
 			// The model's second request carries both results in call order.

@@ -92,7 +92,8 @@ func ExampleOutputTo() {
 }
 
 // Tool approval: the run stops at a write tool's call and resumes with the
-// person's decision.
+// person's decision. The saved answer ends with what did not happen, in
+// the agent's records' words, whatever the model wrote.
 func ExampleConfig_approval() {
 	model := llmtest.New().Reply(
 		llmtest.ToolCalls(llmtest.Call("delete_file", `{"path":"notes.txt"}`)),
@@ -117,4 +118,6 @@ func ExampleConfig_approval() {
 	// Output:
 	// interrupted delete_file {"path":"notes.txt"}
 	// completed I did not delete it, as you asked.
+	//
+	// Not done: delete_file was rejected by you: "keep it".
 }

@@ -99,6 +99,9 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 		if final && len(msg.ToolCalls) > 0 {
 			msg = a.dropCalls(ctx, msg)
 		}
+		if a.noteUndone && len(msg.ToolCalls) == 0 {
+			msg = a.ground(s, msg)
+		}
 		return graph.Writes(append(sumW, graph.Append(a.msgs, msg))...), nil
 	}
 }

@@ -2,9 +2,12 @@ package react
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 	"strings"
 
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -44,4 +47,49 @@ func RejectionReason(r tool.Record) string {
 	}
 	reason := strings.TrimPrefix(r.Error, "rejected by a person")
 	return strings.TrimSpace(strings.TrimPrefix(reason, ":"))
+}
+
+// ground ends a final answer with a line naming the calls of the current
+// turn (since the person's last message) that did not happen, so the
+// answer cannot claim them: what the tool node recorded outranks what the
+// model wrote.
+func (a *agent) ground(s graph.State, msg llm.Message) llm.Message {
+	msgs := a.msgs.Get(s)
+	turn := map[string]bool{}
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role != llm.RoleUser; i-- {
+		for _, c := range msgs[i].ToolCalls {
+			turn[c.ID] = true
+		}
+	}
+	if len(turn) == 0 {
+		return msg
+	}
+	records := map[string]tool.Record{}
+	for id, r := range a.calls.Get(s) {
+		if turn[r.CallID] || turn[id] {
+			records[id] = r
+		}
+	}
+	undone := Undone(records)
+	if len(undone) == 0 {
+		return msg
+	}
+	lines := make([]string, len(undone))
+	for i, r := range undone {
+		switch reason := RejectionReason(r); {
+		case r.Approval == tool.OutcomeRejected && reason != "":
+			lines[i] = fmt.Sprintf("%s was rejected by you: %q", r.Tool, reason)
+		case r.Approval == tool.OutcomeRejected:
+			lines[i] = r.Tool + " was rejected by you"
+		default:
+			lines[i] = fmt.Sprintf("%s failed: %s", r.Tool, r.Error)
+		}
+	}
+	note := "Not done: " + strings.Join(lines, "; ") + "."
+	out := msg.Clone()
+	if text := strings.TrimSpace(out.Text()); text != "" {
+		note = "\n\n" + note
+	}
+	out.Parts = append(out.Parts, llm.Text(note))
+	return out
 }

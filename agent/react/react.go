@@ -159,6 +159,15 @@ type Config struct {
 	// Summary replaces HistorySummary, the key the History policy's
 	// running summary is kept in.
 	Summary *graph.Key[history.Summary]
+	// LeaveUndoneUnsaid turns off the grounding of final answers: by
+	// default, an answer (a reply without tool calls) given after calls
+	// of the same turn that did not happen — a person rejected them, or
+	// they failed, and no later call of the tool succeeded (Undone) —
+	// ends with a line naming each of them with the person's reason or
+	// the error, so the answer cannot report them done. The line is in
+	// the saved message, not in the streamed text. Set this when the
+	// caller reports those calls itself (planexec's steps do).
+	LeaveUndoneUnsaid bool
 }
 
 // StateKeys returns the keys the agent reads and writes: its messages,
@@ -274,6 +283,7 @@ type agent struct {
 	stop         string          // the stop tool's name, "" without one
 	graceful     bool
 	budgetPrompt string
+	noteUndone   bool
 	out          Output
 	outPrompt    llm.Message
 	log          *slog.Logger
@@ -335,6 +345,7 @@ func build(cfg Config, forNew bool) (*agent, error) {
 		known:        map[string]bool{},
 		graceful:     !cfg.FailOnStepLimit,
 		budgetPrompt: cmpOr(cfg.BudgetPrompt, DefaultBudgetPrompt),
+		noteUndone:   !cfg.LeaveUndoneUnsaid,
 		out:          cfg.Output,
 		log:          cfg.Logger,
 		history:      cfg.History,

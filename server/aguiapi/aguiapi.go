@@ -24,6 +24,7 @@ import (
 	"github.com/trellis-agents/trellis/server/api/wire"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/internal/convo"
+	"github.com/trellis-agents/trellis/server/internal/transcript"
 	"github.com/trellis-agents/trellis/server/openaiapi"
 	"github.com/trellis-agents/trellis/server/runs"
 	"github.com/trellis-agents/trellis/server/sse"
@@ -140,6 +141,9 @@ func validate(in RunAgentInput) (request, *wire.Problem) {
 	}
 	for i, m := range in.Messages {
 		ptr := fmt.Sprintf("/messages/%d", i)
+		if m.Role == "activity" {
+			continue // the client's view (its content is an object), the answers' included
+		}
 		text, err := contentText(m.Content)
 		if err != nil {
 			return rq, invalid(ptr+"/content", "%v", err)
@@ -480,6 +484,9 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, rq request, run
 	s := sender{sw}
 	s.send(Event{Type: RunStarted, ThreadID: rq.in.ThreadID, RunID: rq.in.RunID, ProtocolVersion: ProtocolVersion,
 		Metadata: map[string]any{"trellis": map[string]any{"run_id": run.ID}}})
+	for _, ev := range h.answers(ctx, tenant, run) {
+		s.send(ev)
+	}
 	tr := newTranslator(s.send)
 	if err := h.follow(ctx, tenant, run, tr); err != nil {
 		if ctx.Err() == nil {
@@ -524,6 +531,32 @@ func (h *Handler) stream(w http.ResponseWriter, r *http.Request, rq request, run
 		}
 	}
 	s.send(Event{Type: RunFinished, ThreadID: rq.in.ThreadID, RunID: rq.in.RunID, Outcome: outcome})
+}
+
+// answers are the activity snapshots of the answers run goes on with,
+// read as the thread's transcript reads them (server/internal/transcript,
+// as the LangGraph API's transcript and the OpenAI wire's history do), so
+// the client's history holds each answer where it was given. A failure to
+// read them is logged, and the run is streamed without them.
+func (h *Handler) answers(ctx context.Context, tenant string, run db.Run) []Event {
+	turns, err := transcript.Answers(ctx, h.DB, tenant, run.ThreadID, run.ID)
+	if err != nil {
+		h.log().Warn("ag-ui wire: the run's answers were not read", "thread", run.ThreadID, "err", err)
+		return nil
+	}
+	var out []Event
+	for i, t := range turns {
+		id := "answer-" + t.InterruptID
+		if t.InterruptID == "" {
+			id = fmt.Sprintf("answer-%s-%d", run.ID, i)
+		}
+		content := map[string]any{"text": t.Text, "outcome": t.Outcome, "interruptId": t.InterruptID, "answer": t.Answer}
+		if len(t.Asked) > 0 {
+			content["asked"] = t.Asked
+		}
+		out = append(out, Event{Type: ActivitySnapshot, MessageID: id, ActivityType: AnswerActivity, Content: content})
+	}
+	return out
 }
 
 // interruptOf presents a waiting interrupt as AG-UI's: its kind as the

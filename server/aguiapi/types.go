@@ -42,6 +42,9 @@ type Message struct {
 	ToolCalls  []ToolCall      `json:"toolCalls,omitempty"`
 	ToolCallID string          `json:"toolCallId,omitempty"`
 	Error      string          `json:"error,omitempty"`
+	// ActivityType is an activity message's type (role "activity"; its
+	// Content is an object).
+	ActivityType string `json:"activityType,omitempty"`
 }
 
 // ToolCall is a call an assistant message made.
@@ -82,24 +85,27 @@ type ResumeEntry struct {
 // that type (see the protocol's event schemas); members a type does not
 // have are left out.
 type Event struct {
-	Type            string          `json:"type"`
-	ThreadID        string          `json:"threadId,omitempty"`
-	RunID           string          `json:"runId,omitempty"`
-	ProtocolVersion string          `json:"protocolVersion,omitempty"`
-	MessageID       string          `json:"messageId,omitempty"`
-	Role            string          `json:"role,omitempty"`
-	Delta           any             `json:"delta,omitempty"` // text, or a JSON Patch for STATE_DELTA
-	ToolCallID      string          `json:"toolCallId,omitempty"`
-	ToolCallName    string          `json:"toolCallName,omitempty"`
-	ParentMessageID string          `json:"parentMessageId,omitempty"`
-	Content         *string         `json:"content,omitempty"`
-	Snapshot        json.RawMessage `json:"snapshot,omitempty"`
-	StepName        string          `json:"stepName,omitempty"`
-	Name            string          `json:"name,omitempty"`
-	Value           json.RawMessage `json:"value,omitempty"`
-	Message         string          `json:"message,omitempty"`
-	Code            string          `json:"code,omitempty"`
-	Outcome         *Outcome        `json:"outcome,omitempty"`
+	Type            string `json:"type"`
+	ThreadID        string `json:"threadId,omitempty"`
+	RunID           string `json:"runId,omitempty"`
+	ProtocolVersion string `json:"protocolVersion,omitempty"`
+	MessageID       string `json:"messageId,omitempty"`
+	Role            string `json:"role,omitempty"`
+	Delta           any    `json:"delta,omitempty"` // text, or a JSON Patch for STATE_DELTA
+	ToolCallID      string `json:"toolCallId,omitempty"`
+	ToolCallName    string `json:"toolCallName,omitempty"`
+	ParentMessageID string `json:"parentMessageId,omitempty"`
+	// Content is a tool result's text (TOOL_CALL_RESULT), or an
+	// activity's object (ACTIVITY_SNAPSHOT).
+	Content      any             `json:"content,omitempty"`
+	ActivityType string          `json:"activityType,omitempty"`
+	Snapshot     json.RawMessage `json:"snapshot,omitempty"`
+	StepName     string          `json:"stepName,omitempty"`
+	Name         string          `json:"name,omitempty"`
+	Value        json.RawMessage `json:"value,omitempty"`
+	Message      string          `json:"message,omitempty"`
+	Code         string          `json:"code,omitempty"`
+	Outcome      *Outcome        `json:"outcome,omitempty"`
 	// SubagentRunID names a sub-agent invocation (SUBAGENT_*).
 	SubagentRunID    string         `json:"subagentRunId,omitempty"`
 	ParentToolCallID string         `json:"parentToolCallId,omitempty"`
@@ -160,7 +166,14 @@ const (
 	SubagentStarted         = "SUBAGENT_STARTED"
 	SubagentFinished        = "SUBAGENT_FINISHED"
 	SubagentError           = "SUBAGENT_ERROR"
+	// ActivitySnapshot carries an answer the run goes on with (activity
+	// type AnswerActivity), at the start of the run that took it.
+	ActivitySnapshot = "ACTIVITY_SNAPSHOT"
 )
+
+// AnswerActivity is the activity type of a person's answer in the
+// history: content {text, outcome, interruptId, answer, asked}.
+const AnswerActivity = "trellis.answer"
 
 // ProtocolVersion is the AG-UI protocol version this wire speaks.
 const ProtocolVersion = "1.0"

@@ -136,7 +136,7 @@ func newResEnv(t *testing.T, withStore bool) *resEnv {
 	h := a.Handlers()
 	for _, id := range []string{"createRun", "streamRun", "waitRun", "listRuns", "getRun", "deleteRun", "cancelRun", "joinRun", "joinRunStream",
 		"createStatelessRun", "streamStatelessRun", "waitStatelessRun", "createRunBatch", "cancelRuns", "joinStatelessRunStream", "joinThreadStream",
-		"listModels", "createChatCompletion", "runAgUI", "mcpPost", "mcpGet", "mcpDelete"} {
+		"listModels", "createChatCompletion", "listThreadMessages", "runAgUI", "mcpPost", "mcpGet", "mcpDelete"} {
 		if h[id] == nil { // the run routes are another file's, the wires' (OpenAI, AG-UI, MCP) other packages'
 			h[id] = http.NotFoundHandler()
 		}

@@ -33,6 +33,7 @@ func (a *API) threadHandlers() map[string]http.Handler {
 		"getThreadStateAt":           http.HandlerFunc(a.getThreadStateAt),
 		"getThreadStateAtCheckpoint": http.HandlerFunc(a.getThreadStateAtCheckpoint),
 		"getThreadHistory":           http.HandlerFunc(a.getThreadHistory),
+		"getThreadTranscript":        http.HandlerFunc(a.getThreadTranscript),
 	}
 }
 

@@ -146,6 +146,7 @@ func newEnv(t testing.TB, bodyLimit int64) *env {
 	handlers := e.h.Handlers()
 	mux.Handle("GET /v1/models", handlers["listModels"])
 	mux.Handle("POST /v1/chat/completions", handlers["createChatCompletion"])
+	mux.Handle("GET /v1/threads/{thread_id}/messages", handlers["listThreadMessages"])
 	e.srv = httptest.NewServer(mux)
 	t.Cleanup(func() {
 		e.srv.CloseClientConnections()

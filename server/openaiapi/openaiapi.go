@@ -62,6 +62,7 @@ func (h *Handler) Handlers() map[string]http.Handler {
 	return map[string]http.Handler{
 		"listModels":           http.HandlerFunc(h.listModels),
 		"createChatCompletion": http.HandlerFunc(h.chat),
+		"listThreadMessages":   http.HandlerFunc(h.history),
 	}
 }
 

@@ -279,8 +279,9 @@ func TestBrowserApproveAllTogether(t *testing.T) {
 		t.Errorf("the tools ran %q, want %q", got, want)
 	}
 
-	// The log: steps and their calls in order, each call with its result.
-	lines := eval[[]string](b, `[...document.querySelectorAll('#messages .run-log-lines > li')].map((li) => li.className + ':' + (li.querySelector('summary')?.innerText || li.innerText))`)
+	// The log, folded now the run is done: steps and their calls in
+	// order, each call with its result.
+	lines := eval[[]string](b, `[...document.querySelectorAll('#messages .run-log-lines > li')].map((li) => li.className + ':' + (li.querySelector('summary')?.textContent || li.textContent))`)
 	order := []string{"status:Started: Find hotels", "call:Called find_hotels done", "status done:Done: Find hotels", "status:Started: Book the hotel"}
 	pos := 0
 	for _, l := range lines {
@@ -295,7 +296,8 @@ func TestBrowserApproveAllTogether(t *testing.T) {
 		t.Errorf("the find_hotels call's result: %q", got)
 	}
 
-	// The reasoning opens with the keyboard.
+	// The reasoning opens with the keyboard, once its run's log is open.
+	b.do("opening the last run's log", chromedp.Click(`(//*[@id='messages']//details[contains(@class,'run-log')][.//details[contains(@class,'reasoning')]])[last()]/summary`))
 	b.do("focusing the reasoning", chromedp.Focus(chromedp.CSS(`#messages .run-log details.reasoning summary`)))
 	b.do("opening it with Enter", chromedp.KeyEvent("\r"))
 	if open := eval[bool](b, `document.querySelector('#messages .run-log details.reasoning').open`); !open {
@@ -323,7 +325,7 @@ func TestBrowserReasoningAndToolCalls(t *testing.T) {
 			e.matches('.reasoning') ? 'reasoning:' + e.querySelector('.md').textContent.trim() + ':' + e.open
 			: e.matches('.tool-call') ? 'call:' + e.querySelector('summary code').textContent + ':' + e.querySelector('.call-state').textContent + ':' + e.open
 			: 'text:' + e.textContent.trim())`)
-		want := []string{"reasoning:" + thinkFirst + ":false", "call:weather:done:false", "call:forecast:failed:false", "reasoning:" + thinkSecond + ":false", "text:" + thinkAnswer}
+		want := []string{"reasoning:" + thinkFirst + ":false", "call:weather:done:false", "call:forecast:failed:false", "reasoning:" + thinkSecond + ":false", "text:" + thinkSaved}
 		if !slices.Equal(got, want) {
 			t.Errorf("pass %d: the conversation shows %q, want %q", pass, got, want)
 		}

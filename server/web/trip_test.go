@@ -188,6 +188,9 @@ const (
 	thinkSecond = "The weather came back; the forecast failed."
 	thinkAnswer = "It is sunny in Oslo."
 	thinkFailed = "the forecast service is down"
+	// thinkSaved is the answer as saved and shown: the model's text, then
+	// the agent's line on the call that did not happen.
+	thinkSaved = thinkAnswer + "\nNot done: forecast failed: " + thinkFailed + "."
 )
 
 func thinkerGraph() runs.GraphSpec {

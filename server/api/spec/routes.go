@@ -14,6 +14,7 @@ import (
 	"github.com/trellis-agents/trellis/server/a2aapi"
 	"github.com/trellis-agents/trellis/server/aguiapi"
 	"github.com/trellis-agents/trellis/server/api/wire"
+	"github.com/trellis-agents/trellis/server/internal/transcript"
 	"github.com/trellis-agents/trellis/server/openaiapi"
 )
 
@@ -162,6 +163,8 @@ func Routes() []Route {
 		{Method: "GET", Pattern: "/threads/{thread_id}/state/{checkpoint_id}", OperationID: "getThreadStateAt", Tag: "Threads", Summary: "Get the state at a checkpoint", Query: t[wire.ThreadStateQuery](), Status: ok, Response: t[wire.ThreadState]()},
 		{Method: "POST", Pattern: "/threads/{thread_id}/state/checkpoint", OperationID: "getThreadStateAtCheckpoint", Tag: "Threads", Summary: "Get the state at a checkpoint given as an object", Body: t[wire.ThreadStateAt](), Status: ok, Response: t[wire.ThreadState]()},
 		{Method: "POST", Pattern: "/threads/{thread_id}/history", OperationID: "getThreadHistory", Tag: "Threads", Summary: "List past states, newest first", Body: t[wire.ThreadHistory](), Status: ok, Response: t[[]wire.ThreadState]()},
+		{Method: "GET", Pattern: "/threads/{thread_id}/transcript", OperationID: "getThreadTranscript", Tag: "Threads", Summary: "The thread's messages, the person's answers and what its runs did, in order (Trellis extension)",
+			Description: "Built from the thread's runs (their requests and event logs), its checkpoints (the current branch) and its state; see docs/api.md.", Status: ok, Response: t[[]transcript.Turn]()},
 		{Method: "GET", Pattern: "/threads/{thread_id}/stream", OperationID: "joinThreadStream", Tag: "Threads", Summary: "Stream the events of every run on the thread", Description: "Last-Event-ID resumes after that event.", Query: t[wire.ThreadJoinStreamQuery](), Status: ok, Stream: true},
 
 		// Runs on a thread.
@@ -204,6 +207,8 @@ func Routes() []Route {
 		{Method: "GET", Pattern: "/openapi.json", OperationID: "openapi", Tag: "System", Summary: "This document", Status: ok, Response: t[json.RawMessage]()},
 
 		// The OpenAI chat wire (server/openaiapi, docs/openai.md).
+		{Method: "GET", Pattern: "/v1/threads/{thread_id}/messages", OperationID: "listThreadMessages", Tag: "OpenAI", Summary: "The thread's conversation as chat messages, with the answers given to what its runs asked (Trellis's own)",
+			Description: "Built from the same transcript as GET /threads/{thread_id}/transcript; see docs/openai.md.", Status: ok, Response: t[openaiapi.HistoryList](), Errors: t[openaiapi.ErrorResponse](), Problems: []int{404}},
 		{Method: "GET", Pattern: "/v1/models", OperationID: "listModels", Tag: "OpenAI", Summary: "List the assistants as OpenAI models (graph IDs, then assistant IDs)", Status: ok, Response: t[openaiapi.ModelList](), Errors: t[openaiapi.ErrorResponse]()},
 		{Method: "POST", Pattern: "/v1/chat/completions", OperationID: "createChatCompletion", Tag: "OpenAI", Summary: "Run the assistant named by model on the conversation's thread",
 			Description: `With "stream": true the answer is a text/event-stream of chat.completion.chunk objects ending with "data: [DONE]", and X-Trellis-Status is a trailer. The "trellis" members are Trellis's extension; see docs/openai.md.`,

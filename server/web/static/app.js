@@ -18,7 +18,7 @@ import * as run from './run.js';
 import * as shell from './shell.js';
 import * as threads from './threads.js';
 import * as timeline from './timeline.js';
-import { liveMessage, messageNodes, runLog } from './transcript.js';
+import { liveMessage, runLog, transcriptNodes } from './transcript.js';
 import * as welcome from './welcome.js';
 
 const $ = (id) => document.getElementById(id);
@@ -40,7 +40,10 @@ const state = {
   runId: null, // the run this page is streaming, if any
   saved: new Set(), // IDs of the messages shown from the state
   live: new Map(), // message ID -> liveMessage of messages being written
-  log: null, // the runLog of the thread's latest run (status lines, step calls)
+  log: null, // the runLog of the run being streamed (status lines, step calls)
+  turns: [], // the thread's transcript (answers, timeline), from the server
+  messages: [], // the state's latest messages
+  openRun: null, // the run whose timeline stays open (the thread waits on it)
   runError: '', // why the stream being read failed (its error event)
   abort: null, // stops the current stream
   formFor: null, // the assistant whose input form (or message box) shows
@@ -111,12 +114,16 @@ async function showInput() {
 
 // ---- the chat view --------------------------------------------------------
 
-// renderMessages shows the saved messages (LangChain message JSON), with
-// the run's log after the last message of the person, where it happened.
-function renderMessages(messages = []) {
+// renderMessages shows the saved messages (LangChain message JSON) in the
+// thread's transcript, with the person's answers and what each run did
+// where it happened (transcript.js), and the log of the run being
+// streamed after the last thing the person said.
+function renderMessages(messages = state.messages) {
+  state.messages = messages;
   clear(ui.messages);
-  state.saved = new Set(messages.map((m) => m.id).filter(Boolean));
-  ui.messages.append(...messageNodes(messages));
+  const { nodes, ids } = transcriptNodes(state.turns, messages, state.runId, state.openRun);
+  state.saved = ids;
+  ui.messages.append(...nodes);
   placeLog();
   run.placeFailure();
   // Messages now saved are no longer being written.
@@ -166,14 +173,31 @@ function showError(msg) {
   ui.error.hidden = !msg;
 }
 
-// refresh reads the thread's state: messages and pending interrupts.
+// loadTurns reads the thread's transcript (what was answered, what the
+// runs did), and draws it when redraw is set.
+async function loadTurns(redraw) {
+  const id = state.threadId;
+  const turns = await api.json('GET', `/threads/${id}/transcript`);
+  if (id !== state.threadId) return;
+  state.turns = turns || [];
+  if (redraw) renderMessages();
+}
+
+// refresh reads the thread's state (messages, pending interrupts) and its
+// transcript; the log of a run no longer streamed gives way to the stored
+// one.
 async function refresh() {
   const id = state.threadId;
-  const [thread, st] = await Promise.all([
+  const [thread, st, turns] = await Promise.all([
     api.json('GET', `/threads/${id}`),
     api.json('GET', `/threads/${id}/state`),
+    api.json('GET', `/threads/${id}/transcript`),
   ]);
   if (id !== state.threadId) return null;
+  state.turns = turns || [];
+  // The last run's block stays open while the thread waits on it.
+  state.openRun = thread.status === 'interrupted' ? (state.turns.filter((t) => t.kind === 'run').pop() || {}).run_id : null;
+  if (!state.runId && state.log) { state.log.el.remove(); state.log = null; }
   ui.title.textContent = threads.titleOf(thread);
   const aid = thread.metadata && thread.metadata.assistant_id;
   if (aid && state.assistants.some((a) => a.assistant_id === aid)) ui.assistant.value = aid;
@@ -219,6 +243,7 @@ async function consume(events) {
         state.runId = ev.data.run_id;
         sessionStorage.setItem(`trellis.run.${state.threadId}`, state.runId);
         run.started(state.runId);
+        loadTurns(true).catch(() => {}); // the answer this run goes on with
         loadThreads().catch(() => {}); // the list shows the thread running
       } else if (ev.event === 'tasks' && ev.data) { // the root graph's steps
         graph.onTask(ev.data);
@@ -344,6 +369,8 @@ async function openThread(id) {
   if (state.abort) state.abort.abort();
   state.threadId = id;
   state.log = null;
+  state.turns = [];
+  state.messages = [];
   clearLive();
   clear(ui.messages);
   clear(ui.cards);

@@ -86,6 +86,12 @@ export async function load() {
   const text = ui.search.value;
   const threads = await api.json('POST', '/threads/search', query(text));
   if (ui.search.value !== text) return; // a newer search is under way
+  // The list is drawn again after every run: a thread's link or delete
+  // button that had the focus gets it back, so Tab goes on from there.
+  const had = document.activeElement && ui.list.contains(document.activeElement) ? document.activeElement : null;
+  const hadRow = had && had.closest('.thread-row');
+  const hadThread = hadRow && hadRow.querySelector('a[data-thread]') ? hadRow.querySelector('a[data-thread]').dataset.thread : null;
+  const hadDelete = had && had.tagName === 'BUTTON';
   clear(ui.list);
   if (!threads.length) ui.list.append(h('li', { class: 'hint' }, text.trim() ? 'No thread matches.' : 'No threads yet.'));
   for (const t of threads) {
@@ -97,6 +103,11 @@ export async function load() {
         h('span', { class: 'thread-meta' }, h('span', { class: `badge ${st}` }, statusText(st)), ' · ',
           h('time', { datetime: t.updated_at, title: new Date(t.updated_at).toLocaleString() }, ago(t.updated_at)))),
       h('button', { type: 'button', class: 'icon danger', 'aria-label': `Delete ${title}`, title: 'Delete', onclick: () => ask(t.thread_id, title) }, '×')));
+  }
+  if (hadThread) {
+    const a = ui.list.querySelector(`a[data-thread="${CSS.escape(hadThread)}"]`);
+    const again = a && (hadDelete ? a.closest('.thread-row').querySelector('button') : a);
+    if (again) again.focus();
   }
 }
 

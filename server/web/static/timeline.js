@@ -66,15 +66,61 @@ function describe(st) {
   return { head: `Step ${md.step ?? '?'} · ${src}`, tail: next };
 }
 
-// said is the start of the state's last message, so branches that
-// differ in what was said can be told apart at a glance.
-function said(st) {
-  const msgs = st.values && Array.isArray(st.values.messages) ? st.values.messages : [];
-  const last = msgs[msgs.length - 1];
-  if (!last) return '';
-  const c = last.content;
-  const text = (typeof c === 'string' ? c : Array.isArray(c) ? c.map((p) => (p && p.text) || '').join('') : '').trim().replace(/\s+/g, ' ');
-  return text.length > 48 ? `${text.slice(0, 47)}…` : text;
+const msgsOf = (st) => (st && st.values && Array.isArray(st.values.messages) ? st.values.messages : []);
+
+function short(text, n = 60) {
+  const t = String(text || '').trim().replace(/\s+/g, ' ');
+  return t.length > n ? `${t.slice(0, n - 1)}…` : t;
+}
+
+function contentText(c) {
+  return typeof c === 'string' ? c : Array.isArray(c) ? c.map((p) => (p && p.text) || '').join('') : '';
+}
+
+// asked is what an interrupt's value asks, in a few words.
+function asked(v) {
+  if (!v || typeof v !== 'object') return short(typeof v === 'string' ? v : JSON.stringify(v));
+  if (v.kind === 'tool_approval') return `approve ${v.tool}?`;
+  if (v.kind === 'planexec_plan_review') return 'review the plan';
+  if (v.kind === 'client_tool_call') return `the result of ${v.tool}`;
+  return short(v.question || JSON.stringify(v));
+}
+
+/** happened says what a checkpoint's step did, from the state before it
+ * (parent) and after it: the nodes that ran, the answer it resumed with
+ * (answers: run ID -> the person's answers, from the transcript), the
+ * messages it added (what was said, the tools called and what they
+ * returned), and what it then asked. */
+export function happened(st, parent, answers) {
+  const md = st.metadata || {};
+  const parts = [];
+  if (md.source === 'input') parts.push('New input');
+  else if (md.source === 'update') parts.push('The state was edited');
+  else if (md.source === 'fork') parts.push('Forked');
+  const ran = parent && Array.isArray(parent.next) ? parent.next.filter((n) => n !== '__start__') : [];
+  if (md.source === 'resume') {
+    const a = answers && answers.get(md.run_id);
+    parts.push(a ? `Your answer: ${short(a)}` : 'Resumed with your answer');
+  } else if (md.source === 'loop' && ran.length) parts.push(`${ran.join(', ')} ran`);
+  const before = new Set(msgsOf(parent).map((m) => m && m.id));
+  for (const m of msgsOf(st)) {
+    if (!m || before.has(m.id)) continue;
+    const text = short(contentText(m.content));
+    if (m.type === 'human') parts.push(`You: “${text}”`);
+    else if (m.type === 'ai') {
+      const calls = (m.tool_calls || []).map((c) => c.name);
+      if (calls.length) parts.push(`called ${calls.join(', ')}`);
+      if (text) parts.push(`said “${text}”`);
+    } else if (m.type === 'tool') parts.push(`${m.name || 'a tool'} ${m.status === 'error' ? 'failed' : 'returned'}`);
+  }
+  const waits = (st.interrupts && st.interrupts.length ? st.interrupts : (st.tasks || []).flatMap((t) => t.interrupts || []));
+  const seen = new Set();
+  for (const i of waits) {
+    if (seen.has(i.id)) continue;
+    seen.add(i.id);
+    parts.push(`asks: ${asked(i.value)}`);
+  }
+  return parts.join(' · ');
 }
 
 function time(st) {
@@ -93,8 +139,15 @@ export async function load(id) {
     return;
   }
   const seq = ++loads;
-  const states = await api.json('POST', `/threads/${id}/history`, { limit: 200 });
+  const [states, turns] = await Promise.all([
+    api.json('POST', `/threads/${id}/history`, { limit: 200 }),
+    api.json('GET', `/threads/${id}/transcript`).catch(() => []),
+  ]);
   if (id !== threadId || seq !== loads) return;
+  const answers = new Map(); // run ID -> what the person answered, for the steps that resumed with it
+  for (const t of turns || []) {
+    if (t.kind === 'answer') answers.set(t.run_id, answers.has(t.run_id) ? `${answers.get(t.run_id)}; ${t.text}` : t.text);
+  }
   byId = new Map(states.map((s) => [idOf(s), s]));
   const head = states.length ? idOf(states[0]) : null; // the thread's latest
   const { roots, children } = tree(states);
@@ -110,13 +163,14 @@ export async function load(id) {
     while (st) {
       const id2 = idOf(st);
       const d = describe(st);
+      const what = happened(st, byId.get(parentOf(st)), answers);
       const kids = children.get(id2) || [];
       const li = h('li', { class: 'cp' },
         h('button', {
           type: 'button', class: 'cp-open', 'data-checkpoint': id2, 'aria-pressed': id2 === openId ? 'true' : 'false', onclick: () => open(id2),
         }, h('span', { class: 'cp-head' }, d.head), ' ', h('span', { class: 'cp-tail' }, d.tail),
         id2 === head ? h('span', { class: 'badge' }, 'latest') : null, h('span', { class: 'cp-time' }, time(st)),
-        said(st) ? h('span', { class: 'cp-said' }, `“${said(st)}”`) : null));
+        what ? h('span', { class: 'cp-said cp-what' }, what) : null));
       ol.append(li);
       if (kids.length > 1) {
         const ul = h('ul', { class: 'branches' });

@@ -64,11 +64,12 @@ export function toolCallBlock(name, args, callId) {
 
 /** messageNodes renders saved messages. A tool result is shown inside the
  * call it answers (matched by tool_call_id); one without its call stands
- * alone. */
-export function messageNodes(messages) {
-  const results = new Map();
-  for (const m of messages) if (m.type === 'tool' && m.tool_call_id) results.set(m.tool_call_id, m);
-  const called = new Set();
+ * alone. shared ({results, called}), when given, spans several calls, so a
+ * call and its result split by an answer (an approval) still meet. */
+export function messageNodes(messages, shared) {
+  const results = (shared && shared.results) || new Map();
+  if (!shared) for (const m of messages) if (m.type === 'tool' && m.tool_call_id) results.set(m.tool_call_id, m);
+  const called = (shared && shared.called) || new Set();
   const out = [];
   for (const m of messages) {
     const text = textOf(m.content);
@@ -95,6 +96,77 @@ export function messageNodes(messages) {
     }
   }
   return out;
+}
+
+const idOfTurn = (t) => (t.message && typeof t.message === 'object' ? t.message.id : t.message);
+const liveStatus = new Set(['pending', 'running']);
+
+/** answerNode shows what the person (or a client) answered, in their
+ * words as the server read them: a choice, a form's values, a plan or a
+ * call approved, edited or rejected with the reason. */
+export function answerNode(t) {
+  return h('div', { class: `msg human answer ${t.outcome || ''}`, 'data-outcome': t.outcome || null, 'data-run': t.run_id || null },
+    h('span', { class: 'who' }, 'You'), h('div', { class: 'text' }, t.text || ''));
+}
+
+/** transcriptNodes renders a thread's transcript (GET
+ * /threads/{id}/transcript, server/internal/transcript): its messages, the
+ * person's answers where they were given, and between them each run's
+ * timeline (status lines, a plan's tool calls with their results, the
+ * reasoning of its steps, waits, errors) in a "What the agent did" block,
+ * folded once the run is done. messages are the state's latest messages:
+ * a message is shown in its latest version, one the transcript does not
+ * have yet goes at the end. The timeline of the run being streamed (live)
+ * is left to the live log, the last run's error to the failure line
+ * (run.js); the block of openRun (the run the thread waits on) stays open. It returns the nodes and the IDs of the messages shown. */
+export function transcriptNodes(turns, messages, live, openRun) {
+  const byId = new Map(messages.filter((m) => m && m.id).map((m) => [m.id, m]));
+  const status = new Map();
+  let lastRun = null; // its error is the failure run.js shows, with Retry, at the end
+  for (const t of turns) if (t.kind === 'run') { status.set(t.run_id, t.status); lastRun = t.run_id; }
+  const items = []; // {msgs: [...]} | {turn}
+  const shown = new Set();
+  const push = (m) => {
+    const last = items[items.length - 1];
+    if (last && last.msgs) last.msgs.push(m); else items.push({ msgs: [m] });
+  };
+  for (const t of turns) {
+    if (t.kind === 'message') {
+      const id = idOfTurn(t);
+      if (!id || shown.has(id)) continue;
+      const m = byId.size ? byId.get(id) : t.message;
+      if (!m || typeof m !== 'object') continue;
+      shown.add(id);
+      push(m);
+    } else if (t.kind !== 'run' && !(live && t.run_id === live && t.kind !== 'answer') && !(t.kind === 'error' && t.run_id === lastRun)) {
+      items.push({ turn: t });
+    }
+  }
+  for (const m of messages) if (m && !shown.has(m.id)) { if (m.id) shown.add(m.id); push(m); }
+  const shared = { results: new Map(), called: new Set() };
+  for (const m of byId.size ? messages : items.flatMap((i) => i.msgs || [])) {
+    if (m.type === 'tool' && m.tool_call_id) shared.results.set(m.tool_call_id, m);
+  }
+  const out = [];
+  let log = null; // the timeline block being filled, with its run
+  for (const it of items) {
+    if (it.msgs) { log = null; out.push(...messageNodes(it.msgs, shared)); continue; }
+    const t = it.turn;
+    if (t.kind === 'answer') { log = null; out.push(answerNode(t)); continue; }
+    if (!log || log.run !== t.run_id) {
+      log = { run: t.run_id, l: runLog(liveStatus.has(status.get(t.run_id)) || t.run_id === openRun) };
+      log.l.el.dataset.run = t.run_id || '';
+      log.l.el.summarizeLog = log.l.summarize;
+      out.push(log.l.el);
+    }
+    if (t.kind === 'event') log.l.add(t.data);
+    else if (t.kind === 'reasoning') log.l.attach(reasoningBlock(t.text).el);
+    else if (t.kind === 'wait') log.l.wait(t.text);
+    else if (t.kind === 'error') log.l.error(t.text);
+  }
+  for (const n of out) if (n.summarizeLog) n.summarizeLog();
+  // A block left empty (events it does not show) is not drawn.
+  return { nodes: out.filter((n) => !n.classList.contains('run-log') || n.querySelector('li')), ids: shown };
 }
 
 /** liveMessage is an agent message being streamed: add(chunk) takes a
@@ -143,10 +215,12 @@ export function liveMessage(id, nodeName, log) {
 }
 
 /** runLog collects a run's status lines and the tool calls of its steps
- * (planexec's custom events), in the order they arrive. */
-export function runLog() {
+ * (planexec's custom events), in the order they arrive; open says whether
+ * it starts unfolded (the run under way). */
+export function runLog(open = true) {
   const list = h('ol', { class: 'run-log-lines' });
-  const el = h('details', { class: 'run-log', open: true }, h('summary', {}, 'What the agent did'), list);
+  const summary = h('summary', {}, 'What the agent did');
+  const el = h('details', { class: 'run-log', open }, summary, list);
   const calls = new Map();
   const titles = new Map(); // step ID -> title, for events that carry only the ID
   const line = (cls, ...content) => { const li = h('li', { class: cls }, ...content); list.append(li); return li; };
@@ -154,6 +228,23 @@ export function runLog() {
     el,
     /** attach puts an element (a reasoning block) in the log, now. */
     attach(child) { line('thought', child); },
+    /** summarize adds the block's last line to its summary, so a folded
+     * block says where the run got to. */
+    summarize() {
+      const last = list.lastElementChild;
+      if (!last) return;
+      const head = last.querySelector(':scope > details > summary');
+      let text = (head || last).textContent.trim().replace(/\s+/g, ' ');
+      if (text.length > 90) text = `${text.slice(0, 89)}…`;
+      summary.append(h('span', { class: 'run-log-last' }, ` · ${text}`));
+    },
+    /** wait is a line for the run stopping to ask the person (text: what
+     * it asked). */
+    wait(text) {
+      for (const q of String(text || 'a question').split('\n')) line('status wait', 'Asked you: ', h('strong', {}, q));
+    },
+    /** error is a line for the run's error. */
+    error(text) { line('status failed', 'Error: ', text || 'the run failed'); },
     /** add takes one custom event's data; it returns false for events it
      * does not show. */
     add(ev) {
@@ -164,7 +255,10 @@ export function runLog() {
         case 'plan_ready': line('status', `The plan is ready (${(ev.plan && ev.plan.steps || []).length} steps).`); break;
         case 'replanned': line('status', 'The rest of the plan was revised.'); break;
         case 'step_started': line('status', 'Started: ', h('strong', {}, title)); break;
-        case 'step_finished': line('status done', 'Done: ', h('strong', {}, title)); break;
+        case 'step_finished': // with an error, a required call did not happen: not done
+          if (ev.error) line('status undone failed', 'Not done: ', h('strong', {}, title), ` — ${ev.error}`);
+          else line('status done', 'Done: ', h('strong', {}, title));
+          break;
         case 'step_skipped': line('status', 'Skipped: ', h('strong', {}, title), ev.error ? ` (${ev.error})` : ''); break;
         case 'step_failed': line('status failed', 'Failed: ', h('strong', {}, title), ev.error ? ` — ${ev.error}` : '', h('span', { class: 'retry-slot', 'data-step': ev.step_id || '' })); break;
         case 'waiting': // the card says so; a step's wait is worth a line

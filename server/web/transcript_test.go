@@ -74,8 +74,9 @@ func TestBrowserAnswersStayInTheTranscript(t *testing.T) {
 
 	b.waitFor("two approvals", `document.querySelectorAll('#cards .card[data-kind=tool_approval]').length === 2`)
 	b.do("choosing approve for the booking", chromedp.Click(together(toolBook, "approve")))
-	b.do("typing the reason", chromedp.SendKeys(approvalCard(toolInvite)+`//input[@name='reason']`, "not before the budget is agreed"))
+	// The reason field opens with the choice to reject.
 	b.do("choosing reject for the invitation", chromedp.Click(together(toolInvite, "reject")))
+	b.do("typing the reason", chromedp.SendKeys(approvalCard(toolInvite)+`//input[@name='reason']`, "not before the budget is agreed"))
 	b.do("sending both", chromedp.Click(`//*[@id='cards']//button[normalize-space()='Send the 2 decisions']`))
 	b.waitFor("the answer", fmt.Sprintf(`document.getElementById('messages').innerText.includes(%q)`, tripAnswer))
 	b.waitFor("the idle thread", `!document.body.classList.contains('running') && document.getElementById('thread-status').textContent === 'idle'`)

@@ -194,26 +194,7 @@ func rpcError(w http.ResponseWriter, id any, err *a2a.Error, status int) {
 // assistant resolves the path's assistant: an ID, a graph ID (its first
 // assistant) or an assistant's name, as the other wires do.
 func (h *Handler) assistant(ctx context.Context, tenant, name string) (db.Assistant, error) {
-	if p := db.IDProblem(name); p != "" {
-		return db.Assistant{}, fmt.Errorf("assistant %q: %w", name, db.ErrNotFound)
-	}
-	a, err := h.DB.GetAssistant(ctx, tenant, name)
-	if err == nil || !errors.Is(err, db.ErrNotFound) {
-		return a, err
-	}
-	for _, q := range []db.AssistantQuery{{GraphID: name}, {Name: name}} {
-		q.Query = db.Query{Limit: 100, SortBy: "created_at", SortOrder: "asc"}
-		found, err := h.DB.SearchAssistants(ctx, tenant, q)
-		if err != nil {
-			return db.Assistant{}, err
-		}
-		for _, f := range found {
-			if q.GraphID != "" || f.Name == name {
-				return f, nil
-			}
-		}
-	}
-	return db.Assistant{}, fmt.Errorf("assistant %q: %w", name, db.ErrNotFound)
+	return db.FindAssistant(ctx, h.DB, tenant, name)
 }
 
 // fail answers a failure outside JSON-RPC (the cards, an assistant that

@@ -409,23 +409,11 @@ func mustJSON(v any) json.RawMessage {
 // assistant resolves the path's assistant: an ID, a graph ID (its first
 // assistant) or an assistant's name.
 func (h *Handler) assistant(ctx context.Context, tenant, name string) (db.Assistant, error) {
-	a, err := h.DB.GetAssistant(ctx, tenant, name)
-	if err == nil || !errors.Is(err, db.ErrNotFound) {
-		return a, err
+	a, err := db.FindAssistant(ctx, h.DB, tenant, name)
+	if errors.Is(err, db.ErrNotFound) {
+		return db.Assistant{}, wire.NotFound("assistant", name)
 	}
-	for _, q := range []db.AssistantQuery{{GraphID: name}, {Name: name}} {
-		q.Query = db.Query{Limit: 100, SortBy: "created_at", SortOrder: "asc"}
-		found, err := h.DB.SearchAssistants(ctx, tenant, q)
-		if err != nil {
-			return db.Assistant{}, err
-		}
-		for _, f := range found {
-			if q.GraphID != "" || f.Name == name {
-				return f, nil
-			}
-		}
-	}
-	return db.Assistant{}, wire.NotFound("assistant", name)
+	return a, err
 }
 
 // fail answers err: problems as they are, the run service's refusals as

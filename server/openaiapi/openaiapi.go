@@ -185,20 +185,13 @@ func (h *Handler) listModels(w http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(w).Encode(out)
 }
 
-// assistant resolves a model name: an assistant ID, or a graph ID (its
-// first assistant).
+// assistant resolves a model name as every wire resolves an assistant
+// (db.FindAssistant): an assistant ID, a graph ID, or an assistant's name.
 func (h *Handler) assistant(ctx context.Context, tenant, model string) (db.Assistant, error) {
-	a, err := h.DB.GetAssistant(ctx, tenant, model)
-	if err == nil || !errors.Is(err, db.ErrNotFound) {
-		return a, err
-	}
-	found, err := h.DB.SearchAssistants(ctx, tenant, db.AssistantQuery{GraphID: model, Query: db.Query{Limit: 1, SortBy: "created_at", SortOrder: "asc"}})
-	if err != nil {
-		return db.Assistant{}, err
-	}
-	if len(found) == 0 {
+	a, err := db.FindAssistant(ctx, h.DB, tenant, model)
+	if errors.Is(err, db.ErrNotFound) {
 		return db.Assistant{}, &apiError{status: http.StatusNotFound, typ: "invalid_request_error", param: "model", code: "model_not_found",
-			msg: fmt.Sprintf("the model %q does not exist: it names no assistant or graph (GET /v1/models lists them)", model)}
+			msg: fmt.Sprintf("the model %q does not exist: it names no assistant, graph or assistant name (GET /v1/models lists them)", model)}
 	}
-	return found[0], nil
+	return a, err
 }

@@ -126,17 +126,9 @@ func evalRecordCommand() *cobra.Command {
 	return c
 }
 
-// adkSuffixes name ADK eval files, which eval/adk reads.
-var adkSuffixes = []string{".evalset.json", ".test.json"}
-
-// loadDataset reads a Trellis JSONL dataset, or an ADK eval set through
-// the reader eval/adk registers.
+// loadDataset reads a Trellis JSONL dataset, or an ADK eval set
+// (*.evalset.json, *.test.json) through the reader eval/adk registers.
 func loadDataset(path string) (*eval.Dataset, error) {
-	for _, s := range adkSuffixes {
-		if strings.HasSuffix(path, s) && !eval.HasFormat(s) {
-			return nil, fmt.Errorf("%s is an ADK eval set, and ADK import is not built yet; convert it to Trellis JSONL", path)
-		}
-	}
 	return eval.Load(path)
 }
 

@@ -170,6 +170,11 @@ func TestEvalRunBadUsage(t *testing.T) {
 	if err := os.WriteFile(noEval, []byte(`{"name":"x","criteria":[{"evaluator":"not_registered"}]}`+"\n"+`{"id":"a","input":{"message":"m"}}`+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// An ADK eval set that is not one: read by eval/adk, refused by name.
+	badADK := filepath.Join(dir, "x.evalset.json")
+	if err := os.WriteFile(badADK, []byte(`{"eval_set_id": 5, "eval_cases": "none"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -179,7 +184,7 @@ func TestEvalRunBadUsage(t *testing.T) {
 		{[]string{"eval", "run", ds, "--assistant", "planner", "--bogus"}, "unknown flag"},
 		{[]string{"eval", "run", filepath.Join(dir, "missing.jsonl"), "--assistant", "planner"}, "no such file"},
 		{[]string{"eval", "run", bad, "--assistant", "planner"}, "bad.jsonl:2: json: unknown field \"expcet\""},
-		{[]string{"eval", "run", "x.evalset.json", "--assistant", "planner"}, "ADK import is not built yet"},
+		{[]string{"eval", "run", badADK, "--assistant", "planner"}, "x.evalset.json"},
 		{[]string{"eval", "run", ds, "--assistant", "nope"}, `no app "nope"`},
 		{[]string{"eval", "run", noEval, "--assistant", "planner"}, `no evaluator "not_registered"`},
 		{[]string{"eval", "run", ds, "--assistant", "planner", "--repeat", "0"}, "must be positive"},

@@ -391,6 +391,8 @@ type DB interface {
 	CheckpointMetadata
 	Keys
 	Crons
+	Datasets
+	RunFeedback
 	// Ping checks the database answers (GET /ok?check_db=1).
 	Ping(ctx context.Context) error
 	Close() error

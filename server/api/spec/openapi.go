@@ -300,7 +300,7 @@ func (g *generator) operation(r Route) (map[string]any, error) {
 		op["requestBody"] = map[string]any{
 			"required":    false,
 			"description": fmt.Sprintf("At most %d bytes; an empty body is {}.", limit),
-			"content":     map[string]any{"application/json": map[string]any{"schema": s}},
+			"content":     map[string]any{mediaType(r): map[string]any{"schema": s}},
 		}
 	}
 	responses := map[string]any{}
@@ -313,7 +313,7 @@ func (g *generator) operation(r Route) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		success["content"] = map[string]any{"application/json": map[string]any{"schema": s}}
+		success["content"] = map[string]any{mediaType(r): map[string]any{"schema": s}}
 	}
 	if len(r.Headers) > 0 {
 		h := map[string]any{}
@@ -370,4 +370,12 @@ func (g *generator) queryParams(t reflect.Type) ([]map[string]any, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// mediaType is the route's body and answer media type.
+func mediaType(r Route) string {
+	if r.MediaType != "" {
+		return r.MediaType
+	}
+	return "application/json"
 }

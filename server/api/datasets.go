@@ -424,7 +424,7 @@ func (a *API) importDataset(w http.ResponseWriter, r *http.Request) {
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {
-		wire.BadRequest("reading the body failed: " + err.Error()).Write(w, r)
+		wire.BadRequest("reading the body failed: "+err.Error()).Write(w, r)
 		return
 	}
 	if int64(len(body)) > limit {

@@ -42,7 +42,7 @@ func TestDatasetRoutes(t *testing.T) {
 	var ds wire.Dataset
 	e.must(200, &ds, "POST", "/datasets", map[string]any{"name": "qa", "description": "questions", "metadata": map[string]any{"team": "x"},
 		"criteria": []any{map[string]any{"evaluator": "contains", "params": map[string]any{"values": []string{"hi"}}}},
-		"cases": []any{map[string]any{"id": "c1", "input": map[string]any{"message": "one"}}, map[string]any{"input": map[string]any{"message": "two"}}}})
+		"cases":    []any{map[string]any{"id": "c1", "input": map[string]any{"message": "one"}}, map[string]any{"input": map[string]any{"message": "two"}}}})
 	if ds.DatasetID == "" || ds.Version != 1 || ds.CaseCount != 2 || ds.Metadata["team"] != "x" {
 		t.Fatalf("created %+v", ds)
 	}

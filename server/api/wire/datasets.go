@@ -30,7 +30,9 @@ type DatasetCreate struct {
 func (*DatasetCreate) Strict() {}
 
 // Validate checks the name.
-func (b *DatasetCreate) Validate() []FieldError { return nonEmpty("/name", b.Name, "the dataset's name") }
+func (b *DatasetCreate) Validate() []FieldError {
+	return nonEmpty("/name", b.Name, "the dataset's name")
+}
 
 // DatasetPatch is the body of PATCH /datasets/{dataset_id}. Absent fields
 // keep their value; it makes no new version (only case changes do).

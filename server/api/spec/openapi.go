@@ -297,9 +297,13 @@ func (g *generator) operation(r Route) (map[string]any, error) {
 		if limit <= 0 {
 			limit = wire.DefaultBodyLimit
 		}
+		desc := fmt.Sprintf("At most %d bytes; an empty body is {}.", limit)
+		if r.MediaType != "" {
+			desc = fmt.Sprintf("At most %d bytes.", limit)
+		}
 		op["requestBody"] = map[string]any{
-			"required":    false,
-			"description": fmt.Sprintf("At most %d bytes; an empty body is {}.", limit),
+			"required":    r.MediaType != "",
+			"description": desc,
 			"content":     map[string]any{mediaType(r): map[string]any{"schema": s}},
 		}
 	}

@@ -224,3 +224,32 @@ func Load(path string) (*Dataset, error) {
 	}
 	return LoadDataset(path)
 }
+
+// DecodeCase reads one case as ReadDataset reads a line of a dataset:
+// unknown fields are errors, and the case must be runnable (an ID, exactly
+// one of input.message and input.state, answers with values). The
+// service checks the cases it stores with it.
+func DecodeCase(b []byte) (Case, error) {
+	var c Case
+	if err := strictDecode(bytes.TrimSpace(b), &c); err != nil {
+		return Case{}, err
+	}
+	if err := c.check(); err != nil {
+		return Case{}, err
+	}
+	return c, nil
+}
+
+// DecodeCriterion reads one criterion with unknown fields refused and
+// checks that its evaluator is registered and accepts its params
+// (New).
+func DecodeCriterion(b []byte) (Criterion, error) {
+	var c Criterion
+	if err := strictDecode(bytes.TrimSpace(b), &c); err != nil {
+		return Criterion{}, err
+	}
+	if _, err := New(c); err != nil {
+		return Criterion{}, err
+	}
+	return c, nil
+}

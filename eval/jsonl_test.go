@@ -67,3 +67,29 @@ func TestLoadDatasetNamesTheFile(t *testing.T) {
 		t.Fatalf("%+v", ds)
 	}
 }
+
+// DecodeCase refuses what a dataset line may not hold and accepts what it
+// may; DecodeCriterion also refuses an unregistered evaluator.
+func TestDecodeCaseAndCriterion(t *testing.T) {
+	c, err := eval.DecodeCase([]byte(`{"id":"a","input":{"message":"hi"},"tags":["x"]}`))
+	if err != nil || c.ID != "a" || c.Input.Message != "hi" || len(c.Tags) != 1 {
+		t.Fatalf("a good case: %+v %v", c, err)
+	}
+	for _, bad := range []string{
+		`{"id":"a","input":{"message":"hi"},"expcet":{}}`, // misspelt
+		`{"input":{"message":"hi"}}`,                      // no ID
+		`{"id":"a","input":{}}`,                           // no input
+		`{"id":"a","input":{"message":"hi"}} {}`,          // two values
+		`[1]`,
+	} {
+		if _, err := eval.DecodeCase([]byte(bad)); err == nil {
+			t.Errorf("DecodeCase(%s) accepted it", bad)
+		}
+	}
+	if _, err := eval.DecodeCriterion([]byte(`{"evaluator":"no-such-evaluator"}`)); err == nil || !strings.Contains(err.Error(), "no-such-evaluator") {
+		t.Errorf("an unknown evaluator: %v", err)
+	}
+	if _, err := eval.DecodeCriterion([]byte(`{"evaluator":"x","treshold":1}`)); err == nil || !strings.Contains(err.Error(), "treshold") {
+		t.Errorf("a misspelt member: %v", err)
+	}
+}

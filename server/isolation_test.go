@@ -30,11 +30,12 @@ type call struct {
 // tenantA is what tenant A owns in the isolation test.
 type tenantA struct {
 	assistant, thread, run, checkpoint, namespace, marker, cron string
+	dataset, caseID, feedback                                   string
 }
 
 // ids are the strings of A's that no answer to B may contain.
 func (a tenantA) ids() []string {
-	return []string{a.assistant, a.thread, a.run, a.checkpoint, a.namespace, a.marker, a.cron}
+	return []string{a.assistant, a.thread, a.run, a.checkpoint, a.namespace, a.marker, a.cron, a.dataset, a.caseID, a.feedback}
 }
 
 // isolationCalls says how to call each operation as B, by operation ID,
@@ -99,6 +100,15 @@ func isolationCalls(a tenantA) map[string][]call {
 		"searchCrons":      {{body: `{}`}, {body: fmt.Sprintf(`{"thread_id":%q}`, a.thread)}, {body: byMarker}},
 		"countCrons":       {{body: `{}`}, {body: byMarker}},
 		"updateCron":       {{body: `{"schedule":"0 1 * * *"}`}},
+		// Datasets and feedback: B's searches find none of A's datasets;
+		// B's own creations and imports are B's.
+		"createDataset":     {{body: `{"name":"B's","cases":[{"input":{"message":"b"}}]}`}},
+		"searchDatasets":    {{body: `{}`}, {body: fmt.Sprintf(`{"name":%q}`, a.marker)}},
+		"importDataset":     {{body: "{\"name\":\"B's import\"}\n{\"id\":\"b1\",\"input\":{\"message\":\"b\"}}\n"}},
+		"patchDataset":      {{body: `{"description":"B was here"}`}},
+		"addDatasetCases":   {{body: `{"cases":[{"input":{"message":"b"}}]}`}},
+		"patchDatasetCase":  {{body: `{"tags":["b"]}`}},
+		"createRunFeedback": {{body: `{"score":0,"comment":"B was here"}`}},
 	}
 }
 
@@ -172,6 +182,11 @@ func walkAsOtherTenant(t *testing.T, database string) {
 	}
 	code, body, _ = A.do("POST", "/threads/"+a.thread+"/runs/crons", "", fmt.Sprintf(`{"assistant_id":%q,"schedule":"0 0 1 1 *","metadata":{"owner":%q}}`, a.assistant, a.marker))
 	a.cron = field(t, code, body, "cron_id")
+	a.caseID = "case-of-a-" + uuid.NewString()[:8]
+	code, body, _ = A.do("POST", "/datasets", "", fmt.Sprintf(`{"name":"set %s","cases":[{"id":%q,"input":{"message":"hi"}}]}`, a.marker, a.caseID))
+	a.dataset = field(t, code, body, "dataset_id")
+	code, body, _ = A.do("POST", "/threads/"+a.thread+"/runs/"+a.run+"/feedback", "", `{"score":1,"comment":"A's"}`)
+	a.feedback = field(t, code, body, "feedback_id")
 	before := A.snapshot(a)
 
 	// The mux's routes and the document's operations agree.
@@ -214,7 +229,8 @@ func walkAsOtherTenant(t *testing.T, database string) {
 	}
 
 	calls := isolationCalls(a)
-	fill := map[string]string{"assistant_id": a.assistant, "assistant": a.assistant, "thread_id": a.thread, "run_id": a.run, "checkpoint_id": a.checkpoint, "namespace": "sub", "cron_id": a.cron}
+	fill := map[string]string{"assistant_id": a.assistant, "assistant": a.assistant, "thread_id": a.thread, "run_id": a.run, "checkpoint_id": a.checkpoint, "namespace": "sub", "cron_id": a.cron,
+		"dataset_id": a.dataset, "case_id": a.caseID, "feedback_id": a.feedback}
 	for _, p := range walked {
 		op := ops[p]
 		method, path, _ := strings.Cut(p, " ")
@@ -331,6 +347,7 @@ func (c client) snapshot(a tenantA) string {
 	for _, get := range []string{
 		"/assistants/" + a.assistant, "/threads/" + a.thread, "/threads/" + a.thread + "/runs/" + a.run,
 		"/threads/" + a.thread + "/state", "/threads/" + a.thread + "/runs", "/store/items?namespace=" + a.namespace + "&key=k",
+		"/datasets/" + a.dataset, "/datasets/" + a.dataset + "/cases", "/threads/" + a.thread + "/runs/" + a.run + "/feedback",
 	} {
 		path, query, _ := strings.Cut(get, "?")
 		code, body, _ := c.do("GET", path, query, "")

@@ -69,6 +69,7 @@ func (a *API) Handlers() map[string]http.Handler {
 	h := map[string]http.Handler{}
 	for _, group := range []map[string]http.Handler{
 		a.assistantHandlers(), a.threadHandlers(), a.runHandlers(), a.cronHandlers(), a.storeHandlers(), a.systemHandlers(),
+		a.datasetHandlers(), a.feedbackHandlers(),
 	} {
 		for id, handler := range group {
 			h[id] = handler

@@ -1,5 +1,6 @@
 // Package db is the agent service's store of record: assistants, threads,
-// runs, their event logs, the leases that fence running runs, and crons. One
+// runs, their event logs, the leases that fence running runs, crons, and
+// evaluation datasets and run feedback (datasets.go). One
 // interface, DB, with a SQLite implementation (server/db/sqlite, the
 // embedded default) and a PostgreSQL one (server/db/postgres); both pass the
 // conformance suite in server/db/dbtest.
@@ -391,6 +392,8 @@ type DB interface {
 	CheckpointMetadata
 	Keys
 	Crons
+	Datasets
+	RunFeedback
 	// Ping checks the database answers (GET /ok?check_db=1).
 	Ping(ctx context.Context) error
 	Close() error

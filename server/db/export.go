@@ -126,6 +126,15 @@ var Tables = []Table{
 		"tenant", ColText, "cron_id", ColText, "assistant_id", ColText, "thread_id?", ColText, "user_id", ColText,
 		"schedule", ColText, "timezone", ColText, "payload", ColJSON, "metadata", ColJSON, "next_run_at?", ColTime,
 		"end_time?", ColTime, "enabled", ColBool, "on_run_completed", ColText, "created_at", ColTime, "updated_at", ColTime)},
+	{Name: "trellis_run_feedback", Key: 2, Columns: cols(
+		"tenant", ColText, "feedback_id", ColText, "thread_id", ColText, "run_id", ColText, "key", ColText,
+		"score?", ColJSON, "value?", ColJSON, "comment", ColText, "correction?", ColJSON, "message_id", ColText, "created_at", ColTime)},
+	{Name: "trellis_datasets", Key: 2, Columns: cols(
+		"tenant", ColText, "dataset_id", ColText, "name", ColText, "description", ColText, "metadata", ColJSON,
+		"criteria", ColJSON, "version", ColInt, "created_at", ColTime, "updated_at", ColTime)},
+	{Name: "trellis_dataset_cases", Key: 4, Columns: cols(
+		"tenant", ColText, "dataset_id", ColText, "case_id", ColText, "version_added", ColInt, "version_removed?", ColInt,
+		"position", ColInt, "data", ColJSON, "created_at", ColTime)},
 	{Name: "trellis_api_keys", Key: 1, Columns: cols(
 		"key_id", ColText, "tenant", ColText, "name", ColText, "prefix", ColText, "hash", ColBytes,
 		"created_at", ColTime, "last_used_at?", ColTime, "revoked_at?", ColTime)},

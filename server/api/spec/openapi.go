@@ -297,10 +297,14 @@ func (g *generator) operation(r Route) (map[string]any, error) {
 		if limit <= 0 {
 			limit = wire.DefaultBodyLimit
 		}
+		desc := fmt.Sprintf("At most %d bytes; an empty body is {}.", limit)
+		if r.MediaType != "" {
+			desc = fmt.Sprintf("At most %d bytes.", limit)
+		}
 		op["requestBody"] = map[string]any{
-			"required":    false,
-			"description": fmt.Sprintf("At most %d bytes; an empty body is {}.", limit),
-			"content":     map[string]any{"application/json": map[string]any{"schema": s}},
+			"required":    r.MediaType != "",
+			"description": desc,
+			"content":     map[string]any{mediaType(r): map[string]any{"schema": s}},
 		}
 	}
 	responses := map[string]any{}
@@ -313,7 +317,7 @@ func (g *generator) operation(r Route) (map[string]any, error) {
 		if err != nil {
 			return nil, err
 		}
-		success["content"] = map[string]any{"application/json": map[string]any{"schema": s}}
+		success["content"] = map[string]any{mediaType(r): map[string]any{"schema": s}}
 	}
 	if len(r.Headers) > 0 {
 		h := map[string]any{}
@@ -370,4 +374,12 @@ func (g *generator) queryParams(t reflect.Type) ([]map[string]any, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// mediaType is the route's body and answer media type.
+func mediaType(r Route) string {
+	if r.MediaType != "" {
+		return r.MediaType
+	}
+	return "application/json"
 }

@@ -58,6 +58,10 @@ type Route struct {
 	// Problems are the error statuses beyond the ones every route of its
 	// kind has (see Problems).
 	Problems []int
+	// MediaType is the media type of the request body and the success
+	// answer when it is not JSON (application/x-ndjson for the datasets'
+	// JSONL import and export); Body and Response are then string.
+	MediaType string
 	// Errors is the body of error answers when it is not a Problem
 	// (application/problem+json): the OpenAI wire answers errors in
 	// OpenAI's shape, as application/json.
@@ -193,6 +197,24 @@ func Routes() []Route {
 		{Method: "POST", Pattern: "/runs/crons/count", OperationID: "countCrons", Tag: "Crons", Summary: "Count crons", Body: t[wire.CronCount](), Status: ok, Response: t[int]()},
 		{Method: "PATCH", Pattern: "/runs/crons/{cron_id}", OperationID: "updateCron", Tag: "Crons", Summary: "Update a cron", Description: "Payload fields (input, config, context, webhook, interrupt_before, interrupt_after, stream_mode, stream_subgraphs, stream_resumable, durability) replace the payload's.", Body: t[wire.CronPatch](), Status: ok, Response: t[wire.Cron]()},
 		{Method: "DELETE", Pattern: "/runs/crons/{cron_id}", OperationID: "deleteCron", Tag: "Crons", Summary: "Delete a cron", Status: nc},
+
+		// Feedback on runs.
+		{Method: "POST", Pattern: "/threads/{thread_id}/runs/{run_id}/feedback", OperationID: "createRunFeedback", Tag: "Feedback", Summary: "Record a person's feedback on a run", Description: `key defaults to "user_score"; score is in [0, 1] (1 thumbs up, 0 down).`, Body: t[wire.FeedbackCreate](), Status: ok, Response: t[wire.Feedback]()},
+		{Method: "GET", Pattern: "/threads/{thread_id}/runs/{run_id}/feedback", OperationID: "listRunFeedback", Tag: "Feedback", Summary: "List a run's feedback, oldest first", Status: ok, Response: t[[]wire.Feedback]()},
+		{Method: "DELETE", Pattern: "/threads/{thread_id}/runs/{run_id}/feedback/{feedback_id}", OperationID: "deleteRunFeedback", Tag: "Feedback", Summary: "Delete one feedback entry", Status: nc},
+
+		// Evaluation datasets (docs/eval.md).
+		{Method: "POST", Pattern: "/datasets", OperationID: "createDataset", Tag: "Datasets", Summary: "Create a dataset (version 1) with its cases", Body: t[wire.DatasetCreate](), Status: ok, Response: t[wire.Dataset](), Problems: []int{409}},
+		{Method: "POST", Pattern: "/datasets/search", OperationID: "searchDatasets", Tag: "Datasets", Summary: "Search datasets by name, newest first", Body: t[wire.DatasetSearch](), Status: ok, Response: t[[]wire.Dataset]()},
+		{Method: "POST", Pattern: "/datasets/import", OperationID: "importDataset", Tag: "Datasets", Summary: "Create a dataset from a Trellis JSONL file", Description: "The body is the JSONL that trellis eval reads: a header line {name, version, description, criteria}, then one case per line. A name the tenant has is 409.", Body: t[string](), MediaType: "application/x-ndjson", Status: ok, Response: t[wire.Dataset](), Problems: []int{409}},
+		{Method: "GET", Pattern: "/datasets/{dataset_id}", OperationID: "getDataset", Tag: "Datasets", Summary: "Get a dataset", Status: ok, Response: t[wire.Dataset]()},
+		{Method: "PATCH", Pattern: "/datasets/{dataset_id}", OperationID: "patchDataset", Tag: "Datasets", Summary: "Change a dataset's name, description, metadata or criteria (no new version)", Body: t[wire.DatasetPatch](), Status: ok, Response: t[wire.Dataset](), Problems: []int{409}},
+		{Method: "DELETE", Pattern: "/datasets/{dataset_id}", OperationID: "deleteDataset", Tag: "Datasets", Summary: "Delete a dataset with every version of its cases", Status: nc},
+		{Method: "POST", Pattern: "/datasets/{dataset_id}/cases", OperationID: "addDatasetCases", Tag: "Datasets", Summary: "Add cases, making a new version", Body: t[wire.DatasetCasesAdd](), Status: ok, Response: t[wire.Dataset](), Problems: []int{409}},
+		{Method: "GET", Pattern: "/datasets/{dataset_id}/cases", OperationID: "listDatasetCases", Tag: "Datasets", Summary: "List the cases as of a version (default the latest)", Query: t[wire.DatasetCasesQuery](), Status: ok, Response: t[wire.DatasetCases]()},
+		{Method: "PATCH", Pattern: "/datasets/{dataset_id}/cases/{case_id}", OperationID: "patchDatasetCase", Tag: "Datasets", Summary: "Change a case, making a new version", Description: "The body's members replace the case's (an eval.Case object; its id cannot change).", Body: t[json.RawMessage](), Status: ok, Response: t[wire.Dataset]()},
+		{Method: "DELETE", Pattern: "/datasets/{dataset_id}/cases/{case_id}", OperationID: "deleteDatasetCase", Tag: "Datasets", Summary: "Remove a case, making a new version", Status: ok, Response: t[wire.Dataset]()},
+		{Method: "GET", Pattern: "/datasets/{dataset_id}/export", OperationID: "exportDataset", Tag: "Datasets", Summary: "Export a version (default the latest) as Trellis JSONL", Description: "The JSONL trellis eval reads; the header's version is the dataset version.", Query: t[wire.DatasetExportQuery](), MediaType: "application/x-ndjson", Status: ok, Response: t[string]()},
 
 		// Store.
 		{Method: "PUT", Pattern: "/store/items", OperationID: "putStoreItem", Tag: "Store", Summary: "Store or replace an item", Body: t[wire.StorePut](), Status: nc},

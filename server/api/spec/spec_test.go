@@ -283,7 +283,7 @@ func TestSDKRequestsDecode(t *testing.T) {
 	}
 	var missing []string
 	for _, r := range routes {
-		if !covered[r.OperationID] && !slices.Contains([]string{"ok", "info", "openapi", "getThreadTranscript", "listThreadMessages" /* Trellis's own: no SDK calls them */}, r.OperationID) {
+		if !covered[r.OperationID] && !slices.Contains([]string{"ok", "info", "openapi", "getThreadTranscript", "listThreadMessages" /* Trellis's own: no SDK calls them */}, r.OperationID) && !trellisOwnTags[r.Tag] {
 			missing = append(missing, r.OperationID)
 		}
 	}

@@ -84,6 +84,10 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"CanceledContext", testCanceledContext},
 		{"Corrupt", testCorrupt},
 		{"Keys", testKeys},
+		{"DatasetVersions", testDatasetVersions},
+		{"DatasetCRUD", testDatasetCRUD},
+		{"DatasetTenancy", testDatasetTenancy},
+		{"Feedback", testFeedback},
 		{"Export", testExport},
 		{"ClaimWithin", testClaimWithin},
 	}

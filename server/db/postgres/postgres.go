@@ -240,6 +240,9 @@ func New(ctx context.Context, pool *pgxpool.Pool) (*DB, error) {
 	if err := pgdb.Migrate(ctx, pool, KeysComponent, keyMigrations); err != nil {
 		return nil, fmt.Errorf("server/db/postgres: %w", err)
 	}
+	if err := pgdb.Migrate(ctx, pool, EvalComponent, evalMigrations); err != nil {
+		return nil, fmt.Errorf("server/db/postgres: %w", err)
+	}
 	return &DB{pool: pool}, nil
 }
 

@@ -209,6 +209,10 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		sq.Close()
 		return nil, fmt.Errorf("server/db/sqlite: %w", err)
 	}
+	if err := sq.Migrate(ctx, EvalComponent, evalMigrations); err != nil {
+		sq.Close()
+		return nil, fmt.Errorf("server/db/sqlite: %w", err)
+	}
 	return &DB{sq: sq}, nil
 }
 

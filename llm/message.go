@@ -44,6 +44,11 @@ type Message struct {
 	// IsError marks a tool message that reports a failure (bad arguments,
 	// a tool error, a rejected or cancelled call).
 	IsError bool `json:"is_error,omitempty"`
+	// Name names the voice of an assistant message written by one of an
+	// agent's internal participants (a reviewer checking a draft): empty
+	// for the agent's own replies. Readers of a thread's history show a
+	// named message as the agent's working, not as its answer.
+	Name string `json:"name,omitempty"`
 }
 
 // PartType says what a content part holds.

@@ -96,6 +96,7 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 			return nil, err
 		}
 		msg := resp.Message
+		msg.Name = a.voice
 		if final && len(msg.ToolCalls) > 0 {
 			msg = a.dropCalls(ctx, msg)
 		}

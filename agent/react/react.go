@@ -96,6 +96,10 @@ const DefaultBudgetPrompt = "The step budget for this task is used up: no more t
 type Config struct {
 	// Name names the graph in errors and Mermaid output.
 	Name string
+	// Voice, when set, names the agent's replies (llm.Message.Name): an
+	// internal participant of a larger agent, such as a reviewer whose
+	// critique is the agent's working, not its answer to the person.
+	Voice string
 	// Model answers every request. Wrap it with llm.Retry, llm.Fallback
 	// or llm.WithTimeout for resilience.
 	Model llm.Model
@@ -281,6 +285,7 @@ type agent struct {
 	known        map[string]bool // every tool's name
 	names        string          // sorted, for messages
 	stop         string          // the stop tool's name, "" without one
+	voice        string          // Config.Voice, put on every reply
 	graceful     bool
 	budgetPrompt string
 	noteUndone   bool
@@ -346,6 +351,7 @@ func build(cfg Config, forNew bool) (*agent, error) {
 		graceful:     !cfg.FailOnStepLimit,
 		budgetPrompt: cmpOr(cfg.BudgetPrompt, DefaultBudgetPrompt),
 		noteUndone:   !cfg.LeaveUndoneUnsaid,
+		voice:        cfg.Voice,
 		out:          cfg.Output,
 		log:          cfg.Logger,
 		history:      cfg.History,

@@ -91,6 +91,11 @@ type PromptData struct {
 	Tools string
 }
 
+// Reviewer is the voice of the review node's messages (llm.Message.Name):
+// its critique is the agent's working, which a thread's transcript shows
+// in the run's timeline, not as a reply to the customer.
+const Reviewer = "reviewer"
+
 // Name is the app's name.
 const Name = "builder"
 
@@ -181,7 +186,7 @@ func NewAgent(cfg Config) (*agentbuilder.Agent, error) {
 		Description("Drafts a reply to a customer and has it reviewed until the reviewer is satisfied.").
 		MaxIterations(cfg.MaxIterations).
 		LLMNode("answer", cfg.AnswerPrompt, cfg.Tools...).
-		LLMNode("review", cfg.ReviewPrompt).
+		LLMNodeWith("review", react.Config{System: cfg.ReviewPrompt, Voice: Reviewer}).
 		Describe("answer", "Drafts the reply, checking the policy first.").
 		Describe("review", "Checks the draft for accuracy and tone.").
 		Edge("answer", "review").

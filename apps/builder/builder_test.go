@@ -1,6 +1,7 @@
 package builder
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
 )
 
@@ -43,6 +45,16 @@ func TestScriptedRun(t *testing.T) {
 	}
 	if len(replies) != 2 || !strings.Contains(replies[1], "free prepaid return label") {
 		t.Errorf("drafts = %q; want the second to add the free label", replies)
+	}
+	// The reviewer speaks in its own voice, the drafts in the agent's.
+	var voices []string
+	for _, m := range msgs {
+		if m.Role == llm.RoleAssistant && m.Text() != "" {
+			voices = append(voices, cmp.Or(m.Name, "agent"))
+		}
+	}
+	if got := strings.Join(voices, " "); got != "agent reviewer agent reviewer" {
+		t.Errorf("the replies' voices are %q; want the drafts unnamed and the reviews %q", got, Reviewer)
 	}
 	if calls := agentbuilder.ToolCalls(res.FinalState); len(calls) != 2 || calls[1].Result != policies["shipping"] {
 		t.Errorf("tool calls = %+v", calls)

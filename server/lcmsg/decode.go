@@ -243,6 +243,9 @@ func decodeObject(obj map[string]json.RawMessage, typ, path string) (llm.Message
 	}
 	switch typ {
 	case TypeAI:
+		if m.Name, err = str(obj, "name", path); err != nil {
+			return m, err
+		}
 		if m.ToolCalls, err = decodeCalls(obj["tool_calls"], path+".tool_calls"); err != nil {
 			return m, err
 		}

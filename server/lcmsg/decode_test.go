@@ -147,6 +147,7 @@ func TestRoundTripFromLLM(t *testing.T) {
 		llm.ToolResult(llm.ToolCall{ID: "c1", Name: "f"}, "result"),
 		llm.ToolError(llm.ToolCall{ID: "c2", Name: "g"}, "bad args"),
 		{ID: "m2", Role: llm.RoleAssistant},
+		{ID: "m3", Role: llm.RoleAssistant, Parts: []llm.Part{llm.Text("add the label")}, Name: "reviewer"}, // a voice's name survives
 	}
 	data, err := json.Marshal(lcmsg.FromLLMAll(ms))
 	if err != nil {

@@ -213,7 +213,8 @@ func orEmptyList[E any](s []E) []E {
 // list of parts. Tool calls whose arguments are a JSON object (or empty,
 // read as {}) become tool_calls; the rest become invalid_tool_calls with
 // the text kept. Reasoning goes to additional_kwargs.reasoning_content,
-// an error tool result to status "error", the tool name to name.
+// an error tool result to status "error", the tool name (a tool
+// message) or the voice (an assistant message, llm.Message.Name) to name.
 func FromLLM(m llm.Message) Message {
 	out := Message{ID: m.ID, Content: contentOf(m.Parts)}
 	switch m.Role {
@@ -231,6 +232,7 @@ func FromLLM(m llm.Message) Message {
 		}
 	default: // assistant, and any role a later version adds
 		out.Type = TypeAI
+		out.Name = m.Name
 		out.ToolCalls, out.InvalidToolCalls = splitCalls(m.ToolCalls)
 	}
 	if m.Reasoning != "" || m.ReasoningSignature != "" {

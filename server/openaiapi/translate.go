@@ -71,9 +71,12 @@ func (t *translator) progress(ev ProgressEvent) {
 
 // lcChunk is the part of a LangChain message (chunk) the wire reads.
 type lcChunk struct {
-	ID               string          `json:"id"`
-	Type             string          `json:"type"`
-	Content          json.RawMessage `json:"content"`
+	ID      string          `json:"id"`
+	Type    string          `json:"type"`
+	Content json.RawMessage `json:"content"`
+	// Name is an internal voice's (llm.Message.Name: a reviewer's
+	// critique), whose text is the agent's working, not its reply.
+	Name             string `json:"name"`
 	AdditionalKwargs struct {
 		Reasoning string `json:"reasoning_content"`
 	} `json:"additional_kwargs"`
@@ -120,7 +123,7 @@ func (t *translator) add(ev db.Event) {
 				continue
 			}
 			for _, m := range u.Messages {
-				if m.Type != "ai" && m.Type != "AIMessageChunk" {
+				if m.Type != "ai" && m.Type != "AIMessageChunk" || m.Name != "" {
 					continue
 				}
 				t.landed(m.ID, lcmsg.Text(m.Content))

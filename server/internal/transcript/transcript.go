@@ -50,6 +50,13 @@ const (
 	KindReasoning = "reasoning"
 	// KindError is a run's error (Text).
 	KindError = "error"
+	// KindNote is a message of the agent's working, not a reply to the
+	// person: an assistant message with a voice (its LangChain "name",
+	// llm.Message.Name, in Author — a reviewer's critique), or a draft
+	// that such a voice answered and a later reply of the same run
+	// replaced (Author ""). Message holds it, Text its text. Wires that
+	// list the conversation's messages leave notes out.
+	KindNote = "note"
 )
 
 // Turn is one entry of a thread's transcript.
@@ -71,6 +78,7 @@ type Turn struct {
 	Answer      json.RawMessage `json:"answer,omitempty"`
 	Outcome     string          `json:"outcome,omitempty"`
 	Text        string          `json:"text,omitempty"`
+	Author      string          `json:"author,omitempty"`
 
 	Interrupts json.RawMessage `json:"interrupts,omitempty"`
 	Data       json.RawMessage `json:"data,omitempty"`
@@ -125,7 +133,7 @@ func Build(ctx context.Context, st Store, saver checkpoint.Saver, tenant string,
 		}
 		b.run(r, evs)
 	}
-	return b.merge(stateMessages(th.Values)), nil
+	return notes(b.merge(stateMessages(th.Values))), nil
 }
 
 // branch reads the thread's root checkpoints: the runs that wrote one on

@@ -198,7 +198,7 @@ async function refresh() {
   // The last run's block stays open while the thread waits on it.
   state.openRun = thread.status === 'interrupted' ? (state.turns.filter((t) => t.kind === 'run').pop() || {}).run_id : null;
   if (!state.runId && state.log) { state.log.el.remove(); state.log = null; }
-  ui.title.textContent = threads.titleOf(thread);
+  showTitle(thread);
   const aid = thread.metadata && thread.metadata.assistant_id;
   if (aid && state.assistants.some((a) => a.assistant_id === aid)) ui.assistant.value = aid;
   showGraph();
@@ -211,8 +211,23 @@ async function refresh() {
   // or the stream's when the thread does not say.
   const why = thread.status === 'error' ? String(thread.error || (failed && failed.error) || state.runError || 'The last run failed.') : state.runError || null;
   run.showFailure(why, failed && failed.name);
-  timeline.load(id).catch((e) => showError(e.message));
+  timeline.load(id).then(() => { if (id === state.threadId) showTitle(thread); }).catch((e) => showError(e.message));
   return thread;
+}
+
+// showTitle names the thread in the header and, while the branch shown is
+// a fork (a run on it went on from a checkpoint the person forked), which
+// one: "· fork from step N", N as the timeline lists the checkpoint forked
+// from. The thread list keeps the title alone: a thread has one title,
+// its branches are the timeline's.
+function showTitle(thread) {
+  const fork = state.turns.filter((t) => t.kind === 'run' && t.checkpoint_id).pop();
+  let title = threads.titleOf(thread);
+  if (fork) {
+    const n = timeline.forkStep(fork.checkpoint_id);
+    title += n === null ? ' · a fork' : ` · fork from step ${n}`;
+  }
+  ui.title.textContent = title;
 }
 
 function renderCards(interrupts) {

@@ -18,7 +18,8 @@ const SVG = 'http://www.w3.org/2000/svg';
 const W = 100; // node box width
 const H = 30; // node box height
 const GX = 16; // gap between boxes of a layer
-const GY = 36; // gap between layers
+const GY = 48; // gap between layers
+const LANE = 14; // gap between the side lanes of edges that go up or skip layers
 
 let box = null; // the container the drawing goes in
 let current = { id: null, names: [], nodes: new Map() }; // drawn graph
@@ -68,7 +69,47 @@ function label(id) {
   return id === '__start__' ? 'start' : id === '__end__' ? 'end' : id;
 }
 
-/** draw returns the SVG of the graph {nodes, edges}. */
+/** order sorts each layer's nodes to cut edge crossings: a few sweeps
+ * down and up, each putting a layer's nodes at the mean position
+ * (barycenter) of their neighbours in the layer before; a node without
+ * such neighbours keeps its place. rows is changed in place. Exported for
+ * reading. */
+export function order(rows, edges, layer) {
+  const near = (up) => {
+    const m = new Map();
+    for (const e of edges) {
+      const [a, b] = up ? [e.target, e.source] : [e.source, e.target];
+      if (layer.get(b) - layer.get(a) !== (up ? -1 : 1)) continue;
+      if (!m.has(b)) m.set(b, []);
+      m.get(b).push(a);
+    }
+    return m;
+  };
+  const down = near(false);
+  const up = near(true);
+  const sweep = (l, from, nb) => {
+    const r = rows[l];
+    const prev = rows[from];
+    if (!r || !prev) return;
+    const at = new Map(prev.map((id, i) => [id, i]));
+    const key = new Map(r.map((id, i) => {
+      const ps = (nb.get(id) || []).filter((p) => at.has(p));
+      return [id, ps.length ? ps.reduce((sum, p) => sum + at.get(p), 0) / ps.length : i];
+    }));
+    r.sort((a, b) => key.get(a) - key.get(b));
+  };
+  for (let k = 0; k < 4; k++) {
+    for (let l = 1; l < rows.length; l++) sweep(l, l - 1, down);
+    for (let l = rows.length - 2; l >= 0; l--) sweep(l, l + 1, up);
+  }
+  return rows;
+}
+
+/** draw returns the SVG of the graph {nodes, edges}: layers top down,
+ * ordered to cut crossings; an edge to the next layer is a straight line,
+ * one that goes up (a loop) or skips layers runs in its own lane on the
+ * side — loops on the right, long edges down on the left — so no edge
+ * crosses a box. */
 function draw(g, title) {
   const layer = layers(g.nodes, g.edges);
   const rows = [];
@@ -76,32 +117,55 @@ function draw(g, title) {
     const l = layer.get(n.id);
     (rows[l] = rows[l] || []).push(n.id);
   }
+  order(rows, g.edges, layer);
+  const col = new Map(rows.flatMap((r) => (r || []).map((id, i) => [id, i])));
+  const side = (e) => {
+    const d = layer.get(e.target) - layer.get(e.source);
+    if (d === 0 && Math.abs(col.get(e.target) - col.get(e.source)) === 1) return 'across'; // neighbours: straight across
+    return d === 1 ? null : d > 1 ? 'left' : 'right';
+  };
+  const lanes = { left: 0, right: 0 };
+  const laneOf = new Map();
+  for (const e of g.edges) {
+    const sd = side(e);
+    if (sd === 'left' || sd === 'right') laneOf.set(e, (lanes[sd] += 1));
+  }
   const widest = Math.max(1, ...rows.filter(Boolean).map((r) => r.length));
-  const width = widest * (W + GX) + GX + 40; // room on the right for loops
+  const left = lanes.left * LANE + (lanes.left ? GX : 0);
+  const inner = widest * (W + GX) + GX;
+  const width = left + inner + Math.max(40, lanes.right * LANE + GX);
   const label2 = (id) => (label(id).length > 13 ? `${label(id).slice(0, 12)}…` : label(id));
   const pos = new Map();
   rows.forEach((r, l) => {
     if (!r) return;
     const span = r.length * (W + GX) - GX;
-    r.forEach((id, i) => pos.set(id, { x: (width - 40 - span) / 2 + i * (W + GX), y: GX / 2 + l * (H + GY) }));
+    r.forEach((id, i) => pos.set(id, { x: left + (inner - span) / 2 + i * (W + GX), y: GX / 2 + l * (H + GY) }));
   });
   const height = rows.length * (H + GY) - GY + GX;
   const svg = s('svg', { viewBox: `0 0 ${width} ${height}`, width, height, role: 'img', 'aria-labelledby': 'graph-title', class: 'graph-svg' });
   svg.append(s('title', { id: 'graph-title' }, title));
   svg.append(s('defs', {}, s('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' },
     s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'graph-arrowhead' }))));
+  const r = 8; // the corners of a lane
   for (const e of g.edges) {
     const a = pos.get(e.source);
     const b = pos.get(e.target);
     if (!a || !b) continue;
     let d;
-    if (layer.get(e.target) > layer.get(e.source)) {
+    const sd = side(e);
+    if (!sd) {
       d = `M${a.x + W / 2},${a.y + H} L${b.x + W / 2},${b.y}`;
-    } else { // a loop back up: bow out on the right
-      const bend = Math.max(a.x, b.x) + W + 30;
-      d = `M${a.x + W},${a.y + H / 2} C${bend},${a.y + H / 2} ${bend},${b.y + H / 2} ${b.x + W},${b.y + H / 2}`;
+    } else if (sd === 'across') {
+      d = b.x > a.x ? `M${a.x + W},${a.y + H / 2} L${b.x},${b.y + H / 2}` : `M${a.x},${a.y + H / 2} L${b.x + W},${b.y + H / 2}`;
+    } else if (sd === 'left') { // down past the layers between, on the left
+      const x = left - GX / 2 - (laneOf.get(e) - 1) * LANE;
+      d = `M${a.x},${a.y + H / 2} L${x + r},${a.y + H / 2} Q${x},${a.y + H / 2} ${x},${a.y + H / 2 + r} L${x},${b.y + H / 2 - r} Q${x},${b.y + H / 2} ${x + r},${b.y + H / 2} L${b.x},${b.y + H / 2}`;
+    } else { // a loop back up (or within a layer), on the right
+      const x = left + inner + (laneOf.get(e) - 1) * LANE + GX / 2;
+      const dir = b.y < a.y ? -1 : 1;
+      d = `M${a.x + W},${a.y + H / 2} L${x - r},${a.y + H / 2} Q${x},${a.y + H / 2} ${x},${a.y + H / 2 + dir * r} L${x},${b.y + H / 2 - dir * r} Q${x},${b.y + H / 2} ${x - r},${b.y + H / 2} L${b.x + W},${b.y + H / 2}`;
     }
-    svg.append(s('path', { d, class: e.conditional ? 'graph-edge conditional' : 'graph-edge', 'marker-end': 'url(#arrow)' }));
+    svg.append(s('path', { d, class: e.conditional ? 'graph-edge conditional' : 'graph-edge', 'marker-end': 'url(#arrow)', 'data-from': e.source, 'data-to': e.target, 'data-route': sd || 'down' }));
   }
   const nodes = new Map();
   for (const n of g.nodes) {

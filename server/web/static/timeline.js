@@ -196,6 +196,19 @@ export async function load(id) {
   if (!openId || !byId.has(openId)) { openId = null; clear(ui.detail); }
 }
 
+/** forkStep is the step of the checkpoint a fork branched from, as the
+ * list names it ("Step N"), given the checkpoint a run went on from (the
+ * fork's own, whose parent is the one the person opened); null when the
+ * history loaded does not hold it. */
+export function forkStep(checkpointId) {
+  const st = byId.get(checkpointId);
+  if (!st) return null;
+  const md = st.metadata || {};
+  const from = (md.source === 'fork' || md.source === 'update') && byId.get(parentOf(st)) || st;
+  const step = (from.metadata || {}).step;
+  return typeof step === 'number' ? step : null;
+}
+
 /** refreshSoon reloads the thread's history shortly (a run wrote a
  * checkpoint); several calls close together load once. */
 export function refreshSoon(id) {

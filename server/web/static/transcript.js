@@ -138,6 +138,10 @@ export function transcriptNodes(turns, messages, live, openRun) {
       if (!m || typeof m !== 'object') continue;
       shown.add(id);
       push(m);
+    } else if (t.kind === 'note') { // the agent's working: a reviewer's critique, a draft it replaced
+      const id = idOfTurn(t);
+      if (id) shown.add(id);
+      items.push({ turn: t });
     } else if (t.kind !== 'run' && !(live && t.run_id === live && t.kind !== 'answer') && !(t.kind === 'error' && t.run_id === lastRun)) {
       items.push({ turn: t });
     }
@@ -163,6 +167,7 @@ export function transcriptNodes(turns, messages, live, openRun) {
     else if (t.kind === 'reasoning') log.l.attach(reasoningBlock(t.text).el);
     else if (t.kind === 'wait') log.l.wait(t.text);
     else if (t.kind === 'error') log.l.error(t.text);
+    else if (t.kind === 'note') log.l.note(t.author, t.text);
   }
   for (const n of out) if (n.summarizeLog) n.summarizeLog();
   // A block left empty (events it does not show) is not drawn.
@@ -242,6 +247,12 @@ export function runLog(open = true) {
      * it asked). */
     wait(text) {
       for (const q of String(text || 'a question').split('\n')) line('status wait', 'Asked you: ', h('strong', {}, q));
+    },
+    /** note is a line for the agent's working: an internal voice's
+     * message (author: "reviewer") or a draft it replaced (no author). */
+    note(author, text) {
+      const who = author ? `${author[0].toUpperCase()}${author.slice(1)}: ` : 'Draft: ';
+      line('note', h('strong', {}, who), h('span', { class: 'note-text' }, text || ''));
     },
     /** error is a line for the run's error. */
     error(text) { line('status failed', 'Error: ', text || 'the run failed'); },

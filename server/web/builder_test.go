@@ -1,0 +1,54 @@
+package web_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// The builder's texts in the scripted run: the first draft, the reviewer's
+// critique of it, the final reply and the reviewer's approval.
+const (
+	builderDraft    = "Reply with your order number and we will start the return."
+	builderCritique = "Accurate, but it should say that return shipping is free for faulty items. Please add that."
+	builderFinal    = "We will email you a free prepaid return label; reply with your order number to start."
+	builderApproval = "Accurate and kind. No changes needed."
+)
+
+// Point 8 of issue 22: the builder's internal chatter is the agent's
+// working. After a run (and after a reload), the chat's agent messages
+// hold only the final reply; the reviewer's critique, its approval and
+// the draft it sent back are lines of the run's "What the agent did"
+// block, which is folded.
+func TestBrowserBuilderReviewerIsInTheRunBlock(t *testing.T) {
+	b := newBrowser(t)
+	url := serve(t)
+	b.do("opening the page", chromedp.Navigate(url))
+	b.pick("builder")
+	b.send("I bought headphones 20 days ago and one side stopped working. Can I still return them?")
+	// The agent messages, as a person reads them, once the run is done.
+	const agentSaid = `[...document.querySelectorAll('main .msg.ai')].filter((e) => e.checkVisibility()).map((e) => e.innerText).join('\n---\n')`
+	const block = `[...document.querySelectorAll('main details.run-log')]`
+	check := func(when string) {
+		b.t.Helper()
+		b.waitFor("the final reply "+when, agentSaid+`.includes(`+jsonArgs(builderFinal)+`)`)
+		b.waitFor("a folded run block holding the critique "+when, block+`.some((d) => !d.open && d.textContent.includes('Reviewer: '+`+jsonArgs(builderCritique)+`))`)
+		said := eval[string](b, agentSaid)
+		for _, s := range []string{builderDraft, builderCritique, builderApproval} {
+			if strings.Contains(said, s) {
+				t.Errorf("%s: an agent message shows the agent's working %q:\n%s", when, s, said)
+			}
+		}
+		logText := eval[string](b, block+`.map((d) => d.textContent).join('\n')`)
+		for _, s := range []string{"Draft: Yes: faulty items can be returned within 30 days, so you are in time. " + builderDraft, "Reviewer: " + builderApproval} {
+			if !strings.Contains(logText, s) {
+				t.Errorf("%s: the run block lacks %q:\n%s", when, s, logText)
+			}
+		}
+	}
+	check("after the run")
+	b.do("reloading", chromedp.Reload())
+	check("after a reload")
+	b.checkA11y("builder run block")
+}

@@ -119,9 +119,12 @@ func TestBrowserTimelineIsDurable(t *testing.T) {
 	b.checkA11y("durable timeline")
 
 	// Reopening the thread from the list, at phone width.
+	// (At phone width the threads are a drawer, opened from the header.)
 	b.do("narrowing", chromedp.EmulateViewport(390, 844))
+	b.openThreads()
 	b.do("starting a new thread", chromedp.Click(`//button[normalize-space()='New thread']`))
 	b.waitFor("the empty chat", `document.querySelectorAll('main details.run-log').length === 0`)
+	b.openThreads()
 	b.do("reopening the thread from the list", chromedp.Click(`//nav//a[.//*[normalize-space()='Plan a team trip']]`))
 	b.waitFor("the timeline again", fmt.Sprintf(`document.getElementById('messages').innerText.includes(%q) && document.querySelectorAll('main details.run-log').length > 0`, tripAnswer))
 	if got, folded := b.timelineLines(); !slices.Equal(got, after) || !folded {
@@ -165,4 +168,19 @@ func TestBrowserForkTimelineAfterReload(t *testing.T) {
 	if got := eval[[]string](b, what); !slices.Equal(got, want) {
 		t.Errorf("after a reload the fork reads %q, want %q", got, want)
 	}
+}
+
+// openThreads opens the threads drawer at phone width, as a person does
+// with the header's menu button, unless it is open already; it first lets
+// a drawer that is sliding (the window just narrowed) come to rest, and
+// returns once the drawer has slid in.
+func (b *browser) openThreads() {
+	b.t.Helper()
+	const open = `getComputedStyle(document.getElementById('sidebar')).visibility === 'visible' && document.getElementById('sidebar').getBoundingClientRect().left === 0 && document.getElementById('sidebar-open').getAttribute('aria-expanded') === 'true'`
+	const closed = `getComputedStyle(document.getElementById('sidebar')).visibility === 'hidden'`
+	b.waitFor("the threads drawer at rest", open+` || `+closed)
+	if !eval[bool](b, open) {
+		b.do("opening the threads", chromedp.Click(`//button[@aria-label='Threads and assistants']`))
+	}
+	b.waitFor("the threads drawer", open)
 }

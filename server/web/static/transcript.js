@@ -8,7 +8,7 @@
 // A failed tool call or step carries the class "failed" and an empty
 // span.retry-slot, where a retry control can be put.
 
-import { h } from './dom.js';
+import { clear, h } from './dom.js';
 import { setMarkdown } from './markdown.js';
 
 /** textOf returns the text of a message's content (a string or parts). */
@@ -55,9 +55,11 @@ export function toolCallBlock(name, args, callId) {
     setResult(text, isError) {
       state.textContent = isError ? 'failed' : 'done';
       el.classList.toggle('failed', !!isError);
-      result.replaceChildren(h('p', { class: 'hint' }, isError ? 'Error' : 'Result'),
+      // replaceChildren would write a null as the text "null": clear and
+      // append through h's rules instead.
+      clear(result).append(...[h('p', { class: 'hint' }, isError ? 'Error' : 'Result'),
         h('pre', { class: isError ? 'call-error' : null }, text),
-        isError ? h('span', { class: 'retry-slot' }) : null);
+        isError ? h('span', { class: 'retry-slot' }) : null].filter(Boolean));
     },
   };
 }

@@ -39,16 +39,21 @@ export function drawers() {
  * and top(). */
 export function follow(log) {
   let stick = true;
-  let ours = false;
+  // mine is where our own scrolling put the log (-1: none pending). A
+  // scroll event that finds the log there is ours; one that finds it
+  // elsewhere is the reader's, even when the browser folded both into one
+  // event (a flag "the next event is ours" would swallow the reader's).
+  let mine = -1;
   const atEnd = () => log.scrollHeight - log.scrollTop - log.clientHeight < 48;
   log.addEventListener('scroll', () => {
-    if (ours) { ours = false; return; }
-    stick = atEnd();
+    const ours = mine >= 0 && Math.abs(log.scrollTop - mine) < 2;
+    mine = -1;
+    if (!ours) stick = atEnd();
   }, { passive: true });
   const toEnd = () => {
     if (log.scrollTop + log.clientHeight >= log.scrollHeight - 1) return;
-    ours = true;
     log.scrollTop = log.scrollHeight;
+    mine = log.scrollTop;
   };
   new MutationObserver(() => { if (stick) toEnd(); }).observe(log, { childList: true, subtree: true, characterData: true });
   return {

@@ -366,12 +366,10 @@ func TestAppEvalSetsFailABrokenModel(t *testing.T) {
 	}
 }
 
-// explain gives the failing criteria of a case's first failing trial.
+// explain gives a case's first trial, with its scores and explanations.
 func explain(c eval.CaseResult) string {
-	var b strings.Builder
-	for _, tr := range c.Trials {
-		fmt.Fprintf(&b, "%+v; ", tr)
-		break
+	if len(c.Trials) == 0 {
+		return "no trials"
 	}
-	return b.String()
+	return fmt.Sprintf("%+v", c.Trials[0])
 }

@@ -126,12 +126,6 @@ func evalRecordCommand() *cobra.Command {
 	return c
 }
 
-// loadDataset reads a Trellis JSONL dataset, or an ADK eval set
-// (*.evalset.json, *.test.json) through the reader eval/adk registers.
-func loadDataset(path string) (*eval.Dataset, error) {
-	return eval.Load(path)
-}
-
 // evalTarget builds the target f names, and a function releasing it.
 func evalTarget(ctx context.Context, w io.Writer, f evalFlags) (eval.Target, func(), error) {
 	if f.assistant == "" {
@@ -206,7 +200,7 @@ func evalRun(c *cobra.Command, path string, f evalFlags) error {
 	}
 	ctx = evaluators.WithJudges(ctx, judges)
 	stderr := c.ErrOrStderr()
-	ds, err := loadDataset(path)
+	ds, err := eval.Load(path) // Trellis JSONL, or ADK sets by name (eval/adk)
 	if err != nil {
 		return usage(err)
 	}

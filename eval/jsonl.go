@@ -149,7 +149,12 @@ func (c *Case) check() error {
 		return errors.New(`the case has no "id"`)
 	}
 	hasMsg, hasState := c.Input.Message != "", len(c.Input.State) > 0 && string(c.Input.State) != "null"
-	if hasMsg == hasState {
+	if c.User != nil {
+		if err := c.User.check(c.ID, len(c.Turns)); err != nil {
+			return err
+		}
+	}
+	if hasMsg && hasState || !hasMsg && !hasState && c.User == nil {
 		return fmt.Errorf("case %q: the input needs exactly one of \"message\" and \"state\"", c.ID)
 	}
 	if hasState && !bytes.HasPrefix(bytes.TrimSpace(c.Input.State), []byte("{")) {

@@ -82,6 +82,9 @@ type TrialResult struct {
 	// Latency is the wall time of the trial's runs; Usage their cost.
 	Latency time.Duration `json:"latency"`
 	Usage   llm.Usage     `json:"usage,omitzero"`
+	// Simulated is what the case's simulated user said, in order (empty
+	// for a case with fixed answers and turns).
+	Simulated []SimulatedTurn `json:"simulated,omitempty"`
 }
 
 // CriterionResult is one criterion's verdict on a trial.

@@ -38,6 +38,9 @@ type Runner struct {
 	// MaxRounds bounds the resumes of one phase of a trial (default 64):
 	// an agent that keeps asking is stopped with an error.
 	MaxRounds int
+	// Users resolves the models of cases' simulated users; a case with a
+	// simulated user fails when it is nil.
+	Users UserResolver
 }
 
 // boundCase is a case with its criteria's evaluators built.

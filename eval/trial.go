@@ -22,6 +22,7 @@ type trialRun struct {
 	usage      llm.Usage
 	latency    time.Duration
 	err        string
+	simulated  []SimulatedTurn
 }
 
 // trial runs one repetition of bc and scores it.
@@ -67,6 +68,7 @@ func (r *Runner) trial(ctx context.Context, bc boundCase, rep, attempt int) Tria
 	if len(res.Output) > maxOutput {
 		res.Output = res.Output[:maxOutput] + "…"
 	}
+	res.Simulated = run.simulated
 	res.Pass = res.Error == ""
 	trial := Trial{Case: c, Repetition: rep, Thread: th}
 	for i, e := range bc.evals {
@@ -126,7 +128,7 @@ func (run *trialRun) fill(th *Thread) {
 // interrupts they meet.
 func (r *Runner) drive(ctx context.Context, c *Case, id string, md map[string]string, run *trialRun) error {
 	if c.User != nil {
-		return errors.New("this case has a simulated user, which this runner does not drive yet; give answers and turns instead")
+		return r.driveSimulated(ctx, c, id, md, run)
 	}
 	if err := r.phase(ctx, RunRequest{ThreadID: id, Input: c.Input, Metadata: md}, c.Answers, run); err != nil {
 		return err
@@ -147,6 +149,13 @@ func (r *Runner) phase(ctx context.Context, req RunRequest, answers []Answer, ru
 	if err != nil {
 		return err
 	}
+	return r.run(ctx, req, ans, nil, run)
+}
+
+// run runs req and resumes it until it finishes, answering each interrupt
+// from ans or, when none of its answers applies, from fallback (a
+// simulated user; nil: the interrupt is unanswered).
+func (r *Runner) run(ctx context.Context, req RunRequest, ans *answerer, fallback func(Interrupt) (json.RawMessage, error), run *trialRun) error {
 	rounds := r.MaxRounds
 	if rounds <= 0 {
 		rounds = 64
@@ -173,6 +182,14 @@ func (r *Runner) phase(ctx context.Context, req RunRequest, answers []Answer, ru
 		for _, in := range out.Interrupts {
 			interruptFields(&in)
 			v, ok := ans.answer(in)
+			if !ok && fallback != nil {
+				var ferr error
+				if v, ferr = fallback(in); ferr != nil {
+					run.interrupts = append(run.interrupts, in)
+					return ferr
+				}
+				ok = true
+			}
 			if !ok {
 				run.interrupts = append(run.interrupts, in)
 				return fmt.Errorf("unanswered question: %s", describe(in))

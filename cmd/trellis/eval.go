@@ -236,7 +236,7 @@ func evalRun(c *cobra.Command, path string, f evalFlags) error {
 	}
 	fmt.Fprintf(stderr, "Experiment %s: %d cases × %d of %s against %s\n", name, len(ds.Cases), f.repeat, ds.Name, target.Name())
 	r := &eval.Runner{Target: target, Experiment: name, Repeat: f.repeat, Concurrency: f.concurrency, Timeout: f.timeout,
-		Tags: f.tags, Journal: journal,
+		Tags: f.tags, Journal: journal, Users: eval.UserResolver(judges),
 		Progress: func(t eval.TrialResult, done, total int) {
 			verdict := "pass"
 			if !t.Pass {

@@ -34,6 +34,7 @@ func (a *API) datasetHandlers() map[string]http.Handler {
 		"patchDatasetCase":  http.HandlerFunc(a.patchDatasetCase),
 		"deleteDatasetCase": http.HandlerFunc(a.deleteDatasetCase),
 		"exportDataset":     http.HandlerFunc(a.exportDataset),
+		"recordThreadCase":  http.HandlerFunc(a.recordThreadCase),
 	}
 }
 

@@ -30,6 +30,7 @@ var ownRequests = []struct{ method, path, query, body string }{
 	{"PATCH", "/datasets/d1/cases/c1", "", `{"input":{"message":"new"}}`},
 	{"DELETE", "/datasets/d1/cases/c1", "", ``},
 	{"GET", "/datasets/d1/export", "version=1", ``},
+	{"GET", "/threads/t1/case", "", ``},
 	{"POST", "/threads/t1/runs/r1/feedback", "", `{"key":"user_score","score":1,"value":"good","comment":"nice","correction":{"answer":"x"},"message_id":"m1"}`},
 	{"GET", "/threads/t1/runs/r1/feedback", "", ``},
 	{"DELETE", "/threads/t1/runs/r1/feedback/f1", "", ``},

@@ -215,6 +215,8 @@ func Routes() []Route {
 		{Method: "PATCH", Pattern: "/datasets/{dataset_id}/cases/{case_id}", OperationID: "patchDatasetCase", Tag: "Datasets", Summary: "Change a case, making a new version", Description: "The body's members replace the case's (an eval.Case object; its id cannot change).", Body: t[json.RawMessage](), Status: ok, Response: t[wire.Dataset]()},
 		{Method: "DELETE", Pattern: "/datasets/{dataset_id}/cases/{case_id}", OperationID: "deleteDatasetCase", Tag: "Datasets", Summary: "Remove a case, making a new version", Status: ok, Response: t[wire.Dataset]()},
 		{Method: "GET", Pattern: "/datasets/{dataset_id}/export", OperationID: "exportDataset", Tag: "Datasets", Summary: "Export a version (default the latest) as Trellis JSONL", Description: "The JSONL trellis eval reads; the header's version is the dataset version.", Query: t[wire.DatasetExportQuery](), MediaType: "application/x-ndjson", Status: ok, Response: t[string]()},
+		{Method: "GET", Pattern: "/threads/{thread_id}/case", OperationID: "recordThreadCase", Tag: "Datasets", Summary: "The thread as an evaluation case to edit and add to a dataset",
+			Description: "An eval.Case: the first user message as the input, later ones as turns, the answers the interrupts got (with their kind), the final answer and the agent's tool calls as expectations. 409 when the thread has not run.", Status: ok, Response: t[json.RawMessage](), Problems: []int{409}},
 
 		// Store.
 		{Method: "PUT", Pattern: "/store/items", OperationID: "putStoreItem", Tag: "Store", Summary: "Store or replace an item", Body: t[wire.StorePut](), Status: nc},

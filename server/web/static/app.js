@@ -10,6 +10,8 @@
 import * as api from './api.js';
 import { ago, clear, h } from './dom.js';
 import { approvalGroup, isApproval } from './approvals.js';
+import * as datasets from './datasets.js';
+import * as feedback from './feedback.js';
 import * as graph from './graph.js';
 import * as inputForm from './inputform.js';
 import { renderInterrupt } from './interrupts.js';
@@ -29,6 +31,7 @@ const ui = {
   inputForm: $('input-form'), send: $('send'), cancel: $('cancel'), banner: $('banner'), error: $('error'),
   keyDialog: $('key-dialog'), keyForm: $('key-form'), keyInput: $('key-input'),
   welcome: $('welcome'), about: $('assistant-about'), log: $('log'),
+  addCase: $('add-to-dataset'), datasetsView: $('datasets-view'),
 };
 let closeDrawers = () => {};
 let scroller = { end() {}, top() {} };
@@ -124,6 +127,7 @@ function renderMessages(messages = state.messages) {
   const { nodes, ids } = transcriptNodes(state.turns, messages, state.runId, state.openRun);
   state.saved = ids;
   ui.messages.append(...nodes);
+  feedback.decorate(ui.messages, state.threadId, state.turns, state.runId);
   placeLog();
   run.placeFailure();
   // Messages now saved are no longer being written.
@@ -164,6 +168,7 @@ function setStatus(s) {
 
 function setRunning(on) {
   ui.send.disabled = on;
+  ui.addCase.disabled = on;
   ui.cancel.hidden = !on;
   document.body.classList.toggle('running', on);
 }
@@ -392,6 +397,7 @@ async function openThread(id) {
   showError('');
   run.showFailure(null);
   ui.welcome.hidden = !!id;
+  ui.addCase.hidden = !id;
   if (id) toEnd(); else scroller.top();
   if (!id) {
     ui.title.textContent = 'New thread';
@@ -414,7 +420,17 @@ async function openThread(id) {
 
 function route() {
   const m = /^#\/thread\/([\w-]+)$/.exec(location.hash);
+  const d = /^#\/datasets(?:\/([\w-]+))?$/.exec(location.hash);
   closeDrawers();
+  document.body.classList.toggle('datasets-mode', !!d);
+  ui.datasetsView.hidden = !d;
+  if (d) {
+    if (state.abort) state.abort.abort();
+    state.threadId = null;
+    threads.mark();
+    datasets.show(d[1] || null).catch((e) => showError(e.message));
+    return;
+  }
   openThread(m ? m[1] : null).catch((e) => showError(e.message));
   threads.mark();
 }
@@ -435,6 +451,8 @@ async function main() {
   graph.mount($('graph'));
   run.mount($('run-summary'), ui.messages, () => retry().catch((e) => showError(e.message)));
   timeline.mount({ list: $('timeline'), detail: $('checkpoint') }, (cp) => forkRun(cp));
+  datasets.mount({ view: ui.datasetsView, dialog: $('case-dialog') });
+  ui.addCase.addEventListener('click', () => datasets.addThread(state.threadId, ui.title.textContent).catch((e) => showError(e.message)));
   ui.newThread.addEventListener('click', () => { closeDrawers(); location.hash = '#/new'; ui.input.focus(); });
   ui.composer.addEventListener('submit', (e) => {
     e.preventDefault();

@@ -107,7 +107,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 <style>
 body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ddd;padding:4px 8px;vertical-align:top;text-align:left}
-tr.fail td.res{color:#c0392b;font-weight:bold}tr.pass td.res{color:#27ae60}
+tr.fail td.res{color:#c0392b;font-weight:bold}tr.pass td.res{color:#1e7b45}
 .plots{display:flex;flex-wrap:wrap;gap:2em}.plots figure{margin:0}
 .why{font-size:12px;color:#555;white-space:pre-wrap}
 </style></head><body>

@@ -109,7 +109,7 @@ body{font:14px/1.4 system-ui,sans-serif;margin:2em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ddd;padding:4px 8px;vertical-align:top;text-align:left}
 tr.fail td.res{color:#c0392b;font-weight:bold}tr.pass td.res{color:#1e7b45}
 .plots{display:flex;flex-wrap:wrap;gap:2em}.plots figure{margin:0}
-.why{font-size:12px;color:#555;white-space:pre-wrap}
+.why{font-size:12px;color:#555;white-space:pre-wrap}.sim{font-size:12px}
 </style></head><body>
 <h1>{{.Exp.Name}}</h1>
 <p>Dataset <b>{{.Exp.Dataset}}</b>{{with .Exp.DatasetVersion}} version {{.}}{{end}} against <b>{{.Exp.Target}}</b>, {{.Exp.Repeat}} repetition(s), {{.Exp.Started.Format "2006-01-02 15:04:05"}} to {{.Exp.Finished.Format "15:04:05"}} UTC.</p>
@@ -130,7 +130,8 @@ tr.fail td.res{color:#c0392b;font-weight:bold}tr.pass td.res{color:#1e7b45}
 <table id="cases"><tr><th>Case</th><th>Result</th><th>Repetitions</th></tr>
 {{range .Exp.Cases}}<tr class="{{if .Pass}}pass{{else}}fail{{end}}" data-case="{{.ID}}"><td>{{.ID}}{{range .Tags}} <small>#{{.}}</small>{{end}}</td><td class="res">{{if .Pass}}pass{{else}}FAIL{{end}} {{.Passed}}/{{len .Trials}}, score {{score .MeanScore}}</td><td>
 {{range .Trials}}<div><a href="{{$.PageURL}}{{page .ThreadID}}">#{{.Repetition}}</a> {{if .Pass}}pass{{else}}fail{{end}} in {{dur .Latency}}{{with .Error}} — <b>{{.}}</b>{{end}}
-{{range .Scores}}<div class="why">{{.Evaluator}} {{score .Score}}/{{score .Threshold}}{{if .Error}} could not score: {{.Error}}{{else}}{{with .Explanation}}: {{.}}{{end}}{{end}}</div>{{end}}</div>{{end}}
+{{range .Scores}}<div class="why">{{.Evaluator}} {{score .Score}}/{{score .Threshold}}{{if .Error}} could not score: {{.Error}}{{else}}{{with .Explanation}}: {{.}}{{end}}{{end}}</div>{{end}}
+{{with .Simulated}}<details class="sim"><summary>What the simulated user said ({{len .}})</summary><ol>{{range .}}<li>{{.Kind}}{{with .Question}} to “{{.}}”{{end}}{{with .Text}}: {{.}}{{end}}{{with .Value}}: {{printf "%s" .}}{{end}}</li>{{end}}</ol></details>{{end}}</div>{{end}}
 </td></tr>
 {{end}}</table>
 </body></html>

@@ -128,6 +128,7 @@ func TestHTML(t *testing.T) {
 	base := experiment("base", map[string][]float64{"alpha": {1, 1}, "beta": {1, 1}, "gamma": {0, 0}})
 	now := experiment("now", map[string][]float64{"alpha": {1, 1}, "beta": {0, 0.5}, "gamma": {1, 1}})
 	now.Comparison = eval.Compare(base, now, 1)
+	now.Cases[0].Trials[0].Simulated = []eval.SimulatedTurn{{Kind: "answer", Question: "Which city?", Value: []byte(`"Lisbon"`)}, {Kind: "done", Text: "booked"}}
 	var buf bytes.Buffer
 	if err := report.HTML(&buf, now, ""); err != nil {
 		t.Fatal(err)
@@ -146,7 +147,8 @@ func TestHTML(t *testing.T) {
 		t.Errorf("links %v", d.links)
 	}
 	text := d.text.String()
-	for _, want := range []string{"Against base", "1 regression(s) beta", "1 improvement(s) gamma", "expected <b>x</b>", "pass@2"} {
+	for _, want := range []string{"Against base", "1 regression(s) beta", "1 improvement(s) gamma", "expected <b>x</b>", "pass@2",
+		"What the simulated user said (2)", `answer to “Which city?”: "Lisbon"`, "done: booked"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the page does not say %q", want)
 		}

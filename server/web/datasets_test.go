@@ -153,6 +153,7 @@ func TestBrowserFeedbackAndDatasets(t *testing.T) {
 	if got := eval[string](b, `document.querySelector('#case-dialog textarea.expect-output').value`); !strings.HasPrefix(got, "Your offsite is booked") {
 		t.Errorf("the expected output offered: %q", got)
 	}
+	b.screenshot("web-add-to-dataset")
 	b.checkA11y("add-to-dataset dialog")
 	b.do("editing and saving",
 		chromedp.SetValue(chromedp.CSS(`#case-dialog textarea.expect-output`), "Your offsite is booked (edited)"),

@@ -46,7 +46,7 @@ type beforeFunc struct {
 	fn   func(context.Context, *Turn) error
 }
 
-func (m beforeFunc) Name() string                                 { return m.name }
+func (m beforeFunc) Name() string                                  { return m.name }
 func (m beforeFunc) BeforeTurn(ctx context.Context, t *Turn) error { return m.fn(ctx, t) }
 
 // AfterTurnFunc returns an AfterTurner named name that runs fn.
@@ -59,5 +59,5 @@ type afterFunc struct {
 	fn   func(context.Context, *Turn) error
 }
 
-func (m afterFunc) Name() string                                { return m.name }
+func (m afterFunc) Name() string                                 { return m.name }
 func (m afterFunc) AfterTurn(ctx context.Context, t *Turn) error { return m.fn(ctx, t) }

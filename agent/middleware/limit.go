@@ -41,7 +41,8 @@ func addCounts(cur, upd ToolCounts) (ToolCounts, error) {
 // ToolLimitConfig configures a tool-call limit.
 type ToolLimitConfig struct {
 	// Name names the middleware and its state key (default
-	// "tool_limit"); give each limit of one agent its own.
+	// "tool_limit", or "tool_limit_TOOL" with a Tool); give each limit of
+	// one agent its own.
 	Name string
 	// Tool is the tool limited; "" limits every tool, each counted on
 	// its own.
@@ -74,6 +75,9 @@ func ToolLimit(cfg ToolLimitConfig) (Middleware, error) {
 	}
 	if cfg.Name == "" {
 		cfg.Name = "tool_limit"
+		if cfg.Tool != "" {
+			cfg.Name += "_" + cfg.Tool
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -17,7 +17,9 @@ func TestMiddlewareSection(t *testing.T) {
 	if len(mw) != 3 || mw[0].Strategy != "hash" || mw[0].Patterns["ticket"] != "TCK-[0-9]+" || mw[1].RunLimit != 2 || mw[2].Model != "cheap" {
 		t.Errorf("middleware = %+v", mw)
 	}
-	agent := func(m string) string { return "assistants:\n  - graph: agent\n    name: n\n    middleware: [" + m + "]\n" }
+	agent := func(m string) string {
+		return "assistants:\n  - graph: agent\n    name: n\n    middleware: [" + m + "]\n"
+	}
 	for _, c := range []struct{ src, want string }{
 		{agent("{name: shout}"), `assistants[0].middleware[0]: .name: "shout" is not one of pii`},
 		{agent("{name: pii, on: [everything]}"), `.on: "everything" is not one of input, output, tool_results`},

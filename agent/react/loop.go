@@ -68,9 +68,7 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 			return nil, err
 		}
 		h := tool.ForModel(msgs, a.limit)
-		left := graph.RemainingSteps(ctx)
-		final := a.graceful && left >= 0 && left < a.stepsToFinish()
-		if final && a.out != nil && left == 0 {
+		if a.graceful && a.out != nil && graph.RemainingSteps(ctx) == 0 {
 			// No step left for the answer node: answer in structure now.
 			w, msg, callW, err := a.answer(ctx, s, h, specs)
 			if err != nil {
@@ -85,22 +83,12 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 			}, nil
 		}
 		call := &middleware.ModelCall{Request: a.request(ctx, h, specs), Model: a.model, State: s}
-		if final && len(specs) > 0 {
-			// The tools stay described (some providers refuse a history
-			// with tool calls when the request defines no tools), but
-			// the model may not call them.
-			call.Request.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
-			call.Tail = []llm.Message{llm.User(a.budgetPrompt)}
-		}
 		resp, err := a.callModel(ctx, call)
 		if err != nil {
 			return nil, err
 		}
 		msg := resp.Message
 		msg.Name = a.voice
-		if final && len(msg.ToolCalls) > 0 {
-			msg = a.dropCalls(ctx, msg)
-		}
 		if len(msg.ToolCalls) == 0 {
 			if a.noteUndone {
 				msg = a.ground(s, msg)
@@ -111,6 +99,36 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 		}
 		return graph.Writes(append(append(turnW, call.Writes()...), graph.Append(a.msgs, msg))...), nil
 	}
+}
+
+// stepBudget is the graceful finish as middleware of the model node's
+// chain: when the run's step limit leaves no room for another tool round
+// and the final answer, the request keeps its tools described (some
+// providers refuse a history with tool calls when the request defines no
+// tools) but forbids calling them and ends with the budget prompt; a reply
+// that calls tools anyway has its calls dropped, with a note.
+type stepBudget struct{ a *agent }
+
+func (b stepBudget) Name() string { return "step_budget" }
+
+func (b stepBudget) WrapModel(ctx context.Context, call *middleware.ModelCall, next middleware.ModelHandler) (*llm.Response, error) {
+	left := graph.RemainingSteps(ctx)
+	if left < 0 || left >= b.a.stepsToFinish() {
+		return next(ctx, call)
+	}
+	if len(call.Request.Tools) > 0 {
+		req := *call.Request
+		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
+		call.Request = &req
+		call.Tail = append(slices.Clip(call.Tail), llm.User(b.a.budgetPrompt))
+	}
+	resp, err := next(ctx, call)
+	if err != nil || len(resp.Message.ToolCalls) == 0 {
+		return resp, err
+	}
+	out := *resp
+	out.Message = b.a.dropCalls(ctx, resp.Message)
+	return &out, nil
 }
 
 // beforeTurn runs the chain's BeforeTurn hooks when the history ends with

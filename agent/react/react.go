@@ -175,8 +175,10 @@ type Config struct {
 	LeaveUndoneUnsaid bool
 	// Middleware wraps the agent's model calls, tool calls and turns, in
 	// the order given (the first is the outermost; see package
-	// agent/middleware). The agent's own History policy runs outside it,
-	// so the chain sees the messages the policy chose. Tools a middleware
+	// agent/middleware). The agent's own behaviours run outside it, as
+	// middleware named "history" (Config.History) and "step_budget" (the
+	// graceful finish), so the chain sees the messages the policy chose and
+	// the final request's tool choice; those names are taken. Tools a middleware
 	// provides (middleware.Toolbox) join Config.Tools, and keys it keeps
 	// (middleware.Stateful) join StateKeys.
 	Middleware []middleware.Middleware
@@ -411,7 +413,17 @@ func build(cfg Config, forNew bool) (*agent, error) {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
+	// The model node's chain adds the step budget's finish after the
+	// history policy; the structured answer's requests go through the
+	// chain without it (they forbid tools and add their own instruction).
 	a.callModel = chain.WrapModel(nil)
+	if a.graceful {
+		turn, err := middleware.NewChain(append(slices.Clone(mws), append([]middleware.Middleware{stepBudget{a}}, cfg.Middleware...)...)...)
+		if err != nil {
+			return nil, fmt.Errorf("react: Config.Middleware: %w", err)
+		}
+		a.callModel = turn.WrapModel(nil)
+	}
 	a.callTool = chain.WrapTool(a.runToolInner)
 	return a, nil
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/graph"
@@ -209,3 +210,24 @@ func TestConstructorsRejectBadConfig(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+func TestRetryAndFallbackWrapTheCallsModel(t *testing.T) {
+	flaky := llmtest.New(llmtest.WithName("test:flaky")).Reply(llmtest.StatusError(503, "busy"), llmtest.Text("second try"))
+	retry := middleware.Retry(llm.RetryPolicy{MaxAttempts: 2, InitialBackoff: time.Millisecond})
+	call := &middleware.ModelCall{Request: &llm.Request{Messages: []llm.Message{llm.User("x")}}, Model: flaky}
+	resp, err := mustChain(t, retry).WrapModel(nil)(context.Background(), call)
+	if err != nil || resp.Message.Text() != "second try" {
+		t.Fatalf("retry: %v %v", resp, err)
+	}
+	down := llmtest.New(llmtest.WithName("test:down")).Reply(llmtest.StatusError(500, "down"))
+	backup := llmtest.New(llmtest.WithName("test:backup")).Reply(llmtest.Text("from backup"))
+	fb := must(middleware.Fallback(nil, backup))
+	call = &middleware.ModelCall{Request: &llm.Request{Messages: []llm.Message{llm.User("x")}}, Model: down}
+	resp, err = mustChain(t, fb).WrapModel(nil)(context.Background(), call)
+	if err != nil || resp.Message.Text() != "from backup" {
+		t.Fatalf("fallback: %v %v", resp, err)
+	}
+	if _, err := middleware.Fallback(nil); err == nil {
+		t.Error("a fallback without models was accepted")
+	}
+}

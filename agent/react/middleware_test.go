@@ -188,3 +188,30 @@ func TestMiddlewareHooksOnReact(t *testing.T) {
 		t.Errorf("duplicate middleware: %v", err)
 	}
 }
+
+// The step budget is middleware outside the caller's chain: a user's model
+// wrapper sees the final request as it is sent, tools forbidden.
+func TestMiddlewareSeesTheBudgetFinish(t *testing.T) {
+	m := loopingModel(false)
+	var r ran
+	var choices []llm.ToolChoiceMode
+	look := middleware.ModelFunc("look", func(ctx context.Context, c *middleware.ModelCall, next middleware.ModelHandler) (*llm.Response, error) {
+		choices = append(choices, c.Request.ToolChoice.Mode)
+		return next(ctx, c)
+	})
+	g := mustNew(t, react.Config{Model: m, Tools: []tool.Tool{weather(&r)}, Middleware: []middleware.Middleware{look}})
+	res, err := g.Invoke(context.Background(), react.Input("Oslo?"), graph.WithStepLimit(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans, _ := react.Answer(res.State); ans != "Best I can say: sunny." || !slices.Equal(choices, []llm.ToolChoiceMode{"", llm.ToolChoiceNone}) {
+		t.Errorf("answer %q, tool choices seen %v", ans, choices)
+	}
+	last := m.LastRequest()
+	if got := last.Messages[len(last.Messages)-1].Text(); got != react.DefaultBudgetPrompt {
+		t.Errorf("the final request ends with %q", got)
+	}
+	if _, err := react.New(react.Config{Model: m, Middleware: []middleware.Middleware{middleware.ModelFunc("step_budget", nil)}}); err == nil {
+		t.Error("a middleware named like the agent's own was accepted")
+	}
+}

@@ -273,20 +273,37 @@ func (n *Node) RouteBy(nodeFor func(llm.ToolCall) string, next string) graph.Fan
 // Route sends calls to (graph.AddSendNode(b, name, n.Run)). See Node for
 // what it does. s is the step's snapshot.
 func (n *Node) Run(ctx context.Context, s graph.State, call llm.ToolCall) (graph.Output, error) {
+	msg, rec, err := n.Handle(ctx, s, call)
+	if err != nil {
+		return nil, err
+	}
+	return n.writes(msg, rec), nil
+}
+
+// Handle does what Run does but returns the call's tool message and
+// record instead of writing them, for agents that pass calls through
+// middleware; Record turns them into Run's writes. An error stops the run
+// (an interrupt, or cancellation).
+func (n *Node) Handle(ctx context.Context, s graph.State, call llm.ToolCall) (llm.Message, Record, error) {
 	rec := newRecord(ctx, call)
 	ctx, end := graph.Observe(ctx, graph.Op{Kind: graph.OpToolCall, Tool: call.Name, CallID: call.ID})
 	msg, err := n.handle(ctx, s, call, &rec)
 	switch {
 	case err != nil:
 		end(graph.OpEnd{Err: err})
-		return nil, err
+		return llm.Message{}, rec, err
 	case rec.Error != "":
 		end(graph.OpEnd{Err: errors.New(rec.Error)})
 	default:
 		end(graph.OpEnd{})
 	}
-	return n.writes(msg, rec), nil
+	return msg, rec, nil
 }
+
+// Record returns the writes of a handled call: msg appended to the
+// history and, when the node keeps records, rec with msg's text as its
+// result.
+func (n *Node) Record(msg llm.Message, rec Record) graph.Update { return n.writes(msg, rec) }
 
 // Refuse answers call without running it or asking anyone, for agents
 // that gate calls themselves (a tool left out of the run's subset, a bad

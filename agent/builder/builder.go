@@ -124,6 +124,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
@@ -155,6 +156,7 @@ type Builder struct {
 	judgeSet    llm.Settings
 	judgePrompt string
 	history     history.Policy
+	middleware  []middleware.Middleware
 	nodes       []*nodeDecl
 	byName      map[string]*nodeDecl
 	defaults    map[string]string // from -> unconditional target
@@ -266,6 +268,33 @@ func (b *Builder) History(p history.Policy) *Builder {
 	}
 	b.history = p
 	return b
+}
+
+// Middleware sets the middleware chain (package agent/middleware) of
+// every LLM node without a chain of its own (react.Config.Middleware), in
+// the order given. The judge's calls do not go through it. Keys the
+// middleware keep (middleware.Stateful) are the agent's state, shared by
+// the nodes: a tool limit counts across them.
+func (b *Builder) Middleware(mws ...middleware.Middleware) *Builder {
+	if _, err := middleware.NewChain(mws...); err != nil {
+		b.fail("Middleware: %v", err)
+		return b
+	}
+	b.middleware = mws
+	return b
+}
+
+// nodeConfig returns n's configuration with the agent's defaults filled
+// in.
+func (b *Builder) nodeConfig(n *nodeDecl) react.Config {
+	cfg := n.cfg
+	if cfg.History == nil {
+		cfg.History = b.history
+	}
+	if cfg.Middleware == nil {
+		cfg.Middleware = b.middleware
+	}
+	return cfg
 }
 
 // JudgePrompt replaces DefaultJudgePrompt, the judge's instructions. The
@@ -483,10 +512,7 @@ func (b *Builder) Build(model llm.Model) (*Agent, error) {
 	}
 	graphs := make(map[string]*graph.Graph, len(b.nodes))
 	for _, n := range b.nodes {
-		cfg := n.cfg
-		if cfg.History == nil {
-			cfg.History = b.history
-		}
+		cfg := b.nodeConfig(n)
 		if cfg.Model == nil {
 			cfg.Model = model
 		}
@@ -600,7 +626,7 @@ func (b *Builder) compile(graphs map[string]*graph.Graph, judge llm.Model) (*Age
 	// Result.FinalState holds them. react.ToolSubset stays private to
 	// each node: one subset cannot suit nodes whose tools differ.
 	for _, n := range b.nodes {
-		for _, k := range n.cfg.StateKeys() {
+		for _, k := range b.nodeConfig(n).StateKeys() {
 			if k != graph.AnyKey(react.ToolSubset) && !slices.Contains(keys, k) {
 				keys = append(keys, k)
 			}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/history"
@@ -198,6 +199,12 @@ type Config struct {
 	// run without a plan) applies it to its own rounds, so a step of 100
 	// tool rounds stays within it too. The thread keeps every message.
 	History history.Policy
+	// Middleware wraps the model and tool calls of the tool loops (each
+	// step's, and a task run without a plan), in the order given (see
+	// package agent/middleware and react.Config.Middleware). The planning,
+	// review and delivery phases' calls do not go through it. Keys the
+	// middleware keep are in the agent's state.
+	Middleware []middleware.Middleware
 	// MaxParallel bounds how many steps run at once (0: every ready step
 	// of a level).
 	MaxParallel int

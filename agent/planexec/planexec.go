@@ -104,6 +104,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
@@ -268,7 +269,13 @@ func New(cfg Config) (*graph.Graph, error) {
 	a := &agent{settings: s, packs: newPackSet(cfg.Packs, cfg.ActivePacks), ask: newAskTool()}
 	a.tools = a.stepTools()
 	a.catalog = describe(a.tools)
-	b := graph.New(StateKeys()...)
+	keys := StateKeys()
+	for _, m := range cfg.Middleware {
+		if st, ok := m.(middleware.Stateful); ok {
+			keys = append(keys, st.StateKeys()...)
+		}
+	}
+	b := graph.New(keys...)
 	b.SetName(cmpOr(cfg.Name, "planexec"))
 	if err := a.wire(b); err != nil {
 		return nil, err
@@ -328,13 +335,14 @@ func (a *agent) loopConfig(prompt, name string, step bool) react.Config {
 		m = packModel{Model: m, ps: a.packs}
 	}
 	c := react.Config{
-		Name:    name,
-		Model:   budgetModel{Model: m},
-		System:  a.system(prompt),
-		Tools:   a.tools,
-		Policy:  a.Policy,
-		Logger:  a.Logger,
-		History: a.History,
+		Name:       name,
+		Model:      budgetModel{Model: m},
+		System:     a.system(prompt),
+		Tools:      a.tools,
+		Policy:     a.Policy,
+		Logger:     a.Logger,
+		History:    a.History,
+		Middleware: a.Middleware,
 		// The step's Undone calls are reported by the step itself.
 		LeaveUndoneUnsaid: true,
 	}

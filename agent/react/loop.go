@@ -7,9 +7,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
-	"github.com/trellis-agents/trellis/llm/history"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -63,15 +63,14 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 		if specs, err = a.withClientTools(ctx, specs); err != nil {
 			return nil, err
 		}
-		history, sumW, err := a.view(ctx, s)
+		msgs, turnW, err := a.beforeTurn(ctx, s)
 		if err != nil {
 			return nil, err
 		}
-		left := graph.RemainingSteps(ctx)
-		final := a.graceful && left >= 0 && left < a.stepsToFinish()
-		if final && a.out != nil && left == 0 {
+		h := tool.ForModel(msgs, a.limit)
+		if a.graceful && a.out != nil && graph.RemainingSteps(ctx) == 0 {
 			// No step left for the answer node: answer in structure now.
-			w, msg, err := a.out.generate(ctx, a.model, a.answerRequest(ctx, history, specs))
+			w, msg, callW, err := a.answer(ctx, s, h, specs)
 			if err != nil {
 				return nil, err
 			}
@@ -80,51 +79,116 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 			}
 			return graph.Command{
 				Goto:   []graph.Target{graph.To(next)},
-				Update: graph.Writes(append(sumW, graph.Append(a.msgs, msg), w)...),
+				Update: graph.Writes(append(append(turnW, callW...), graph.Append(a.msgs, msg), w)...),
 			}, nil
 		}
-		req := a.request(ctx, history, specs)
-		if final && len(specs) > 0 {
-			// The tools stay described (some providers refuse a history
-			// with tool calls when the request defines no tools), but
-			// the model may not call them.
-			req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
-			req.Messages = append(req.Messages, llm.User(a.budgetPrompt))
-		}
-		resp, err := llm.Call(ctx, a.model, req)
+		call := &middleware.ModelCall{Request: a.request(ctx, h, specs), Model: a.model, State: s}
+		resp, err := a.callModel(ctx, call)
 		if err != nil {
 			return nil, err
 		}
 		msg := resp.Message
 		msg.Name = a.voice
-		if final && len(msg.ToolCalls) > 0 {
-			msg = a.dropCalls(ctx, msg)
+		if len(msg.ToolCalls) == 0 {
+			if a.noteUndone {
+				msg = a.ground(s, msg)
+			}
+			if msg, turnW, err = a.afterTurn(ctx, s, msgs, msg, turnW); err != nil {
+				return nil, err
+			}
 		}
-		if a.noteUndone && len(msg.ToolCalls) == 0 {
-			msg = a.ground(s, msg)
-		}
-		return graph.Writes(append(sumW, graph.Append(a.msgs, msg))...), nil
+		return graph.Writes(append(append(turnW, call.Writes()...), graph.Append(a.msgs, msg))...), nil
 	}
 }
 
-// view returns the messages a request carries after the system prompt:
-// the history with long tool results cut, chosen by the History policy,
-// and the write of the policy's summary when it changed.
-func (a *agent) view(ctx context.Context, s graph.State) ([]llm.Message, []graph.Write, error) {
-	h := tool.ForModel(a.msgs.Get(s), a.limit)
-	if a.history == nil {
-		return h, nil, nil
+// stepBudget is the graceful finish as middleware of the model node's
+// chain: when the run's step limit leaves no room for another tool round
+// and the final answer, the request keeps its tools described (some
+// providers refuse a history with tool calls when the request defines no
+// tools) but forbids calling them and ends with the budget prompt; a reply
+// that calls tools anyway has its calls dropped, with a note.
+type stepBudget struct{ a *agent }
+
+func (b stepBudget) Name() string { return "step_budget" }
+
+func (b stepBudget) WrapModel(ctx context.Context, call *middleware.ModelCall, next middleware.ModelHandler) (*llm.Response, error) {
+	left := graph.RemainingSteps(ctx)
+	if left < 0 || left >= b.a.stepsToFinish() {
+		return next(ctx, call)
 	}
-	prev := a.summary.Get(s)
-	sel, err := a.history.Select(ctx, history.History{System: a.system, Messages: h, Summary: prev})
-	if err != nil {
-		return nil, nil, fmt.Errorf("react: history policy: %w", err)
+	if len(call.Request.Tools) > 0 {
+		req := *call.Request
+		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
+		call.Request = &req
+		call.Tail = append(slices.Clip(call.Tail), llm.User(b.a.budgetPrompt))
+	}
+	resp, err := next(ctx, call)
+	if err != nil || len(resp.Message.ToolCalls) == 0 {
+		return resp, err
+	}
+	out := *resp
+	out.Message = b.a.dropCalls(ctx, resp.Message)
+	return &out, nil
+}
+
+// beforeTurn runs the chain's BeforeTurn hooks when the history ends with
+// a user message (a turn starts). It returns the history as the hooks
+// left it and the writes to apply: the messages they replaced and their
+// own writes.
+func (a *agent) beforeTurn(ctx context.Context, s graph.State) ([]llm.Message, []graph.Write, error) {
+	msgs := a.msgs.Get(s)
+	if !a.chain.HasTurnHooks() || len(msgs) == 0 || msgs[len(msgs)-1].Role != llm.RoleUser {
+		return msgs, nil, nil
+	}
+	t := &middleware.Turn{State: s, Messages: slices.Clone(msgs)}
+	if err := a.chain.BeforeTurn(ctx, t); err != nil {
+		return nil, nil, err
 	}
 	var w []graph.Write
-	if sel.Summary != prev {
-		w = append(w, a.summary.Set(sel.Summary))
+	if r := t.Replaced(); len(r) > 0 {
+		w = append(w, graph.Append(a.msgs, r...))
 	}
-	return sel.Messages, w, nil
+	return t.Messages, append(w, t.Writes()...), nil
+}
+
+// afterTurn runs the chain's AfterTurn hooks on the reply that ends a
+// turn, and returns the reply as they left it with their writes added.
+func (a *agent) afterTurn(ctx context.Context, s graph.State, msgs []llm.Message, msg llm.Message, w []graph.Write) (llm.Message, []graph.Write, error) {
+	if !a.chain.HasTurnHooks() {
+		return msg, w, nil
+	}
+	t := &middleware.Turn{State: s, Messages: slices.Clone(msgs), Answer: &msg}
+	if err := a.chain.AfterTurn(ctx, t); err != nil {
+		return msg, nil, err
+	}
+	if r := t.Replaced(); len(r) > 0 {
+		w = append(w, graph.Append(a.msgs, r...))
+	}
+	return *t.Answer, append(w, t.Writes()...), nil
+}
+
+// answer asks for the structured answer through the chain: no tool use,
+// and the output instruction after the history. It returns the write
+// storing the answer, the reply and the chain's writes.
+func (a *agent) answer(ctx context.Context, s graph.State, h []llm.Message, specs []llm.ToolSpec) (graph.Write, llm.Message, []graph.Write, error) {
+	req := a.request(ctx, h, specs)
+	if len(specs) > 0 {
+		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
+	}
+	call := &middleware.ModelCall{Request: req, Model: a.model, State: s, Tail: []llm.Message{a.outPrompt}}
+	var w graph.Write
+	resp, err := a.chain.WrapModel(func(ctx context.Context, c *middleware.ModelCall) (*llm.Response, error) {
+		out, msg, err := a.out.generate(ctx, c.Model, c.Final())
+		if err != nil {
+			return nil, err
+		}
+		w = out
+		return &llm.Response{Message: msg, FinishReason: llm.FinishStop}, nil
+	})(ctx, call)
+	if err != nil {
+		return graph.Write{}, llm.Message{}, nil, err
+	}
+	return w, resp.Message, call.Writes(), nil
 }
 
 // request builds a model request: the template's options, the system
@@ -139,17 +203,6 @@ func (a *agent) request(ctx context.Context, h []llm.Message, specs []llm.ToolSp
 	}
 	req.Messages = append(req.Messages, h...)
 	req.Tools = specs
-	return req
-}
-
-// answerRequest builds the request for the structured answer: no tool use,
-// and the output instruction after the history.
-func (a *agent) answerRequest(ctx context.Context, history []llm.Message, specs []llm.ToolSpec) *llm.Request {
-	req := a.request(ctx, history, specs)
-	if len(specs) > 0 {
-		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
-	}
-	req.Messages = append(req.Messages, a.outPrompt)
 	return req
 }
 
@@ -220,29 +273,71 @@ func (a *agent) withClientTools(ctx context.Context, specs []llm.ToolSpec) ([]ll
 	return out, nil
 }
 
-// runTool runs one call through the tool node, unless the run's subset
-// leaves its tool out: then the model gets a tool error naming the
-// enabled tools, and the call is recorded, without asking anyone or
-// running anything.
+// runTool runs one call through the chain: client tools go to the
+// client, the others to runToolInner through the middleware. The call is
+// recorded with the result the chain returned.
 func (a *agent) runTool(ctx context.Context, s graph.State, call llm.ToolCall) (graph.Output, error) {
 	if !a.known[call.Name] {
 		if _, ok := tool.ClientTool(ctx, call.Name); ok {
 			return a.node.AnswerClientCall(ctx, call)
 		}
 	}
-	subset := a.subset.Get(s)
-	if len(subset) == 0 || call.Name == a.stop || slices.Contains(subset, call.Name) {
-		return a.node.Run(ctx, s, call)
+	var batch []llm.ToolCall
+	if msgs := a.msgs.Get(s); len(msgs) > 0 {
+		batch = msgs[len(msgs)-1].ToolCalls
 	}
-	enabled := make([]string, 0, len(subset)+1)
-	for _, sp := range a.specs {
-		if slices.Contains(subset, sp.Name) || sp.Name == a.stop {
-			enabled = append(enabled, sp.Name)
+	ran := &ranCall{}
+	res, err := a.callTool(context.WithValue(ctx, ranKey{}, ran), &middleware.ToolCall{Call: call, State: s, Batch: batch})
+	if err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return nil, fmt.Errorf("react: the middleware of call %s (%q) returned no result", call.ID, call.Name)
+	}
+	rec := ran.rec
+	if !ran.done {
+		rec = tool.Record{CallID: call.ID, Tool: call.Name, Arguments: call.Arguments, Approval: tool.OutcomeNotNeeded,
+			Step: graph.Step(ctx), Node: graph.NodeName(ctx), TaskID: graph.TaskID(ctx), Error: res.Refused}
+		if rec.Error == "" && res.Message.IsError {
+			rec.Error = "answered by middleware without running"
 		}
 	}
-	text := fmt.Sprintf("Error: the tool %q is not available in this task. The available tools are: %s. Use one of them, or answer without it.",
-		call.Name, strings.Join(enabled, ", "))
-	return a.node.Refuse(ctx, call, text, fmt.Sprintf("tool %q is not in the run's tool subset", call.Name)), nil
+	return append(a.node.Record(res.Message, rec), res.Writes...), nil
+}
+
+// ranCall carries the tool node's record of a call out of the chain.
+type ranCall struct {
+	rec  tool.Record
+	done bool
+}
+
+type ranKey struct{}
+
+// runToolInner is the innermost tool handler: the tool node, unless the
+// run's subset leaves the tool out; then the model gets a tool error
+// naming the enabled tools, without asking anyone or running anything.
+func (a *agent) runToolInner(ctx context.Context, c *middleware.ToolCall) (*middleware.ToolResult, error) {
+	call := c.Call
+	subset := a.subset.Get(c.State)
+	if len(subset) > 0 && call.Name != a.stop && !slices.Contains(subset, call.Name) {
+		enabled := make([]string, 0, len(subset)+1)
+		for _, sp := range a.specs {
+			if slices.Contains(subset, sp.Name) || sp.Name == a.stop {
+				enabled = append(enabled, sp.Name)
+			}
+		}
+		text := fmt.Sprintf("Error: the tool %q is not available in this task. The available tools are: %s. Use one of them, or answer without it.",
+			call.Name, strings.Join(enabled, ", "))
+		return middleware.Refuse(call, text, fmt.Sprintf("tool %q is not in the run's tool subset", call.Name)), nil
+	}
+	msg, rec, err := a.node.Handle(ctx, c.State, call)
+	if err != nil {
+		return nil, err
+	}
+	if ran, ok := ctx.Value(ranKey{}).(*ranCall); ok {
+		ran.rec, ran.done = rec, true
+	}
+	return &middleware.ToolResult{Message: msg}, nil
 }
 
 // runAnswer is the answer node: it asks for the final answer as JSON and
@@ -255,13 +350,9 @@ func (a *agent) runAnswer(ctx context.Context, s graph.State) (graph.Output, err
 	if specs, err = a.withClientTools(ctx, specs); err != nil {
 		return nil, err
 	}
-	h, sumW, err := a.view(ctx, s)
+	w, _, callW, err := a.answer(ctx, s, tool.ForModel(a.msgs.Get(s), a.limit), specs)
 	if err != nil {
 		return nil, err
 	}
-	w, _, err := a.out.generate(ctx, a.model, a.answerRequest(ctx, h, specs))
-	if err != nil {
-		return nil, err
-	}
-	return graph.Writes(append(sumW, w)...), nil
+	return graph.Writes(append(callW, w)...), nil
 }

@@ -48,6 +48,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/history"
@@ -172,6 +173,15 @@ type Config struct {
 	// the saved message, not in the streamed text. Set this when the
 	// caller reports those calls itself (planexec's steps do).
 	LeaveUndoneUnsaid bool
+	// Middleware wraps the agent's model calls, tool calls and turns, in
+	// the order given (the first is the outermost; see package
+	// agent/middleware). The agent's own behaviours run outside it, as
+	// middleware named "history" (Config.History) and "step_budget" (the
+	// graceful finish), so the chain sees the messages the policy chose and
+	// the final request's tool choice; those names are taken. Tools a middleware
+	// provides (middleware.Toolbox) join Config.Tools, and keys it keeps
+	// (middleware.Stateful) join StateKeys.
+	Middleware []middleware.Middleware
 }
 
 // StateKeys returns the keys the agent reads and writes: its messages,
@@ -186,6 +196,11 @@ func (c Config) StateKeys() []graph.AnyKey {
 	keys := []graph.AnyKey{k.msgs, k.calls, k.subset, k.summary}
 	if c.Output != nil && c.Output.stateKey() != nil {
 		keys = append(keys, c.Output.stateKey())
+	}
+	for _, m := range c.Middleware {
+		if st, ok := m.(middleware.Stateful); ok {
+			keys = append(keys, st.StateKeys()...)
+		}
 	}
 	return keys
 }
@@ -292,7 +307,9 @@ type agent struct {
 	out          Output
 	outPrompt    llm.Message
 	log          *slog.Logger
-	history      history.Policy
+	chain        *middleware.Chain
+	callModel    middleware.ModelHandler
+	callTool     middleware.ToolHandler
 }
 
 // build checks cfg and returns the agent, or one error listing every
@@ -324,16 +341,26 @@ func build(cfg Config, forNew bool) (*agent, error) {
 			errs = append(errs, err)
 		}
 	}
-	if v, ok := cfg.History.(interface{ Validate() error }); ok {
-		if err := v.Validate(); err != nil {
+	k := cfg.keys()
+	// The agent's own behaviours are middleware of its chain, outside
+	// the caller's.
+	var mws []middleware.Middleware
+	if cfg.History != nil {
+		h, err := middleware.History(cfg.History, k.summary)
+		if err != nil {
 			add("Config.History: %v", err)
+		} else {
+			mws = append(mws, h)
 		}
 	}
-	k := cfg.keys()
+	chain, err := middleware.NewChain(append(mws, cfg.Middleware...)...)
+	if err != nil {
+		add("Config.Middleware: %v", err)
+	}
 	node, err := tool.NewNode(tool.NodeConfig{
 		Messages:    k.msgs,
 		Records:     k.calls,
-		Tools:       cfg.Tools,
+		Tools:       append(slices.Clip(cfg.Tools), chain.Tools()...),
 		Policy:      cfg.Policy,
 		MaxParallel: cfg.MaxParallel,
 		Logger:      cfg.Logger,
@@ -354,7 +381,7 @@ func build(cfg Config, forNew bool) (*agent, error) {
 		voice:        cfg.Voice,
 		out:          cfg.Output,
 		log:          cfg.Logger,
-		history:      cfg.History,
+		chain:        chain,
 	}
 	if node != nil {
 		a.specs = node.Specs()
@@ -386,6 +413,18 @@ func build(cfg Config, forNew bool) (*agent, error) {
 	if a.log == nil {
 		a.log = slog.Default()
 	}
+	// The model node's chain adds the step budget's finish after the
+	// history policy; the structured answer's requests go through the
+	// chain without it (they forbid tools and add their own instruction).
+	a.callModel = chain.WrapModel(nil)
+	if a.graceful {
+		turn, err := middleware.NewChain(append(slices.Clone(mws), append([]middleware.Middleware{stepBudget{a}}, cfg.Middleware...)...)...)
+		if err != nil {
+			return nil, fmt.Errorf("react: Config.Middleware: %w", err)
+		}
+		a.callModel = turn.WrapModel(nil)
+	}
+	a.callTool = chain.WrapTool(a.runToolInner)
 	return a, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/history"
@@ -83,7 +84,8 @@ func (r *router) decide(ctx context.Context, s graph.State) (graph.Output, error
 		mctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
-	resp, err := llm.Call(mctx, r.model, req)
+	call := &middleware.ModelCall{Request: req, Model: r.model, State: s}
+	resp, err := r.callModel(mctx, call)
 	if err != nil {
 		switch {
 		case mctx.Err() != nil && ctx.Err() == nil: // our deadline, not the caller's cancellation
@@ -97,7 +99,7 @@ func (r *router) decide(ctx context.Context, s graph.State) (graph.Output, error
 	if final && len(msg.ToolCalls) > 0 {
 		msg = dropCalls(msg)
 	}
-	ws = append(ws, graph.Append(r.msgs, msg))
+	ws = append(append(ws, call.Writes()...), graph.Append(r.msgs, msg))
 	if len(msg.ToolCalls) == 0 {
 		ws = append(ws, Outcomes.Set(Outcome{Reason: ReasonAnswer, Answer: msg.Text()}))
 	}

@@ -105,6 +105,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
@@ -157,6 +158,11 @@ type Config struct {
 	// cut. The thread keeps every message; a running summary
 	// (history.Summarize) is kept in state under HistorySummary.
 	History history.Policy
+	// Middleware wraps the router model's calls, in the order given (see
+	// package agent/middleware): model and stream hooks only. A
+	// middleware with tool or turn hooks, state keys or tools is refused
+	// (give it to the sub-agents, which are react agents).
+	Middleware []middleware.Middleware
 	// Agents are the sub-agents the model may call. Names are tool names
 	// (letters, digits, '_' and '-'), unique among agents and tools, and
 	// none may be a node name of the router (EntryNode, RouterNode,
@@ -276,8 +282,10 @@ type router struct {
 	direct   DirectRoute
 	texts    *texts
 	history  history.Policy
-	data     PromptData
-	log      *slog.Logger
+	// callModel asks the model through the middleware chain.
+	callModel middleware.ModelHandler
+	data      PromptData
+	log       *slog.Logger
 }
 
 // New returns the router as a compiled graph. Run it with Invoke or
@@ -350,6 +358,21 @@ func build(cfg Config) (*router, error) {
 	}
 	if err := history.Validate(cfg.History); err != nil {
 		add("Config.History: %v", err)
+	}
+	for _, m := range cfg.Middleware {
+		_, tw := m.(middleware.ToolWrapper)
+		_, bt := m.(middleware.BeforeTurner)
+		_, at := m.(middleware.AfterTurner)
+		_, st := m.(middleware.Stateful)
+		_, tb := m.(middleware.Toolbox)
+		if m != nil && (tw || bt || at || st || tb) {
+			add("Config.Middleware: %q has tool or turn hooks, state keys or tools, which the router does not run; give it to the sub-agents (react.Config.Middleware)", m.Name())
+		}
+	}
+	if chain, err := middleware.NewChain(cfg.Middleware...); err != nil {
+		add("Config.Middleware: %v", err)
+	} else {
+		r.callModel = chain.WrapModel(nil)
 	}
 	r.msgs, r.calls = cfg.keys()
 	if r.direct == nil {

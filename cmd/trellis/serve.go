@@ -181,6 +181,9 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 		if a.History != nil {
 			conf = withConfigurable(conf, "history", a.History)
 		}
+		if len(a.Middleware) > 0 {
+			conf = withConfigurable(conf, "middleware", a.Middleware)
+		}
 		var errs []error
 		enc := func(field string, v map[string]any) json.RawMessage {
 			if v == nil {

@@ -256,6 +256,9 @@ type Assistant struct {
 	// History is the agent graph's message-history policy (graph "agent"
 	// only; config.configurable.history).
 	History *History `yaml:"history"`
+	// Middleware is the agent graph's middleware chain, built-ins by name
+	// in order (graph "agent" only; config.configurable.middleware).
+	Middleware []Middleware `yaml:"middleware"`
 	// Config, Context and Metadata are JSON objects (written as YAML).
 	Config   map[string]any `yaml:"config"`
 	Context  map[string]any `yaml:"context"`
@@ -369,7 +372,7 @@ func known(typ string) string {
 	case "Limits":
 		return "max_concurrent_runs, requests_per_second, burst, max_streams, max_body_bytes, run_timeout, body_timeout"
 	case "Assistant":
-		return "id, graph, name, description, model, system, tools, history, config, context, metadata"
+		return "id, graph, name, description, model, system, tools, history, middleware, config, context, metadata"
 	case "MCPServer":
 		return "command, args, env, dir, url, headers, tool_prefix, timeout"
 	case "Threads":
@@ -481,6 +484,21 @@ func (f *File) Validate() error {
 			if m := h.Model; m != "" && !strings.Contains(m, ":") {
 				if _, ok := f.Models[m]; !ok {
 					bad(field+".history.model", "%q is neither a name under models nor a spec like openai:gpt-4o-mini", m)
+				}
+			}
+		}
+		for j, m := range a.Middleware {
+			mf := fmt.Sprintf("%s.middleware[%d]", field, j)
+			if a.Graph != AgentGraph && a.Graph != "" {
+				bad(mf, "only assistants of graph %q take middleware", AgentGraph)
+				break
+			}
+			if err := m.Check(); err != nil {
+				bad(mf, "%v", err)
+			}
+			if md := m.Model; md != "" && !strings.Contains(md, ":") {
+				if _, ok := f.Models[md]; !ok {
+					bad(mf+".model", "%q is neither a name under models nor a spec like openai:gpt-4o-mini", md)
 				}
 			}
 		}

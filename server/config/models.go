@@ -184,6 +184,9 @@ func (f *File) OperatorSpecs() []string {
 		if a.History != nil {
 			add(a.History.Model)
 		}
+		for _, m := range a.Middleware {
+			add(m.Model)
+		}
 		ModelFields(a.Config, "", func(_, s string) { add(s) })
 	}
 	for _, app := range slices.Sorted(mapsKeys(f.Apps)) {

@@ -47,6 +47,8 @@ type Configurable struct {
 	Tools []config.ToolRef `json:"tools"`
 	// History is the message-history policy (nil: the whole thread).
 	History *config.History `json:"history"`
+	// Middleware is the middleware chain, built-ins by name in order.
+	Middleware []config.Middleware `json:"middleware"`
 }
 
 // Toolbox holds the MCP servers' connections and their tools, listed
@@ -269,9 +271,14 @@ func New(tb *Toolbox, models ModelFunc, log *slog.Logger) runs.Constructor {
 		if err != nil {
 			return nil, bad("config.configurable.%v", err)
 		}
+		mws, err := middlewareOf(c.Middleware, model, models)
+		if err != nil {
+			return nil, bad("config.configurable.%v", err)
+		}
 		return react.New(react.Config{
 			Name: AgentGraph, Model: model, System: c.SystemPrompt,
 			Tools: tools, Policy: policy, Logger: log, History: hist,
+			Middleware: mws,
 		})
 	}
 }

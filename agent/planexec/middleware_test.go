@@ -1,0 +1,47 @@
+package planexec_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/trellis-agents/trellis/agent/middleware"
+	"github.com/trellis-agents/trellis/agent/planexec"
+	"github.com/trellis-agents/trellis/agent/react"
+	"github.com/trellis-agents/trellis/llm/llmtest"
+	"github.com/trellis-agents/trellis/tool"
+)
+
+// The tool loop runs its calls through Config.Middleware: a run limit of
+// one lookup lets the first of two parallel lookups run and refuses the
+// second, counting in the agent's state.
+func TestMiddlewareOnTheToolLoop(t *testing.T) {
+	m := llmtest.New()
+	m.When(node(planexec.IntentNode), llmtest.JSON(map[string]string{"intent": "task"}))
+	m.When(node(planexec.DirectPrefix+react.ModelNode),
+		llmtest.ToolCalls(llmtest.Call("lookup", `{"q":"a"}`), llmtest.Call("lookup", `{"q":"b"}`)),
+		llmtest.Text("Found a."))
+	var c counter
+	limit, err := middleware.ToolLimit(middleware.ToolLimitConfig{Tool: "lookup", RunLimit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := mustNew(t, planexec.Config{Model: m, Tools: []tool.Tool{lookup(&c)}, Middleware: []middleware.Middleware{limit}, Logger: quiet})
+	res, err := g.Invoke(context.Background(), planexec.Input("look a and b up"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.get("lookup:a") != 1 || c.get("lookup:b") != 0 {
+		t.Errorf("ran %v", c.n)
+	}
+	msgs := planexec.Messages.Get(res.State)
+	found := false
+	for _, msg := range msgs {
+		if msg.IsError && strings.Contains(msg.Text(), "at most 1 times per run") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("no refusal in %d messages", len(msgs))
+	}
+}

@@ -91,7 +91,9 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 			req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
 			req.Messages = append(req.Messages, llm.User(a.budgetPrompt))
 		}
-		resp, err := llm.Call(ctx, a.model, req)
+		// The voice tags the streamed tokens too, so a client can fold
+		// them into the agent's working before the message lands.
+		resp, err := llm.Call(llm.WithVoice(ctx, a.voice), a.model, req)
 		if err != nil {
 			return nil, err
 		}

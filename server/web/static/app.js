@@ -8,7 +8,7 @@
 // Last-Event-ID -1) rebuilds the text being written without doubling it.
 
 import * as api from './api.js';
-import { ago, clear, h } from './dom.js';
+import { ago, clear, h, patch } from './dom.js';
 import { approvalGroup, isApproval } from './approvals.js';
 import * as graph from './graph.js';
 import * as inputForm from './inputform.js';
@@ -44,6 +44,7 @@ const state = {
   turns: [], // the thread's transcript (answers, timeline), from the server
   messages: [], // the state's latest messages
   openRun: null, // the run whose timeline stays open (the thread waits on it)
+  pickedFor: null, // the thread whose assistant the picker was set to
   runError: '', // why the stream being read failed (its error event)
   abort: null, // stops the current stream
   formFor: null, // the assistant whose input form (or message box) shows
@@ -120,10 +121,11 @@ async function showInput() {
 // streamed after the last thing the person said.
 function renderMessages(messages = state.messages) {
   state.messages = messages;
-  clear(ui.messages);
   const { nodes, ids } = transcriptNodes(state.turns, messages, state.runId, state.openRun);
   state.saved = ids;
-  ui.messages.append(...nodes);
+  // Only what changed is redrawn: a full redraw would reset the reader's
+  // scroll and selection, and race the following of the end (shell.js).
+  patch(ui.messages, nodes, (el) => (state.log && el === state.log.el) || run.isFailure(el));
   placeLog();
   run.placeFailure();
   // Messages now saved are no longer being written.
@@ -136,14 +138,16 @@ function placeLog() {
   if (!state.log) return;
   const humans = ui.messages.querySelectorAll('.msg.human');
   const last = humans[humans.length - 1];
-  if (last) last.after(state.log.el); else ui.messages.append(state.log.el);
+  if (last) { if (last.nextElementSibling !== state.log.el) last.after(state.log.el); } else if (ui.messages.lastElementChild !== state.log.el) ui.messages.append(state.log.el);
 }
 
 // onToken adds a messages-tuple chunk to the message being written.
 // A subgraph's (a plan step's) tool calls show in the run's log instead.
 function onToken(chunk, meta, nested) {
   const id = chunk && chunk.id;
-  if (!id || state.saved.has(id)) return;
+  // An internal voice's tokens (a reviewer's) are not the agent's reply:
+  // its message shows as a note of the run once it lands.
+  if (!id || state.saved.has(id) || chunk.name) return;
   let l = state.live.get(id);
   if (!l) {
     l = liveMessage(id, meta && meta.langgraph_node, state.log);
@@ -199,8 +203,11 @@ async function refresh() {
   state.openRun = thread.status === 'interrupted' ? (state.turns.filter((t) => t.kind === 'run').pop() || {}).run_id : null;
   if (!state.runId && state.log) { state.log.el.remove(); state.log = null; }
   showTitle(thread);
+  // The picker shows the thread's assistant when the thread is opened,
+  // not on every refresh: one the person picked since stays picked.
   const aid = thread.metadata && thread.metadata.assistant_id;
-  if (aid && state.assistants.some((a) => a.assistant_id === aid)) ui.assistant.value = aid;
+  if (state.pickedFor !== id && aid && state.assistants.some((a) => a.assistant_id === aid)) ui.assistant.value = aid;
+  state.pickedFor = id;
   showGraph();
   setStatus(threads.statusOf(thread));
   renderMessages((st.values && st.values.messages) || []);
@@ -383,6 +390,7 @@ async function rejoin() {
 async function openThread(id) {
   if (state.abort) state.abort.abort();
   state.threadId = id;
+  state.pickedFor = null;
   state.log = null;
   state.turns = [];
   state.messages = [];

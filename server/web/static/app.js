@@ -177,13 +177,31 @@ function showError(msg) {
   ui.error.hidden = !msg;
 }
 
+// Reads of the transcript can answer out of order (the one asked as a run
+// starts may come back after the one asked as it ends): each is numbered,
+// and one older than the transcript shown is dropped.
+let turnsAsked = 0;
+let turnsShown = 0;
+
+async function fetchTurns(id) {
+  const n = ++turnsAsked;
+  return { n, turns: await api.json('GET', `/threads/${id}/transcript`) };
+}
+
+// takeTurns keeps a transcript read unless a newer one is shown already.
+function takeTurns({ n, turns }) {
+  if (n < turnsShown) return false;
+  turnsShown = n;
+  state.turns = turns || [];
+  return true;
+}
+
 // loadTurns reads the thread's transcript (what was answered, what the
 // runs did), and draws it when redraw is set.
 async function loadTurns(redraw) {
   const id = state.threadId;
-  const turns = await api.json('GET', `/threads/${id}/transcript`);
-  if (id !== state.threadId) return;
-  state.turns = turns || [];
+  const read = await fetchTurns(id);
+  if (id !== state.threadId || !takeTurns(read)) return;
   if (redraw) renderMessages();
 }
 
@@ -192,13 +210,13 @@ async function loadTurns(redraw) {
 // one.
 async function refresh() {
   const id = state.threadId;
-  const [thread, st, turns] = await Promise.all([
+  const [thread, st, read] = await Promise.all([
     api.json('GET', `/threads/${id}`),
     api.json('GET', `/threads/${id}/state`),
-    api.json('GET', `/threads/${id}/transcript`),
+    fetchTurns(id),
   ]);
   if (id !== state.threadId) return null;
-  state.turns = turns || [];
+  takeTurns(read);
   // The last run's block stays open while the thread waits on it.
   state.openRun = thread.status === 'interrupted' ? (state.turns.filter((t) => t.kind === 'run').pop() || {}).run_id : null;
   if (!state.runId && state.log) { state.log.el.remove(); state.log = null; }

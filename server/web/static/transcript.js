@@ -167,7 +167,7 @@ export function transcriptNodes(turns, messages, live, openRun) {
     const t = it.turn;
     if (t.kind === 'answer') { log = null; out.push(answerNode(t)); continue; }
     if (!log || log.run !== t.run_id) {
-      log = { run: t.run_id, l: runLog(liveStatus.has(status.get(t.run_id)) || t.run_id === openRun) };
+      log = { run: t.run_id, l: runLog(liveStatus.has(status.get(t.run_id)) || t.run_id === openRun || (!!live && t.run_id === live)) };
       log.l.el.dataset.run = t.run_id || '';
       log.l.el.summarizeLog = log.l.summarize;
       out.push(log.l.el);

@@ -83,6 +83,17 @@ func Call(ctx context.Context, m Model, req *Request) (resp *Response, err error
 
 func streamTo(ctx context.Context, m Model, req *Request, w graph.MessageWriter) (*Response, error) {
 	a := Assembler{ID: NewID(), Limits: LimitsOf(m), Model: m.Name()}
+	voice := VoiceOf(ctx)
+	meta := func(m map[string]string) map[string]string {
+		if voice == "" {
+			return m
+		}
+		if m == nil {
+			m = map[string]string{}
+		}
+		m[MetaVoice] = voice
+		return m
+	}
 	for c, err := range m.Stream(ctx, req) {
 		if err != nil {
 			return nil, err
@@ -91,20 +102,20 @@ func streamTo(ctx context.Context, m Model, req *Request, w graph.MessageWriter)
 			return nil, err // breaking off the stream stops the request
 		}
 		if c.Reasoning != "" {
-			w.Write(graph.MessageChunk{MessageID: a.ID, Part: graph.PartReasoning, Text: c.Reasoning})
+			w.Write(graph.MessageChunk{MessageID: a.ID, Part: graph.PartReasoning, Text: c.Reasoning, Meta: meta(nil)})
 		}
 		if c.Text != "" {
-			w.Write(graph.MessageChunk{MessageID: a.ID, Part: graph.PartText, Text: c.Text})
+			w.Write(graph.MessageChunk{MessageID: a.ID, Part: graph.PartText, Text: c.Text, Meta: meta(nil)})
 		}
 		for _, d := range c.ToolCalls {
-			meta := map[string]string{"index": strconv.Itoa(d.Index)}
+			cm := map[string]string{"index": strconv.Itoa(d.Index)}
 			if d.ID != "" {
-				meta["call_id"] = d.ID
+				cm["call_id"] = d.ID
 			}
 			if d.Name != "" {
-				meta["name"] = d.Name
+				cm["name"] = d.Name
 			}
-			w.Write(graph.MessageChunk{MessageID: a.ID, Part: graph.PartToolCall, Text: d.Arguments, Meta: meta})
+			w.Write(graph.MessageChunk{MessageID: a.ID, Part: graph.PartToolCall, Text: d.Arguments, Meta: meta(cm)})
 		}
 	}
 	if err := ctx.Err(); err != nil {

@@ -54,8 +54,12 @@ func (s *Server) ensureAssistantsOf(ctx context.Context, tenant string) error {
 			ID: DefaultAssistantID(id), GraphID: id, Name: id, Description: spec.Description,
 			Config: json.RawMessage(`{}`), Context: json.RawMessage(`{}`), Metadata: meta,
 		}
-		if _, err := s.st.db.CreateAssistant(ctx, tenant, a, db.IfExistsDoNothing); err != nil {
+		got, err := s.st.db.CreateAssistant(ctx, tenant, a, db.IfExistsDoNothing)
+		if err != nil {
 			return fmt.Errorf("server: create the default assistant of graph %q: %w", id, err)
+		}
+		if err := s.refreshDefault(ctx, tenant, got, a); err != nil {
+			return err
 		}
 	}
 	for i, a := range s.cfg.Assistants {
@@ -88,6 +92,48 @@ func (s *Server) ensureAssistantsOf(ctx context.Context, tenant string) error {
 		}
 		s.log.Info("assistant updated to the configured declaration (new version)", "id", a.ID, "name", a.Name)
 	}
+	return nil
+}
+
+// refreshDefault brings a graph's default assistant made by an older
+// server (before its app declared examples and an input form, say) up to
+// what the graph declares now, without undoing anyone's edit. The rule:
+// only the system's own assistant (the graph's default ID, still on its
+// graph, metadata created_by "system") is touched, and only where it
+// lacks something: a metadata key the graph declares that it does not
+// have, and its description when empty. A key or description it has is
+// left as it is, whoever set it (an operator's PATCH stays); assistants
+// people created are never touched. A change makes a new version, as any
+// update does; an assistant up to date is not written.
+func (s *Server) refreshDefault(ctx context.Context, tenant string, have, want db.Assistant) error {
+	if have.ID == "" {
+		var err error
+		if have, err = s.st.db.GetAssistant(ctx, tenant, want.ID); err != nil {
+			return fmt.Errorf("server: read the default assistant of graph %q: %w", want.GraphID, err)
+		}
+	}
+	if have.GraphID != want.GraphID || have.Metadata["created_by"] != "system" {
+		return nil
+	}
+	var p db.AssistantPatch
+	for k, v := range want.Metadata {
+		if _, ok := have.Metadata[k]; !ok {
+			if p.Metadata == nil {
+				p.Metadata = db.Metadata{}
+			}
+			p.Metadata[k] = v
+		}
+	}
+	if have.Description == "" && want.Description != "" {
+		p.Description = &want.Description
+	}
+	if p.Metadata == nil && p.Description == nil {
+		return nil
+	}
+	if _, err := s.st.db.UpdateAssistant(ctx, tenant, want.ID, p); err != nil {
+		return fmt.Errorf("server: refresh the default assistant of graph %q: %w", want.GraphID, err)
+	}
+	s.log.Info("default assistant given what its graph now declares (new version)", "id", want.ID, "graph", want.GraphID)
 	return nil
 }
 

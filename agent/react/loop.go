@@ -83,7 +83,9 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 			}, nil
 		}
 		call := &middleware.ModelCall{Request: a.request(ctx, h, specs), Model: a.model, State: s}
-		resp, err := a.callModel(ctx, call)
+		// The voice tags the streamed tokens too, so a client can fold
+		// them into the agent's working before the message lands.
+		resp, err := a.callModel(llm.WithVoice(ctx, a.voice), call)
 		if err != nil {
 			return nil, err
 		}

@@ -260,6 +260,9 @@ func historyOf(values json.RawMessage, from int, task a2a.TaskID, ctxID string) 
 		case llm.RoleUser:
 			role = a2a.MessageRoleUser
 		case llm.RoleAssistant:
+			if m.Name != "" {
+				continue // an internal voice (a reviewer): the agent's working, not its answer
+			}
 			role = a2a.MessageRoleAgent
 		default:
 			continue

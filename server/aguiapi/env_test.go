@@ -20,6 +20,7 @@ import (
 
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/apps"
+	"github.com/trellis-agents/trellis/apps/builder"
 	"github.com/trellis-agents/trellis/apps/planner"
 	"github.com/trellis-agents/trellis/checkpoint/sqlite"
 	"github.com/trellis-agents/trellis/graph"
@@ -130,13 +131,17 @@ func newEnv(t testing.TB, bodyLimit int64) *env {
 	must(err)
 	t.Cleanup(func() { _ = app.Close() })
 	must(reg.Register("planner", runs.GraphSpec{New: func(context.Context, runs.Assistant) (*graph.Graph, error) { return app.Graph, nil }}))
+	bapp, err := builder.New(ctx, builder.Config{Model: builder.Script()})
+	must(err)
+	t.Cleanup(func() { _ = bapp.Close() })
+	must(reg.Register("builder", runs.GraphSpec{New: func(context.Context, runs.Assistant) (*graph.Graph, error) { return bapp.Graph, nil }}))
 	svc, err := runs.New(runs.Config{DB: d, Saver: saver, Graphs: reg, LeaseTTL: 3 * time.Second, CancelPoll: 20 * time.Millisecond,
 		Wire: runs.LCWire{}, Converter: runs.LCConverter(), Log: slog.New(slog.DiscardHandler),
 		RunContext: func(ctx context.Context, tenant, thread string) context.Context {
 			return apps.WithScope(ctx, runs.ThreadKey(tenant, thread))
 		}})
 	must(err)
-	for _, a := range []db.Assistant{{ID: "chat-a", GraphID: "chat", Name: "Chat"}, {ID: "helper-a", GraphID: "helper", Name: "helper"}, {ID: "planner-a", GraphID: "planner", Name: "planner"}, {ID: "slow-a", GraphID: "slow", Name: "slow"}} {
+	for _, a := range []db.Assistant{{ID: "chat-a", GraphID: "chat", Name: "Chat"}, {ID: "helper-a", GraphID: "helper", Name: "helper"}, {ID: "planner-a", GraphID: "planner", Name: "planner"}, {ID: "slow-a", GraphID: "slow", Name: "slow"}, {ID: "builder-a", GraphID: "builder", Name: "builder"}} {
 		_, err := d.CreateAssistant(ctx, DefaultTenant, a, db.IfExistsRaise)
 		must(err)
 	}

@@ -40,8 +40,10 @@ type message struct {
 	id                   string
 	decided, prose       bool
 	textOpen, reasonOpen bool
-	started              bool // TEXT_MESSAGE_START sent
-	matched              bool // a landed copy of it under another ID was found
+	started              bool   // TEXT_MESSAGE_START sent
+	matched              bool   // a landed copy of it under another ID was found
+	voice                string // an internal voice's message (a reviewer): a note, not a reply
+	noted                bool   // its note was sent
 	held                 strings.Builder
 	streamed             strings.Builder
 	turn                 *convoMsg
@@ -62,9 +64,12 @@ func newTranslator(emit func(Event)) *translator {
 
 // lcMessage is the part of a LangChain message (or chunk) the wire reads.
 type lcMessage struct {
-	ID               string          `json:"id"`
-	Type             string          `json:"type"`
-	Content          json.RawMessage `json:"content"`
+	ID      string          `json:"id"`
+	Type    string          `json:"type"`
+	Content json.RawMessage `json:"content"`
+	// Name is an internal voice's (llm.Message.Name, on its streamed
+	// chunks too): the agent's working, sent as a note.
+	Name             string `json:"name"`
 	AdditionalKwargs struct {
 		Reasoning string `json:"reasoning_content"`
 	} `json:"additional_kwargs"`
@@ -90,6 +95,10 @@ func (t *translator) add(ev db.Event) {
 			return
 		}
 		c := tuple[0]
+		if c.Name != "" { // a voice's tokens: its note is sent when it lands
+			t.msg(c.ID).voice = c.Name
+			return
+		}
 		if r := c.AdditionalKwargs.Reasoning; r != "" {
 			t.reasoning(c.ID, r)
 		}
@@ -272,7 +281,12 @@ func (t *translator) landed(lm lcMessage) {
 	}
 	m := t.msg(lm.ID)
 	text := lcmsg.Text(lm.Content)
-	if !m.started && strings.TrimSpace(text) != "" && !t.copyOfStreamed(m, text) {
+	if lm.Name != "" {
+		m.voice = lm.Name
+	}
+	if m.voice != "" {
+		t.note(m, text)
+	} else if !m.started && strings.TrimSpace(text) != "" && !t.copyOfStreamed(m, text) {
 		t.closeReasoning(m)
 		t.text(m, text)
 	}
@@ -295,6 +309,19 @@ func (t *translator) landed(lm lcMessage) {
 		t.emit(Event{Type: ToolCallArgs, ToolCallID: c.ID, Delta: args})
 		t.emit(Event{Type: ToolCallEnd, ToolCallID: c.ID})
 	}
+}
+
+// note sends an internal voice's message (a reviewer's critique) as an
+// activity of type NoteActivity, once: the agent's working, which the
+// client shows apart from its replies and which is no turn of the
+// conversation the client holds.
+func (t *translator) note(m *message, text string) {
+	if m.noted || strings.TrimSpace(text) == "" {
+		return
+	}
+	m.noted = true
+	t.emit(Event{Type: ActivitySnapshot, MessageID: m.id, ActivityType: NoteActivity,
+		Content: map[string]any{"author": m.voice, "text": text}})
 }
 
 // copyOfStreamed reports whether text already streamed under another

@@ -167,13 +167,20 @@ const (
 	SubagentFinished        = "SUBAGENT_FINISHED"
 	SubagentError           = "SUBAGENT_ERROR"
 	// ActivitySnapshot carries an answer the run goes on with (activity
-	// type AnswerActivity), at the start of the run that took it.
+	// type AnswerActivity), at the start of the run that took it, or an
+	// internal voice's message (NoteActivity) where it was written.
 	ActivitySnapshot = "ACTIVITY_SNAPSHOT"
 )
 
 // AnswerActivity is the activity type of a person's answer in the
 // history: content {text, outcome, interruptId, answer, asked}.
 const AnswerActivity = "trellis.answer"
+
+// NoteActivity is the activity type of the agent's working said by one
+// of its internal voices (the builder's reviewer: an assistant message
+// with a name), which is not a reply to the person: content {author,
+// text}.
+const NoteActivity = "trellis.note"
 
 // ProtocolVersion is the AG-UI protocol version this wire speaks.
 const ProtocolVersion = "1.0"

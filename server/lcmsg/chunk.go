@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
 )
 
 // FromChunk converts a piece of streamed model output to the
@@ -17,10 +18,11 @@ import (
 // additional_kwargs.reasoning_content (clients concatenate string kwargs
 // across chunks); tool-call text to one tool_call_chunks entry whose
 // index, id and name come from the chunk's Meta ("index", "call_id",
-// "name", as llm.Call writes them). A tool-call chunk whose index is not
+// "name", as llm.Call writes them); a voice (Meta "voice", llm.WithVoice)
+// to name, as on the message that lands. A tool-call chunk whose index is not
 // a number is an error.
 func FromChunk(c graph.MessageChunk) (Message, error) {
-	m := Message{Type: TypeAIChunk, ID: c.MessageID}
+	m := Message{Type: TypeAIChunk, ID: c.MessageID, Name: c.Meta[llm.MetaVoice]}
 	switch c.Part {
 	case graph.PartText:
 		m.Content = Content{Text: c.Text}
@@ -99,7 +101,7 @@ func Metadata(e graph.Event, run RunInfo) map[string]any {
 		// Provider detail the UI may show (model name); the tool-call
 		// keys already went into the chunk.
 		switch k {
-		case "index", "call_id", "name":
+		case "index", "call_id", "name", llm.MetaVoice:
 		default:
 			if _, taken := md[k]; !taken {
 				md[k] = v

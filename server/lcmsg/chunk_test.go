@@ -186,3 +186,25 @@ func TestValue(t *testing.T) {
 		t.Errorf("a non-message value changed: %v", got["n"])
 	}
 }
+
+// A chunk streamed under a voice (llm.WithVoice: a reviewer's) carries
+// the voice as the chunk's name, as on the message that lands, and not in
+// the metadata.
+func TestTupleCarriesTheVoiceAsName(t *testing.T) {
+	e := graph.Event{Kind: graph.EventMessages, Node: "review", TaskID: "t1",
+		Message: graph.MessageChunk{MessageID: "msg_9", Part: graph.PartText, Text: "Add the label.", Meta: map[string]string{llm.MetaVoice: "reviewer"}}}
+	b, err := lcmsg.Tuple(e, lcmsg.RunInfo{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pair [2]map[string]any
+	if err := json.Unmarshal(b, &pair); err != nil {
+		t.Fatal(err)
+	}
+	if pair[0]["name"] != "reviewer" || pair[0]["content"] != "Add the label." {
+		t.Errorf("chunk %v, want the voice as its name", pair[0])
+	}
+	if _, ok := pair[1][llm.MetaVoice]; ok {
+		t.Errorf("the metadata repeats the voice: %v", pair[1])
+	}
+}

@@ -92,6 +92,7 @@ func (c *call) updates(ctx context.Context, ns string, data json.RawMessage) []s
 		var u struct {
 			Messages []struct {
 				Type    string          `json:"type"`
+				Name    string          `json:"name"` // an internal voice's (a reviewer's): not the answer
 				Content json.RawMessage `json:"content"`
 			} `json:"messages"`
 		}
@@ -99,7 +100,7 @@ func (c *call) updates(ctx context.Context, ns string, data json.RawMessage) []s
 			continue
 		}
 		for _, m := range u.Messages {
-			if m.Type != "ai" && m.Type != "AIMessageChunk" {
+			if m.Type != "ai" && m.Type != "AIMessageChunk" || m.Name != "" {
 				continue
 			}
 			if t := strings.TrimSpace(lcmsg.Text(m.Content)); t != "" {

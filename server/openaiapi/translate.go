@@ -95,6 +95,9 @@ func (t *translator) add(ev db.Event) {
 			return
 		}
 		c := tuple[0]
+		if c.Name != "" {
+			return // an internal voice's tokens (a reviewer's): the agent's working, not its reply
+		}
 		if r := c.AdditionalKwargs.Reasoning; r != "" {
 			t.reason.WriteString(r)
 			t.emit(Delta{ReasoningContent: r}, nil)

@@ -22,3 +22,19 @@ func TestReplyLeavesOutInternalVoices(t *testing.T) {
 		t.Errorf("the reply's content is %q, want only the agent's own text", got)
 	}
 }
+
+// The voice's streamed tokens (llm.WithVoice: the chunk's name) are not
+// streamed as the reply either, nor its reasoning.
+func TestStreamLeavesOutInternalVoices(t *testing.T) {
+	var content, reasoning string
+	tr := newTranslator(func(d Delta, _ *ProgressEvent) { content += d.Content; reasoning += d.ReasoningContent })
+	for _, ev := range []string{
+		`[{"id":"d1","type":"AIMessageChunk","content":"the reply"},{}]`,
+		`[{"id":"v1","type":"AIMessageChunk","name":"reviewer","content":"Add the label.","additional_kwargs":{"reasoning_content":"hmm"}},{}]`,
+	} {
+		tr.add(db.Event{Event: "messages", Data: json.RawMessage(ev)})
+	}
+	if content != "the reply" || reasoning != "" {
+		t.Errorf("streamed content %q, reasoning %q; want only the agent's own text", content, reasoning)
+	}
+}

@@ -275,13 +275,6 @@ func TestBrowserMarkdownCodeAndTables(t *testing.T) {
 // the rest of the reply (and the saved messages replacing the streamed
 // one) leave their place alone.
 func TestBrowserStreamingFollowsOnlyAtTheEnd(t *testing.T) {
-	// Known bug, left open on issue 22: since the chat is redrawn from the
-	// stored transcript when a run starts and ends, the follow/no-follow
-	// behaviour races that redraw and this test fails most runs (the page
-	// either misses the end while streaming or jumps after the reader
-	// scrolled up). Skipped so CI stays a signal; the fix is to redraw the
-	// transcript without replacing nodes that did not change.
-	t.Skip("known race between the transcript redraw and scroll following; see issue 22's note")
 	b := newBrowser(t)
 	gate := make(chan struct{})
 	open := true
@@ -309,11 +302,22 @@ func TestBrowserStreamingFollowsOnlyAtTheEnd(t *testing.T) {
 
 	b.do("scrolling up to read", chromedp.Evaluate[chromedp.Void](`document.getElementById('log').scrollTop = 0`))
 	b.waitFor("the scroll", `document.getElementById('log').scrollTop === 0`)
+	// The reader selects the first answer's heading to copy it.
+	b.do("selecting", chromedp.Evaluate[chromedp.Void](`window.firstAnswer = document.querySelector('#messages .msg.ai');
+		getSelection().selectAllChildren(firstAnswer.querySelector('h2, p'))`))
 	close(gate)
 	open = false
 	b.waitFor("the whole reply saved", fmt.Sprintf(`[...document.querySelectorAll('#messages .msg.ai')].some((e) => e.innerText.includes(%q)) && !document.body.classList.contains('running')`, secondHalf))
 	if got := eval[int](b, `document.getElementById('log').scrollTop`); got != 0 {
 		t.Errorf("the transcript jumped to %dpx while the reader was at the top", got)
+	}
+	// The answers that did not change were left in place, not drawn again:
+	// the same element, the reader's selection still in it.
+	if !eval[bool](b, `firstAnswer.isConnected && getSelection().toString().includes('Loans by genre')`) {
+		t.Errorf("the redraw replaced the unchanged first answer or lost the selection (%q)", eval[string](b, `getSelection().toString()`))
+	}
+	if got := eval[string](b, `[...document.querySelectorAll('#messages .msg.ai')].pop().innerText`); !strings.Contains(got, "The first half") {
+		t.Errorf("the last answer is not the gated assistant's (the picker went back to the thread's?): %q", got)
 	}
 	b.send("and again")
 	b.waitFor("the end after sending", `document.querySelectorAll('#messages .msg.human').length === 5 && !document.body.classList.contains('running') && `+atEnd)

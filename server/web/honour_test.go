@@ -78,4 +78,8 @@ func TestBrowserPlannerHonoursTheAnswers(t *testing.T) {
 	}
 	b.screenshot("planner-honours-answers-phone")
 	b.checkA11y("planner with a refused booking")
+	// Desktop width, dark: the same truthful outcome, readable.
+	b.do("widening, dark", chromedp.EmulateViewport(1280, 860), scheme(true))
+	b.waitFor("the run panel beside the chat", `getComputedStyle(document.getElementById('inspector')).position !== 'fixed'`)
+	b.checkA11y("planner with a refused booking, desktop, dark")
 }

@@ -136,6 +136,8 @@ func TestBrowserTimelineIsDurable(t *testing.T) {
 	b.do("opening the last run's timeline", chromedp.Click(`(//main//details[contains(@class,'run-log')])[last()]/summary`))
 	b.screenshot("timeline-reopened-phone")
 	b.checkA11y("reopened timeline, phone width")
+	b.do("dark", scheme(true))
+	b.checkA11y("reopened timeline, phone width, dark")
 }
 
 // A fork shows its own timeline after a reload: the thinker's reasoning

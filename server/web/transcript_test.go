@@ -113,4 +113,9 @@ func TestBrowserAnswersStayInTheTranscript(t *testing.T) {
 	}
 	b.screenshot("transcript-answers-phone")
 	b.checkA11y("transcript with answers, phone width")
+	b.do("dark", scheme(true))
+	if bad := b.answersInOrder(want); bad != "" {
+		t.Errorf("at phone width, dark: %s", bad)
+	}
+	b.checkA11y("transcript with answers, phone width, dark")
 }

@@ -127,11 +127,11 @@ func Build(ctx context.Context, st Store, saver checkpoint.Saver, tenant string,
 		if wrote[r.ID] && !onBranch[r.ID] {
 			continue
 		}
-		evs, err := st.ReadEvents(ctx, tenant, r.ID, 0, MaxEvents)
+		log, err := runLog(ctx, st, tenant, r)
 		if err != nil {
 			return nil, err
 		}
-		b.run(r, evs)
+		b.run(r, log)
 	}
 	return notes(b.merge(stateMessages(th.Values))), nil
 }
@@ -184,8 +184,8 @@ type builder struct {
 func (b *builder) add(t Turn) { b.turns = append(b.turns, t) }
 
 // run adds one run: where it began, the answers it resumed with, then its
-// log in order.
-func (b *builder) run(r db.Run, evs []db.Event) {
+// log in order (read as parseLog reads it).
+func (b *builder) run(r db.Run, log []logItem) {
 	var kw runs.Kwargs
 	_ = json.Unmarshal(r.Kwargs, &kw) // a run whose request does not decode still shows its log
 	b.add(Turn{Kind: KindRun, RunID: r.ID, At: r.CreatedAt, Status: string(r.Status), Fork: kw.CheckpointID})
@@ -200,7 +200,40 @@ func (b *builder) run(r db.Run, evs []db.Event) {
 		// (a run logged without values has no event that carries them).
 		b.add(Turn{Kind: KindMessage, RunID: r.ID, At: r.CreatedAt, inputN: n})
 	}
-	reasoning := map[string]int{} // namespaced message ID -> index of its reasoning turn
+	for _, it := range log {
+		switch it.kind {
+		case KindWait:
+			b.wait(r.ID, it.at, it.data)
+		case KindMessage:
+			b.mark(r.ID, it.at, it.ids)
+		default: // an event, a reasoning block, an error
+			b.add(Turn{Kind: it.kind, RunID: r.ID, At: it.at, Namespace: it.ns, Data: it.data, Text: it.text, msgID: it.msgID})
+		}
+	}
+	if r.Status == db.RunError && r.Error != "" && !b.hasError(r.ID) {
+		b.add(Turn{Kind: KindError, RunID: r.ID, At: r.UpdatedAt, Text: r.Error})
+	}
+}
+
+// logItem is what a transcript keeps of a run's event log, in order: a
+// wait (data: the "__interrupt__" list), the IDs of messages the log
+// shows (kind KindMessage), a custom event, a reasoning block or an
+// error. It depends on the log alone, not on the runs before it, so a
+// finished run's items can be kept (see cache.go).
+type logItem struct {
+	kind  string
+	at    time.Time
+	ns    string
+	data  json.RawMessage
+	ids   []string
+	text  string
+	msgID string
+}
+
+// parseLog reads a run's event log into its items.
+func parseLog(evs []db.Event) []logItem {
+	var out []logItem
+	reasoning := map[string]int{} // namespaced message ID -> index of its reasoning item
 	for _, ev := range evs {
 		mode, ns, _ := cutNS(ev.Event)
 		switch mode {
@@ -213,21 +246,25 @@ func (b *builder) run(r db.Run, evs []db.Event) {
 				continue
 			}
 			if in, ok := obj["__interrupt__"]; ok {
-				b.wait(r.ID, ev.CreatedAt, in)
+				out = append(out, logItem{kind: KindWait, at: ev.CreatedAt, data: in})
 				continue
 			}
+			var ids []string
 			if mode == runs.ModeValues {
-				b.mark(r.ID, ev.CreatedAt, obj["messages"])
-				continue
-			}
-			for _, u := range obj {
-				var upd map[string]json.RawMessage
-				if json.Unmarshal(u, &upd) == nil {
-					b.mark(r.ID, ev.CreatedAt, upd["messages"])
+				ids = messageIDs(obj["messages"])
+			} else {
+				for _, u := range obj {
+					var upd map[string]json.RawMessage
+					if json.Unmarshal(u, &upd) == nil {
+						ids = append(ids, messageIDs(upd["messages"])...)
+					}
 				}
 			}
+			if len(ids) > 0 {
+				out = append(out, logItem{kind: KindMessage, at: ev.CreatedAt, ids: ids})
+			}
 		case runs.ModeCustom:
-			b.add(Turn{Kind: KindEvent, RunID: r.ID, At: ev.CreatedAt, Namespace: ns, Data: ev.Data})
+			out = append(out, logItem{kind: KindEvent, at: ev.CreatedAt, ns: ns, data: ev.Data})
 		case "messages":
 			id, text := reasoningOf(ev.Data)
 			if text == "" {
@@ -235,25 +272,40 @@ func (b *builder) run(r db.Run, evs []db.Event) {
 			}
 			key := ns + "\x00" + id
 			if i, ok := reasoning[key]; ok {
-				if len(b.turns[i].Text) < MaxReasoning {
-					b.turns[i].Text += text
+				if len(out[i].text) < MaxReasoning {
+					out[i].text += text
 				}
 				continue
 			}
-			reasoning[key] = len(b.turns)
-			b.add(Turn{Kind: KindReasoning, RunID: r.ID, At: ev.CreatedAt, Namespace: ns, Text: text, msgID: id})
+			reasoning[key] = len(out)
+			out = append(out, logItem{kind: KindReasoning, at: ev.CreatedAt, ns: ns, text: text, msgID: id})
 		case "error":
 			var e struct {
 				Message string `json:"message"`
 				Error   string `json:"error"`
 			}
 			_ = json.Unmarshal(ev.Data, &e)
-			b.add(Turn{Kind: KindError, RunID: r.ID, At: ev.CreatedAt, Text: cmpOr(e.Message, e.Error, "the run failed")})
+			out = append(out, logItem{kind: KindError, at: ev.CreatedAt, text: cmpOr(e.Message, e.Error, "the run failed")})
 		}
 	}
-	if r.Status == db.RunError && r.Error != "" && !b.hasError(r.ID) {
-		b.add(Turn{Kind: KindError, RunID: r.ID, At: r.UpdatedAt, Text: r.Error})
+	return out
+}
+
+// messageIDs reads the IDs of a list of messages (or of one message).
+func messageIDs(msgs json.RawMessage) []string {
+	var list []struct {
+		ID string `json:"id"`
 	}
+	if json.Unmarshal(msgs, &list) != nil {
+		return nil
+	}
+	ids := make([]string, 0, len(list))
+	for _, m := range list {
+		if m.ID != "" {
+			ids = append(ids, m.ID)
+		}
+	}
+	return ids
 }
 
 func (b *builder) hasError(runID string) bool {
@@ -330,23 +382,17 @@ func (b *builder) answer(r db.Run, id string, v json.RawMessage) {
 }
 
 // mark notes, at this point of the log, the messages first seen here.
-func (b *builder) mark(runID string, at time.Time, msgs json.RawMessage) {
-	var list []struct {
-		ID string `json:"id"`
-	}
-	if json.Unmarshal(msgs, &list) != nil {
-		return
-	}
+func (b *builder) mark(runID string, at time.Time, ids []string) {
 	if b.seen == nil {
 		b.seen = map[string]bool{}
 	}
-	for _, m := range list {
-		if m.ID == "" || b.seen[m.ID] {
+	for _, id := range ids {
+		if b.seen[id] {
 			continue
 		}
-		b.seen[m.ID] = true
-		id, _ := json.Marshal(m.ID)
-		b.add(Turn{Kind: KindMessage, RunID: runID, At: at, Message: id})
+		b.seen[id] = true
+		raw, _ := json.Marshal(id)
+		b.add(Turn{Kind: KindMessage, RunID: runID, At: at, Message: raw})
 	}
 }
 
@@ -510,11 +556,11 @@ func Answers(ctx context.Context, st Store, tenant, threadID, runID string) ([]T
 	b := &builder{pending: map[string]json.RawMessage{}}
 	if i+1 < len(list) {
 		prev := list[i+1]
-		evs, err := st.ReadEvents(ctx, tenant, prev.ID, 0, MaxEvents)
+		log, err := runLog(ctx, st, tenant, prev)
 		if err != nil {
 			return nil, err
 		}
-		b.run(prev, evs)
+		b.run(prev, log)
 	}
 	b.turns = nil
 	b.run(list[i], nil)

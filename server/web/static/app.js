@@ -8,7 +8,7 @@
 // Last-Event-ID -1) rebuilds the text being written without doubling it.
 
 import * as api from './api.js';
-import { ago, clear, h } from './dom.js';
+import { ago, clear, h, patch } from './dom.js';
 import { approvalGroup, isApproval } from './approvals.js';
 import * as datasets from './datasets.js';
 import * as feedback from './feedback.js';
@@ -47,6 +47,7 @@ const state = {
   turns: [], // the thread's transcript (answers, timeline), from the server
   messages: [], // the state's latest messages
   openRun: null, // the run whose timeline stays open (the thread waits on it)
+  pickedFor: null, // the thread whose assistant the picker was set to
   runError: '', // why the stream being read failed (its error event)
   abort: null, // stops the current stream
   formFor: null, // the assistant whose input form (or message box) shows
@@ -123,10 +124,11 @@ async function showInput() {
 // streamed after the last thing the person said.
 function renderMessages(messages = state.messages) {
   state.messages = messages;
-  clear(ui.messages);
   const { nodes, ids } = transcriptNodes(state.turns, messages, state.runId, state.openRun);
   state.saved = ids;
-  ui.messages.append(...nodes);
+  // Only what changed is redrawn: a full redraw would reset the reader's
+  // scroll and selection, and race the following of the end (shell.js).
+  patch(ui.messages, nodes, (el) => (state.log && el === state.log.el) || run.isFailure(el));
   feedback.decorate(ui.messages, state.threadId, state.turns, state.runId);
   placeLog();
   run.placeFailure();
@@ -140,14 +142,16 @@ function placeLog() {
   if (!state.log) return;
   const humans = ui.messages.querySelectorAll('.msg.human');
   const last = humans[humans.length - 1];
-  if (last) last.after(state.log.el); else ui.messages.append(state.log.el);
+  if (last) { if (last.nextElementSibling !== state.log.el) last.after(state.log.el); } else if (ui.messages.lastElementChild !== state.log.el) ui.messages.append(state.log.el);
 }
 
 // onToken adds a messages-tuple chunk to the message being written.
 // A subgraph's (a plan step's) tool calls show in the run's log instead.
 function onToken(chunk, meta, nested) {
   const id = chunk && chunk.id;
-  if (!id || state.saved.has(id)) return;
+  // An internal voice's tokens (a reviewer's) are not the agent's reply:
+  // its message shows as a note of the run once it lands.
+  if (!id || state.saved.has(id) || chunk.name) return;
   let l = state.live.get(id);
   if (!l) {
     l = liveMessage(id, meta && meta.langgraph_node, state.log);
@@ -178,13 +182,31 @@ function showError(msg) {
   ui.error.hidden = !msg;
 }
 
+// Reads of the transcript can answer out of order (the one asked as a run
+// starts may come back after the one asked as it ends): each is numbered,
+// and one older than the transcript shown is dropped.
+let turnsAsked = 0;
+let turnsShown = 0;
+
+async function fetchTurns(id) {
+  const n = ++turnsAsked;
+  return { n, turns: await api.json('GET', `/threads/${id}/transcript`) };
+}
+
+// takeTurns keeps a transcript read unless a newer one is shown already.
+function takeTurns({ n, turns }) {
+  if (n < turnsShown) return false;
+  turnsShown = n;
+  state.turns = turns || [];
+  return true;
+}
+
 // loadTurns reads the thread's transcript (what was answered, what the
 // runs did), and draws it when redraw is set.
 async function loadTurns(redraw) {
   const id = state.threadId;
-  const turns = await api.json('GET', `/threads/${id}/transcript`);
-  if (id !== state.threadId) return;
-  state.turns = turns || [];
+  const read = await fetchTurns(id);
+  if (id !== state.threadId || !takeTurns(read)) return;
   if (redraw) renderMessages();
 }
 
@@ -193,19 +215,22 @@ async function loadTurns(redraw) {
 // one.
 async function refresh() {
   const id = state.threadId;
-  const [thread, st, turns] = await Promise.all([
+  const [thread, st, read] = await Promise.all([
     api.json('GET', `/threads/${id}`),
     api.json('GET', `/threads/${id}/state`),
-    api.json('GET', `/threads/${id}/transcript`),
+    fetchTurns(id),
   ]);
   if (id !== state.threadId) return null;
-  state.turns = turns || [];
+  takeTurns(read);
   // The last run's block stays open while the thread waits on it.
   state.openRun = thread.status === 'interrupted' ? (state.turns.filter((t) => t.kind === 'run').pop() || {}).run_id : null;
   if (!state.runId && state.log) { state.log.el.remove(); state.log = null; }
   showTitle(thread);
+  // The picker shows the thread's assistant when the thread is opened,
+  // not on every refresh: one the person picked since stays picked.
   const aid = thread.metadata && thread.metadata.assistant_id;
-  if (aid && state.assistants.some((a) => a.assistant_id === aid)) ui.assistant.value = aid;
+  if (state.pickedFor !== id && aid && state.assistants.some((a) => a.assistant_id === aid)) ui.assistant.value = aid;
+  state.pickedFor = id;
   showGraph();
   setStatus(threads.statusOf(thread));
   renderMessages((st.values && st.values.messages) || []);
@@ -388,6 +413,7 @@ async function rejoin() {
 async function openThread(id) {
   if (state.abort) state.abort.abort();
   state.threadId = id;
+  state.pickedFor = null;
   state.log = null;
   state.turns = [];
   state.messages = [];

@@ -47,3 +47,35 @@ export function ago(iso) {
   if (s < 86400) return `${Math.round(s / 3600)} h ago`;
   return new Date(t).toLocaleDateString();
 }
+
+/** patch makes parent's children the nodes given, in order, keeping each
+ * child drawn before whose drawing is the same as a new node's (compared
+ * by the HTML each was built with, not the live one, so a block the
+ * reader opened counts as unchanged): a redraw replaces only what
+ * changed, and the reader's scroll position, selection and open blocks
+ * survive it. Children patch did not put there are removed, except those
+ * keep(child) holds on to (the caller places them). */
+export function patch(parent, nodes, keep = () => false) {
+  const old = new Map(); // drawing -> children drawn so, in order
+  for (const c of parent.children) {
+    if (!c.drawn) continue;
+    const list = old.get(c.drawn);
+    if (list) list.push(c); else old.set(c.drawn, [c]);
+  }
+  const next = nodes.map((n) => {
+    const drawn = n.outerHTML;
+    const same = old.get(drawn);
+    if (same && same.length) return same.shift();
+    n.drawn = drawn;
+    return n;
+  });
+  const wanted = new Set(next);
+  for (const c of [...parent.children]) if (!wanted.has(c) && !keep(c)) c.remove();
+  let at = parent.firstElementChild;
+  for (const n of next) {
+    while (at && !wanted.has(at)) at = at.nextElementSibling; // a kept child stays where it is
+    if (at === n) { at = at.nextElementSibling; continue; }
+    parent.insertBefore(n, at);
+  }
+  return parent;
+}

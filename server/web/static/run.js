@@ -109,6 +109,12 @@ export function showFailure(message, node) {
   placeFailure();
 }
 
+/** isFailure says whether el is the failure shown (patched around, not
+ * removed, when the conversation is drawn again). */
+export function isFailure(el) {
+  return !!failure && failure.el === el;
+}
+
 /** placeFailure puts the failure shown, if any, back at the end of the
  * conversation (after the messages were drawn again). */
 export function placeFailure() {

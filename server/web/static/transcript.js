@@ -148,7 +148,14 @@ export function transcriptNodes(turns, messages, live, openRun) {
       items.push({ turn: t });
     }
   }
-  for (const m of messages) if (m && !shown.has(m.id)) { if (m.id) shown.add(m.id); push(m); }
+  for (const m of messages) {
+    if (!m || shown.has(m.id)) continue;
+    if (m.id) shown.add(m.id);
+    // An internal voice's message (a reviewer's) the transcript does not
+    // have yet is the agent's working too: a note of the run under way.
+    if (m.type === 'ai' && m.name) items.push({ turn: { kind: 'note', author: m.name, text: textOf(m.content), run_id: live || '' } });
+    else push(m);
+  }
   const shared = { results: new Map(), called: new Set() };
   for (const m of byId.size ? messages : items.flatMap((i) => i.msgs || [])) {
     if (m.type === 'tool' && m.tool_call_id) shared.results.set(m.tool_call_id, m);
@@ -160,7 +167,7 @@ export function transcriptNodes(turns, messages, live, openRun) {
     const t = it.turn;
     if (t.kind === 'answer') { log = null; out.push(answerNode(t)); continue; }
     if (!log || log.run !== t.run_id) {
-      log = { run: t.run_id, l: runLog(liveStatus.has(status.get(t.run_id)) || t.run_id === openRun) };
+      log = { run: t.run_id, l: runLog(liveStatus.has(status.get(t.run_id)) || t.run_id === openRun || (!!live && t.run_id === live)) };
       log.l.el.dataset.run = t.run_id || '';
       log.l.el.summarizeLog = log.l.summarize;
       out.push(log.l.el);

@@ -20,6 +20,17 @@ import (
 // UnitTimeout bounds one unit: its runs, answers and scoring.
 const UnitTimeout = 10 * time.Minute
 
+// unitCutAttempts is the attempt up to which a unit whose run was cut
+// (see cutRun) is run again rather than recorded as failed.
+const unitCutAttempts = 3
+
+// cutRun reports whether a run's error is a cancellation — the replica
+// executing it stopped in the middle — rather than the agent's own
+// failure (a timeout of the case is a deadline, not a cancellation).
+func cutRun(runErr string) bool {
+	return strings.Contains(runErr, context.Canceled.Error())
+}
+
 // unitOperations are the routes a unit drives its case through, as a
 // client would: create the thread, run and wait (answers to interrupts
 // are further runs with a resume command), read the state and history.
@@ -134,6 +145,9 @@ func (a *API) RunExperimentUnit(ctx context.Context, tenant, experimentID string
 	res, err := a.runUnit(ctx, tenant, e, set, c, rep, attempt)
 	if err != nil {
 		return err
+	}
+	if cutRun(res.Error) && attempt < unitCutAttempts {
+		return fmt.Errorf("unit %s/%d: its run was cut by a stopping replica (%s); it runs again on a fresh thread", c.ID, rep, res.Error)
 	}
 	data, err := json.Marshal(res)
 	if err != nil {

@@ -221,7 +221,7 @@ func Routes() []Route {
 		// case × repetition a unit on the run queue (docs/eval.md).
 		{Method: "POST", Pattern: "/experiments", OperationID: "createExperiment", Tag: "Experiments", Summary: "Start an experiment: run a dataset version against an assistant",
 			Description: "Each case × repetition is a unit of work run as a job of the run queue, on any replica, on a fresh thread; its result is recorded once. A missing dataset, assistant or baseline is 422; a server without a run queue answers 503.",
-			Body: t[wire.ExperimentCreate](), Status: http.StatusCreated, Response: t[wire.Experiment](), Problems: []int{503}},
+			Body:        t[wire.ExperimentCreate](), Status: http.StatusCreated, Response: t[wire.Experiment](), Problems: []int{503}},
 		{Method: "GET", Pattern: "/experiments", OperationID: "listExperiments", Tag: "Experiments", Summary: "List experiments, newest first, by dataset or assistant", Query: t[wire.ExperimentListQuery](), Status: ok, Response: t[[]wire.Experiment]()},
 		{Method: "GET", Pattern: "/experiments/{experiment_id}", OperationID: "getExperiment", Tag: "Experiments", Summary: "Get an experiment: status, progress and, once done, its summary", Status: ok, Response: t[wire.Experiment]()},
 		{Method: "GET", Pattern: "/experiments/{experiment_id}/results", OperationID: "listExperimentResults", Tag: "Experiments", Summary: "The recorded units, in case order then repetition", Status: ok, Response: t[[]wire.ExperimentResult]()},

@@ -120,3 +120,50 @@ func TestExperimentSurvivesReplicaStop(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// BenchmarkExperimentThroughput runs a 100-case experiment (one
+// repetition, concurrency 8) on the echo graph and reports units per
+// second, on SQLite and, with TRELLIS_TEST_PG_DSN, on PostgreSQL.
+func BenchmarkExperimentThroughput(b *testing.B) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		b.Run(backend, func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				var cfg Config
+				if backend == "postgres" {
+					url, _, _ := pgSchema(b, "bexp")
+					cfg = Config{Database: url, DataDir: b.TempDir()}
+				} else {
+					cfg = Config{Database: b.TempDir() + "/t.db", DataDir: b.TempDir()}
+				}
+				r := start(b, cfg, nil)
+				var cases []any
+				for i := range 100 {
+					cases = append(cases, map[string]any{"id": fmt.Sprintf("c%03d", i), "input": map[string]any{"state": map[string]any{"log": []string{fmt.Sprint("m", i)}}}})
+				}
+				crit := []any{map[string]any{"evaluator": "contains", "params": map[string]any{"values": []string{"echo m"}}}}
+				var ds struct {
+					DatasetID string `json:"dataset_id"`
+				}
+				xcall(b, "POST", r.url+"/datasets", "application/json", jsonBody(map[string]any{"name": "bench", "criteria": crit, "cases": cases}), 200, &ds)
+				var asst struct {
+					AssistantID string `json:"assistant_id"`
+				}
+				xcall(b, "POST", r.url+"/assistants", "application/json", jsonBody(map[string]any{"graph_id": "echo"}), 200, &asst)
+				b.StartTimer()
+				t0 := time.Now()
+				var exp experimentView
+				xcall(b, "POST", r.url+"/experiments", "application/json", jsonBody(map[string]any{"dataset_id": ds.DatasetID, "assistant_id": asst.AssistantID,
+					"repetitions": 1, "concurrency": 8}), 201, &exp)
+				_, end := streamExperiment(b, r.url, exp.ExperimentID)
+				el := time.Since(t0)
+				b.StopTimer()
+				if end.Status != "success" || end.Progress.Passed != 100 {
+					b.Fatalf("the experiment ended %+v", end)
+				}
+				b.ReportMetric(100/el.Seconds(), "units/s")
+				r.stop(b)
+			}
+		})
+	}
+}

@@ -18,7 +18,7 @@ import (
 
 // xcall sends a JSON request and decodes a JSON answer, failing the test
 // on another status than want.
-func xcall(t *testing.T, method, url, ctype string, body []byte, want int, out any) {
+func xcall(t testing.TB, method, url, ctype string, body []byte, want int, out any) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, bytes.NewReader(body))
 	if err != nil {
@@ -87,7 +87,7 @@ type resultView struct {
 
 // streamExperiment reads GET /experiments/{id}/stream to its end and
 // returns the progress events' "done" counts and the final experiment.
-func streamExperiment(t *testing.T, base, id string) ([]int, experimentView) {
+func streamExperiment(t testing.TB, base, id string) ([]int, experimentView) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

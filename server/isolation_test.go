@@ -30,12 +30,12 @@ type call struct {
 // tenantA is what tenant A owns in the isolation test.
 type tenantA struct {
 	assistant, thread, run, checkpoint, namespace, marker, cron string
-	dataset, caseID, feedback                                   string
+	dataset, caseID, feedback, experiment                       string
 }
 
 // ids are the strings of A's that no answer to B may contain.
 func (a tenantA) ids() []string {
-	return []string{a.assistant, a.thread, a.run, a.checkpoint, a.namespace, a.marker, a.cron, a.dataset, a.caseID, a.feedback}
+	return []string{a.assistant, a.thread, a.run, a.checkpoint, a.namespace, a.marker, a.cron, a.dataset, a.caseID, a.feedback, a.experiment}
 }
 
 // isolationCalls says how to call each operation as B, by operation ID,
@@ -109,6 +109,9 @@ func isolationCalls(a tenantA) map[string][]call {
 		"addDatasetCases":   {{body: `{"cases":[{"input":{"message":"b"}}]}`}},
 		"patchDatasetCase":  {{body: `{"tags":["b"]}`}},
 		"createRunFeedback": {{body: `{"score":0,"comment":"B was here"}`}},
+		// Experiments: A's dataset and assistant do not exist for B.
+		"createExperiment": {{body: fmt.Sprintf(`{"dataset_id":%q,"assistant_id":%q,"repetitions":1}`, a.dataset, a.assistant), want: 422}},
+		"listExperiments":  {{}, {query: "dataset_id=" + a.dataset}, {query: "assistant_id=" + a.assistant}},
 	}
 }
 
@@ -183,8 +186,21 @@ func walkAsOtherTenant(t *testing.T, database string) {
 	code, body, _ = A.do("POST", "/threads/"+a.thread+"/runs/crons", "", fmt.Sprintf(`{"assistant_id":%q,"schedule":"0 0 1 1 *","metadata":{"owner":%q}}`, a.assistant, a.marker))
 	a.cron = field(t, code, body, "cron_id")
 	a.caseID = "case-of-a-" + uuid.NewString()[:8]
-	code, body, _ = A.do("POST", "/datasets", "", fmt.Sprintf(`{"name":"set %s","cases":[{"id":%q,"input":{"message":"hi"}}]}`, a.marker, a.caseID))
+	code, body, _ = A.do("POST", "/datasets", "", fmt.Sprintf(`{"name":"set %s","criteria":[{"evaluator":"contains","params":{"values":["echo hi"]}}],"cases":[{"id":%q,"input":{"state":{"log":["hi"]}}}]}`, a.marker, a.caseID))
 	a.dataset = field(t, code, body, "dataset_id")
+	code, body, _ = A.do("POST", "/experiments", "", fmt.Sprintf(`{"dataset_id":%q,"assistant_id":%q,"repetitions":1,"metadata":{"owner":%q}}`, a.dataset, a.assistant, a.marker))
+	if code != 201 {
+		t.Fatalf("A's experiment: %d %s", code, body)
+	}
+	a.experiment = field(t, 200, body, "experiment_id")
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		code, body, _ = A.do("GET", "/experiments/"+a.experiment, "", "")
+		if st := field(t, code, body, "status"); st == "success" {
+			break
+		} else if st == "error" || time.Now().After(end) {
+			t.Fatalf("A's experiment: %s", body)
+		}
+	}
 	code, body, _ = A.do("POST", "/threads/"+a.thread+"/runs/"+a.run+"/feedback", "", `{"score":1,"comment":"A's"}`)
 	a.feedback = field(t, code, body, "feedback_id")
 	before := A.snapshot(a)
@@ -230,7 +246,7 @@ func walkAsOtherTenant(t *testing.T, database string) {
 
 	calls := isolationCalls(a)
 	fill := map[string]string{"assistant_id": a.assistant, "assistant": a.assistant, "thread_id": a.thread, "run_id": a.run, "checkpoint_id": a.checkpoint, "namespace": "sub", "cron_id": a.cron,
-		"dataset_id": a.dataset, "case_id": a.caseID, "feedback_id": a.feedback}
+		"dataset_id": a.dataset, "case_id": a.caseID, "feedback_id": a.feedback, "experiment_id": a.experiment}
 	for _, p := range walked {
 		op := ops[p]
 		method, path, _ := strings.Cut(p, " ")
@@ -348,6 +364,7 @@ func (c client) snapshot(a tenantA) string {
 		"/assistants/" + a.assistant, "/threads/" + a.thread, "/threads/" + a.thread + "/runs/" + a.run,
 		"/threads/" + a.thread + "/state", "/threads/" + a.thread + "/runs", "/store/items?namespace=" + a.namespace + "&key=k",
 		"/datasets/" + a.dataset, "/datasets/" + a.dataset + "/cases", "/threads/" + a.thread + "/runs/" + a.run + "/feedback",
+		"/experiments/" + a.experiment, "/experiments/" + a.experiment + "/results",
 	} {
 		path, query, _ := strings.Cut(get, "?")
 		code, body, _ := c.do("GET", path, query, "")

@@ -73,7 +73,7 @@ func TestPostgresBackend(t *testing.T) {
 // prefix) as its search_path, the schema's name, and a connection to the
 // database; the schema is dropped when t ends. It skips without
 // TRELLIS_TEST_PG_DSN (fails under TRELLIS_REQUIRE_SERVICES=1).
-func pgSchema(t *testing.T, prefix string) (url, schema string, conn *pgx.Conn) {
+func pgSchema(t testing.TB, prefix string) (url, schema string, conn *pgx.Conn) {
 	t.Helper()
 	dsn := testenv.PostgresDSN(t)
 	ctx := context.Background()

@@ -434,9 +434,19 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	advance := advanceFunc(s.svc, func(ctx context.Context, tenant, thread string) error {
 		return s.scheduleDelayed(ctx, q, tenant, thread)
 	}, func() { s.heldAtLimit.Add(1); s.tel.HeldAtLimit() })
+	// Experiment units are worked by the API the handler builds below;
+	// a unit picked up before it exists is tried again shortly.
+	var unitAPI atomic.Pointer[api.API]
+	unit := func(ctx context.Context, job queue.UnitJob) error {
+		a := unitAPI.Load()
+		if a == nil {
+			return errors.New("server: the API is not ready for experiment units yet")
+		}
+		return a.RunExperimentUnit(ctx, job.Tenant, job.ExperimentID, job.Index, job.Attempt)
+	}
 	q, err = queue.New(life, queue.Config{
 		SQLite: s.st.river, Postgres: s.st.pool,
-		Advance: advance, Workers: s.cfg.Workers,
+		Advance: advance, Workers: s.cfg.Workers, Unit: unit,
 		Webhook: s.sendWebhook, WebhookAttempts: s.cfg.Webhooks.Attempts, WebhookRetryBase: s.cfg.Webhooks.RetryBase,
 		Logger: slog.New(atLeast{s.log.Handler(), slog.LevelWarn}).With("component", "queue"),
 	})
@@ -474,6 +484,10 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return errors.Join(err, stopQueue())
 	}
+	a.EnqueueUnit = func(ctx context.Context, tenant, experimentID string, index int) error {
+		return q.EnqueueUnit(ctx, queue.UnitJob{Tenant: tenant, ExperimentID: experimentID, Index: index})
+	}
+	unitAPI.Store(a)
 	cl.fire = a.FireCron
 	cl.start(life)
 	base, cancelBase := context.WithCancel(life)

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -25,6 +26,7 @@ type streamCall struct {
 // streamFixture is what the streams test's requests name.
 type streamFixture struct {
 	thread, run, mcpSession string
+	experiment              string // an ended experiment
 }
 
 // streamCalls says how to make each route that answers with an event
@@ -35,6 +37,7 @@ func streamCalls(f streamFixture) map[string]streamCall {
 	mcp := map[string]string{"Accept": "application/json, text/event-stream", "Mcp-Session-Id": f.mcpSession, "Mcp-Protocol-Version": "2025-06-18"}
 	return map[string]streamCall{
 		"joinThreadStream":       {method: "GET", path: "/threads/" + f.thread + "/stream"},
+		"streamExperiment":       {method: "GET", path: "/experiments/" + f.experiment + "/stream"},
 		"streamRun":              {method: "POST", path: "/threads/" + f.thread + "/runs/stream", body: run},
 		"joinRunStream":          {method: "GET", path: "/threads/" + f.thread + "/runs/" + f.run + "/stream"},
 		"streamStatelessRun":     {method: "POST", path: "/runs/stream", body: run},
@@ -104,7 +107,7 @@ func TestMaxStreamsCountsEveryStreamingRoute(t *testing.T) {
 	if code != 200 || json.Unmarshal([]byte(body), &rs) != nil || len(rs) == 0 {
 		t.Fatalf("runs: %d %s", code, body)
 	}
-	f := streamFixture{thread: "t1", run: rs[0].RunID, mcpSession: mcpInitialize(t, r.url)}
+	f := streamFixture{thread: "t1", run: rs[0].RunID, mcpSession: mcpInitialize(t, r.url), experiment: endedExperiment(t, c)}
 	calls := streamCalls(f)
 
 	// Hold the tenant's one stream open.
@@ -208,4 +211,28 @@ func mcpInitialize(t *testing.T, base string) string {
 		}
 	})
 	return id
+}
+
+// endedExperiment runs a one-case experiment on the echo graph to its end
+// and returns its ID.
+func endedExperiment(t *testing.T, c client) string {
+	t.Helper()
+	code, body, _ := c.do("POST", "/assistants", "", `{"graph_id":"echo"}`)
+	asst := field(t, code, body, "assistant_id")
+	code, body, _ = c.do("POST", "/datasets", "", `{"name":"s","criteria":[{"evaluator":"contains","params":{"values":["echo x"]}}],"cases":[{"id":"c","input":{"state":{"log":["x"]}}}]}`)
+	ds := field(t, code, body, "dataset_id")
+	code, body, _ = c.do("POST", "/experiments", "", fmt.Sprintf(`{"dataset_id":%q,"assistant_id":%q,"repetitions":1}`, ds, asst))
+	id := field(t, 200, body, "experiment_id")
+	if code != 201 {
+		t.Fatalf("experiment: %d %s", code, body)
+	}
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		code, body, _ = c.do("GET", "/experiments/"+id, "", "")
+		if field(t, code, body, "status") == "success" {
+			return id
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the experiment did not end: %s", body)
+		}
+	}
 }

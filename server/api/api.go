@@ -24,6 +24,9 @@ type API struct {
 	Store  store.Store // nil: the store routes answer 404 problems
 	// Enqueue hands a thread to the run queue (server/queue's Enqueue).
 	Enqueue runs.Enqueuer
+	// EnqueueUnit hands an experiment's unit to the run queue; nil: the
+	// server runs no experiments (POST /experiments answers 503).
+	EnqueueUnit UnitEnqueuer
 	// Tenant returns the tenant of a request (the default tenant until
 	// authentication exists).
 	Tenant func(r *http.Request) string
@@ -69,7 +72,7 @@ func (a *API) Handlers() map[string]http.Handler {
 	h := map[string]http.Handler{}
 	for _, group := range []map[string]http.Handler{
 		a.assistantHandlers(), a.threadHandlers(), a.runHandlers(), a.cronHandlers(), a.storeHandlers(), a.systemHandlers(),
-		a.datasetHandlers(), a.feedbackHandlers(),
+		a.datasetHandlers(), a.feedbackHandlers(), a.experimentHandlers(),
 	} {
 		for id, handler := range group {
 			h[id] = handler

@@ -394,6 +394,7 @@ type DB interface {
 	Crons
 	Datasets
 	RunFeedback
+	Experiments
 	// Ping checks the database answers (GET /ok?check_db=1).
 	Ping(ctx context.Context) error
 	Close() error

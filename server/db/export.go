@@ -135,6 +135,13 @@ var Tables = []Table{
 	{Name: "trellis_dataset_cases", Key: 4, Columns: cols(
 		"tenant", ColText, "dataset_id", ColText, "case_id", ColText, "version_added", ColInt, "version_removed?", ColInt,
 		"position", ColInt, "data", ColJSON, "created_at", ColTime)},
+	{Name: "trellis_experiments", Key: 2, Columns: cols(
+		"tenant", ColText, "experiment_id", ColText, "name", ColText, "dataset_id", ColText, "dataset_version", ColInt,
+		"assistant_id", ColText, "repetitions", ColInt, "concurrency", ColInt, "baseline_id", ColText, "metadata", ColJSON,
+		"status", ColText, "total", ColInt, "summary?", ColJSON, "error", ColText, "created_at", ColTime, "updated_at", ColTime)},
+	{Name: "trellis_experiment_results", Key: 4, Columns: cols(
+		"tenant", ColText, "experiment_id", ColText, "case_id", ColText, "repetition", ColInt, "passed", ColBool,
+		"data", ColJSON, "created_at", ColTime)},
 	{Name: "trellis_api_keys", Key: 1, Columns: cols(
 		"key_id", ColText, "tenant", ColText, "name", ColText, "prefix", ColText, "hash", ColBytes,
 		"created_at", ColTime, "last_used_at?", ColTime, "revoked_at?", ColTime)},

@@ -154,6 +154,11 @@ type Config struct {
 	WebhookAttempts  int
 	WebhookRetryBase time.Duration
 
+	// Unit works experiment units (EnqueueUnit); nil: none are worked.
+	Unit UnitFunc
+	// UnitAttempts bounds the attempts of one unit (DefaultUnitAttempts).
+	UnitAttempts int
+
 	// Workers is how many jobs run at once in this Queue.
 	Workers int
 	// JobTimeout bounds one Advance call (DefaultJobTimeout).
@@ -259,6 +264,9 @@ func (c *Config) fill() error {
 	if c.WebhookAttempts < 0 || c.WebhookAttempts > 100 || c.WebhookRetryBase < 0 {
 		errs = append(errs, fmt.Errorf("WebhookAttempts %d must be between 1 and 100 and WebhookRetryBase %s not negative (zero means the defaults)", c.WebhookAttempts, c.WebhookRetryBase))
 	}
+	if c.UnitAttempts < 0 || c.UnitAttempts > 100 {
+		errs = append(errs, fmt.Errorf("UnitAttempts %d must be between 1 and 100 (zero means the default)", c.UnitAttempts))
+	}
 	if c.QueueName != "" && !queueNameRE.MatchString(c.QueueName) {
 		errs = append(errs, fmt.Errorf("QueueName %q holds characters other than letters, digits, '_' and '-' or is over 128 bytes", c.QueueName))
 	}
@@ -278,6 +286,7 @@ func (c *Config) fill() error {
 	c.QueueName = cmpOr(c.QueueName, DefaultQueueName)
 	c.WebhookAttempts = cmpOr(c.WebhookAttempts, DefaultWebhookAttempts)
 	c.WebhookRetryBase = cmpOr(c.WebhookRetryBase, DefaultWebhookRetryBase)
+	c.UnitAttempts = cmpOr(c.UnitAttempts, DefaultUnitAttempts)
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
@@ -305,6 +314,9 @@ func (q *Queue) riverConfig() *river.Config {
 	river.AddWorker(workers, &worker{q: q})
 	if c.Webhook != nil {
 		river.AddWorker(workers, &webhookWorker{q: q})
+	}
+	if c.Unit != nil {
+		river.AddWorker(workers, &unitWorker{q: q})
 	}
 	return &river.Config{
 		CompletedJobRetentionPeriod: c.CompletedRetention,

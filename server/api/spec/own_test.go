@@ -14,7 +14,7 @@ import (
 // trellisOwnTags are the groups of Trellis's own routes, which no SDK
 // calls, so no captured fixture reaches them; TestTrellisOwnBodies
 // checks requests written here against the decoder and the document.
-var trellisOwnTags = map[string]bool{"Datasets": true, "Feedback": true}
+var trellisOwnTags = map[string]bool{"Datasets": true, "Feedback": true, "Experiments": true}
 
 // ownRequests are requests to every Trellis-own route, with every body
 // member the route knows.
@@ -34,6 +34,13 @@ var ownRequests = []struct{ method, path, query, body string }{
 	{"POST", "/threads/t1/runs/r1/feedback", "", `{"key":"user_score","score":1,"value":"good","comment":"nice","correction":{"answer":"x"},"message_id":"m1"}`},
 	{"GET", "/threads/t1/runs/r1/feedback", "", ``},
 	{"DELETE", "/threads/t1/runs/r1/feedback/f1", "", ``},
+	{"POST", "/experiments", "", `{"name":"e","dataset_id":"d1","dataset_version":2,"assistant_id":"a1","repetitions":3,"concurrency":2,"baseline_experiment_id":"e0","metadata":{"k":1}}`},
+	{"GET", "/experiments", "dataset_id=d1&assistant_id=a1&limit=5&offset=1", ``},
+	{"GET", "/experiments/e1", "", ``},
+	{"GET", "/experiments/e1/results", "", ``},
+	{"GET", "/experiments/e1/stream", "", ``},
+	{"POST", "/experiments/e1/cancel", "", ``},
+	{"GET", "/experiments/e1/compare", "baseline=e0", ``},
 }
 
 // Every Trellis-own route is reached by a request above, its query and

@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/trellis-agents/trellis/eval"
 	"github.com/trellis-agents/trellis/server/a2aapi"
 	"github.com/trellis-agents/trellis/server/aguiapi"
 	"github.com/trellis-agents/trellis/server/api/wire"
@@ -217,6 +218,21 @@ func Routes() []Route {
 		{Method: "GET", Pattern: "/datasets/{dataset_id}/export", OperationID: "exportDataset", Tag: "Datasets", Summary: "Export a version (default the latest) as Trellis JSONL", Description: "The JSONL trellis eval reads; the header's version is the dataset version.", Query: t[wire.DatasetExportQuery](), MediaType: "application/x-ndjson", Status: ok, Response: t[string]()},
 		{Method: "GET", Pattern: "/threads/{thread_id}/case", OperationID: "recordThreadCase", Tag: "Datasets", Summary: "The thread as an evaluation case to edit and add to a dataset",
 			Description: "An eval.Case: the first user message as the input, later ones as turns, the answers the interrupts got (with their kind), the final answer and the agent's tool calls as expectations. 409 when the thread has not run.", Status: ok, Response: t[json.RawMessage](), Problems: []int{409}},
+
+		// Experiments: a dataset version run against an assistant, each
+		// case × repetition a unit on the run queue (docs/eval.md).
+		{Method: "POST", Pattern: "/experiments", OperationID: "createExperiment", Tag: "Experiments", Summary: "Start an experiment: run a dataset version against an assistant",
+			Description: "Each case × repetition is a unit of work run as a job of the run queue, on any replica, on a fresh thread; its result is recorded once. A missing dataset, assistant or baseline is 422; a server without a run queue answers 503.",
+			Body:        t[wire.ExperimentCreate](), Status: http.StatusCreated, Response: t[wire.Experiment](), Problems: []int{503}},
+		{Method: "GET", Pattern: "/experiments", OperationID: "listExperiments", Tag: "Experiments", Summary: "List experiments, newest first, by dataset or assistant", Query: t[wire.ExperimentListQuery](), Status: ok, Response: t[[]wire.Experiment]()},
+		{Method: "GET", Pattern: "/experiments/{experiment_id}", OperationID: "getExperiment", Tag: "Experiments", Summary: "Get an experiment: status, progress and, once done, its summary", Status: ok, Response: t[wire.Experiment]()},
+		{Method: "GET", Pattern: "/experiments/{experiment_id}/results", OperationID: "listExperimentResults", Tag: "Experiments", Summary: "The recorded units, in case order then repetition", Status: ok, Response: t[[]wire.ExperimentResult]()},
+		{Method: "GET", Pattern: "/experiments/{experiment_id}/stream", OperationID: "streamExperiment", Tag: "Experiments", Summary: "Stream the experiment's progress",
+			Description: "A \"progress\" event (experiment_id, status, progress) at the start and at each change, then \"end\" with the experiment once it reached a terminal status.", Status: ok, Stream: true},
+		{Method: "POST", Pattern: "/experiments/{experiment_id}/cancel", OperationID: "cancelExperiment", Tag: "Experiments", Summary: "Cancel an experiment: no further unit starts",
+			Description: "Units already running finish; an experiment that already ended is 409.", Status: ok, Response: t[wire.Experiment](), Problems: []int{409}},
+		{Method: "GET", Pattern: "/experiments/{experiment_id}/compare", OperationID: "compareExperiments", Tag: "Experiments", Summary: "Compare with a baseline experiment case by case",
+			Description: "Regressions and improvements per case and a paired bootstrap over the cases' mean scores (seed 1), as trellis eval --baseline.", Query: t[wire.ExperimentCompareQuery](), Status: ok, Response: t[eval.Comparison]()},
 
 		// Store.
 		{Method: "PUT", Pattern: "/store/items", OperationID: "putStoreItem", Tag: "Store", Summary: "Store or replace an item", Body: t[wire.StorePut](), Status: nc},

@@ -88,6 +88,8 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"DatasetCRUD", testDatasetCRUD},
 		{"DatasetTenancy", testDatasetTenancy},
 		{"Feedback", testFeedback},
+		{"Experiments", testExperiments},
+		{"ExperimentResultsOnce", testExperimentResultsOnce},
 		{"Export", testExport},
 		{"ClaimWithin", testClaimWithin},
 	}

@@ -67,6 +67,8 @@ CREATE TABLE trellis_run_feedback (
 );
 CREATE INDEX trellis_run_feedback_run ON trellis_run_feedback (tenant, run_id, created_at);
 `,
+	// 2: experiments and their units' results.
+	experimentsSchema,
 }
 
 const datasetCols = `dataset_id, name, description, metadata::text, criteria::text, version, created_at, updated_at,

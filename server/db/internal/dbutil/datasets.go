@@ -84,3 +84,43 @@ func DecodeScore(b []byte) (*float64, error) {
 	}
 	return &s, nil
 }
+
+// Experiment checks an experiment before it is stored and encodes its
+// metadata.
+func Experiment(e db.Experiment) (md []byte, err error) {
+	switch {
+	case e.DatasetID == "" || e.AssistantID == "":
+		return nil, Invalid("an experiment needs a dataset and an assistant")
+	case e.DatasetVersion < 1:
+		return nil, Invalid("dataset version %d is not positive", e.DatasetVersion)
+	case e.Repetitions < 1 || e.Concurrency < 1:
+		return nil, Invalid("repetitions %d and concurrency %d must be positive", e.Repetitions, e.Concurrency)
+	case e.Total < 0 || e.Total > db.MaxExperimentUnits:
+		return nil, Invalid("an experiment has at most %d units, this one %d", db.MaxExperimentUnits, e.Total)
+	}
+	return EncodeMetadata(e.Metadata)
+}
+
+// ExperimentUpdate checks a status change.
+func ExperimentUpdate(u db.ExperimentUpdate) error {
+	if !u.Status.Valid() {
+		return Invalid("unknown experiment status %q", u.Status)
+	}
+	if len(u.Summary) > 0 && !json.Valid(u.Summary) {
+		return Invalid("the experiment summary is not JSON")
+	}
+	return nil
+}
+
+// ExperimentResult checks a unit's result.
+func ExperimentResult(r db.ExperimentResult) error {
+	switch {
+	case r.ExperimentID == "" || r.CaseID == "":
+		return Invalid("a result needs its experiment and case")
+	case r.Repetition < 0:
+		return Invalid("repetition %d is negative", r.Repetition)
+	case !json.Valid(r.Data):
+		return Invalid("the result of case %q is not JSON", r.CaseID)
+	}
+	return nil
+}

@@ -42,8 +42,9 @@ export function client(base, connections) {
       }
       return text;
     },
+    /** close ends the pool's connections; closing twice is harmless. */
     close() {
-      return dispatcher.close();
+      return dispatcher.closed || dispatcher.destroyed ? Promise.resolve() : dispatcher.close();
     },
   };
 }

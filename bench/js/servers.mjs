@@ -14,6 +14,28 @@ import { fileURLToPath } from "node:url";
 export const here = dirname(fileURLToPath(import.meta.url));
 export const root = join(here, "..", "..");
 
+// live holds the process groups started and not yet stopped: when this
+// process ends early (an error, SIGINT or SIGTERM, e.g. from CI's timeout)
+// they are killed too, so no server outlives the benchmark.
+const live = new Set();
+function killLive(sig) {
+  for (const pid of live) {
+    try {
+      process.kill(-pid, sig);
+    } catch {
+      // gone
+    }
+  }
+}
+process.on("exit", () => killLive("SIGKILL"));
+for (const sig of ["SIGINT", "SIGTERM"]) {
+  process.on(sig, () => {
+    process.stderr.write(`stopping ${live.size} server(s) on ${sig}\n`);
+    killLive("SIGTERM");
+    process.exit(130);
+  });
+}
+
 /** freePort asks the kernel for a free loopback port. */
 export function freePort() {
   return new Promise((resolve, reject) => {
@@ -55,6 +77,7 @@ export async function start(name, cmd, args, { cwd, env, port, log, timeoutS = 1
   const out = createWriteStream(log);
   await new Promise((r) => out.once("open", r));
   const child = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, detached: true, stdio: ["ignore", out, out] });
+  if (child.pid) live.add(child.pid);
   let exited = null;
   const exit = new Promise((resolve) => {
     child.once("exit", (code, sig) => {
@@ -90,6 +113,7 @@ export async function start(name, cmd, args, { cwd, env, port, log, timeoutS = 1
     } catch {
       // none left
     }
+    live.delete(child.pid);
     out.end();
   };
   const deadline = Date.now() + timeoutS * 1000;

@@ -4,7 +4,7 @@
 // PostgreSQL. Each listens on 127.0.0.1 on a free port, runs in its own
 // process group (its PID is the group's id) and is stopped by that PID.
 import { spawn, execFileSync } from "node:child_process";
-import { createWriteStream, existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { createWriteStream, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -155,6 +155,9 @@ export function langgraphCLI() {
 /** startLangGraph starts `langgraphjs dev` (in-memory) on this folder's langgraph.json. */
 export async function startLangGraph(dir) {
   const port = await freePort();
+  // The dev server reloads what it saved in .langgraph_api at its last
+  // exit; every round starts empty, like Trellis's fresh database.
+  rmSync(join(here, ".langgraph_api"), { recursive: true, force: true });
   const args = [langgraphCLI(), "dev", "--host", "127.0.0.1", "--port", String(port), "--no-browser", "--no-reload", "--config", join(here, "langgraph.json")];
   // No tracing and no telemetry: the benchmark has no network beyond loopback.
   const env = { LANGSMITH_TRACING: "false", LANGCHAIN_TRACING_V2: "false", LANGGRAPH_CLI_NO_ANALYTICS: "1" };

@@ -33,10 +33,10 @@ import (
 	"sync"
 	"time"
 
+	proto "github.com/a2aproject/a2a-go/v2/a2a"
 	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 	"github.com/a2aproject/a2a-go/v2/a2acompat/a2av0"
-	proto "github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/trellis-agents/trellis/internal/netguard"
 )

@@ -122,7 +122,7 @@ func (a *Agent) Call(ctx context.Context, text string) (*Result, error) {
 		}
 		if err != nil {
 			s.close()
-			return started{}, a.fail("send the message", "", err)
+			return started{}, a.fail(ctx, "send the message", "", err)
 		}
 		if m, isMsg := ev.(*proto.Message); isMsg {
 			s.close()
@@ -132,7 +132,7 @@ func (a *Agent) Call(ctx context.Context, text string) (*Result, error) {
 		info := ev.TaskInfo()
 		if info.TaskID == "" {
 			s.close()
-			return started{}, a.fail("send the message", "", fmt.Errorf("the first event (%T) names no task", ev))
+			return started{}, a.fail(ctx, "send the message", "", fmt.Errorf("the first event (%T) names no task", ev))
 		}
 		s.first, live = ev, s
 		return started{TaskID: string(info.TaskID), ContextID: info.ContextID}, nil
@@ -177,7 +177,7 @@ func (a *Agent) Call(ctx context.Context, text string) (*Result, error) {
 			}
 			if err != nil {
 				s.close()
-				return false, a.fail("answer the task's question", st.TaskID, err)
+				return false, a.fail(ctx, "answer the task's question", st.TaskID, err)
 			}
 			s.first, live = ev, s
 			return true, nil
@@ -215,7 +215,7 @@ func (a *Agent) follow(ctx context.Context, c taskClient, st started, live **str
 		if *live == nil {
 			t, err := c.GetTask(ctx, &proto.GetTaskRequest{ID: proto.TaskID(st.TaskID)})
 			if err != nil {
-				return outcome{}, a.fail("read the task", st.TaskID, err)
+				return outcome{}, a.fail(ctx, "read the task", st.TaskID, err)
 			}
 			if o, done := f.onTask(ctx, t); done {
 				return o, nil
@@ -442,7 +442,10 @@ func textErr(text string) error {
 }
 
 // fail wraps an error from the remote, passing cancellation through.
-func (a *Agent) fail(op, task string, err error) error {
+func (a *Agent) fail(ctx context.Context, op, task string, err error) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}

@@ -36,14 +36,16 @@ func remoteGraph(t *testing.T, a *a2atool.Agent, text string) *graph.Graph {
 	return g
 }
 
+type a2atoolAgent = a2atool.Agent
+
+// newA2ATool is a remote agent for a card URL on this host.
+func newA2ATool(cardURL string) (*a2atool.Agent, error) {
+	return a2atool.New(a2atool.Config{Name: "remote", CardURL: cardURL, AllowPrivate: true, PollInterval: 20 * time.Millisecond})
+}
+
 func remoteAgent(t *testing.T, e *env, assistant string) *a2atool.Agent {
 	t.Helper()
-	a, err := a2atool.New(a2atool.Config{Name: "remote_" + strings.ReplaceAll(assistant, "-", "_"), CardURL: e.srv.URL + "/a2a/" + assistant, AllowPrivate: true, PollInterval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Close)
-	return a
+	return remoteAgentTB(t, e, assistant)
 }
 
 // Trellis calling Trellis: a local graph calls the remote planner over

@@ -262,6 +262,13 @@ func (a *Agent) follow(ctx context.Context, c taskClient, st started, live **str
 		case *proto.Message:
 			o, done = outcome{State: string(proto.TaskStateCompleted), Text: partsText(e.Parts)}, true
 		}
+		if done && o.State == string(proto.TaskStateCompleted) && o.Text == "" {
+			// A stream may end on a bare status: the task itself has the
+			// artifacts (and the history) the answer is in.
+			if t, err := c.GetTask(ctx, &proto.GetTaskRequest{ID: proto.TaskID(st.TaskID)}); err == nil {
+				o.Text = f.finalText(t)
+			}
+		}
 		if done {
 			return o, nil
 		}
@@ -295,6 +302,33 @@ func (f *follower) onTask(ctx context.Context, t *proto.Task) (outcome, bool) {
 		}
 	}
 	return f.onStatus(ctx, t.Status)
+}
+
+// finalText is a finished task's answer: its artifacts' text, else its
+// status message's, else the last agent message of its history.
+func (f *follower) finalText(t *proto.Task) string {
+	var parts []string
+	for _, art := range t.Artifacts {
+		if art != nil {
+			if s := partsText(art.Parts); s != "" {
+				parts = append(parts, s)
+			}
+		}
+	}
+	if len(parts) > 0 {
+		return strings.Join(parts, "\n\n")
+	}
+	if t.Status.Message != nil {
+		if s := partsText(t.Status.Message.Parts); s != "" {
+			return s
+		}
+	}
+	for i := len(t.History) - 1; i >= 0; i-- {
+		if m := t.History[i]; m != nil && m.Role == proto.MessageRoleAgent {
+			return partsText(m.Parts)
+		}
+	}
+	return ""
 }
 
 func (f *follower) set(id proto.ArtifactID, text string, appendText bool) {

@@ -1,12 +1,16 @@
 package a2a_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"iter"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +23,7 @@ import (
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/internal/netguard"
+	"github.com/trellis-agents/trellis/internal/testenv"
 	"github.com/trellis-agents/trellis/tool/a2a"
 )
 
@@ -398,5 +403,90 @@ func TestGuardedDialer(t *testing.T) {
 	defer a.Close()
 	if _, err := a.Card(context.Background()); !errors.Is(err, netguard.ErrRefused) {
 		t.Errorf("a name resolving to loopback: %v, want a refusal", err)
+	}
+}
+
+// jsAgent starts server/testdata/js/a2a_asker.mjs (an agent on
+// @a2a-js/sdk's server classes) and returns its URL; the test is skipped
+// without node and the SDK (failed under TRELLIS_REQUIRE_SERVICES=1).
+func jsAgent(t *testing.T) string {
+	t.Helper()
+	dir, _ := filepath.Abs("../../server/testdata/js")
+	_, nodeErr := exec.LookPath("node")
+	_, sdkErr := os.Stat(filepath.Join(dir, "node_modules", "@a2a-js", "sdk"))
+	if nodeErr != nil || sdkErr != nil {
+		msg := "this test needs node and server/testdata/js/node_modules (npm ci there)"
+		if testenv.Required() {
+			t.Fatal(testenv.RequireVar + "=1 but " + msg)
+		}
+		t.Skip(msg)
+	}
+	cmd := exec.Command("node", "a2a_asker.mjs")
+	cmd.Dir = dir
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	lines := make(chan string, 1)
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			select {
+			case lines <- sc.Text():
+			default:
+			}
+		}
+		_ = cmd.Wait()
+	}()
+	select {
+	case l := <-lines:
+		url, ok := strings.CutPrefix(l, "listening ")
+		if !ok {
+			t.Fatalf("the JS agent said %q", l)
+		}
+		return url
+	case <-time.After(60 * time.Second):
+		t.Fatal("the JS agent did not start")
+	}
+	return ""
+}
+
+// A remote agent on @a2a-js/sdk's server classes: its question becomes
+// a local interrupt, and the answer completes the remote task.
+func TestJSAgentAsTheRemote(t *testing.T) {
+	url := jsAgent(t)
+	a := newAgent(t, a2a.Config{CardURL: url})
+	g := callGraph(t, a, false)
+	opts := []graph.RunOption{graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("t1")}
+	_, _, err := run(context.Background(), g, start, opts...)
+	ie, ok := errors.AsType[*graph.InterruptError](err)
+	if !ok || len(ie.Interrupts) != 1 || !strings.Contains(string(ie.Interrupts[0].Payload), "What is your name?") {
+		t.Fatalf("the first run: %v; want the JS agent's question", err)
+	}
+	_, st, err := run(context.Background(), g, nil, append(opts, graph.WithResume("Grace"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reply.Get(st); got != "Hello, Grace" {
+		t.Errorf("reply %q, want Hello, Grace", got)
 	}
 }

@@ -76,6 +76,9 @@ type stream struct {
 	next  func() (proto.Event, error, bool)
 	stop  func()
 	first proto.Event
+	// answered marks the stream of an answer: its first event may be the
+	// task as it was, still asking the question just answered.
+	answered bool
 }
 
 func pull(seq iter.Seq2[proto.Event, error]) *stream {
@@ -179,7 +182,7 @@ func (a *Agent) Call(ctx context.Context, text string) (*Result, error) {
 				s.close()
 				return false, a.fail(ctx, "answer the task's question", st.TaskID, err)
 			}
-			s.first, live = ev, s
+			s.first, s.answered, live = ev, true, s
 			return true, nil
 		})
 		if err != nil {
@@ -232,6 +235,13 @@ func (a *Agent) follow(ctx context.Context, c taskClient, st started, live **str
 		s := *live
 		ev := s.first
 		s.first = nil
+		if t, isTask := ev.(*proto.Task); isTask && s.answered && (t.Status.State == proto.TaskStateInputRequired || t.Status.State == proto.TaskStateAuthRequired) {
+			// The task as it stood before our answer: what it does with
+			// the answer follows.
+			s.answered = false
+			continue
+		}
+		s.answered = false
 		var err error
 		ok := true
 		if ev == nil {

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/server/runs"
+	"github.com/trellis-agents/trellis/tool/remotegraph"
+)
+
+var greeting = graph.NewKey[string]("greeting")
+
+// askerSpec asks a name (an ask_human interrupt) and greets it; starts
+// counts the runs of its node that reached the question.
+func askerSpec(starts *atomic.Int32) runs.GraphSpec {
+	return runs.GraphSpec{New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		b := graph.New(greeting)
+		b.AddNode("ask", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+			starts.Add(1)
+			name, err := graph.Interrupt[string](ctx, map[string]any{"kind": "ask_human", "question": "What is your name?"})
+			if err != nil {
+				return nil, err
+			}
+			return graph.Writes(greeting.Set("Hello, " + name)), nil
+		})
+		b.SetEntry("ask")
+		b.AddEdge("ask", graph.END)
+		return b.Compile()
+	}}
+}
+
+// Two servers: a local graph runs the remote server's asker assistant
+// over the LangGraph API. The remote's question is a local interrupt with
+// the remote's own payload; the local answer resumes the remote thread
+// with a Command, and the remote's values come back.
+func TestRemoteLangGraphAssistant(t *testing.T) {
+	var starts atomic.Int32
+	rs, err := New(context.Background(), Config{Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "r.db"), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Register("asker", askerSpec(&starts)); err != nil {
+		t.Fatal(err)
+	}
+	remote := serveInBackground(t, rs)
+	a, err := remotegraph.New(remotegraph.Config{Name: "asker", URL: remote.url, Assistant: "asker", AllowPrivate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	reply := graph.NewKey[string]("reply")
+	b := graph.New(reply)
+	b.AddNode("hop", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+		res, err := a.Call(ctx, map[string]any{"greeting": ""})
+		if err != nil {
+			return nil, err
+		}
+		return graph.Writes(reply.Set(string(res.Values))), nil
+	})
+	b.SetEntry("hop")
+	b.AddEdge("hop", graph.END)
+	g, err := b.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := []graph.RunOption{graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("local")}
+	_, err = g.Invoke(context.Background(), graph.Writes(reply.Set("")), opts...)
+	ie, ok := errors.AsType[*graph.InterruptError](err)
+	if !ok || len(ie.Interrupts) != 1 || !strings.Contains(string(ie.Interrupts[0].Payload), `"question":"What is your name?"`) {
+		t.Fatalf("the first local run: %v; want the remote's question", err)
+	}
+	res, err := g.Invoke(context.Background(), nil, append(opts, graph.WithResume("Ada"))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reply.Get(res.State); !strings.Contains(got, `"greeting":"Hello, Ada"`) {
+		t.Errorf("the remote values %s; want the greeting", got)
+	}
+	if n := starts.Load(); n != 2 {
+		t.Errorf("the remote node ran %d times; want 2 (the question, then the answer)", n)
+	}
+}

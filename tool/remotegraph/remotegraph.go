@@ -114,7 +114,9 @@ type Error struct {
 	Err       error
 }
 
-func (e *Error) Error() string { return fmt.Sprintf("remote assistant %s: %s: %v", e.Agent, e.Op, e.Err) }
+func (e *Error) Error() string {
+	return fmt.Sprintf("remote assistant %s: %s: %v", e.Agent, e.Op, e.Err)
+}
 
 // Unwrap returns the cause.
 func (e *Error) Unwrap() error { return e.Err }

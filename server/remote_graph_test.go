@@ -86,3 +86,88 @@ func TestRemoteLangGraphAssistant(t *testing.T) {
 		t.Errorf("the remote node ran %d times; want 2 (the question, then the answer)", n)
 	}
 }
+
+// A local run stopped while the remote run works, with the remote kept
+// (a server stopping for takeover), is run again with a new Agent, as
+// after a restart: it joins the same remote run by its saved ID, and the
+// remote graph runs once.
+func TestRemoteLangGraphReattach(t *testing.T) {
+	var starts atomic.Int32
+	release := make(chan struct{})
+	rs, err := New(context.Background(), Config{Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "r.db"), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Register("slow", runs.GraphSpec{New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		b := graph.New(greeting)
+		b.AddNode("work", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+			starts.Add(1)
+			select {
+			case <-release:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			return graph.Writes(greeting.Set("finally")), nil
+		})
+		b.SetEntry("work")
+		b.AddEdge("work", graph.END)
+		return b.Compile()
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	remote := serveInBackground(t, rs)
+	errStopping := errors.New("stopping")
+	agent := func(keep func(error) bool) *remotegraph.Agent {
+		a, err := remotegraph.New(remotegraph.Config{Name: "slow", URL: remote.url, Assistant: "slow", AllowPrivate: true, KeepRemoteOn: keep})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(a.Close)
+		return a
+	}
+	reply := graph.NewKey[string]("reply")
+	hop := func(a *remotegraph.Agent) *graph.Graph {
+		b := graph.New(reply)
+		b.AddNode("hop", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+			res, err := a.Call(ctx, map[string]any{})
+			if err != nil {
+				return nil, err
+			}
+			return graph.Writes(reply.Set(res.RunID + " " + string(res.Values))), nil
+		})
+		b.SetEntry("hop")
+		b.AddEdge("hop", graph.END)
+		g, err := b.Compile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	opts := []graph.RunOption{graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("local"), graph.WithDurability(graph.DurabilitySync)}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	var firstRun string
+	for ev, err := range hop(agent(func(c error) bool { return errors.Is(c, errStopping) })).Stream(ctx, graph.Writes(reply.Set("")), append(opts, graph.WithEvents(graph.EventCustom))...) {
+		if err != nil {
+			break
+		}
+		if e, ok := ev.Custom.(remotegraph.Event); ok && e.Status == "created" {
+			firstRun = e.RunID
+			cancel(errStopping)
+		}
+	}
+	if firstRun == "" {
+		t.Fatal("the first local run saw no remote run")
+	}
+	close(release)
+	res, err := hop(agent(nil)).Invoke(context.Background(), nil, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := reply.Get(res.State); !strings.HasPrefix(got, firstRun+" ") || !strings.Contains(got, `"greeting":"finally"`) {
+		t.Errorf("the resumed hop %q; want run %s's values", got, firstRun)
+	}
+	if n := starts.Load(); n != 1 {
+		t.Errorf("the remote graph ran %d times; want once", n)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/trellis-agents/trellis/server/internal/agentgraph"
 	"github.com/trellis-agents/trellis/server/runs"
 	a2atool "github.com/trellis-agents/trellis/tool/a2a"
+	"github.com/trellis-agents/trellis/tool/remotegraph"
 )
 
 // keepRemote says whether a run's cancellation leaves its remote task
@@ -49,7 +50,21 @@ func (s *Server) RegisterAgent(ctx context.Context, m Models, servers map[string
 // owner to reattach to.
 func (s *Server) RegisterAgentWithRemotes(ctx context.Context, m Models, servers map[string]config.MCPServer, remotes map[string]config.RemoteAgent) error {
 	var agents []*a2atool.Agent
+	var graphs []*remotegraph.Agent
 	for _, name := range slices.Sorted(maps.Keys(remotes)) {
+		if remotes[name].LangGraph != nil {
+			cfg, err := remotes[name].RemoteGraphConfig(name, nil)
+			if err != nil {
+				return fmt.Errorf("server: %w", err)
+			}
+			cfg.KeepRemoteOn = keepRemote
+			g, err := remotegraph.New(cfg)
+			if err != nil {
+				return fmt.Errorf("server: remote_agents.%s: %w", name, err)
+			}
+			graphs = append(graphs, g)
+			continue
+		}
 		cfg, err := remotes[name].A2AConfig(name, nil)
 		if err != nil {
 			return fmt.Errorf("server: %w", err)
@@ -68,6 +83,10 @@ func (s *Server) RegisterAgentWithRemotes(ctx context.Context, m Models, servers
 	for _, a := range agents {
 		tb.AddRemote(a.Tool())
 		s.OnClose(func() error { a.Close(); return nil })
+	}
+	for _, g := range graphs {
+		tb.AddRemote(g.Tool())
+		s.OnClose(func() error { g.Close(); return nil })
 	}
 	s.OnClose(tb.Close)
 	s.setModels(&m)

@@ -14,10 +14,10 @@ import (
 )
 
 // Two servers: an agent assistant of the local one has the remote's chat
-// assistant as a tool (remote_agents, remote:NAME) and calls it over A2A;
-// the remote's answer is the tool's result. A second remote agent that
-// cannot be reached is a tool error the model reads, and the run (and the
-// thread) goes on.
+// assistant as a tool (remote_agents, remote:NAME) and calls it over A2A,
+// then over the LangGraph API; the remote's answer is the tool's result.
+// A remote agent that cannot be reached is a tool error the model reads,
+// and the run (and the thread) goes on.
 func TestAgentCallsARemoteAgent(t *testing.T) {
 	remoteModel := llmtest.New()
 	remoteModel.Otherwise(llmtest.Text("Hello from the remote side."))
@@ -34,9 +34,10 @@ func TestAgentCallsARemoteAgent(t *testing.T) {
 	model.Reply(
 		llmtest.ToolCalls(llmtest.Call("greeter", `{"message":"say hello"}`)),
 		llmtest.ToolCalls(llmtest.Call("broken", `{"message":"say hello"}`)),
+		llmtest.ToolCalls(llmtest.Call("lg", `{"message":"say hello"}`)),
 		llmtest.Text("Done."),
 	)
-	conf := `{"configurable":{"model":"test:agent","tools":[{"use":"remote:greeter","approve":"auto"},{"use":"remote:broken","approve":"auto"}]}}`
+	conf := `{"configurable":{"model":"test:agent","tools":[{"use":"remote:greeter","approve":"auto"},{"use":"remote:broken","approve":"auto"},{"use":"remote:lg","approve":"auto"}]}}`
 	const id = "agent-with-remotes"
 	s, err := New(context.Background(), Config{Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "l.db"), Logger: quiet(),
 		Assistants: []db.Assistant{{ID: id, GraphID: AgentGraph, Name: "hops", Config: json.RawMessage(conf)}}})
@@ -46,6 +47,7 @@ func TestAgentCallsARemoteAgent(t *testing.T) {
 	err = s.RegisterAgentWithRemotes(t.Context(), Models{Resolve: func(string) (llm.Model, error) { return model, nil }}, nil, map[string]config.RemoteAgent{
 		"greeter": {A2A: remote.url + "/a2a/chat", AllowPrivate: true},
 		"broken":  {A2A: "http://127.0.0.1:1/", AllowPrivate: true},
+		"lg":      {LangGraph: &config.RemoteGraph{URL: remote.url, Assistant: "chat"}, AllowPrivate: true},
 	})
 	if err != nil {
 		s.Close()
@@ -77,8 +79,8 @@ func TestAgentCallsARemoteAgent(t *testing.T) {
 			tools = append(tools, toText(m.Content))
 		}
 	}
-	if len(tools) != 2 || !strings.Contains(tools[0], "Hello from the remote side.") || !strings.Contains(tools[1], "remote agent broken") {
-		t.Fatalf("tool results %q; want the remote's answer, then the unreachable agent's error", tools)
+	if len(tools) != 3 || !strings.Contains(tools[0], "Hello from the remote side.") || !strings.Contains(tools[1], "remote agent broken") || tools[2] != "Hello from the remote side." {
+		t.Fatalf("tool results %q; want the remote's answer over A2A, the unreachable agent's error, the remote's answer over the LangGraph API", tools)
 	}
 	if last := st.Values.Messages[len(st.Values.Messages)-1]; last.Type != "ai" || !strings.HasPrefix(toText(last.Content), "Done.") {
 		t.Errorf("the run did not go on to the model's answer: %s", state)

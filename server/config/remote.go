@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	a2atool "github.com/trellis-agents/trellis/tool/a2a"
+	"github.com/trellis-agents/trellis/tool/remotegraph"
 )
 
 // RemoteAgent is a remote agent the agent graph's assistants may call as a
@@ -20,6 +21,8 @@ import (
 //	    headers_env: {Authorization: GREETER_AUTH}   # header → environment variable
 //	    allow_private: false                    # allow loopback/private addresses
 //	    allow_hosts: [agents.example]           # the only hosts requests may go to
+//	  planner:
+//	    langgraph: {url: https://lg.example, assistant: planner}   # a LangGraph-API server
 //
 // The URL is checked when the file is loaded (absolute http(s), its host
 // on allow_hosts when set, not a literal private address unless
@@ -29,8 +32,8 @@ import (
 type RemoteAgent struct {
 	// A2A is the agent's card URL: its base URL or the card's own.
 	A2A string `yaml:"a2a"`
-	// LangGraph is an assistant on a server speaking the LangGraph API.
-	// Not supported yet: a file that sets it is refused with that reason.
+	// LangGraph is an assistant on a server speaking the LangGraph API
+	// (instead of A2A).
 	LangGraph *RemoteGraph `yaml:"langgraph"`
 	// Description is the tool's description ("": the card's or a default).
 	Description string `yaml:"description"`
@@ -46,8 +49,24 @@ type RemoteAgent struct {
 
 // RemoteGraph is an assistant on a LangGraph-API server.
 type RemoteGraph struct {
-	URL       string `yaml:"url"`
+	// URL is the server's base URL.
+	URL string `yaml:"url"`
+	// Assistant is the remote assistant's ID (or graph ID).
 	Assistant string `yaml:"assistant"`
+}
+
+// RemoteGraphConfig is the agent's configuration for package
+// tool/remotegraph (for a langgraph entry), with its headers read through
+// lookup (os.LookupEnv when nil).
+func (r RemoteAgent) RemoteGraphConfig(name string, lookup func(string) (string, bool)) (remotegraph.Config, error) {
+	h, err := r.Headers(lookup)
+	if err != nil {
+		return remotegraph.Config{}, fmt.Errorf("remote_agents.%s.%w", name, err)
+	}
+	if r.LangGraph == nil {
+		return remotegraph.Config{}, fmt.Errorf("remote_agents.%s: not a langgraph agent", name)
+	}
+	return remotegraph.Config{Name: name, Description: r.Description, URL: r.LangGraph.URL, Assistant: r.LangGraph.Assistant, Headers: h, AllowPrivate: r.AllowPrivate, AllowHosts: r.AllowHosts}, nil
 }
 
 // Headers reads the agent's headers from the environment (lookup:
@@ -88,10 +107,17 @@ func (r RemoteAgent) check(name string) []error {
 		bad("", "the name is the tool's name: use letters, digits, '_' and '-'")
 	}
 	switch {
+	case r.LangGraph != nil && r.A2A != "":
+		bad("", "set a2a or langgraph, not both")
 	case r.LangGraph != nil:
-		bad(".langgraph", "remote LangGraph-API assistants are not supported yet; call the server's A2A endpoint instead (a2a: URL/a2a/ASSISTANT)")
+		if r.LangGraph.Assistant == "" {
+			bad(".langgraph.assistant", "name the remote assistant (its ID or graph ID)")
+		}
+		if _, err := a2atool.CheckURL(r.LangGraph.URL, r.AllowPrivate, r.AllowHosts); err != nil {
+			bad(".langgraph.url", "%v", err)
+		}
 	case r.A2A == "":
-		bad("", "set a2a to the agent's card URL")
+		bad("", "set a2a to the agent's card URL, or langgraph to a LangGraph-API server's URL and assistant")
 	default:
 		if _, err := a2atool.CheckURL(r.A2A, r.AllowPrivate, r.AllowHosts); err != nil {
 			bad(".a2a", "%v", err)

@@ -34,6 +34,7 @@ import (
 
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/internal/netguard"
+	"github.com/trellis-agents/trellis/tool"
 	a2atool "github.com/trellis-agents/trellis/tool/a2a"
 )
 
@@ -57,6 +58,10 @@ type Config struct {
 	// Transport is the base transport (nil: a clone of the default); it is
 	// guarded like the default.
 	Transport *http.Transport
+	// Description is the tool's description (Tool); "" gives a default.
+	Description string
+	// ReadOnly marks the tool as a read tool (run without approval).
+	ReadOnly bool
 }
 
 // Agent is a remote LangGraph-API assistant; safe for concurrent use.
@@ -83,6 +88,38 @@ func New(cfg Config) (*Agent, error) {
 	}
 	netguard.Guard(tr, cfg.AllowPrivate)
 	return &Agent{cfg: cfg, base: u, http: &http.Client{Transport: tr, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}, nil
+}
+
+// Tool returns the assistant as a tool a model calls with {"message":
+// ...}: the message is sent as the remote graph's input {"messages":
+// [{"role": "user", "content": message}]} and the result is the text of
+// the last message the remote run left; a failure is a tool error.
+func (a *Agent) Tool() tool.Tool { return &lgTool{a: a} }
+
+type lgTool struct{ a *Agent }
+
+var toolParams = json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","description":"What to ask or tell the remote assistant, in full: it does not see this conversation."}},"required":["message"],"additionalProperties":false}`)
+
+func (t *lgTool) Info() tool.Info {
+	d := t.a.cfg.Description
+	if d == "" {
+		d = "Ask the remote assistant " + t.a.cfg.Name + " to do a task and return its answer."
+	}
+	return tool.Info{Name: t.a.cfg.Name, Description: d, Parameters: toolParams, ReadOnly: t.a.cfg.ReadOnly}
+}
+
+func (t *lgTool) Call(ctx context.Context, args json.RawMessage) (string, error) {
+	var in struct {
+		Message string `json:"message"`
+	}
+	if err := json.Unmarshal(args, &in); err != nil || strings.TrimSpace(in.Message) == "" {
+		return "", tool.BadArguments(t.a.cfg.Name, "the arguments must be an object with a non-empty message string")
+	}
+	res, err := t.a.Call(ctx, map[string]any{"messages": []any{map[string]any{"role": "user", "content": in.Message}}})
+	if err != nil {
+		return "", err
+	}
+	return res.Text, nil
 }
 
 // Close closes idle connections; the agent stays usable.

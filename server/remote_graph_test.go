@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -169,5 +170,72 @@ func TestRemoteLangGraphReattach(t *testing.T) {
 	}
 	if n := starts.Load(); n != 1 {
 		t.Errorf("the remote graph ran %d times; want once", n)
+	}
+}
+
+// The person at the top answers through the local server's API: a local
+// server's graph hops to the remote server's asker; the local thread
+// waits on the remote's question (its own interrupt, as the local API
+// shows it), and command.resume on the local thread finishes the remote
+// run.
+func TestRemoteQuestionAnsweredThroughTheLocalAPI(t *testing.T) {
+	var starts atomic.Int32
+	rs, err := New(context.Background(), Config{Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "r.db"), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.Register("asker", askerSpec(&starts)); err != nil {
+		t.Fatal(err)
+	}
+	remote := serveInBackground(t, rs)
+	a, err := remotegraph.New(remotegraph.Config{Name: "asker", URL: remote.url, Assistant: "asker", AllowPrivate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ls, err := New(context.Background(), Config{Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "l.db"), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ls.Register("hop", runs.GraphSpec{New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		b := graph.New(greeting)
+		b.AddNode("hop", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+			res, err := a.Call(ctx, map[string]any{"greeting": ""})
+			if err != nil {
+				return nil, err
+			}
+			var v struct {
+				Greeting string `json:"greeting"`
+			}
+			_ = json.Unmarshal(res.Values, &v)
+			return graph.Writes(greeting.Set(v.Greeting + " (via the hop)")), nil
+		})
+		b.SetEntry("hop")
+		b.AddEdge("hop", graph.END)
+		return b.Compile()
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	local := serveInBackground(t, ls)
+	const thread = "7a1c9e2b-3d4f-4a5b-8c6d-0e1f2a3b4c5d"
+	if code, body, _ := post(t, local.url+"/threads", `{"thread_id":"`+thread+`"}`); code != 200 {
+		t.Fatalf("create thread: %d %s", code, body)
+	}
+	if code, out, _ := post(t, local.url+"/threads/"+thread+"/runs/wait", `{"assistant_id":"hop","input":{"greeting":""}}`); code != 200 {
+		t.Fatalf("runs/wait: %d %s", code, out)
+	}
+	_, state, _ := get(t, local.url+"/threads/"+thread+"/state")
+	if !strings.Contains(state, `"question":"What is your name?"`) {
+		t.Fatalf("the local thread's state %s; want the remote's question as its interrupt", state)
+	}
+	if code, out, _ := post(t, local.url+"/threads/"+thread+"/runs/wait", `{"assistant_id":"hop","command":{"resume":"Ada"}}`); code != 200 {
+		t.Fatalf("resume: %d %s", code, out)
+	}
+	_, state, _ = get(t, local.url+"/threads/"+thread+"/state")
+	if !strings.Contains(state, `"greeting":"Hello, Ada (via the hop)"`) {
+		t.Errorf("the local thread after the answer: %s", state)
+	}
+	if n := starts.Load(); n != 2 {
+		t.Errorf("the remote node ran %d times; want 2", n)
 	}
 }

@@ -286,7 +286,7 @@ func serve(c *cobra.Command, f serveFlags) error {
 	if err := srv.RegisterApps(catalog.All(), models); err != nil {
 		return errors.Join(err, srv.Close())
 	}
-	if err := srv.RegisterAgent(c.Context(), models, file.MCPServers); err != nil {
+	if err := srv.RegisterAgentWithRemotes(c.Context(), models, file.MCPServers, file.RemoteAgents); err != nil {
 		return errors.Join(err, srv.Close())
 	}
 	// Once listening, after every other start-up line: the scripted

@@ -38,7 +38,8 @@ const (
 type ToolRef struct {
 	// Use is a built-in tool's name ("stop"), mcp:SERVER (every tool of
 	// the MCP server of that name under mcp_servers) or mcp:SERVER/TOOL
-	// (one tool, by the server's own name for it).
+	// (one tool, by the server's own name for it), or remote:NAME (the
+	// remote agent of that name under remote_agents).
 	Use string `json:"use" yaml:"use"`
 	// Approve is the approval policy of the tools: "" (by kind: read
 	// tools run, others ask), "ask" or "auto".
@@ -117,8 +118,14 @@ func (r ToolRef) Check() error {
 		_ = tl
 		return nil
 	}
+	if name, ok := r.Remote(); ok {
+		if name == "" {
+			return fmt.Errorf("%q is not remote:NAME", r.Use)
+		}
+		return nil
+	}
 	if !slices.Contains(BuiltinTools, r.Use) {
-		return fmt.Errorf("%q is not a built-in tool (%s) nor mcp:SERVER or mcp:SERVER/TOOL", r.Use, strings.Join(BuiltinTools, ", "))
+		return fmt.Errorf("%q is not a built-in tool (%s) nor mcp:SERVER, mcp:SERVER/TOOL or remote:NAME", r.Use, strings.Join(BuiltinTools, ", "))
 	}
 	return nil
 }

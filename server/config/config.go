@@ -31,6 +31,7 @@
 //	      - mcp:files                        # every tool of server "files"
 //	      - {use: mcp:github/create_issue, approve: ask}
 //	      - stop                             # a built-in tool
+//	      - {use: remote:greeter, approve: auto}  # a remote agent under remote_agents
 //	mcp_servers:
 //	  files:                                 # stdio: a command
 //	    command: npx
@@ -41,6 +42,10 @@
 //	    url: https://api.githubcopilot.com/mcp/
 //	    headers: {Authorization: "Bearer ${GITHUB_TOKEN}"}
 //	    tool_prefix: gh_
+//	remote_agents:                           # remote A2A agents (remote.go)
+//	  greeter:
+//	    a2a: https://agents.example/greeter
+//	    headers_env: {Authorization: GREETER_AUTH}
 //	threads:
 //	  ttl: 24h                               # default TTL of new threads
 //	  strategy: delete                       # or keep_latest
@@ -124,6 +129,9 @@ type File struct {
 	// MCPServers are the MCP servers the agent graph's tools come from,
 	// by name; each is connected once at start and shared by every run.
 	MCPServers map[string]MCPServer `yaml:"mcp_servers"`
+	// RemoteAgents are remote agents the agent graph's assistants may
+	// call as tools (remote:NAME), by name (remote.go).
+	RemoteAgents map[string]RemoteAgent `yaml:"remote_agents"`
 	// Threads sets the default time to live of threads and how the
 	// sweeper treats expired ones.
 	Threads Threads `yaml:"threads"`
@@ -360,7 +368,7 @@ var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in typ
 func known(typ string) string {
 	switch typ {
 	case "File":
-		return "address, database, redis, models, request_models, assistants, mcp_servers, threads, webhooks, crons, leases, shutdown_grace, telemetry, apps, store, mcp, a2a, auth, cors, limits"
+		return "address, database, redis, models, request_models, assistants, mcp_servers, remote_agents, threads, webhooks, crons, leases, shutdown_grace, telemetry, apps, store, mcp, a2a, auth, cors, limits"
 	case "Auth":
 		return "required"
 	case "ModelEntry", "plain":
@@ -375,6 +383,10 @@ func known(typ string) string {
 		return "id, graph, name, description, model, system, tools, history, middleware, config, context, metadata"
 	case "MCPServer":
 		return "command, args, env, dir, url, headers, tool_prefix, timeout"
+	case "RemoteAgent":
+		return "a2a, langgraph, description, headers_env, allow_private, allow_hosts"
+	case "RemoteGraph":
+		return "url, assistant"
 	case "Threads":
 		return "ttl, strategy, sweep_interval, sweep_batch"
 	case "Webhooks":
@@ -513,6 +525,11 @@ func (f *File) Validate() error {
 					bad(tf, "%q names MCP server %q, which is not under mcp_servers%s", t.Use, srv, serverNames(f.MCPServers))
 				}
 			}
+			if name, ok := t.Remote(); ok {
+				if _, ok := f.RemoteAgents[name]; !ok {
+					bad(tf, "%q names remote agent %q, which is not under remote_agents", t.Use, name)
+				}
+			}
 		}
 		if sub, err := a.checkAppOptions(f.Specs()); err != nil {
 			bad(field+"."+sub, "%v", err)
@@ -525,6 +542,11 @@ func (f *File) Validate() error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(f.MCPServers)) {
 		for _, err := range f.MCPServers[name].check(name) {
+			errs = append(errs, fmt.Errorf("config: %w", err))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(f.RemoteAgents)) {
+		for _, err := range f.RemoteAgents[name].check(name) {
 			errs = append(errs, fmt.Errorf("config: %w", err))
 		}
 	}

@@ -55,6 +55,7 @@ type Configurable struct {
 // once when they connect.
 type Toolbox struct {
 	servers map[string]*server
+	remote  map[string]tool.Tool // remote agents by name (remote:NAME)
 	once    sync.Once
 	err     error
 }
@@ -136,6 +137,15 @@ func (tb *Toolbox) Close() error {
 	return tb.err
 }
 
+// AddRemote offers t (a remote agent's tool) to the references
+// remote:NAME, NAME being the tool's name. Call it before serving.
+func (tb *Toolbox) AddRemote(t tool.Tool) {
+	if tb.remote == nil {
+		tb.remote = map[string]tool.Tool{}
+	}
+	tb.remote[t.Info().Name] = t
+}
+
 // Servers lists the connected servers' names.
 func (tb *Toolbox) Servers() []string {
 	if tb == nil {
@@ -181,6 +191,18 @@ func (tb *Toolbox) Tools(refs []config.ToolRef) ([]tool.Tool, tool.Policy, error
 	for i, ref := range refs {
 		if err := ref.Check(); err != nil {
 			errs = append(errs, fmt.Errorf("tools[%d]: %w", i, err))
+			continue
+		}
+		if name, ok := ref.Remote(); ok {
+			var t tool.Tool
+			if tb != nil {
+				t = tb.remote[name]
+			}
+			if t == nil {
+				errs = append(errs, fmt.Errorf("tools[%d]: %q names remote agent %q, which this server does not know (see remote_agents)", i, ref.Use, name))
+				continue
+			}
+			add(i, ref, t, "remote agent "+name)
 			continue
 		}
 		srvName, toolName, isMCP := ref.MCP()

@@ -66,6 +66,26 @@ func TestToolsResolve(t *testing.T) {
 	}
 }
 
+// A remote agent's tool is offered by remote:NAME, with the reference's
+// approval; an unknown remote agent is an error naming the reference.
+func TestRemoteTools(t *testing.T) {
+	tb := toolbox()
+	tb.AddRemote(fake("greeter", false))
+	tools, policy, err := tb.Tools([]config.ToolRef{{Use: "stop"}, {Use: "remote:greeter", Approve: config.ApproveAuto}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(tools); !slices.Equal(got, []string{"stop", "greeter"}) {
+		t.Errorf("tools %v", got)
+	}
+	if policy.NeedsApproval(tools[1].Info(), json.RawMessage(`{}`)) {
+		t.Error("the remote agent with approve: auto needs approval")
+	}
+	if _, _, err := tb.Tools([]config.ToolRef{{Use: "remote:nosuch"}}); err == nil || !strings.Contains(err.Error(), `tools[0]: "remote:nosuch" names remote agent "nosuch", which this server does not know`) {
+		t.Errorf("an unknown remote agent: %v", err)
+	}
+}
+
 // Unknown servers and tools and clashing names are errors naming the
 // reference.
 func TestToolsErrors(t *testing.T) {

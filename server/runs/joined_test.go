@@ -94,4 +94,3 @@ func TestJoinStepWritesNeedsTxEvents(t *testing.T) {
 
 // onlyDB hides every optional interface of a DB.
 type onlyDB struct{ db.DB }
-

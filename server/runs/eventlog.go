@@ -212,8 +212,10 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 	case err == nil && called:
 		e.buf = e.buf[:0]
 		e.last = time.Now()
-		e.mu.Unlock()
+		// Published under the lock, as flush does: subscribers must get
+		// the events in their order.
 		e.broker.Publish(l.RunID, written...)
+		e.mu.Unlock()
 		return nil
 	case errors.Is(err, db.ErrLeaseLost):
 		e.lost = true

@@ -16,9 +16,11 @@ import (
 // writeCeilings bound the write transactions of one runs/wait on a new
 // thread, per backend and graph: the test fails when a change adds one.
 // Lower them when a change saves one. The goal (issue 24) is 3 for the
-// one-node graph and k+2 for a k-node chain.
+// one-node graph and k+2 for a k-node chain. On SQLite one of them is
+// River's completer writing the job's metadata after the service has
+// completed the job itself.
 var writeCeilings = map[string]map[string]int{
-	"sqlite":   {"echo": 10, "chain3": 12},
+	"sqlite":   {"echo": 11, "chain3": 13},
 	"postgres": {"echo": 9, "chain3": 11},
 }
 
@@ -88,7 +90,7 @@ func TestWritesPerRun(t *testing.T) {
 					time.Sleep(100 * time.Millisecond)
 					rec.Take()
 					waitGraph(t, r.url, g, fmt.Sprintf("%s-%d", g, i), "echo")
-					time.Sleep(150 * time.Millisecond) // the job's completion
+					time.Sleep(400 * time.Millisecond) // the job's completion, and River's completer after it
 					txs := rec.Take()
 					if n := sqltrace.Summarize(txs, background).WriteTx; bestN < 0 || n < bestN {
 						best, bestN = txs, n

@@ -279,6 +279,9 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		MaxRunningPerTenant: cfg.Limits.MaxConcurrentRuns,
 		Wire:                runs.LCWire{}, Converter: runs.LCConverter(),
 		Log: s.log, Titler: cfg.Titler, Hooks: hooks,
+		// The saver and the service's tables share the database (one file,
+		// or one PostgreSQL pool): a step's events commit with it.
+		JoinStepWrites: true,
 		// An app's own data (the scheduler's calendar) is kept per thread.
 		RunContext: func(ctx context.Context, tenant, thread string) context.Context {
 			return apps.WithScope(ctx, runs.ThreadKey(tenant, thread))

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/internal/txhook"
 )
 
 // Put stores cp after the latest checkpoint of ref's thread namespace, as
@@ -120,9 +121,11 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, md5($9::jsonb::text || ' ' || $
 			return err
 		}
 		if len(inserted) < len(blobs) {
-			return checkStoredBlobs(ctx, tx, out, cp.Blobs, blobs, inserted)
+			if err := checkStoredBlobs(ctx, tx, out, cp.Blobs, blobs, inserted); err != nil {
+				return err
+			}
 		}
-		return nil
+		return txhook.Run(ctx, tx)
 	})
 	switch {
 	case conflict:
@@ -361,7 +364,10 @@ SELECT $1, $2, $3, $4, u.idx, u.key, u.value, u.sum FROM unnest($5::bigint[], $6
 			}
 			return err
 		}
-		return br.Close()
+		if err := br.Close(); err != nil {
+			return err
+		}
+		return txhook.Run(ctx, tx)
 	})
 	switch {
 	case missing:

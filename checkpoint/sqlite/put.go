@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/internal/txhook"
 )
 
 // record is what the checkpoint column holds: the checkpoint without its ID
@@ -113,6 +114,9 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 		return checkpoint.Ref{}, s.refused(ctx, tx, ref, out)
 	}
 	if err := s.insertBlobsTx(ctx, tx, inserts, ref, blobs); err != nil {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
+	}
+	if err := txhook.Run(ctx, tx); err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -261,7 +265,7 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 			return err
 		}
 		if len(ws) == 0 {
-			return nil
+			return txhook.Run(ctx, tx)
 		}
 		ins, err := tx.PrepareContext(ctx, `INSERT INTO writes (thread, ns, checkpoint_id, task_id, idx, key, value, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
@@ -273,7 +277,7 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 				return err
 			}
 		}
-		return nil
+		return txhook.Run(ctx, tx)
 	})
 	if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
 		return fmt.Errorf("checkpoint: put writes of task %q for %s: %w", taskID, ref, err)

@@ -12,6 +12,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/trellis-agents/trellis/internal/sqltrace"
 )
 
 // MaxIdentifierLen is the longest identifier PostgreSQL keeps; longer names
@@ -40,6 +42,9 @@ func Connect(ctx context.Context, dsn, schema string) (*pgxpool.Pool, error) {
 			return nil, fmt.Errorf("pgdb: schema: %w", err)
 		}
 		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	}
+	if sqltrace.Active() && cfg.ConnConfig.Tracer == nil {
+		cfg.ConnConfig.Tracer = tracer{}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"modernc.org/sqlite"
+
+	"github.com/trellis-agents/trellis/internal/sqltrace"
 )
 
 // The SQLite driver parses a statement's text on every Exec and Query that
@@ -65,6 +67,7 @@ type inner interface {
 // again: the call falls back to an uncached statement.
 type cachingConn struct {
 	inner
+	id    uint64     // tells connections apart in sqltrace events
 	mu    sync.Mutex // guards the cache against a rows.Close from another goroutine
 	lru   *list.List // of *cachedStmt, most recent first
 	bySQL map[string]*list.Element
@@ -83,7 +86,7 @@ func newCachingConn(c driver.Conn) (driver.Conn, error) {
 		c.Close()
 		return nil, errors.New("sqlitedb: the SQLite driver's connection lacks an interface the statement cache needs")
 	}
-	return &cachingConn{inner: in, lru: list.New(), bySQL: map[string]*list.Element{}}, nil
+	return &cachingConn{inner: in, id: connIDs.Add(1), lru: list.New(), bySQL: map[string]*list.Element{}}, nil
 }
 
 // acquire returns the cached statement for query, preparing it when
@@ -146,6 +149,16 @@ func (c *cachingConn) release(cs *cachedStmt) {
 
 // ExecContext runs query on its cached statement.
 func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
+	if sqltrace.Active() {
+		before := c.totalChanges(ctx)
+		res, err := c.execContext(ctx, query, args)
+		c.emit(sqltrace.Statement, query, c.totalChanges(ctx)-before)
+		return res, err
+	}
+	return c.execContext(ctx, query, args)
+}
+
+func (c *cachingConn) execContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	cs, err := c.acquire(ctx, query)
 	if err != nil {
 		return nil, err
@@ -160,6 +173,28 @@ func (c *cachingConn) ExecContext(ctx context.Context, query string, args []driv
 // QueryContext runs query on its cached statement; the statement is
 // released when the rows are closed.
 func (c *cachingConn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
+	if !sqltrace.Active() {
+		return c.queryContext(ctx, query, args)
+	}
+	before := c.totalChanges(ctx)
+	rows, err := c.queryContext(ctx, query, args)
+	done := func() { c.emit(sqltrace.Statement, query, c.totalChanges(ctx)-before) }
+	if err != nil {
+		done()
+		return nil, err
+	}
+	switch r := rows.(type) {
+	case *cachedRows:
+		r.onClose = done
+		return r, nil
+	case richRows:
+		return &cachedRows{richRows: r, conn: c, onClose: done}, nil
+	}
+	done()
+	return rows, nil
+}
+
+func (c *cachingConn) queryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	cs, err := c.acquire(ctx, query)
 	if err != nil {
 		return nil, err
@@ -209,16 +244,25 @@ type richRows interface {
 	driver.RowsColumnTypeScanType
 }
 
-// cachedRows releases its statement on Close.
+// cachedRows releases its statement on Close (when it has one) and
+// then calls onClose (when set).
 type cachedRows struct {
 	richRows
-	conn *cachingConn
-	cs   *cachedStmt
-	once sync.Once
+	conn    *cachingConn
+	cs      *cachedStmt
+	onClose func()
+	once    sync.Once
 }
 
 func (r *cachedRows) Close() error {
 	err := r.richRows.Close()
-	r.once.Do(func() { r.conn.release(r.cs) })
+	r.once.Do(func() {
+		if r.cs != nil {
+			r.conn.release(r.cs)
+		}
+		if r.onClose != nil {
+			r.onClose()
+		}
+	})
 	return err
 }

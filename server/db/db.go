@@ -372,6 +372,27 @@ type Events interface {
 // change a saved checkpoint, so the service keeps the patches beside them,
 // keyed by checkpoint ID. They are deleted with their thread and copied
 // with it.
+// ResultFinisher is implemented by a DB that can end a run and record its
+// thread's result in one transaction.
+type ResultFinisher interface {
+	// FinishRunWithResult is FinishRun and SetThreadResult of the lease's
+	// thread in one transaction, fenced by the lease: it fails with
+	// ErrLeaseLost, recording neither, when l no longer holds the run.
+	FinishRunWithResult(ctx context.Context, l Lease, status RunStatus, usage json.RawMessage, errMsg string, r ThreadResult) (Run, Thread, error)
+}
+
+// TxEvents is implemented by a DB that can append a run's events inside a
+// write transaction another backend opened on the same database (the
+// checkpoint saver's, through internal/txhook), so that a step's
+// checkpoint, its events and the lease check commit together.
+type TxEvents interface {
+	// AppendEventsTx is AppendEvents inside tx, the other backend's open
+	// transaction (*sql.Tx on SQLite, pgx.Tx on PostgreSQL), which that
+	// backend commits. With no events it checks the lease alone: it fails
+	// with ErrLeaseLost when l no longer holds the run.
+	AppendEventsTx(ctx context.Context, tx any, l Lease, events []Event) ([]Event, error)
+}
+
 type CheckpointMetadata interface {
 	// PatchCheckpointMetadata merges md (top-level keys) into the
 	// overlay of the thread's checkpoint and returns the merged overlay.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/db"
 )
 
@@ -19,6 +20,10 @@ import (
 type eventLog struct {
 	db     db.Events
 	broker *Broker
+	// joint, when set, appends events inside the saver's transaction
+	// (Config.JoinStepWrites): events that arrive while no task runs wait
+	// for the step's checkpoint and commit with it.
+	joint db.TxEvents
 
 	mu     sync.Mutex
 	l      db.Lease
@@ -26,6 +31,7 @@ type eventLog struct {
 	last   time.Time
 	lost   bool
 	failed error // the first append error: the run stops on it
+	tasks  int   // tasks of the root graph running now (joint only)
 	// timer flushes chunks left in the buffer when no event follows them
 	// within flushAfter (a model pausing mid-reply, or waiting on
 	// something), so a streaming client never waits on a quiet model.
@@ -67,7 +73,7 @@ func (e *eventLog) lose() {
 func (e *eventLog) add(ctx context.Context, name string, data json.RawMessage) {
 	e.mu.Lock()
 	e.buf = append(e.buf, db.Event{RunID: e.l.RunID, Event: name, Data: data})
-	due := len(e.buf) >= flushBatch || time.Since(e.last) >= flushAfter || !isChunk(name)
+	due := len(e.buf) >= flushBatch || time.Since(e.last) >= flushAfter || !isChunk(name) && (e.joint == nil || e.tasks > 0)
 	if !due && e.timer == nil {
 		e.timer = time.AfterFunc(flushAfter, func() { e.flushLate(ctx) })
 	}
@@ -101,6 +107,21 @@ func (e *eventLog) flushLate(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	_ = e.flush(ctx)
+}
+
+// taskStarted and taskEnded count the root graph's running tasks: while
+// one runs, its events are flushed at once (a node may run for long);
+// between tasks they wait for the step's checkpoint.
+func (e *eventLog) taskStarted() {
+	e.mu.Lock()
+	e.tasks++
+	e.mu.Unlock()
+}
+
+func (e *eventLog) taskEnded() {
+	e.mu.Lock()
+	e.tasks = max(0, e.tasks-1)
+	e.mu.Unlock()
 }
 
 func isChunk(name string) bool {
@@ -154,16 +175,75 @@ func (f *fencedSaver) before(ctx context.Context) error {
 	return nil
 }
 
+// joined runs put, a write of the saver, with the buffered events and the
+// lease check added to its transaction (internal/txhook). A saver that
+// does not run the hook gets the events flushed after its write instead,
+// as before it when not joined.
+func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) error) error {
+	e := f.log
+	if e.joint == nil {
+		if err := f.before(ctx); err != nil {
+			return err
+		}
+		return put(ctx)
+	}
+	e.mu.Lock()
+	if e.failed != nil {
+		err := e.failed
+		e.mu.Unlock()
+		return err
+	}
+	if e.lost {
+		e.mu.Unlock()
+		return errFenced
+	}
+	var (
+		called  bool
+		written []db.Event
+	)
+	l, buf := e.l, e.buf
+	err := put(txhook.With(ctx, func(ctx context.Context, tx any) error {
+		called = true
+		evs, err := e.joint.AppendEventsTx(ctx, tx, l, buf)
+		written = evs
+		return err
+	}))
+	switch {
+	case err == nil && called:
+		e.buf = e.buf[:0]
+		e.last = time.Now()
+		// Published under the lock, as flush does: subscribers must get
+		// the events in their order.
+		e.broker.Publish(l.RunID, written...)
+		e.mu.Unlock()
+		return nil
+	case errors.Is(err, db.ErrLeaseLost):
+		e.lost = true
+		e.mu.Unlock()
+		return errFenced
+	}
+	e.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return f.before(ctx)
+}
+
 func (f *fencedSaver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Checkpoint, md checkpoint.Metadata) (checkpoint.Ref, error) {
-	if err := f.before(ctx); err != nil {
+	var out checkpoint.Ref
+	err := f.joined(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = f.Saver.Put(ctx, ref, cp, md)
+		return err
+	})
+	if err != nil {
 		return checkpoint.Ref{}, err
 	}
-	return f.Saver.Put(ctx, ref, cp, md)
+	return out, nil
 }
 
 func (f *fencedSaver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string, writes []checkpoint.PendingWrite) error {
-	if err := f.before(ctx); err != nil {
-		return err
-	}
-	return f.Saver.PutWrites(ctx, ref, taskID, writes)
+	return f.joined(ctx, func(ctx context.Context) error {
+		return f.Saver.PutWrites(ctx, ref, taskID, writes)
+	})
 }

@@ -59,6 +59,12 @@ type Config struct {
 	Titler Titler
 	// Hooks observe runs (see Hooks).
 	Hooks Hooks
+	// JoinStepWrites says that Saver and DB keep their tables in one
+	// database, and that the saver runs internal/txhook hooks: a run's
+	// events and its lease check then commit in the transaction that
+	// saves each step's checkpoint or pending writes, instead of in
+	// transactions of their own. DB must implement db.TxEvents.
+	JoinStepWrites bool
 }
 
 // Service is the run service: it executes runs as the queue asks, keeps
@@ -77,6 +83,9 @@ func New(cfg Config) (*Service, error) {
 	}
 	if _, ok := cfg.DB.(db.RunLimiter); cfg.MaxRunningPerTenant > 0 && !ok {
 		return nil, fmt.Errorf("runs: MaxRunningPerTenant is set but the DB (%T) cannot count running runs (db.RunLimiter)", cfg.DB)
+	}
+	if _, ok := cfg.DB.(db.TxEvents); cfg.JoinStepWrites && !ok {
+		return nil, fmt.Errorf("runs: JoinStepWrites is set but the DB (%T) cannot append events in another backend's transaction (db.TxEvents)", cfg.DB)
 	}
 	if cfg.Broker == nil {
 		cfg.Broker = NewBroker()
@@ -226,6 +235,9 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 		s.mu.Unlock()
 	}()
 	log := newEventLog(s.cfg.DB, s.cfg.Broker, lease)
+	if s.cfg.JoinStepWrites {
+		log.joint = s.cfg.DB.(db.TxEvents)
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	watchCtx, stopWatch := context.WithCancel(ctx)
@@ -233,7 +245,7 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 	wg.Add(1)
 	go func() { defer wg.Done(); s.watch(watchCtx, cancel, &lease, log) }()
 
-	status, usage, runErr := s.execute(ctx, lease, run, log)
+	status, usage, res, runErr := s.execute(ctx, lease, run, log)
 	stopWatch()
 	wg.Wait()
 	if outer.Err() != nil && !isCancel(context.Cause(ctx)) {
@@ -264,7 +276,17 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 			return fmt.Errorf("roll back run %s: %w", run.ID, err)
 		}
 	}
-	finished, err := s.cfg.DB.FinishRun(done, log.lease(), status, usage, errMsg)
+	var (
+		finished db.Run
+		th       db.Thread
+		err      error
+	)
+	if res != nil {
+		// The thread's result and the run's end commit together.
+		finished, th, err = s.cfg.DB.(db.ResultFinisher).FinishRunWithResult(done, log.lease(), status, usage, errMsg, *res)
+	} else {
+		finished, err = s.cfg.DB.FinishRun(done, log.lease(), status, usage, errMsg)
+	}
 	s.cfg.Broker.End(run.ID)
 	if errors.Is(err, db.ErrLeaseLost) {
 		s.cfg.Log.WarnContext(ctx, "run lost its lease before finishing; another worker took it over", "run", run.ID, "thread", run.ThreadID)
@@ -272,6 +294,9 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 	}
 	if err != nil {
 		return err
+	}
+	if res != nil {
+		s.titleAfter(done, lease.Tenant, th, res.Values, status)
 	}
 	if rollback {
 		if err := s.rollback(done, lease.Tenant, run); err != nil {
@@ -349,11 +374,11 @@ type RunUsage struct {
 }
 
 // execute runs the graph and reports the run's terminal status.
-func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *eventLog) (db.RunStatus, json.RawMessage, error) {
+func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *eventLog) (db.RunStatus, json.RawMessage, *db.ThreadResult, error) {
 	started := time.Now()
-	fail := func(err error) (db.RunStatus, json.RawMessage, error) {
+	fail := func(err error) (db.RunStatus, json.RawMessage, *db.ThreadResult, error) {
 		log.add(ctx, "error", errorEvent("RunError", err))
-		return db.RunError, nil, err
+		return db.RunError, nil, nil, err
 	}
 	var kw Kwargs
 	if err := json.Unmarshal(run.Kwargs, &kw); err != nil {
@@ -412,7 +437,8 @@ func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *
 		defer cancelT()
 	}
 	// Task ends always: they carry the usage the run reports.
-	opts := append(append(base, plan.Options...), graph.WithEvents(ms.kinds()|graph.EventTaskEnd))
+	// Task starts too, so that the log knows when a node runs.
+	opts := append(append(base, plan.Options...), graph.WithEvents(ms.kinds()|graph.EventTasks))
 	if h := s.cfg.Hooks.Graph; h != nil {
 		opts = append(opts, h(ctx, a.GraphID)...)
 	}
@@ -428,8 +454,12 @@ func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *
 		if ev.Kind == graph.EventInterrupt && ev.Namespace == "" {
 			interrupts = ev.Interrupts
 		}
+		if ev.Kind == graph.EventTaskStart && ev.Namespace == "" {
+			log.taskStarted()
+		}
 		if ev.Kind == graph.EventTaskEnd && ev.Namespace == "" {
 			usage = usage.Add(ev.Task.Usage)
+			log.taskEnded()
 		}
 		if err := s.encode(ctx, log, ms, kw.StreamSubgraphs, ev, ref); err != nil {
 			return fail(err)
@@ -440,33 +470,37 @@ func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *
 	cause := context.Cause(ctx)
 	switch {
 	case errors.Is(cause, errLeaseLost):
-		return db.RunError, ub, cause
+		return db.RunError, ub, nil, cause
 	case errors.Is(cause, ErrCancelInterrupt), errors.Is(cause, ErrCancelRollback):
 		status, streamErr = db.RunInterrupted, nil
 	case errors.Is(cause, context.DeadlineExceeded) || errors.Is(streamErr, context.DeadlineExceeded):
 		// ctx has expired: the event is written without its deadline, or
 		// the log would fail and the run never be finished.
 		log.add(context.WithoutCancel(ctx), "error", errorEvent("TimeoutError", fmt.Errorf("the run took longer than %s", s.cfg.RunTimeout)))
-		return db.RunTimeout, ub, errors.New("run timed out")
+		return db.RunTimeout, ub, nil, errors.New("run timed out")
 	case streamErr != nil:
 		log.add(ctx, "error", errorEvent("RunError", streamErr))
 		status = db.RunError
 	case len(interrupts) > 0:
 		status = db.RunInterrupted
 	}
-	if err := s.record(context.WithoutCancel(ctx), lease, run, g, base, status, streamErr); err != nil {
-		return db.RunError, ub, err
+	res, err := s.record(context.WithoutCancel(ctx), lease, run, g, base, status, streamErr)
+	if err != nil {
+		return db.RunError, ub, nil, err
 	}
-	return status, ub, streamErr
+	return status, ub, res, streamErr
 }
 
-// record writes the thread's status, values and interrupts after a run.
-func (s *Service) record(ctx context.Context, lease db.Lease, run db.Run, g *graph.Graph, base []graph.RunOption, status db.RunStatus, runErr error) error {
+// record works out the thread's status, values and interrupts after a
+// run. When the DB can record them together with the run's end
+// (db.ResultFinisher) it returns them for Execute to do so; otherwise it
+// writes them itself and returns nil.
+func (s *Service) record(ctx context.Context, lease db.Lease, run db.Run, g *graph.Graph, base []graph.RunOption, status db.RunStatus, runErr error) (*db.ThreadResult, error) {
 	res := db.ThreadResult{Status: db.ThreadIdle}
 	snap, err := g.GetState(ctx, base...)
 	if err == nil {
 		if res.Values, err = s.cfg.Wire.State(snap.Values); err != nil {
-			return err
+			return nil, err
 		}
 		byTask := map[string][]map[string]any{}
 		for _, in := range snap.Interrupts {
@@ -478,7 +512,7 @@ func (s *Service) record(ctx context.Context, lease db.Lease, run db.Run, g *gra
 			res.Status = db.ThreadInterrupted
 		}
 	} else if !errors.Is(err, checkpoint.ErrNotFound) {
-		return err
+		return nil, err
 	}
 	if status == db.RunError || status == db.RunTimeout {
 		res.Status = db.ThreadError
@@ -486,14 +520,22 @@ func (s *Service) record(ctx context.Context, lease db.Lease, run db.Run, g *gra
 			res.Error = runErr.Error()
 		}
 	}
+	if _, ok := s.cfg.DB.(db.ResultFinisher); ok {
+		return &res, nil
+	}
 	th, err := s.cfg.DB.SetThreadResult(ctx, lease.Tenant, run.ThreadID, res)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	s.titleAfter(ctx, lease.Tenant, th, res.Values, status)
+	return nil, nil
+}
+
+// titleAfter gives the thread its title after a run that did not fail.
+func (s *Service) titleAfter(ctx context.Context, tenant string, th db.Thread, values json.RawMessage, status db.RunStatus) {
 	if status != db.RunError && status != db.RunTimeout {
-		s.giveTitle(ctx, lease.Tenant, th, res.Values)
+		s.giveTitle(ctx, tenant, th, values)
 	}
-	return nil
 }
 
 // encode logs one engine event in the run's stream modes.

@@ -25,6 +25,7 @@ type env struct {
 	svc   *Service
 	db    *dbsqlite.DB
 	saver checkpoint.Saver
+	reg   *Registry
 	gate  chan struct{} // the "slow" node waits for it
 	ran   chan string   // every node run is reported here
 }
@@ -109,6 +110,7 @@ func newEnv(t *testing.T) *env {
 	}}); err != nil {
 		t.Fatal(err)
 	}
+	e.reg = reg
 	svc, err := New(Config{DB: d, Saver: s, Graphs: reg, LeaseTTL: 3 * time.Second, CancelPoll: 20 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)

@@ -390,28 +390,37 @@ func (d *DB) FinishRun(ctx context.Context, l db.Lease, status db.RunStatus, usa
 	}
 	var out db.Run
 	err = d.write(ctx, func(tx pgx.Tx) error {
-		if err := fence(ctx, tx, l); err != nil {
+		if err := finishRunTx(ctx, tx, l, status, u, errMsg); err != nil {
 			return err
-		}
-		now := dbutil.Now()
-		if _, err := tx.Exec(ctx, `UPDATE trellis_runs SET status = $1, usage = $2, error = $3, updated_at = $4, ended_at = $4
-			WHERE tenant = $5 AND run_id = $6`, string(status), u, errMsg, now, l.Tenant, l.RunID); err != nil {
-			return wrap(err, "finish run %q", l.RunID)
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM trellis_leases WHERE tenant = $1 AND run_id = $2`, l.Tenant, l.RunID); err != nil {
-			return wrap(err, "finish run %q", l.RunID)
-		}
-		// A thread still busy (its outcome not recorded with
-		// SetThreadResult) is no longer.
-		if _, err := tx.Exec(ctx, `UPDATE trellis_threads SET status = $1 WHERE tenant = $2 AND thread_id = $3 AND status = 'busy'`,
-			dbutil.AfterRun(status), l.Tenant, l.ThreadID); err != nil {
-			return wrap(err, "finish run %q: free its thread", l.RunID)
 		}
 		var err error
 		out, err = getRun(ctx, tx, l.Tenant, "", l.RunID, false)
 		return err
 	})
 	return out, err
+}
+
+// finishRunTx checks the lease and ends its run in tx, freeing its thread
+// when still busy.
+func finishRunTx(ctx context.Context, tx pgx.Tx, l db.Lease, status db.RunStatus, u []byte, errMsg string) error {
+	if err := fence(ctx, tx, l); err != nil {
+		return err
+	}
+	now := dbutil.Now()
+	if _, err := tx.Exec(ctx, `UPDATE trellis_runs SET status = $1, usage = $2, error = $3, updated_at = $4, ended_at = $4
+		WHERE tenant = $5 AND run_id = $6`, string(status), u, errMsg, now, l.Tenant, l.RunID); err != nil {
+		return wrap(err, "finish run %q", l.RunID)
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM trellis_leases WHERE tenant = $1 AND run_id = $2`, l.Tenant, l.RunID); err != nil {
+		return wrap(err, "finish run %q", l.RunID)
+	}
+	// A thread still busy (its outcome not recorded with
+	// SetThreadResult) is no longer.
+	if _, err := tx.Exec(ctx, `UPDATE trellis_threads SET status = $1 WHERE tenant = $2 AND thread_id = $3 AND status = 'busy'`,
+		dbutil.AfterRun(status), l.Tenant, l.ThreadID); err != nil {
+		return wrap(err, "finish run %q: free its thread", l.RunID)
+	}
+	return nil
 }
 
 // CancelPending ends a pending run with a terminal status; a run that is

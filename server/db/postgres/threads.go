@@ -155,32 +155,44 @@ func (d *DB) SetThreadResult(ctx context.Context, tenant, id string, r db.Thread
 	if err := dbutil.ThreadStatus(r.Status, false); err != nil {
 		return db.Thread{}, err
 	}
-	values, err := dbutil.OptionalJSON("values", r.Values)
-	if err != nil {
-		return db.Thread{}, err
-	}
-	var interrupts []byte
-	if r.Interrupts != nil {
-		if interrupts, err = dbutil.Object("interrupts", r.Interrupts); err != nil {
-			return db.Thread{}, err
-		}
-	}
 	var out db.Thread
-	err = d.write(ctx, func(tx pgx.Tx) error {
-		tag, err := tx.Exec(ctx, `UPDATE trellis_threads SET status = $1, error = $2,
-			thread_values = CASE WHEN $3 THEN $4::jsonb ELSE thread_values END,
-			interrupts = coalesce($5::jsonb, interrupts), updated_at = $6, `+extendExpiry(6)+` WHERE tenant = $7 AND thread_id = $8`,
-			r.Status, r.Error, r.Values != nil, values, interrupts, dbutil.Now(), tenant, id)
-		if err != nil {
-			return wrap(err, "set the result of thread %q", id)
+	err := d.write(ctx, func(tx pgx.Tx) error {
+		if err := setThreadResultTx(ctx, tx, tenant, id, r); err != nil {
+			return err
 		}
-		if tag.RowsAffected() == 0 {
-			return notFound("thread", id, tenant)
-		}
+		var err error
 		out, err = getThread(ctx, tx, tenant, id)
 		return err
 	})
 	return out, err
+}
+
+// setThreadResultTx checks r and stores it as thread id's result in tx.
+func setThreadResultTx(ctx context.Context, tx pgx.Tx, tenant, id string, r db.ThreadResult) error {
+	if err := dbutil.ThreadStatus(r.Status, false); err != nil {
+		return err
+	}
+	values, err := dbutil.OptionalJSON("values", r.Values)
+	if err != nil {
+		return err
+	}
+	var interrupts []byte
+	if r.Interrupts != nil {
+		if interrupts, err = dbutil.Object("interrupts", r.Interrupts); err != nil {
+			return err
+		}
+	}
+	tag, err := tx.Exec(ctx, `UPDATE trellis_threads SET status = $1, error = $2,
+		thread_values = CASE WHEN $3 THEN $4::jsonb ELSE thread_values END,
+		interrupts = coalesce($5::jsonb, interrupts), updated_at = $6, `+extendExpiry(6)+` WHERE tenant = $7 AND thread_id = $8`,
+		r.Status, r.Error, r.Values != nil, values, interrupts, dbutil.Now(), tenant, id)
+	if err != nil {
+		return wrap(err, "set the result of thread %q", id)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound("thread", id, tenant)
+	}
+	return nil
 }
 
 // DeleteThread deletes the thread with its runs, their events and leases

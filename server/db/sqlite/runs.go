@@ -380,28 +380,37 @@ func (d *DB) FinishRun(ctx context.Context, l db.Lease, status db.RunStatus, usa
 	}
 	var out db.Run
 	err = d.write(ctx, func(tx *sql.Tx) error {
-		if err := fence(ctx, tx, l); err != nil {
+		if err := finishRunTx(ctx, tx, l, status, u, errMsg); err != nil {
 			return err
-		}
-		now := micros(dbutil.Now())
-		if _, err := tx.ExecContext(ctx, `UPDATE trellis_runs SET status = ?, usage = ?, error = ?, updated_at = ?, ended_at = ?
-			WHERE tenant = ? AND run_id = ?`, status, u, errMsg, now, now, l.Tenant, l.RunID); err != nil {
-			return wrap(err, "finish run %q", l.RunID)
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM trellis_leases WHERE tenant = ? AND run_id = ?`, l.Tenant, l.RunID); err != nil {
-			return wrap(err, "finish run %q", l.RunID)
-		}
-		// A thread still busy (its outcome not recorded with
-		// SetThreadResult) is no longer.
-		if _, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET status = ? WHERE tenant = ? AND thread_id = ? AND status = 'busy'`,
-			dbutil.AfterRun(status), l.Tenant, l.ThreadID); err != nil {
-			return wrap(err, "finish run %q: free its thread", l.RunID)
 		}
 		var err error
 		out, err = getRun(ctx, tx, l.Tenant, "", l.RunID)
 		return err
 	})
 	return out, err
+}
+
+// finishRunTx checks the lease and ends its run in tx, freeing its thread
+// when still busy.
+func finishRunTx(ctx context.Context, tx *sql.Tx, l db.Lease, status db.RunStatus, u []byte, errMsg string) error {
+	if err := fence(ctx, tx, l); err != nil {
+		return err
+	}
+	now := micros(dbutil.Now())
+	if _, err := tx.ExecContext(ctx, `UPDATE trellis_runs SET status = ?, usage = ?, error = ?, updated_at = ?, ended_at = ?
+		WHERE tenant = ? AND run_id = ?`, status, u, errMsg, now, now, l.Tenant, l.RunID); err != nil {
+		return wrap(err, "finish run %q", l.RunID)
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM trellis_leases WHERE tenant = ? AND run_id = ?`, l.Tenant, l.RunID); err != nil {
+		return wrap(err, "finish run %q", l.RunID)
+	}
+	// A thread still busy (its outcome not recorded with
+	// SetThreadResult) is no longer.
+	if _, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET status = ? WHERE tenant = ? AND thread_id = ? AND status = 'busy'`,
+		dbutil.AfterRun(status), l.Tenant, l.ThreadID); err != nil {
+		return wrap(err, "finish run %q: free its thread", l.RunID)
+	}
+	return nil
 }
 
 // CancelPending ends a pending run with a terminal status; a run that is

@@ -181,33 +181,45 @@ func (d *DB) SetThreadResult(ctx context.Context, tenant, id string, r db.Thread
 	if err := dbutil.ThreadStatus(r.Status, false); err != nil {
 		return db.Thread{}, err
 	}
-	values, err := dbutil.OptionalJSON("values", r.Values)
-	if err != nil {
-		return db.Thread{}, err
-	}
-	var interrupts []byte
-	if r.Interrupts != nil {
-		if interrupts, err = dbutil.Object("interrupts", r.Interrupts); err != nil {
-			return db.Thread{}, err
-		}
-	}
 	var out db.Thread
-	now := micros(dbutil.Now())
-	err = d.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET status = ?, error = ?,
-			thread_values = CASE WHEN ? THEN ? ELSE thread_values END,
-			interrupts = coalesce(?, interrupts), updated_at = ?, `+extendExpiry+` WHERE tenant = ? AND thread_id = ?`,
-			r.Status, r.Error, r.Values != nil, values, interrupts, now, now, tenant, id)
-		if err != nil {
-			return wrap(err, "set the result of thread %q", id)
+	err := d.write(ctx, func(tx *sql.Tx) error {
+		if err := setThreadResultTx(ctx, tx, tenant, id, r); err != nil {
+			return err
 		}
-		if n, _ := res.RowsAffected(); n == 0 {
-			return notFound("thread", id, tenant)
-		}
+		var err error
 		out, err = getThread(ctx, tx, tenant, id)
 		return err
 	})
 	return out, err
+}
+
+// setThreadResultTx checks r and stores it as thread id's result in tx.
+func setThreadResultTx(ctx context.Context, tx *sql.Tx, tenant, id string, r db.ThreadResult) error {
+	if err := dbutil.ThreadStatus(r.Status, false); err != nil {
+		return err
+	}
+	values, err := dbutil.OptionalJSON("values", r.Values)
+	if err != nil {
+		return err
+	}
+	var interrupts []byte
+	if r.Interrupts != nil {
+		if interrupts, err = dbutil.Object("interrupts", r.Interrupts); err != nil {
+			return err
+		}
+	}
+	now := micros(dbutil.Now())
+	res, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET status = ?, error = ?,
+		thread_values = CASE WHEN ? THEN ? ELSE thread_values END,
+		interrupts = coalesce(?, interrupts), updated_at = ?, `+extendExpiry+` WHERE tenant = ? AND thread_id = ?`,
+		r.Status, r.Error, r.Values != nil, values, interrupts, now, now, tenant, id)
+	if err != nil {
+		return wrap(err, "set the result of thread %q", id)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return notFound("thread", id, tenant)
+	}
+	return nil
 }
 
 // DeleteThread deletes the thread with its runs, their events and leases

@@ -1,0 +1,35 @@
+// Package txhook lets a caller add statements of its own to the write
+// transaction of a backend it calls, so that both commit together: the run
+// service puts a run's events and its lease check into the transaction in
+// which the checkpoint saver stores the step (one write per step instead
+// of two or three).
+//
+// The caller attaches a Func to the context of its call; a backend that
+// supports hooks calls Run with its open transaction just before it
+// commits, and fails the whole transaction when the Func fails. The
+// transaction is the backend's own handle: a *sql.Tx for the SQLite
+// backends, a pgx.Tx for the PostgreSQL ones. Only the backends of one
+// database may be joined this way, which the caller arranges.
+package txhook
+
+import "context"
+
+// Func adds its statements to tx, the backend's open write transaction.
+type Func func(ctx context.Context, tx any) error
+
+type key struct{}
+
+// With returns ctx carrying fn for the next write transaction of a call
+// made with it.
+func With(ctx context.Context, fn Func) context.Context {
+	return context.WithValue(ctx, key{}, fn)
+}
+
+// Run calls the Func ctx carries, if any, with tx. A backend calls it in
+// each write transaction a call makes, before the commit.
+func Run(ctx context.Context, tx any) error {
+	if fn, _ := ctx.Value(key{}).(Func); fn != nil {
+		return fn(ctx, tx)
+	}
+	return nil
+}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -178,5 +179,54 @@ func TestRetentionSweep(t *testing.T) {
 	}
 	if _, s, _ := get(t, r.url+"/threads/long/state/"+pinned); !strings.Contains(s, pinned) {
 		t.Errorf("the pinned checkpoint after two sweeps: %s", s)
+	}
+}
+
+// A sweep visits ThreadSweepBatch threads and goes on from there at the
+// next tick; a checkpoint a running run forked from stays although the
+// policy (keep_last 1) would drop it.
+func TestRetentionSweepBatchesAndLiveRuns(t *testing.T) {
+	var blocked atomic.Int32
+	r := start(t, Config{Database: filepath.Join(t.TempDir(), "t.db"), ShutdownGrace: 100 * time.Millisecond,
+		ThreadSweepInterval: time.Hour, ThreadSweepBatch: 1, Retention: checkpoint.Retention{KeepLast: 1}}, &blocked)
+	ctx := context.Background()
+	for _, id := range []string{"a", "b"} {
+		if code, out, _ := post(t, r.url+"/threads", `{"thread_id":"`+id+`"}`); code != 200 {
+			t.Fatalf("create: %d %s", code, out)
+		}
+		for range 4 {
+			if code, out, _ := post(t, r.url+"/threads/"+id+"/runs/wait", `{"assistant_id":"echo","input":{"log":["x"]}}`); code != 200 {
+				t.Fatalf("run: %d %s", code, out)
+			}
+		}
+	}
+	b := rootIDs(t, r.s, "b")
+	from := b[len(b)/2]
+	if code, out, _ := post(t, r.url+"/threads/b/runs", `{"assistant_id":"echo","checkpoint_id":"`+from+`","input":{"log":["block"]}}`); code != 200 {
+		t.Fatalf("background run: %d %s", code, out)
+	}
+	for deadline := time.Now().Add(30 * time.Second); blocked.Load() == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the background run never started")
+		}
+	}
+	for i, want := range []RetentionStats{{Threads: 1}, {Threads: 1}, {Wrapped: true}} {
+		st, err := r.s.sweepRetention(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Threads != want.Threads || st.Wrapped != want.Wrapped || (st.Threads > 0) != (st.Removed > 0) {
+			t.Errorf("sweep %d = %+v; want %d threads, wrapped %v", i, st, want.Threads, want.Wrapped)
+		}
+	}
+	if n := len(rootIDs(t, r.s, "a")); n != 1 {
+		t.Errorf("thread a keeps %d checkpoints; want 1", n)
+	}
+	after := rootIDs(t, r.s, "b")
+	if !slices.Contains(after, from) || !slices.Contains(after, b[0]) {
+		t.Errorf("thread b keeps %v; want the running run's starting checkpoint %s and the old head %s among them", after, from, b[0])
+	}
+	if code, s, _ := get(t, r.url+"/threads/b/state/"+from); code != 200 {
+		t.Errorf("the running run's starting checkpoint: %d %s", code, s)
 	}
 }

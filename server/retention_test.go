@@ -61,8 +61,18 @@ func history(t *testing.T, url, thread string) map[string]string {
 // state and history as before, byte for byte, and runs on from the kept
 // fork head.
 func TestRetentionSweep(t *testing.T) {
+	retentionSweep(t, filepath.Join(t.TempDir(), "t.db"))
+}
+
+// TestRetentionSweep on PostgreSQL (TRELLIS_TEST_PG_DSN).
+func TestRetentionSweepPostgres(t *testing.T) {
+	url, _, _ := pgSchema(t, "retain")
+	retentionSweep(t, url)
+}
+
+func retentionSweep(t *testing.T, database string) {
 	const keep = 5
-	r := start(t, Config{Database: filepath.Join(t.TempDir(), "t.db"), ShutdownGrace: 100 * time.Millisecond,
+	r := start(t, Config{Database: database, DataDir: t.TempDir(), ShutdownGrace: 100 * time.Millisecond,
 		ThreadSweepInterval: time.Hour,
 		AssistantRetention:  map[string]checkpoint.Retention{DefaultAssistantID("echo"): {KeepLast: keep, ForksOlderThan: 720 * time.Hour}}}, nil)
 	ctx := context.Background()

@@ -106,9 +106,20 @@ type Config struct {
 	// ThreadSweepInterval is how often expired threads are looked for
 	// (DefaultThreadSweepInterval when 0).
 	ThreadSweepInterval time.Duration
-	// ThreadSweepBatch bounds the threads one sweep expires
-	// (DefaultThreadSweepBatch when 0).
+	// ThreadSweepBatch bounds the threads one sweep expires, and the
+	// threads one retention sweep visits (DefaultThreadSweepBatch when 0).
 	ThreadSweepBatch int
+	// Retention is the default checkpoint retention policy of threads
+	// (the zero value keeps every checkpoint), applied by the thread
+	// sweeper to ThreadSweepBatch threads per ThreadSweepInterval.
+	Retention checkpoint.Retention
+	// AssistantRetention overrides Retention, by assistant ID, for the
+	// threads whose last run was that assistant's.
+	AssistantRetention map[string]checkpoint.Retention
+	// RetentionProtect, when set, names more checkpoints of a thread that
+	// retention keeps (an experiment's or a dataset case's), beyond those
+	// of live runs, pending interrupts and metadata the server finds.
+	RetentionProtect func(ctx context.Context, tenant, threadID string) ([]string, error)
 	// Webhooks configures the webhooks runs ask for (webhook on run
 	// create).
 	Webhooks Webhooks
@@ -220,6 +231,8 @@ type Server struct {
 	// rdb is the Redis the replicas share (nil: none); the request rate
 	// limit is kept there.
 	rdb *goredis.Client
+	// retain is where the checkpoint retention sweep goes on from.
+	retain retentionCursor
 }
 
 // New opens (creating or migrating) the database and builds the run

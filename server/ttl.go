@@ -16,8 +16,9 @@ const (
 	DefaultThreadSweepBatch    = 100
 )
 
-// threadLoop expires threads whose TTL ran out, at start and then every
-// ThreadSweepInterval, until ctx ends.
+// threadLoop expires threads whose TTL ran out, and applies checkpoint
+// retention to the next batch of threads (retention.go), at start and then
+// every ThreadSweepInterval, until ctx ends.
 func (w *sweeper) threadLoop(ctx context.Context) {
 	defer w.loop.Done()
 	t := time.NewTicker(w.s.threadSweepInterval())
@@ -27,6 +28,11 @@ func (w *sweeper) threadLoop(ctx context.Context) {
 			w.s.log.Warn("thread TTL sweep failed; retrying at the next tick", "err", err)
 		} else if n > 0 {
 			w.s.log.Info("expired threads whose TTL ran out", "threads", n)
+		}
+		if st, err := w.s.sweepRetention(ctx); err != nil && ctx.Err() == nil {
+			w.s.log.Warn("checkpoint retention sweep failed; going on at the next tick", "err", err)
+		} else if st.Removed > 0 {
+			w.s.log.Info("removed checkpoints past their threads' retention", "threads", st.Threads, "checkpoints", st.Removed)
 		}
 		select {
 		case <-ctx.Done():

@@ -123,6 +123,9 @@ func Run(t *testing.T, newSaver func(t *testing.T) checkpoint.Saver) {
 		{"DeleteRunEdges", testDeleteRunEdges},
 		{"DeleteRunConcurrentPut", testDeleteRunConcurrentPut},
 		{"Export", testExport},
+		{"Retention", testRetention},
+		{"RetentionForksOnly", testRetentionForksOnly},
+		{"RemoveCheckpoints", testRemoveCheckpoints},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

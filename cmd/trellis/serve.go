@@ -18,6 +18,7 @@ import (
 
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/apps/catalog"
+	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/internal/cli"
 	"github.com/trellis-agents/trellis/internal/netguard"
 	"github.com/trellis-agents/trellis/llm"
@@ -204,8 +205,23 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 			return cfg, models, errors.Join(errs...)
 		}
 		cfg.Assistants = append(cfg.Assistants, da)
+		if r := a.Retention; r != nil {
+			if cfg.AssistantRetention == nil {
+				cfg.AssistantRetention = map[string]checkpoint.Retention{}
+			}
+			cfg.AssistantRetention[da.ID] = retention(r)
+		}
+	}
+	if r := file.Threads.Retention; r != nil {
+		cfg.Retention = retention(r)
 	}
 	return cfg, models, nil
+}
+
+// retention converts trellis.yaml's retention policy to the checkpoint
+// package's.
+func retention(r *config.Retention) checkpoint.Retention {
+	return checkpoint.Retention{KeepLast: r.KeepLast, ForksOlderThan: r.ForksOlderThan}
 }
 
 // entryOptions returns the spec to resolve for spec and the options of

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/trellis-agents/trellis/apps/catalog"
+	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/server/config"
 )
 
@@ -98,7 +99,7 @@ func TestServerConfigFromFlagsAndFile(t *testing.T) {
 address: 0.0.0.0:9000
 database: from-file.db
 models: {strong: "anthropic:claude-sonnet-4-5"}
-threads: {ttl: 24h, strategy: keep_latest, sweep_interval: 5m, sweep_batch: 10}
+threads: {ttl: 24h, strategy: keep_latest, sweep_interval: 5m, sweep_batch: 10, retention: {keep_last: 20, forks_older_than: 720h}}
 crons: {interval: 30s}
 leases: {ttl: 9s, sweep_interval: 2s}
 shutdown_grace: 3s
@@ -106,7 +107,7 @@ webhooks: {attempts: 3, retry_base: 2s}
 mcp: {stateless: true}
 a2a: {public_card: true}
 assistants:
-  - {graph: planner, name: P, model: strong, config: {configurable: {lang: fr}, recursion_limit: 5}}
+  - {graph: planner, name: P, model: strong, retention: {keep_last: 5}, config: {configurable: {lang: fr}, recursion_limit: 5}}
   - {graph: agent, name: A, system: Be brief., tools: [stop, {use: stop, approve: ask}]}
 `), func(string) (string, bool) { return "", false })
 	if err != nil {
@@ -122,6 +123,12 @@ assistants:
 	if cfg.ThreadTTL == nil || cfg.ThreadTTL.Duration != 24*time.Hour || cfg.ThreadTTL.Strategy != "keep_latest" ||
 		cfg.ThreadSweepInterval != 5*time.Minute || cfg.ThreadSweepBatch != 10 {
 		t.Errorf("threads: TTL %+v, sweep every %s, batch %d", cfg.ThreadTTL, cfg.ThreadSweepInterval, cfg.ThreadSweepBatch)
+	}
+	if want := (checkpoint.Retention{KeepLast: 20, ForksOlderThan: 720 * time.Hour}); cfg.Retention != want {
+		t.Errorf("threads.retention: %+v, want %+v", cfg.Retention, want)
+	}
+	if got := cfg.AssistantRetention; len(got) != 1 || got[config.NameUUID("assistant:P")] != (checkpoint.Retention{KeepLast: 5}) {
+		t.Errorf("assistants[0].retention: %+v, want keep_last 5 for P only", got)
 	}
 	if cfg.LeaseTTL != 9*time.Second || cfg.SweepInterval != 2*time.Second || cfg.ShutdownGrace != 3*time.Second {
 		t.Errorf("leases: TTL %s, sweep every %s, grace %s", cfg.LeaseTTL, cfg.SweepInterval, cfg.ShutdownGrace)

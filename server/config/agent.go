@@ -213,6 +213,9 @@ type Threads struct {
 	SweepInterval time.Duration `yaml:"sweep_interval"`
 	// SweepBatch bounds the threads one sweep handles (100 when 0).
 	SweepBatch int `yaml:"sweep_batch"`
+	// Retention is the default checkpoint retention policy of every
+	// thread (nil: keep every checkpoint); an assistant's own overrides it.
+	Retention *Retention `yaml:"retention"`
 }
 
 func (t Threads) check() []error {
@@ -235,6 +238,7 @@ func (t Threads) check() []error {
 	if t.SweepBatch < 0 {
 		errs = append(errs, fmt.Errorf("threads.sweep_batch: must be positive"))
 	}
+	errs = append(errs, t.Retention.check("threads.retention")...)
 	return errs
 }
 

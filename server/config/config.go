@@ -51,6 +51,7 @@
 //	  strategy: delete                       # or keep_latest
 //	  sweep_interval: 1m
 //	  sweep_batch: 100
+//	  retention: {keep_last: 20, forks_older_than: 720h}   # off when absent
 //	webhooks:
 //	  secret: ${TRELLIS_WEBHOOK_SECRET}      # signs bodies (X-Trellis-Signature)
 //	  allow_private: false                   # allow loopback/private URLs
@@ -267,6 +268,9 @@ type Assistant struct {
 	// Middleware is the agent graph's middleware chain, built-ins by name
 	// in order (graph "agent" only; config.configurable.middleware).
 	Middleware []Middleware `yaml:"middleware"`
+	// Retention is the checkpoint retention policy of the threads whose
+	// last run was this assistant's (nil: threads.retention's).
+	Retention *Retention `yaml:"retention"`
 	// Config, Context and Metadata are JSON objects (written as YAML).
 	Config   map[string]any `yaml:"config"`
 	Context  map[string]any `yaml:"context"`
@@ -380,7 +384,7 @@ func known(typ string) string {
 	case "Limits":
 		return "max_concurrent_runs, requests_per_second, burst, max_streams, max_body_bytes, run_timeout, body_timeout"
 	case "Assistant":
-		return "id, graph, name, description, model, system, tools, history, middleware, config, context, metadata"
+		return "id, graph, name, description, model, system, tools, history, middleware, retention, config, context, metadata"
 	case "MCPServer":
 		return "command, args, env, dir, url, headers, tool_prefix, timeout"
 	case "RemoteAgent":
@@ -388,7 +392,9 @@ func known(typ string) string {
 	case "RemoteGraph":
 		return "url, assistant"
 	case "Threads":
-		return "ttl, strategy, sweep_interval, sweep_batch"
+		return "ttl, strategy, sweep_interval, sweep_batch, retention"
+	case "Retention":
+		return "keep_last, forks_older_than"
 	case "Webhooks":
 		return "secret, allow_private, attempts, retry_base"
 	case "Crons":
@@ -530,6 +536,9 @@ func (f *File) Validate() error {
 					bad(tf, "%q names remote agent %q, which is not under remote_agents", t.Use, name)
 				}
 			}
+		}
+		for _, err := range a.Retention.check(field + ".retention") {
+			errs = append(errs, fmt.Errorf("config: %w", err))
 		}
 		if sub, err := a.checkAppOptions(f.Specs()); err != nil {
 			bad(field+"."+sub, "%v", err)

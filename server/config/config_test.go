@@ -203,7 +203,11 @@ func TestBadAgentAndThreadsNameTheField(t *testing.T) {
 		{"threads: {sweep_batch: -1}\n", "threads.sweep_batch: must be positive"},
 		{"threads: {sweep_interval: -1m}\n", "threads.sweep_interval: must be positive"},
 		{"threads: {sweep_interval: 10ms}\n", "threads.sweep_interval: 10ms is less than a second"},
-		{"threads: {tll: 1h}\n", `unknown field "tll" (known: ttl, strategy, sweep_interval, sweep_batch)`},
+		{"threads: {tll: 1h}\n", `unknown field "tll" (known: ttl, strategy, sweep_interval, sweep_batch, retention)`},
+		{"threads: {retention: {keep_last: -1}}\n", "threads.retention.keep_last: -1 is negative"},
+		{"threads: {retention: {forks_older_than: 10s}}\n", "threads.retention.forks_older_than: 10s is less than a minute"},
+		{"threads: {retention: {keep: 3}}\n", `unknown field "keep" (known: keep_last, forks_older_than)`},
+		{"assistants:\n  - {graph: planner, name: n, retention: {forks_older_than: -1h}}\n", "assistants[0].retention.forks_older_than: -1h0m0s is negative"},
 	} {
 		_, err := Parse([]byte(c.src), env(nil))
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -2,6 +2,7 @@ package transcript
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -109,7 +110,7 @@ func (b *builder) hopEvent(runID string, at time.Time, ns string, data json.RawM
 	if h.run != runID {
 		h.run, h.at, h.last = runID, map[string]int{}, -1
 	}
-	up := HopUpdate{State: e.State, Text: e.Text, At: at}
+	up := HopUpdate{State: e.State, Text: firstLine(e.Text), At: at}
 	if e.Kind == "remote_run" {
 		up = HopUpdate{State: e.Status, RunID: e.RunID, At: at}
 	}
@@ -163,15 +164,17 @@ func (b *builder) hopEvent(runID string, at time.Time, ns string, data json.RawM
 	return true
 }
 
-// hopWait gives the run's latest hop, when it stopped for a person and
-// said nothing itself, the question the local run asked for it.
+// hopWait gives the run's latest hop, when it stopped for a person, the
+// question the local run asked for it: the remote's question as the local
+// wires read it (a remote's status text may carry the question's payload
+// after it).
 func (b *builder) hopWait(runID, text string) {
 	h := &b.hops
 	if h.run != runID || h.last < 0 || text == "" {
 		return
 	}
 	hp := h.hop[h.last]
-	if hp == nil || !waiting(hp.State) || hp.Question != "" {
+	if hp == nil || !waiting(hp.State) {
 		return
 	}
 	hp.Question = text
@@ -203,6 +206,18 @@ func (hp *Hop) sentence() string {
 	}
 	if hp.Question != "" {
 		s += " — asked: " + hp.Question
+	}
+	return s
+}
+
+// firstLine is a status text's first line, at most 500 bytes: the
+// sentence, without the data an A2A agent may append to it.
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > 500 {
+		s = strings.ToValidUTF8(s[:500], "") + "…"
 	}
 	return s
 }

@@ -36,6 +36,7 @@ func hopOf(t *testing.T, turn Turn) Hop {
 // run showed and goes on to the remote's answer. Each run shows one hop
 // entry (agent, task, updates, question, answer) in place of the raw
 // events, and the resumed run does not repeat the first run's updates.
+// A status text's data after its first line is left out.
 // A LangGraph-API call of the same thread is its own hop, with its remote
 // thread and run, and its question is the local wait's.
 func TestBuildFoldsARemoteHop(t *testing.T) {
@@ -50,12 +51,12 @@ func TestBuildFoldsARemoteHop(t *testing.T) {
 		"custom", st("submitted", ""),
 		"custom", `{"kind":"step_started","title":"Ask"}`,
 		"custom", st("working", ""),
-		"custom", st("input-required", "Which colour?"),
+		"custom", st("input-required", "Which colour?\n{\"interrupts\":[]}"),
 		"values", wait)
 	f.add("r2", `{"command":{"resume":"Blue"}}`,
 		"custom", st("submitted", ""),
 		"custom", st("working", ""),
-		"custom", st("input-required", "Which colour?"),
+		"custom", st("input-required", "Which colour?\n{\"interrupts\":[]}"),
 		"custom", st("working", "thinking"),
 		"custom", art,
 		"custom", st("completed", ""),
@@ -91,7 +92,7 @@ func TestBuildFoldsARemoteHop(t *testing.T) {
 	if len(hops) != 3 {
 		t.Fatalf("%d hops, want 3", len(hops))
 	}
-	if h := hops[0]; h.Via != "a2a" || h.ContextID != "ctx-1" || len(h.Updates) != 3 || h.Question != "Which colour?" || h.Outcome != "" {
+	if h := hops[0]; h.Via != "a2a" || h.ContextID != "ctx-1" || len(h.Updates) != 3 || h.Updates[2].Text != "Which colour?" || h.Question != "Which colour?" || h.Outcome != "" {
 		t.Errorf("first hop %+v", h)
 	}
 	if h := hops[1]; len(h.Updates) != 2 || h.Updates[0].State != "working" || h.Outcome != "Blue it is." || h.State != "completed" {

@@ -28,7 +28,8 @@ export function fold(hop, ev) {
     hp.outcome = (ev.append ? hp.outcome || '' : '') + (ev.text || '');
     return hp;
   }
-  const up = ev.kind === 'remote_run' ? { state: ev.status, run_id: ev.run_id } : { state: ev.state, text: ev.text };
+  // A status text's first line: an A2A agent may append its question's data.
+  const up = ev.kind === 'remote_run' ? { state: ev.status, run_id: ev.run_id } : { state: ev.state, text: String(ev.text || '').split('\n')[0].slice(0, 500) };
   if (hp.updates.some((u) => u.state === up.state && (u.text || '') === (up.text || '') && (u.run_id || '') === (up.run_id || ''))) return hp;
   hp.updates.push(up);
   hp.state = up.state;

@@ -1,0 +1,97 @@
+package web_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/trellis-agents/trellis/agent/react"
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/server/runs"
+	"github.com/trellis-agents/trellis/tool/a2a"
+)
+
+// colourAsker is the remote's graph: it asks which colour (an ask_human
+// interrupt, input-required over A2A) and answers with it.
+func colourAsker() runs.GraphSpec {
+	return runs.GraphSpec{Description: "asks a colour", New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		b := graph.New(react.Messages)
+		b.AddNode("ask", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+			colour, err := graph.Interrupt[string](ctx, map[string]any{"kind": "ask_human", "question": "Which colour?"})
+			if err != nil {
+				return nil, err
+			}
+			m := llm.Assistant(colour + " it is.")
+			m.ID = "msg_colour"
+			return graph.Writes(graph.Append(react.Messages, m)), nil
+		})
+		b.SetEntry("ask")
+		b.AddEdge("ask", graph.END)
+		return b.Compile()
+	}}
+}
+
+// hopper is the local graph: one node that hands the person's message to
+// the remote agent over A2A.
+func hopper(a *a2a.Agent) runs.GraphSpec {
+	return runs.GraphSpec{Description: "asks a remote agent", New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		b := graph.New(react.Messages)
+		b.AddNode("hop", a.Node(react.Messages, true))
+		b.SetEntry("hop")
+		b.AddEdge("hop", graph.END)
+		return b.Compile()
+	}}
+}
+
+// hopLines is a JavaScript expression: the text of the timeline's remote
+// hop entries, joined by "|", with the run blocks unfolded (as a person
+// opens them to read).
+const hopLines = `(document.querySelectorAll('details.run-log').forEach((d) => { d.open = true; }), [...document.querySelectorAll('main li.hop')].map((e) => e.innerText.replace(/\s+/g, ' ').trim()).join('|'))`
+
+// Issue 25: two servers; the local page's graph asks the remote's agent
+// over A2A. The timeline shows the hop as it happens (which agent, which
+// task, its status), the remote's question reaches the person as a card,
+// the answer completes the remote task, and after a reload the hop is
+// there once, with the question and the remote's answer.
+func TestBrowserRemoteHopInTheTimeline(t *testing.T) {
+	b := newBrowser(t)
+	remote := serve(t, func(s register) error { return s.Register("colours", colourAsker()) })
+	agent, err := a2a.New(a2a.Config{Name: "painter", CardURL: remote + "a2a/colours", AllowPrivate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(agent.Close)
+	url := serve(t, func(s register) error { return s.Register("hopper", hopper(agent)) })
+
+	b.do("opening the page", chromedp.Navigate(url))
+	b.pick("hopper")
+	b.send("Paint the fence")
+	b.waitFor("the remote's question", `document.querySelector('#cards textarea')`)
+	b.waitFor("the hop, live", hopLines+`.includes('Asked remote agent painter (A2A task ')`)
+	live := eval[string](b, hopLines)
+	if !strings.Contains(live, "input-required") || !strings.Contains(live, "It asked: Which colour?") {
+		t.Errorf("the live hop %q does not say the remote waits on its question", live)
+	}
+	b.do("answering", chromedp.SendKeys(chromedp.CSS(`#cards textarea`), "Blue"), chromedp.Click(button("Send")))
+	b.waitFor("the remote's answer", `document.querySelector('main').innerText.includes('Blue it is.')`)
+	b.waitFor("the hop completed, live", hopLines+`.includes('completed')`)
+	b.screenshot("hop-live")
+
+	b.do("reloading", chromedp.Reload())
+	b.waitFor("the hop after reload", hopLines+`.includes('completed')`)
+	got := eval[string](b, hopLines)
+	hops := strings.Split(got, "|")
+	if len(hops) != 2 {
+		t.Fatalf("after reload %d hop entries %q; want the asking run's and the answered run's", len(hops), got)
+	}
+	if !strings.Contains(hops[0], "Asked remote agent painter (A2A task ") || !strings.Contains(hops[0], "It asked: Which colour?") {
+		t.Errorf("the first hop after reload %q: want the agent, the task and its question", hops[0])
+	}
+	if !strings.Contains(hops[1], "completed") || !strings.Contains(hops[1], "Blue it is.") {
+		t.Errorf("the second hop after reload %q: want completed with the remote's answer", hops[1])
+	}
+	b.screenshot("hop-reloaded")
+}

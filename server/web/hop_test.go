@@ -93,5 +93,8 @@ func TestBrowserRemoteHopInTheTimeline(t *testing.T) {
 	if !strings.Contains(hops[1], "completed") || !strings.Contains(hops[1], "Blue it is.") {
 		t.Errorf("the second hop after reload %q: want completed with the remote's answer", hops[1])
 	}
+	if strings.Contains(got, "null") || strings.Contains(got, "undefined") {
+		t.Errorf("the hops after reload %q show an empty value", got)
+	}
 	b.screenshot("hop-reloaded")
 }

@@ -45,12 +45,13 @@ export function hopView(li, hp) {
   const where = hp.via === 'langgraph'
     ? `LangGraph thread ${hp.thread_id}${hp.run_id ? `, run ${hp.run_id}` : ''}`
     : hp.task_id ? `A2A task ${hp.task_id}` : 'A2A';
-  li.append(
+  li.append(...[
     h('div', { class: 'hop-head' }, 'Asked remote agent ', h('strong', { class: 'hop-agent' }, hp.agent), ' ',
       h('span', { class: 'hop-where' }, `(${where})`), hp.state ? h('span', { class: 'hop-state' }, ` — ${hp.state}`) : null),
     h('ol', { class: 'hop-updates' }, ...(hp.updates || []).map((u) =>
       h('li', {}, u.state || '', u.run_id && hp.via === 'langgraph' ? ` (run ${u.run_id})` : '', u.text ? `: ${u.text}` : ''))),
     hp.question ? h('div', { class: 'hop-question' }, 'It asked: ', h('strong', {}, hp.question)) : null,
-    hp.outcome ? h('div', { class: 'hop-outcome' }, 'Its answer: ', h('span', {}, hp.outcome)) : null);
+    hp.outcome ? h('div', { class: 'hop-outcome' }, 'Its answer: ', h('span', {}, hp.outcome)) : null,
+  ].filter(Boolean));
   return li;
 }

@@ -119,6 +119,7 @@ func TestBrowserRemoteHopInTheTimeline(t *testing.T) {
 		t.Errorf("the hops after reload %q show an empty value", got)
 	}
 	b.screenshot("hop-reloaded")
+	b.checkA11y("a remote hop in the timeline")
 }
 
 // The same over the LangGraph API: the hop names the remote thread and

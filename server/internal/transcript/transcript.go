@@ -179,6 +179,7 @@ type builder struct {
 	pending map[string]json.RawMessage // interrupt ID -> its wire entry, waiting for an answer
 	order   []string                   // pending IDs in the order asked
 	seen    map[string]bool            // message IDs already marked
+	hops    hops                       // the remote calls' events, folded
 }
 
 func (b *builder) add(t Turn) { b.turns = append(b.turns, t) }
@@ -203,10 +204,13 @@ func (b *builder) run(r db.Run, log []logItem) {
 	for _, it := range log {
 		switch it.kind {
 		case KindWait:
-			b.wait(r.ID, it.at, it.data)
+			b.hopWait(r.ID, b.wait(r.ID, it.at, it.data))
 		case KindMessage:
 			b.mark(r.ID, it.at, it.ids)
 		default: // an event, a reasoning block, an error
+			if it.kind == KindEvent && b.hopEvent(r.ID, it.at, it.ns, it.data) {
+				continue
+			}
 			b.add(Turn{Kind: it.kind, RunID: r.ID, At: it.at, Namespace: it.ns, Data: it.data, Text: it.text, msgID: it.msgID})
 		}
 	}
@@ -318,11 +322,11 @@ func (b *builder) hasError(runID string) bool {
 }
 
 // wait records a run stopping for a person; its interrupts wait for the
-// answers of a later run.
-func (b *builder) wait(runID string, at time.Time, list json.RawMessage) {
+// answers of a later run. It returns what was asked.
+func (b *builder) wait(runID string, at time.Time, list json.RawMessage) string {
 	var ins []map[string]json.RawMessage
 	if json.Unmarshal(list, &ins) != nil {
-		return
+		return ""
 	}
 	b.pending, b.order = map[string]json.RawMessage{}, nil
 	texts := make([]string, 0, len(ins))
@@ -338,6 +342,7 @@ func (b *builder) wait(runID string, at time.Time, list json.RawMessage) {
 		texts = append(texts, Asked(in["value"]))
 	}
 	b.add(Turn{Kind: KindWait, RunID: runID, At: at, Interrupts: list, Text: joinLines(texts)})
+	return joinLines(texts)
 }
 
 // answers adds the answers a run resumed with: a map by interrupt ID, or

@@ -10,6 +10,7 @@
 
 import { clear, h } from './dom.js';
 import { setMarkdown } from './markdown.js';
+import { fold, hopKey, hopView, isHopEvent } from './hop.js';
 
 /** textOf returns the text of a message's content (a string or parts). */
 export function textOf(content) {
@@ -177,6 +178,7 @@ export function transcriptNodes(turns, messages, live, openRun) {
     else if (t.kind === 'wait') log.l.wait(t.text);
     else if (t.kind === 'error') log.l.error(t.text);
     else if (t.kind === 'note') log.l.note(t.author, t.text);
+    else if (t.kind === 'hop') log.l.hop(t.data);
   }
   for (const n of out) if (n.summarizeLog) n.summarizeLog();
   // A block left empty (events it does not show) is not drawn.
@@ -237,6 +239,7 @@ export function runLog(open = true) {
   const el = h('details', { class: 'run-log', open }, summary, list);
   const calls = new Map();
   const titles = new Map(); // step ID -> title, for events that carry only the ID
+  const hops = new Map(); // a remote call's key -> {hop, li}, as its events arrive
   const line = (cls, ...content) => { const li = h('li', { class: cls }, ...content); list.append(li); return li; };
   return {
     el,
@@ -263,12 +266,23 @@ export function runLog(open = true) {
       const who = author ? `${author[0].toUpperCase()}${author.slice(1)}: ` : 'Draft: ';
       line('note', h('strong', {}, who), h('span', { class: 'note-text' }, text || ''));
     },
+    /** hop is a line for a call to a remote agent, as a saved transcript
+     * has it (a "hop" turn's data). */
+    hop(data) { if (data && data.agent) list.append(hopView(h('li'), data)); },
     /** error is a line for the run's error. */
     error(text) { line('status failed', 'Error: ', text || 'the run failed'); },
     /** add takes one custom event's data; it returns false for events it
      * does not show. */
     add(ev) {
       if (!ev || typeof ev !== 'object' || !ev.kind) return false;
+      if (isHopEvent(ev)) { // a remote call's update: its line, redrawn
+        const key = hopKey(ev);
+        let it = hops.get(key);
+        if (!it) { it = { hop: null, li: h('li') }; hops.set(key, it); list.append(it.li); }
+        it.hop = fold(it.hop, ev);
+        hopView(it.li, it.hop);
+        return true;
+      }
       if (ev.step_id && ev.title) titles.set(ev.step_id, ev.title);
       const title = ev.title || titles.get(ev.step_id) || ev.step_id || '';
       switch (ev.kind) {

@@ -184,9 +184,11 @@ async function drawCompare(el, e, n, fail) {
 function drawComparison(el, c) {
   clear(el);
   const d = c.mean_delta;
-  const sign = (x) => (x > 0 ? `+${num(x)}` : num(x));
+  const sign = (x) => (x > 0 ? `+${num(x)}` : num(x).replace('-', '−'));
+  // A p-value of 0 means no resample crossed 0: say it is below 1/resamples.
+  const p = c.p_value > 0 || !c.resamples ? `p = ${c.p_value < 0.01 ? c.p_value.toPrecision(2) : num(c.p_value)}` : `p < ${1 / c.resamples}`;
   el.append(h('p', { class: 'exp-verdict' },
-    `Mean score change ${sign(d.value)} (95% ${sign(d.low)} to ${sign(d.high)}), p = ${num(c.p_value)}: `,
+    `Mean score change ${sign(d.value)} (95% ${sign(d.low)} to ${sign(d.high)}), ${p}: `,
     h('strong', {}, c.significant ? 'significant' : 'not significant'),
     ` · ${(c.regressions || []).length} ${(c.regressions || []).length === 1 ? 'regression' : 'regressions'}, ${(c.improvements || []).length} ${(c.improvements || []).length === 1 ? 'improvement' : 'improvements'}`));
   const pf = (p) => (p ? 'pass' : 'fail');
@@ -230,13 +232,14 @@ function form(ds, assistants, prev, close) {
     return { el: h('div', { class: 'field' }, h('label', { for: id }, label), hint ? h('span', { class: 'hint' }, hint) : null, control, err), err, control };
   };
   const who = f('Assistant', h('select', {}, assistants.map((a) => h('option', { value: a.assistant_id }, nameOf(a)))));
+  const name = f('Name (optional)', h('input', { type: 'text', autocomplete: 'off', maxlength: '200' }), 'Shown in the list; the server names it when left empty.');
   const reps = f('Repetitions', h('input', { type: 'number', min: '1', max: '100', value: '1', inputmode: 'numeric', required: true }), 'Each case runs this many times, on fresh threads (1–100).');
   const base = f('Baseline (optional)', h('select', {}, h('option', { value: '' }, 'None'),
     prev.map((x) => h('option', { value: x.experiment_id }, `${x.name || x.experiment_id.slice(0, 8)} · ${passRate(x)}`))));
   const problem = h('p', { class: 'error', role: 'alert', hidden: true });
   const go = h('button', { type: 'submit', class: 'primary' }, 'Start the experiment');
   const el = h('form', { class: 'case-form exp-run-form', novalidate: true, 'aria-label': `Run an experiment on ${ds.name}` },
-    who.el, reps.el, base.el, problem,
+    who.el, name.el, reps.el, base.el, problem,
     h('div', { class: 'actions' }, go, h('button', { type: 'button', onclick: close }, 'Cancel')));
   el.addEventListener('submit', async (ev) => {
     ev.preventDefault();
@@ -252,6 +255,7 @@ function form(ds, assistants, prev, close) {
     }
     const bodyOf = { dataset_id: ds.dataset_id, dataset_version: ds.version, assistant_id: who.control.value, repetitions: r };
     if (base.control.value) bodyOf.baseline_experiment_id = base.control.value;
+    if (name.control.value.trim()) bodyOf.name = name.control.value.trim();
     go.disabled = true;
     try {
       const e = await api.json('POST', '/experiments', bodyOf);

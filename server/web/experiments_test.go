@@ -59,8 +59,7 @@ func importPlannerSet(t *testing.T, url string) (string, int) {
 }
 
 // startExperiment fills the dataset view's "Run an experiment" form and
-// waits for the experiment's view to show it ended in success; it returns
-// the experiment's ID.
+// waits for the experiment's view; it returns the experiment's ID.
 func (b *browser) startExperiment(url, dataset, name, assistant, reps, baseline string) string {
 	b.t.Helper()
 	b.do("opening the dataset", chromedp.Navigate(url+"#/datasets/"+dataset))
@@ -85,8 +84,15 @@ func (b *browser) startExperiment(url, dataset, name, assistant, reps, baseline 
 	b.checkA11y("the experiment form")
 	b.do("starting", chromedp.Click(`//*[@id='datasets-view']//button[.='Start the experiment']`))
 	b.waitFor("the experiment's view", `/^#\/experiments\/[\w-]+$/.test(location.hash) && !document.getElementById('experiments-view').hidden`)
-	b.waitFor("the experiment to end", `document.querySelector('#experiments-view .exp-progress')?.dataset.status === 'success' && document.querySelector('#experiments-view .exp-result')`)
 	return strings.TrimPrefix(eval[string](b, `location.hash`), "#/experiments/")
+}
+
+// waitEnded waits for the experiment's view to show it ended with the
+// status, its results drawn.
+func (b *browser) waitEnded(status string) {
+	b.t.Helper()
+	b.waitFor("the experiment to end in "+status, `document.querySelector('#experiments-view .exp-progress')?.dataset.status === `+jsString(status)+
+		` && document.querySelector('#experiments-view .exp-results h3')`)
 }
 
 // From a dataset of the planner's eval cases a person runs an experiment
@@ -101,6 +107,7 @@ func TestBrowserExperiments(t *testing.T) {
 	dataset, cases := importPlannerSet(t, url)
 
 	first := b.startExperiment(url, dataset, "planner baseline", "planner", "2", "")
+	b.waitEnded("success")
 	seen := eval[[]string](b, `window.__seen`)
 	if len(seen) < 2 || !strings.HasPrefix(seen[len(seen)-1], "success · ") || strings.HasPrefix(seen[0], "success") {
 		t.Errorf("the progress lines shown (want a live one before the end): %q", seen)
@@ -139,6 +146,7 @@ func TestBrowserExperiments(t *testing.T) {
 
 	// A second experiment, with the first as its baseline, regresses.
 	second := b.startExperiment(url, dataset, "draft planner", "planner-draft", "1", first)
+	b.waitEnded("success")
 	if second == first {
 		t.Fatal("the second experiment has the first's ID")
 	}
@@ -188,6 +196,21 @@ func TestBrowserExperiments(t *testing.T) {
 	}
 	b.screenshot("web-experiments-phone-dark")
 	b.checkA11y("dark phone-width experiment")
+	b.darkMode(false)
+	b.do("widening", chromedp.EmulateViewport(1200, 900))
+
+	// A long experiment cancels from its view: it ends as cancelled, with
+	// only the units that had started recorded.
+	b.startExperiment(url, dataset, "too long", "planner", "100", "")
+	b.waitFor("the cancel button", `!document.querySelector('#experiments-view .exp-live button').hidden`)
+	b.do("cancelling", chromedp.Click(`//*[@id='experiments-view']//button[.='Cancel the experiment']`))
+	b.waitEnded("cancelled")
+	if n := eval[int](b, `document.querySelectorAll('#experiments-view .exp-result').length`); n >= 100*cases {
+		t.Errorf("%d results after cancelling, want fewer than %d", n, 100*cases)
+	}
+	if !eval[bool](b, `document.querySelector('#experiments-view .exp-live button').hidden`) {
+		t.Error("the cancel button stays after the experiment ended")
+	}
 }
 
 // jsString quotes s as a JavaScript string.

@@ -48,8 +48,8 @@ export async function show(id) {
   stop();
   clear(view);
   const title = h('h2', { id: 'experiments-title', tabindex: '-1' }, 'Experiments');
-  const head = h('header', { class: 'datasets-head' }, title, h('a', { href: '#/datasets' }, 'Datasets'), h('a', { href: '#/new', class: 'back' }, 'Back to the chat'));
-  const body = h('div', { class: 'datasets-body' });
+  const head = h('header', { class: 'datasets-head exp-body' }, title, h('a', { href: '#/datasets' }, 'Datasets'), h('a', { href: '#/new', class: 'back' }, 'Back to the chat'));
+  const body = h('div', { class: 'datasets-body exp-body' });
   const error = h('p', { class: 'error', role: 'alert', hidden: true });
   view.append(head, error, body);
   const fail = (e) => { error.textContent = e.message; error.hidden = false; };
@@ -121,6 +121,11 @@ async function showOne(id, title, head, body, fail) {
       if (ev.event === 'progress') paint(ev.data);
       else if (ev.event === 'end') { await finish(ev.data); return; }
     }
+    // The stream closed before its end event: read where it got to.
+    if (ctl.signal.aborted) return;
+    const x = await api.json('GET', `/experiments/${id}`);
+    if (ended(x.status)) await finish(x);
+    else { paint(x); fail(new Error('The progress stream closed; reload to follow it again.')); }
   })().catch((err) => { if (!ctl.signal.aborted) fail(err); });
 }
 

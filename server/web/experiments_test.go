@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -91,8 +92,15 @@ func (b *browser) startExperiment(url, dataset, name, assistant, reps, baseline 
 // status, its results drawn.
 func (b *browser) waitEnded(status string) {
 	b.t.Helper()
-	b.waitFor("the experiment to end in "+status, `document.querySelector('#experiments-view .exp-progress')?.dataset.status === `+jsString(status)+
-		` && document.querySelector('#experiments-view .exp-results h3')`)
+	// Longer than waitFor's minute: on a loaded machine (or under -race)
+	// eight planner threads can take more.
+	ctx, cancel := context.WithTimeout(b.ctx, 4*time.Minute)
+	defer cancel()
+	expr := `document.querySelector('#experiments-view .exp-progress')?.dataset.status === ` + jsString(status) +
+		` && document.querySelector('#experiments-view .exp-results h3')`
+	if _, err := chromedp.Run(ctx, chromedp.Poll[chromedp.Void](expr, chromedp.WithPollingInterval(100*time.Millisecond))); err != nil {
+		b.t.Fatalf("waiting for the experiment to end in %s: %v; the page says: %s", status, err, eval[string](b, "document.body.innerText"))
+	}
 }
 
 // From a dataset of the planner's eval cases a person runs an experiment

@@ -156,7 +156,7 @@ function drawResults(el, rs) {
     r.error ? h('p', { class: 'error' }, r.error) : null,
     h('dl', { class: 'case-facts' }, (r.scores || []).map((s) => [
       h('dt', {}, s.evaluator),
-      h('dd', {}, h('span', { class: `verdict ${s.passed ? 'pass' : 'fail'}` }, `${num(s.score)} ${s.passed ? 'passed' : 'failed'}`),
+      h('dd', {}, h('span', { class: `verdict ${s.passed ? 'pass' : 'fail'}` }, `score ${num(s.score)} · ${s.passed ? 'passed' : 'failed'}`),
         s.explanation ? h('span', { class: 'exp-why' }, s.explanation) : null)])),
     h('p', { class: 'exp-links' }, h('a', { href: `#/thread/${r.thread_id}`, class: 'exp-thread' }, `Open the thread of ${r.case_id}`),
       r.latency_ms ? h('span', { class: 'hint' }, ` · ${(r.latency_ms / 1000).toFixed(1)} s`) : null)))));

@@ -82,6 +82,7 @@ func (b *browser) startExperiment(url, dataset, name, assistant, reps, baseline 
 	if !ok {
 		b.t.Fatalf("the form offers no assistant %s or baseline %q", assistant, baseline)
 	}
+	b.screenshot("web-experiment-form")
 	b.checkA11y("the experiment form")
 	b.do("starting", chromedp.Click(`//*[@id='datasets-view']//button[.='Start the experiment']`))
 	b.waitFor("the experiment's view", `/^#\/experiments\/[\w-]+$/.test(location.hash) && !document.getElementById('experiments-view').hidden`)

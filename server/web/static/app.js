@@ -11,6 +11,7 @@ import * as api from './api.js';
 import { ago, clear, h, patch } from './dom.js';
 import { approvalGroup, isApproval } from './approvals.js';
 import * as datasets from './datasets.js';
+import * as experiments from './experiments.js';
 import * as feedback from './feedback.js';
 import * as graph from './graph.js';
 import * as inputForm from './inputform.js';
@@ -31,7 +32,7 @@ const ui = {
   inputForm: $('input-form'), send: $('send'), cancel: $('cancel'), banner: $('banner'), error: $('error'),
   keyDialog: $('key-dialog'), keyForm: $('key-form'), keyInput: $('key-input'),
   welcome: $('welcome'), about: $('assistant-about'), log: $('log'),
-  addCase: $('add-to-dataset'), datasetsView: $('datasets-view'),
+  addCase: $('add-to-dataset'), datasetsView: $('datasets-view'), experimentsView: $('experiments-view'),
 };
 let closeDrawers = () => {};
 let scroller = { end() {}, top() {} };
@@ -447,14 +448,17 @@ async function openThread(id) {
 function route() {
   const m = /^#\/thread\/([\w-]+)$/.exec(location.hash);
   const d = /^#\/datasets(?:\/([\w-]+))?$/.exec(location.hash);
+  const x = /^#\/experiments(?:\/([\w-]+))?$/.exec(location.hash);
   closeDrawers();
-  document.body.classList.toggle('datasets-mode', !!d);
+  experiments.stop();
+  document.body.classList.toggle('datasets-mode', !!(d || x));
   ui.datasetsView.hidden = !d;
-  if (d) {
+  ui.experimentsView.hidden = !x;
+  if (d || x) {
     if (state.abort) state.abort.abort();
     state.threadId = null;
     threads.mark();
-    datasets.show(d[1] || null).catch((e) => showError(e.message));
+    (d ? datasets.show(d[1] || null) : experiments.show(x[1] || null)).catch((e) => showError(e.message));
     return;
   }
   openThread(m ? m[1] : null).catch((e) => showError(e.message));
@@ -478,6 +482,7 @@ async function main() {
   run.mount($('run-summary'), ui.messages, () => retry().catch((e) => showError(e.message)));
   timeline.mount({ list: $('timeline'), detail: $('checkpoint') }, (cp) => forkRun(cp));
   datasets.mount({ view: ui.datasetsView, dialog: $('case-dialog') });
+  experiments.mount({ view: ui.experimentsView });
   ui.addCase.addEventListener('click', () => datasets.addThread(state.threadId, ui.title.textContent).catch((e) => showError(e.message)));
   ui.newThread.addEventListener('click', () => { closeDrawers(); location.hash = '#/new'; ui.input.focus(); });
   ui.composer.addEventListener('submit', (e) => {

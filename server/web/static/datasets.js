@@ -7,6 +7,7 @@
 
 import * as api from './api.js';
 import { clear, h, uid } from './dom.js';
+import { runForm } from './experiments.js';
 
 let view = null; // the view's section
 let dialog = null; // the add-to-dataset dialog
@@ -56,7 +57,8 @@ async function showOne(id, title, head, body, fail) {
   head.querySelector('.back').before(all);
   const facts = h('p', { class: 'ds-facts' }, `Version ${ds.version} · ${ds.case_count} ${ds.case_count === 1 ? 'case' : 'cases'}`);
   const exp = h('button', { type: 'button', class: 'small', onclick: () => exportJSONL(ds).catch(fail) }, 'Export JSONL');
-  body.append(h('div', { class: 'ds-bar' }, facts, exp));
+  const run = runForm(ds, fail);
+  body.append(h('div', { class: 'ds-bar' }, facts, exp, run.open), run.box);
   if (ds.description) body.append(h('p', { class: 'hint' }, ds.description));
   if (!cs.cases.length) body.append(h('p', { class: 'hint' }, 'No cases.'));
   const list = h('ol', { class: 'cases' });

@@ -1,0 +1,274 @@
+// experiments.js — experiments in the page: the form that starts one from a
+// dataset's view (assistant, repetitions, optional baseline; POST
+// /experiments), the list (#/experiments: dataset, assistant, status, pass
+// rate) and one experiment (#/experiments/{id}): its progress followed on
+// GET /experiments/{id}/stream, then its summary and per-case results (each
+// evaluator's score and explanation, a link to the case's thread), and a
+// Compare control that sets it against a baseline (GET …/compare).
+
+import * as api from './api.js';
+import { clear, h, uid } from './dom.js';
+import { nameOf } from './welcome.js';
+
+let view = null; // the view's section
+let follow = null; // aborts the followed stream when the view changes
+
+const pct = (x) => `${Math.round(x * 100)}%`;
+const num = (x) => (Math.round(x * 100) / 100).toString();
+const ended = (s) => s === 'success' || s === 'error' || s === 'cancelled';
+
+/** mount wires the view. */
+export function mount(els) {
+  view = els.view;
+}
+
+/** stop ends the followed stream (the page left the view). */
+export function stop() {
+  if (follow) follow.abort();
+  follow = null;
+}
+
+// names fetches the datasets' and assistants' names by ID.
+async function names() {
+  const [ds, as] = await Promise.all([api.json('POST', '/datasets/search', { limit: 100 }), api.json('POST', '/assistants/search', { limit: 100 })]);
+  return { ds: new Map(ds.map((d) => [d.dataset_id, d.name])), as: new Map(as.map((a) => [a.assistant_id, nameOf(a)])), assistants: as };
+}
+
+// passRate is the share of recorded units that passed (the summary's once
+// the experiment succeeded).
+function passRate(e) {
+  if (e.summary && e.summary.pass_rate) return pct(e.summary.pass_rate.value);
+  return e.progress && e.progress.done ? pct(e.progress.passed / e.progress.done) : '—';
+}
+
+const badge = (status) => h('span', { class: `badge exp-status ${ended(status) ? (status === 'success' ? '' : 'error') : 'busy'}` }, status);
+
+/** show draws the list (id null) or one experiment, and reports failures. */
+export async function show(id) {
+  stop();
+  clear(view);
+  const title = h('h2', { id: 'experiments-title', tabindex: '-1' }, 'Experiments');
+  const head = h('header', { class: 'datasets-head exp-body' }, title, h('a', { href: '#/datasets' }, 'Datasets'), h('a', { href: '#/new', class: 'back' }, 'Back to the chat'));
+  const body = h('div', { class: 'datasets-body exp-body' });
+  const error = h('p', { class: 'error', role: 'alert', hidden: true });
+  view.append(head, error, body);
+  const fail = (e) => { error.textContent = e.message; error.hidden = false; };
+  try {
+    if (id) await showOne(id, title, head, body, fail);
+    else await showList(body);
+  } catch (e) { fail(e); }
+  title.focus();
+}
+
+async function showList(body) {
+  const [list, n] = await Promise.all([api.json('GET', '/experiments?limit=100'), names()]);
+  if (!list.length) {
+    body.append(h('p', { class: 'hint' }, 'No experiments yet. Open a dataset and use “Run an experiment”.'));
+    return;
+  }
+  body.append(h('table', { class: 'datasets-table exp-table' },
+    h('caption', { class: 'visually-hidden' }, 'Experiments, newest first'),
+    h('thead', {}, h('tr', {}, ['Experiment', 'Dataset', 'Assistant', 'Status', 'Pass rate'].map((c) => h('th', { scope: 'col' }, c)))),
+    h('tbody', {}, list.map((e) => h('tr', { 'data-experiment': e.experiment_id },
+      h('td', {}, h('a', { href: `#/experiments/${e.experiment_id}` }, e.name || e.experiment_id.slice(0, 8))),
+      h('td', {}, n.ds.get(e.dataset_id) || e.dataset_id.slice(0, 8), ` v${e.dataset_version}`),
+      h('td', {}, n.as.get(e.assistant_id) || e.assistant_id.slice(0, 8)),
+      h('td', {}, badge(e.status)),
+      h('td', { class: 'exp-rate' }, passRate(e)))))));
+}
+
+async function showOne(id, title, head, body, fail) {
+  const [e, n] = await Promise.all([api.json('GET', `/experiments/${id}`), names()]);
+  title.textContent = e.name || `Experiment ${id.slice(0, 8)}`;
+  head.querySelector('.back').before(h('a', { href: '#/experiments' }, 'All experiments'));
+  const dsName = n.ds.get(e.dataset_id) || e.dataset_id;
+  body.append(h('p', { class: 'ds-facts exp-facts' },
+    h('a', { href: `#/datasets/${e.dataset_id}` }, dsName), ` v${e.dataset_version} · ${n.as.get(e.assistant_id) || e.assistant_id} · `,
+    `${e.repetitions} ${e.repetitions === 1 ? 'repetition' : 'repetitions'}`));
+  const status = h('p', { class: 'exp-progress', role: 'status' });
+  const bar = h('progress', { max: '1', value: '0', 'aria-label': 'Units recorded' });
+  const cancel = h('button', { type: 'button', class: 'small danger' }, 'Cancel the experiment');
+  const live = h('div', { class: 'ds-bar exp-live' }, bar, status, cancel);
+  const summary = h('div', { class: 'exp-summary' });
+  const results = h('div', { class: 'exp-results' });
+  const compare = h('div', { class: 'exp-compare' });
+  body.append(live, summary, compare, results);
+  cancel.addEventListener('click', async () => {
+    try { await api.json('POST', `/experiments/${id}/cancel`); } catch (err) { fail(err); }
+  });
+  const paint = (x) => {
+    const p = x.progress || { total: 0, done: 0, passed: 0, failed: 0 };
+    bar.max = Math.max(p.total, 1);
+    bar.value = p.done;
+    status.textContent = `${x.status} · ${p.done} of ${p.total} recorded · ${p.passed} passed, ${p.failed} failed`;
+    status.dataset.status = x.status;
+    cancel.hidden = ended(x.status);
+  };
+  paint(e);
+  const finish = async (x) => {
+    paint(x);
+    if (x.error) fail(new Error(x.error));
+    drawSummary(summary, x);
+    drawResults(results, await api.json('GET', `/experiments/${id}/results`));
+    if (x.status === 'success') await drawCompare(compare, x, n, fail);
+  };
+  if (ended(e.status)) { await finish(e); return; }
+  // Follow the stream until the end event; draw the results then.
+  const ctl = new AbortController();
+  follow = ctl;
+  (async () => {
+    for await (const ev of api.stream('GET', `/experiments/${id}/stream`, undefined, { signal: ctl.signal })) {
+      if (ev.event === 'progress') paint(ev.data);
+      else if (ev.event === 'end') { await finish(ev.data); return; }
+    }
+    // The stream closed before its end event: read where it got to.
+    if (ctl.signal.aborted) return;
+    const x = await api.json('GET', `/experiments/${id}`);
+    if (ended(x.status)) await finish(x);
+    else { paint(x); fail(new Error('The progress stream closed; reload to follow it again.')); }
+  })().catch((err) => { if (!ctl.signal.aborted) fail(err); });
+}
+
+// drawSummary shows the pass rates and mean score with their intervals.
+function drawSummary(el, e) {
+  clear(el);
+  const s = e.summary;
+  if (!s) return;
+  const iv = (i, f) => `${f(i.value)} (95% ${f(i.low)}–${f(i.high)})`;
+  const rows = [
+    ['Cases passed', `${s.cases_passed} of ${s.cases} · ${iv(s.case_pass_rate, pct)}`],
+    ['Trials passed', `${s.trials_passed} of ${s.trials} · ${iv(s.pass_rate, pct)}`],
+    ['Mean score', iv(s.mean_score, num)],
+  ];
+  if (s.k > 1) rows.push([`pass@${s.k} / pass^${s.k}`, `${pct(s.pass_at_k)} / ${pct(s.pass_hat_k)}`]);
+  el.append(h('h3', {}, 'Summary'), h('dl', { class: 'case-facts exp-summary-facts' }, rows.map(([k, v]) => [h('dt', {}, k), h('dd', {}, v)])));
+}
+
+// drawResults lists each case × repetition with its scores and thread.
+function drawResults(el, rs) {
+  clear(el);
+  el.append(h('h3', {}, 'Results'));
+  if (!rs.length) { el.append(h('p', { class: 'hint' }, 'No results recorded.')); return; }
+  el.append(h('ol', { class: 'cases exp-result-list' }, rs.map((r) => h('li', { class: 'case exp-result', 'data-case': r.case_id, 'data-repetition': r.repetition },
+    h('div', { class: 'case-head' },
+      h('h4', {}, r.case_id, h('span', { class: 'hint' }, ` · repetition ${r.repetition + 1}`)),
+      h('span', { class: `verdict ${r.passed ? 'pass' : 'fail'}` }, r.passed ? 'Passed' : 'Failed')),
+    r.error ? h('p', { class: 'error' }, r.error) : null,
+    h('dl', { class: 'case-facts' }, (r.scores || []).map((s) => [
+      h('dt', {}, s.evaluator),
+      h('dd', {}, h('span', { class: `verdict ${s.passed ? 'pass' : 'fail'}` }, `score ${num(s.score)} · ${s.passed ? 'passed' : 'failed'}`),
+        s.explanation ? h('span', { class: 'exp-why' }, s.explanation) : null)])),
+    h('p', { class: 'exp-links' }, h('a', { href: `#/thread/${r.thread_id}`, class: 'exp-thread' }, `Open the thread of ${r.case_id}`),
+      r.latency_ms ? h('span', { class: 'hint' }, ` · ${(r.latency_ms / 1000).toFixed(1)} s`) : null)))));
+}
+
+// drawCompare offers the dataset's other finished experiments as
+// baselines and shows the comparison with the one picked.
+async function drawCompare(el, e, n, fail) {
+  clear(el);
+  const others = (await api.json('GET', `/experiments?limit=100&dataset_id=${encodeURIComponent(e.dataset_id)}`))
+    .filter((x) => x.experiment_id !== e.experiment_id && x.status === 'success');
+  el.append(h('h3', {}, 'Compare'));
+  if (!others.length) { el.append(h('p', { class: 'hint' }, 'No other finished experiment of this dataset to compare with.')); return; }
+  const id = uid('cmp');
+  const pick = h('select', { id }, others.map((x) => h('option', { value: x.experiment_id, selected: x.experiment_id === e.baseline_experiment_id },
+    `${x.name || x.experiment_id.slice(0, 8)} · ${n.as.get(x.assistant_id) || ''} · ${passRate(x)}`)));
+  const go = h('button', { type: 'submit', class: 'small' }, 'Compare');
+  const out = h('div', { class: 'exp-comparison', 'aria-live': 'polite' });
+  const form = h('form', { class: 'ds-bar exp-compare-form' }, h('label', { for: id }, 'Baseline'), pick, go);
+  form.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    go.disabled = true;
+    try {
+      drawComparison(out, await api.json('GET', `/experiments/${e.experiment_id}/compare?baseline=${encodeURIComponent(pick.value)}`));
+    } catch (err) { fail(err); } finally { go.disabled = false; }
+  });
+  el.append(form, out);
+}
+
+function drawComparison(el, c) {
+  clear(el);
+  const d = c.mean_delta;
+  const sign = (x) => (x > 0 ? `+${num(x)}` : num(x).replace('-', '−'));
+  // A p-value of 0 means no resample crossed 0: say it is below 1/resamples.
+  const p = c.p_value > 0 || !c.resamples ? `p = ${c.p_value < 0.01 ? c.p_value.toPrecision(2) : num(c.p_value)}` : `p < ${1 / c.resamples}`;
+  el.append(h('p', { class: 'exp-verdict' },
+    `Mean score change ${sign(d.value)} (95% ${sign(d.low)} to ${sign(d.high)}), ${p}: `,
+    h('strong', {}, c.significant ? 'significant' : 'not significant'),
+    ` · ${(c.regressions || []).length} ${(c.regressions || []).length === 1 ? 'regression' : 'regressions'}, ${(c.improvements || []).length} ${(c.improvements || []).length === 1 ? 'improvement' : 'improvements'}`));
+  const pf = (p) => (p ? 'pass' : 'fail');
+  el.append(h('table', { class: 'datasets-table exp-cmp-table' },
+    h('caption', { class: 'visually-hidden' }, 'Cases against the baseline'),
+    h('thead', {}, h('tr', {}, ['Case', 'Baseline', 'This', 'Change'].map((x) => h('th', { scope: 'col' }, x)))),
+    h('tbody', {}, (c.cases || []).map((x) => h('tr', { 'data-case': x.id, class: x.change || null },
+      h('td', {}, x.id), h('td', {}, `${pf(x.base_pass)} ${num(x.base_score)}`), h('td', {}, `${pf(x.pass)} ${num(x.score)}`),
+      h('td', { class: 'exp-change' }, x.change || 'same'))))));
+  for (const [label, ids] of [['Only in this experiment', c.only_current], ['Only in the baseline', c.only_baseline]]) {
+    if ((ids || []).length) el.append(h('p', { class: 'hint' }, `${label}: ${ids.join(', ')}`));
+  }
+}
+
+// ---- start one from a dataset ------------------------------------------------
+
+/** runForm is the "Run an experiment" control of a dataset's view: it opens
+ * a form (assistant, repetitions, optional baseline) that starts one and
+ * goes to it. */
+export function runForm(ds, fail) {
+  const open = h('button', { type: 'button', class: 'small primary' }, 'Run an experiment');
+  const box = h('div', { class: 'exp-run' });
+  open.addEventListener('click', async () => {
+    try {
+      const [as, prev] = await Promise.all([api.json('POST', '/assistants/search', { limit: 100 }),
+        api.json('GET', `/experiments?limit=100&dataset_id=${encodeURIComponent(ds.dataset_id)}`)]);
+      clear(box).append(form(ds, as, prev.filter((x) => x.status === 'success'), () => { clear(box); open.hidden = false; open.focus(); }));
+      open.hidden = true;
+      box.querySelector('select').focus();
+    } catch (err) { fail(err); }
+  });
+  return { open, box };
+}
+
+function form(ds, assistants, prev, close) {
+  const f = (label, control, hint) => {
+    const id = uid('xf');
+    control.id = id;
+    const err = h('span', { class: 'field-error', id: `${id}-err` });
+    control.setAttribute('aria-describedby', `${id}-err`);
+    return { el: h('div', { class: 'field' }, h('label', { for: id }, label), hint ? h('span', { class: 'hint' }, hint) : null, control, err), err, control };
+  };
+  const who = f('Assistant', h('select', {}, assistants.map((a) => h('option', { value: a.assistant_id }, nameOf(a)))));
+  const name = f('Name (optional)', h('input', { type: 'text', autocomplete: 'off', maxlength: '200' }), 'Shown in the list; the server names it when left empty.');
+  const reps = f('Repetitions', h('input', { type: 'number', min: '1', max: '100', value: '1', inputmode: 'numeric', required: true }), 'Each case runs this many times, on fresh threads (1–100).');
+  const base = f('Baseline (optional)', h('select', {}, h('option', { value: '' }, 'None'),
+    prev.map((x) => h('option', { value: x.experiment_id }, `${x.name || x.experiment_id.slice(0, 8)} · ${passRate(x)}`))));
+  const problem = h('p', { class: 'error', role: 'alert', hidden: true });
+  const go = h('button', { type: 'submit', class: 'primary' }, 'Start the experiment');
+  const el = h('form', { class: 'case-form exp-run-form', novalidate: true, 'aria-label': `Run an experiment on ${ds.name}` },
+    who.el, name.el, reps.el, base.el, problem,
+    h('div', { class: 'actions' }, go, h('button', { type: 'button', onclick: close }, 'Cancel')));
+  el.addEventListener('submit', async (ev) => {
+    ev.preventDefault();
+    reps.err.textContent = '';
+    reps.control.removeAttribute('aria-invalid');
+    problem.hidden = true;
+    const r = Number(reps.control.value);
+    if (!Number.isInteger(r) || r < 1 || r > 100) {
+      reps.err.textContent = 'A whole number from 1 to 100.';
+      reps.control.setAttribute('aria-invalid', 'true');
+      reps.control.focus();
+      return;
+    }
+    const bodyOf = { dataset_id: ds.dataset_id, dataset_version: ds.version, assistant_id: who.control.value, repetitions: r };
+    if (base.control.value) bodyOf.baseline_experiment_id = base.control.value;
+    if (name.control.value.trim()) bodyOf.name = name.control.value.trim();
+    go.disabled = true;
+    try {
+      const e = await api.json('POST', '/experiments', bodyOf);
+      location.hash = `#/experiments/${e.experiment_id}`;
+    } catch (err) {
+      problem.textContent = err.message;
+      problem.hidden = false;
+    } finally { go.disabled = false; }
+  });
+  return el;
+}

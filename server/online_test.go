@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/trellis-agents/trellis/eval"
+	"github.com/trellis-agents/trellis/eval/evaltest"
+	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/llm/llmtest"
 	"github.com/trellis-agents/trellis/server/api"
 )
 
@@ -152,5 +155,43 @@ func TestSampled(t *testing.T) {
 	}
 	if Sampled("x", "k", 0) || !Sampled("x", "k", 1) || Sampled("x", "k", -1) {
 		t.Error("rates 0 and 1 must sample none and all")
+	}
+}
+
+// An llm_judge online evaluator resolves its model among the declared
+// ones; its reasoning is the comment. A judge that cannot score leaves an
+// entry without a score that says why.
+func TestOnlineEvaluatorJudge(t *testing.T) {
+	judge := evaltest.Judge(evaltest.Verdict(4, "it echoes the word"), llmtest.Text("not json"))
+	r := start(t, Config{Database: filepath.Join(t.TempDir(), "t.db"), OnlineEvaluators: map[string][]OnlineEvaluator{
+		DefaultAssistantID("echo"): {{Key: "judged", Sample: 1, Criterion: eval.Criterion{Evaluator: "llm_judge",
+			Params: json.RawMessage(`{"model":"judge","rubric":"echoes the word"}`)}}},
+	}}, nil)
+	r.s.setModels(&Models{Named: map[string]string{"judge": "llmtest:judge"}, Resolve: func(spec string) (llm.Model, error) {
+		if spec != "llmtest:judge" {
+			return nil, fmt.Errorf("unexpected spec %q", spec)
+		}
+		return judge, nil
+	}})
+	wait := func(thread, run string) feedbackView {
+		t.Helper()
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if got := listFeedback(t, r.url, thread, run); len(got) > 0 {
+				if len(got) != 1 {
+					t.Fatalf("feedback %+v, want one entry", got)
+				}
+				return got[0]
+			}
+		}
+		t.Fatal("no feedback")
+		return feedbackView{}
+	}
+	f := wait(echoRun(t, r.url, "hi"))
+	if f.Key != "judged" || f.Score == nil || *f.Score != 0.75 || f.Comment != "4/5: it echoes the word" || f.Value.Evaluator != "llm_judge" || f.Value.Passed {
+		t.Errorf("judged: %+v", f)
+	}
+	f = wait(echoRun(t, r.url, "again"))
+	if f.Score != nil || f.Value.Error == "" || f.Value.Passed {
+		t.Errorf("a judge that could not score: %+v", f)
 	}
 }

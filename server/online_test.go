@@ -59,8 +59,16 @@ func listFeedback(t *testing.T, url, thread, run string) []feedbackView {
 // as its runs' feedback (source evaluator, the explanation as comment);
 // one at sample 0 scores nothing; scoring a run again adds nothing.
 func TestOnlineEvaluatorsScoreRuns(t *testing.T) {
+	t.Run("sqlite", func(t *testing.T) { testOnlineScoreRuns(t, filepath.Join(t.TempDir(), "t.db")) })
+	t.Run("postgres", func(t *testing.T) {
+		url, _, _ := pgSchema(t, "online")
+		testOnlineScoreRuns(t, url)
+	})
+}
+
+func testOnlineScoreRuns(t *testing.T, database string) {
 	echo := DefaultAssistantID("echo")
-	r := start(t, Config{Database: filepath.Join(t.TempDir(), "t.db"), OnlineEvaluators: map[string][]OnlineEvaluator{
+	r := start(t, Config{Database: database, DataDir: t.TempDir(), OnlineEvaluators: map[string][]OnlineEvaluator{
 		echo: {
 			{Key: "says_echo", Criterion: contains("echo hi"), Sample: 1},
 			{Key: "says_bye", Criterion: contains("bye"), Sample: 1},

@@ -121,6 +121,9 @@ func (w *onlineWorker) offer(j onlineJob) bool {
 	select {
 	case <-w.done:
 		return false
+	default:
+	}
+	select {
 	case w.jobs <- j:
 		return true
 	default:

@@ -15,6 +15,7 @@ import (
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
 	"github.com/trellis-agents/trellis/server/api"
+	"github.com/trellis-agents/trellis/server/db"
 )
 
 // feedbackView is what the tests read of a feedback entry.
@@ -201,5 +202,41 @@ func TestOnlineEvaluatorJudge(t *testing.T) {
 	f = wait(echoRun(t, r.url, "again"))
 	if f.Score != nil || f.Value.Error == "" || f.Value.Passed {
 		t.Errorf("a judge that could not score: %+v", f)
+	}
+}
+
+// A full queue drops samples at once rather than holding the finishing
+// run; stopping cancels the scoring in progress and reports what was
+// left.
+func TestOnlineQueueIsBounded(t *testing.T) {
+	s := &Server{log: quiet()}
+	started := make(chan struct{}, 1)
+	w := startOnline(context.Background(), s, func(ctx context.Context, _ onlineJob) error {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	s.online = w
+	run := db.Run{ID: "r", Status: db.RunSuccess, AssistantID: "a"}
+	s.cfg.OnlineEvaluators = map[string][]OnlineEvaluator{"a": {{Key: "k", Criterion: contains("x"), Sample: 1}}}
+	begin := time.Now()
+	for range OnlineQueueSize + onlineWorkers + 10 {
+		s.onlineFinished("t", run)
+	}
+	if d := time.Since(begin); d > 2*time.Second {
+		t.Errorf("offering %d samples took %s", OnlineQueueSize+onlineWorkers+10, d)
+	}
+	<-started
+	if n := w.dropped.Load(); n < 10 || n > 10+onlineWorkers {
+		t.Errorf("dropped %d samples, want about 10", n)
+	}
+	if left := w.stop(); left < OnlineQueueSize-onlineWorkers {
+		t.Errorf("%d left at stop, want the full queue", left)
+	}
+	if w.offer(onlineJob{}) {
+		t.Error("a stopped worker took a job")
 	}
 }

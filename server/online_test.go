@@ -240,3 +240,21 @@ func TestOnlineQueueIsBounded(t *testing.T) {
 		t.Error("a stopped worker took a job")
 	}
 }
+
+// BenchmarkOnlineFinished measures what online evaluation adds to a
+// finishing run: the sampling decision and the offer to the queue (the
+// scoring itself is the workers', here a no-op).
+func BenchmarkOnlineFinished(b *testing.B) {
+	s := &Server{log: quiet()}
+	s.online = startOnline(context.Background(), s, func(context.Context, onlineJob) error { return nil })
+	defer s.online.stop()
+	s.cfg.OnlineEvaluators = map[string][]OnlineEvaluator{"a": {
+		{Key: "all", Criterion: contains("x"), Sample: 1},
+		{Key: "tenth", Criterion: contains("x"), Sample: 0.1},
+	}}
+	i := 0
+	for b.Loop() {
+		i++
+		s.onlineFinished("t", db.Run{ID: fmt.Sprint("run-", i), Status: db.RunSuccess, AssistantID: "a"})
+	}
+}

@@ -116,6 +116,10 @@ type Config struct {
 	// AssistantRetention overrides Retention, by assistant ID, for the
 	// threads whose last run was that assistant's.
 	AssistantRetention map[string]checkpoint.Retention
+	// OnlineEvaluators score a sample of an assistant's successful runs
+	// after they finish, by assistant ID; the scores are stored as the
+	// runs' feedback (see docs/eval.md, "Online evaluators").
+	OnlineEvaluators map[string][]OnlineEvaluator
 	// RetentionProtect, when set, names more checkpoints of a thread that
 	// retention keeps (an experiment's or a dataset case's), beyond those
 	// of live runs, pending interrupts and metadata the server finds.
@@ -233,6 +237,8 @@ type Server struct {
 	rdb *goredis.Client
 	// retain is where the checkpoint retention sweep goes on from.
 	retain retentionCursor
+	// online scores sampled runs while Run serves (nil before).
+	online *onlineWorker
 }
 
 // New opens (creating or migrating) the database and builds the run
@@ -504,6 +510,10 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		return q.EnqueueUnit(ctx, queue.UnitJob{Tenant: tenant, ExperimentID: experimentID, Index: index})
 	}
 	unitAPI.Store(a)
+	online := startOnline(life, s, s.scoreOnline(a))
+	s.mu.Lock()
+	s.online = online
+	s.mu.Unlock()
 	cl.fire = a.FireCron
 	cl.start(life)
 	base, cancelBase := context.WithCancel(life)
@@ -548,6 +558,12 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	}
 	wg.Wait()
 	s.svc.Wait() // titles being written
+	s.mu.Lock()
+	s.online = nil
+	s.mu.Unlock()
+	if left := online.stop(); left > 0 {
+		s.log.Warn("sampled runs left unscored at shutdown", "runs", left)
+	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return errors.Join(fmt.Errorf("server: %w", serveErr), queueErr)
 	}

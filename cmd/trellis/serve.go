@@ -205,6 +205,16 @@ func serverConfig(f serveFlags, file *config.File, log *slog.Logger) (server.Con
 			return cfg, models, errors.Join(errs...)
 		}
 		cfg.Assistants = append(cfg.Assistants, da)
+		for j, o := range a.OnlineEvaluators {
+			c, err := o.EvalCriterion() // checked at load: an error here is a bug
+			if err != nil {
+				return cfg, models, fmt.Errorf("assistants[%d].online_evaluators[%d].criterion: %w", i, j, err)
+			}
+			if cfg.OnlineEvaluators == nil {
+				cfg.OnlineEvaluators = map[string][]server.OnlineEvaluator{}
+			}
+			cfg.OnlineEvaluators[da.ID] = append(cfg.OnlineEvaluators[da.ID], server.OnlineEvaluator{Key: o.FeedbackKey(), Criterion: c, Sample: o.Sample})
+		}
 		if r := a.Retention; r != nil {
 			if cfg.AssistantRetention == nil {
 				cfg.AssistantRetention = map[string]checkpoint.Retention{}

@@ -107,7 +107,8 @@ webhooks: {attempts: 3, retry_base: 2s}
 mcp: {stateless: true}
 a2a: {public_card: true}
 assistants:
-  - {graph: planner, name: P, model: strong, retention: {keep_last: 5}, config: {configurable: {lang: fr}, recursion_limit: 5}}
+  - {graph: planner, name: P, model: strong, retention: {keep_last: 5}, config: {configurable: {lang: fr}, recursion_limit: 5},
+     online_evaluators: [{key: plan, sample: 0.5, criterion: {evaluator: contains, params: {values: [plan]}}}]}
   - {graph: agent, name: A, system: Be brief., tools: [stop, {use: stop, approve: ask}]}
 `), func(string) (string, bool) { return "", false })
 	if err != nil {
@@ -129,6 +130,10 @@ assistants:
 	}
 	if got := cfg.AssistantRetention; len(got) != 1 || got[config.NameUUID("assistant:P")] != (checkpoint.Retention{KeepLast: 5}) {
 		t.Errorf("assistants[0].retention: %+v, want keep_last 5 for P only", got)
+	}
+	if oe := cfg.OnlineEvaluators[config.NameUUID("assistant:P")]; len(cfg.OnlineEvaluators) != 1 || len(oe) != 1 ||
+		oe[0].Key != "plan" || oe[0].Sample != 0.5 || oe[0].Criterion.Evaluator != "contains" {
+		t.Errorf("assistants[0].online_evaluators: %+v", cfg.OnlineEvaluators)
 	}
 	if cfg.LeaseTTL != 9*time.Second || cfg.SweepInterval != 2*time.Second || cfg.ShutdownGrace != 3*time.Second {
 		t.Errorf("leases: TTL %s, sweep every %s, grace %s", cfg.LeaseTTL, cfg.SweepInterval, cfg.ShutdownGrace)

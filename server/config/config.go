@@ -271,6 +271,9 @@ type Assistant struct {
 	// Retention is the checkpoint retention policy of the threads whose
 	// last run was this assistant's (nil: threads.retention's).
 	Retention *Retention `yaml:"retention"`
+	// OnlineEvaluators score a sample of this assistant's finished runs
+	// and store the scores as the runs' feedback.
+	OnlineEvaluators []OnlineEvaluator `yaml:"online_evaluators"`
 	// Config, Context and Metadata are JSON objects (written as YAML).
 	Config   map[string]any `yaml:"config"`
 	Context  map[string]any `yaml:"context"`
@@ -384,7 +387,9 @@ func known(typ string) string {
 	case "Limits":
 		return "max_concurrent_runs, requests_per_second, burst, max_streams, max_body_bytes, run_timeout, body_timeout"
 	case "Assistant":
-		return "id, graph, name, description, model, system, tools, history, middleware, retention, config, context, metadata"
+		return "id, graph, name, description, model, system, tools, history, middleware, retention, online_evaluators, config, context, metadata"
+	case "OnlineEvaluator":
+		return "criterion, sample, key"
 	case "MCPServer":
 		return "command, args, env, dir, url, headers, tool_prefix, timeout"
 	case "RemoteAgent":
@@ -540,6 +545,7 @@ func (f *File) Validate() error {
 		for _, err := range a.Retention.check(field + ".retention") {
 			errs = append(errs, fmt.Errorf("config: %w", err))
 		}
+		errs = append(errs, f.checkOnline(field, a.OnlineEvaluators)...)
 		if sub, err := a.checkAppOptions(f.Specs()); err != nil {
 			bad(field+"."+sub, "%v", err)
 		}

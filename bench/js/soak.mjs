@@ -17,7 +17,9 @@
 // With --check it fails when the idle goroutines do not return to within
 // --goroutine-slack of the baseline, or RSS grows more than --max-growth-mib
 // from the end of the warm-up (the first --warmup fraction of the runs) to
-// the largest sample after it.
+// the largest sample after it. The idle baseline is taken after at least
+// --settle seconds (default 10) of load, once the server's background
+// goroutines have all started.
 import { appendFileSync, statSync, writeFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
@@ -32,6 +34,7 @@ const { values: opt } = parseArgs({
     clients: { type: "string", default: "8" },
     every: { type: "string", default: "1000" },
     warmup: { type: "string", default: "0.2" },
+    settle: { type: "string", default: "10" },
     minutes: { type: "string" },
     csv: { type: "string" },
     svg: { type: "string" },
@@ -99,9 +102,13 @@ async function idleGoroutines(maxS) {
 let status = 0;
 try {
   // Warm the server at the soak's concurrency (its pools grow to their
-  // working size), then take the idle baseline.
+  // working size) for at least --settle seconds, then take the idle
+  // baseline. The time matters as much as the runs: the queue's leader is
+  // elected a few seconds after start and only then starts its maintenance
+  // goroutines, which a baseline taken sooner would count as a leak.
+  const settleEnd = Date.now() + Number(opt.settle) * 1000;
   await Promise.all(Array.from({ length: clients }, async () => {
-    for (let i = 0; i < 10; i++) await oneRun(c, "echo");
+    for (let i = 0; i < 10 || Date.now() < settleEnd; i++) await oneRun(c, "echo");
   }));
   await c.close();
   const baseline = await idleGoroutines(5);

@@ -211,7 +211,9 @@ func TestBrowserExperiments(t *testing.T) {
 	// A long experiment cancels from its view: it ends as cancelled, with
 	// only the units that had started recorded.
 	b.startExperiment(url, dataset, "too long", "planner", "100", "")
-	b.waitFor("the cancel button", `!document.querySelector('#experiments-view .exp-live button').hidden`)
+	// The view is redrawn when the new experiment opens, so the button may
+	// not exist yet at a poll; that is "not yet", not an error.
+	b.waitFor("the cancel button", `document.querySelector('#experiments-view .exp-live button')?.hidden === false`)
 	b.do("cancelling", chromedp.Click(`//*[@id='experiments-view']//button[.='Cancel the experiment']`))
 	b.waitEnded("cancelled")
 	if n := eval[int](b, `document.querySelectorAll('#experiments-view .exp-result').length`); n >= 100*cases {

@@ -81,15 +81,15 @@ func TestFilesRefuseBadPaths(t *testing.T) {
 	must := mustOf(t)
 	fs := newFS(t, deep.FilesConfig{})
 	bad := map[string]string{
-		"":                     "empty",
-		"notes/a.md":           "relative",
-		"/notes/../../etc/pwd": "..",
-		"/notes/./a.md":        `"."`,
-		"//a.md":               "not clean",
-		"/a//b.md":             "not clean",
-		`/a\b.md`:              "backslash",
-		"/a\x00b":              "control character",
-		"/":                    "root directory",
+		"":                             "empty",
+		"notes/a.md":                   "relative",
+		"/notes/../../etc/pwd":         "..",
+		"/notes/./a.md":                `"."`,
+		"//a.md":                       "not clean",
+		"/a//b.md":                     "not clean",
+		`/a\b.md`:                      "backslash",
+		"/a\x00b":                      "control character",
+		"/":                            "root directory",
 		"/" + strings.Repeat("a", 600): "bytes long",
 	}
 	inRun(t, store.NewMemory(), "t1", func(ctx context.Context) {

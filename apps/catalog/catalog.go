@@ -10,6 +10,7 @@ import (
 
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/apps/builder"
+	"github.com/trellis-agents/trellis/apps/deep"
 	"github.com/trellis-agents/trellis/apps/planner"
 	"github.com/trellis-agents/trellis/apps/scheduler"
 	"github.com/trellis-agents/trellis/apps/sqlrouter"
@@ -27,6 +28,7 @@ func All() []apps.Entry {
 		planner.Entry(),
 		sqlrouter.Entry(),
 		testplanner.Entry(),
+		deep.Entry(),
 	}
 }
 

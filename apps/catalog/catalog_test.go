@@ -36,7 +36,7 @@ func TestEveryAppBuildsFromAnEnv(t *testing.T) {
 	if _, err := Lookup(Demo); err != nil {
 		t.Error(err)
 	}
-	if _, err := Lookup("nosuch"); err == nil || !strings.Contains(err.Error(), "the apps are builder, planner, scheduler, sqlrouter, testplanner") {
+	if _, err := Lookup("nosuch"); err == nil || !strings.Contains(err.Error(), "the apps are builder, deep, planner, scheduler, sqlrouter, testplanner") {
 		t.Errorf("Lookup(nosuch) = %v", err)
 	}
 }

@@ -373,7 +373,7 @@ func TestEvalRunAgainstAServer(t *testing.T) {
 // TestEvalRunShippedSets runs every app's own eval set through the CLI, as
 // a team gating CI on it would: each passes on its scripted model.
 func TestEvalRunShippedSets(t *testing.T) {
-	for _, app := range []string{"planner", "scheduler", "sqlrouter", "builder", "testplanner"} {
+	for _, app := range []string{"planner", "scheduler", "sqlrouter", "builder", "testplanner", "deep"} {
 		t.Run(app, func(t *testing.T) {
 			dir := t.TempDir()
 			set, err := filepath.Abs(filepath.Join("..", "..", "apps", app, "eval", app+".jsonl"))

@@ -2,6 +2,7 @@ package deep
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -108,11 +109,6 @@ func (f *Filesystem) Name() string { return "filesystem" }
 
 // Tools returns ls, read_file, write_file, edit_file, grep and glob.
 func (f *Filesystem) Tools() []tool.Tool { return slices.Clone(f.tools) }
-
-// ToolNames returns the names of Tools, in order.
-func (f *Filesystem) ToolNames() []string {
-	return []string{LsTool, ReadFileTool, WriteFileTool, EditFileTool, GrepTool, GlobTool}
-}
 
 // namespace returns where the run's files are, or an error when the run
 // lacks a store or (per-thread scope) a thread.
@@ -230,9 +226,8 @@ func (f *Filesystem) exists(ctx context.Context, p string) (bool, error) {
 }
 
 // walk calls fn for each file under dir ("" for all), in path order, a
-// page at a time so memory stays bounded, and reports whether it stopped
-// at MaxFiles. withContent false still reads values (the store returns
-// them) but fn may ignore them.
+// page of files at a time so memory stays bounded, until fn stops it; it
+// reports whether it stopped at MaxFiles.
 func (f *Filesystem) walk(ctx context.Context, dir string, fn func(p string, fl file) (stop bool, err error)) (truncated bool, err error) {
 	st, ns, err := f.namespace(ctx)
 	if err != nil {
@@ -253,7 +248,7 @@ func (f *Filesystem) walk(ctx context.Context, dir string, fn func(p string, fl 
 			}
 			seen++
 			var fl file
-			if err := jsonUnmarshal(it.Value, &fl); err != nil {
+			if err := json.Unmarshal(it.Value, &fl); err != nil {
 				return false, fmt.Errorf("the file %s is not readable: %w", it.Key, err)
 			}
 			stop, err := fn(it.Key, fl)

@@ -2,7 +2,6 @@ package deep
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"strings"
@@ -10,8 +9,6 @@ import (
 
 	"github.com/trellis-agents/trellis/tool"
 )
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 type lsArgs struct {
 	Path string `json:"path,omitempty" jsonschema:"the directory to list, absolute (default /)"`

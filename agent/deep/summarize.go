@@ -29,7 +29,8 @@ type SummarizeConfig struct {
 	// call, so a few more may be kept).
 	KeepMessages int
 	// Dir is the directory of the virtual filesystem the summarised
-	// messages are written to (default /conversation_history).
+	// messages are written to (default /conversation_history; with
+	// shared files, a directory per thread below it).
 	Dir string
 	// Prompt replaces DefaultSummaryPrompt.
 	Prompt string
@@ -153,7 +154,11 @@ func (s *summarizer) WrapModel(ctx context.Context, call *middleware.ModelCall, 
 // fold writes msgs to a file and extends sum with them.
 func (s *summarizer) fold(ctx context.Context, sum ConversationSummary, msgs []llm.Message) (ConversationSummary, error) {
 	from, to := sum.Messages+1, sum.Messages+len(msgs)
-	p := fmt.Sprintf("%s/messages-%d-%d.md", s.cfg.Dir, from, to)
+	dir := s.cfg.Dir
+	if th := graph.ThreadID(ctx); s.fs.cfg.Shared && th != "" {
+		dir += "/" + pathElement(th) // threads share the files: keep theirs apart
+	}
+	p := fmt.Sprintf("%s/messages-%d-%d.md", dir, from, to)
 	var tr strings.Builder
 	for _, m := range msgs {
 		writeMessage(&tr, m, 0)
@@ -214,4 +219,23 @@ func writeMessage(b *strings.Builder, m llm.Message, cut int) {
 		fmt.Fprintf(b, " [calls %s(%s)]", c.Name, trim(c.Arguments))
 	}
 	b.WriteByte('\n')
+}
+
+// pathElement makes s a safe path element: characters other than ASCII
+// letters, digits, '.', '-' and '_' become '_', and it is cut to 100
+// bytes.
+func pathElement(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > 100 {
+		b = b[:100]
+	}
+	if s := string(b); s != "." && s != ".." {
+		return s
+	}
+	return "_"
 }

@@ -151,3 +151,28 @@ func TestRepairAnswersAbandonedCalls(t *testing.T) {
 		t.Errorf("the middleware after repair saw no synthetic result: %+v", seen)
 	}
 }
+
+// With shared files, two threads' folds go to separate files.
+func TestSummarizationKeepsThreadsApartInSharedFiles(t *testing.T) {
+	ctx := context.Background()
+	m := llmtest.New()
+	m.When(isSummaryCall, llmtest.Text("S")).Repeat()
+	m.When(llmtest.And(llmtest.Not(isSummaryCall), results(0)), llmtest.ToolCalls(llmtest.Call(deep.LsTool, `{}`))).Repeat()
+	m.Otherwise(llmtest.Text("done"))
+	g, err := deep.New(deep.Config{Model: m, Files: deep.FilesConfig{Shared: true}, Summarize: deep.SummarizeConfig{MaxTokens: 10, KeepMessages: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.NewMemory()
+	var files []string
+	for _, th := range []string{"a/1", "b"} {
+		res, err := g.Invoke(ctx, deep.Input("list "+th), graph.WithStore(st), graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread(th))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, deep.Summary.Get(res.State).Files...)
+	}
+	if len(files) != 2 || files[0] != "/conversation_history/a_1/messages-1-1.md" || files[1] != "/conversation_history/b/messages-1-1.md" {
+		t.Errorf("files %v", files)
+	}
+}

@@ -100,12 +100,19 @@ func New(cfg Config) (*graph.Graph, error) {
 	rc.Name = cmpOr(cfg.Name, "deep")
 	rc.System = strings.TrimSpace(cfg.Instructions + "\n\n" + BasePrompt)
 	rc.Tools = append(rc.Tools, subs.tool())
-	rc.Policy = approvalPolicy(cfg.Policy, rc, false)
+	withApprovals(&rc, cfg.Policy, false)
 	g, err := react.New(rc)
 	if err != nil {
 		return nil, fmt.Errorf("deep: %w", err)
 	}
 	return g, nil
+}
+
+// withApprovals gives the agent built from rc its approvals: today the
+// tool node's approval policy (react.Config.Policy). It is the one place
+// to change when approval becomes a middleware of the chain.
+func withApprovals(rc *react.Config, p tool.Policy, sub bool) {
+	rc.Policy = approvalPolicy(p, *rc, sub)
 }
 
 // approvalPolicy is the approval policy of an agent built from rc: the

@@ -94,7 +94,7 @@ func newSubAgents(cfg Config, base react.Config) (*subAgents, error) {
 			rc.Tools = slices.Clone(sa.Tools)
 		}
 		rc.Middleware = append(slices.Clone(sa.Middleware), base.Middleware...)
-		rc.Policy = approvalPolicy(cfg.Policy, rc, true)
+		withApprovals(&rc, cfg.Policy, true)
 		g, err := react.New(rc)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("deep: sub-agent %q: %w", sa.Name, err))

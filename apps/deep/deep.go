@@ -132,7 +132,7 @@ func New(_ context.Context, cfg Config) (*apps.App, error) {
 			return agentdeep.Input(cmpOr(r, request))
 		},
 		Script:  Script,
-		Events:  graph.EventTaskEnd,
+		Events:  graph.EventTaskStart,
 		Print:   printTask,
 		Outcome: func(_ context.Context, s graph.State) string { return Outcome(s) },
 		Close:   apps.Closer(),
@@ -167,10 +167,22 @@ func Outcome(s graph.State) string {
 	return b.String()
 }
 
+// printTask shows each tool call of the agent as it starts, its
+// sub-agents' calls indented.
 func printTask(w io.Writer, ev graph.Event) {
-	if ev.Kind == graph.EventTaskEnd && ev.Namespace == "" {
-		fmt.Fprintf(w, "- %s finished (%s)\n", ev.Node, ev.Task.Duration.Round(1e6))
+	c, ok := ev.Task.Payload.(llm.ToolCall)
+	if ev.Kind != graph.EventTaskStart || !ok {
+		return
 	}
+	indent := ""
+	if ev.Namespace != "" {
+		indent = "    "
+	}
+	args := []rune(c.Arguments)
+	if len(args) > 100 {
+		args = append(args[:100], []rune("…")...)
+	}
+	fmt.Fprintf(w, "%s- %s %s\n", indent, c.Name, string(args))
 }
 
 func cmpOr(s, def string) string {

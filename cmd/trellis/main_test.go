@@ -49,7 +49,7 @@ func TestGraphAndList(t *testing.T) {
 	if err != nil || !strings.Contains(out, "builder") {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
-	if _, err := trellis(t, "", "run", "nosuch"); err == nil || !strings.Contains(err.Error(), "the apps are builder, planner, scheduler, sqlrouter, testplanner") {
+	if _, err := trellis(t, "", "run", "nosuch"); err == nil || !strings.Contains(err.Error(), "the apps are builder, deep, planner, scheduler, sqlrouter, testplanner") {
 		t.Fatalf("unknown example: err = %v", err)
 	}
 	if _, err := trellis(t, "", "run", "builder", "--model", "gemini:pro"); err == nil || !strings.Contains(err.Error(), "unknown provider") {

@@ -83,7 +83,7 @@ func TestServeStartsAndStops(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not stop")
 	}
-	for _, want := range []string{"trellis serve listening", "graphs=\"[agent builder planner scheduler sqlrouter testplanner]\"", "msg=stopped"} {
+	for _, want := range []string{"trellis serve listening", "graphs=\"[agent builder deep planner scheduler sqlrouter testplanner]\"", "msg=stopped"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

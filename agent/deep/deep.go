@@ -38,6 +38,9 @@ type Config struct {
 	// SubAgents are the named sub-agents the task tool offers, besides
 	// GeneralPurpose.
 	SubAgents []SubAgent
+	// AsyncSubAgents run in the background on a server (see Async); the
+	// agent gets the background task tools when there are any.
+	AsyncSubAgents []AsyncSubAgent
 	// Skills are offered on demand (see LoadSkills and Skills).
 	Skills []Skill
 	// Files configures the virtual filesystem.
@@ -100,6 +103,13 @@ func New(cfg Config) (*graph.Graph, error) {
 	rc.Name = cmpOr(cfg.Name, "deep")
 	rc.System = strings.TrimSpace(cfg.Instructions + "\n\n" + BasePrompt)
 	rc.Tools = append(rc.Tools, subs.tool())
+	if len(cfg.AsyncSubAgents) > 0 {
+		async, err := Async(cfg.AsyncSubAgents)
+		if err != nil {
+			return nil, err
+		}
+		rc.Middleware = append(slices.Clone(rc.Middleware), async)
+	}
 	withApprovals(&rc, cfg.Policy, false)
 	g, err := react.New(rc)
 	if err != nil {

@@ -26,6 +26,9 @@
 //     general-purpose one, which runs as a nested run of the thread with
 //     a fresh context (only the task goes in, only its final answer comes
 //     back); its approvals stop the deep agent's run and resume it.
+//   - Background sub-agents (Config.AsyncSubAgents, Async): assistants on
+//     a LangGraph-API server the model starts, checks, updates and
+//     cancels with start_async_task and its siblings, kept in AsyncTasks.
 //   - Skills: folders with a SKILL.md (front matter name and
 //     description); only the names and descriptions are in the prompt,
 //     and load_skill gives the model the instructions of the one it

@@ -74,7 +74,7 @@ const (
 	maxGrepLineRunes = 200
 	maxListed        = 500
 	maxPatternBytes  = 1000
-	scanPage         = 20
+	scanPage         = 50
 )
 
 // Files returns the virtual filesystem configured by cfg.

@@ -17,7 +17,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // inRun runs fn inside a graph node of a run with st and thread (no
 // thread when it is ""), as the tools run in an agent.
-func inRun(t *testing.T, st store.Store, thread string, fn func(ctx context.Context)) {
+func inRun(t testing.TB, st store.Store, thread string, fn func(ctx context.Context)) {
 	t.Helper()
 	k := graph.NewKey[int]("n")
 	b := graph.New(k)

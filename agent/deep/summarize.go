@@ -3,6 +3,8 @@ package deep
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -157,6 +159,12 @@ func (s *summarizer) fold(ctx context.Context, sum ConversationSummary, msgs []l
 	dir := s.cfg.Dir
 	if th := graph.ThreadID(ctx); s.fs.cfg.Shared && th != "" {
 		dir += "/" + pathElement(th) // threads share the files: keep theirs apart
+	}
+	if ns := graph.Namespace(ctx); ns != "" {
+		// A sub-agent shares its parent's files but counts its own
+		// messages: keep its folds apart from the parent's.
+		sum := sha256.Sum256([]byte(ns))
+		dir += "/subagents/" + hex.EncodeToString(sum[:6])
 	}
 	p := fmt.Sprintf("%s/messages-%d-%d.md", dir, from, to)
 	var tr strings.Builder

@@ -176,3 +176,34 @@ func TestSummarizationKeepsThreadsApartInSharedFiles(t *testing.T) {
 		t.Errorf("files %v", files)
 	}
 }
+
+// A sub-agent summarises into files of its own, not over its parent's.
+func TestSummarizationInSubAgentsKeepsItsOwnFiles(t *testing.T) {
+	ctx := context.Background()
+	m := llmtest.New()
+	m.When(isSummaryCall, llmtest.Text("S")).Repeat()
+	m.When(llmtest.And(main, results(0)), llmtest.ToolCalls(llmtest.Call(deep.TaskTool, `{"subagent_type":"general-purpose","description":"list the files"}`))).Repeat()
+	m.When(llmtest.And(sub, results(0)), llmtest.ToolCalls(llmtest.Call(deep.LsTool, `{}`))).Repeat()
+	m.Otherwise(llmtest.Text("done"))
+	g, err := deep.New(deep.Config{Model: m, Summarize: deep.SummarizeConfig{MaxTokens: 10, KeepMessages: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := store.NewMemory()
+	res, err := g.Invoke(ctx, deep.Input("go"), graph.WithStore(st), graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, _ := deep.Files(deep.FilesConfig{})
+	var listing string
+	inRun(t, st, "n", func(ctx context.Context) {
+		listing, err = call(ctx, toolsByName(fs.Tools())[deep.GlobTool], args{"pattern": "/conversation_history/**"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := deep.Summary.Get(res.State).Files
+	if len(parent) != 1 || !strings.Contains(listing, parent[0]) || !strings.Contains(listing, "/conversation_history/subagents/") {
+		t.Errorf("parent's files %v; all: %s", parent, listing)
+	}
+}

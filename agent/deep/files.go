@@ -185,7 +185,7 @@ func (f *Filesystem) ReadFile(ctx context.Context, p string) (string, error) {
 	}
 	v, err := store.Get[file](ctx, st, ns, p)
 	if errors.Is(err, store.ErrNotFound) {
-		return "", fmt.Errorf("there is no file %s; list the files with %s or %s", p, LsTool, GlobTool)
+		return "", noFileError(p)
 	}
 	if err != nil {
 		return "", err
@@ -209,20 +209,11 @@ func (f *Filesystem) WriteFile(ctx context.Context, p, content string) error {
 	return store.Put(ctx, st, ns, p, file{Content: content, Modified: time.Now().UTC()}, store.PutOptions{NoIndex: true})
 }
 
-// exists reports whether a file is at p.
-func (f *Filesystem) exists(ctx context.Context, p string) (bool, error) {
-	st, ns, err := f.namespace(ctx)
-	if err != nil {
-		return false, err
-	}
-	_, err = st.Get(ctx, ns, p)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return false, nil
-	case err != nil:
-		return false, err
-	}
-	return true, nil
+// noFileError is ReadFile's error for a path without a file.
+type noFileError string
+
+func (e noFileError) Error() string {
+	return fmt.Sprintf("there is no file %s; list the files with %s or %s", string(e), LsTool, GlobTool)
 }
 
 // walk calls fn for each file under dir ("" for all), in path order, a

@@ -199,3 +199,19 @@ func TestFilesSizeLimit(t *testing.T) {
 		wantErr(t, err, "at most 10")
 	})
 }
+
+// Writing a file again with the content it holds (a call re-run after a
+// crash) succeeds without a change; other content is refused.
+func TestWriteFileIsIdempotent(t *testing.T) {
+	must := mustOf(t)
+	fs := newFS(t, deep.FilesConfig{})
+	inRun(t, store.NewMemory(), "t1", func(ctx context.Context) {
+		first := must(call(ctx, fs[deep.WriteFileTool], args{"path": "/a", "content": "x\ny\n"}))
+		again := must(call(ctx, fs[deep.WriteFileTool], args{"path": "/a", "content": "x\ny\n"}))
+		if first != again || first != "Wrote /a (2 lines)." {
+			t.Errorf("%q then %q", first, again)
+		}
+		_, err := call(ctx, fs[deep.WriteFileTool], args{"path": "/a", "content": "z"})
+		wantErr(t, err, "exists already")
+	})
+}

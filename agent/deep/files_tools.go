@@ -2,6 +2,7 @@ package deep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strings"
@@ -80,12 +81,16 @@ func (f *Filesystem) newTools() []tool.Tool {
 				}
 				f.mu.Lock()
 				defer f.mu.Unlock()
-				ok, err := f.exists(ctx, p)
-				if err != nil {
-					return "", err
-				}
-				if ok {
+				old, err := f.ReadFile(ctx, p)
+				switch {
+				case err == nil && old == a.Content:
+					// The same write again (a call re-run after a crash):
+					// nothing to do.
+					return fmt.Sprintf("Wrote %s (%d lines).", p, lineCount(a.Content)), nil
+				case err == nil:
 					return "", fmt.Errorf("the file %s exists already; read it and change it with %s, or write to another path", p, EditFileTool)
+				case !errors.As(err, new(noFileError)):
+					return "", err
 				}
 				if err := f.WriteFile(ctx, p, a.Content); err != nil {
 					return "", err

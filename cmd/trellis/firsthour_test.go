@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/trellis-agents/trellis/apps/catalog"
 )
 
-// serve --help names the same assistants as trellis list (the five apps
-// and agent), and lists --db.
+// serve --help names the same assistants as trellis list (the apps and
+// agent), and lists --db.
 func TestServeHelpAndListAgree(t *testing.T) {
 	list, err := trellis(t, "", "list")
 	if err != nil {
@@ -32,8 +34,8 @@ func TestServeHelpAndListAgree(t *testing.T) {
 	}
 	inHelp := strings.Split(m[1], ", ")
 	slices.Sort(inHelp)
-	if !slices.Equal(listed, inHelp) || !slices.Contains(listed, "agent") || len(listed) != 6 {
-		t.Errorf("trellis list names %v, serve --help names %v; want the same six, agent among them", listed, inHelp)
+	if !slices.Equal(listed, inHelp) || !slices.Contains(listed, "agent") || len(listed) != len(catalog.All())+1 {
+		t.Errorf("trellis list names %v, serve --help names %v; want the same: every app and agent", listed, inHelp)
 	}
 	if !regexp.MustCompile(`(?m)^\s+--db string`).MatchString(help) {
 		t.Errorf("serve --help does not list --db:\n%s", help)

@@ -1,0 +1,163 @@
+package sqlcore
+
+import (
+	"bufio"
+	"fmt"
+	"io/fs"
+	"reflect"
+	"strings"
+)
+
+// Queries holds a dialect's statements, one field a statement, filled
+// from the dialect's query files by Load. The comment on a field says what
+// the statement's numbered parameters are and which columns it returns.
+type Queries struct {
+	// GetDataset ($1 tenant, $2 dataset ID) returns a dataset's columns
+	// (see scanDataset).
+	GetDataset string
+	// GetDatasetForUpdate is GetDataset locking the row until the
+	// transaction ends, where the dialect needs it.
+	GetDatasetForUpdate string
+	// InsertDataset ($1 tenant, $2 ID, $3 name, $4 description, $5
+	// metadata, $6 criteria, $7 now) stores a dataset at version 1.
+	InsertDataset string
+	// UpdateDataset ($1 name, $2 description, $3 metadata, $4 criteria, $5
+	// now, $6 tenant, $7 ID).
+	UpdateDataset string
+	// DeleteDataset ($1 tenant, $2 ID).
+	DeleteDataset string
+	// SearchDatasets ($1 tenant, $2 name substring, case-insensitive, $3
+	// limit, $4 offset), newest first.
+	SearchDatasets string
+	// SetDatasetVersion ($1 version, $2 now, $3 tenant, $4 ID).
+	SetDatasetVersion string
+	// LastCasePosition ($1 tenant, $2 dataset ID) returns the highest case
+	// position, 0 for none.
+	LastCasePosition string
+	// InsertCase ($1 tenant, $2 dataset ID, $3 case ID, $4 version added,
+	// $5 position, $6 data, $7 now).
+	InsertCase string
+	// TakenCase ($1 tenant, $2 dataset ID, $3 list of case IDs, see
+	// Dialect.List) returns one current case ID of the list, no row when
+	// none is current.
+	TakenCase string
+	// RetireCase ($1 version removed, $2 tenant, $3 dataset ID, $4 case
+	// ID) marks a current case removed and returns its position.
+	RetireCase string
+	// DatasetCases ($1 tenant, $2 dataset ID, $3 version) returns case ID,
+	// data, version added and creation time of the cases as of a version,
+	// in order.
+	DatasetCases string
+
+	// GetExperiment ($1 tenant, $2 ID) returns an experiment's columns
+	// (see scanExperiment).
+	GetExperiment string
+	// InsertExperiment ($1 tenant, $2 ID, $3 name, $4 dataset ID, $5
+	// dataset version, $6 assistant ID, $7 repetitions, $8 concurrency, $9
+	// baseline ID, $10 metadata, $11 status, $12 total, $13 now).
+	InsertExperiment string
+	// SearchExperiments ($1 tenant, $2 dataset ID or "", $3 assistant ID or
+	// "", $4 limit, $5 offset), newest first.
+	SearchExperiments string
+	// UpdateExperiment ($1 status, $2 summary or NULL to keep, $3 error or
+	// "" to keep, $4 now, $5 tenant, $6 ID) changes a live experiment.
+	UpdateExperiment string
+	// InsertExperimentResult ($1 tenant, $2 experiment ID, $3 case ID, $4
+	// repetition, $5 passed, $6 data, $7 now) stores a result unless one is
+	// there.
+	InsertExperimentResult string
+	// ExperimentResults ($1 tenant, $2 experiment ID) returns case ID,
+	// repetition, passed, data and creation time, by case and repetition.
+	ExperimentResults string
+	// ExperimentProgress ($1 tenant, $2 experiment ID) returns how many
+	// results there are and how many passed.
+	ExperimentProgress string
+
+	// FeedbackRun ($1 tenant, $2 run ID, $3 thread ID or "") returns a row
+	// when the run exists.
+	FeedbackRun string
+	// FeedbackRunForUpdate is FeedbackRun locking the run until the
+	// transaction ends where the dialect needs it, so concurrent creations
+	// of feedback count in turn.
+	FeedbackRunForUpdate string
+	// CountFeedback ($1 tenant, $2 run ID).
+	CountFeedback string
+	// InsertFeedback ($1 tenant, $2 ID, $3 thread ID, $4 run ID, $5 key, $6
+	// score, $7 value, $8 comment, $9 correction, $10 message ID, $11 now)
+	// returns the stored feedback's columns (see scanFeedback).
+	InsertFeedback string
+	// ListFeedback ($1 tenant, $2 run ID), oldest first.
+	ListFeedback string
+	// DeleteFeedback ($1 tenant, $2 thread ID, $3 run ID, $4 feedback ID).
+	DeleteFeedback string
+}
+
+// Check reports the first statement q lacks.
+func (q *Queries) Check() error {
+	v := reflect.ValueOf(q).Elem()
+	for i := range v.NumField() {
+		if strings.TrimSpace(v.Field(i).String()) == "" {
+			return fmt.Errorf("query %s is missing from the dialect's query files", v.Type().Field(i).Name)
+		}
+	}
+	return nil
+}
+
+// Load reads the statements of the .sql files in fsys matching pattern.
+// A statement starts at a line "-- name: Field", Field naming a field of
+// Queries, and runs to the next such line; other comment lines are kept
+// as written. A name that is not a field, or one given twice, is an error.
+func Load(fsys fs.FS, pattern string) (*Queries, error) {
+	files, err := fs.Glob(fsys, pattern)
+	if err != nil {
+		return nil, fmt.Errorf("query files %q: %w", pattern, err)
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no query files match %q", pattern)
+	}
+	q := &Queries{}
+	v := reflect.ValueOf(q).Elem()
+	seen := map[string]string{}
+	for _, name := range files {
+		text, err := fs.ReadFile(fsys, name)
+		if err != nil {
+			return nil, fmt.Errorf("query file %s: %w", name, err)
+		}
+		var field reflect.Value
+		var body strings.Builder
+		flush := func() {
+			if field.IsValid() {
+				field.SetString(strings.TrimSpace(body.String()))
+			}
+			body.Reset()
+		}
+		sc := bufio.NewScanner(strings.NewReader(string(text)))
+		for line := 1; sc.Scan(); line++ {
+			l := sc.Text()
+			key, ok := strings.CutPrefix(strings.TrimSpace(l), "-- name:")
+			if !ok {
+				if field.IsValid() {
+					body.WriteString(l)
+					body.WriteByte('\n')
+				}
+				continue
+			}
+			flush()
+			key = strings.TrimSpace(key)
+			f, known := v.Type().FieldByName(key)
+			if !known || !f.IsExported() || f.Type.Kind() != reflect.String {
+				return nil, fmt.Errorf("query file %s:%d: %q is not a statement of sqlcore.Queries", name, line, key)
+			}
+			if prev, dup := seen[key]; dup {
+				return nil, fmt.Errorf("query file %s:%d: %s is given again (first in %s)", name, line, key, prev)
+			}
+			seen[key] = name
+			field = v.FieldByName(key)
+		}
+		flush()
+		if err := sc.Err(); err != nil {
+			return nil, fmt.Errorf("query file %s: %w", name, err)
+		}
+	}
+	return q, nil
+}

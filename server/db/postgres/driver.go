@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -51,6 +52,16 @@ func (x driver) Write(ctx context.Context, fn func(sqlcore.Conn) error) error {
 	return x.d.write(ctx, func(tx pgx.Tx) error { return fn(conn{tx}) })
 }
 
+func (driver) Param(n int) string { return "$" + strconv.Itoa(n) }
+
+func (driver) JSONContains(col, param string) string { return col + " @> " + param + "::jsonb" }
+
+// NameContains lowers with the database's locale (non-ASCII letters
+// too); the columns' "C" collation would not.
+func (driver) NameContains(col, param string) string {
+	return `strpos(lower(` + col + ` COLLATE "default"), lower(` + param + ` COLLATE "default")) > 0`
+}
+
 // Exec runs the statement on the pool: one statement commits alone.
 func (x driver) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	return conn{x.d.pool}.Exec(ctx, query, args...)
@@ -87,4 +98,13 @@ func (c conn) Query(ctx context.Context, query string, args ...any) (sqlcore.Row
 
 func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlcore.Row {
 	return c.q.QueryRow(ctx, query, args...)
+}
+
+// args builds a positional argument list.
+type args []any
+
+// add appends v and returns its placeholder.
+func (a *args) add(v any) string {
+	*a = append(*a, v)
+	return "$" + strconv.Itoa(len(*a))
 }

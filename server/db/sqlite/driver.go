@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/trellis-agents/trellis/server/db/internal/sqlcore"
@@ -41,6 +42,16 @@ func (driver) IsNoRows(err error) bool    { return errors.Is(err, sql.ErrNoRows)
 func (x driver) Classify(err error) error { return classify(err, x.d.sq.Path()) }
 func (x driver) Reader() sqlcore.Conn     { return conn{x.d.sq.Read} }
 func (driver) List(s []string) any        { return jsonList(s) }
+
+func (driver) Param(n int) string { return "?" + strconv.Itoa(n) }
+
+// JSONContains is "": SQLite's JSON functions cannot express containment
+// of nested arrays, so rows are matched in Go.
+func (driver) JSONContains(col, param string) string { return "" }
+
+// NameContains is "": SQLite's lower() folds ASCII only, so names are
+// matched in Go.
+func (driver) NameContains(col, param string) string { return "" }
 
 // jsonList is a list as the JSON array json_each expands.
 func jsonList(s []string) string {
@@ -117,3 +128,12 @@ func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlcore.R
 type sqlRows struct{ *sql.Rows }
 
 func (r sqlRows) Close() { _ = r.Rows.Close() }
+
+// scanner is a row to scan.
+type scanner interface{ Scan(dest ...any) error }
+
+// querier is the read pool or a transaction.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}

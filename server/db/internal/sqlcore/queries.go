@@ -73,6 +73,40 @@ type Queries struct {
 	// results there are and how many passed.
 	ExperimentProgress string
 
+	// GetAssistant ($1 tenant, $2 ID) returns an assistant's columns (see
+	// scanAssistant).
+	GetAssistant string
+	// GetAssistantForUpdate is GetAssistant locking the row where the
+	// dialect needs it.
+	GetAssistantForUpdate string
+	// InsertAssistant ($1 tenant, $2 ID, $3 graph ID, $4 name, $5
+	// description, $6 config, $7 context, $8 metadata, $9 now) stores an
+	// assistant at version 1, or nothing when the ID is taken.
+	InsertAssistant string
+	// InsertAssistantVersion ($1 tenant, $2 ID, $3 version, $4 graph ID, $5
+	// name, $6 description, $7 config, $8 context, $9 metadata, $10 now).
+	InsertAssistantVersion string
+	// NextAssistantVersion ($1 tenant, $2 ID) returns one above the
+	// highest version.
+	NextAssistantVersion string
+	// UpdateAssistant ($1 graph ID, $2 name, $3 description, $4 config, $5
+	// context, $6 metadata, $7 version, $8 now, $9 tenant, $10 ID).
+	UpdateAssistant string
+	// DeleteAssistant ($1 tenant, $2 ID).
+	DeleteAssistant string
+	// SelectAssistants is the start of a search, to which WHERE, ORDER BY
+	// and paging are added: the columns of GetAssistant.
+	SelectAssistants string
+	// CountAssistants is the start of a count, to which WHERE is added.
+	CountAssistants string
+	// SelectAssistantVersions is SelectAssistants over the versions, the
+	// version's creation time as both creation and update times.
+	SelectAssistantVersions string
+	// SetLatestVersion ($1 now, $2 tenant, $3 ID, $4 version) copies a
+	// version onto the assistant; no row changes when there is no such
+	// version.
+	SetLatestVersion string
+
 	// FeedbackRun ($1 tenant, $2 run ID, $3 thread ID or "") returns a row
 	// when the run exists.
 	FeedbackRun string

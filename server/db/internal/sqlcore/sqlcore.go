@@ -59,6 +59,18 @@ type Dialect interface {
 	IsUnique(err error) bool
 	// IsNoRows reports a QueryRow that found no row.
 	IsNoRows(err error) bool
+	// Param is the text of the numbered parameter n (from 1) in a
+	// statement built at run time.
+	Param(n int) string
+	// JSONContains is the SQL condition "the JSON in column col contains
+	// the JSON document in parameter param" (PostgreSQL's jsonb @>), or ""
+	// when the dialect cannot say it in SQL and the rows are matched in Go
+	// (dbutil.Filter.Match) instead.
+	JSONContains(col, param string) string
+	// NameContains is the SQL condition "text column col contains the text
+	// of parameter param, ignoring case", or "" when the rows are matched
+	// in Go (strings.Contains of the lowered texts) instead.
+	NameContains(col, param string) string
 	// Classify turns a storage failure (full disk, lost connection) into a
 	// *db.StorageError and returns other errors unchanged.
 	Classify(err error) error

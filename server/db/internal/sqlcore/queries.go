@@ -107,6 +107,38 @@ type Queries struct {
 	// version.
 	SetLatestVersion string
 
+	// GetCron ($1 tenant, $2 ID) returns a cron's columns (see scanCron).
+	GetCron string
+	// GetCronForUpdate is GetCron locking the row where the dialect needs
+	// it.
+	GetCronForUpdate string
+	// CronThread ($1 tenant, $2 thread ID) returns a row when the thread
+	// exists.
+	CronThread string
+	// InsertCron ($1 tenant, $2 ID, $3 assistant ID, $4 thread ID or NULL,
+	// $5 user ID, $6 schedule, $7 timezone, $8 payload, $9 metadata, $10
+	// next run or NULL, $11 end time or NULL, $12 enabled, $13
+	// on-run-completed, $14 now) returns the stored cron's columns.
+	InsertCron string
+	// UpdateCron ($1 schedule, $2 timezone, $3 payload, $4 metadata, $5
+	// next run or NULL, $6 end time or NULL, $7 enabled, $8
+	// on-run-completed, $9 now, $10 tenant, $11 ID) returns the cron's
+	// columns.
+	UpdateCron string
+	// DeleteCron ($1 tenant, $2 ID).
+	DeleteCron string
+	// SelectCrons is the start of a search: the columns of GetCron.
+	SelectCrons string
+	// CountCrons is the start of a count.
+	CountCrons string
+	// DueCrons ($1 now, $2 limit) returns the tenant then a cron's columns
+	// of every enabled cron whose next run has come, by next run, tenant
+	// and ID.
+	DueCrons string
+	// AdvanceCron ($1 next run or NULL, $2 now, $3 tenant, $4 ID, $5 slot)
+	// moves an enabled cron's next run from slot.
+	AdvanceCron string
+
 	// FeedbackRun ($1 tenant, $2 run ID, $3 thread ID or "") returns a row
 	// when the run exists.
 	FeedbackRun string

@@ -139,6 +139,22 @@ type Queries struct {
 	// moves an enabled cron's next run from slot.
 	AdvanceCron string
 
+	// InsertKey ($1 ID, $2 tenant, $3 name, $4 prefix, $5 hash, $6
+	// creation time).
+	InsertKey string
+	// KeyByHash ($1 hash) returns a key's columns (see scanKey).
+	KeyByHash string
+	// ListKeys ($1 tenant, "" for all) returns keys' columns by creation
+	// time and ID.
+	ListKeys string
+	// RevokeKey ($1 ID, $2 time) sets the revocation time unless set and
+	// returns the key's columns.
+	RevokeKey string
+	// TouchKey ($1 ID, $2 time) sets the last use.
+	TouchKey string
+	// CountActiveKeys counts the keys not revoked.
+	CountActiveKeys string
+
 	// FeedbackRun ($1 tenant, $2 run ID, $3 thread ID or "") returns a row
 	// when the run exists.
 	FeedbackRun string

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -62,6 +63,18 @@ func (driver) NameContains(col, param string) string {
 	return `strpos(lower(` + col + ` COLLATE "default"), lower(` + param + ` COLLATE "default")) > 0`
 }
 
+func (driver) InList(col, param string) string { return col + " = ANY(" + param + "::text[])" }
+
+// JSONTextContains matches only a string member (->> would give another
+// member's JSON text).
+func (driver) JSONTextContains(col, key, param string) string {
+	k := "'" + strings.ReplaceAll(key, "'", "''") + "'"
+	return "jsonb_typeof(" + col + "->" + k + ") = 'string' AND strpos(lower(" + col + "->>" + k + "), lower(" + param + ")) > 0"
+}
+
+// MergesInSQL is true: jsonb || replaces top-level keys.
+func (driver) MergesInSQL() bool { return true }
+
 // Exec runs the statement on the pool: one statement commits alone.
 func (x driver) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	return conn{x.d.pool}.Exec(ctx, query, args...)
@@ -98,13 +111,4 @@ func (c conn) Query(ctx context.Context, query string, args ...any) (sqlcore.Row
 
 func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlcore.Row {
 	return c.q.QueryRow(ctx, query, args...)
-}
-
-// args builds a positional argument list.
-type args []any
-
-// add appends v and returns its placeholder.
-func (a *args) add(v any) string {
-	*a = append(*a, v)
-	return "$" + strconv.Itoa(len(*a))
 }

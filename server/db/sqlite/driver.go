@@ -53,6 +53,18 @@ func (driver) JSONContains(col, param string) string { return "" }
 // matched in Go.
 func (driver) NameContains(col, param string) string { return "" }
 
+// InList expands the JSON array List passes.
+func (driver) InList(col, param string) string {
+	return col + " IN (SELECT value FROM json_each(" + param + "))"
+}
+
+// JSONTextContains is "": SQLite's lower() folds ASCII only.
+func (driver) JSONTextContains(col, key, param string) string { return "" }
+
+// MergesInSQL is false: SQLite's json_patch merges recursively and drops
+// null members, not PostgreSQL's top-level ||.
+func (driver) MergesInSQL() bool { return false }
+
 // jsonList is a list as the JSON array json_each expands.
 func jsonList(s []string) string {
 	if s == nil {

@@ -155,6 +155,47 @@ type Queries struct {
 	// CountActiveKeys counts the keys not revoked.
 	CountActiveKeys string
 
+	// GetThread ($1 tenant, $2 ID) returns a thread's columns (see
+	// scanThread).
+	GetThread string
+	// InsertThread ($1 tenant, $2 ID, $3 status, $4 metadata, $5 values or
+	// NULL, $6 interrupts, $7 error, $8 now, $9 TTL in microseconds or
+	// NULL, $10 TTL strategy, $11 expiry or NULL) stores a thread, or
+	// nothing when the ID is taken.
+	InsertThread string
+	// UpdateThreadMetadata ($1 metadata patch, or the merged document when
+	// the dialect does not merge in SQL, $2 now, $3 tenant, $4 ID) also
+	// moves the expiry to the TTL after now.
+	UpdateThreadMetadata string
+	// SetThreadResult ($1 status, $2 error, $3 whether to set the values,
+	// $4 values, $5 interrupts or NULL to keep, $6 now, $7 tenant, $8 ID)
+	// also moves the expiry to the TTL after now.
+	SetThreadResult string
+	// DeleteThread ($1 tenant, $2 ID).
+	DeleteThread string
+	// SelectThreads is the start of a search: the columns of GetThread.
+	SelectThreads string
+	// CountThreads is the start of a count.
+	CountThreads string
+	// CopyThread ($1 new ID, $2 now, $3 tenant, $4 ID) copies a thread row
+	// created now, its expiry the TTL after now; nothing when the new ID is
+	// taken.
+	CopyThread string
+	// CopyCheckpointMetadata ($1 new thread ID, $2 tenant, $3 thread ID).
+	CopyCheckpointMetadata string
+	// SetThreadTTL ($1 TTL in microseconds or NULL, $2 strategy, $3 now,
+	// $4 expiry or NULL, $5 tenant, $6 ID).
+	SetThreadTTL string
+	// ExpiredThreads ($1 now, $2 limit) returns tenant, ID and TTL strategy
+	// of idle threads expired at now, the longest expired first.
+	ExpiredThreads string
+	// ExpiredThread ($1 now, $2 tenant, $3 ID) returns the TTL strategy of
+	// the thread if it is expired and idle at now, locking it where the
+	// dialect needs it.
+	ExpiredThread string
+	// KeepExpiredThread ($1 tenant, $2 ID) clears a thread's expiry.
+	KeepExpiredThread string
+
 	// FeedbackRun ($1 tenant, $2 run ID, $3 thread ID or "") returns a row
 	// when the run exists.
 	FeedbackRun string

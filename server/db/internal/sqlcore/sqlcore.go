@@ -71,6 +71,19 @@ type Dialect interface {
 	// of parameter param, ignoring case", or "" when the rows are matched
 	// in Go (strings.Contains of the lowered texts) instead.
 	NameContains(col, param string) string
+	// InList is the SQL condition "column col is one of the list in
+	// parameter param" (the parameter given List's value).
+	InList(col, param string) string
+	// JSONTextContains is the SQL condition "the JSON object in column col
+	// has a string under key containing the text of parameter param,
+	// ignoring case", or "" when the rows are matched in Go instead.
+	JSONTextContains(col, key, param string) string
+	// MergesInSQL reports whether the statements that patch stored
+	// metadata (UpdateThreadMetadata, PatchCheckpointMetadata) merge the
+	// patch into the stored document themselves (top-level keys replace).
+	// When false the store reads the stored metadata in the write
+	// transaction, merges in Go, and passes the merged document.
+	MergesInSQL() bool
 	// Classify turns a storage failure (full disk, lost connection) into a
 	// *db.StorageError and returns other errors unchanged.
 	Classify(err error) error

@@ -84,7 +84,7 @@ func (s *Store) CreateCron(ctx context.Context, tenant string, c db.Cron) (db.Cr
 	err = s.d.Write(ctx, func(tx Conn) error {
 		if c.ThreadID != "" {
 			var one int
-			err := tx.QueryRow(ctx, s.q.CronThread, tenant, c.ThreadID).Scan(&one)
+			err := tx.QueryRow(ctx, s.q.ThreadExists, tenant, c.ThreadID).Scan(&one)
 			if s.d.IsNoRows(err) {
 				return s.notFound("thread", c.ThreadID, tenant)
 			}

@@ -31,10 +31,10 @@ func (s *Store) scanFeedback(r Row) (db.Feedback, error) {
 
 // feedbackRun checks that the run exists (on the thread, when one is
 // named), locking it when lock is set.
-func (s *Store) feedbackRun(ctx context.Context, tx Conn, tenant, threadID, runID string, lock bool) error {
-	query := s.q.FeedbackRun
+func (s *Store) runExists(ctx context.Context, tx Conn, tenant, threadID, runID string, lock bool) error {
+	query := s.q.RunExists
 	if lock {
-		query = s.q.FeedbackRunForUpdate
+		query = s.q.RunExistsForUpdate
 	}
 	var one int
 	err := tx.QueryRow(ctx, query, tenant, runID, threadID).Scan(&one)
@@ -61,7 +61,7 @@ func (s *Store) CreateFeedback(ctx context.Context, tenant string, f db.Feedback
 	}
 	var out db.Feedback
 	err = s.d.Write(ctx, func(tx Conn) error {
-		if err := s.feedbackRun(ctx, tx, tenant, f.ThreadID, f.RunID, true); err != nil {
+		if err := s.runExists(ctx, tx, tenant, f.ThreadID, f.RunID, true); err != nil {
 			return err
 		}
 		var n int
@@ -89,7 +89,7 @@ func (s *Store) ListFeedback(ctx context.Context, tenant, threadID, runID string
 	}
 	var out []db.Feedback
 	err := s.d.Read(ctx, func(tx Conn) error {
-		if err := s.feedbackRun(ctx, tx, tenant, threadID, runID, false); err != nil {
+		if err := s.runExists(ctx, tx, tenant, threadID, runID, false); err != nil {
 			return err
 		}
 		var err error

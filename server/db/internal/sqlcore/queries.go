@@ -112,9 +112,9 @@ type Queries struct {
 	// GetCronForUpdate is GetCron locking the row where the dialect needs
 	// it.
 	GetCronForUpdate string
-	// CronThread ($1 tenant, $2 thread ID) returns a row when the thread
+	// ThreadExists ($1 tenant, $2 thread ID) returns a row when the thread
 	// exists.
-	CronThread string
+	ThreadExists string
 	// InsertCron ($1 tenant, $2 ID, $3 assistant ID, $4 thread ID or NULL,
 	// $5 user ID, $6 schedule, $7 timezone, $8 payload, $9 metadata, $10
 	// next run or NULL, $11 end time or NULL, $12 enabled, $13
@@ -196,13 +196,32 @@ type Queries struct {
 	// KeepExpiredThread ($1 tenant, $2 ID) clears a thread's expiry.
 	KeepExpiredThread string
 
-	// FeedbackRun ($1 tenant, $2 run ID, $3 thread ID or "") returns a row
+	// GetCheckpointMetadata ($1 tenant, $2 thread ID, $3 checkpoint ID)
+	// returns a checkpoint's metadata overlay.
+	GetCheckpointMetadata string
+	// PatchCheckpointMetadata ($1 tenant, $2 thread ID, $3 checkpoint ID,
+	// $4 metadata patch, or the merged document when the dialect does not
+	// merge in SQL, $5 now) stores the overlay and returns it.
+	PatchCheckpointMetadata string
+	// CheckpointMetadata ($1 tenant, $2 thread ID) returns checkpoint ID
+	// and overlay of each of the thread's overlays.
+	CheckpointMetadata string
+
+	// ReadEvents ($1 tenant, $2 run ID, $3 after Seq, $4 limit or NULL for
+	// all) returns Seq, name, data and creation time, by Seq.
+	ReadEvents string
+	// DeleteEvents ($1 tenant, $2 run ID).
+	DeleteEvents string
+	// PruneEvents ($1 time) deletes the events of runs that ended before.
+	PruneEvents string
+
+	// RunExists ($1 tenant, $2 run ID, $3 thread ID or "") returns a row
 	// when the run exists.
-	FeedbackRun string
-	// FeedbackRunForUpdate is FeedbackRun locking the run until the
+	RunExists string
+	// RunExistsForUpdate is RunExists locking the run until the
 	// transaction ends where the dialect needs it, so concurrent creations
 	// of feedback count in turn.
-	FeedbackRunForUpdate string
+	RunExistsForUpdate string
 	// CountFeedback ($1 tenant, $2 run ID).
 	CountFeedback string
 	// InsertFeedback ($1 tenant, $2 ID, $3 thread ID, $4 run ID, $5 key, $6

@@ -11,7 +11,7 @@ SELECT cron_id, assistant_id, thread_id, user_id, schedule, timezone, payload::t
 FROM trellis_crons WHERE tenant = $1 AND cron_id = $2
 FOR UPDATE
 
--- name: CronThread
+-- name: ThreadExists
 SELECT 1 FROM trellis_threads WHERE tenant = $1 AND thread_id = $2
 
 -- name: InsertCron

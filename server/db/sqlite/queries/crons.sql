@@ -10,7 +10,7 @@ SELECT cron_id, assistant_id, thread_id, user_id, schedule, timezone, payload, m
 	next_run_at, end_time, enabled, on_run_completed, created_at, updated_at
 FROM trellis_crons WHERE tenant = ?1 AND cron_id = ?2
 
--- name: CronThread
+-- name: ThreadExists
 SELECT 1 FROM trellis_threads WHERE tenant = ?1 AND thread_id = ?2
 
 -- name: InsertCron

@@ -1,9 +1,9 @@
 -- Run feedback on SQLite (see datasets.sql).
 
--- name: FeedbackRun
+-- name: RunExists
 SELECT 1 FROM trellis_runs WHERE tenant = ?1 AND run_id = ?2 AND ?3 IN ('', thread_id)
 
--- name: FeedbackRunForUpdate
+-- name: RunExistsForUpdate
 SELECT 1 FROM trellis_runs WHERE tenant = ?1 AND run_id = ?2 AND ?3 IN ('', thread_id)
 
 -- name: CountFeedback

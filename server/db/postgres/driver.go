@@ -4,7 +4,6 @@ import (
 	"context"
 	"embed"
 	"errors"
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -27,13 +26,10 @@ type driver struct{ d *DB }
 
 var _ sqlcore.Driver = driver{}
 
-// newCore loads the dialect's query files and returns the shared store.
+// newCore returns the stores written once, over this dialect's
+// statements.
 func newCore(d *DB) (*sqlcore.Store, error) {
-	q, err := sqlcore.Load(queryFiles, "queries/*.sql")
-	if err != nil {
-		return nil, fmt.Errorf("server/db/postgres: %w", err)
-	}
-	return sqlcore.New(driver{d}, q)
+	return sqlcore.Open(driver{d}, queryFiles, "queries/*.sql")
 }
 
 func (driver) Name() string              { return "server/db/postgres" }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io/fs"
+	"iter"
 	"reflect"
 	"strings"
 )
@@ -232,6 +233,19 @@ type Queries struct {
 	ListFeedback string
 	// DeleteFeedback ($1 tenant, $2 thread ID, $3 run ID, $4 feedback ID).
 	DeleteFeedback string
+}
+
+// All yields each statement's name and text, in the order of Queries'
+// fields.
+func (q *Queries) All() iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		v := reflect.ValueOf(q).Elem()
+		for i := range v.NumField() {
+			if !yield(v.Type().Field(i).Name, v.Field(i).String()) {
+				return
+			}
+		}
+	}
 }
 
 // Check reports the first statement q lacks.

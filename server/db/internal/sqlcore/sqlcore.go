@@ -14,6 +14,7 @@ package sqlcore
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"time"
 
 	"github.com/trellis-agents/trellis/server/db"
@@ -108,6 +109,16 @@ type Driver interface {
 type Store struct {
 	d Driver
 	q *Queries
+}
+
+// Open loads the dialect's query files (the .sql files in fsys matching
+// pattern, see Load) and returns a Store running them on d.
+func Open(d Driver, fsys fs.FS, pattern string) (*Store, error) {
+	q, err := Load(fsys, pattern)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", d.Name(), err)
+	}
+	return New(d, q)
 }
 
 // New returns a Store running q's statements on d. It fails when q lacks a

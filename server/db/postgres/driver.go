@@ -29,7 +29,7 @@ var _ sqlcore.Driver = driver{}
 // newCore returns the stores written once, over this dialect's
 // statements.
 func newCore(d *DB) (*sqlcore.Store, error) {
-	return sqlcore.Open(driver{d}, queryFiles, "queries/*.sql")
+	return sqlcore.Open(driver{d}, queryFiles, sqlcore.Pattern)
 }
 
 func (driver) Name() string              { return "server/db/postgres" }

@@ -18,19 +18,14 @@ func TestQueriesPrepare(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	q, err := sqlcore.Load(queryFiles, "queries/*.sql")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := q.Check(); err != nil {
-		t.Fatal(err)
-	}
-	for name, text := range q.All() {
+	err = sqlcore.PrepareAll(queryFiles, sqlcore.Pattern, func(text string) error {
 		st, err := d.sq.Write.PrepareContext(ctx, text)
-		if err != nil {
-			t.Errorf("%s: %v\n%s", name, err, text)
-			continue
+		if err == nil {
+			err = st.Close()
 		}
-		_ = st.Close()
+		return err
+	})
+	if err != nil {
+		t.Error(err)
 	}
 }

@@ -211,34 +211,18 @@ func (s *Store) assistantFilter(tenant string, q db.AssistantQuery) (*filter[db.
 // metadata containing q.Metadata; sorted by q.SortBy (assistant_id,
 // graph_id, name, created_at, updated_at; ties by ID), then paged.
 func (s *Store) SearchAssistants(ctx context.Context, tenant string, q db.AssistantQuery) ([]db.Assistant, error) {
-	limit, offset, err := dbutil.Page(q.Limit, q.Offset)
-	if err != nil {
-		return nil, err
-	}
-	col, dir, err := dbutil.Order(q.Query, dbutil.AssistantSort)
-	if err != nil {
-		return nil, err
-	}
-	f, err := s.assistantFilter(tenant, q)
-	if err != nil {
-		return nil, err
-	}
-	out, err := search(ctx, s.d.Reader(), f, s.q.SelectAssistants, col+" "+dir+", assistant_id "+dir, limit, offset, s.assistantScan(tenant))
-	if err != nil {
-		return nil, s.wrap(err, "search assistants")
-	}
-	return out, nil
+	return s.assistants(tenant).page(ctx, s, q.Query, func() (*filter[db.Assistant], error) { return s.assistantFilter(tenant, q) })
 }
 
 // CountAssistants counts the assistants SearchAssistants would find
 // without paging.
 func (s *Store) CountAssistants(ctx context.Context, tenant string, q db.AssistantQuery) (int, error) {
-	f, err := s.assistantFilter(tenant, q)
-	if err != nil {
-		return 0, err
-	}
-	n, err := count(ctx, s.d.Reader(), f, s.q.SelectAssistants, s.q.CountAssistants, s.assistantScan(tenant))
-	return n, s.wrap(err, "count assistants")
+	return s.assistants(tenant).total(ctx, s, func() (*filter[db.Assistant], error) { return s.assistantFilter(tenant, q) })
+}
+
+func (s *Store) assistants(tenant string) listing[db.Assistant] {
+	return listing[db.Assistant]{what: "assistants", sel: s.q.SelectAssistants, count: s.q.CountAssistants,
+		sorts: dbutil.AssistantSort, idCol: "assistant_id", scan: s.assistantScan(tenant)}
 }
 
 // AssistantVersions lists the assistant's versions, newest first, those

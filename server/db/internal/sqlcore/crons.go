@@ -206,23 +206,7 @@ func (s *Store) SearchCrons(ctx context.Context, tenant string, q db.CronQuery) 
 	if err := dbutil.Tenant(tenant); err != nil {
 		return nil, err
 	}
-	limit, offset, err := dbutil.Page(q.Limit, q.Offset)
-	if err != nil {
-		return nil, err
-	}
-	col, dir, err := dbutil.Order(q.Query, dbutil.CronSort)
-	if err != nil {
-		return nil, err
-	}
-	f, err := s.cronFilter(tenant, q)
-	if err != nil {
-		return nil, err
-	}
-	out, err := search(ctx, s.d.Reader(), f, s.q.SelectCrons, col+" "+dir+", cron_id "+dir, limit, offset, s.cronScan(tenant))
-	if err != nil {
-		return nil, s.wrap(err, "search crons")
-	}
-	return out, nil
+	return s.crons(tenant).page(ctx, s, q.Query, func() (*filter[db.Cron], error) { return s.cronFilter(tenant, q) })
 }
 
 // CountCrons counts what SearchCrons would find without paging.
@@ -230,12 +214,12 @@ func (s *Store) CountCrons(ctx context.Context, tenant string, q db.CronQuery) (
 	if err := dbutil.Tenant(tenant); err != nil {
 		return 0, err
 	}
-	f, err := s.cronFilter(tenant, q)
-	if err != nil {
-		return 0, err
-	}
-	n, err := count(ctx, s.d.Reader(), f, s.q.SelectCrons, s.q.CountCrons, s.cronScan(tenant))
-	return n, s.wrap(err, "count crons")
+	return s.crons(tenant).total(ctx, s, func() (*filter[db.Cron], error) { return s.cronFilter(tenant, q) })
+}
+
+func (s *Store) crons(tenant string) listing[db.Cron] {
+	return listing[db.Cron]{what: "crons", sel: s.q.SelectCrons, count: s.q.CountCrons,
+		sorts: dbutil.CronSort, idCol: "cron_id", scan: s.cronScan(tenant)}
 }
 
 // DueCrons lists enabled crons of every tenant whose next slot has come.

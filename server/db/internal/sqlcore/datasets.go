@@ -104,15 +104,7 @@ func (s *Store) GetDataset(ctx context.Context, tenant, id string) (db.Dataset, 
 
 // UpdateDataset applies p to a dataset.
 func (s *Store) UpdateDataset(ctx context.Context, tenant, id string, p db.DatasetPatch) (db.Dataset, error) {
-	if err := dbutil.Tenant(tenant); err != nil {
-		return db.Dataset{}, err
-	}
-	var out db.Dataset
-	err := s.d.Write(ctx, func(tx Conn) error {
-		ds, err := s.getDataset(ctx, tx, tenant, id, true)
-		if err != nil {
-			return err
-		}
+	return s.editDataset(ctx, tenant, id, func(tx Conn, ds db.Dataset) error {
 		applyDatasetPatch(&ds, p)
 		md, crit, err := dbutil.Dataset(ds)
 		if err != nil {
@@ -122,8 +114,24 @@ func (s *Store) UpdateDataset(ctx context.Context, tenant, id string, p db.Datas
 		if s.d.IsUnique(err) {
 			return s.fail(db.ErrConflict, "a dataset named %q", ds.Name)
 		}
+		return s.wrap(err, "update dataset %q", id)
+	})
+}
+
+// editDataset runs fn on a dataset, locked, in a write transaction and
+// returns the dataset as fn left it.
+func (s *Store) editDataset(ctx context.Context, tenant, id string, fn func(tx Conn, ds db.Dataset) error) (db.Dataset, error) {
+	if err := dbutil.Tenant(tenant); err != nil {
+		return db.Dataset{}, err
+	}
+	var out db.Dataset
+	err := s.d.Write(ctx, func(tx Conn) error {
+		ds, err := s.getDataset(ctx, tx, tenant, id, true)
 		if err != nil {
-			return s.wrap(err, "update dataset %q", id)
+			return err
+		}
+		if err := fn(tx, ds); err != nil {
+			return err
 		}
 		out, err = s.getDataset(ctx, tx, tenant, id, false)
 		return err
@@ -181,26 +189,14 @@ func (s *Store) SearchDatasets(ctx context.Context, tenant string, q db.DatasetQ
 // changeCases runs fn on a dataset, locked, in a write transaction with
 // the next version, then records that version.
 func (s *Store) changeCases(ctx context.Context, tenant, id string, fn func(tx Conn, ds db.Dataset, next int, now time.Time) error) (db.Dataset, error) {
-	if err := dbutil.Tenant(tenant); err != nil {
-		return db.Dataset{}, err
-	}
-	var out db.Dataset
-	err := s.d.Write(ctx, func(tx Conn) error {
-		ds, err := s.getDataset(ctx, tx, tenant, id, true)
-		if err != nil {
-			return err
-		}
+	return s.editDataset(ctx, tenant, id, func(tx Conn, ds db.Dataset) error {
 		now := dbutil.Now()
 		if err := fn(tx, ds, ds.Version+1, now); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(ctx, s.q.SetDatasetVersion, ds.Version+1, s.d.Time(now), tenant, id); err != nil {
-			return s.wrap(err, "update dataset %q", id)
-		}
-		out, err = s.getDataset(ctx, tx, tenant, id, false)
-		return err
+		_, err := tx.Exec(ctx, s.q.SetDatasetVersion, ds.Version+1, s.d.Time(now), tenant, id)
+		return s.wrap(err, "update dataset %q", id)
 	})
-	return out, err
 }
 
 // AddCases adds cases in a new version.

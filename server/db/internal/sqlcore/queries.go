@@ -2,6 +2,7 @@ package sqlcore
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io/fs"
 	"iter"
@@ -257,6 +258,30 @@ func (q *Queries) Check() error {
 		}
 	}
 	return nil
+}
+
+// Pattern is where a backend keeps its query files, relative to its
+// package directory (embedded).
+const Pattern = "queries/*.sql"
+
+// PrepareAll loads the query files as Load does, checks that none is
+// missing, and calls prepare with each statement; the error names every
+// statement prepare refused.
+func PrepareAll(fsys fs.FS, pattern string, prepare func(text string) error) error {
+	q, err := Load(fsys, pattern)
+	if err != nil {
+		return err
+	}
+	if err := q.Check(); err != nil {
+		return err
+	}
+	var errs []error
+	for name, text := range q.All() {
+		if err := prepare(text); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w\n%s", name, err, text))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Load reads the statements of the .sql files in fsys matching pattern.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
 )
 
@@ -144,4 +145,47 @@ func count[T any](ctx context.Context, c Conn, f *filter[T], selectSQL, countSQL
 		}
 	}
 	return n, rows.Err()
+}
+
+// listing is a searchable table: its search and count statements, the
+// columns a search may sort by, the tie-breaking ID column and how to
+// read a row.
+type listing[T any] struct {
+	what       string // "assistants": for errors
+	sel, count string
+	sorts      map[string]string
+	idCol      string
+	scan       scanFunc[T]
+}
+
+// page returns q's page of the rows build's filter keeps, in q's order,
+// ties by ID.
+func (l listing[T]) page(ctx context.Context, s *Store, q db.Query, build func() (*filter[T], error)) ([]T, error) {
+	limit, offset, err := dbutil.Page(q.Limit, q.Offset)
+	if err != nil {
+		return nil, err
+	}
+	col, dir, err := dbutil.Order(q, l.sorts)
+	if err != nil {
+		return nil, err
+	}
+	f, err := build()
+	if err != nil {
+		return nil, err
+	}
+	out, err := search(ctx, s.d.Reader(), f, l.sel, col+" "+dir+", "+l.idCol+" "+dir, limit, offset, l.scan)
+	if err != nil {
+		return nil, s.wrap(err, "search %s", l.what)
+	}
+	return out, nil
+}
+
+// total counts the rows build's filter keeps.
+func (l listing[T]) total(ctx context.Context, s *Store, build func() (*filter[T], error)) (int, error) {
+	f, err := build()
+	if err != nil {
+		return 0, err
+	}
+	n, err := count(ctx, s.d.Reader(), f, l.sel, l.count, l.scan)
+	return n, s.wrap(err, "count %s", l.what)
 }

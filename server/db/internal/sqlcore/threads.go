@@ -254,34 +254,18 @@ func titleHas(md []byte, lower string) bool {
 // title containing q.Title; sorted by q.SortBy (thread_id, status,
 // created_at, updated_at; ties by ID), then paged.
 func (s *Store) SearchThreads(ctx context.Context, tenant string, q db.ThreadQuery) ([]db.Thread, error) {
-	limit, offset, err := dbutil.Page(q.Limit, q.Offset)
-	if err != nil {
-		return nil, err
-	}
-	col, dir, err := dbutil.Order(q.Query, dbutil.ThreadSort)
-	if err != nil {
-		return nil, err
-	}
-	f, err := s.threadFilter(tenant, q)
-	if err != nil {
-		return nil, err
-	}
-	out, err := search(ctx, s.d.Reader(), f, s.q.SelectThreads, col+" "+dir+", thread_id "+dir, limit, offset, s.threadScan(tenant))
-	if err != nil {
-		return nil, s.wrap(err, "search threads")
-	}
-	return out, nil
+	return s.threads(tenant).page(ctx, s, q.Query, func() (*filter[db.Thread], error) { return s.threadFilter(tenant, q) })
 }
 
 // CountThreads counts the threads SearchThreads would find without
 // paging.
 func (s *Store) CountThreads(ctx context.Context, tenant string, q db.ThreadQuery) (int, error) {
-	f, err := s.threadFilter(tenant, q)
-	if err != nil {
-		return 0, err
-	}
-	n, err := count(ctx, s.d.Reader(), f, s.q.SelectThreads, s.q.CountThreads, s.threadScan(tenant))
-	return n, s.wrap(err, "count threads")
+	return s.threads(tenant).total(ctx, s, func() (*filter[db.Thread], error) { return s.threadFilter(tenant, q) })
+}
+
+func (s *Store) threads(tenant string) listing[db.Thread] {
+	return listing[db.Thread]{what: "threads", sel: s.q.SelectThreads, count: s.q.CountThreads,
+		sorts: dbutil.ThreadSort, idCol: "thread_id", scan: s.threadScan(tenant)}
 }
 
 // CopyThread copies the thread row (metadata, status, values, interrupts,

@@ -31,18 +31,7 @@ func (s *Store) assistantScan(tenant string) scanFunc[db.Assistant] {
 }
 
 func (s *Store) getAssistant(ctx context.Context, c Conn, tenant, id string, lock bool) (db.Assistant, error) {
-	query := s.q.GetAssistant
-	if lock {
-		query = s.q.GetAssistantForUpdate
-	}
-	a, _, err := s.scanAssistant(c.QueryRow(ctx, query, tenant, id), tenant)
-	if s.d.IsNoRows(err) {
-		return db.Assistant{}, s.notFound("assistant", id, tenant)
-	}
-	if err != nil {
-		return db.Assistant{}, s.wrap(err, "get assistant %q", id)
-	}
-	return a, nil
+	return getOne(ctx, s, c, "assistant", tenant, id, rowOnly(s.assistantScan(tenant)), locked(lock, s.q.GetAssistant, s.q.GetAssistantForUpdate))
 }
 
 // CreateAssistant stores a new assistant as its version 1 (an empty ID gets

@@ -38,18 +38,7 @@ func (s *Store) cronScan(tenant string) scanFunc[db.Cron] {
 
 // getCron reads a cron, locking it when lock is set.
 func (s *Store) getCron(ctx context.Context, c Conn, tenant, id string, lock bool) (db.Cron, error) {
-	query := s.q.GetCron
-	if lock {
-		query = s.q.GetCronForUpdate
-	}
-	cr, _, err := s.scanCron(c.QueryRow(ctx, query, tenant, id), tenant)
-	if s.d.IsNoRows(err) {
-		return db.Cron{}, s.notFound("cron", id, tenant)
-	}
-	if err != nil {
-		return db.Cron{}, s.wrap(err, "get cron %q", id)
-	}
-	return cr, nil
+	return getOne(ctx, s, c, "cron", tenant, id, rowOnly(s.cronScan(tenant)), locked(lock, s.q.GetCron, s.q.GetCronForUpdate))
 }
 
 // nullTime stores a zero time as NULL.

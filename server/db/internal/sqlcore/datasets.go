@@ -27,18 +27,8 @@ func (s *Store) scanDataset(r Row, tenant string) (db.Dataset, error) {
 
 // getDataset reads a dataset, locking it when lock is set.
 func (s *Store) getDataset(ctx context.Context, c Conn, tenant, id string, lock bool) (db.Dataset, error) {
-	query := s.q.GetDataset
-	if lock {
-		query = s.q.GetDatasetForUpdate
-	}
-	d, err := s.scanDataset(c.QueryRow(ctx, query, tenant, id), tenant)
-	if s.d.IsNoRows(err) {
-		return db.Dataset{}, s.notFound("dataset", id, tenant)
-	}
-	if err != nil {
-		return db.Dataset{}, s.wrap(err, "get dataset %q", id)
-	}
-	return d, nil
+	scan := func(r Row) (db.Dataset, error) { return s.scanDataset(r, tenant) }
+	return getOne(ctx, s, c, "dataset", tenant, id, scan, locked(lock, s.q.GetDataset, s.q.GetDatasetForUpdate))
 }
 
 // CreateDataset stores a dataset at version 1 with its cases.

@@ -30,14 +30,8 @@ func (s *Store) scanExperiment(r Row, tenant string) (db.Experiment, error) {
 }
 
 func (s *Store) getExperiment(ctx context.Context, c Conn, tenant, id string) (db.Experiment, error) {
-	e, err := s.scanExperiment(c.QueryRow(ctx, s.q.GetExperiment, tenant, id), tenant)
-	if s.d.IsNoRows(err) {
-		return db.Experiment{}, s.notFound("experiment", id, tenant)
-	}
-	if err != nil {
-		return db.Experiment{}, s.wrap(err, "get experiment %q", id)
-	}
-	return e, nil
+	scan := func(r Row) (db.Experiment, error) { return s.scanExperiment(r, tenant) }
+	return getOne(ctx, s, c, "experiment", tenant, id, scan, s.q.GetExperiment)
 }
 
 // CreateExperiment stores a pending experiment.

@@ -149,6 +149,37 @@ func (s *Store) notFound(what, id, tenant string) error {
 	return s.fail(db.ErrNotFound, "%s %q (tenant %q)", what, id, tenant)
 }
 
+// getOne reads the row query returns with scan: ErrNotFound naming what,
+// id and tenant when there is none.
+func getOne[T any](ctx context.Context, s *Store, c Conn, what, tenant, id string, scan func(Row) (T, error), query string) (T, error) {
+	v, err := scan(c.QueryRow(ctx, query, tenant, id))
+	if s.d.IsNoRows(err) {
+		var zero T
+		return zero, s.notFound(what, id, tenant)
+	}
+	if err != nil {
+		var zero T
+		return zero, s.wrap(err, "get %s %q", what, id)
+	}
+	return v, nil
+}
+
+// locked is forUpdate when lock is set, else plain.
+func locked(lock bool, plain, forUpdate string) string {
+	if lock {
+		return forUpdate
+	}
+	return plain
+}
+
+// rowOnly drops the stored metadata a search scan also returns.
+func rowOnly[T any](scan scanFunc[T]) func(Row) (T, error) {
+	return func(r Row) (T, error) {
+		v, _, err := scan(r)
+		return v, err
+	}
+}
+
 // collect reads every row of a query with scan; an empty result is an
 // empty, non-nil slice.
 func collect[T any](ctx context.Context, c Conn, scan func(Row) (T, error), query string, args ...any) ([]T, error) {

@@ -38,14 +38,7 @@ func (s *Store) threadScan(tenant string) scanFunc[db.Thread] {
 }
 
 func (s *Store) getThread(ctx context.Context, c Conn, tenant, id string) (db.Thread, error) {
-	t, _, err := s.scanThread(c.QueryRow(ctx, s.q.GetThread, tenant, id), tenant)
-	if s.d.IsNoRows(err) {
-		return db.Thread{}, s.notFound("thread", id, tenant)
-	}
-	if err != nil {
-		return db.Thread{}, s.wrap(err, "get thread %q", id)
-	}
-	return t, nil
+	return getOne(ctx, s, c, "thread", tenant, id, rowOnly(s.threadScan(tenant)), s.q.GetThread)
 }
 
 // CreateThread stores a new thread (an empty ID gets a new UUID) with its

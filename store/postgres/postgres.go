@@ -359,14 +359,8 @@ func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*
 // does. They are sorted element by element (["a"] < ["a" "b"] < ["a-b"]);
 // q.Offset of them are skipped and at most q.Limit (100 when 0) returned.
 func (s *Store) ListNamespaces(ctx context.Context, q store.NamespaceQuery) ([][]string, error) {
-	if err := ctx.Err(); err != nil {
+	if err := sqlstore.CheckNamespaceQuery(ctx, q); err != nil {
 		return nil, err
-	}
-	if err := store.ValidatePrefix(q.Prefix); err != nil {
-		return nil, fmt.Errorf("store: list namespaces: %w", err)
-	}
-	if q.MaxDepth < 0 || q.Limit < 0 || q.Offset < 0 {
-		return nil, fmt.Errorf("store: list namespaces: negative max depth %d, limit %d or offset %d", q.MaxDepth, q.Limit, q.Offset)
 	}
 	now := time.Now()
 	w := newWhere(now, q.Prefix)

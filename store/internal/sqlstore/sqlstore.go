@@ -59,3 +59,18 @@ func CheckImport(ctx context.Context, items []*store.Item) error {
 	}
 	return nil
 }
+
+// CheckNamespaceQuery checks a ListNamespaces query: the context, the
+// prefix, and no negative depth, limit or offset.
+func CheckNamespaceQuery(ctx context.Context, q store.NamespaceQuery) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := store.ValidatePrefix(q.Prefix); err != nil {
+		return fmt.Errorf("store: list namespaces: %w", err)
+	}
+	if q.MaxDepth < 0 || q.Limit < 0 || q.Offset < 0 {
+		return fmt.Errorf("store: list namespaces: negative max depth %d, limit %d or offset %d", q.MaxDepth, q.Limit, q.Offset)
+	}
+	return nil
+}

@@ -2,13 +2,13 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trellis-agents/trellis/store"
+	"github.com/trellis-agents/trellis/store/internal/sqlstore"
 )
 
 var _ store.Exporter = (*Store)(nil)
@@ -51,13 +51,8 @@ ORDER BY namespace, key LIMIT $4`, ns, key, time.Now(), limit)
 // ImportItems stores items with their times, leaving items the store has
 // already as they are, in one transaction; see store.Exporter.
 func (s *Store) ImportItems(ctx context.Context, items []*store.Item) (int, error) {
-	for _, it := range items {
-		if err := checkItem(ctx, it.Namespace, it.Key); err != nil {
-			return 0, err
-		}
-		if !json.Valid(it.Value) {
-			return 0, fmt.Errorf("store: import %s: value is not valid JSON: %.40q", itemName(it.Namespace, it.Key), it.Value)
-		}
+	if err := sqlstore.CheckImport(ctx, items); err != nil {
+		return 0, err
 	}
 	n := 0
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
@@ -70,7 +65,7 @@ func (s *Store) ImportItems(ctx context.Context, items []*store.Item) (int, erro
 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (namespace, key) DO NOTHING`,
 				it.Namespace, it.Key, string(it.Value), it.Created, it.Updated, expires)
 			if err != nil {
-				return fmt.Errorf("%s: %w", itemName(it.Namespace, it.Key), err)
+				return fmt.Errorf("%s: %w", sqlstore.ItemName(it.Namespace, it.Key), err)
 			}
 			n += int(tag.RowsAffected())
 		}

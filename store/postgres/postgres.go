@@ -40,6 +40,7 @@ import (
 
 	"github.com/trellis-agents/trellis/internal/pgdb"
 	"github.com/trellis-agents/trellis/store"
+	"github.com/trellis-agents/trellis/store/internal/sqlstore"
 )
 
 // Store is a store.Store backed by PostgreSQL. It is safe for concurrent
@@ -182,7 +183,7 @@ CREATE TABLE store_vectors (
 // Get returns the live item, or an error wrapping store.ErrNotFound. An
 // expired item is deleted by the same statement that finds it gone.
 func (s *Store) Get(ctx context.Context, namespace []string, key string) (*store.Item, error) {
-	if err := checkItem(ctx, namespace, key); err != nil {
+	if err := sqlstore.CheckItem(ctx, namespace, key); err != nil {
 		return nil, err
 	}
 	now := time.Now()
@@ -197,9 +198,9 @@ WHERE namespace = $1 AND key = $2 AND (expires IS NULL OR expires > $3)`,
 		namespace, key, now).Scan(&value, &it.Created, &it.Updated, &expires)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
-		return nil, fmt.Errorf("store: get %s: %w", itemName(namespace, key), store.ErrNotFound)
+		return nil, fmt.Errorf("store: get %s: %w", sqlstore.ItemName(namespace, key), store.ErrNotFound)
 	case err != nil:
-		return nil, fmt.Errorf("store: get %s: %w", itemName(namespace, key), err)
+		return nil, fmt.Errorf("store: get %s: %w", sqlstore.ItemName(namespace, key), err)
 	}
 	if err := store.CheckValueSize("read", namespace, key, len(value), 2*s.maxBytes); err != nil {
 		return nil, err
@@ -217,17 +218,8 @@ WHERE namespace = $1 AND key = $2 AND (expires IS NULL OR expires > $3)`,
 // after the Put; otherwise it never expires, even if the item it replaces
 // had a TTL.
 func (s *Store) Put(ctx context.Context, namespace []string, key string, value json.RawMessage, opts store.PutOptions) error {
-	if err := checkItem(ctx, namespace, key); err != nil {
+	if err := sqlstore.CheckPut(ctx, namespace, key, value, opts, s.maxBytes); err != nil {
 		return err
-	}
-	if err := store.CheckValueSize("put", namespace, key, len(value), s.maxBytes); err != nil {
-		return err
-	}
-	if !json.Valid(value) {
-		return fmt.Errorf("store: put %s: value is not valid JSON: %.40q", itemName(namespace, key), value)
-	}
-	if opts.TTL < 0 {
-		return fmt.Errorf("store: put %s: negative TTL %s", itemName(namespace, key), opts.TTL)
 	}
 	now := time.Now()
 	var expires *time.Time
@@ -241,14 +233,14 @@ func (s *Store) Put(ctx context.Context, namespace []string, key string, value j
 		// call, and a failure must leave the item as it was.
 		var err error
 		if vecs, err = s.index.EmbedItem(ctx, value, s.index.FieldsFor(opts)); err != nil {
-			return fmt.Errorf("store: put %s: %w", itemName(namespace, key), err)
+			return fmt.Errorf("store: put %s: %w", sqlstore.ItemName(namespace, key), err)
 		}
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		return putTx(ctx, tx, namespace, key, value, now, expires, vecs)
 	})
 	if err != nil {
-		return fmt.Errorf("store: put %s: %w", itemName(namespace, key), err)
+		return fmt.Errorf("store: put %s: %w", sqlstore.ItemName(namespace, key), err)
 	}
 	return nil
 }
@@ -289,11 +281,11 @@ SELECT $1, $2, t.i, t.path, t.vec FROM unnest($3::int[], $4::text[], $5::bytea[]
 
 // Delete removes an item; deleting a missing item returns nil.
 func (s *Store) Delete(ctx context.Context, namespace []string, key string) error {
-	if err := checkItem(ctx, namespace, key); err != nil {
+	if err := sqlstore.CheckItem(ctx, namespace, key); err != nil {
 		return err
 	}
 	if _, err := s.pool.Exec(ctx, `DELETE FROM store_items WHERE namespace = $1 AND key = $2`, namespace, key); err != nil {
-		return fmt.Errorf("store: delete %s: %w", itemName(namespace, key), err)
+		return fmt.Errorf("store: delete %s: %w", sqlstore.ItemName(namespace, key), err)
 	}
 	return nil
 }
@@ -367,14 +359,8 @@ func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*
 // does. They are sorted element by element (["a"] < ["a" "b"] < ["a-b"]);
 // q.Offset of them are skipped and at most q.Limit (100 when 0) returned.
 func (s *Store) ListNamespaces(ctx context.Context, q store.NamespaceQuery) ([][]string, error) {
-	if err := ctx.Err(); err != nil {
+	if err := sqlstore.CheckNamespaceQuery(ctx, q); err != nil {
 		return nil, err
-	}
-	if err := store.ValidatePrefix(q.Prefix); err != nil {
-		return nil, fmt.Errorf("store: list namespaces: %w", err)
-	}
-	if q.MaxDepth < 0 || q.Limit < 0 || q.Offset < 0 {
-		return nil, fmt.Errorf("store: list namespaces: negative max depth %d, limit %d or offset %d", q.MaxDepth, q.Limit, q.Offset)
 	}
 	now := time.Now()
 	w := newWhere(now, q.Prefix)
@@ -444,17 +430,4 @@ func (s *Store) sweep(ctx context.Context, now time.Time) {
 	_, _ = s.pool.Exec(ctx, `DELETE FROM store_items WHERE ctid = ANY (ARRAY (
 	SELECT ctid FROM store_items WHERE expires <= $1 LIMIT 1000 FOR UPDATE SKIP LOCKED
 ))`, now)
-}
-
-// checkItem reports a canceled context, an invalid namespace or an empty
-// key, as store.Memory does.
-func checkItem(ctx context.Context, namespace []string, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return store.ValidateItem(namespace, key)
-}
-
-func itemName(namespace []string, key string) string {
-	return strings.Join(namespace, "/") + "/" + key
 }

@@ -3,11 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/trellis-agents/trellis/store"
+	"github.com/trellis-agents/trellis/store/internal/sqlstore"
 )
 
 var _ store.Exporter = (*Store)(nil)
@@ -46,13 +46,8 @@ func (s *Store) ExportItems(ctx context.Context, after *store.Item, limit int) (
 // ImportItems stores items with their times, leaving items the store has
 // already as they are, in one transaction; see store.Exporter.
 func (s *Store) ImportItems(ctx context.Context, items []*store.Item) (int, error) {
-	for _, it := range items {
-		if err := checkItem(ctx, it.Namespace, it.Key); err != nil {
-			return 0, err
-		}
-		if !json.Valid(it.Value) {
-			return 0, fmt.Errorf("store: import %s: value is not valid JSON: %.40q", itemName(it.Namespace, it.Key), it.Value)
-		}
+	if err := sqlstore.CheckImport(ctx, items); err != nil {
+		return 0, err
 	}
 	n := 0
 	err := s.inWriteTx(ctx, false, func(tx *sql.Tx) error {
@@ -66,7 +61,7 @@ func (s *Store) ImportItems(ctx context.Context, items []*store.Item) (int, erro
 				VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (ns, key) DO NOTHING`,
 				encodeNamespace(it.Namespace), it.Key, string(it.Value), unixNano(it.Created), unixNano(it.Updated), expires)
 			if err != nil {
-				return fmt.Errorf("%s: %w", itemName(it.Namespace, it.Key), err)
+				return fmt.Errorf("%s: %w", sqlstore.ItemName(it.Namespace, it.Key), err)
 			}
 			k, err := res.RowsAffected()
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/trellis-agents/trellis/internal/jsonmatch"
 
 	"github.com/trellis-agents/trellis/store"
+	"github.com/trellis-agents/trellis/store/internal/sqlstore"
 )
 
 // Search returns copies of the live items whose namespace starts with the
@@ -99,14 +100,8 @@ func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*
 // element (["a"] < ["a" "b"] < ["a-b"]); q.Offset of them are skipped and at
 // most q.Limit (100 when 0) returned.
 func (s *Store) ListNamespaces(ctx context.Context, q store.NamespaceQuery) ([][]string, error) {
-	if err := ctx.Err(); err != nil {
+	if err := sqlstore.CheckNamespaceQuery(ctx, q); err != nil {
 		return nil, err
-	}
-	if err := store.ValidatePrefix(q.Prefix); err != nil {
-		return nil, fmt.Errorf("store: list namespaces: %w", err)
-	}
-	if q.MaxDepth < 0 || q.Limit < 0 || q.Offset < 0 {
-		return nil, fmt.Errorf("store: list namespaces: negative max depth %d, limit %d or offset %d", q.MaxDepth, q.Limit, q.Offset)
 	}
 	limit := cmp.Or(q.Limit, 100)
 	where, args := liveInPrefix("", q.Prefix, unixNano(s.now()))

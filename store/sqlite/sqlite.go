@@ -24,12 +24,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/trellis-agents/trellis/internal/sqlitedb"
 	"github.com/trellis-agents/trellis/store"
+	"github.com/trellis-agents/trellis/store/internal/sqlstore"
 )
 
 // Component is the name under which the store's schema migrations are
@@ -141,23 +141,23 @@ const qItem = `SELECT ns, key, value, created, updated, expires FROM store_items
 // Get returns a copy of the live item, or an error wrapping
 // store.ErrNotFound. An expired item is deleted when Get finds it.
 func (s *Store) Get(ctx context.Context, namespace []string, key string) (*store.Item, error) {
-	if err := checkItem(ctx, namespace, key); err != nil {
+	if err := sqlstore.CheckItem(ctx, namespace, key); err != nil {
 		return nil, err
 	}
 	ns := encodeNamespace(namespace)
 	it, expires, err := scanItem(s.db.Read.QueryRowContext(ctx, qItem+` WHERE ns = ? AND key = ?`, ns, key))
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, fmt.Errorf("store: get %s: %w", itemName(namespace, key), store.ErrNotFound)
+		return nil, fmt.Errorf("store: get %s: %w", sqlstore.ItemName(namespace, key), store.ErrNotFound)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("store: get %s: %w", itemName(namespace, key), err)
+		return nil, fmt.Errorf("store: get %s: %w", sqlstore.ItemName(namespace, key), err)
 	}
 	if now := unixNano(s.now()); expires.Valid && expires.Int64 <= now {
 		// The item is invisible whether or not this succeeds; the sweep
 		// in Put deletes what is left. The condition spares an item put
 		// again meanwhile.
 		_, _ = s.db.Write.ExecContext(ctx, `DELETE FROM store_items WHERE ns = ? AND key = ? AND expires <= ?`, ns, key, now)
-		return nil, fmt.Errorf("store: get %s: %w", itemName(namespace, key), store.ErrNotFound)
+		return nil, fmt.Errorf("store: get %s: %w", sqlstore.ItemName(namespace, key), store.ErrNotFound)
 	}
 	if err := store.CheckValueSize("read", namespace, key, len(it.Value), s.maxBytes); err != nil {
 		return nil, err
@@ -191,17 +191,8 @@ func scanItem(sc interface{ Scan(...any) error }) (*store.Item, sql.NullInt64, e
 // With opts.TTL > 0 the item expires that long after the Put; otherwise it
 // never expires, even if the item it replaces had a TTL.
 func (s *Store) Put(ctx context.Context, namespace []string, key string, value json.RawMessage, opts store.PutOptions) error {
-	if err := checkItem(ctx, namespace, key); err != nil {
+	if err := sqlstore.CheckPut(ctx, namespace, key, value, opts, s.maxBytes); err != nil {
 		return err
-	}
-	if err := store.CheckValueSize("put", namespace, key, len(value), s.maxBytes); err != nil {
-		return err
-	}
-	if !json.Valid(value) {
-		return fmt.Errorf("store: put %s: value is not valid JSON: %.40q", itemName(namespace, key), value)
-	}
-	if opts.TTL < 0 {
-		return fmt.Errorf("store: put %s: negative TTL %s", itemName(namespace, key), opts.TTL)
 	}
 	now := s.now()
 	var expires any
@@ -214,7 +205,7 @@ func (s *Store) Put(ctx context.Context, namespace []string, key string, value j
 		// call, and a failure must leave the item as it was.
 		var err error
 		if vecs, err = s.index.EmbedItem(ctx, value, s.index.FieldsFor(opts)); err != nil {
-			return fmt.Errorf("store: put %s: %w", itemName(namespace, key), err)
+			return fmt.Errorf("store: put %s: %w", sqlstore.ItemName(namespace, key), err)
 		}
 	}
 	ns := encodeNamespace(namespace)
@@ -234,7 +225,7 @@ func (s *Store) Put(ctx context.Context, namespace []string, key string, value j
 		return putVectors(ctx, tx, ns, key, vecs)
 	})
 	if err != nil {
-		return fmt.Errorf("store: put %s: %w", itemName(namespace, key), err)
+		return fmt.Errorf("store: put %s: %w", sqlstore.ItemName(namespace, key), err)
 	}
 	return nil
 }
@@ -276,7 +267,7 @@ func (s *Store) inWriteTx(ctx context.Context, sweep bool, fn func(tx *sql.Tx) e
 
 // Delete removes an item; deleting a missing item returns nil.
 func (s *Store) Delete(ctx context.Context, namespace []string, key string) error {
-	if err := checkItem(ctx, namespace, key); err != nil {
+	if err := sqlstore.CheckItem(ctx, namespace, key); err != nil {
 		return err
 	}
 	err := s.inWriteTx(ctx, false, func(tx *sql.Tx) error {
@@ -284,22 +275,9 @@ func (s *Store) Delete(ctx context.Context, namespace []string, key string) erro
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("store: delete %s: %w", itemName(namespace, key), err)
+		return fmt.Errorf("store: delete %s: %w", sqlstore.ItemName(namespace, key), err)
 	}
 	return nil
-}
-
-// checkItem reports a canceled context, an invalid namespace or an empty
-// key.
-func checkItem(ctx context.Context, namespace []string, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return store.ValidateItem(namespace, key)
-}
-
-func itemName(namespace []string, key string) string {
-	return strings.Join(namespace, "/") + "/" + key
 }
 
 var (

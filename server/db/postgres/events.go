@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -93,71 +92,4 @@ func appendEvents(ctx context.Context, tx pgx.Tx, l db.Lease, out []db.Event, na
 			SELECT $1, $2, $3 + u.ord - 1, u.event, u.data, $4 FROM unnest($5::text[], $6::bytea[]) WITH ORDINALITY AS u(event, data, ord)`,
 		l.Tenant, l.RunID, first, now, names, datas)
 	return wrap(err, "append events to run %q", l.RunID)
-}
-
-// ReadEvents returns the run's events with Seq > after, in order, at most
-// limit (0: all); an unknown run is ErrNotFound.
-func (d *DB) ReadEvents(ctx context.Context, tenant, runID string, after int64, limit int) ([]db.Event, error) {
-	if limit < 0 {
-		return nil, dbutil.Invalid("limit %d must not be negative", limit)
-	}
-	var lim any
-	if limit > 0 {
-		lim = limit
-	}
-	out := []db.Event{}
-	err := d.read(ctx, func(tx pgx.Tx) error {
-		if _, err := getRun(ctx, tx, tenant, "", runID, false); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, `SELECT seq, event, data, created_at FROM trellis_run_events
-			WHERE tenant = $1 AND run_id = $2 AND seq > $3 ORDER BY seq LIMIT $4`, tenant, runID, after, lim)
-		if err != nil {
-			return wrap(err, "read the events of run %q", runID)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			e := db.Event{RunID: runID}
-			var data []byte
-			if err := rows.Scan(&e.Seq, &e.Event, &data, &e.CreatedAt); err != nil {
-				return wrap(err, "read the events of run %q", runID)
-			}
-			e.Data, e.CreatedAt = data, utc(e.CreatedAt)
-			out = append(out, e)
-		}
-		return wrap(rows.Err(), "read the events of run %q", runID)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// DeleteEvents removes the run's events and reports how many; later
-// appends still continue the Seq numbering, so an SSE id is never reused.
-func (d *DB) DeleteEvents(ctx context.Context, tenant, runID string) (int, error) {
-	var n int64
-	err := d.write(ctx, func(tx pgx.Tx) error {
-		if _, err := getRun(ctx, tx, tenant, "", runID, false); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, `DELETE FROM trellis_run_events WHERE tenant = $1 AND run_id = $2`, tenant, runID)
-		if err != nil {
-			return wrap(err, "delete the events of run %q", runID)
-		}
-		n = tag.RowsAffected()
-		return nil
-	})
-	return int(n), err
-}
-
-// PruneEvents removes the events of runs (of every tenant) that ended
-// before endedBefore and reports how many.
-func (d *DB) PruneEvents(ctx context.Context, endedBefore time.Time) (int, error) {
-	tag, err := d.pool.Exec(ctx, `DELETE FROM trellis_run_events e USING trellis_runs r
-		WHERE r.tenant = e.tenant AND r.run_id = e.run_id AND r.ended_at IS NOT NULL AND r.ended_at < $1`, endedBefore)
-	if err != nil {
-		return 0, wrap(err, "prune events")
-	}
-	return int(tag.RowsAffected()), nil
 }

@@ -31,6 +31,7 @@ import (
 
 	"github.com/trellis-agents/trellis/internal/pgdb"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/db/internal/sqlcore"
 )
 
 // Component is the name under which the tables' migrations are recorded
@@ -191,6 +192,9 @@ CREATE INDEX trellis_crons_due ON trellis_crons (next_run_at) WHERE enabled AND 
 type DB struct {
 	pool  *pgxpool.Pool
 	owned bool // Close closes the pool
+	// Store holds the stores written once over this dialect's queries
+	// (datasets, experiments, feedback).
+	*sqlcore.Store
 }
 
 var _ db.DB = (*DB)(nil)
@@ -243,7 +247,12 @@ func New(ctx context.Context, pool *pgxpool.Pool) (*DB, error) {
 	if err := pgdb.Migrate(ctx, pool, EvalComponent, evalMigrations); err != nil {
 		return nil, fmt.Errorf("server/db/postgres: %w", err)
 	}
-	return &DB{pool: pool}, nil
+	d := &DB{pool: pool}
+	var err error
+	if d.Store, err = newCore(d); err != nil {
+		return nil, err
+	}
+	return d, nil
 }
 
 // Close releases the pool when Open created it. The DB must not be used

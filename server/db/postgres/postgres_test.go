@@ -49,3 +49,14 @@ func BenchmarkRunCycle(b *testing.B) {
 	b.Cleanup(func() { _ = d.Close() })
 	dbtest.BenchmarkRunCycle(b, d)
 }
+
+// BenchmarkThreadCalls: GetThread + SearchThreads + UpdateThreadMetadata.
+func BenchmarkThreadCalls(b *testing.B) {
+	dsn, schema := pgdbtest.Schema(b)
+	d, err := postgres.Open(context.Background(), dsn, postgres.WithSchema(schema))
+	if err != nil {
+		b.Fatalf("Open: %v", err)
+	}
+	b.Cleanup(func() { _ = d.Close() })
+	dbtest.BenchmarkThreadCalls(b, d)
+}

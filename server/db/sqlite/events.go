@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
@@ -96,76 +95,4 @@ func appendEvents(ctx context.Context, tx *sql.Tx, l db.Lease, out []db.Event) e
 		}
 	}
 	return nil
-}
-
-// ReadEvents returns the run's events with Seq > after, in order, at most
-// limit (0: all); an unknown run is ErrNotFound.
-func (d *DB) ReadEvents(ctx context.Context, tenant, runID string, after int64, limit int) ([]db.Event, error) {
-	if limit < 0 {
-		return nil, dbutil.Invalid("limit %d must not be negative", limit)
-	}
-	if limit == 0 {
-		limit = -1
-	}
-	out := []db.Event{}
-	err := d.read(ctx, func(tx *sql.Tx) error {
-		if _, err := getRun(ctx, tx, tenant, "", runID); err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, `SELECT seq, event, data, created_at FROM trellis_run_events
-			WHERE tenant = ? AND run_id = ? AND seq > ? ORDER BY seq LIMIT ?`, tenant, runID, after, limit)
-		if err != nil {
-			return wrap(err, "read the events of run %q", runID)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			e := db.Event{RunID: runID}
-			var data []byte
-			var created int64
-			if err := rows.Scan(&e.Seq, &e.Event, &data, &created); err != nil {
-				return wrap(err, "read the events of run %q", runID)
-			}
-			e.Data, e.CreatedAt = data, fromMicros(created)
-			out = append(out, e)
-		}
-		return wrap(rows.Err(), "read the events of run %q", runID)
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// DeleteEvents removes the run's events and reports how many; later
-// appends still continue the Seq numbering, so an SSE id is never reused.
-func (d *DB) DeleteEvents(ctx context.Context, tenant, runID string) (int, error) {
-	var n int64
-	err := d.write(ctx, func(tx *sql.Tx) error {
-		if _, err := getRun(ctx, tx, tenant, "", runID); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM trellis_run_events WHERE tenant = ? AND run_id = ?`, tenant, runID)
-		if err != nil {
-			return wrap(err, "delete the events of run %q", runID)
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	return int(n), err
-}
-
-// PruneEvents removes the events of runs (of every tenant) that ended
-// before endedBefore and reports how many.
-func (d *DB) PruneEvents(ctx context.Context, endedBefore time.Time) (int, error) {
-	var n int64
-	err := d.write(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM trellis_run_events WHERE (tenant, run_id) IN
-			(SELECT tenant, run_id FROM trellis_runs WHERE ended_at IS NOT NULL AND ended_at < ?)`, micros(endedBefore))
-		if err != nil {
-			return wrap(err, "prune events")
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	return int(n), err
 }

@@ -35,6 +35,7 @@ import (
 
 	"github.com/trellis-agents/trellis/internal/sqlitedb"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/db/internal/sqlcore"
 )
 
 // Component is the name under which the tables' migrations are recorded
@@ -188,6 +189,9 @@ CREATE INDEX trellis_crons_due ON trellis_crons (next_run_at) WHERE enabled = 1 
 // use, also by several processes sharing the file. Create one with Open.
 type DB struct {
 	sq *sqlitedb.DB
+	// Store holds the stores written once over this dialect's queries
+	// (datasets, experiments, feedback).
+	*sqlcore.Store
 }
 
 var _ db.DB = (*DB)(nil)
@@ -213,7 +217,12 @@ func Open(ctx context.Context, path string) (*DB, error) {
 		sq.Close()
 		return nil, fmt.Errorf("server/db/sqlite: %w", err)
 	}
-	return &DB{sq: sq}, nil
+	d := &DB{sq: sq}
+	if d.Store, err = newCore(d); err != nil {
+		sq.Close()
+		return nil, err
+	}
+	return d, nil
 }
 
 // Close closes the database file's pools. The DB must not be used

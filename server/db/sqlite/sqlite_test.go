@@ -48,3 +48,8 @@ func TestSuiteShared(t *testing.T) {
 func BenchmarkRunCycle(b *testing.B) {
 	dbtest.BenchmarkRunCycle(b, open(b, filepath.Join(b.TempDir(), "bench.db")))
 }
+
+// BenchmarkThreadCalls: GetThread + SearchThreads + UpdateThreadMetadata.
+func BenchmarkThreadCalls(b *testing.B) {
+	dbtest.BenchmarkThreadCalls(b, open(b, filepath.Join(b.TempDir(), "bench.db")))
+}

@@ -1,0 +1,13 @@
+-- Run events on PostgreSQL (see datasets.sql): reading and removing;
+-- appending goes with the run's lease (events.go).
+
+-- name: ReadEvents
+SELECT seq, event, data, created_at FROM trellis_run_events
+WHERE tenant = $1 AND run_id = $2 AND seq > $3 ORDER BY seq LIMIT $4
+
+-- name: DeleteEvents
+DELETE FROM trellis_run_events WHERE tenant = $1 AND run_id = $2
+
+-- name: PruneEvents
+DELETE FROM trellis_run_events e USING trellis_runs r
+WHERE r.tenant = e.tenant AND r.run_id = e.run_id AND r.ended_at IS NOT NULL AND r.ended_at < $1

@@ -1,0 +1,148 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/trellis-agents/trellis/server/db/internal/sqlcore"
+)
+
+// queryFiles are this dialect's statements for the stores written once
+// in sqlcore.
+//
+//go:embed queries/*.sql
+var queryFiles embed.FS
+
+// driver runs sqlcore's statements on the file: reads on the read pool,
+// writes through the single write connection.
+type driver struct{ d *DB }
+
+var _ sqlcore.Driver = driver{}
+
+// newCore returns the stores written once, over this dialect's
+// statements.
+func newCore(d *DB) (*sqlcore.Store, error) {
+	return sqlcore.Open(driver{d}, queryFiles, sqlcore.Pattern)
+}
+
+func (driver) Name() string               { return "server/db/sqlite" }
+func (driver) Time(t time.Time) any       { return micros(t) }
+func (driver) ScanTime(t *time.Time) any  { return microsDest{t} }
+func (driver) IsUnique(err error) bool    { return isUnique(err) }
+func (driver) IsNoRows(err error) bool    { return errors.Is(err, sql.ErrNoRows) }
+func (x driver) Classify(err error) error { return classify(err, x.d.sq.Path()) }
+func (x driver) Reader() sqlcore.Conn     { return conn{x.d.sq.Read} }
+func (driver) List(s []string) any        { return jsonList(s) }
+
+func (driver) Param(n int) string { return "?" + strconv.Itoa(n) }
+
+// JSONContains is "": SQLite's JSON functions cannot express containment
+// of nested arrays, so rows are matched in Go.
+func (driver) JSONContains(col, param string) string { return "" }
+
+// NameContains is "": SQLite's lower() folds ASCII only, so names are
+// matched in Go.
+func (driver) NameContains(col, param string) string { return "" }
+
+// InList expands the JSON array List passes.
+func (driver) InList(col, param string) string {
+	return col + " IN (SELECT value FROM json_each(" + param + "))"
+}
+
+// JSONTextContains is "": SQLite's lower() folds ASCII only.
+func (driver) JSONTextContains(col, key, param string) string { return "" }
+
+// MergesInSQL is false: SQLite's json_patch merges recursively and drops
+// null members, not PostgreSQL's top-level ||.
+func (driver) MergesInSQL() bool { return false }
+
+// jsonList is a list as the JSON array json_each expands.
+func jsonList(s []string) string {
+	if s == nil {
+		s = []string{}
+	}
+	b, _ := json.Marshal(s) // a []string always encodes
+	return string(b)
+}
+
+func (x driver) Read(ctx context.Context, fn func(sqlcore.Conn) error) error {
+	return x.d.read(ctx, func(tx *sql.Tx) error { return fn(conn{tx}) })
+}
+
+func (x driver) Write(ctx context.Context, fn func(sqlcore.Conn) error) error {
+	return x.d.write(ctx, func(tx *sql.Tx) error { return fn(conn{tx}) })
+}
+
+func (x driver) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	var n int64
+	err := x.d.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		n, err = conn{tx}.Exec(ctx, query, args...)
+		return err
+	})
+	return n, err
+}
+
+// microsDest scans stored Unix microseconds (or NULL, the zero time).
+type microsDest struct{ t *time.Time }
+
+func (m microsDest) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*m.t = time.Time{}
+	case int64:
+		*m.t = fromMicros(v)
+	default:
+		return fmt.Errorf("a stored instant is %T, not Unix microseconds", src)
+	}
+	return nil
+}
+
+// conn is a *sql.DB or *sql.Tx as a sqlcore.Conn.
+type conn struct {
+	q interface {
+		ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+		QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+		QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	}
+}
+
+func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := c.q.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (c conn) Query(ctx context.Context, query string, args ...any) (sqlcore.Rows, error) {
+	rows, err := c.q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return sqlRows{rows}, nil
+}
+
+func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlcore.Row {
+	return c.q.QueryRowContext(ctx, query, args...)
+}
+
+// sqlRows drops the error of Close, which Err reports.
+type sqlRows struct{ *sql.Rows }
+
+func (r sqlRows) Close() { _ = r.Rows.Close() }
+
+// scanner is a row to scan.
+type scanner interface{ Scan(dest ...any) error }
+
+// querier is the read pool or a transaction.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}

@@ -1,0 +1,23 @@
+-- Run feedback on SQLite (see datasets.sql).
+
+-- name: RunExists
+SELECT 1 FROM trellis_runs WHERE tenant = ?1 AND run_id = ?2 AND ?3 IN ('', thread_id)
+
+-- name: RunExistsForUpdate
+SELECT 1 FROM trellis_runs WHERE tenant = ?1 AND run_id = ?2 AND ?3 IN ('', thread_id)
+
+-- name: CountFeedback
+SELECT count(*) FROM trellis_run_feedback WHERE tenant = ?1 AND run_id = ?2
+
+-- name: InsertFeedback
+INSERT INTO trellis_run_feedback (tenant, feedback_id, thread_id, run_id, key, score, value, comment, correction, message_id, created_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+RETURNING feedback_id, thread_id, run_id, key, score, value, comment, correction, message_id, created_at
+
+-- name: ListFeedback
+SELECT feedback_id, thread_id, run_id, key, score, value, comment, correction, message_id, created_at
+FROM trellis_run_feedback WHERE tenant = ?1 AND run_id = ?2
+ORDER BY created_at, feedback_id
+
+-- name: DeleteFeedback
+DELETE FROM trellis_run_feedback WHERE tenant = ?1 AND thread_id = ?2 AND run_id = ?3 AND feedback_id = ?4

@@ -115,7 +115,14 @@ func (t *lgTool) Call(ctx context.Context, args json.RawMessage) (string, error)
 	if err := json.Unmarshal(args, &in); err != nil || strings.TrimSpace(in.Message) == "" {
 		return "", tool.BadArguments(t.a.cfg.Name, "the arguments must be an object with a non-empty message string")
 	}
-	res, err := t.a.Call(ctx, map[string]any{"messages": []any{map[string]any{"role": "user", "content": in.Message}}})
+	return t.a.Ask(ctx, in.Message)
+}
+
+// Ask sends task as the remote graph's input {"messages": [{"role":
+// "user", "content": task}]} (Call) and returns the text of the last
+// message the run left: a router sub-agent (agent/router's Remote).
+func (a *Agent) Ask(ctx context.Context, task string) (string, error) {
+	res, err := a.Call(ctx, map[string]any{"messages": []any{map[string]any{"role": "user", "content": task}}})
 	if err != nil {
 		return "", err
 	}

@@ -187,6 +187,9 @@ func (ag *agent) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageR
 		if !yield(v, nil) || tn.run.ID == "" {
 			return // the answer did not fit: the task asks again, and no run started
 		}
+		if tn.repeat && (v.Status.State.Terminal() || v.Status.State == a2a.TaskStateInputRequired || v.Status.State == a2a.TaskStateAuthRequired) {
+			return // sent again after its run ended: the task as it stands is the answer
+		}
 		ag.follow(ctx, tn.task, tn.run, yield)
 	}
 }
@@ -282,11 +285,15 @@ type turn struct {
 	fresh    bool
 	msg      *a2a.Message
 	problems []string
+	// repeat: the message was sent before (dedup.go), and run is the one
+	// it started then.
+	repeat bool
 }
 
 // start reads a message and starts its run: a new task on the message's
-// context (a new thread when it names none), or the answer to the
-// question of the task it names.
+// context (a new thread when it names none, derived from the message's
+// ID), or the answer to the question of the task it names. A message sent
+// again gets the run it started the first time (dedup.go).
 func (ag *agent) start(ctx context.Context, req *a2a.SendMessageRequest) (*turn, error) {
 	in, err := readMessage(req)
 	if err != nil {
@@ -296,15 +303,25 @@ func (ag *agent) start(ctx context.Context, req *a2a.SendMessageRequest) (*turn,
 		return ag.answer(ctx, req, in)
 	}
 	thread := req.Message.ContextID
-	if thread == "" {
+	switch {
+	case thread == "" && req.Message.ID == "":
 		thread = checkpoint.NewID()
-	} else if p := db.IDProblem(thread); p != "" {
-		return nil, a2a.NewError(a2a.ErrInvalidParams, "message.contextId "+p)
+	case thread == "":
+		thread = ag.contextThread(req.Message.ID)
+	case db.IDProblem(thread) != "":
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "message.contextId "+db.IDProblem(thread))
 	}
 	from := 0
 	th, err := ag.h.DB.GetThread(ctx, ag.tenant, thread)
 	switch {
 	case err == nil:
+		run, again, err := ag.repeatedRun(ctx, thread, req.Message.ID)
+		if err != nil {
+			return nil, ag.failure("read the context's runs", err)
+		}
+		if again {
+			return repeatTurn(run, req.Message), nil
+		}
 		if th.Status == db.ThreadInterrupted && len(openaiapi.WaitingFrom(th.Interrupts)) > 0 && !ag.waitingCanceled(ctx, th) {
 			return nil, ag.waitingRefusal(ctx, th)
 		}
@@ -316,7 +333,7 @@ func (ag *agent) start(ctx context.Context, req *a2a.SendMessageRequest) (*turn,
 	if content == "" {
 		return nil, a2a.NewError(a2a.ErrInvalidParams, "message.parts carry no text and no data: send a text part (or a data part)")
 	}
-	md := db.Metadata{mdSource: source, mdFrom: from}
+	md := db.Metadata{mdSource: source, mdFrom: from, mdMessage: req.Message.ID}
 	if req.Config != nil && req.Config.PushConfig != nil {
 		p, err := ag.checkPush(ctx, req.Config.PushConfig)
 		if err != nil {
@@ -345,6 +362,9 @@ func (ag *agent) answer(ctx context.Context, req *a2a.SendMessageRequest, in mes
 	}
 	if m.ContextID != "" && m.ContextID != t.thread.ID {
 		return nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("task %s belongs to context %s, not %s: send the task's contextId, or none", t.id, t.thread.ID, m.ContextID))
+	}
+	if run, again, _ := findMessage(t.runs, ag.assistant.ID, m.ID); again {
+		return repeatTurn(run, m), nil // this answer was taken before
 	}
 	state, waiting, err := ag.state(ctx, t)
 	if err != nil {
@@ -380,7 +400,7 @@ func (ag *agent) answer(ctx context.Context, req *a2a.SendMessageRequest, in mes
 		}
 	}
 	kw := runs.Kwargs{StreamMode: streamModes, Command: &runs.Command{Resume: mustJSON(map[string]json.RawMessage{w.ID: value})}}
-	run, refused, err := ag.create(ctx, t.thread.ID, kw, db.Metadata{mdSource: source, mdTask: t.first().ID})
+	run, refused, err := ag.create(ctx, t.thread.ID, kw, db.Metadata{mdSource: source, mdTask: t.first().ID, mdMessage: m.ID})
 	if refused != nil {
 		// The agent's own check of the answer (its schema): asked again.
 		tn.problems = []string{refused.Detail}

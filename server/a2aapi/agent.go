@@ -87,7 +87,7 @@ func (ag *agent) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a
 	switch {
 	case state.Terminal():
 		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, fmt.Sprintf("task %s is %s already; only a submitted or working task can be cancelled", t.id, stateWord(state)))
-	case state == a2a.TaskStateInputRequired:
+	case waits(state):
 		// Nothing runs: the task ends here, and the thread's question is
 		// left unanswered (the next task's input starts over).
 		if _, err := ag.h.DB.UpdateThreadMetadata(ctx, ag.tenant, t.thread.ID, db.Metadata{mdCanceled: t.first().ID}); err != nil {
@@ -187,7 +187,7 @@ func (ag *agent) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageR
 		if !yield(v, nil) || tn.run.ID == "" {
 			return // the answer did not fit: the task asks again, and no run started
 		}
-		if tn.repeat && (v.Status.State.Terminal() || v.Status.State == a2a.TaskStateInputRequired || v.Status.State == a2a.TaskStateAuthRequired) {
+		if tn.repeat && (v.Status.State.Terminal() || waits(v.Status.State)) {
 			return // sent again after its run ended: the task as it stands is the answer
 		}
 		ag.follow(ctx, tn.task, tn.run, yield)
@@ -213,7 +213,7 @@ func (ag *agent) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRe
 			yield(nil, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s: there is nothing to subscribe to; read it with GetTask", t.id, stateWord(v.Status.State))))
 			return
 		}
-		if !yield(v, nil) || v.Status.State == a2a.TaskStateInputRequired {
+		if !yield(v, nil) || waits(v.Status.State) {
 			return
 		}
 		ag.follow(ctx, t.id, t.last(), yield)
@@ -373,7 +373,7 @@ func (ag *agent) answer(ctx context.Context, req *a2a.SendMessageRequest, in mes
 	switch {
 	case state.Terminal():
 		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s: a finished task takes no more messages; send the message without taskId to start a new task in context %s", t.id, stateWord(state), t.thread.ID))
-	case state != a2a.TaskStateInputRequired:
+	case !waits(state):
 		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s and asks nothing yet: wait until it is input-required (GetTask, or SubscribeToTask) before answering", t.id, stateWord(state)))
 	}
 	tn := &turn{task: t.id, msg: m}

@@ -320,8 +320,8 @@ func TestErrors(t *testing.T) {
 	if _, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: userText("hi", ""), Config: &a2a.SendMessageConfig{AcceptedOutputModes: []string{"image/png"}}}); !errors.Is(err, a2a.ErrUnsupportedContentType) {
 		t.Errorf("image-only output: %v", err)
 	}
-	if _, err := c.ListTasks(ctx, &a2a.ListTasksRequest{}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
-		t.Errorf("ListTasks: %v", err)
+	if _, err := c.ListTasks(ctx, &a2a.ListTasksRequest{PageSize: 500}); !errors.Is(err, a2a.ErrInvalidParams) {
+		t.Errorf("ListTasks with a page too large: %v", err)
 	}
 	if _, err := c.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigRequest{TaskID: done.ID, ID: "x"}); !errors.Is(err, a2a.ErrInvalidParams) {
 		t.Errorf("an unknown push config: %v", err)

@@ -64,12 +64,6 @@ func (ag *agent) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Tas
 	return v, nil
 }
 
-// ListTasks is not served: a context's tasks are its thread's runs, which
-// the LangGraph API lists.
-func (ag *agent) ListTasks(context.Context, *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
-	return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "ListTasks is not served by this agent: read a task with GetTask, or list the context's runs with the LangGraph API (GET /threads/{contextId}/runs)")
-}
-
 // CancelTask answers tasks/cancel: the task's live run is stopped as an
 // interrupt double-text stops it (the steps it finished keep their
 // writes), and the task, once the run has ended, is answered canceled. A

@@ -26,11 +26,14 @@ func TestCard(t *testing.T) {
 	if c.Name != "offsite planner" || c.Description != "Plans team offsites." || !c.Capabilities.Streaming || !c.Capabilities.PushNotifications {
 		t.Errorf("card %+v", c)
 	}
-	if len(c.SupportedInterfaces) != 2 {
+	if len(c.SupportedInterfaces) != 3 {
 		t.Fatalf("interfaces %+v", c.SupportedInterfaces)
 	}
+	if rest := c.SupportedInterfaces[2]; rest.URL != e.srv.URL+"/a2a/planner-a/rest" || rest.ProtocolBinding != a2a.TransportProtocolHTTPJSON || rest.ProtocolVersion != a2a.Version {
+		t.Errorf("the REST interface %+v", rest)
+	}
 	versions := map[a2a.ProtocolVersion]bool{}
-	for _, i := range c.SupportedInterfaces {
+	for _, i := range c.SupportedInterfaces[:2] {
 		if i.URL != e.srv.URL+"/a2a/planner-a" || i.ProtocolBinding != a2a.TransportProtocolJSONRPC {
 			t.Errorf("interface %+v: want JSON-RPC at %s/a2a/planner-a", i, e.srv.URL)
 		}

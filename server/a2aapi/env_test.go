@@ -147,6 +147,9 @@ func newEnv(t testing.TB) *env {
 	mux.Handle("POST /a2a/{assistant}", hs[OperationRPC])
 	mux.Handle("GET /a2a/{assistant}/.well-known/agent-card.json", hs[OperationAssistantCard])
 	mux.Handle("GET /.well-known/agent-card.json", hs[OperationCard])
+	mux.Handle("GET /a2a/{assistant}/rest/{path...}", hs[OperationRESTGet])
+	mux.Handle("POST /a2a/{assistant}/rest/{path...}", hs[OperationRESTPost])
+	mux.Handle("DELETE /a2a/{assistant}/rest/{path...}", hs[OperationRESTDelete])
 	e.srv = httptest.NewServer(mux)
 	e.hc = &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(func() {

@@ -33,7 +33,9 @@ import (
 // the remote run works; the remote run goes on to its question and waits
 // for an answer; a new local process on the same database takes the run
 // over, rejoins the same remote run, and the person answers on the local
-// API. The remote ran each of its runs once.
+// API. That process is killed too while the remote works on the answer;
+// a third one rejoins the answer's remote run and the thread completes.
+// The remote ran each of its runs once.
 
 const (
 	envHopChild  = "TRELLIS_SERVE_HOP_CHILD" // the remote's URL
@@ -107,18 +109,20 @@ func startHopChild(t *testing.T, dir, remoteURL string) (*exec.Cmd, string) {
 	return nil, ""
 }
 
-// gatedAskerSpec is nameAskerSpec whose node waits for gate to close
-// before it asks; starts counts the node's starts.
-func gatedAskerSpec(gate <-chan struct{}, starts *atomic.Int32) runs.GraphSpec {
+// gatedAskerSpec is nameAskerSpec whose node, on its n-th start, waits
+// for gates[n-1] to close before it asks (or takes the answer); starts
+// counts the node's starts.
+func gatedAskerSpec(gates []chan struct{}, starts *atomic.Int32) runs.GraphSpec {
 	msgs := llm.NewMessagesKey("messages")
 	return runs.GraphSpec{New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
 		b := graph.New(msgs)
 		b.AddNode("ask", func(ctx context.Context, st graph.State) (graph.Output, error) {
-			starts.Add(1)
-			select {
-			case <-gate:
-			case <-ctx.Done():
-				return nil, ctx.Err()
+			if n := int(starts.Add(1)); n <= len(gates) {
+				select {
+				case <-gates[n-1]:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
 			}
 			name, err := graph.Interrupt[string](ctx, map[string]any{"kind": "ask_human", "question": "Whom should I greet?"})
 			if err != nil {
@@ -170,23 +174,25 @@ func TestRemoteHopSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts server processes")
 	}
-	gate := make(chan struct{})
+	gates := []chan struct{}{make(chan struct{}), make(chan struct{})}
 	var starts atomic.Int32
 	rs, err := New(context.Background(), Config{Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "r.db"), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rs.Register("greeter", gatedAskerSpec(gate, &starts)); err != nil {
+	if err := rs.Register("greeter", gatedAskerSpec(gates, &starts)); err != nil {
 		t.Fatal(err)
 	}
 	remote := serveInBackground(t, rs)
-	defer func() {
+	open := func(i int) {
 		select {
-		case <-gate:
+		case <-gates[i]:
 		default:
-			close(gate)
+			close(gates[i])
 		}
-	}()
+	}
+	defer open(0)
+	defer open(1)
 
 	dir := t.TempDir()
 	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 60 * time.Second}
@@ -215,37 +221,49 @@ func TestRemoteHopSurvivesSIGKILL(t *testing.T) {
 	if len(created) == 0 || created[0].Status != "created" {
 		t.Fatalf("the local run shows no remote run: %+v", created)
 	}
-	for end := time.Now().Add(30 * time.Second); starts.Load() == 0; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatal("the remote run did not start")
+	startsReach := func(n int32) {
+		t.Helper()
+		for end := time.Now().Add(30 * time.Second); starts.Load() < n; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(end) {
+				t.Fatalf("the remote node did not start (%d starts)", starts.Load())
+			}
 		}
 	}
-	if err := first.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
+	kill := func(c *exec.Cmd) {
+		t.Helper()
+		if err := c.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.Wait()
 	}
-	_ = first.Wait()
+	ended := func(url, runID string) string {
+		t.Helper()
+		var status string
+		for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			resp, err := client.Get(url + "/threads/" + thread + "/runs/" + runID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var r struct {
+				Status string `json:"status"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&r)
+			resp.Body.Close()
+			if status = r.Status; status != "pending" && status != "running" {
+				break
+			}
+		}
+		return status
+	}
+	startsReach(1)
+	kill(first)
 	// The remote goes on without its caller, to its question.
-	close(gate)
-	_, url = startHopChild(t, dir, remote.url)
+	open(0)
+	second, url := startHopChild(t, dir, remote.url)
 
 	// The new process takes the run over; it ends waiting on the remote's
 	// question, asked on the same remote run.
-	var status string
-	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-		resp, err := client.Get(url + "/threads/" + thread + "/runs/" + run.RunID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var r struct {
-			Status string `json:"status"`
-		}
-		_ = json.NewDecoder(resp.Body).Decode(&r)
-		resp.Body.Close()
-		if status = r.Status; status != "pending" && status != "running" {
-			break
-		}
-	}
-	if status != "interrupted" {
+	if status := ended(url, run.RunID); status != "interrupted" {
 		t.Fatalf("the taken-over run ended %q; want interrupted on the remote's question", status)
 	}
 	resp, err := client.Get(url + "/threads/" + thread + "/state")
@@ -265,9 +283,35 @@ func TestRemoteHopSurvivesSIGKILL(t *testing.T) {
 	}
 
 	// The person answers on the local API; the answer goes down to the
-	// same remote thread and the local thread completes.
-	if code, out := postJSON(url+"/threads/"+thread+"/runs/wait", `{"assistant_id":"`+hopAssistant+`","command":{"resume":"Ada"}}`); code != 200 {
-		t.Fatalf("answer: %d %s", code, out)
+	// same remote thread. The local process dies while the remote works
+	// on it; the next one rejoins the answer's remote run, and the local
+	// thread completes.
+	code, body = postJSON(url+"/threads/"+thread+"/runs", `{"assistant_id":"`+hopAssistant+`","command":{"resume":"Ada"},"stream_mode":["values","custom"],"durability":"sync"}`)
+	var answer struct {
+		RunID string `json:"run_id"`
+	}
+	if code != 200 || json.Unmarshal([]byte(body), &answer) != nil {
+		t.Fatalf("answer: %d %s", code, body)
+	}
+	sent := hopEvents(t, client, url, thread, answer.RunID, func(evs []remotegraph.Event) bool {
+		last := evs[len(evs)-1]
+		return last.Status == "created" && last.RunID != created[0].RunID
+	})
+	if len(sent) == 0 || sent[len(sent)-1].RunID == created[0].RunID {
+		t.Fatalf("the answer's local run shows no new remote run: %+v", sent)
+	}
+	answerRun := sent[len(sent)-1].RunID
+	startsReach(2)
+	kill(second)
+	open(1)
+	_, url = startHopChild(t, dir, remote.url)
+	if status := ended(url, answer.RunID); status != "success" {
+		t.Fatalf("the answer's taken-over run ended %q; want success", status)
+	}
+	for _, e := range hopEvents(t, client, url, thread, answer.RunID, nil) {
+		if e.RunID != created[0].RunID && e.RunID != answerRun {
+			t.Errorf("remote run %s after the second restart; want %s (the question) or %s (the answer)", e.RunID, created[0].RunID, answerRun)
+		}
 	}
 	resp, err = client.Get(url + "/threads/" + thread + "/state")
 	if err != nil {

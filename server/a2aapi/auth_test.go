@@ -2,11 +2,15 @@ package a2aapi
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
 
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -43,5 +47,31 @@ func TestAuthRequired(t *testing.T) {
 	got := send(t, c, m)
 	if got.ID != task.ID || got.Status.State != a2a.TaskStateCompleted || text(got.Status.Message) != "Signed in with t-1" {
 		t.Errorf("after the credentials: %v %q", got.Status.State, text(got.Status.Message))
+	}
+}
+
+// Across a hop: a local graph calls the remote calendar agent over A2A;
+// its auth-required task is a local interrupt carrying the tool's request
+// (kind auth_required, so the local wires show auth-required too), and
+// the credentials given locally go down on the same task, which completes.
+func TestAuthRequiredAcrossAHop(t *testing.T) {
+	e := newEnv(t)
+	g := remoteGraph(t, remoteAgent(t, e, "calendar-a"), "What is on today?")
+	opts := []graph.RunOption{graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("local-1")}
+	_, err := g.Invoke(context.Background(), graph.Writes(remoteReply.Set("")), opts...)
+	ie, ok := errors.AsType[*graph.InterruptError](err)
+	if !ok || len(ie.Interrupts) != 1 {
+		t.Fatalf("the local run: %v; want the remote's request as an interrupt", err)
+	}
+	var req tool.AuthRequest
+	if json.Unmarshal(ie.Interrupts[0].Payload, &req) != nil || req.Kind != tool.AuthKind || req.Tool != "calendar" || req.Scheme != "bearer" {
+		t.Fatalf("the local interrupt %s; want the calendar tool's request", ie.Interrupts[0].Payload)
+	}
+	res, err := g.Invoke(context.Background(), nil, append(opts, graph.WithResume(map[string]any{"token": "t-9"}))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := remoteReply.Get(res.State); got != "Signed in with t-9" {
+		t.Errorf("the reply %q; want the remote's answer with the credentials given locally", got)
 	}
 }

@@ -82,10 +82,12 @@ func (s *Server) RegisterAgentWithRemotes(ctx context.Context, m Models, servers
 	}
 	for _, a := range agents {
 		tb.AddRemote(a.Tool())
+		tb.AddRemoteAgent(a.Name(), a.Tool().Info().Description, a)
 		s.OnClose(func() error { a.Close(); return nil })
 	}
 	for _, g := range graphs {
 		tb.AddRemote(g.Tool())
+		tb.AddRemoteAgent(g.Tool().Info().Name, g.Tool().Info().Description, g)
 		s.OnClose(func() error { g.Close(); return nil })
 	}
 	s.OnClose(tb.Close)

@@ -93,6 +93,7 @@ func isolationCalls(a tenantA) map[string][]call {
 		// asks for A's task through B's agent).
 		"a2aJSONRPC":      {{body: `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{"message":{"messageId":"m1","role":"user","parts":[{"kind":"text","text":"hi"}]}}}`, want: 404}},
 		"getA2AAgentCard": {{}, {query: "assistant_id=" + url.QueryEscape(a.assistant), want: 404}},
+		"a2aRESTPost":     {{body: `{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}`, want: 404}},
 		// Crons: A's assistant and thread do not exist for B; searches and
 		// counts see none of A's crons.
 		"createCron":       {{body: fmt.Sprintf(`{"assistant_id":%q,"schedule":"0 0 1 1 *"}`, a.assistant), want: 404}},
@@ -246,7 +247,7 @@ func walkAsOtherTenant(t *testing.T, database string) {
 
 	calls := isolationCalls(a)
 	fill := map[string]string{"assistant_id": a.assistant, "assistant": a.assistant, "thread_id": a.thread, "run_id": a.run, "checkpoint_id": a.checkpoint, "namespace": "sub", "cron_id": a.cron,
-		"dataset_id": a.dataset, "case_id": a.caseID, "feedback_id": a.feedback, "experiment_id": a.experiment}
+		"dataset_id": a.dataset, "case_id": a.caseID, "feedback_id": a.feedback, "experiment_id": a.experiment, "path": "tasks"}
 	for _, p := range walked {
 		op := ops[p]
 		method, path, _ := strings.Cut(p, " ")

@@ -11,5 +11,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envCrashChild) != "" {
 		os.Exit(crashChild()) // the serving process the crash test kills
 	}
+	if os.Getenv(envHopChild) != "" {
+		os.Exit(hopChild()) // the local server of the remote hop's crash test
+	}
 	goleak.VerifyTestMain(m)
 }

@@ -48,6 +48,7 @@ func streamCalls(f streamFixture) map[string]streamCall {
 		"runAgUI":                {method: "POST", path: "/ag-ui/chat", body: `{"threadId":"ag1","runId":"r1","messages":[{"id":"m1","role":"user","content":"hi"}]}`},
 		"a2aJSONRPC": {method: "POST", path: "/a2a/chat", header: map[string]string{"A2A-Version": "1.0"},
 			body: `{"jsonrpc":"2.0","id":1,"method":"SendStreamingMessage","params":{"message":{"messageId":"m1","role":"ROLE_USER","parts":[{"text":"hi"}]}}}`},
+		"a2aRESTPost": {method: "POST", path: "/a2a/chat/rest/message:stream", body: `{"message":{"messageId":"m-rest","role":"ROLE_USER","parts":[{"text":"hi"}]}}`},
 	}
 }
 

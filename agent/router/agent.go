@@ -30,6 +30,9 @@ type Agent struct {
 	// (nil: react.Answer; no answer is an error). An error becomes a tool
 	// error message for the router model.
 	Output func(s graph.State) (string, error)
+	// Remote, instead of Graph, is an agent on another server (see
+	// Remote); Input and Output are not used for it.
+	Remote Remote
 }
 
 type taskArgs struct {
@@ -39,6 +42,9 @@ type taskArgs struct {
 // tool returns the tool the router model calls the agent through. It is a
 // read tool: the agent's own tools ask for approval where they must.
 func (ag Agent) tool() (tool.Tool, error) {
+	if ag.Remote != nil {
+		return ag.remoteTool()
+	}
 	input, output := ag.Input, ag.Output
 	if input == nil {
 		input = react.Input

@@ -397,8 +397,8 @@ func build(cfg Config) (*router, error) {
 		if strings.TrimSpace(ag.Description) == "" {
 			add("%s has no Description; the router model chooses agents by their descriptions", label)
 		}
-		if ag.Graph == nil {
-			add("%s has no Graph; give it a compiled graph (react.New, say)", label)
+		if ag.Graph == nil && ag.Remote == nil {
+			add("%s has no Graph; give it a compiled graph (react.New, say) or a Remote", label)
 			bad = true
 		}
 		if bad {

@@ -26,11 +26,14 @@ func TestCard(t *testing.T) {
 	if c.Name != "offsite planner" || c.Description != "Plans team offsites." || !c.Capabilities.Streaming || !c.Capabilities.PushNotifications {
 		t.Errorf("card %+v", c)
 	}
-	if len(c.SupportedInterfaces) != 2 {
+	if len(c.SupportedInterfaces) != 3 {
 		t.Fatalf("interfaces %+v", c.SupportedInterfaces)
 	}
+	if rest := c.SupportedInterfaces[2]; rest.URL != e.srv.URL+"/a2a/planner-a/rest" || rest.ProtocolBinding != a2a.TransportProtocolHTTPJSON || rest.ProtocolVersion != a2a.Version {
+		t.Errorf("the REST interface %+v", rest)
+	}
 	versions := map[a2a.ProtocolVersion]bool{}
-	for _, i := range c.SupportedInterfaces {
+	for _, i := range c.SupportedInterfaces[:2] {
 		if i.URL != e.srv.URL+"/a2a/planner-a" || i.ProtocolBinding != a2a.TransportProtocolJSONRPC {
 			t.Errorf("interface %+v: want JSON-RPC at %s/a2a/planner-a", i, e.srv.URL)
 		}
@@ -320,8 +323,8 @@ func TestErrors(t *testing.T) {
 	if _, err := c.SendMessage(ctx, &a2a.SendMessageRequest{Message: userText("hi", ""), Config: &a2a.SendMessageConfig{AcceptedOutputModes: []string{"image/png"}}}); !errors.Is(err, a2a.ErrUnsupportedContentType) {
 		t.Errorf("image-only output: %v", err)
 	}
-	if _, err := c.ListTasks(ctx, &a2a.ListTasksRequest{}); !errors.Is(err, a2a.ErrUnsupportedOperation) {
-		t.Errorf("ListTasks: %v", err)
+	if _, err := c.ListTasks(ctx, &a2a.ListTasksRequest{PageSize: 500}); !errors.Is(err, a2a.ErrInvalidParams) {
+		t.Errorf("ListTasks with a page too large: %v", err)
 	}
 	if _, err := c.GetTaskPushConfig(ctx, &a2a.GetTaskPushConfigRequest{TaskID: done.ID, ID: "x"}); !errors.Is(err, a2a.ErrInvalidParams) {
 		t.Errorf("an unknown push config: %v", err)

@@ -83,6 +83,9 @@ func (h *Handler) Handlers() map[string]http.Handler {
 		OperationCard:          http.HandlerFunc(h.card),
 		OperationAssistantCard: http.HandlerFunc(h.assistantCard),
 		OperationRPC:           http.HandlerFunc(h.rpc),
+		OperationRESTGet:       http.HandlerFunc(h.rest),
+		OperationRESTPost:      http.HandlerFunc(h.rest),
+		OperationRESTDelete:    http.HandlerFunc(h.rest),
 	}
 }
 

@@ -64,12 +64,6 @@ func (ag *agent) GetTask(ctx context.Context, req *a2a.GetTaskRequest) (*a2a.Tas
 	return v, nil
 }
 
-// ListTasks is not served: a context's tasks are its thread's runs, which
-// the LangGraph API lists.
-func (ag *agent) ListTasks(context.Context, *a2a.ListTasksRequest) (*a2a.ListTasksResponse, error) {
-	return nil, a2a.NewError(a2a.ErrUnsupportedOperation, "ListTasks is not served by this agent: read a task with GetTask, or list the context's runs with the LangGraph API (GET /threads/{contextId}/runs)")
-}
-
 // CancelTask answers tasks/cancel: the task's live run is stopped as an
 // interrupt double-text stops it (the steps it finished keep their
 // writes), and the task, once the run has ended, is answered canceled. A
@@ -87,7 +81,7 @@ func (ag *agent) CancelTask(ctx context.Context, req *a2a.CancelTaskRequest) (*a
 	switch {
 	case state.Terminal():
 		return nil, a2a.NewError(a2a.ErrTaskNotCancelable, fmt.Sprintf("task %s is %s already; only a submitted or working task can be cancelled", t.id, stateWord(state)))
-	case state == a2a.TaskStateInputRequired:
+	case waits(state):
 		// Nothing runs: the task ends here, and the thread's question is
 		// left unanswered (the next task's input starts over).
 		if _, err := ag.h.DB.UpdateThreadMetadata(ctx, ag.tenant, t.thread.ID, db.Metadata{mdCanceled: t.first().ID}); err != nil {
@@ -187,6 +181,9 @@ func (ag *agent) SendStreamingMessage(ctx context.Context, req *a2a.SendMessageR
 		if !yield(v, nil) || tn.run.ID == "" {
 			return // the answer did not fit: the task asks again, and no run started
 		}
+		if tn.repeat && (v.Status.State.Terminal() || waits(v.Status.State)) {
+			return // sent again after its run ended: the task as it stands is the answer
+		}
 		ag.follow(ctx, tn.task, tn.run, yield)
 	}
 }
@@ -210,7 +207,7 @@ func (ag *agent) SubscribeToTask(ctx context.Context, req *a2a.SubscribeToTaskRe
 			yield(nil, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s: there is nothing to subscribe to; read it with GetTask", t.id, stateWord(v.Status.State))))
 			return
 		}
-		if !yield(v, nil) || v.Status.State == a2a.TaskStateInputRequired {
+		if !yield(v, nil) || waits(v.Status.State) {
 			return
 		}
 		ag.follow(ctx, t.id, t.last(), yield)
@@ -282,11 +279,15 @@ type turn struct {
 	fresh    bool
 	msg      *a2a.Message
 	problems []string
+	// repeat: the message was sent before (dedup.go), and run is the one
+	// it started then.
+	repeat bool
 }
 
 // start reads a message and starts its run: a new task on the message's
-// context (a new thread when it names none), or the answer to the
-// question of the task it names.
+// context (a new thread when it names none, derived from the message's
+// ID), or the answer to the question of the task it names. A message sent
+// again gets the run it started the first time (dedup.go).
 func (ag *agent) start(ctx context.Context, req *a2a.SendMessageRequest) (*turn, error) {
 	in, err := readMessage(req)
 	if err != nil {
@@ -296,15 +297,25 @@ func (ag *agent) start(ctx context.Context, req *a2a.SendMessageRequest) (*turn,
 		return ag.answer(ctx, req, in)
 	}
 	thread := req.Message.ContextID
-	if thread == "" {
+	switch {
+	case thread == "" && req.Message.ID == "":
 		thread = checkpoint.NewID()
-	} else if p := db.IDProblem(thread); p != "" {
-		return nil, a2a.NewError(a2a.ErrInvalidParams, "message.contextId "+p)
+	case thread == "":
+		thread = ag.contextThread(req.Message.ID)
+	case db.IDProblem(thread) != "":
+		return nil, a2a.NewError(a2a.ErrInvalidParams, "message.contextId "+db.IDProblem(thread))
 	}
 	from := 0
 	th, err := ag.h.DB.GetThread(ctx, ag.tenant, thread)
 	switch {
 	case err == nil:
+		run, again, err := ag.repeatedRun(ctx, thread, req.Message.ID)
+		if err != nil {
+			return nil, ag.failure("read the context's runs", err)
+		}
+		if again {
+			return repeatTurn(run, req.Message), nil
+		}
 		if th.Status == db.ThreadInterrupted && len(openaiapi.WaitingFrom(th.Interrupts)) > 0 && !ag.waitingCanceled(ctx, th) {
 			return nil, ag.waitingRefusal(ctx, th)
 		}
@@ -316,7 +327,7 @@ func (ag *agent) start(ctx context.Context, req *a2a.SendMessageRequest) (*turn,
 	if content == "" {
 		return nil, a2a.NewError(a2a.ErrInvalidParams, "message.parts carry no text and no data: send a text part (or a data part)")
 	}
-	md := db.Metadata{mdSource: source, mdFrom: from}
+	md := db.Metadata{mdSource: source, mdFrom: from, mdMessage: req.Message.ID}
 	if req.Config != nil && req.Config.PushConfig != nil {
 		p, err := ag.checkPush(ctx, req.Config.PushConfig)
 		if err != nil {
@@ -346,6 +357,9 @@ func (ag *agent) answer(ctx context.Context, req *a2a.SendMessageRequest, in mes
 	if m.ContextID != "" && m.ContextID != t.thread.ID {
 		return nil, a2a.NewError(a2a.ErrInvalidParams, fmt.Sprintf("task %s belongs to context %s, not %s: send the task's contextId, or none", t.id, t.thread.ID, m.ContextID))
 	}
+	if run, again, _ := findMessage(t.runs, ag.assistant.ID, m.ID); again {
+		return repeatTurn(run, m), nil // this answer was taken before
+	}
 	state, waiting, err := ag.state(ctx, t)
 	if err != nil {
 		return nil, ag.failure("read the task", err)
@@ -353,7 +367,7 @@ func (ag *agent) answer(ctx context.Context, req *a2a.SendMessageRequest, in mes
 	switch {
 	case state.Terminal():
 		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s: a finished task takes no more messages; send the message without taskId to start a new task in context %s", t.id, stateWord(state), t.thread.ID))
-	case state != a2a.TaskStateInputRequired:
+	case !waits(state):
 		return nil, a2a.NewError(a2a.ErrUnsupportedOperation, fmt.Sprintf("task %s is %s and asks nothing yet: wait until it is input-required (GetTask, or SubscribeToTask) before answering", t.id, stateWord(state)))
 	}
 	tn := &turn{task: t.id, msg: m}
@@ -380,7 +394,7 @@ func (ag *agent) answer(ctx context.Context, req *a2a.SendMessageRequest, in mes
 		}
 	}
 	kw := runs.Kwargs{StreamMode: streamModes, Command: &runs.Command{Resume: mustJSON(map[string]json.RawMessage{w.ID: value})}}
-	run, refused, err := ag.create(ctx, t.thread.ID, kw, db.Metadata{mdSource: source, mdTask: t.first().ID})
+	run, refused, err := ag.create(ctx, t.thread.ID, kw, db.Metadata{mdSource: source, mdTask: t.first().ID, mdMessage: m.ID})
 	if refused != nil {
 		// The agent's own check of the answer (its schema): asked again.
 		tn.problems = []string{refused.Detail}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/a2aproject/a2a-go/v2/a2a"
+	"github.com/a2aproject/a2a-go/v2/a2aclient"
 	"github.com/a2aproject/a2a-go/v2/a2aclient/agentcard"
 )
 
@@ -89,4 +90,23 @@ func TestCaptureSDKRequests(t *testing.T) {
 	save("a2a_get_task")
 	send(t, e.client("chat-a", true), userText("hello", ""))
 	save("a2a_send_v03")
+	// The REST binding.
+	var iface []*a2a.AgentInterface
+	for _, i := range e.card("chat-a").SupportedInterfaces {
+		if i.ProtocolBinding == a2a.TransportProtocolHTTPJSON {
+			iface = append(iface, i)
+		}
+	}
+	rc, err := a2aclient.NewFromEndpoints(ctx, iface, a2aclient.WithRESTTransport(e.hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	task = send(t, rc, userText("hello", ""))
+	save("a2a_rest_send")
+	if _, err := rc.GetTask(ctx, &a2a.GetTaskRequest{ID: task.ID}); err != nil {
+		t.Fatal(err)
+	}
+	save("a2a_rest_get_task")
+	_ = rc.DeleteTaskPushConfig(ctx, &a2a.DeleteTaskPushConfigRequest{TaskID: task.ID, ID: "none"})
+	save("a2a_rest_delete_push")
 }

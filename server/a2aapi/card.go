@@ -116,6 +116,7 @@ func (h *Handler) Card(ctx context.Context, base string, a db.Assistant) *a2a.Ag
 		SupportedInterfaces: []*a2a.AgentInterface{
 			{URL: endpoint, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2a.Version},
 			{URL: endpoint, ProtocolBinding: a2a.TransportProtocolJSONRPC, ProtocolVersion: a2av0.Version},
+			restInterface(endpoint), // last: clients that take the first they speak keep JSON-RPC
 		},
 		Capabilities:       a2a.AgentCapabilities{Streaming: true, PushNotifications: true},
 		DefaultInputModes:  modes,

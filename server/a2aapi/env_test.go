@@ -2,6 +2,7 @@ package a2aapi
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -26,6 +27,7 @@ import (
 	dbsqlite "github.com/trellis-agents/trellis/server/db/sqlite"
 	"github.com/trellis-agents/trellis/server/internal/runtest"
 	"github.com/trellis-agents/trellis/server/runs"
+	"github.com/trellis-agents/trellis/tool"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -104,6 +106,23 @@ func newEnv(t testing.TB) *env {
 		b.AddEdge("bot", graph.END)
 		return b.Compile()
 	}}))
+	must(reg.Register("calendar", runs.GraphSpec{New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		b := graph.New(chatMsgs)
+		b.AddNode("bot", func(ctx context.Context, st graph.State) (graph.Output, error) {
+			creds, err := tool.RequireAuth(ctx, tool.AuthRequest{Tool: "calendar", Message: "Give a calendar token.", Scheme: "bearer"})
+			if err != nil {
+				return nil, err
+			}
+			var c struct {
+				Token string `json:"token"`
+			}
+			_ = json.Unmarshal(creds, &c)
+			return graph.Writes(graph.Append(chatMsgs, llm.Assistant("Signed in with "+c.Token))), nil
+		})
+		b.SetEntry("bot")
+		b.AddEdge("bot", graph.END)
+		return b.Compile()
+	}}))
 	app, err := planner.New(ctx, planner.Config{Model: planner.Script()})
 	must(err)
 	t.Cleanup(func() { _ = app.Close() })
@@ -114,7 +133,7 @@ func newEnv(t testing.TB) *env {
 			return apps.WithScope(ctx, runs.ThreadKey(tenant, thread))
 		}})
 	must(err)
-	for _, a := range []db.Assistant{{ID: "chat-a", GraphID: "chat", Name: "Chat"}, {ID: "planner-a", GraphID: "planner", Name: "offsite planner", Description: "Plans team offsites."}, {ID: "slow-a", GraphID: "slow", Name: "slow"}} {
+	for _, a := range []db.Assistant{{ID: "chat-a", GraphID: "chat", Name: "Chat"}, {ID: "planner-a", GraphID: "planner", Name: "offsite planner", Description: "Plans team offsites."}, {ID: "slow-a", GraphID: "slow", Name: "slow"}, {ID: "calendar-a", GraphID: "calendar", Name: "calendar"}} {
 		_, err := d.CreateAssistant(ctx, DefaultTenant, a, db.IfExistsRaise)
 		must(err)
 	}
@@ -128,6 +147,9 @@ func newEnv(t testing.TB) *env {
 	mux.Handle("POST /a2a/{assistant}", hs[OperationRPC])
 	mux.Handle("GET /a2a/{assistant}/.well-known/agent-card.json", hs[OperationAssistantCard])
 	mux.Handle("GET /.well-known/agent-card.json", hs[OperationCard])
+	mux.Handle("GET /a2a/{assistant}/rest/{path...}", hs[OperationRESTGet])
+	mux.Handle("POST /a2a/{assistant}/rest/{path...}", hs[OperationRESTPost])
+	mux.Handle("DELETE /a2a/{assistant}/rest/{path...}", hs[OperationRESTDelete])
 	e.srv = httptest.NewServer(mux)
 	e.hc = &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(func() {

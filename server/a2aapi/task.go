@@ -147,7 +147,7 @@ func (ag *agent) state(ctx context.Context, t *task) (a2a.TaskState, []openaiapi
 			if t.thread.Metadata[mdCanceled] == t.first().ID {
 				return a2a.TaskStateCanceled, nil, nil // cancelled while it waited
 			}
-			return a2a.TaskStateInputRequired, waiting, nil
+			return waitState(waiting), waiting, nil
 		}
 	}
 	if last.Status == db.RunInterrupted {
@@ -179,7 +179,7 @@ func (ag *agent) view(ctx context.Context, t *task, problems []string) (*a2a.Tas
 	}
 	out.History = historyOf(t.thread.Values, from, t.id, ctxID)
 	switch state {
-	case a2a.TaskStateInputRequired:
+	case a2a.TaskStateInputRequired, a2a.TaskStateAuthRequired:
 		out.Status.Message = question(waiting, problems, t.id, ctxID)
 	case a2a.TaskStateCompleted:
 		if m := lastAgent(out.History); m != nil {
@@ -213,6 +213,9 @@ func agentMessage(task a2a.TaskID, ctxID, id string, parts ...*a2a.Part) *a2a.Me
 // and answer schema.
 func question(waiting []openaiapi.Waiting, problems []string, task a2a.TaskID, ctxID string) *a2a.Message {
 	text, _ := openaiapi.Describe(waiting[0])
+	if r := authRequest(waiting[0]); r != nil {
+		text = authText(r)
+	}
 	if len(problems) > 0 {
 		text = "That answer did not fit: " + strings.Join(problems, "; ") + "\n\n" + text
 	}

@@ -171,8 +171,12 @@ func (a *Agent) Call(ctx context.Context, text string) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
+		// The answer's message ID follows from the task's first message
+		// (a durable step) and the round, so an answer sent again after a
+		// crash is the same message, which the remote may recognise
+		// (Trellis does) instead of taking it twice.
 		_, err = graph.Durable(ctx, "a2a:"+a.cfg.Name+":answer:"+n, func(ctx context.Context) (bool, error) {
-			msg := &proto.Message{ID: proto.NewMessageID(), Role: proto.MessageRoleUser, TaskID: proto.TaskID(st.TaskID), ContextID: st.ContextID, Parts: answerParts(answer)}
+			msg := &proto.Message{ID: msgID + "-answer-" + n, Role: proto.MessageRoleUser, TaskID: proto.TaskID(st.TaskID), ContextID: st.ContextID, Parts: answerParts(answer)}
 			s := pull(c.SendStreamingMessage(ctx, &proto.SendMessageRequest{Message: msg}))
 			ev, err, ok := s.next()
 			if err == nil && !ok {

@@ -72,3 +72,13 @@ func (a *Agent) Node(messages *graph.Key[[]llm.Message], failAsMessage bool) gra
 		return graph.Writes(graph.Append(messages, m)), nil
 	}
 }
+
+// Ask sends task to the agent (Call) and returns the result's text, for
+// callers that want text only: a router sub-agent (agent/router's Remote).
+func (a *Agent) Ask(ctx context.Context, task string) (string, error) {
+	res, err := a.Call(ctx, task)
+	if err != nil {
+		return "", err
+	}
+	return res.Text, nil
+}

@@ -13,8 +13,13 @@
 // remote run. Requests dial through the guarded dialer (internal/netguard)
 // and the headers go only to the configured URL's origin.
 //
-// Events are not streamed across the hop yet: Call joins the run and
-// emits a custom Event when it is created and when it ends.
+// The remote run's events are streamed across the hop: Call creates the
+// run with the stream modes in StreamModes, joins its event stream (GET
+// .../runs/{run_id}/stream, from the run's first event, rejoining after
+// the last event seen with Last-Event-ID when a connection drops) and
+// passes them on as custom events of the local run (Event: the remote
+// graph's finished nodes, its message chunks, its custom events), between
+// the run's "created" and how it ended.
 package remotegraph
 
 import (
@@ -115,7 +120,14 @@ func (t *lgTool) Call(ctx context.Context, args json.RawMessage) (string, error)
 	if err := json.Unmarshal(args, &in); err != nil || strings.TrimSpace(in.Message) == "" {
 		return "", tool.BadArguments(t.a.cfg.Name, "the arguments must be an object with a non-empty message string")
 	}
-	res, err := t.a.Call(ctx, map[string]any{"messages": []any{map[string]any{"role": "user", "content": in.Message}}})
+	return t.a.Ask(ctx, in.Message)
+}
+
+// Ask sends task as the remote graph's input {"messages": [{"role":
+// "user", "content": task}]} (Call) and returns the text of the last
+// message the run left: a router sub-agent (agent/router's Remote).
+func (a *Agent) Ask(ctx context.Context, task string) (string, error) {
+	res, err := a.Call(ctx, map[string]any{"messages": []any{map[string]any{"role": "user", "content": task}}})
 	if err != nil {
 		return "", err
 	}
@@ -135,20 +147,31 @@ type Result struct {
 	Text string `json:"text"`
 }
 
-// Event is the custom event a call emits: Kind "remote_run" with the
-// run's status ("created", then "success", "interrupted", "error"...).
+// Event is a custom event a call emits (graph.Emit), naming the agent and
+// the remote thread and run: Kind "remote_run" with the run's Status
+// ("created", then "success", "interrupted", "error"...), and between the
+// two what the remote run streamed: "remote_node" (Node finished),
+// "remote_message" (a message chunk's Text; Append says it continues the
+// message MessageID) and "remote_custom" (Data, the remote's own custom
+// event). See the Kind constants.
 type Event struct {
-	Kind     string `json:"kind"`
-	Agent    string `json:"agent"`
-	ThreadID string `json:"thread_id"`
-	RunID    string `json:"run_id"`
-	Status   string `json:"status"`
+	Kind      string          `json:"kind"`
+	Agent     string          `json:"agent"`
+	ThreadID  string          `json:"thread_id"`
+	RunID     string          `json:"run_id"`
+	Status    string          `json:"status,omitempty"`
+	Node      string          `json:"node,omitempty"`
+	MessageID string          `json:"message_id,omitempty"`
+	Text      string          `json:"text,omitempty"`
+	Append    bool            `json:"append,omitempty"`
+	Data      json.RawMessage `json:"data,omitempty"`
 }
 
 // Error is a failed remote call or run.
 type Error struct {
 	Agent, Op string
 	Err       error
+	status    int // the HTTP status, when the server answered
 }
 
 func (e *Error) Error() string {
@@ -177,7 +200,7 @@ func (a *Agent) Call(ctx context.Context, input any) (*Result, error) {
 	}); err != nil {
 		return nil, err
 	}
-	body := map[string]any{"assistant_id": a.cfg.Assistant, "input": input}
+	body := map[string]any{"assistant_id": a.cfg.Assistant, "input": input, "stream_mode": StreamModes, "stream_resumable": true}
 	for round := 0; ; round++ {
 		n := strconv.Itoa(round)
 		run, err := graph.Durable(ctx, "lg:"+a.cfg.Name+":run:"+n, func(ctx context.Context) (string, error) {
@@ -225,13 +248,14 @@ func (a *Agent) Call(ctx context.Context, input any) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		body = map[string]any{"assistant_id": a.cfg.Assistant, "command": map[string]any{"resume": answer}}
+		body = map[string]any{"assistant_id": a.cfg.Assistant, "command": map[string]any{"resume": answer}, "stream_mode": StreamModes, "stream_resumable": true}
 	}
 }
 
-// wait joins the run, then reads its status and the thread's state.
+// wait follows the run's stream to its end, then reads its status and
+// the thread's state.
 func (a *Agent) wait(ctx context.Context, thread, run string) (outcome, error) {
-	if err := a.do(ctx, "GET", "/threads/"+thread+"/runs/"+run+"/join", nil, nil, "join the run"); err != nil {
+	if err := a.follow(ctx, thread, run); err != nil {
 		return outcome{}, err
 	}
 	var r struct {
@@ -258,12 +282,14 @@ func (a *Agent) wait(ctx context.Context, thread, run string) (outcome, error) {
 	return o, nil
 }
 
-func (a *Agent) do(ctx context.Context, method, path string, in, out any, op string) error {
+// request is a request to path under the configured URL, with the
+// configured headers.
+func (a *Agent) request(ctx context.Context, method, path string, in any) (*http.Request, error) {
 	var body io.Reader
 	if in != nil {
 		b, err := json.Marshal(in)
 		if err != nil {
-			return &Error{Agent: a.cfg.Name, Op: op, Err: err}
+			return nil, err
 		}
 		body = bytes.NewReader(b)
 	}
@@ -273,11 +299,19 @@ func (a *Agent) do(ctx context.Context, method, path string, in, out any, op str
 	u.RawQuery = q
 	req, err := http.NewRequestWithContext(ctx, method, u.String(), body)
 	if err != nil {
-		return &Error{Agent: a.cfg.Name, Op: op, Err: err}
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range a.cfg.Headers {
 		req.Header.Set(k, v) // every request goes to the configured origin
+	}
+	return req, nil
+}
+
+func (a *Agent) do(ctx context.Context, method, path string, in, out any, op string) error {
+	req, err := a.request(ctx, method, path, in)
+	if err != nil {
+		return &Error{Agent: a.cfg.Name, Op: op, Err: err}
 	}
 	resp, err := a.http.Do(req)
 	if err != nil {
@@ -295,7 +329,7 @@ func (a *Agent) do(ctx context.Context, method, path string, in, out any, op str
 		return &Error{Agent: a.cfg.Name, Op: op, Err: err}
 	}
 	if resp.StatusCode/100 != 2 {
-		return &Error{Agent: a.cfg.Name, Op: op, Err: fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(b))}
+		return &Error{Agent: a.cfg.Name, Op: op, status: resp.StatusCode, Err: fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(b))}
 	}
 	if out != nil {
 		if err := json.Unmarshal(b, out); err != nil {
@@ -315,20 +349,7 @@ func lastText(values json.RawMessage) string {
 	if json.Unmarshal(values, &v) != nil || len(v.Messages) == 0 {
 		return ""
 	}
-	c := v.Messages[len(v.Messages)-1].Content
-	var s string
-	if json.Unmarshal(c, &s) == nil {
-		return s
-	}
-	var parts []struct {
-		Text string `json:"text"`
-	}
-	_ = json.Unmarshal(c, &parts)
-	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
-	}
-	return b.String()
+	return contentText(v.Messages[len(v.Messages)-1].Content)
 }
 
 func orDefault(s, d string) string {

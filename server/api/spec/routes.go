@@ -279,6 +279,15 @@ func Routes() []Route {
 		{Method: "POST", Pattern: "/a2a/{assistant}", OperationID: a2aapi.OperationRPC, Tag: "A2A", Summary: "A2A JSON-RPC: send and stream messages, get and cancel tasks of the assistant (ID, graph ID or name)",
 			Description: `A2A 1.0 JSON-RPC with A2A-Version: 1.0 (SendMessage, SendStreamingMessage, GetTask, CancelTask, SubscribeToTask); without the header, 0.3's (message/send, message/stream, tasks/get, tasks/cancel, tasks/resubscribe). Errors are JSON-RPC errors with status 200; the streaming methods answer a text/event-stream of JSON-RPC responses. A context is a thread, a task its run and the runs answering its questions. See docs/a2a.md.`,
 			Body:        t[json.RawMessage](), Status: ok, Response: t[json.RawMessage](), MayStream: true},
+		{Method: "GET", Pattern: "/a2a/{assistant}/rest/{path...}", OperationID: a2aapi.OperationRESTGet, Tag: "A2A", Summary: "A2A 1.0 REST binding: read tasks (tasks, tasks/{id}) and push configs of the assistant",
+			Description: `The HTTP+JSON binding of A2A 1.0 over the same agent as the JSON-RPC endpoint: GET tasks (ListTasks), tasks/{id} (GetTask), tasks/{id}/pushNotificationConfigs[/{configId}]. Errors are A2A REST errors with their HTTP status. See docs/a2a.md.`,
+			Status:      ok, Response: t[json.RawMessage]()},
+		{Method: "POST", Pattern: "/a2a/{assistant}/rest/{path...}", OperationID: a2aapi.OperationRESTPost, Tag: "A2A", Summary: "A2A 1.0 REST binding: send and stream messages, cancel and subscribe to tasks of the assistant",
+			Description: `POST message:send, message:stream (text/event-stream), tasks/{id}:cancel, tasks/{id}:subscribe (text/event-stream), tasks/{id}/pushNotificationConfigs. See docs/a2a.md.`,
+			Body:        t[json.RawMessage](), Status: ok, Response: t[json.RawMessage](), MayStream: true},
+		{Method: "DELETE", Pattern: "/a2a/{assistant}/rest/{path...}", OperationID: a2aapi.OperationRESTDelete, Tag: "A2A", Summary: "A2A 1.0 REST binding: delete a task's push config",
+			Description: `DELETE tasks/{id}/pushNotificationConfigs/{configId}. See docs/a2a.md.`,
+			Status:      ok, Response: t[json.RawMessage]()},
 	}
 	return rs
 }

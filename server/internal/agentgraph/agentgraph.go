@@ -21,6 +21,7 @@ import (
 	"sync"
 
 	"github.com/trellis-agents/trellis/agent/react"
+	"github.com/trellis-agents/trellis/agent/router"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/history"
@@ -49,13 +50,18 @@ type Configurable struct {
 	History *config.History `json:"history"`
 	// Middleware is the middleware chain, built-ins by name in order.
 	Middleware []config.Middleware `json:"middleware"`
+	// Agents are sub-agents, remote:NAME each (remote.go): with any, the
+	// assistant is a router (agent/router) that may hand a request to
+	// them, instead of a ReAct loop.
+	Agents []string `json:"agents"`
 }
 
 // Toolbox holds the MCP servers' connections and their tools, listed
 // once when they connect.
 type Toolbox struct {
 	servers map[string]*server
-	remote  map[string]tool.Tool // remote agents by name (remote:NAME)
+	remote  map[string]tool.Tool    // remote agents by name (remote:NAME)
+	agents  map[string]router.Agent // remote agents as sub-agents (remote.go)
 	once    sync.Once
 	err     error
 }
@@ -296,6 +302,17 @@ func New(tb *Toolbox, models ModelFunc, log *slog.Logger) runs.Constructor {
 		mws, err := middlewareOf(c.Middleware, model, models)
 		if err != nil {
 			return nil, bad("config.configurable.%v", err)
+		}
+		if len(c.Agents) > 0 {
+			agents, err := tb.subAgents(c.Agents)
+			if err != nil {
+				return nil, bad("config.configurable.%v", err)
+			}
+			g, err := newRouter(model, c.SystemPrompt, tools, policy, agents, hist, mws, log)
+			if err != nil {
+				return nil, bad("config.configurable: %s", strings.ReplaceAll(err.Error(), "\n", "; "))
+			}
+			return g, nil
 		}
 		return react.New(react.Config{
 			Name: AgentGraph, Model: model, System: c.SystemPrompt,

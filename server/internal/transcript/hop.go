@@ -8,7 +8,8 @@ import (
 
 // KindHop is a call to a remote agent (Hop): the custom events a run's
 // remote call streamed (tool/a2a's "remote_status" and "remote_artifact",
-// tool/remotegraph's "remote_run"), folded into one entry per remote task
+// tool/remotegraph's "remote_run", "remote_node", "remote_message" and
+// "remote_custom"), folded into one entry per remote task
 // or thread and run of the local thread, placed where its first event was.
 const KindHop = "hop"
 
@@ -32,7 +33,8 @@ type Hop struct {
 	Updates []HopUpdate `json:"updates"`
 	// Question is what the remote asked, when it stopped for a person.
 	Question string `json:"question,omitempty"`
-	// Outcome is the remote's answer so far: its artifacts' text (A2A).
+	// Outcome is the remote's answer so far: its artifacts' text (A2A),
+	// its latest streamed message (LangGraph API).
 	Outcome string `json:"outcome,omitempty"`
 }
 
@@ -56,6 +58,10 @@ type hopEvent struct {
 	ThreadID  string `json:"thread_id"`
 	RunID     string `json:"run_id"`
 	Status    string `json:"status"`
+	// Node and Data: tool/remotegraph's streamed "remote_node" and
+	// "remote_custom".
+	Node string          `json:"node"`
+	Data json.RawMessage `json:"data"`
 }
 
 // MaxHopUpdates bounds the status updates one hop keeps (the latest
@@ -75,7 +81,7 @@ func asHop(data json.RawMessage) (hopEvent, string, bool) {
 	switch e.Kind {
 	case "remote_status", "remote_artifact":
 		return e, "a2a\x00" + e.Agent + "\x00" + e.TaskID, true
-	case "remote_run":
+	case "remote_run", "remote_node", "remote_message", "remote_custom":
 		if e.ThreadID == "" {
 			return e, "", false
 		}
@@ -111,8 +117,17 @@ func (b *builder) hopEvent(runID string, at time.Time, ns string, data json.RawM
 		h.run, h.at, h.last = runID, map[string]int{}, -1
 	}
 	up := HopUpdate{State: e.State, Text: firstLine(e.Text), At: at}
-	if e.Kind == "remote_run" {
+	switch e.Kind {
+	case "remote_run":
 		up = HopUpdate{State: e.Status, RunID: e.RunID, At: at}
+	case "remote_node":
+		up = HopUpdate{State: "working", Text: "node " + e.Node + " finished", RunID: e.RunID, At: at}
+	case "remote_custom":
+		t := e.Text
+		if len(e.Data) > 0 {
+			t = string(e.Data)
+		}
+		up = HopUpdate{State: "working", Text: firstLine(t), RunID: e.RunID, At: at}
 	}
 	sig := e.Kind + "\x00" + up.State + "\x00" + up.Text + "\x00" + up.RunID
 	if e.Kind == "remote_artifact" {
@@ -121,10 +136,12 @@ func (b *builder) hopEvent(runID string, at time.Time, ns string, data json.RawM
 	if h.seen[key] == nil {
 		h.seen[key] = map[string]bool{}
 	}
-	if h.seen[key][sig] {
-		return true
+	if e.Kind != "remote_message" { // chunks repeat their words; a message is folded whole
+		if h.seen[key][sig] {
+			return true
+		}
+		h.seen[key][sig] = true
 	}
-	h.seen[key][sig] = true
 	i, ok := h.at[key]
 	if !ok {
 		hp := &Hop{Agent: e.Agent, Via: "a2a", TaskID: e.TaskID, ContextID: e.ContextID}
@@ -138,7 +155,7 @@ func (b *builder) hopEvent(runID string, at time.Time, ns string, data json.RawM
 	}
 	h.last = i
 	hp := h.hop[i]
-	if e.Kind == "remote_artifact" {
+	if e.Kind == "remote_artifact" || e.Kind == "remote_message" {
 		if !e.Append {
 			hp.Outcome = ""
 		}

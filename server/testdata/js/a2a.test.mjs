@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { randomUUID } from "node:crypto";
-import { ClientFactory } from "@a2a-js/sdk/client";
+import { ClientFactory, RestTransportFactory } from "@a2a-js/sdk/client";
 import { Role, TaskState } from "@a2a-js/sdk";
 
 const apiUrl = process.env.TRELLIS_URL;
@@ -22,14 +22,13 @@ const message = (parts, taskId = "") => ({ messageId: randomUUID(), role: Role.R
 const text = (m) => (m?.parts ?? []).filter((p) => p.content?.$case === "text").map((p) => p.content.value).join("");
 const data = (m) => (m?.parts ?? []).find((p) => p.content?.$case === "data")?.content.value;
 
-test("the card is 1.0's: no top-level url, a JSON-RPC interface per protocol version at the endpoint's absolute URL", async () => {
+test("the card is 1.0's: no top-level url, a JSON-RPC interface per protocol version and a REST one at the endpoint's absolute URL", async () => {
   const res = await fetch(`${apiUrl}/.well-known/agent-card.json?assistant_id=planner`);
   assert.equal(res.status, 200);
   const card = await res.json();
   assert.equal(card.url, undefined);
-  assert.deepEqual(card.supportedInterfaces.map((i) => i.protocolVersion).sort(), ["0.3", "1.0"]);
+  assert.deepEqual(card.supportedInterfaces.map((i) => `${i.protocolBinding} ${i.protocolVersion}`).sort(), ["HTTP+JSON 1.0", "JSONRPC 0.3", "JSONRPC 1.0"]);
   for (const i of card.supportedInterfaces) {
-    assert.equal(i.protocolBinding, "JSONRPC");
     assert.match(i.url, new RegExp(`^${apiUrl}/a2a/`));
   }
   assert.equal(card.capabilities.streaming, true);
@@ -83,4 +82,15 @@ test("a stream starts with the task and ends after input-required", async () => 
 test("an unknown task is the SDK's task-not-found error", async () => {
   const c = await client("planner");
   await assert.rejects(c.getTask({ id: "no-such-task" }), (e) => e.constructor.name === "JsonRpcTaskNotFoundError");
+});
+
+test("the REST binding: a client that speaks only REST sends, answers and reads a task", async () => {
+  const c = await new ClientFactory({ transports: [new RestTransportFactory()] }).createFromUrl(`${apiUrl}/a2a/planner/`);
+  const task = await c.sendMessage({ message: message([textPart("Organise our team offsite")]) });
+  assert.equal(task.status.state, TaskState.TASK_STATE_INPUT_REQUIRED);
+  const next = await c.sendMessage({ message: message([textPart("lisbon")], task.id) });
+  assert.equal(next.id, task.id);
+  assert.match(text(next.status.message), /Number of people/);
+  const got = await c.getTask({ id: task.id });
+  assert.equal(got.status.state, TaskState.TASK_STATE_INPUT_REQUIRED);
 });

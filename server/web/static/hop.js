@@ -7,29 +7,37 @@
 
 import { clear, h } from './dom.js';
 
+// The LangGraph-API hop's events (tool/remotegraph): its run's lifecycle
+// and what the remote run streamed.
+const lgKinds = new Set(['remote_run', 'remote_node', 'remote_message', 'remote_custom']);
+
 /** isHopEvent says whether a custom event's data is a remote call's. */
 export function isHopEvent(ev) {
-  return !!ev && (ev.kind === 'remote_status' || ev.kind === 'remote_artifact' || ev.kind === 'remote_run') && !!ev.agent;
+  return !!ev && !!ev.agent && (lgKinds.has(ev.kind) || ev.kind === 'remote_status' || ev.kind === 'remote_artifact');
 }
 
 /** hopKey names the hop an event belongs to. */
 export function hopKey(ev) {
-  return ev.kind === 'remote_run' ? `langgraph|${ev.agent}|${ev.thread_id}` : `a2a|${ev.agent}|${ev.task_id || ''}`;
+  return lgKinds.has(ev.kind) ? `langgraph|${ev.agent}|${ev.thread_id}` : `a2a|${ev.agent}|${ev.task_id || ''}`;
 }
 
 const waits = new Set(['input-required', 'interrupted', 'auth-required']);
 
 /** fold adds one event to a hop (null: a new one) and returns it. */
 export function fold(hop, ev) {
-  const hp = hop || (ev.kind === 'remote_run'
+  const hp = hop || (lgKinds.has(ev.kind)
     ? { agent: ev.agent, via: 'langgraph', thread_id: ev.thread_id, state: '', updates: [] }
     : { agent: ev.agent, via: 'a2a', task_id: ev.task_id, context_id: ev.context_id, state: '', updates: [] });
-  if (ev.kind === 'remote_artifact') {
+  if (ev.kind === 'remote_artifact' || ev.kind === 'remote_message') {
     hp.outcome = (ev.append ? hp.outcome || '' : '') + (ev.text || '');
     return hp;
   }
   // A status text's first line: an A2A agent may append its question's data.
-  const up = ev.kind === 'remote_run' ? { state: ev.status, run_id: ev.run_id } : { state: ev.state, text: String(ev.text || '').split('\n')[0].slice(0, 500) };
+  const line = (t) => String(t || '').split('\n')[0].slice(0, 500);
+  const up = ev.kind === 'remote_run' ? { state: ev.status, run_id: ev.run_id }
+    : ev.kind === 'remote_node' ? { state: 'working', text: `node ${ev.node} finished`, run_id: ev.run_id }
+      : ev.kind === 'remote_custom' ? { state: 'working', text: line(ev.data !== undefined ? JSON.stringify(ev.data) : ev.text), run_id: ev.run_id }
+        : { state: ev.state, text: line(ev.text) };
   if (hp.updates.some((u) => u.state === up.state && (u.text || '') === (up.text || '') && (u.run_id || '') === (up.run_id || ''))) return hp;
   hp.updates.push(up);
   hp.state = up.state;

@@ -273,13 +273,11 @@ func (r *run) restoreTask(t *task, ws []checkpoint.PendingWrite) error {
 				_, err = fail(fmt.Errorf("task %s: decode step: %w", t.ID(), err))
 				return err
 			}
-			in := t.intr()
-			if s.Call != len(in.steps) {
-				_, err := fail(fmt.Errorf("task %s: saved step %q is call %d, but %d steps precede it", t.ID(), s.Name, s.Call, len(in.steps)))
+			s.enc = w.Value
+			if s.Call < 0 || !t.intr().addStep(s) {
+				_, err := fail(fmt.Errorf("task %s: saved step %q has call index %d, which is negative or saved twice", t.ID(), s.Name, s.Call))
 				return err
 			}
-			s.enc = w.Value
-			in.steps = append(in.steps, s)
 		default:
 			state = append(state, w)
 		}

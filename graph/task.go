@@ -64,6 +64,7 @@ type taskInterrupts struct {
 	steps     []wireStep
 	stepCalls int
 	inStep    string
+	par       *stepGroup // parallel steps (Go), nil until the node starts one
 }
 
 // intr returns the task's interrupt bookkeeping, allocating it. Only the
@@ -497,6 +498,7 @@ func (t *task) call() (out Output, err error) {
 			err = &PanicError{Value: p, Stack: debug.Stack()}
 		}
 	}()
+	defer t.joinSteps() // parallel steps (Go) end with their node
 	ctx := context.Context(t)
 	if d := t.node.timeout; d > 0 {
 		var cancel context.CancelFunc

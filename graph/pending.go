@@ -175,8 +175,9 @@ func (r *run) putTaskWrites(t *task) error {
 	}
 	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.cpID}
 	id, node := t.ID(), t.node.name
+	added := t.in.appendable(r.cpID, ws) // a durable step: one new write
 	do := func() error {
-		if err := r.cfg.saver.PutWrites(r.ctx, ref, id, ws); err != nil {
+		if err := r.putWrites(ref, id, ws, added); err != nil {
 			return fmt.Errorf("graph: save the pending writes of node %q: %w", node, err)
 		}
 		return nil
@@ -185,7 +186,11 @@ func (r *run) putTaskWrites(t *task) error {
 		r.w.submit(do)
 		return nil
 	}
-	return do()
+	err = do()
+	if err != nil && t.in != nil {
+		t.in.saved = savedWrites{} // unknown now: the next save rewrites them all
+	}
+	return err
 }
 
 // ownCall reports the call index of an interrupt raised by the task itself

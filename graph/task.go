@@ -64,7 +64,8 @@ type taskInterrupts struct {
 	steps     []wireStep
 	stepCalls int
 	inStep    string
-	par       *stepGroup // parallel steps (Go), nil until the node starts one
+	par       *stepGroup  // parallel steps (Go), nil until the node starts one
+	saved     savedWrites // what the last save of the task's pending writes stored
 }
 
 // intr returns the task's interrupt bookkeeping, allocating it. Only the

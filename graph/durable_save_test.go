@@ -1,0 +1,72 @@
+package graph_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/graph"
+)
+
+// appendCounter counts how a run saves pending writes.
+type appendCounter struct {
+	*checkpoint.Memory
+	puts, appends, appended atomic.Int64
+}
+
+func (s *appendCounter) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string, ws []checkpoint.PendingWrite) error {
+	s.puts.Add(1)
+	return s.Memory.PutWrites(ctx, ref, taskID, ws)
+}
+
+func (s *appendCounter) AppendWrites(ctx context.Context, ref checkpoint.Ref, taskID string, ws []checkpoint.PendingWrite) error {
+	s.appends.Add(1)
+	s.appended.Add(int64(len(ws)))
+	return s.Memory.AppendWrites(ctx, ref, taskID, ws)
+}
+
+// Each durable step after a task's first save is one appended write, not
+// a rewrite of the task's writes; what is stored restores as before.
+func TestDurableStepsAppend(t *testing.T) {
+	for _, mode := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync} {
+		t.Run(mode.String(), func(t *testing.T) {
+			saver := &appendCounter{Memory: checkpoint.NewMemory()}
+			var c counter
+			fail := true
+			names := []string{"s0", "s1", "s2", "s3", "s4", "s5"}
+			g := stepsGraph(t, &c, &fail, names...)
+			opts := append(threadOpts(saver, "t"), graph.WithDurability(mode))
+			if _, err := g.Invoke(context.Background(), nil, opts...); err == nil {
+				t.Fatal("the first run did not fail")
+			}
+			// The first step is a whole save (the task had none); the five
+			// after it are one write each; the failure rewrites them all.
+			if a, n := saver.appends.Load(), saver.appended.Load(); a != 5 || n != 5 {
+				t.Errorf("%d appends of %d writes, want 5 of 1", a, n)
+			}
+			snap, err := g.GetState(context.Background(), opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(snap.Tasks) != 1 || !cmp.Equal(snap.Tasks[0].Steps, names) {
+				t.Fatalf("saved steps: %+v, want %v", snap.Tasks, names)
+			}
+			fail = false
+			res, err := g.Invoke(context.Background(), nil, opts...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(trail.Get(res.State)); got != len(names) {
+				t.Errorf("%d results, want %d", got, len(names))
+			}
+			for _, n := range names {
+				if c.get(n) != 1 {
+					t.Errorf("step %s ran %d times, want once", n, c.get(n))
+				}
+			}
+		})
+	}
+}

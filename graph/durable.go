@@ -39,13 +39,16 @@ import (
 // that was running); DurabilityAsync hands the save to the background
 // writer (a crash may also repeat the steps not yet written);
 // DurabilityExit saves them only when the run stops, interrupted or
-// failed (a crash repeats them all). Each save rewrites the task's pending
-// writes, so a node with n steps writes O(n²) bytes over its run: split a
-// long series of steps over several nodes. Without a checkpointer, steps
+// failed (a crash repeats them all). A save adds the step to the task's
+// saved writes when the saver can append (checkpoint.WriteAppender: one
+// row per step); with other savers it rewrites the task's pending writes,
+// so a node with n steps writes O(n²) bytes over its run: split a long
+// series of steps over several nodes there. Without a checkpointer, steps
 // are kept in memory for the task's retries only.
 //
 // Call Durable from the node's own goroutine (as Interrupt), one step at a
-// time: steps do not nest, and calling Durable inside a step's fn is an error.
+// time: steps do not nest, and calling Durable inside a step's fn is an
+// error. To run steps in parallel, start them with Go.
 // Outside a graph node Durable is an error.
 func Durable[T any](ctx context.Context, name string, fn func(context.Context) (T, error)) (T, error) {
 	var zero T

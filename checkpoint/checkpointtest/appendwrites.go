@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/internal/txhook"
 )
 
 // testAppendWrites checks checkpoint.WriteAppender on a Saver that has it:
@@ -58,6 +59,30 @@ func testAppendWrites(t *testing.T, s checkpoint.Saver) {
 	missing := checkpoint.Ref{ThreadID: th.ref.ThreadID, ID: checkpoint.NewID()}
 	if err := a.AppendWrites(ctx, missing, "task-a", []checkpoint.PendingWrite{w("task-a", 0, "k", `1`)}); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Errorf("AppendWrites(%s) err = %v, want ErrNotFound", missing, err)
+	}
+
+	// A saver whose PutWrites runs the context's transaction hook runs it
+	// in AppendWrites too, inside the transaction: the hook's error
+	// undoes the append.
+	var hooked int
+	boom := errors.New("the hook fails")
+	failing := txhook.With(ctx, func(context.Context, any) error { hooked++; return boom })
+	if err := s.PutWrites(failing, c1.ref, "task-c", []checkpoint.PendingWrite{w("task-c", 0, "k", `0`)}); hooked > 0 {
+		if !errors.Is(err, boom) {
+			t.Fatalf("PutWrites with a failing hook: err = %v", err)
+		}
+		hooked = 0
+		err := a.AppendWrites(failing, c1.ref, "task-a", []checkpoint.PendingWrite{w("task-a", 5, "k", `5`)})
+		if !errors.Is(err, boom) || hooked != 1 {
+			t.Errorf("AppendWrites with a failing hook: err = %v after %d hook calls, want the hook's error after 1", err, hooked)
+		}
+		checkGet(t, s, c1.ref, want)
+		ok := txhook.With(ctx, func(context.Context, any) error { hooked++; return nil })
+		if err := a.AppendWrites(ok, c1.ref, "task-a", []checkpoint.PendingWrite{w("task-a", 5, "k", `5`)}); err != nil || hooked != 2 {
+			t.Errorf("AppendWrites with a hook: err = %v after %d hook calls", err, hooked)
+		}
+	} else if err := s.PutWrites(ctx, c1.ref, "task-c", nil); err != nil { // no hooks here: drop the probe's write
+		t.Fatal(err)
 	}
 
 	// PutWrites replaces appended writes too.

@@ -351,3 +351,77 @@ func TestParallelStepsMisuse(t *testing.T) {
 		t.Errorf("runs seq=%d bg=%d, want once each", c.get("seq"), c.get("bg"))
 	}
 }
+
+// Two parallel steps that both ask: answering one re-runs the node, that
+// step completes (and is saved), the other asks again under the same ID;
+// answering it finishes the node.
+func TestParallelStepsBothAsk(t *testing.T) {
+	var c counter
+	b := graph.New(trail)
+	b.AddNode("work", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+		ask := func(name string) func(context.Context) (string, error) {
+			return func(ctx context.Context) (string, error) {
+				c.add(name)
+				v, err := graph.Interrupt[string](ctx, name+"?")
+				if err != nil {
+					return "", err
+				}
+				return name + "=" + v, nil
+			}
+		}
+		fx, fy := graph.Go(ctx, "x", ask("x")), graph.Go(ctx, "y", ask("y"))
+		var got []string
+		var first error
+		for _, f := range []*graph.Future[string]{fx, fy} {
+			v, err := f.Wait(ctx)
+			if err != nil && first == nil {
+				first = err
+			}
+			got = append(got, v)
+		}
+		if first != nil {
+			return nil, first
+		}
+		return graph.Writes(graph.Append(trail, got...)), nil
+	})
+	b.SetEntry("work")
+	b.AddEdge("work", graph.END)
+	g := mustCompile(t, b)
+	opts := threadOpts(checkpoint.NewMemory(), "t")
+	waiting := func() map[string]string {
+		t.Helper()
+		snap, err := g.GetState(context.Background(), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, in := range snap.Interrupts {
+			out[string(in.Payload)] = in.ID
+		}
+		return out
+	}
+	if _, err := g.Invoke(context.Background(), nil, opts...); !errors.Is(err, graph.ErrInterrupted) {
+		t.Fatalf("first run: %v", err)
+	}
+	w := waiting()
+	if len(w) != 2 {
+		t.Fatalf("waiting %v, want x and y", w)
+	}
+	yID := w[`"y?"`]
+	if _, err := g.Invoke(context.Background(), nil, append(opts, graph.WithResumeMap(map[string]any{w[`"x?"`]: "1"}))...); !errors.Is(err, graph.ErrInterrupted) {
+		t.Fatalf("after answering x: %v", err)
+	}
+	if w := waiting(); len(w) != 1 || w[`"y?"`] != yID {
+		t.Fatalf("waiting after answering x: %v, want y under %s", w, yID)
+	}
+	res, err := g.Invoke(context.Background(), nil, append(opts, graph.WithResumeMap(map[string]any{yID: "2"}))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"x=1", "y=2"}, trail.Get(res.State)); d != "" {
+		t.Errorf("trail (-want +got):\n%s", d)
+	}
+	if c.get("x") != 2 || c.get("y") != 3 {
+		t.Errorf("runs x=%d y=%d, want 2 (ask, answer) and 3 (ask, ask again, answer)", c.get("x"), c.get("y"))
+	}
+}

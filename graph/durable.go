@@ -139,18 +139,32 @@ func (in *taskInterrupts) step(call int) (wireStep, bool) {
 	return in.steps[i], true
 }
 
-// addStep inserts s in call order; false when its call index is taken.
+// addStep inserts s in call order, and notes it last in save order;
+// false when its call index is taken.
 func (in *taskInterrupts) addStep(s wireStep) bool {
 	i, ok := slices.BinarySearchFunc(in.steps, s.Call, func(s wireStep, c int) int { return cmp.Compare(s.Call, c) })
 	if ok {
 		return false
 	}
 	in.steps = slices.Insert(in.steps, i, s)
+	in.stepOrder = append(in.stepOrder, s.Call)
 	return true
 }
 
 func (in *taskInterrupts) dropStep(call int) {
 	in.steps = slices.DeleteFunc(in.steps, func(s wireStep) bool { return s.Call == call })
+	in.stepOrder = slices.DeleteFunc(in.stepOrder, func(c int) bool { return c == call })
+}
+
+// savedSteps yields the steps in the order they were saved, the order of
+// their pending writes: a parallel step that finishes after a later call's
+// then adds a write at the end, which a saver can append.
+func (in *taskInterrupts) savedSteps(yield func(wireStep) bool) {
+	for _, call := range in.stepOrder {
+		if s, ok := in.step(call); ok && !yield(s) {
+			return
+		}
+	}
 }
 
 func decodeStep[T any](t *task, s wireStep) (T, error) {

@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 
@@ -68,5 +69,72 @@ func TestDurableStepsAppend(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Parallel steps that finish out of call order still append: their writes
+// follow the order they were saved, which a re-run restores.
+func TestParallelStepsAppendOutOfOrder(t *testing.T) {
+	saver := &appendCounter{Memory: checkpoint.NewMemory()}
+	var c counter
+	var fail atomic.Bool
+	fail.Store(true)
+	b := graph.New(trail)
+	b.AddNode("work", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+		// a waits for b, b for c: they finish c, b, a.
+		bDone, cDone := make(chan struct{}), make(chan struct{})
+		step := func(name string, after, done chan struct{}) func(context.Context) (string, error) {
+			return func(context.Context) (string, error) {
+				if after != nil {
+					<-after
+				}
+				c.add(name)
+				if done != nil {
+					defer close(done)
+				}
+				return name + "!", nil
+			}
+		}
+		var fs []*graph.Future[string]
+		if fail.Load() {
+			fs = []*graph.Future[string]{graph.Go(ctx, "a", step("a", bDone, nil)), graph.Go(ctx, "b", step("b", cDone, bDone)), graph.Go(ctx, "c", step("c", nil, cDone))}
+		} else { // restored: none of them runs
+			fs = []*graph.Future[string]{graph.Go(ctx, "a", step("a", nil, nil)), graph.Go(ctx, "b", step("b", nil, nil)), graph.Go(ctx, "c", step("c", nil, nil))}
+		}
+		var got []string
+		for _, f := range fs {
+			v, err := f.Wait(ctx)
+			if err != nil {
+				return nil, err
+			}
+			got = append(got, v)
+		}
+		if fail.Load() {
+			return nil, errors.New("the node fails after its steps")
+		}
+		return graph.Writes(graph.Append(trail, got...)), nil
+	})
+	b.SetEntry("work")
+	b.AddEdge("work", graph.END)
+	g := mustCompile(t, b)
+	opts := threadOpts(saver, "t")
+	if _, err := g.Invoke(context.Background(), nil, opts...); err == nil {
+		t.Fatal("the first run did not fail")
+	}
+	if a, n := saver.appends.Load(), saver.appended.Load(); a != 2 || n != 2 {
+		t.Errorf("%d appends of %d writes, want 2 of 1 (b and a after c)", a, n)
+	}
+	fail.Store(false)
+	res, err := g.Invoke(context.Background(), nil, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"a!", "b!", "c!"}, trail.Get(res.State)); d != "" {
+		t.Errorf("trail (-want +got):\n%s", d)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		if c.get(n) != 1 {
+			t.Errorf("step %s ran %d times, want once", n, c.get(n))
+		}
 	}
 }

@@ -110,7 +110,7 @@ func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
 		}
 	}
 	if t.in != nil {
-		for _, s := range t.in.steps {
+		for s := range t.in.savedSteps {
 			if err := add(checkpoint.WriteStep, s.enc); err != nil {
 				return nil, err
 			}

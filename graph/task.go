@@ -62,6 +62,7 @@ type taskInterrupts struct {
 	// durable steps (see Durable): the results saved so far, by call index,
 	// the Durable calls of this execution, and the step running now
 	steps     []wireStep
+	stepOrder []int // the call indexes of steps, in the order they were saved
 	stepCalls int
 	inStep    string
 	par       *stepGroup  // parallel steps (Go), nil until the node starts one

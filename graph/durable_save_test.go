@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 
@@ -133,6 +134,41 @@ func TestParallelStepsAppendOutOfOrder(t *testing.T) {
 		t.Errorf("trail (-want +got):\n%s", d)
 	}
 	for _, n := range []string{"a", "b", "c"} {
+		if c.get(n) != 1 {
+			t.Errorf("step %s ran %d times, want once", n, c.get(n))
+		}
+	}
+}
+
+// unsupported is a wrapper whose saver cannot append.
+type unsupported struct{ *appendCounter }
+
+func (s unsupported) AppendWrites(context.Context, checkpoint.Ref, string, []checkpoint.PendingWrite) error {
+	s.appends.Add(1)
+	return fmt.Errorf("no appends here: %w", errors.ErrUnsupported)
+}
+
+// A saver that answers errors.ErrUnsupported gets the whole writes
+// instead, and the steps are saved all the same.
+func TestDurableStepsAppendUnsupported(t *testing.T) {
+	inner := &appendCounter{Memory: checkpoint.NewMemory()}
+	saver := unsupported{inner}
+	var c counter
+	fail := true
+	names := []string{"s0", "s1", "s2"}
+	g := stepsGraph(t, &c, &fail, names...)
+	opts := threadOpts(saver, "t")
+	if _, err := g.Invoke(context.Background(), nil, opts...); err == nil {
+		t.Fatal("the first run did not fail")
+	}
+	if a, p := inner.appends.Load(), inner.puts.Load(); a != 2 || p != 4 {
+		t.Errorf("%d appends tried and %d PutWrites, want 2 and 4 (3 steps, the failure)", a, p)
+	}
+	fail = false
+	if _, err := g.Invoke(context.Background(), nil, opts...); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
 		if c.get(n) != 1 {
 			t.Errorf("step %s ran %d times, want once", n, c.get(n))
 		}

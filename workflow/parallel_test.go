@@ -119,3 +119,59 @@ func TestFalsyTaskResults(t *testing.T) {
 		}
 	}
 }
+
+// Two tasks running in parallel both ask a person; one resume answering
+// both by ID finishes the workflow, and each task ran once before the
+// answers and once with them (LangGraph's parallel interrupts in the
+// functional API).
+func TestParallelTasksBothAskedAtOnce(t *testing.T) {
+	var r runs
+	w := mustNew(t, "approvals", func(ctx context.Context, who []string, _ *string) (string, error) {
+		var fs []*graph.Future[string]
+		for _, p := range who {
+			fs = append(fs, graph.Go(ctx, "approve", func(ctx context.Context) (string, error) {
+				r.add(p)
+				ok, err := graph.Interrupt[bool](ctx, "approve as "+p+"?")
+				if err != nil {
+					return "", err
+				}
+				return fmt.Sprintf("%s:%v", p, ok), nil
+			}))
+		}
+		var out string
+		for _, f := range fs {
+			v, err := f.Wait(ctx)
+			if err != nil {
+				return "", err
+			}
+			out += v + " "
+		}
+		return out, nil
+	})
+	opts := thread(checkpoint.NewMemory(), "t")
+	_, err := w.Invoke(context.Background(), []string{"ann", "bob"}, opts...)
+	// The first Wait returns ann's interrupt; bob's is raised too, since
+	// the engine waits for both steps before the node stops.
+	var ins []graph.InterruptInfo
+	if snap, serr := w.Graph().GetState(context.Background(), opts...); serr == nil {
+		ins = snap.Interrupts
+	}
+	_ = interruptsOf(t, err)
+	if len(ins) != 2 {
+		t.Fatalf("waiting interrupts %+v, want ann's and bob's", ins)
+	}
+	answers := map[string]any{}
+	for _, in := range ins {
+		answers[in.ID] = string(in.Payload) == `"approve as ann?"`
+	}
+	got, err := w.Resume(context.Background(), append(opts, graph.WithResumeMap(answers))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != "ann:true bob:false " {
+		t.Errorf("output %q", got)
+	}
+	if r.get("ann") != 2 || r.get("bob") != 2 {
+		t.Errorf("ann ran %d times, bob %d, want 2 each", r.get("ann"), r.get("bob"))
+	}
+}

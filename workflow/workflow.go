@@ -5,7 +5,8 @@
 //   - graph.Durable runs a piece of work (a model call, a payment) as a
 //     durable step, saved as soon as it returns, so that the function, run
 //     again after an interrupt, a failure or a crash, gets the saved result
-//     back instead of repeating the work;
+//     back instead of repeating the work; graph.Go starts such steps in
+//     parallel (wait for each with its Future);
 //   - graph.Interrupt asks a person for an answer; the thread stops and is
 //     resumed with the answer (Workflow.Resume), re-running the function
 //     from the top with its finished steps restored;
@@ -21,7 +22,8 @@
 //
 // Short-term memory: the function's prev argument is the output of the
 // thread's last finished run (nil on a thread's first run), so a chat or a
-// counter goes on where the previous run left it.
+// counter goes on where the previous run left it. To return one value and
+// keep another for the next run, use NewFinal.
 package workflow
 
 import (

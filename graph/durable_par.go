@@ -48,7 +48,9 @@ import (
 // the node's context to stop them sooner. A panic in fn is the step's
 // error (*PanicError), not the process's.
 //
-// Outside a graph node, or inside another step, Wait returns an error.
+// Call Go from the node's goroutine, as Durable; Wait too, to get the
+// step's events delivered. Outside a graph node, or inside another step,
+// Wait returns an error.
 func Go[T any](ctx context.Context, name string, fn func(context.Context) (T, error)) *Future[T] {
 	st := &Future[T]{done: make(chan struct{})}
 	t := taskFrom(ctx)

@@ -64,7 +64,7 @@ func BenchmarkDurableStep(b *testing.B) {
 		return g
 	}
 	for _, sk := range savers() {
-		if sk.name != "memory" && sk.name != "sqlite" {
+		if sk.name == "redis" {
 			continue
 		}
 		for _, steps := range []int{1, 10} {

@@ -74,8 +74,12 @@ func Namespace(ctx context.Context) string {
 // task's step, node, ID and namespace. It does nothing when nobody streams
 // custom events. Call it only while the node runs.
 func Emit(ctx context.Context, v any) {
-	if t := taskFrom(ctx); t != nil && t.r.wants(EventCustom) {
-		t.emit(Event{Kind: EventCustom, Custom: v})
+	if t := taskFrom(ctx); t != nil {
+		if t.r.wants(EventCustom) {
+			t.emit(Event{Kind: EventCustom, Custom: v})
+		}
+	} else if ps := parStepFrom(ctx); ps != nil {
+		ps.emit(v) // delivered by the node's goroutine
 	}
 }
 
@@ -103,6 +107,9 @@ func (w MessageWriter) Write(c MessageChunk) {
 func StoreFrom(ctx context.Context) store.Store {
 	if t := taskFrom(ctx); t != nil {
 		return t.r.cfg.store
+	}
+	if ps := parStepFrom(ctx); ps != nil {
+		return ps.t.r.cfg.store
 	}
 	return nil
 }

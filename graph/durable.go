@@ -1,10 +1,12 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // Durable runs fn as a durable step of the running node: a piece of work whose
@@ -37,28 +39,37 @@ import (
 // that was running); DurabilityAsync hands the save to the background
 // writer (a crash may also repeat the steps not yet written);
 // DurabilityExit saves them only when the run stops, interrupted or
-// failed (a crash repeats them all). Each save rewrites the task's pending
-// writes, so a node with n steps writes O(n²) bytes over its run: split a
-// long series of steps over several nodes. Without a checkpointer, steps
+// failed (a crash repeats them all). A save adds the step to the task's
+// saved writes when the saver can append (checkpoint.WriteAppender: one
+// row per step); with other savers it rewrites the task's pending writes,
+// so a node with n steps writes O(n²) bytes over its run: split a long
+// series of steps over several nodes there. Without a checkpointer, steps
 // are kept in memory for the task's retries only.
 //
 // Call Durable from the node's own goroutine (as Interrupt), one step at a
-// time: steps do not nest, and calling Durable inside a step's fn is an error.
+// time: steps do not nest, and calling Durable inside a step's fn is an
+// error. To run steps in parallel, start them with Go.
 // Outside a graph node Durable is an error.
 func Durable[T any](ctx context.Context, name string, fn func(context.Context) (T, error)) (T, error) {
 	var zero T
 	t := taskFrom(ctx)
 	if t == nil {
+		if ps := parStepFrom(ctx); ps != nil {
+			return zero, fmt.Errorf("graph: durable step %q was called inside parallel step %q of node %q; steps do not nest: call it from the node", name, ps.name, ps.t.node.name)
+		}
 		return zero, fmt.Errorf("graph: durable step %q was called outside a graph node", name)
 	}
 	in := t.intr()
 	if in.inStep != "" {
 		return zero, fmt.Errorf("graph: durable step %q was called inside step %q of node %q; steps do not nest: call it from the node, after the step", name, in.inStep, t.node.name)
 	}
+	g := in.par // non-nil once the node started parallel steps (Go)
+	g.lock()
 	call := in.stepCalls
 	in.stepCalls++
-	if call < len(in.steps) {
-		saved := in.steps[call]
+	saved, ok := in.step(call)
+	g.unlock()
+	if ok {
 		if saved.Name != name {
 			return zero, &NonDeterminismError{Node: t.node.name, TaskID: t.ID(), Call: call, Saved: saved.Name, Called: name}
 		}
@@ -74,20 +85,86 @@ func Durable[T any](ctx context.Context, name string, fn func(context.Context) (
 	if err != nil {
 		return zero, err
 	}
-	b, err := json.Marshal(v)
+	s, err := encodeStep(t, name, call, v)
 	if err != nil {
-		return zero, fmt.Errorf("graph: encode the result of step %q of node %q: %w", name, t.node.name, err)
+		return zero, err
 	}
-	s := wireStep{Name: name, Call: call, Interrupts: in.calls - asked, Value: b}
-	if s.enc, err = json.Marshal(s); err != nil {
-		return zero, fmt.Errorf("graph: encode step %q of node %q: %w", name, t.node.name, err)
+	s.Interrupts = in.calls - asked
+	if s.Interrupts > 0 {
+		if s.enc, err = json.Marshal(s); err != nil {
+			return zero, fmt.Errorf("graph: encode step %q of node %q: %w", name, t.node.name, err)
+		}
 	}
-	in.steps = append(in.steps, s)
-	if err := t.r.saveTask(t); err != nil {
-		in.steps = in.steps[:call] // not saved: it runs again
-		return zero, fmt.Errorf("graph: save step %q: %w", name, err)
+	if err := t.saveStep(s); err != nil {
+		return zero, err
 	}
 	return decodeStep[T](t, s)
+}
+
+// encodeStep encodes a step's result and its record.
+func encodeStep(t *task, name string, call int, v any) (wireStep, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return wireStep{}, fmt.Errorf("graph: encode the result of step %q of node %q: %w", name, t.node.name, err)
+	}
+	s := wireStep{Name: name, Call: call, Value: b}
+	if s.enc, err = json.Marshal(s); err != nil {
+		return wireStep{}, fmt.Errorf("graph: encode step %q of node %q: %w", name, t.node.name, err)
+	}
+	return s, nil
+}
+
+// saveStep adds a finished step to the task's steps and saves them; a step
+// that could not be saved is dropped, so it runs again.
+func (t *task) saveStep(s wireStep) error {
+	in := t.in
+	in.par.lock()
+	defer in.par.unlock()
+	in.addStep(s)
+	if err := t.r.saveTask(t); err != nil {
+		in.dropStep(s.Call)
+		return fmt.Errorf("graph: save step %q: %w", s.Name, err)
+	}
+	return nil
+}
+
+// step returns the saved step of call index call. Steps are kept ordered by
+// call index; parallel steps (Go) can leave gaps, as they finish in any
+// order.
+func (in *taskInterrupts) step(call int) (wireStep, bool) {
+	i, ok := slices.BinarySearchFunc(in.steps, call, func(s wireStep, c int) int { return cmp.Compare(s.Call, c) })
+	if !ok {
+		return wireStep{}, false
+	}
+	return in.steps[i], true
+}
+
+// addStep inserts s in call order, and notes it last in save order;
+// false when its call index is taken.
+func (in *taskInterrupts) addStep(s wireStep) bool {
+	i, ok := slices.BinarySearchFunc(in.steps, s.Call, func(s wireStep, c int) int { return cmp.Compare(s.Call, c) })
+	if ok {
+		return false
+	}
+	in.steps = slices.Insert(in.steps, i, s)
+	in.stepOrder = append(in.stepOrder, s.Call)
+	return true
+}
+
+func (in *taskInterrupts) dropStep(call int) {
+	in.steps = slices.DeleteFunc(in.steps, func(s wireStep) bool { return s.Call == call })
+	in.stepOrder = slices.DeleteFunc(in.stepOrder, func(c int) bool { return c == call })
+}
+
+// savedSteps yields the steps in the order they were saved, the order of
+// their pending writes: a parallel step that finishes after a later call's
+// then adds a write at the end, which a saver can append.
+func (in *taskInterrupts) savedSteps(yield func(wireStep) bool) {
+	for _, call := range in.stepOrder {
+		if s, ok := in.step(call); ok && !yield(s) {
+			return
+		}
+	}
 }
 
 func decodeStep[T any](t *task, s wireStep) (T, error) {

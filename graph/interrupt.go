@@ -53,6 +53,17 @@ func Interrupt[T any](ctx context.Context, payload any, opts ...InterruptOption)
 	var zero T
 	t := taskFrom(ctx)
 	if t == nil {
+		if ps := parStepFrom(ctx); ps != nil {
+			answer, err := ps.interrupt(payload, opts)
+			if err != nil {
+				return zero, err
+			}
+			var v T
+			if err := json.Unmarshal(answer, &v); err != nil {
+				return zero, fmt.Errorf("graph: the answer to interrupt %s of parallel step %q does not decode as %T: %w", ps.prefix, ps.name, v, err)
+			}
+			return v, nil
+		}
 		return zero, errors.New("graph: Interrupt was called outside a graph node")
 	}
 	in := t.intr()
@@ -78,7 +89,9 @@ func Interrupt[T any](ctx context.Context, payload any, opts ...InterruptOption)
 	for _, o := range opts {
 		o(&info)
 	}
+	in.par.lock() // parallel steps (Go) may be saving the task
 	in.raised = append(in.raised, info)
+	in.par.unlock()
 	return zero, &InterruptError{Interrupts: []InterruptInfo{info}}
 }
 

@@ -110,7 +110,7 @@ func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
 		}
 	}
 	if t.in != nil {
-		for _, s := range t.in.steps {
+		for s := range t.in.savedSteps {
 			if err := add(checkpoint.WriteStep, s.enc); err != nil {
 				return nil, err
 			}
@@ -175,8 +175,9 @@ func (r *run) putTaskWrites(t *task) error {
 	}
 	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.cpID}
 	id, node := t.ID(), t.node.name
+	added := t.in.appendable(r.cpID, ws) // a durable step: one new write
 	do := func() error {
-		if err := r.cfg.saver.PutWrites(r.ctx, ref, id, ws); err != nil {
+		if err := r.putWrites(ref, id, ws, added); err != nil {
 			return fmt.Errorf("graph: save the pending writes of node %q: %w", node, err)
 		}
 		return nil
@@ -185,7 +186,11 @@ func (r *run) putTaskWrites(t *task) error {
 		r.w.submit(do)
 		return nil
 	}
-	return do()
+	err = do()
+	if err != nil && t.in != nil {
+		t.in.saved = savedWrites{} // unknown now: the next save rewrites them all
+	}
+	return err
 }
 
 // ownCall reports the call index of an interrupt raised by the task itself
@@ -273,13 +278,11 @@ func (r *run) restoreTask(t *task, ws []checkpoint.PendingWrite) error {
 				_, err = fail(fmt.Errorf("task %s: decode step: %w", t.ID(), err))
 				return err
 			}
-			in := t.intr()
-			if s.Call != len(in.steps) {
-				_, err := fail(fmt.Errorf("task %s: saved step %q is call %d, but %d steps precede it", t.ID(), s.Name, s.Call, len(in.steps)))
+			s.enc = w.Value
+			if s.Call < 0 || !t.intr().addStep(s) {
+				_, err := fail(fmt.Errorf("task %s: saved step %q has call index %d, which is negative or saved twice", t.ID(), s.Name, s.Call))
 				return err
 			}
-			s.enc = w.Value
-			in.steps = append(in.steps, s)
 		default:
 			state = append(state, w)
 		}

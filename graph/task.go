@@ -62,8 +62,11 @@ type taskInterrupts struct {
 	// durable steps (see Durable): the results saved so far, by call index,
 	// the Durable calls of this execution, and the step running now
 	steps     []wireStep
+	stepOrder []int // the call indexes of steps, in the order they were saved
 	stepCalls int
 	inStep    string
+	par       *stepGroup  // parallel steps (Go), nil until the node starts one
+	saved     savedWrites // what the last save of the task's pending writes stored
 }
 
 // intr returns the task's interrupt bookkeeping, allocating it. Only the
@@ -497,6 +500,7 @@ func (t *task) call() (out Output, err error) {
 			err = &PanicError{Value: p, Stack: debug.Stack()}
 		}
 	}()
+	defer t.joinSteps() // parallel steps (Go) end with their node
 	ctx := context.Context(t)
 	if d := t.node.timeout; d > 0 {
 		var cancel context.CancelFunc

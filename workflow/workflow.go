@@ -5,7 +5,8 @@
 //   - graph.Durable runs a piece of work (a model call, a payment) as a
 //     durable step, saved as soon as it returns, so that the function, run
 //     again after an interrupt, a failure or a crash, gets the saved result
-//     back instead of repeating the work;
+//     back instead of repeating the work; graph.Go starts such steps in
+//     parallel (wait for each with its Future);
 //   - graph.Interrupt asks a person for an answer; the thread stops and is
 //     resumed with the answer (Workflow.Resume), re-running the function
 //     from the top with its finished steps restored;
@@ -21,7 +22,8 @@
 //
 // Short-term memory: the function's prev argument is the output of the
 // thread's last finished run (nil on a thread's first run), so a chat or a
-// counter goes on where the previous run left it.
+// counter goes on where the previous run left it. To return one value and
+// keep another for the next run, use NewFinal.
 package workflow
 
 import (
@@ -54,23 +56,14 @@ type Workflow[In, Out any] struct {
 // graph.WithCheckpointer; each run can add its own. In and Out must encode
 // as JSON, as every checkpointed value.
 func New[In, Out any](name string, fn Func[In, Out], opts ...graph.RunOption) (*Workflow[In, Out], error) {
-	if name == "" {
-		return nil, errors.New("workflow: a workflow needs a name")
-	}
 	if fn == nil {
 		return nil, fmt.Errorf("workflow %q: the function is nil", name)
 	}
-	w := &Workflow[In, Out]{
-		name:  name,
-		input: graph.NewKey[In]("input"),
-		out:   graph.NewKey[Out]("output"),
-	}
-	b := graph.New(w.input, w.out)
-	b.SetName(name)
-	b.AddNode(name, func(ctx context.Context, s graph.State) (graph.Output, error) {
-		in, ok := w.input.Lookup(s)
-		if !ok {
-			return nil, fmt.Errorf("workflow %q: the run has no input; start it with Workflow.Invoke or an update setting the %q key", name, w.input.Name())
+	w := newWorkflow[In, Out](name)
+	node := func(ctx context.Context, s graph.State) (graph.Output, error) {
+		in, err := w.inputOf(s)
+		if err != nil {
+			return nil, err
 		}
 		var prev *Out
 		if p, ok := w.out.Lookup(s); ok {
@@ -81,12 +74,40 @@ func New[In, Out any](name string, fn Func[In, Out], opts ...graph.RunOption) (*
 			return nil, err
 		}
 		return graph.Writes(w.out.Set(out)), nil
-	})
-	b.SetEntry(name)
-	b.AddEdge(name, graph.END)
+	}
+	return w.compile(node, nil, opts)
+}
+
+func newWorkflow[In, Out any](name string) *Workflow[In, Out] {
+	return &Workflow[In, Out]{
+		name:  name,
+		input: graph.NewKey[In]("input"),
+		out:   graph.NewKey[Out]("output"),
+	}
+}
+
+// inputOf reads the run's input.
+func (w *Workflow[In, Out]) inputOf(s graph.State) (In, error) {
+	in, ok := w.input.Lookup(s)
+	if !ok {
+		return in, fmt.Errorf("workflow %q: the run has no input; start it with Workflow.Invoke or an update setting the %q key", w.name, w.input.Name())
+	}
+	return in, nil
+}
+
+// compile builds the workflow's graph: its keys (and extra), one node.
+func (w *Workflow[In, Out]) compile(node graph.NodeFunc, extra []graph.AnyKey, opts []graph.RunOption) (*Workflow[In, Out], error) {
+	if w.name == "" {
+		return nil, errors.New("workflow: a workflow needs a name")
+	}
+	b := graph.New(append([]graph.AnyKey{w.input, w.out}, extra...)...)
+	b.SetName(w.name)
+	b.AddNode(w.name, node)
+	b.SetEntry(w.name)
+	b.AddEdge(w.name, graph.END)
 	g, err := b.Compile(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("workflow %q: %w", name, err)
+		return nil, fmt.Errorf("workflow %q: %w", w.name, err)
 	}
 	w.g = g
 	return w, nil

@@ -107,6 +107,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) checkpoint.Saver) {
 		{"List", testList},
 		{"ListBreak", testListBreak},
 		{"PutWrites", testPutWrites},
+		{"AppendWrites", testAppendWrites},
 		{"DeleteThread", testDeleteThread},
 		{"CopyThread", testCopyThread},
 		{"PruneByCount", testPruneByCount},

@@ -267,11 +267,7 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 		if len(ws) == 0 {
 			return txhook.Run(ctx, tx)
 		}
-		ins, err := tx.PrepareContext(ctx, `INSERT INTO writes (thread, ns, checkpoint_id, task_id, idx, key, value, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return err
-		}
-		defer ins.Close()
+		ins := tx.StmtContext(ctx, s.insertW)
 		for _, w := range ws {
 			if _, err := ins.ExecContext(ctx, ref.ThreadID, ref.Namespace, ref.ID, taskID, w.Index, w.Key, []byte(w.Value), int64(checkpoint.WriteChecksum(w))); err != nil {
 				return err
@@ -283,6 +279,52 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 		return fmt.Errorf("checkpoint: put writes of task %q for %s: %w", taskID, ref, err)
 	}
 	return err
+}
+
+const qInsertWrite = `INSERT INTO writes (thread, ns, checkpoint_id, task_id, idx, key, value, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+
+// AppendWrites adds writes to the task's pending writes
+// (checkpoint.WriteAppender): one write transaction of one prepared INSERT
+// per write, no read and no delete, so a durable step costs one row. The
+// checkpoint's existence is the writes table's foreign key; the checks
+// that explain a failed INSERT run only then.
+func (s *Saver) AppendWrites(ctx context.Context, ref checkpoint.Ref, taskID string, writes []checkpoint.PendingWrite) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	ws, err := checkpoint.CheckWrites(ref, "append writes", taskID, writes, s.maxBytes)
+	if err != nil {
+		return err
+	}
+	err = s.inWriteTx(ctx, func(tx *sql.Tx) error {
+		ins := tx.StmtContext(ctx, s.insertW)
+		for _, w := range ws {
+			if _, err := ins.ExecContext(ctx, ref.ThreadID, ref.Namespace, ref.ID, taskID, w.Index, w.Key, []byte(w.Value), int64(checkpoint.WriteChecksum(w))); err != nil {
+				return explainAppend(ctx, tx, ref, taskID, w.Index, err)
+			}
+		}
+		return txhook.Run(ctx, tx)
+	})
+	if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+		return fmt.Errorf("checkpoint: append writes of task %q for %s: %w", taskID, ref, err)
+	}
+	return err
+}
+
+// explainAppend tells a missing checkpoint or a stored index from other
+// causes of a failed INSERT of a pending write.
+func explainAppend(ctx context.Context, tx *sql.Tx, ref checkpoint.Ref, taskID string, idx int, cause error) error {
+	var one int
+	err := tx.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`, ref.ThreadID, ref.Namespace, ref.ID).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound(ref)
+	}
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM writes WHERE thread = ? AND ns = ? AND checkpoint_id = ? AND task_id = ? AND idx = ?`,
+		ref.ThreadID, ref.Namespace, ref.ID, taskID, idx).Scan(&one)
+	if err == nil {
+		return fmt.Errorf("index %d is stored already: %w", idx, checkpoint.ErrConflict)
+	}
+	return cause
 }
 
 // inWriteTx runs fn in a write transaction (BEGIN IMMEDIATE) and commits it

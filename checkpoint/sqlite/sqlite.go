@@ -114,7 +114,7 @@ type Saver struct {
 	maxBytes int              // size limit of one row, blob or write
 
 	// Statements of the hot paths, prepared once.
-	insertCP, getBlob               *sql.Stmt // on the write pool
+	insertCP, getBlob, insertW      *sql.Stmt // on the write pool
 	latestR, byID, blobs, chain, wr *sql.Stmt // on the read pool
 
 	mu          sync.Mutex
@@ -161,6 +161,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Saver, error) {
 	}{
 		{&s.insertCP, db.Write, qInsertCheckpoint},
 		{&s.getBlob, db.Write, qGetBlob},
+		{&s.insertW, db.Write, qInsertWrite},
 		{&s.latestR, db.Read, qSelectCheckpoint + ` WHERE thread = ? AND ns = ? ORDER BY id DESC LIMIT 1`},
 		{&s.byID, db.Read, qSelectCheckpoint + ` WHERE thread = ? AND ns = ? AND id = ?`},
 		{&s.blobs, db.Read, qChains},
@@ -179,7 +180,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Saver, error) {
 // Close closes the database. The Saver must not be used afterwards.
 func (s *Saver) Close() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.insertCP, s.getBlob, s.latestR, s.byID, s.blobs, s.chain, s.wr} {
+	for _, st := range []*sql.Stmt{s.insertCP, s.getBlob, s.insertW, s.latestR, s.byID, s.blobs, s.chain, s.wr} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

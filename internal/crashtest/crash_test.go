@@ -45,6 +45,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envWorkflow) != "" {
 		os.Exit(workflowChild())
 	}
+	if os.Getenv(envParallel) != "" {
+		os.Exit(parallelChild())
+	}
 	os.Exit(m.Run())
 }
 

@@ -33,3 +33,11 @@ func Run(ctx context.Context, tx any) error {
 	}
 	return nil
 }
+
+// Has reports whether ctx carries a hook, so a store that can write without
+// an explicit transaction (one statement, or a batch in an implicit one)
+// opens one only when a hook must join it.
+func Has(ctx context.Context) bool {
+	fn, _ := ctx.Value(key{}).(Func)
+	return fn != nil
+}

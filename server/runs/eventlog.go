@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -245,5 +246,18 @@ func (f *fencedSaver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint
 func (f *fencedSaver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string, writes []checkpoint.PendingWrite) error {
 	return f.joined(ctx, func(ctx context.Context) error {
 		return f.Saver.PutWrites(ctx, ref, taskID, writes)
+	})
+}
+
+// AppendWrites appends a durable step's write in the fenced transaction
+// with the run's buffered events, when the saver can append
+// (checkpoint.WriteAppender); otherwise the engine uses PutWrites.
+func (f *fencedSaver) AppendWrites(ctx context.Context, ref checkpoint.Ref, taskID string, writes []checkpoint.PendingWrite) error {
+	a, ok := f.Saver.(checkpoint.WriteAppender)
+	if !ok {
+		return fmt.Errorf("runs: %T cannot append pending writes: %w", f.Saver, errors.ErrUnsupported)
+	}
+	return f.joined(ctx, func(ctx context.Context) error {
+		return a.AppendWrites(ctx, ref, taskID, writes)
 	})
 }

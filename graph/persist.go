@@ -33,7 +33,7 @@ func (r *run) save(source checkpoint.Source) error {
 	// subgraphs saved theirs, and checkpoint IDs must sort by when they
 	// were saved (a Stateful subgraph's replay looks "before" one).
 	cp := checkpoint.Checkpoint{ID: checkpoint.NewID(), Versions: map[string]uint64{}, Created: time.Now()}
-	r.nextID = ""
+	r.nextTag = 0
 	parent := r.cpID
 	r.cpID = cp.ID // next tasks' IDs derive from the checkpoint they follow
 	for i, sl := range r.state.vals {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -97,6 +98,8 @@ type run struct {
 	limit    int
 	next     []*task
 	spare    []*task // the previous step's task slice, reused by plan
+	taskSlab []task  // fresh tasks not yet handed out (see newTask)
+	valSlab  []slot  // fresh state slots not yet handed out (see newVals)
 	pullBuf  []int
 	pushBuf  []Target
 	deferred []int
@@ -122,7 +125,7 @@ type run struct {
 	wsBuf    []Write    // this step's writes grouped by key (reused)
 	cpID     string
 	headID   string // the namespace's latest checkpoint, as this run knows it
-	nextID   string // the random ID the versions of the next checkpoint are tagged with (see tag)
+	nextTag  uint64 // 1<<32 | the tag of the next checkpoint's versions, 0 until drawn (see tag)
 	source   checkpoint.Source
 	w        *writer  // DurabilityAsync's background writer
 	savedVer []uint64 // per key: the version in the last checkpoint saved
@@ -530,7 +533,8 @@ func (r *run) apply(tasks []*task) error {
 			tl.next++
 		}
 	}
-	vals := slices.Clone(r.state.vals)
+	vals := r.newVals()
+	copy(vals, r.state.vals)
 	for _, i := range touched {
 		tl, k, sl := r.tally[i], r.g.sch.keys[i], &vals[i]
 		kws := ws[tl.start : tl.start+tl.count]
@@ -682,7 +686,9 @@ func (r *run) plan(tasks []*task) error {
 		r.spare = tasks // committed: the slice is free for the step after next
 	}
 	for _, i := range pull {
-		next = append(next, &task{r: r, node: r.g.nodes[i], idx: int32(len(next)), step: r.step + 1})
+		t := r.newTask()
+		t.r, t.node, t.idx, t.step = r, r.g.nodes[i], int32(len(next)), r.step+1
+		next = append(next, t)
 	}
 	if r.wants(EventTaskStart) {
 		r.triggers(tasks, next)
@@ -703,12 +709,49 @@ func (r *run) plan(tasks []*task) error {
 	if len(next) == 0 && len(r.deferred) > 0 {
 		slices.Sort(r.deferred)
 		for _, i := range r.deferred {
-			next = append(next, &task{r: r, node: r.g.nodes[i], idx: int32(len(next)), step: r.step + 1})
+			t := r.newTask()
+		t.r, t.node, t.idx, t.step = r, r.g.nodes[i], int32(len(next)), r.step+1
+		next = append(next, t)
 		}
 		r.deferred = r.deferred[:0]
 	}
 	r.next = next
 	return nil
+}
+
+// Tasks and the states commit makes are carved from slabs: a step that
+// runs one node then costs no allocation for either. A slab is never
+// reused: each task and each state gets memory no one else has seen, so a
+// State or a task context kept by a node stays what it was.
+const (
+	maxTaskSlab = 32 // tasks per slab at most (176 bytes each)
+	maxValSlab  = 64 // slots per slab at most (32 bytes each)
+	maxValGens  = 4  // states per slab at most: bounds the old values a slab keeps alive
+)
+
+// newTask returns a zeroed task. Slabs double from one task up to
+// maxTaskSlab, so a short run allocates about as much as before.
+func (r *run) newTask() *task {
+	if len(r.taskSlab) == 0 {
+		r.taskSlab = make([]task, min(max(2*cap(r.taskSlab), 1), maxTaskSlab))
+	}
+	t := &r.taskSlab[0]
+	r.taskSlab = r.taskSlab[1:]
+	return t
+}
+
+// newVals returns the slots of a new state, to be filled by the caller.
+// Each state's slice is capped at its length, so appending to one never
+// writes into the next.
+func (r *run) newVals() []slot {
+	n := len(r.state.vals)
+	if len(r.valSlab) < n || n == 0 {
+		gens := min(max(maxValSlab/max(n, 1), 1), maxValGens)
+		r.valSlab = make([]slot, gens*n)
+	}
+	vals := r.valSlab[:n:n]
+	r.valSlab = r.valSlab[n:]
+	return vals
 }
 
 // triggers records, for task events, which committed tasks scheduled each
@@ -769,17 +812,19 @@ func (r *run) stepLimitError() error {
 	return e
 }
 
-// tag is the low half of the versions this commit writes: a hash of a new
-// random ID drawn once per checkpoint (0 without a checkpointer), so two
-// branches of a thread never give one key the same version.
+// tag is the low half of the versions this commit writes: a random number
+// drawn once per checkpoint (0 without a checkpointer), so two branches of a
+// thread never give one key the same version. It used to hash a checkpoint
+// ID drawn for the purpose; nothing reads the ID back, and the runtime's
+// generator draws the same 32 random bits without allocating.
 func (r *run) tag() uint32 {
 	if r.cfg.saver == nil {
 		return 0
 	}
-	if r.nextID == "" {
-		r.nextID = checkpoint.NewID()
+	if r.nextTag == 0 {
+		r.nextTag = 1<<32 | uint64(rand.Uint32())
 	}
-	return idTag(r.nextID)
+	return uint32(r.nextTag)
 }
 
 // idTag is the low half of the versions written for checkpoint id.

@@ -710,8 +710,8 @@ func (r *run) plan(tasks []*task) error {
 		slices.Sort(r.deferred)
 		for _, i := range r.deferred {
 			t := r.newTask()
-		t.r, t.node, t.idx, t.step = r, r.g.nodes[i], int32(len(next)), r.step+1
-		next = append(next, t)
+			t.r, t.node, t.idx, t.step = r, r.g.nodes[i], int32(len(next)), r.step+1
+			next = append(next, t)
 		}
 		r.deferred = r.deferred[:0]
 	}

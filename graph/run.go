@@ -685,8 +685,8 @@ func (r *run) plan(tasks []*task) error {
 	if len(tasks) > 0 && tasks[0].node.idx >= 0 {
 		r.spare = tasks // committed: the slice is free for the step after next
 	}
-	for _, i := range pull {
-		t := r.newTask()
+	for j, i := range pull {
+		t := r.newTask(len(pull) - j)
 		t.r, t.node, t.idx, t.step = r, r.g.nodes[i], int32(len(next)), r.step+1
 		next = append(next, t)
 	}
@@ -708,8 +708,8 @@ func (r *run) plan(tasks []*task) error {
 	}
 	if len(next) == 0 && len(r.deferred) > 0 {
 		slices.Sort(r.deferred)
-		for _, i := range r.deferred {
-			t := r.newTask()
+		for j, i := range r.deferred {
+			t := r.newTask(len(r.deferred) - j)
 			t.r, t.node, t.idx, t.step = r, r.g.nodes[i], int32(len(next)), r.step+1
 			next = append(next, t)
 		}
@@ -729,11 +729,13 @@ const (
 	maxValGens  = 4  // states per slab at most: bounds the old values a slab keeps alive
 )
 
-// newTask returns a zeroed task. Slabs double from one task up to
-// maxTaskSlab, so a short run allocates about as much as before.
-func (r *run) newTask() *task {
+// newTask returns a zeroed task; want is how many the caller still needs.
+// A slab holds what the step needs, or as many tasks as the run has run
+// steps (so a chain's slabs double), up to maxTaskSlab: a short run
+// allocates about as much as before.
+func (r *run) newTask(want int) *task {
 	if len(r.taskSlab) == 0 {
-		r.taskSlab = make([]task, min(max(2*cap(r.taskSlab), 1), maxTaskSlab))
+		r.taskSlab = make([]task, min(max(want, r.stepsRun, 1), maxTaskSlab))
 	}
 	t := &r.taskSlab[0]
 	r.taskSlab = r.taskSlab[1:]

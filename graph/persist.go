@@ -140,20 +140,12 @@ func (r *run) blob(i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, erro
 		full = full || w.op == opOverwrite
 	}
 	if !full {
-		parts := make([]json.RawMessage, len(ws))
-		for j, w := range ws {
-			p, err := k.encodeWrite(w)
-			if err != nil {
-				return b, err
-			}
-			parts[j] = p
-		}
-		data, err := json.Marshal(parts)
+		c := &r.chain[i]
+		data, fits, err := deltaData(k, ws, deltaFactor*c.fullBytes-c.deltaBytes)
 		if err != nil {
 			return b, err
 		}
-		c := &r.chain[i]
-		if c.deltaBytes+len(data) <= deltaFactor*c.fullBytes {
+		if fits {
 			c.deltas++
 			c.deltaBytes += len(data)
 			b.Kind, b.Base, b.Data = checkpoint.Delta, r.savedVer[i], data

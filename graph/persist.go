@@ -32,7 +32,7 @@ func (r *run) save(source checkpoint.Source) error {
 	// DurabilityExit that was at the run's first commit, before its
 	// subgraphs saved theirs, and checkpoint IDs must sort by when they
 	// were saved (a Stateful subgraph's replay looks "before" one).
-	cp := checkpoint.Checkpoint{ID: checkpoint.NewID(), Versions: map[string]uint64{}, Created: time.Now()}
+	cp := checkpoint.Checkpoint{ID: checkpoint.NewID(), Versions: make(map[string]uint64, len(r.state.vals)), Created: time.Now()}
 	r.nextTag = 0
 	parent := r.cpID
 	r.cpID = cp.ID // next tasks' IDs derive from the checkpoint they follow
@@ -106,7 +106,7 @@ func (r *run) save(source checkpoint.Source) error {
 		r.x.holdCP, r.x.heldCP = false, &heldCheckpoint{cp: cp, md: md}
 		return nil
 	}
-	if err := r.put(cp, md); err != nil {
+	if err := r.putOwned(cp, md); err != nil { // built for this Put alone
 		r.cpID = parent
 		return err
 	}

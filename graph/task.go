@@ -117,6 +117,9 @@ func (t *task) path() string {
 	if t.push {
 		return "send:" + strconv.Itoa(int(t.seq))
 	}
+	if t.node.wirePath != "" {
+		return t.node.wirePath
+	}
 	return "node:" + t.node.name
 }
 

@@ -557,9 +557,16 @@ func (ns *memNamespace) clone() *memNamespace {
 	return out
 }
 
-func notFound(ref Ref) error {
-	return fmt.Errorf("%s: %w", ref, ErrNotFound)
-}
+// notFound reports that ref names nothing stored. The message is made only
+// when read: every nested run of a new thread asks for its namespace's
+// checkpoint first, and formatting the ref each time cost more than the
+// lookup.
+func notFound(ref Ref) error { return &notFoundError{ref} }
+
+type notFoundError struct{ ref Ref }
+
+func (e *notFoundError) Error() string { return e.ref.String() + ": " + ErrNotFound.Error() }
+func (e *notFoundError) Unwrap() error { return ErrNotFound }
 
 func cloneBlob(b Blob) Blob {
 	b.Data = bytes.Clone(b.Data)

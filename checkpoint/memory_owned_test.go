@@ -2,6 +2,7 @@ package checkpoint_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -53,5 +54,18 @@ func TestMemoryPutOwnedDoesNotCopy(t *testing.T) {
 	t.Logf("allocations per Put: %.1f copied, %.1f handed over", copied, handed)
 	if handed > copied-4 {
 		t.Errorf("PutOwned allocates %.1f times a checkpoint, Put %.1f; want at least 4 fewer", handed, copied)
+	}
+}
+
+// TestMemoryNotFound checks the not-found error's message and identity.
+func TestMemoryNotFound(t *testing.T) {
+	m := checkpoint.NewMemory()
+	ref := checkpoint.Ref{ThreadID: "t", Namespace: "a|b"}
+	_, err := m.Get(context.Background(), ref)
+	if !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("err = %v, want ErrNotFound", err)
+	}
+	if want := ref.String() + ": " + checkpoint.ErrNotFound.Error(); err.Error() != want {
+		t.Errorf("message %q, want %q", err, want)
 	}
 }

@@ -254,8 +254,8 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		r.stepLog = make([][]Write, len(g.sch.keys))
 		r.savedVer = make([]uint64, len(g.sch.keys))
 	}
-	r.marks = make([]int, len(g.nodes))
-	r.runs = make([]int, len(g.nodes))
+	counts := make([]int, 2*len(g.nodes)) // one allocation for both
+	r.marks, r.runs = counts[:len(g.nodes):len(g.nodes)], counts[len(g.nodes):]
 	if len(g.joins) > 0 {
 		r.seen = make([][]bool, len(g.joins))
 		for i, j := range g.joins {

@@ -222,6 +222,37 @@ func BenchmarkChain100Saver(b *testing.B)  { run(b, chainShape(100), true) }
 func BenchmarkChain1000(b *testing.B)      { run(b, chainShape(1000), false) }
 func BenchmarkChain1000Saver(b *testing.B) { run(b, chainShape(1000), true) }
 
+// incrOut is incr's output made once: a node that returns it allocates
+// nothing, so what a run of staticChain allocates is the engine's.
+var incrOut graph.Output = graph.Writes(count.Set(1))
+
+func staticChain(n int) *graph.Graph {
+	b := graph.New(count)
+	prev := graph.START
+	for i := range n {
+		name := fmt.Sprintf("n%d", i)
+		b.AddNode(name, func(context.Context, graph.State) (graph.Output, error) { return incrOut, nil })
+		b.AddEdge(prev, name)
+		prev = name
+	}
+	b.AddEdge(prev, graph.END)
+	g, err := b.Compile(graph.WithStepLimit(n + 1))
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+// ChainStatic100 is Chain100 with nodes that allocate nothing: the engine's
+// own cost per node.
+func BenchmarkChainStatic100(b *testing.B) {
+	run(b, shape{"ChainStatic100", staticChain(100), nil, 100, counted(100)}, false)
+}
+
+func BenchmarkChainStatic100Saver(b *testing.B) {
+	run(b, shape{"ChainStatic100", staticChain(100), nil, 100, counted(100)}, true)
+}
+
 func fanoutShape() shape { return shape{"Fanout100", fanout(100), nil, 102, counted(102)} }
 
 func BenchmarkFanout100(b *testing.B)      { run(b, fanoutShape(), false) }

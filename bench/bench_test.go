@@ -188,6 +188,7 @@ func run(b *testing.B, sh shape, saver bool) {
 	i := 0
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	for b.Loop() {
 		if saver {
 			if i%1000 == 0 { // a fresh saver now and then keeps memory flat
@@ -206,7 +207,9 @@ func run(b *testing.B, sh shape, saver bool) {
 			b.Fatal(err)
 		}
 	}
+	cpu := cpuTime() - cpu0
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(sh.nodes), "ns/node")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(sh.nodes), "cpu-ns/node")
 }
 
 func chainShape(n int) shape {

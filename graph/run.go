@@ -731,11 +731,12 @@ const (
 
 // newTask returns a zeroed task; want is how many the caller still needs.
 // A slab holds what the step needs, or as many tasks as the run has run
-// steps (so a chain's slabs double), up to maxTaskSlab: a short run
-// allocates about as much as before.
+// steps (so a chain's slabs double) but no more than it has steps left, up
+// to maxTaskSlab: a short run allocates about as much as before.
 func (r *run) newTask(want int) *task {
 	if len(r.taskSlab) == 0 {
-		r.taskSlab = make([]task, min(max(want, r.stepsRun, 1), maxTaskSlab))
+		// the steps left bound what a slab can expect of the next steps
+		r.taskSlab = make([]task, min(max(want, min(r.stepsRun, r.limit-r.stepsRun), 1), maxTaskSlab))
 	}
 	t := &r.taskSlab[0]
 	r.taskSlab = r.taskSlab[1:]
@@ -748,7 +749,7 @@ func (r *run) newTask(want int) *task {
 func (r *run) newVals() []slot {
 	n := len(r.state.vals)
 	if len(r.valSlab) < n || n == 0 {
-		gens := min(max(maxValSlab/max(n, 1), 1), maxValGens)
+		gens := max(min(maxValSlab/max(n, 1), maxValGens, r.limit-r.stepsRun), 1)
 		r.valSlab = make([]slot, gens*n)
 	}
 	vals := r.valSlab[:n:n]

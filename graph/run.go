@@ -100,14 +100,14 @@ type run struct {
 	spare    []*task // the previous step's task slice, reused by plan
 	taskSlab []task  // fresh tasks not yet handed out (see newTask)
 	valSlab  []slot  // fresh state slots not yet handed out (see newVals)
-	pullBuf  []int
 	pushBuf  []Target
 	deferred []int
 	seen     [][]bool // join barriers: per join, which sources have finished
-	marks    []int    // per node: step+1 when already triggered this step
-	runs     []int    // per node: executions in this run
-	path     []NodeRun
-	usage    atomic.Pointer[usageLedger] // allocated by the first RecordUsage
+	// per node, twice: marks[i] is step+1 when node i was triggered this
+	// step, marks[n+i] its executions in this run (see runCounts)
+	marks []int
+	path  []NodeRun
+	usage atomic.Pointer[usageLedger] // allocated by the first RecordUsage
 
 	kinds EventKind
 	sink  func(Event) bool
@@ -120,9 +120,11 @@ type run struct {
 	uncommitted bool // the step in progress has not committed (see save)
 
 	// checkpointing
-	tally    []keyTally // per key: this step's writes (reset after each commit)
-	touched  []int      // keys written this step, in order of first write
-	wsBuf    []Write    // this step's writes grouped by key (reused)
+	tally []keyTally // per key: this step's writes (reset after each commit)
+	// keys written this step, in order of first write, while apply runs;
+	// then, while plan runs, the nodes triggered (one buffer for both)
+	touched  []int
+	wsBuf    []Write // this step's writes grouped by key (reused)
 	cpID     string
 	headID   string // the namespace's latest checkpoint, as this run knows it
 	nextTag  uint64 // 1<<32 | the tag of the next checkpoint's versions, 0 until drawn (see tag)
@@ -254,8 +256,7 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		r.stepLog = make([][]Write, len(g.sch.keys))
 		r.savedVer = make([]uint64, len(g.sch.keys))
 	}
-	counts := make([]int, 2*len(g.nodes)) // one allocation for both
-	r.marks, r.runs = counts[:len(g.nodes):len(g.nodes)], counts[len(g.nodes):]
+	r.marks = make([]int, 2*len(g.nodes))
 	if len(g.joins) > 0 {
 		r.seen = make([][]bool, len(g.joins))
 		for i, j := range g.joins {
@@ -264,6 +265,9 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 	}
 	return r, nil
 }
+
+// runCounts returns, per node, how many times it ran in this run.
+func (r *run) runCounts() []int { return r.marks[len(r.g.nodes):] }
 
 func (r *run) wants(k EventKind) bool { return r.kinds&k != 0 }
 
@@ -622,7 +626,7 @@ func (r *run) plan(tasks []*task) error {
 	if r.keepNext {
 		return nil
 	}
-	pull, push := r.pullBuf[:0], r.pushBuf[:0]
+	pull, push := r.touched[:0], r.pushBuf[:0] // apply is done with touched
 	trigger := func(from *task, to int) error {
 		if to == endIdx {
 			return nil
@@ -680,7 +684,7 @@ func (r *run) plan(tasks []*task) error {
 		}
 	}
 	slices.Sort(pull)
-	r.pullBuf = pull
+	r.touched = pull[:0]
 	next := r.spare[:0]
 	if len(tasks) > 0 && tasks[0].node.idx >= 0 {
 		r.spare = tasks // committed: the slice is free for the step after next
@@ -802,7 +806,7 @@ func (r *run) index(node string) int {
 
 func (r *run) stepLimitError() error {
 	e := &StepLimitError{Limit: r.limit}
-	for i, n := range r.runs {
+	for i, n := range r.runCounts() {
 		if n > 1 {
 			e.Repeating = append(e.Repeating, NodeCount{Node: r.g.nodes[i].name, Runs: n})
 		}

@@ -261,7 +261,7 @@ func (r *run) runTasks(all []*task) (err error) {
 	r.evch = nil
 	for _, t := range tasks {
 		if !t.skipped {
-			r.runs[t.node.idx]++
+			r.runCounts()[t.node.idx]++
 		}
 	}
 	if f := st.first.Load(); f != nil {
@@ -332,7 +332,7 @@ func (r *run) runAsync(t *task, st *stepSync) {
 }
 
 func (r *run) taskEnd(t *task) {
-	r.runs[t.node.idx]++
+	r.runCounts()[t.node.idx]++
 	if r.wants(EventTaskEnd) {
 		r.deliver(Event{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: t.endInfo()})
 	}

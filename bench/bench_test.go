@@ -188,6 +188,7 @@ func run(b *testing.B, sh shape, saver bool) {
 	i := 0
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	for b.Loop() {
 		if saver {
 			if i%1000 == 0 { // a fresh saver now and then keeps memory flat
@@ -206,7 +207,9 @@ func run(b *testing.B, sh shape, saver bool) {
 			b.Fatal(err)
 		}
 	}
+	cpu := cpuTime() - cpu0
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(sh.nodes), "ns/node")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/float64(sh.nodes), "cpu-ns/node")
 }
 
 func chainShape(n int) shape {
@@ -221,6 +224,37 @@ func BenchmarkChain100(b *testing.B)       { run(b, chainShape(100), false) }
 func BenchmarkChain100Saver(b *testing.B)  { run(b, chainShape(100), true) }
 func BenchmarkChain1000(b *testing.B)      { run(b, chainShape(1000), false) }
 func BenchmarkChain1000Saver(b *testing.B) { run(b, chainShape(1000), true) }
+
+// incrOut is incr's output made once: a node that returns it allocates
+// nothing, so what a run of staticChain allocates is the engine's.
+var incrOut graph.Output = graph.Writes(count.Set(1))
+
+func staticChain(n int) *graph.Graph {
+	b := graph.New(count)
+	prev := graph.START
+	for i := range n {
+		name := fmt.Sprintf("n%d", i)
+		b.AddNode(name, func(context.Context, graph.State) (graph.Output, error) { return incrOut, nil })
+		b.AddEdge(prev, name)
+		prev = name
+	}
+	b.AddEdge(prev, graph.END)
+	g, err := b.Compile(graph.WithStepLimit(n + 1))
+	if err != nil {
+		panic(err)
+	}
+	return g
+}
+
+// ChainStatic100 is Chain100 with nodes that allocate nothing: the engine's
+// own cost per node.
+func BenchmarkChainStatic100(b *testing.B) {
+	run(b, shape{"ChainStatic100", staticChain(100), nil, 100, counted(100)}, false)
+}
+
+func BenchmarkChainStatic100Saver(b *testing.B) {
+	run(b, shape{"ChainStatic100", staticChain(100), nil, 100, counted(100)}, true)
+}
 
 func fanoutShape() shape { return shape{"Fanout100", fanout(100), nil, 102, counted(102)} }
 

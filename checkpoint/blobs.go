@@ -3,14 +3,19 @@ package checkpoint
 import (
 	"bytes"
 	"fmt"
+	"slices"
 )
 
 // CheckBlobs validates the blobs of a Put as every Saver must, with the
 // messages the conformance suite expects: a key must not be empty, the kind
 // must be Full or Delta, a delta's base must be an older version, and two
 // blobs of one Put with the same key and version must be identical. It
-// returns the blobs without repeats, in their order.
+// returns the blobs without repeats, in their order (blobs itself when
+// none repeats; callers only read it).
 func CheckBlobs(blobs []Blob) ([]Blob, error) {
+	if len(blobs) <= smallBlobs {
+		return checkFewBlobs(blobs)
+	}
 	type id struct {
 		key     string
 		version uint64
@@ -18,17 +23,8 @@ func CheckBlobs(blobs []Blob) ([]Blob, error) {
 	seen := make(map[id]Blob, len(blobs))
 	out := make([]Blob, 0, len(blobs))
 	for _, b := range blobs {
-		if b.Key == "" {
-			return nil, fmt.Errorf("blob version %d has an empty key", b.Version)
-		}
-		switch b.Kind {
-		case Full:
-		case Delta:
-			if b.Base >= b.Version {
-				return nil, fmt.Errorf("delta blob of key %q version %d has base %d; a delta's base must be an older version", b.Key, b.Version, b.Base)
-			}
-		default:
-			return nil, fmt.Errorf("blob of key %q version %d has unknown kind %s", b.Key, b.Version, b.Kind)
+		if err := checkBlob(b); err != nil {
+			return nil, err
 		}
 		k := id{b.Key, b.Version}
 		if old, ok := seen[k]; ok {
@@ -41,6 +37,57 @@ func CheckBlobs(blobs []Blob) ([]Blob, error) {
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// smallBlobs is how many blobs CheckBlobs compares pairwise instead of
+// through a map: a step's checkpoint usually carries one or two.
+const smallBlobs = 8
+
+// checkFewBlobs is CheckBlobs for a few blobs, without allocating when no
+// blob repeats: it then returns blobs itself.
+func checkFewBlobs(blobs []Blob) ([]Blob, error) {
+	repeats := false
+	for i, b := range blobs {
+		if err := checkBlob(b); err != nil {
+			return nil, err
+		}
+		for _, old := range blobs[:i] {
+			if old.Key == b.Key && old.Version == b.Version {
+				if !old.Equal(b) {
+					return nil, fmt.Errorf("two different blobs for key %q version %d", b.Key, b.Version)
+				}
+				repeats = true
+				break
+			}
+		}
+	}
+	if !repeats {
+		return blobs, nil
+	}
+	out := make([]Blob, 0, len(blobs))
+	for i, b := range blobs {
+		if !slices.ContainsFunc(blobs[:i], func(o Blob) bool { return o.Key == b.Key && o.Version == b.Version }) {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// checkBlob checks one blob's key, kind and base.
+func checkBlob(b Blob) error {
+	if b.Key == "" {
+		return fmt.Errorf("blob version %d has an empty key", b.Version)
+	}
+	switch b.Kind {
+	case Full:
+	case Delta:
+		if b.Base >= b.Version {
+			return fmt.Errorf("delta blob of key %q version %d has base %d; a delta's base must be an older version", b.Key, b.Version, b.Base)
+		}
+	default:
+		return fmt.Errorf("blob of key %q version %d has unknown kind %s", b.Key, b.Version, b.Kind)
+	}
+	return nil
 }
 
 // Equal reports whether two blobs are identical, data included. A Saver

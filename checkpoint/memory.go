@@ -208,6 +208,20 @@ func (m *Memory) list(ref Ref, opts ListOptions) ([]*Tuple, error) {
 // version are already stored in the namespace must be identical to the
 // stored one. When Put fails it has written nothing.
 func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (Ref, error) {
+	return m.put(ctx, ref, cp, md, false)
+}
+
+// PutOwned is Put for a caller that hands cp and md over: Memory keeps them
+// as they are instead of copying them, so neither the caller nor anyone it
+// shared them with may change or read their maps, slices and byte slices
+// afterwards. The engine calls it for the checkpoints it builds for one Put
+// when its saver is a *Memory itself (not a type that embeds one, whose Put
+// may do more). It is not part of Saver.
+func (m *Memory) PutOwned(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (Ref, error) {
+	return m.put(ctx, ref, cp, md, true)
+}
+
+func (m *Memory) put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata, owned bool) (Ref, error) {
 	if err := ctx.Err(); err != nil {
 		return Ref{}, err
 	}
@@ -263,11 +277,18 @@ func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (
 		m.threads[ref.ThreadID][ref.Namespace] = ns
 	}
 	for _, b := range cp.Blobs {
-		ns.blobs[blobID{b.Key, b.Version}] = memBlob{Blob: cloneBlob(b), sum: BlobChecksum(b)}
+		sum := BlobChecksum(b)
+		if !owned {
+			b = cloneBlob(b)
+		}
+		ns.blobs[blobID{b.Key, b.Version}] = memBlob{Blob: b, sum: sum}
 	}
-	stored := cloneCheckpoint(cp)
+	stored := cp
+	if !owned {
+		stored, md = cloneCheckpoint(cp), cloneMetadata(md)
+	}
 	stored.Blobs = nil
-	ns.cps[cp.ID] = &memCheckpoint{cp: stored, md: cloneMetadata(md)}
+	ns.cps[cp.ID] = &memCheckpoint{cp: stored, md: md}
 	ns.ids = append(ns.ids, cp.ID)
 	return out, nil
 }
@@ -536,9 +557,16 @@ func (ns *memNamespace) clone() *memNamespace {
 	return out
 }
 
-func notFound(ref Ref) error {
-	return fmt.Errorf("%s: %w", ref, ErrNotFound)
-}
+// notFound reports that ref names nothing stored. The message is made only
+// when read: every nested run of a new thread asks for its namespace's
+// checkpoint first, and formatting the ref each time cost more than the
+// lookup.
+func notFound(ref Ref) error { return &notFoundError{ref} }
+
+type notFoundError struct{ ref Ref }
+
+func (e *notFoundError) Error() string { return e.ref.String() + ": " + ErrNotFound.Error() }
+func (e *notFoundError) Unwrap() error { return ErrNotFound }
 
 func cloneBlob(b Blob) Blob {
 	b.Data = bytes.Clone(b.Data)

@@ -30,6 +30,9 @@ type cnode struct {
 	fans  []*cfan
 	joins []int          // joins this node is a source of
 	gotos map[string]int // allowed goto targets
+	// wirePath is the path of the node's edge-triggered tasks in
+	// checkpoints ("node:" and its name), made once instead of per save
+	wirePath string
 }
 
 type ccond struct {
@@ -74,7 +77,7 @@ func (b *Builder) Compile(opts ...RunOption) (*Graph, error) {
 	slices.SortFunc(specs, func(x, y *nodeSpec) int { return strings.Compare(x.name, y.name) })
 	g := &Graph{name: b.name, sch: sch, byName: make(map[string]int, len(specs)), defaults: opts}
 	for i, s := range specs {
-		g.nodes = append(g.nodes, &cnode{nodeSpec: s, idx: i})
+		g.nodes = append(g.nodes, &cnode{nodeSpec: s, idx: i, wirePath: "node:" + s.name})
 		g.byName[s.name] = i
 	}
 	g.start = &cnode{nodeSpec: &nodeSpec{name: START}, idx: -2}

@@ -102,23 +102,45 @@ func (w *writer) close() error {
 
 // put stores a checkpoint now (sync, exit) or through the writer (async).
 func (r *run) put(cp checkpoint.Checkpoint, md checkpoint.Metadata) error {
+	return r.store(cp, md, false)
+}
+
+// putOwned is put for a checkpoint built for this call alone, which no
+// one reads or changes afterwards: the in-memory saver then stores it
+// without copying it (see checkpoint.Memory.PutOwned).
+func (r *run) putOwned(cp checkpoint.Checkpoint, md checkpoint.Metadata) error {
+	return r.store(cp, md, true)
+}
+
+func (r *run) store(cp checkpoint.Checkpoint, md checkpoint.Metadata, owned bool) error {
 	// The token is the namespace's head as this run knows it; the parent in
 	// md is the checkpoint the run went on from (older for a replay or fork).
 	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.headID}
 	defer func() { r.headID = cp.ID }()
-	do := func() error {
-		if _, err := r.cfg.saver.Put(r.ctx, ref, cp, md); err != nil {
-			return fmt.Errorf("graph: save checkpoint of thread %q at step %d: %w", r.cfg.thread, md.Step, err)
-		}
-		return nil
-	}
 	if r.w == nil {
-		return do()
+		// Called directly, not through a closure: one allocation less a step.
+		return r.putNow(ref, cp, md, owned)
 	}
 	if err := r.w.flush(); err != nil { // at most one checkpoint in flight
 		return err
 	}
-	r.w.submit(do)
+	r.w.submit(func() error { return r.putNow(ref, cp, md, owned) })
+	return nil
+}
+
+// putNow stores a checkpoint with the run's saver.
+func (r *run) putNow(ref checkpoint.Ref, cp checkpoint.Checkpoint, md checkpoint.Metadata, owned bool) error {
+	var err error
+	// Only the in-memory saver itself: a type that embeds it and overrides
+	// Put must see every checkpoint.
+	if m, ok := r.cfg.saver.(*checkpoint.Memory); ok && owned {
+		_, err = m.PutOwned(r.ctx, ref, cp, md)
+	} else {
+		_, err = r.cfg.saver.Put(r.ctx, ref, cp, md)
+	}
+	if err != nil {
+		return fmt.Errorf("graph: save checkpoint of thread %q at step %d: %w", r.cfg.thread, md.Step, err)
+	}
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -138,6 +139,7 @@ type keyImpl interface {
 	decodeSet(b []byte) (Write, error)
 	decodeValue(b []byte) (any, error)
 	encodeWrite(w Write) ([]byte, error)
+	appendWrite(e *wireEncoder, w Write) error
 	decodeWrite(b []byte) (Write, error)
 }
 
@@ -255,24 +257,31 @@ func (k *Key[T]) decodeSet(b []byte) (Write, error) {
 	return Write{key: k, op: opReduce, val: v}, nil
 }
 
+// encodeWrite returns w's wire form, the JSON of a wireWrite.
 func (k *Key[T]) encodeWrite(w Write) ([]byte, error) {
-	var (
-		val []byte
-		err error
-	)
-	if w.op == opRemove {
-		val, err = json.Marshal(w.val)
-	} else {
-		val, err = json.Marshal(w.val.(T))
+	e := getWireEncoder()
+	defer e.release()
+	if err := k.appendWrite(e, w); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return nil, fmt.Errorf("state key %q: encode %s write: %w", k.name, w.op, err)
-	}
+	return bytes.Clone(e.buf.Bytes()), nil
+}
+
+// appendWrite appends w's wire form to e's buffer; on error it appends
+// nothing of the value.
+func (k *Key[T]) appendWrite(e *wireEncoder, w Write) error {
 	op := w.op.String()
 	if w.op == opReduce {
 		op = ""
 	}
-	return json.Marshal(wireWrite{Op: op, Value: val})
+	e.writeHead(op)
+	// w.val holds a T (or, for a remove, the IDs): encoded as it is, not
+	// converted back from T, which would box it again.
+	if err := e.value(w.val); err != nil {
+		return fmt.Errorf("state key %q: encode %s write: %w", k.name, w.op, err)
+	}
+	e.buf.WriteByte('}')
+	return nil
 }
 
 func (k *Key[T]) decodeWrite(b []byte) (Write, error) {

@@ -32,8 +32,8 @@ func (r *run) save(source checkpoint.Source) error {
 	// DurabilityExit that was at the run's first commit, before its
 	// subgraphs saved theirs, and checkpoint IDs must sort by when they
 	// were saved (a Stateful subgraph's replay looks "before" one).
-	cp := checkpoint.Checkpoint{ID: checkpoint.NewID(), Versions: map[string]uint64{}, Created: time.Now()}
-	r.nextID = ""
+	cp := checkpoint.Checkpoint{ID: checkpoint.NewID(), Versions: make(map[string]uint64, len(r.state.vals)), Created: time.Now()}
+	r.nextTag = 0
 	parent := r.cpID
 	r.cpID = cp.ID // next tasks' IDs derive from the checkpoint they follow
 	for i, sl := range r.state.vals {
@@ -106,7 +106,7 @@ func (r *run) save(source checkpoint.Source) error {
 		r.x.holdCP, r.x.heldCP = false, &heldCheckpoint{cp: cp, md: md}
 		return nil
 	}
-	if err := r.put(cp, md); err != nil {
+	if err := r.putOwned(cp, md); err != nil { // built for this Put alone
 		r.cpID = parent
 		return err
 	}
@@ -140,20 +140,12 @@ func (r *run) blob(i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, erro
 		full = full || w.op == opOverwrite
 	}
 	if !full {
-		parts := make([]json.RawMessage, len(ws))
-		for j, w := range ws {
-			p, err := k.encodeWrite(w)
-			if err != nil {
-				return b, err
-			}
-			parts[j] = p
-		}
-		data, err := json.Marshal(parts)
+		c := &r.chain[i]
+		data, fits, err := deltaData(k, ws, deltaFactor*c.fullBytes-c.deltaBytes)
 		if err != nil {
 			return b, err
 		}
-		c := &r.chain[i]
-		if c.deltaBytes+len(data) <= deltaFactor*c.fullBytes {
+		if fits {
 			c.deltas++
 			c.deltaBytes += len(data)
 			b.Kind, b.Base, b.Data = checkpoint.Delta, r.savedVer[i], data

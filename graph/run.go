@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -97,14 +98,16 @@ type run struct {
 	limit    int
 	next     []*task
 	spare    []*task // the previous step's task slice, reused by plan
-	pullBuf  []int
+	taskSlab []task  // fresh tasks not yet handed out (see newTask)
+	valSlab  []slot  // fresh state slots not yet handed out (see newVals)
 	pushBuf  []Target
 	deferred []int
 	seen     [][]bool // join barriers: per join, which sources have finished
-	marks    []int    // per node: step+1 when already triggered this step
-	runs     []int    // per node: executions in this run
-	path     []NodeRun
-	usage    atomic.Pointer[usageLedger] // allocated by the first RecordUsage
+	// per node, twice: marks[i] is step+1 when node i was triggered this
+	// step, marks[n+i] its executions in this run (see runCounts)
+	marks []int
+	path  []NodeRun
+	usage atomic.Pointer[usageLedger] // allocated by the first RecordUsage
 
 	kinds EventKind
 	sink  func(Event) bool
@@ -117,12 +120,14 @@ type run struct {
 	uncommitted bool // the step in progress has not committed (see save)
 
 	// checkpointing
-	tally    []keyTally // per key: this step's writes (reset after each commit)
-	touched  []int      // keys written this step, in order of first write
-	wsBuf    []Write    // this step's writes grouped by key (reused)
+	tally []keyTally // per key: this step's writes (reset after each commit)
+	// keys written this step, in order of first write, while apply runs;
+	// then, while plan runs, the nodes triggered (one buffer for both)
+	touched  []int
+	wsBuf    []Write // this step's writes grouped by key (reused)
 	cpID     string
 	headID   string // the namespace's latest checkpoint, as this run knows it
-	nextID   string // the random ID the versions of the next checkpoint are tagged with (see tag)
+	nextTag  uint64 // 1<<32 | the tag of the next checkpoint's versions, 0 until drawn (see tag)
 	source   checkpoint.Source
 	w        *writer  // DurabilityAsync's background writer
 	savedVer []uint64 // per key: the version in the last checkpoint saved
@@ -251,8 +256,7 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		r.stepLog = make([][]Write, len(g.sch.keys))
 		r.savedVer = make([]uint64, len(g.sch.keys))
 	}
-	r.marks = make([]int, len(g.nodes))
-	r.runs = make([]int, len(g.nodes))
+	r.marks = make([]int, 2*len(g.nodes))
 	if len(g.joins) > 0 {
 		r.seen = make([][]bool, len(g.joins))
 		for i, j := range g.joins {
@@ -261,6 +265,9 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 	}
 	return r, nil
 }
+
+// runCounts returns, per node, how many times it ran in this run.
+func (r *run) runCounts() []int { return r.marks[len(r.g.nodes):] }
 
 func (r *run) wants(k EventKind) bool { return r.kinds&k != 0 }
 
@@ -530,7 +537,8 @@ func (r *run) apply(tasks []*task) error {
 			tl.next++
 		}
 	}
-	vals := slices.Clone(r.state.vals)
+	vals := r.newVals()
+	copy(vals, r.state.vals)
 	for _, i := range touched {
 		tl, k, sl := r.tally[i], r.g.sch.keys[i], &vals[i]
 		kws := ws[tl.start : tl.start+tl.count]
@@ -618,7 +626,7 @@ func (r *run) plan(tasks []*task) error {
 	if r.keepNext {
 		return nil
 	}
-	pull, push := r.pullBuf[:0], r.pushBuf[:0]
+	pull, push := r.touched[:0], r.pushBuf[:0] // apply is done with touched
 	trigger := func(from *task, to int) error {
 		if to == endIdx {
 			return nil
@@ -676,13 +684,15 @@ func (r *run) plan(tasks []*task) error {
 		}
 	}
 	slices.Sort(pull)
-	r.pullBuf = pull
+	r.touched = pull[:0]
 	next := r.spare[:0]
 	if len(tasks) > 0 && tasks[0].node.idx >= 0 {
 		r.spare = tasks // committed: the slice is free for the step after next
 	}
-	for _, i := range pull {
-		next = append(next, &task{r: r, node: r.g.nodes[i], idx: int32(len(next)), step: r.step + 1})
+	for j, i := range pull {
+		t := r.newTask(len(pull) - j)
+		t.r, t.node, t.idx, t.step = r, r.g.nodes[i], int32(len(next)), r.step+1
+		next = append(next, t)
 	}
 	if r.wants(EventTaskStart) {
 		r.triggers(tasks, next)
@@ -702,13 +712,53 @@ func (r *run) plan(tasks []*task) error {
 	}
 	if len(next) == 0 && len(r.deferred) > 0 {
 		slices.Sort(r.deferred)
-		for _, i := range r.deferred {
-			next = append(next, &task{r: r, node: r.g.nodes[i], idx: int32(len(next)), step: r.step + 1})
+		for j, i := range r.deferred {
+			t := r.newTask(len(r.deferred) - j)
+			t.r, t.node, t.idx, t.step = r, r.g.nodes[i], int32(len(next)), r.step+1
+			next = append(next, t)
 		}
 		r.deferred = r.deferred[:0]
 	}
 	r.next = next
 	return nil
+}
+
+// Tasks and the states commit makes are carved from slabs: a step that
+// runs one node then costs no allocation for either. A slab is never
+// reused: each task and each state gets memory no one else has seen, so a
+// State or a task context kept by a node stays what it was.
+const (
+	maxTaskSlab = 32 // tasks per slab at most (176 bytes each)
+	maxValSlab  = 64 // slots per slab at most (32 bytes each)
+	maxValGens  = 4  // states per slab at most: bounds the old values a slab keeps alive
+)
+
+// newTask returns a zeroed task; want is how many the caller still needs.
+// A slab holds what the step needs, or as many tasks as the run has run
+// steps (so a chain's slabs double) but no more than it has steps left, up
+// to maxTaskSlab: a short run allocates about as much as before.
+func (r *run) newTask(want int) *task {
+	if len(r.taskSlab) == 0 {
+		// the steps left bound what a slab can expect of the next steps
+		r.taskSlab = make([]task, min(max(want, min(r.stepsRun, r.limit-r.stepsRun), 1), maxTaskSlab))
+	}
+	t := &r.taskSlab[0]
+	r.taskSlab = r.taskSlab[1:]
+	return t
+}
+
+// newVals returns the slots of a new state, to be filled by the caller.
+// Each state's slice is capped at its length, so appending to one never
+// writes into the next.
+func (r *run) newVals() []slot {
+	n := len(r.state.vals)
+	if len(r.valSlab) < n || n == 0 {
+		gens := max(min(maxValSlab/max(n, 1), maxValGens, r.limit-r.stepsRun), 1)
+		r.valSlab = make([]slot, gens*n)
+	}
+	vals := r.valSlab[:n:n]
+	r.valSlab = r.valSlab[n:]
+	return vals
 }
 
 // triggers records, for task events, which committed tasks scheduled each
@@ -756,7 +806,7 @@ func (r *run) index(node string) int {
 
 func (r *run) stepLimitError() error {
 	e := &StepLimitError{Limit: r.limit}
-	for i, n := range r.runs {
+	for i, n := range r.runCounts() {
 		if n > 1 {
 			e.Repeating = append(e.Repeating, NodeCount{Node: r.g.nodes[i].name, Runs: n})
 		}
@@ -769,17 +819,19 @@ func (r *run) stepLimitError() error {
 	return e
 }
 
-// tag is the low half of the versions this commit writes: a hash of a new
-// random ID drawn once per checkpoint (0 without a checkpointer), so two
-// branches of a thread never give one key the same version.
+// tag is the low half of the versions this commit writes: a random number
+// drawn once per checkpoint (0 without a checkpointer), so two branches of a
+// thread never give one key the same version. It used to hash a checkpoint
+// ID drawn for the purpose; nothing reads the ID back, and the runtime's
+// generator draws the same 32 random bits without allocating.
 func (r *run) tag() uint32 {
 	if r.cfg.saver == nil {
 		return 0
 	}
-	if r.nextID == "" {
-		r.nextID = checkpoint.NewID()
+	if r.nextTag == 0 {
+		r.nextTag = 1<<32 | uint64(rand.Uint32())
 	}
-	return idTag(r.nextID)
+	return uint32(r.nextTag)
 }
 
 // idTag is the low half of the versions written for checkpoint id.

@@ -1,0 +1,67 @@
+//go:build !race
+
+// Allocation counts differ under the race detector.
+
+package graph_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/graph"
+)
+
+// staticChain is a chain of n nodes that each add 1 to a sum key through
+// an Output made once, so the node itself allocates nothing and what an
+// Invoke allocates is the engine's (and its saver's).
+func staticChain(t testing.TB, n int) (*graph.Graph, *graph.Key[int]) {
+	sum := graph.NewKey("sum", graph.Sum[int]())
+	out := graph.Output(graph.Writes(sum.Set(1)))
+	b := graph.New(sum)
+	prev := graph.START
+	for i := range n {
+		name := fmt.Sprint("n", i)
+		b.AddNode(name, func(context.Context, graph.State) (graph.Output, error) { return out, nil })
+		b.AddEdge(prev, name)
+		prev = name
+	}
+	b.AddEdge(prev, graph.END)
+	return mustCompile(t, b, graph.WithStepLimit(n+1)), sum
+}
+
+// TestStepAllocations bounds what one step of a chain allocates: with no
+// saver, the task and the committed state come from slabs (it was two
+// allocations a step); with the in-memory saver, the checkpoint is encoded
+// into a pooled buffer and handed over without a copy (it was about 25).
+func TestStepAllocations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts allocations")
+	}
+	const n = 64
+	g, sum := staticChain(t, n)
+	ctx := context.Background()
+	check := func(res *graph.Result, err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sum.Get(res.State); got != n {
+			t.Fatalf("sum = %d, want %d", got, n)
+		}
+	}
+	engine := testing.AllocsPerRun(20, func() { check(g.Invoke(ctx, nil)) }) / n
+	mem := checkpoint.NewMemory()
+	i := 0
+	saved := testing.AllocsPerRun(20, func() {
+		i++
+		check(g.Invoke(ctx, nil, graph.WithCheckpointer(mem), graph.WithThread(fmt.Sprint("t", i))))
+	}) / n
+	t.Logf("allocations per step: %.2f with no saver, %.2f with the in-memory saver", engine, saved)
+	if engine > 1 {
+		t.Errorf("a step with no saver allocates %.2f times, want at most 1", engine)
+	}
+	if saved > 14 {
+		t.Errorf("a step with the in-memory saver allocates %.2f times, want at most 14", saved)
+	}
+}

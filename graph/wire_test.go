@@ -1,0 +1,87 @@
+package graph
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+)
+
+// spaced marshals itself with spaces and HTML characters, which
+// json.Marshal compacts and escapes: the wire form must do the same.
+type spaced struct{ S string }
+
+func (s spaced) MarshalJSON() ([]byte, error) {
+	return []byte(`{ "s" : "` + s.S + `" }`), nil
+}
+
+type wireItem struct{ Key, Text string }
+
+func (w wireItem) ID() string { return w.Key }
+
+// TestWireFormUnchanged checks the pooled encoder against the encoding the
+// saved checkpoints were written with: json.Marshal of the wire struct, and
+// of the array of encoded writes for a delta.
+func TestWireFormUnchanged(t *testing.T) {
+	list := NewKey("list", Concat[string]())
+	byID := NewKey("byid", MergeByID[wireItem]())
+	sp := NewKey[spaced]("spaced")
+	n := NewKey("n", Sum[int]())
+	cases := []struct {
+		k keyImpl
+		w []Write
+	}{
+		{list, []Write{Append(list, "a<b>&c", "\u2028"), list.Overwrite([]string{"x"})}},
+		{byID, []Write{Append(byID, wireItem{"1", "one"}), Remove(byID, "1")}},
+		{sp, []Write{sp.Set(spaced{"<tag>"})}},
+		{n, []Write{n.Set(1), n.Set(1 << 40), n.Overwrite(-3)}},
+	}
+	for _, c := range cases {
+		parts := make([]json.RawMessage, len(c.w))
+		for i, w := range c.w {
+			val, err := json.Marshal(w.val)
+			if err != nil {
+				t.Fatal(err)
+			}
+			op := w.op.String()
+			if w.op == opReduce {
+				op = ""
+			}
+			want, err := json.Marshal(wireWrite{Op: op, Value: val})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.k.encodeWrite(w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Errorf("%s: encodeWrite = %s, want %s", c.k.Name(), got, want)
+			}
+			parts[i] = want
+		}
+		want, err := json.Marshal(parts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, fits, err := deltaData(c.k, c.w, len(want))
+		if err != nil || !fits || !bytes.Equal(got, want) {
+			t.Errorf("%s: deltaData = %s, %v, %v; want %s", c.k.Name(), got, fits, err, want)
+		}
+		if _, fits, _ := deltaData(c.k, c.w, len(want)-1); fits {
+			t.Errorf("%s: deltaData fits a limit one byte short", c.k.Name())
+		}
+	}
+}
+
+// TestWireFormError checks that a value JSON cannot encode fails with the
+// key named, and leaves the pooled buffer usable.
+func TestWireFormError(t *testing.T) {
+	k := NewKey[any]("bad")
+	if _, err := k.encodeWrite(k.Set(make(chan int))); err == nil || !bytes.Contains([]byte(err.Error()), []byte(`"bad"`)) {
+		t.Fatalf("err = %v, want one naming the key", err)
+	}
+	got, err := k.encodeWrite(k.Set(1))
+	if err != nil || string(got) != `{"v":1}` {
+		t.Fatalf("after an error: %s, %v", got, err)
+	}
+}

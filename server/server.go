@@ -468,7 +468,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	}
 	q, err = queue.New(life, queue.Config{
 		SQLite: s.st.river, Postgres: s.st.pool,
-		Advance: advance, Workers: s.cfg.Workers, Unit: unit,
+		Advance: advance, Workers: s.cfg.Workers, Unit: unit, UnitTimeout: api.UnitTimeout,
 		Webhook: s.sendWebhook, WebhookAttempts: s.cfg.Webhooks.Attempts, WebhookRetryBase: s.cfg.Webhooks.RetryBase,
 		Logger: slog.New(atLeast{s.log.Handler(), slog.LevelWarn}).With("component", "queue"),
 	})

@@ -162,6 +162,10 @@ type Config struct {
 	// UnitAttempts bounds the attempts of one unit (DefaultUnitAttempts).
 	UnitAttempts int
 
+	// Online scores online evaluator samples (EnqueueOnline); nil: none
+	// are worked.
+	Online OnlineFunc
+
 	// Workers is how many jobs run at once in this Queue.
 	Workers int
 	// JobTimeout bounds one Advance call (DefaultJobTimeout).
@@ -324,6 +328,9 @@ func (q *Queue) riverConfig() *river.Config {
 	}
 	if c.Unit != nil {
 		river.AddWorker(workers, &unitWorker{q: q})
+	}
+	if c.Online != nil {
+		river.AddWorker(workers, &onlineWorker{q: q})
 	}
 	return &river.Config{
 		CompletedJobRetentionPeriod: c.CompletedRetention,

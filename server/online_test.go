@@ -29,6 +29,7 @@ type feedbackView struct {
 	Score      *float64        `json:"score"`
 	Comment    string          `json:"comment"`
 	Value      api.OnlineValue `json:"value"`
+	Source     string          `json:"source"`
 }
 
 func contains(values ...string) eval.Criterion {
@@ -104,6 +105,17 @@ func testOnlineScoreRuns(t *testing.T, database string) {
 	if f := byKey["says_bye"]; f.Score == nil || *f.Score != 0 || f.Value.Passed || f.Comment == "" {
 		t.Errorf("says_bye: %+v (want score 0 with an explanation)", f)
 	}
+	// The source is a field of its own, and the list filters by it.
+	xcall(t, "POST", r.url+"/threads/"+thread+"/runs/"+run+"/feedback", "application/json", []byte(`{"score":1,"source":"person"}`), http.StatusOK, nil)
+	xcall(t, "POST", r.url+"/threads/"+thread+"/runs/"+run+"/feedback", "application/json", []byte(`{"score":1,"source":"robot"}`), http.StatusUnprocessableEntity, nil)
+	for source, want := range map[string]int{"evaluator": 2, "person": 1, "api": 0} {
+		var only []feedbackView
+		xcall(t, "GET", r.url+"/threads/"+thread+"/runs/"+run+"/feedback?source="+source, "", nil, http.StatusOK, &only)
+		if len(only) != want || slices.ContainsFunc(only, func(f feedbackView) bool { return f.Source != source }) {
+			t.Errorf("source %s: %+v, want %d entries of it", source, only, want)
+		}
+	}
+	xcall(t, "GET", r.url+"/threads/"+thread+"/runs/"+run+"/feedback?source=robot", "", nil, http.StatusUnprocessableEntity, nil)
 
 	// A retried hook, or a second replica, scores the run again: the
 	// entry is not duplicated.
@@ -113,8 +125,8 @@ func testOnlineScoreRuns(t *testing.T, database string) {
 			t.Fatal(err)
 		}
 	}
-	if again := listFeedback(t, r.url, thread, run); len(again) != 2 {
-		t.Errorf("after scoring again: %d entries, want 2: %+v", len(again), again)
+	if again := listFeedback(t, r.url, thread, run); len(again) != 3 {
+		t.Errorf("after scoring again: %d entries, want the 2 scores and the person's: %+v", len(again), again)
 	}
 }
 

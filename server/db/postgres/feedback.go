@@ -10,12 +10,12 @@ import (
 	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
 )
 
-const feedbackCols = `feedback_id, thread_id, run_id, key, score::text, value::text, comment, correction::text, message_id, created_at`
+const feedbackCols = `feedback_id, thread_id, run_id, key, score::text, value::text, comment, correction::text, message_id, source, created_at`
 
 func scanFeedback(s scanner) (db.Feedback, error) {
 	var f db.Feedback
 	var score, value, correction []byte
-	if err := s.Scan(&f.ID, &f.ThreadID, &f.RunID, &f.Key, &score, &value, &f.Comment, &correction, &f.MessageID, &f.CreatedAt); err != nil {
+	if err := s.Scan(&f.ID, &f.ThreadID, &f.RunID, &f.Key, &score, &value, &f.Comment, &correction, &f.MessageID, &f.Source, &f.CreatedAt); err != nil {
 		return db.Feedback{}, err
 	}
 	var err error
@@ -66,9 +66,9 @@ func (d *DB) CreateFeedback(ctx context.Context, tenant string, f db.Feedback) (
 			return dbutil.Invalid("run %q has %d feedback entries, the most one run keeps", f.RunID, n)
 		}
 		var err error
-		out, err = scanFeedback(tx.QueryRow(ctx, `INSERT INTO trellis_run_feedback (tenant, feedback_id, thread_id, run_id, key, score, value, comment, correction, message_id, created_at)
-			VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9::jsonb, $10, $11) RETURNING `+feedbackCols,
-			tenant, f.ID, f.ThreadID, f.RunID, f.Key, nullJSON(score), nullJSON(value), f.Comment, nullJSON(correction), f.MessageID, dbutil.Now()))
+		out, err = scanFeedback(tx.QueryRow(ctx, `INSERT INTO trellis_run_feedback (tenant, feedback_id, thread_id, run_id, key, score, value, comment, correction, message_id, source, created_at)
+			VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7::jsonb, $8, $9::jsonb, $10, $11, $12) RETURNING `+feedbackCols,
+			tenant, f.ID, f.ThreadID, f.RunID, f.Key, nullJSON(score), nullJSON(value), f.Comment, nullJSON(correction), f.MessageID, f.SourceOrDefault(), dbutil.Now()))
 		if isUnique(err, "") {
 			return fmt.Errorf("server/db/postgres: feedback %q: %w", f.ID, db.ErrConflict)
 		}

@@ -9,13 +9,13 @@ import (
 	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
 )
 
-const feedbackCols = `feedback_id, thread_id, run_id, key, score, value, comment, correction, message_id, created_at`
+const feedbackCols = `feedback_id, thread_id, run_id, key, score, value, comment, correction, message_id, source, created_at`
 
 func scanFeedback(s scanner) (db.Feedback, error) {
 	var f db.Feedback
 	var score, value, correction []byte
 	var created int64
-	if err := s.Scan(&f.ID, &f.ThreadID, &f.RunID, &f.Key, &score, &value, &f.Comment, &correction, &f.MessageID, &created); err != nil {
+	if err := s.Scan(&f.ID, &f.ThreadID, &f.RunID, &f.Key, &score, &value, &f.Comment, &correction, &f.MessageID, &f.Source, &created); err != nil {
 		return db.Feedback{}, err
 	}
 	var err error
@@ -45,6 +45,7 @@ func (d *DB) CreateFeedback(ctx context.Context, tenant string, f db.Feedback) (
 		f.ID = dbutil.NewID()
 	}
 	f.CreatedAt = dbutil.Now()
+	f.Source = f.SourceOrDefault()
 	err = d.write(ctx, func(tx *sql.Tx) error {
 		if _, err := getRun(ctx, tx, tenant, f.ThreadID, f.RunID); err != nil {
 			return err
@@ -56,8 +57,8 @@ func (d *DB) CreateFeedback(ctx context.Context, tenant string, f db.Feedback) (
 		if n >= db.MaxRunFeedback {
 			return dbutil.Invalid("run %q has %d feedback entries, the most one run keeps", f.RunID, n)
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO trellis_run_feedback (tenant, `+feedbackCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			tenant, f.ID, f.ThreadID, f.RunID, f.Key, score, value, f.Comment, correction, f.MessageID, micros(f.CreatedAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO trellis_run_feedback (tenant, `+feedbackCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			tenant, f.ID, f.ThreadID, f.RunID, f.Key, score, value, f.Comment, correction, f.MessageID, f.Source, micros(f.CreatedAt))
 		if isUnique(err) {
 			return wrap(db.ErrConflict, "feedback %q", f.ID)
 		}

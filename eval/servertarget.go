@@ -125,7 +125,11 @@ type wireInterrupt struct {
 // metadata), then runs the assistant on it and waits for the end.
 func (s *ServerTarget) Run(ctx context.Context, req RunRequest) (*RunOutcome, error) {
 	tid := url.PathEscape(req.ThreadID)
-	body := map[string]any{"assistant_id": s.Assistant, "metadata": req.Metadata}
+	// The agent's custom events, its subgraphs' too, are logged with the
+	// run as the page's runs log them: a planner's plan steps report their
+	// tool calls so, and GET /threads/{id}/case records them.
+	body := map[string]any{"assistant_id": s.Assistant, "metadata": req.Metadata,
+		"stream_mode": []string{"values", "custom"}, "stream_subgraphs": true}
 	switch {
 	case len(req.Resume) > 0:
 		body["command"] = map[string]any{"resume": req.Resume}

@@ -26,7 +26,7 @@ import (
 // updated over the API and again when its graph is built.
 type Models struct {
 	// Resolve turns a model spec the operator chose into a model. `trellis
-	// serve` passes the CLI's resolver (internal/cli/resolve); this
+	// serve` passes the CLI's resolver (provider/resolve); this
 	// package never imports a provider. nil: only the scripted models are
 	// available.
 	Resolve func(spec string) (llm.Model, error)

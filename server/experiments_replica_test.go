@@ -2,7 +2,10 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -160,5 +163,50 @@ func BenchmarkExperimentThroughput(b *testing.B) {
 				r.stop(b)
 			}
 		})
+	}
+}
+
+// An agent whose own failure says "context canceled" (a call it made was
+// cancelled) has failed: its unit is recorded on its first attempt, not
+// run again as if a stopping replica had cut it.
+func TestUnitFailureMentioningCancelIsRecorded(t *testing.T) {
+	s, err := New(context.Background(), Config{Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "t.db"), DataDir: t.TempDir(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Register("fails", runs.GraphSpec{Description: "fails as a cancelled upstream call does", New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		b := graph.New(testLog)
+		b.AddNode("fetch", func(context.Context, graph.State) (graph.Output, error) {
+			return nil, errors.New("fetch the page: context canceled")
+		})
+		b.SetEntry("fetch")
+		b.AddEdge("fetch", graph.END)
+		return b.Compile()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := serveInBackground(t, s)
+	var asst struct {
+		AssistantID string `json:"assistant_id"`
+	}
+	xcall(t, "POST", r.url+"/assistants", "application/json", jsonBody(map[string]any{"graph_id": "fails"}), 200, &asst)
+	var ds struct {
+		DatasetID string `json:"dataset_id"`
+	}
+	xcall(t, "POST", r.url+"/datasets", "application/json", jsonBody(map[string]any{"name": "cancels", "cases": []any{
+		map[string]any{"id": "c", "input": map[string]any{"state": map[string]any{"log": []string{"go"}}},
+			"criteria": []any{map[string]any{"evaluator": "contains", "params": map[string]any{"values": []string{"page"}}}}}}}), 200, &ds)
+	var exp experimentView
+	xcall(t, "POST", r.url+"/experiments", "application/json", jsonBody(map[string]any{"dataset_id": ds.DatasetID, "assistant_id": asst.AssistantID,
+		"repetitions": 1}), 201, &exp)
+	_, end := streamExperiment(t, r.url, exp.ExperimentID)
+	var results []resultView
+	xcall(t, "GET", r.url+"/experiments/"+exp.ExperimentID+"/results", "", nil, 200, &results)
+	if end.Status != "success" || len(results) != 1 || results[0].Passed || !strings.Contains(results[0].Error, "context canceled") {
+		t.Fatalf("the experiment ended %+v with %+v; want the unit recorded as failed", end, results)
+	}
+	if want := eval.ThreadID(exp.ExperimentID+"/rep0/attempt1", "c", 0, 0); results[0].ThreadID != want {
+		t.Fatalf("the unit was recorded on thread %s, want its first attempt's %s: it was run again", results[0].ThreadID, want)
 	}
 }

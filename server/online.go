@@ -6,8 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,6 +16,7 @@ import (
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/queue"
 )
 
 // OnlineEvaluator scores a sample of an assistant's successful runs after
@@ -28,17 +29,6 @@ type OnlineEvaluator struct {
 	// Sample is the share of runs scored, 0 to 1.
 	Sample float64
 }
-
-// Defaults of the online evaluation worker.
-const (
-	// OnlineQueueSize bounds the runs waiting to be scored; a run that
-	// finds the queue full is not scored (and counted).
-	OnlineQueueSize = 1024
-	// onlineWorkers score at once.
-	onlineWorkers = 2
-	// onlineTimeout bounds the scoring of one run by one evaluator.
-	onlineTimeout = 2 * time.Minute
-)
 
 // Sampled reports whether the run with ID runID falls in an evaluator's
 // sample of rate (0 to 1): a hash of the run ID and the key, so the same
@@ -61,89 +51,16 @@ func Sampled(runID, key string, rate float64) bool {
 	return float64(binary.BigEndian.Uint64(b[:])>>11)/(1<<53) < rate
 }
 
-// onlineJob is one run to score with one evaluator.
-type onlineJob struct {
-	tenant string
-	run    db.Run
-	ev     OnlineEvaluator
-}
-
-// onlineWorker scores sampled runs off the runs' path: the Finished hook
-// only puts a job in a bounded channel, which a few goroutines drain.
-// Jobs still waiting at shutdown are not scored (the feedback is a
-// sample: losing some is acceptable; scoring one twice is not, and the
-// feedback's derived ID prevents it).
-type onlineWorker struct {
-	jobs    chan onlineJob
-	done    chan struct{}
-	wg      sync.WaitGroup
-	score   func(ctx context.Context, j onlineJob) error
-	dropped atomic.Int64
-	scored  atomic.Int64
-}
-
-// startOnline starts the workers; score scores one job.
-func startOnline(ctx context.Context, s *Server, score func(ctx context.Context, j onlineJob) error) *onlineWorker {
-	w := &onlineWorker{jobs: make(chan onlineJob, OnlineQueueSize), done: make(chan struct{}), score: score}
-	ctx, cancel := context.WithCancel(ctx)
-	w.wg.Add(onlineWorkers + 1)
-	go func() { defer w.wg.Done(); <-w.done; cancel() }()
-	for range onlineWorkers {
-		go func() {
-			defer w.wg.Done()
-			for {
-				select {
-				case <-w.done:
-					return
-				case j := <-w.jobs:
-					jctx, jcancel := context.WithTimeout(ctx, onlineTimeout)
-					err := w.score(jctx, j)
-					jcancel()
-					switch {
-					case err == nil:
-						w.scored.Add(1)
-					case errors.Is(err, db.ErrNotFound):
-						s.log.Debug("a sampled run was not scored: it or its thread is gone", "run", j.run.ID, "key", j.ev.Key)
-					case ctx.Err() != nil:
-						return
-					default:
-						s.log.Warn("a sampled run could not be scored", "run", j.run.ID, "key", j.ev.Key, "err", err)
-					}
-				}
-			}
-		}()
-	}
-	return w
-}
-
-// offer queues a job without waiting; a full queue drops it.
-func (w *onlineWorker) offer(j onlineJob) bool {
-	select {
-	case <-w.done:
-		return false
-	default:
-	}
-	select {
-	case w.jobs <- j:
-		return true
-	default:
-		w.dropped.Add(1)
-		return false
-	}
-}
-
-// stop ends the workers (a job being scored is cancelled) and waits for
-// them; it returns how many jobs were left unscored.
-func (w *onlineWorker) stop() int {
-	close(w.done)
-	w.wg.Wait()
-	return len(w.jobs)
-}
+// onlineEnqueueTimeout bounds storing a run's samples in the Finished
+// hook, which runs on the finishing run's context (it may be ending: a
+// replica stopping right after the run finished).
+const onlineEnqueueTimeout = 10 * time.Second
 
 // onlineFinished is the online evaluators' part of the Finished hook: a
-// successful run of an assistant with online evaluators gets a job per
-// evaluator whose sample it falls in.
-func (s *Server) onlineFinished(tenant string, run db.Run) {
+// successful run of an assistant with online evaluators gets a durable
+// job per evaluator whose sample it falls in. The job, not this replica,
+// carries the sample: a restart, or another replica, scores it.
+func (s *Server) onlineFinished(ctx context.Context, tenant string, run db.Run) {
 	if run.Status != db.RunSuccess {
 		return
 	}
@@ -152,22 +69,56 @@ func (s *Server) onlineFinished(tenant string, run db.Run) {
 		return
 	}
 	s.mu.Lock()
-	w := s.online
+	enqueue := s.onlineEnqueue
 	s.mu.Unlock()
+	var cancel context.CancelFunc
 	for _, ev := range list {
 		if !Sampled(run.ID, ev.Key, ev.Sample) {
 			continue
 		}
-		if w == nil || !w.offer(onlineJob{tenant: tenant, run: run, ev: ev}) {
-			s.log.Warn("a sampled run is not scored: the online evaluation queue is full or stopped", "run", run.ID, "key", ev.Key)
+		if enqueue == nil {
+			s.log.Warn("a sampled run is not scored: the queue is not running", "run", run.ID, "key", ev.Key)
+			continue
+		}
+		if cancel == nil {
+			ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), onlineEnqueueTimeout)
+			defer cancel()
+		}
+		if err := enqueue(ctx, queue.OnlineJob{Tenant: tenant, ThreadID: run.ThreadID, RunID: run.ID, Key: ev.Key}); err != nil {
+			s.log.Error("a sampled run could not be queued for scoring; it is not scored", "run", run.ID, "key", ev.Key, "err", err)
 		}
 	}
 }
 
-// scoreOnline scores one job through the API.
-func (s *Server) scoreOnline(a *api.API) func(ctx context.Context, j onlineJob) error {
-	return func(ctx context.Context, j onlineJob) error {
-		_, err := a.ScoreOnline(ctx, j.tenant, j.run, j.ev.Key, j.ev.Criterion, s.judges())
+// scoreSample is the queue's online function: it scores one sample
+// through the API (nil until the handler is built: the job is tried
+// again). A run or thread gone, or an evaluator no longer configured,
+// ends the job without a score.
+func (s *Server) scoreSample(ready *atomic.Pointer[api.API]) queue.OnlineFunc {
+	return func(ctx context.Context, job queue.OnlineJob) error {
+		a := ready.Load()
+		if a == nil {
+			return errors.New("server: the API is not ready for online evaluation yet")
+		}
+		run, err := s.st.db.GetRun(ctx, job.Tenant, job.ThreadID, job.RunID)
+		if errors.Is(err, db.ErrNotFound) {
+			s.log.Debug("a sampled run was not scored: it or its thread is gone", "run", job.RunID, "key", job.Key)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(s.cfg.OnlineEvaluators[run.AssistantID], func(ev OnlineEvaluator) bool { return ev.Key == job.Key })
+		if i < 0 {
+			s.log.Info("a sampled run was not scored: its evaluator is no longer configured", "run", job.RunID, "key", job.Key)
+			return nil
+		}
+		ev := s.cfg.OnlineEvaluators[run.AssistantID][i]
+		_, err = a.ScoreOnline(ctx, job.Tenant, run, ev.Key, ev.Criterion, s.judges())
+		if errors.Is(err, db.ErrNotFound) {
+			s.log.Debug("a sampled run was not scored: it or its thread is gone", "run", job.RunID, "key", job.Key)
+			return nil
+		}
 		return err
 	}
 }

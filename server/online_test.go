@@ -4,18 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"math"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/trellis-agents/trellis/eval"
 	"github.com/trellis-agents/trellis/eval/evaltest"
+	"github.com/trellis-agents/trellis/internal/sqlitedb"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/queue"
 )
 
 // feedbackView is what the tests read of a feedback entry.
@@ -25,6 +29,7 @@ type feedbackView struct {
 	Score      *float64        `json:"score"`
 	Comment    string          `json:"comment"`
 	Value      api.OnlineValue `json:"value"`
+	Source     string          `json:"source"`
 }
 
 func contains(values ...string) eval.Criterion {
@@ -100,24 +105,28 @@ func testOnlineScoreRuns(t *testing.T, database string) {
 	if f := byKey["says_bye"]; f.Score == nil || *f.Score != 0 || f.Value.Passed || f.Comment == "" {
 		t.Errorf("says_bye: %+v (want score 0 with an explanation)", f)
 	}
+	// The source is a field of its own, and the list filters by it.
+	xcall(t, "POST", r.url+"/threads/"+thread+"/runs/"+run+"/feedback", "application/json", []byte(`{"score":1,"source":"person"}`), http.StatusOK, nil)
+	xcall(t, "POST", r.url+"/threads/"+thread+"/runs/"+run+"/feedback", "application/json", []byte(`{"score":1,"source":"robot"}`), http.StatusUnprocessableEntity, nil)
+	for source, want := range map[string]int{"evaluator": 2, "person": 1, "api": 0} {
+		var only []feedbackView
+		xcall(t, "GET", r.url+"/threads/"+thread+"/runs/"+run+"/feedback?source="+source, "", nil, http.StatusOK, &only)
+		if len(only) != want || slices.ContainsFunc(only, func(f feedbackView) bool { return f.Source != source }) {
+			t.Errorf("source %s: %+v, want %d entries of it", source, only, want)
+		}
+	}
+	xcall(t, "GET", r.url+"/threads/"+thread+"/runs/"+run+"/feedback?source=robot", "", nil, http.StatusUnprocessableEntity, nil)
 
 	// A retried hook, or a second replica, scores the run again: the
 	// entry is not duplicated.
-	r.s.mu.Lock()
-	w := r.s.online
-	r.s.mu.Unlock()
-	dbRun, err := r.s.st.db.GetRun(context.Background(), api.DefaultTenant, thread, run)
-	if err != nil {
-		t.Fatal(err)
-	}
+	score := r.s.scoreSample(&r.s.sampleAPI)
 	for range 2 {
-		if err := w.score(context.Background(), onlineJob{tenant: api.DefaultTenant, run: dbRun,
-			ev: OnlineEvaluator{Key: "says_echo", Criterion: contains("echo hi"), Sample: 1}}); err != nil {
+		if err := score(context.Background(), queue.OnlineJob{Tenant: api.DefaultTenant, ThreadID: thread, RunID: run, Key: "says_echo"}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if again := listFeedback(t, r.url, thread, run); len(again) != 2 {
-		t.Errorf("after scoring again: %d entries, want 2: %+v", len(again), again)
+	if again := listFeedback(t, r.url, thread, run); len(again) != 3 {
+		t.Errorf("after scoring again: %d entries, want the 2 scores and the person's: %+v", len(again), again)
 	}
 }
 
@@ -205,49 +214,107 @@ func TestOnlineEvaluatorJudge(t *testing.T) {
 	}
 }
 
-// A full queue drops samples at once rather than holding the finishing
-// run; stopping cancels the scoring in progress and reports what was
-// left.
-func TestOnlineQueueIsBounded(t *testing.T) {
+// The Finished hook stores one job per sampled evaluator of a successful
+// run, with what the worker needs to find the run again; a failed run,
+// or one outside every sample, stores none.
+func TestOnlineHookQueuesSamples(t *testing.T) {
 	s := &Server{log: quiet()}
-	started := make(chan struct{}, 1)
-	w := startOnline(context.Background(), s, func(ctx context.Context, _ onlineJob) error {
-		select {
-		case started <- struct{}{}:
-		default:
+	var jobs []queue.OnlineJob
+	s.onlineEnqueue = func(_ context.Context, j queue.OnlineJob) error { jobs = append(jobs, j); return nil }
+	s.cfg.OnlineEvaluators = map[string][]OnlineEvaluator{"a": {
+		{Key: "all", Criterion: contains("x"), Sample: 1},
+		{Key: "none", Criterion: contains("x"), Sample: 0},
+	}}
+	s.onlineFinished(t.Context(), "t", db.Run{ID: "r1", ThreadID: "th", Status: db.RunSuccess, AssistantID: "a"})
+	s.onlineFinished(t.Context(), "t", db.Run{ID: "r2", ThreadID: "th", Status: db.RunError, AssistantID: "a"})
+	s.onlineFinished(t.Context(), "t", db.Run{ID: "r3", ThreadID: "th", Status: db.RunSuccess, AssistantID: "other"})
+	want := []queue.OnlineJob{{Tenant: "t", ThreadID: "th", RunID: "r1", Key: "all"}}
+	if !slices.Equal(jobs, want) {
+		t.Fatalf("jobs %+v, want %+v", jobs, want)
+	}
+}
+
+// A sample being scored when its replica stops is not lost: the job is
+// cut (nothing stored), and the next process on the database scores it.
+func TestOnlineSampleSurvivesARestart(t *testing.T) {
+	database := filepath.Join(t.TempDir(), "t.db")
+	cfg := Config{Database: database, DataDir: t.TempDir(), Addr: "127.0.0.1:0", Logger: quiet(), ShutdownGrace: 100 * time.Millisecond,
+		OnlineEvaluators: map[string][]OnlineEvaluator{
+			DefaultAssistantID("echo"): {{Key: "judged", Sample: 1, Criterion: eval.Criterion{Evaluator: "llm_judge",
+				Params: json.RawMessage(`{"model":"judge","rubric":"echoes the word"}`)}}},
+		}}
+	serve := func(judge llm.Model) *running {
+		s, err := New(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
 		}
-		<-ctx.Done()
-		return ctx.Err()
-	})
-	s.online = w
-	run := db.Run{ID: "r", Status: db.RunSuccess, AssistantID: "a"}
-	s.cfg.OnlineEvaluators = map[string][]OnlineEvaluator{"a": {{Key: "k", Criterion: contains("x"), Sample: 1}}}
-	begin := time.Now()
-	for range OnlineQueueSize + onlineWorkers + 10 {
-		s.onlineFinished("t", run)
+		if err := s.Register("echo", echoGraph(nil)); err != nil {
+			t.Fatal(err)
+		}
+		s.setModels(&Models{Named: map[string]string{"judge": "llmtest:judge"}, Resolve: func(string) (llm.Model, error) { return judge, nil }})
+		return serveInBackground(t, s)
 	}
-	if d := time.Since(begin); d > 2*time.Second {
-		t.Errorf("offering %d samples took %s", OnlineQueueSize+onlineWorkers+10, d)
+	called := make(chan struct{}, 1)
+	first := serve(hangingJudge{called})
+	thread, run := echoRun(t, first.url, "hi")
+	select {
+	case <-called:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the judge was not called")
 	}
-	<-started
-	if n := w.dropped.Load(); n < 10 || n > 10+onlineWorkers {
-		t.Errorf("dropped %d samples, want about 10", n)
+	first.stop(t)
+
+	second := serve(evaltest.Judge(evaltest.Verdict(5, "it echoes the word")))
+	var got []feedbackView
+	for deadline := time.Now().Add(20 * time.Second); len(got) == 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		got = listFeedback(t, second.url, thread, run)
 	}
-	if left := w.stop(); left < OnlineQueueSize-onlineWorkers {
-		t.Errorf("%d left at stop, want the full queue", left)
+	if len(got) != 1 || got[0].Key != "judged" || got[0].Score == nil || *got[0].Score != 1 {
+		t.Fatalf("feedback after the restart %+v, want the judge's score", got)
 	}
-	if w.offer(onlineJob{}) {
-		t.Error("a stopped worker took a job")
+}
+
+// hangingJudge is a judge model that answers nothing until its call is
+// cancelled, as a slow model does when its replica stops.
+type hangingJudge struct{ called chan struct{} }
+
+func (hangingJudge) Name() string { return "hanging-judge" }
+
+func (h hangingJudge) Generate(ctx context.Context, _ *llm.Request) (*llm.Response, error) {
+	select {
+	case h.called <- struct{}{}:
+	default:
+	}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func (h hangingJudge) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		_, err := h.Generate(ctx, req)
+		yield(llm.Chunk{}, err)
 	}
 }
 
 // BenchmarkOnlineFinished measures what online evaluation adds to a
-// finishing run: the sampling decision and the offer to the queue (the
-// scoring itself is the workers', here a no-op).
+// finishing run: the sampling decision and storing the sampled jobs in
+// the run queue on SQLite (the scoring itself is the workers', here a
+// no-op).
 func BenchmarkOnlineFinished(b *testing.B) {
-	s := &Server{log: quiet()}
-	s.online = startOnline(context.Background(), s, func(context.Context, onlineJob) error { return nil })
-	defer s.online.stop()
+	sdb, err := sqlitedb.Open(context.Background(), filepath.Join(b.TempDir(), "q.db"), "bench", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sdb.Close()
+	q, err := queue.New(context.Background(), queue.Config{SQLite: sdb.Write, Logger: quiet(),
+		Advance: func(context.Context, string, string) (queue.Result, error) { return queue.Result{}, nil },
+		Online:  func(context.Context, queue.OnlineJob) error { return nil }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Stop(context.Background())
+	s := &Server{log: quiet(), onlineEnqueue: q.EnqueueOnline}
 	s.cfg.OnlineEvaluators = map[string][]OnlineEvaluator{"a": {
 		{Key: "all", Criterion: contains("x"), Sample: 1},
 		{Key: "tenth", Criterion: contains("x"), Sample: 0.1},
@@ -255,6 +322,6 @@ func BenchmarkOnlineFinished(b *testing.B) {
 	i := 0
 	for b.Loop() {
 		i++
-		s.onlineFinished("t", db.Run{ID: fmt.Sprint("run-", i), Status: db.RunSuccess, AssistantID: "a"})
+		s.onlineFinished(context.Background(), "t", db.Run{ID: fmt.Sprint("run-", i), ThreadID: "th", Status: db.RunSuccess, AssistantID: "a"})
 	}
 }

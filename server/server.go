@@ -237,8 +237,11 @@ type Server struct {
 	rdb *goredis.Client
 	// retain is where the checkpoint retention sweep goes on from.
 	retain retentionCursor
-	// online scores sampled runs while Run serves (nil before).
-	online *onlineWorker
+	// onlineEnqueue stores a sample to score while Run serves (nil
+	// before).
+	onlineEnqueue func(context.Context, queue.OnlineJob) error
+	// sampleAPI scores the samples (nil until the handler is built).
+	sampleAPI atomic.Pointer[api.API]
 }
 
 // New opens (creating or migrating) the database and builds the run
@@ -467,8 +470,9 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		return a.RunExperimentUnit(ctx, job.Tenant, job.ExperimentID, job.Index, job.Attempt)
 	}
 	q, err = queue.New(life, queue.Config{
+		Online: s.scoreSample(&s.sampleAPI),
 		SQLite: s.st.river, Postgres: s.st.pool,
-		Advance: advance, Workers: s.cfg.Workers, Unit: unit,
+		Advance: advance, Workers: s.cfg.Workers, Unit: unit, UnitTimeout: api.UnitTimeout + 2*time.Minute, // the case, then its scoring
 		Webhook: s.sendWebhook, WebhookAttempts: s.cfg.Webhooks.Attempts, WebhookRetryBase: s.cfg.Webhooks.RetryBase,
 		Logger: slog.New(atLeast{s.log.Handler(), slog.LevelWarn}).With("component", "queue"),
 	})
@@ -510,9 +514,9 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		return q.EnqueueUnit(ctx, queue.UnitJob{Tenant: tenant, ExperimentID: experimentID, Index: index})
 	}
 	unitAPI.Store(a)
-	online := startOnline(life, s, s.scoreOnline(a))
+	s.sampleAPI.Store(a)
 	s.mu.Lock()
-	s.online = online
+	s.onlineEnqueue = q.EnqueueOnline
 	s.mu.Unlock()
 	cl.fire = a.FireCron
 	cl.start(life)
@@ -558,12 +562,6 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	}
 	wg.Wait()
 	s.svc.Wait() // titles being written
-	s.mu.Lock()
-	s.online = nil
-	s.mu.Unlock()
-	if left := online.stop(); left > 0 {
-		s.log.Warn("sampled runs left unscored at shutdown", "runs", left)
-	}
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return errors.Join(fmt.Errorf("server: %w", serveErr), queueErr)
 	}

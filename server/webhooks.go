@@ -21,7 +21,7 @@ func (s *Server) sender() webhook.Sender {
 // deleted right after).
 func (s *Server) runFinished(ctx context.Context, tenant string, run db.Run) {
 	s.a2aPushes(ctx, tenant, run)
-	s.onlineFinished(tenant, run)
+	s.onlineFinished(ctx, tenant, run)
 	var kw runs.Kwargs
 	if json.Unmarshal(run.Kwargs, &kw) != nil || kw.Webhook == "" {
 		return

@@ -7,10 +7,9 @@ import (
 
 	"github.com/trellis-agents/trellis/agent/planexec"
 	"github.com/trellis-agents/trellis/apps"
+	"github.com/trellis-agents/trellis/apps/terminal"
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/graph"
-	"github.com/trellis-agents/trellis/internal/cli"
-	"github.com/trellis-agents/trellis/internal/console"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -28,20 +27,19 @@ func TestSessionWithAnswersFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer app.Close()
-	lines, err := console.LoadAnswers("testdata/answers.txt")
+	lines, err := terminal.LoadAnswers("testdata/answers.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	s := cli.NewSession(app, cli.Streams{Out: &out}, lines, append([]graph.RunOption{graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("planner")}, app.Options...))
-	prompt := s.Prompt
+	s := terminal.NewSession(app, terminal.Streams{Out: &out}, lines, append([]graph.RunOption{graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("planner")}, app.Options...))
 	final, err := s.Run(ctx, app.Input(""))
 	transcript := out.String()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, transcript)
 	}
-	if len(prompt.Answers) != 0 {
-		t.Errorf("%d answers were left over: %q", len(prompt.Answers), prompt.Answers)
+	if len(s.Unused()) != 0 {
+		t.Errorf("%d answers were left over: %q", len(s.Unused()), s.Unused())
 	}
 	// What the person sees, in this order.
 	want := []string{
@@ -103,12 +101,12 @@ func TestFormIsNotAskedTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer app.Close()
-	lines, err := console.LoadAnswers("testdata/answers.txt")
+	lines, err := terminal.LoadAnswers("testdata/answers.txt")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	s := cli.NewSession(app, cli.Streams{Out: &out}, lines, []graph.RunOption{graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("planner")})
+	s := terminal.NewSession(app, terminal.Streams{Out: &out}, lines, []graph.RunOption{graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("planner")})
 	if _, err := s.Run(ctx, app.Input("")); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/trellis-agents/trellis/apps"
+	"github.com/trellis-agents/trellis/apps/terminal"
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/graph"
-	"github.com/trellis-agents/trellis/internal/cli"
 )
 
 // The example as the CLI runs it: the sample database is created under
@@ -24,7 +24,7 @@ func TestExampleRunsInTheConsole(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	var out strings.Builder
 	db := filepath.Join(dir, "trellis.db")
-	if err := cli.Run(t.Context(), cli.Streams{Out: &out, In: strings.NewReader("")}, ex, nil, "sqlrouter", cli.Flags{Database: db}); err != nil {
+	if err := terminal.Run(t.Context(), terminal.Streams{Out: &out, In: strings.NewReader("")}, ex, nil, "sqlrouter", terminal.Flags{Database: db}); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	if _, err := os.Stat(filepath.Join(dir, SampleFile)); err != nil {
@@ -45,7 +45,7 @@ func TestExampleRunsInTheConsole(t *testing.T) {
 	}
 
 	var graphOut strings.Builder
-	if err := cli.PrintGraph(t.Context(), &graphOut, ex); err != nil || !strings.Contains(graphOut.String(), ExecuteAgent) {
+	if err := terminal.PrintGraph(t.Context(), &graphOut, ex); err != nil || !strings.Contains(graphOut.String(), ExecuteAgent) {
 		t.Errorf("PrintGraph: %v\n%s", err, graphOut.String())
 	}
 }

@@ -15,13 +15,13 @@ import (
 
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/apps/catalog"
+	"github.com/trellis-agents/trellis/apps/terminal"
 	"github.com/trellis-agents/trellis/checkpoint/sqlite"
 	"github.com/trellis-agents/trellis/eval"
 	_ "github.com/trellis-agents/trellis/eval/adk" // ADK eval sets by file name
 	"github.com/trellis-agents/trellis/eval/evaluators"
 	"github.com/trellis-agents/trellis/eval/report"
 	"github.com/trellis-agents/trellis/graph"
-	"github.com/trellis-agents/trellis/internal/cli"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/provider"
 	storesqlite "github.com/trellis-agents/trellis/store/sqlite"
@@ -34,7 +34,7 @@ const (
 )
 
 // usage marks err as bad usage (exit status 2).
-func usage(err error) error { return &cli.ExitError{Code: evalExitUsage, Err: err} }
+func usage(err error) error { return &terminal.ExitError{Code: evalExitUsage, Err: err} }
 
 // evalFlags are eval's options.
 type evalFlags struct {
@@ -67,7 +67,7 @@ func targetFlags(c *cobra.Command, f *evalFlags) {
 	fs.StringVar(&f.assistant, "assistant", "", "the app (in-process) or the assistant ID or graph (with --url) to evaluate")
 	fs.StringVar(&f.url, "url", "", "evaluate an assistant on this Trellis server instead of in-process")
 	fs.StringVar(&f.apiKey, "api-key", "", "the server's API key (default $TRELLIS_API_KEY)")
-	fs.StringVar(&f.database, "database", cli.DefaultDatabase, "in-process: the SQLite file keeping the threads")
+	fs.StringVar(&f.database, "database", terminal.DefaultDatabase, "in-process: the SQLite file keeping the threads")
 	fs.StringVar(&f.model, "model", "", "in-process: model spec (default: the config file's models.default, else OPENAI_API_KEY / ANTHROPIC_API_KEY, else the app's scripted model)")
 	fs.StringVar(&f.config, "config", "", "in-process: config file for models and apps settings (default ./"+DefaultConfigFile+" when it exists)")
 	fs.BoolVar(&f.verbose, "verbose", false, "show errors in full")
@@ -92,7 +92,7 @@ without a result.`,
 			if len(args) != 1 {
 				return usage(fmt.Errorf("give one DATASET file (got %d arguments)", len(args)))
 			}
-			return cli.Verbose(f.verbose, evalRun(c, args[0], f))
+			return terminal.Verbose(f.verbose, evalRun(c, args[0], f))
 		},
 	}
 	targetFlags(c, &f)
@@ -119,7 +119,7 @@ func evalRecordCommand() *cobra.Command {
 			if len(args) != 1 {
 				return usage(fmt.Errorf("give one THREAD ID (got %d arguments)", len(args)))
 			}
-			return cli.Verbose(f.verbose, evalRecord(c, args[0], f))
+			return terminal.Verbose(f.verbose, evalRecord(c, args[0], f))
 		},
 	}
 	targetFlags(c, &f)
@@ -258,7 +258,7 @@ func evalRun(c *cobra.Command, path string, f evalFlags) error {
 			fmt.Fprintf(stderr, "Stopped: %v. Name the experiment (--experiment) to make a run resumable.\n", err)
 		}
 		if errors.Is(err, context.Canceled) {
-			return fmt.Errorf("%w: %w", cli.ErrInterrupted, err)
+			return fmt.Errorf("%w: %w", terminal.ErrInterrupted, err)
 		}
 		return err
 	}
@@ -287,7 +287,7 @@ func evalRun(c *cobra.Command, path string, f evalFlags) error {
 	}
 	if exp.Summary.CasesPassed < exp.Summary.Cases {
 		fmt.Fprintf(stderr, "%d of %d cases failed.\n", exp.Summary.Cases-exp.Summary.CasesPassed, exp.Summary.Cases)
-		return &cli.ExitError{Code: evalExitFailed}
+		return &terminal.ExitError{Code: evalExitFailed}
 	}
 	return nil
 }

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/trellis-agents/trellis/apps/builder"
+	"github.com/trellis-agents/trellis/apps/terminal"
 	"github.com/trellis-agents/trellis/eval"
-	"github.com/trellis-agents/trellis/internal/cli"
 	"github.com/trellis-agents/trellis/server"
 )
 
@@ -63,7 +63,7 @@ func runEval(t *testing.T, args ...string) (string, string, int) {
 	root.SetErr(&errb)
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
-	code := cli.Report(&errb, "trellis", err)
+	code := terminal.Report(&errb, "trellis", err)
 	return out.String(), errb.String(), code
 }
 

@@ -18,8 +18,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/trellis-agents/trellis/apps/catalog"
-	"github.com/trellis-agents/trellis/internal/cli"
-	"github.com/trellis-agents/trellis/internal/cli/resolve"
+	"github.com/trellis-agents/trellis/apps/terminal"
+	"github.com/trellis-agents/trellis/provider/resolve"
 	"github.com/trellis-agents/trellis/server"
 )
 
@@ -27,7 +27,7 @@ import (
 // with -ldflags "-X main.version=...".
 var version = "dev"
 
-func main() { cli.Main("trellis", newRoot()) }
+func main() { terminal.Main("trellis", newRoot()) }
 
 func newRoot() *cobra.Command {
 	root := &cobra.Command{
@@ -41,7 +41,7 @@ func newRoot() *cobra.Command {
 }
 
 func runCommand() *cobra.Command {
-	var f cli.Flags
+	var f terminal.Flags
 	c := &cobra.Command{
 		Use:   "run APP",
 		Short: "Run an app in the terminal, answering its questions at the prompt",
@@ -51,10 +51,10 @@ func runCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return cli.Verbose(f.Verbose, cli.Run(c.Context(), cli.Streams{Out: c.OutOrStdout(), In: c.InOrStdin()}, e, resolve.Provider, cli.Invocation("trellis run "+e.Name), f))
+			return terminal.Verbose(f.Verbose, terminal.Run(c.Context(), terminal.Streams{Out: c.OutOrStdout(), In: c.InOrStdin()}, e, resolve.Provider, terminal.Invocation("trellis run "+e.Name), f))
 		},
 	}
-	cli.AddFlags(c.Flags(), &f)
+	terminal.AddFlags(c.Flags(), &f)
 	return c
 }
 
@@ -68,7 +68,7 @@ func graphCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return cli.PrintGraph(c.Context(), c.OutOrStdout(), e)
+			return terminal.PrintGraph(c.Context(), c.OutOrStdout(), e)
 		},
 	}
 }
@@ -110,7 +110,7 @@ func assistantNames() string {
 }
 
 func demoCommand() *cobra.Command {
-	var f cli.Flags
+	var f terminal.Flags
 	c := &cobra.Command{
 		Use:   "demo",
 		Short: "The study-schedule scenario: a form, plan review, approvals, delivery",
@@ -125,9 +125,9 @@ run demo again to continue where you stopped; --new starts over.`,
 			if err != nil {
 				return err
 			}
-			return cli.Verbose(f.Verbose, cli.Run(c.Context(), cli.Streams{Out: c.OutOrStdout(), In: c.InOrStdin()}, e, resolve.Provider, "trellis demo", f))
+			return terminal.Verbose(f.Verbose, terminal.Run(c.Context(), terminal.Streams{Out: c.OutOrStdout(), In: c.InOrStdin()}, e, resolve.Provider, "trellis demo", f))
 		},
 	}
-	cli.AddFlags(c.Flags(), &f)
+	terminal.AddFlags(c.Flags(), &f)
 	return c
 }

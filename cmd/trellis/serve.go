@@ -18,8 +18,8 @@ import (
 
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/apps/catalog"
+	"github.com/trellis-agents/trellis/apps/terminal"
 	"github.com/trellis-agents/trellis/checkpoint"
-	"github.com/trellis-agents/trellis/internal/cli"
 	"github.com/trellis-agents/trellis/internal/netguard"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/provider"
@@ -62,7 +62,7 @@ The config file (trellis.yaml in the current directory, or --config) declares
 the address, database, named models and assistants; see docs/serve.md.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return cli.Verbose(f.verbose, serve(c, f))
+			return terminal.Verbose(f.verbose, serve(c, f))
 		},
 	}
 	fs := c.Flags()

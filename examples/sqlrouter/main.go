@@ -16,15 +16,15 @@ import (
 	"io"
 
 	"github.com/trellis-agents/trellis/apps/sqlrouter"
-	"github.com/trellis-agents/trellis/internal/cli"
-	"github.com/trellis-agents/trellis/internal/cli/resolve"
+	"github.com/trellis-agents/trellis/apps/terminal"
+	"github.com/trellis-agents/trellis/provider/resolve"
 )
 
-func main() { cli.Main("sqlrouter", cli.Command(sqlrouter.Entry(), resolve.Provider)) }
+func main() { terminal.Main("sqlrouter", terminal.Command(sqlrouter.Entry(), resolve.Provider)) }
 
 // run is main with its arguments, input and output passed in, for tests.
 func run(ctx context.Context, args []string, out io.Writer, in io.Reader) error {
-	c := cli.Command(sqlrouter.Entry(), resolve.Provider)
+	c := terminal.Command(sqlrouter.Entry(), resolve.Provider)
 	c.SetArgs(args)
 	c.SetOut(out)
 	c.SetErr(out)

@@ -12,16 +12,16 @@ import (
 	"context"
 	"io"
 
+	"github.com/trellis-agents/trellis/apps/terminal"
 	"github.com/trellis-agents/trellis/apps/testplanner"
-	"github.com/trellis-agents/trellis/internal/cli"
-	"github.com/trellis-agents/trellis/internal/cli/resolve"
+	"github.com/trellis-agents/trellis/provider/resolve"
 )
 
-func main() { cli.Main("testplanner", cli.Command(testplanner.Entry(), resolve.Provider)) }
+func main() { terminal.Main("testplanner", terminal.Command(testplanner.Entry(), resolve.Provider)) }
 
 // run is main with its arguments, input and output passed in, for tests.
 func run(ctx context.Context, args []string, out io.Writer, in io.Reader) error {
-	c := cli.Command(testplanner.Entry(), resolve.Provider)
+	c := terminal.Command(testplanner.Entry(), resolve.Provider)
 	c.SetArgs(args)
 	c.SetOut(out)
 	c.SetErr(out)

@@ -106,8 +106,7 @@ func under(path string, roots ...string) bool {
 // many core packages it checked.
 func coreLinksSDK(pkgs []pkg) (violations []string, checked int) {
 	for _, p := range pkgs {
-		// internal/cli/resolve is the mains' one shared resolver.
-		if !under(p.path, "graph", "llm", "tool", "agent", "checkpoint", "store", "cache", "apps", "server", "eval", "workflow", "internal/cli", "internal/console") || under(p.path, "internal/cli/resolve") {
+		if !under(p.path, "graph", "llm", "tool", "agent", "checkpoint", "store", "cache", "apps", "server", "eval", "workflow", "internal") {
 			continue
 		}
 		checked++
@@ -128,8 +127,8 @@ func coreLinksSDK(pkgs []pkg) (violations []string, checked int) {
 func providerImporters(pkgs []pkg) []string {
 	var violations []string
 	for _, p := range pkgs {
-		// internal/cli/resolve is the mains' one shared resolver.
-		if !p.own() || p.name == "main" || under(p.path, "provider", "internal/cli/resolve") {
+		// provider/resolve is the mains' one shared resolver.
+		if !p.own() || p.name == "main" || under(p.path, "provider") {
 			continue
 		}
 		for _, d := range p.deps {
@@ -139,6 +138,39 @@ func providerImporters(pkgs []pkg) []string {
 		}
 	}
 	return violations
+}
+
+// internalReachingOut returns the packages under the top-level internal/
+// that import a Trellis package outside it. Those packages are the leaves
+// every layer shares (the guarded dialer, the SQL glue, test helpers), so
+// they sit below everything: one importing, say, apps or graph would sit
+// under a package it depends on, and whatever imports it from below
+// (graph, checkpoint/sqlite) would be one edit away from a cycle. Code
+// that needs the upper layers lives with them: apps/terminal/internal/,
+// cmd/trellis's own files.
+func internalReachingOut(pkgs []pkg) (violations []string, checked int) {
+	for _, p := range pkgs {
+		if !under(p.path, "internal") {
+			continue
+		}
+		checked++
+		for _, d := range p.imports {
+			if strings.HasPrefix(d, module+"/") && !under(d, "internal") {
+				violations = append(violations, rel(p.path)+" imports "+rel(d)+": the packages under internal/ import only the standard library, other modules and each other")
+			}
+		}
+	}
+	return violations, checked
+}
+
+func TestInternalPackagesAreLeaves(t *testing.T) {
+	violations, checked := internalReachingOut(listAll(t))
+	for _, v := range violations {
+		t.Error(v)
+	}
+	if checked < 5 {
+		t.Fatalf("only %d internal packages checked", checked)
+	}
 }
 
 func TestCoreNeverLinksVendorSDKs(t *testing.T) {
@@ -219,6 +251,8 @@ func TestUserPackagesInsideTheModule(t *testing.T) {
 		"scratch/x.go":  "package scratch\n\nimport _ \"example.com/not/a/dependency\"\n\nfunc broken( {\n",
 		"tool/zzlayeringprobe/probe.go": "// Package zzlayeringprobe exists only in the layering test's overlay.\npackage zzlayeringprobe\n\n" +
 			"import _ \"" + module + "/provider\"\n",
+		"internal/zzleafprobe/probe.go": "// Package zzleafprobe exists only in the layering test's overlay.\npackage zzleafprobe\n\n" +
+			"import _ \"" + module + "/graph\"\n",
 	}
 	overlay := map[string]map[string]string{"Replace": {}}
 	for name, text := range files {
@@ -239,10 +273,14 @@ func TestUserPackagesInsideTheModule(t *testing.T) {
 	for _, p := range pkgs {
 		seen[rel(p.path)] = true
 	}
-	for _, name := range []string{"mybot", "scratch", "tool/zzlayeringprobe"} {
+	for _, name := range []string{"mybot", "scratch", "tool/zzlayeringprobe", "internal/zzleafprobe"} {
 		if !seen[name] {
 			t.Fatalf("the overlay's package %s is not listed: the test proves nothing", name)
 		}
+	}
+	leaves, _ := internalReachingOut(pkgs)
+	if len(leaves) != 1 || !strings.HasPrefix(leaves[0], "internal/zzleafprobe imports graph") {
+		t.Errorf("internal packages reaching out: %q; want only internal/zzleafprobe importing graph", leaves)
 	}
 	violations := providerImporters(pkgs)
 	if len(violations) == 0 {

@@ -20,15 +20,24 @@ import (
 // UnitTimeout bounds one unit: its runs, answers and scoring.
 const UnitTimeout = 10 * time.Minute
 
-// unitCutAttempts is the attempt up to which a unit whose run was cut
-// (see cutRun) is run again rather than recorded as failed.
+// unitCutAttempts is the attempt up to which a unit whose trial was cut
+// (see unitCut) is run again rather than recorded as failed.
 const unitCutAttempts = 3
 
-// cutRun reports whether a run's error is a cancellation — the replica
-// executing it stopped in the middle — rather than the agent's own
-// failure (a timeout of the case is a deadline, not a cancellation).
-func cutRun(runErr string) bool {
-	return strings.Contains(runErr, context.Canceled.Error())
+// unitCut reports whether a unit's trial was cut short rather than
+// decided, from typed facts and never from an error's text (an agent's
+// own failure may well say "context canceled"): the unit's context ended
+// (its replica is stopping, so the trial stopped waiting), or the trial
+// failed while the run service ended its run in success — the failure the
+// trial saw was a worker stopping under the run, which another worker
+// then took over and finished. A run whose worker stops is left running
+// for takeover, never ended with the cut as its error, so a run ended in
+// error, timeout or interrupted is the agent's result, recorded as is.
+func unitCut(ctx context.Context, trialErr string, run db.RunStatus) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	return trialErr != "" && run == db.RunSuccess
 }
 
 // unitOperations are the routes a unit drives its case through, as a
@@ -142,12 +151,12 @@ func (a *API) RunExperimentUnit(ctx context.Context, tenant, experimentID string
 			return a.next(ctx, tenant, e, index)
 		}
 	}
-	res, err := a.runUnit(ctx, tenant, e, set, c, rep, attempt)
+	res, run, err := a.runUnit(ctx, tenant, e, set, c, rep, attempt)
 	if err != nil {
 		return err
 	}
-	if cutRun(res.Error) && attempt < unitCutAttempts {
-		return fmt.Errorf("unit %s/%d: its run was cut by a stopping replica (%s); it runs again on a fresh thread", c.ID, rep, res.Error)
+	if unitCut(ctx, res.Error, run) && attempt < unitCutAttempts {
+		return fmt.Errorf("unit %s/%d: its trial was cut (run status %q: %s); it runs again on a fresh thread", c.ID, rep, run, res.Error)
 	}
 	data, err := json.Marshal(res)
 	if err != nil {
@@ -214,21 +223,22 @@ func (a *API) failExperiment(ctx context.Context, tenant string, e db.Experiment
 
 // runUnit runs case c at repetition rep on a fresh thread through the
 // tenant's own handlers, scores it with the case's criteria (the
-// dataset's by default) and returns its result.
-func (a *API) runUnit(ctx context.Context, tenant string, e db.Experiment, set *eval.Dataset, c eval.Case, rep, attempt int) (wire.ExperimentResult, error) {
+// dataset's by default) and returns its result with the status of its
+// latest run ("" when it has none).
+func (a *API) runUnit(ctx context.Context, tenant string, e db.Experiment, set *eval.Dataset, c eval.Case, rep, attempt int) (wire.ExperimentResult, db.RunStatus, error) {
 	h, err := a.tenantHandler(tenant)
 	if err != nil {
-		return wire.ExperimentResult{}, err
+		return wire.ExperimentResult{}, "", err
 	}
 	target := &eval.ServerTarget{URL: "http://trellis.internal", Assistant: e.AssistantID, Client: &http.Client{Transport: handlerTransport{h}}}
 	runner := &eval.Runner{Target: target, Experiment: unitThreadExperiment(e.ID, rep, attempt), Repeat: 1, Concurrency: 1, Timeout: UnitTimeout}
 	one := &eval.Dataset{Name: set.Name, Version: set.Version, Criteria: set.Criteria, Cases: []eval.Case{c}}
 	exp, err := runner.Run(ctx, one)
 	if err != nil {
-		return wire.ExperimentResult{}, fmt.Errorf("unit %s/%d: %w", c.ID, rep, err)
+		return wire.ExperimentResult{}, "", fmt.Errorf("unit %s/%d: %w", c.ID, rep, err)
 	}
 	if len(exp.Cases) != 1 || len(exp.Cases[0].Trials) != 1 {
-		return wire.ExperimentResult{}, fmt.Errorf("unit %s/%d: the runner returned no trial", c.ID, rep)
+		return wire.ExperimentResult{}, "", fmt.Errorf("unit %s/%d: the runner returned no trial", c.ID, rep)
 	}
 	t := exp.Cases[0].Trials[0]
 	res := wire.ExperimentResult{CaseID: c.ID, Repetition: rep, Passed: t.Pass, ThreadID: t.ThreadID, Output: t.Output,
@@ -240,8 +250,9 @@ func (a *API) runUnit(ctx context.Context, tenant string, e db.Experiment, set *
 		}
 		res.Scores = append(res.Scores, wire.ExperimentScore{Evaluator: s.Evaluator, Score: s.Score, Passed: s.Pass, Explanation: expl})
 	}
+	var status db.RunStatus
 	if rs, err := a.DB.ListRuns(ctx, tenant, t.ThreadID, db.RunQuery{Limit: 1}); err == nil && len(rs) > 0 {
-		res.RunID = rs[0].ID
+		res.RunID, status = rs[0].ID, rs[0].Status
 	}
-	return res, nil
+	return res, status, nil
 }

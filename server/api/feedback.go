@@ -22,7 +22,7 @@ func (a *API) feedbackHandlers() map[string]http.Handler {
 
 func toWireFeedback(f db.Feedback) wire.Feedback {
 	return wire.Feedback{FeedbackID: f.ID, ThreadID: f.ThreadID, RunID: f.RunID, Key: f.Key, Score: f.Score, Value: f.Value,
-		Comment: f.Comment, Correction: f.Correction, MessageID: f.MessageID, CreatedAt: f.CreatedAt.UTC()}
+		Comment: f.Comment, Correction: f.Correction, MessageID: f.MessageID, Source: f.SourceOrDefault(), CreatedAt: f.CreatedAt.UTC()}
 }
 
 // feedbackRunPath reads the thread and run IDs of a run route.
@@ -47,7 +47,7 @@ func (a *API) createRunFeedback(w http.ResponseWriter, r *http.Request) {
 		b.Key = DefaultFeedbackKey
 	}
 	f, err := a.DB.CreateFeedback(r.Context(), a.tenant(r), db.Feedback{ThreadID: thread, RunID: run, Key: b.Key, Score: b.Score,
-		Value: b.Value, Comment: b.Comment, Correction: b.Correction, MessageID: b.MessageID})
+		Value: b.Value, Comment: b.Comment, Correction: b.Correction, MessageID: b.MessageID, Source: string(b.Source)})
 	if err != nil {
 		a.notFoundOr(w, r, err, "run", run)
 		return
@@ -60,14 +60,20 @@ func (a *API) listRunFeedback(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	q, ok := decodeQuery[wire.FeedbackListQuery](w, r)
+	if !ok {
+		return
+	}
 	list, err := a.DB.ListFeedback(r.Context(), a.tenant(r), thread, run)
 	if err != nil {
 		a.notFoundOr(w, r, err, "run", run)
 		return
 	}
-	out := make([]wire.Feedback, len(list))
-	for i, f := range list {
-		out[i] = toWireFeedback(f)
+	out := make([]wire.Feedback, 0, len(list))
+	for _, f := range list {
+		if q.Source == "" || f.SourceOrDefault() == string(q.Source) {
+			out = append(out, toWireFeedback(f))
+		}
 	}
 	wire.WriteJSON(w, r, http.StatusOK, out)
 }

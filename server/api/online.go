@@ -71,8 +71,13 @@ func (a *API) ScoreOnline(ctx context.Context, tenant string, run db.Run, key st
 		ctx = evaluators.WithJudges(ctx, judges)
 	}
 	v := OnlineValue{Source: OnlineSource, Evaluator: c.Evaluator, Threshold: c.ThresholdOrDefault()}
-	f := db.Feedback{ID: id, ThreadID: run.ThreadID, RunID: run.ID, Key: key}
+	f := db.Feedback{ID: id, ThreadID: run.ThreadID, RunID: run.ID, Key: key, Source: db.FeedbackEvaluator}
 	s, err := ev.Evaluate(ctx, eval.Trial{Case: &eval.Case{ID: run.ID}, Thread: th})
+	if err != nil && ctx.Err() != nil {
+		// Cut (a stopping replica, the job's timeout), not the evaluator
+		// failing: nothing is stored, and the job tries again.
+		return db.Feedback{}, fmt.Errorf("scoring run %s with %q was cut: %w", run.ID, key, err)
+	}
 	if err != nil {
 		v.Error = err.Error()
 		f.Comment = "could not score: " + err.Error()

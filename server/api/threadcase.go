@@ -20,8 +20,9 @@ import (
 // would have to gather: the state's messages (the input, the turns, the
 // final answer and the tool trajectory) and, from the transcript, what
 // each interrupt asked and the answer it got, so the answers carry the
-// interrupt's kind. The node path is not recorded (expect.nodes is left
-// for the person to add).
+// interrupt's kind; the checkpoints give the node path, and the
+// transcript the tool calls a planner made inside its plan steps (see
+// caseTrajectory).
 func (a *API) recordThreadCase(w http.ResponseWriter, r *http.Request) {
 	t, ok := a.loadThread(w, r)
 	if !ok {
@@ -70,6 +71,11 @@ func (a *API) recordThreadCase(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	th.Interrupts = answeredInterrupts(turns)
+	th.ToolCalls = caseTrajectory(turns)
+	if th.Nodes, err = nodePath(r.Context(), g, a.stateOpts(tenant, t.ID)); err != nil {
+		a.stateFail(w, r, err)
+		return
+	}
 	c := eval.Record(th)
 	if title, ok := t.Metadata["title"].(string); ok && title != "" {
 		c.Metadata["title"] = title

@@ -96,6 +96,7 @@ type Datasets interface {
 // default in the service), a score in [0, 1] (1 thumbs up, 0 down) or
 // none, any JSON value, a comment, a correction (what the answer should
 // have been, any JSON) and optionally the message of the run it is about.
+// Source says who gave it (FeedbackPerson, FeedbackEvaluator, FeedbackAPI).
 type Feedback struct {
 	ID         string
 	ThreadID   string
@@ -106,7 +107,27 @@ type Feedback struct {
 	Comment    string
 	Correction json.RawMessage // nil when none
 	MessageID  string
-	CreatedAt  time.Time
+	// Source is who gave the feedback; "" stores FeedbackAPI.
+	Source    string
+	CreatedAt time.Time
+}
+
+// Sources of feedback.
+const (
+	// FeedbackPerson: a person on the page (thumbs, a comment).
+	FeedbackPerson = "person"
+	// FeedbackEvaluator: an online evaluator scoring a sampled run.
+	FeedbackEvaluator = "evaluator"
+	// FeedbackAPI: a client of the API that did not say (the default).
+	FeedbackAPI = "api"
+)
+
+// SourceOrDefault is f.Source, or FeedbackAPI when it is empty.
+func (f Feedback) SourceOrDefault() string {
+	if f.Source == "" {
+		return FeedbackAPI
+	}
+	return f.Source
 }
 
 // RunFeedback stores feedback on runs. It goes with its run: deleting the

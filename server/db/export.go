@@ -128,7 +128,7 @@ var Tables = []Table{
 		"end_time?", ColTime, "enabled", ColBool, "on_run_completed", ColText, "created_at", ColTime, "updated_at", ColTime)},
 	{Name: "trellis_run_feedback", Key: 2, Columns: cols(
 		"tenant", ColText, "feedback_id", ColText, "thread_id", ColText, "run_id", ColText, "key", ColText,
-		"score?", ColJSON, "value?", ColJSON, "comment", ColText, "correction?", ColJSON, "message_id", ColText, "created_at", ColTime)},
+		"score?", ColJSON, "value?", ColJSON, "comment", ColText, "correction?", ColJSON, "message_id", ColText, "created_at", ColTime, "source", ColText)},
 	{Name: "trellis_datasets", Key: 2, Columns: cols(
 		"tenant", ColText, "dataset_id", ColText, "name", ColText, "description", ColText, "metadata", ColJSON,
 		"criteria", ColJSON, "version", ColInt, "created_at", ColTime, "updated_at", ColTime)},

@@ -22,9 +22,12 @@
 // returns an error, panics or is interrupted (JobTimeout, a hard stop)
 // completes its job and River never retries it: the run service records
 // the failure of the run itself and resumes interrupted runs through its
-// leases. River's rescuer stays as a backstop for a job whose process died:
-// it discards such a job RescueStuckJobsAfter after it started (JobTimeout +
-// 1 hour by default).
+// leases. River's rescuer is the backstop for a job whose process died
+// (killed outright, no chance to complete it): each kind has its own
+// timeout (see rescue.go), and the rescuer retries or discards a job
+// still marked running a minute after that timeout passed — a run job
+// after JobTimeout, an experiment unit after UnitTimeout, minutes rather
+// than River's default of hours.
 package queue
 
 import (
@@ -159,14 +162,23 @@ type Config struct {
 	// UnitAttempts bounds the attempts of one unit (DefaultUnitAttempts).
 	UnitAttempts int
 
+	// Online scores online evaluator samples (EnqueueOnline); nil: none
+	// are worked.
+	Online OnlineFunc
+
 	// Workers is how many jobs run at once in this Queue.
 	Workers int
 	// JobTimeout bounds one Advance call (DefaultJobTimeout).
 	JobTimeout time.Duration
-	// RescueStuckJobsAfter is when River's rescuer discards a job still
-	// marked running (its process died): River's default, JobTimeout + 1
-	// hour, when zero. It must exceed JobTimeout.
+	// RescueStuckJobsAfter is the least time a job stays marked running
+	// before River's rescuer may retry or discard it
+	// (DefaultRescueStuckJobsAfter); each kind waits for its own timeout
+	// plus rescueMargin first, so a working job is never rescued.
 	RescueStuckJobsAfter time.Duration
+	// UnitTimeout bounds one attempt of an experiment unit
+	// (DefaultUnitTimeout); a unit whose replica was killed is tried
+	// again about this long after its attempt started.
+	UnitTimeout time.Duration
 	// BusySnooze is the snooze of a Busy result without a duration.
 	BusySnooze time.Duration
 	// FetchCooldown is the least time between two fetches.
@@ -251,7 +263,7 @@ func (c *Config) fill() error {
 		name string
 		v    time.Duration
 	}{
-		{"JobTimeout", c.JobTimeout}, {"RescueStuckJobsAfter", c.RescueStuckJobsAfter}, {"BusySnooze", c.BusySnooze},
+		{"JobTimeout", c.JobTimeout}, {"RescueStuckJobsAfter", c.RescueStuckJobsAfter}, {"UnitTimeout", c.UnitTimeout}, {"BusySnooze", c.BusySnooze},
 		{"FetchCooldown", c.FetchCooldown}, {"FetchPollInterval", c.FetchPollInterval}, {"CompletedRetention", c.CompletedRetention},
 	} {
 		if d.v < 0 {
@@ -293,9 +305,8 @@ func (c *Config) fill() error {
 	if c.FetchPollInterval < c.FetchCooldown {
 		return fmt.Errorf("queue: bad config: FetchPollInterval %s is shorter than FetchCooldown %s", c.FetchPollInterval, c.FetchCooldown)
 	}
-	if c.RescueStuckJobsAfter != 0 && c.RescueStuckJobsAfter <= c.JobTimeout {
-		return fmt.Errorf("queue: bad config: RescueStuckJobsAfter %s must exceed JobTimeout %s, or a working job would be rescued", c.RescueStuckJobsAfter, c.JobTimeout)
-	}
+	c.RescueStuckJobsAfter = cmpOr(c.RescueStuckJobsAfter, DefaultRescueStuckJobsAfter)
+	c.UnitTimeout = cmpOr(c.UnitTimeout, DefaultUnitTimeout)
 	return nil
 }
 
@@ -318,11 +329,14 @@ func (q *Queue) riverConfig() *river.Config {
 	if c.Unit != nil {
 		river.AddWorker(workers, &unitWorker{q: q})
 	}
+	if c.Online != nil {
+		river.AddWorker(workers, &onlineWorker{q: q})
+	}
 	return &river.Config{
 		CompletedJobRetentionPeriod: c.CompletedRetention,
 		FetchCooldown:               c.FetchCooldown,
 		FetchPollInterval:           c.FetchPollInterval,
-		JobTimeout:                  c.JobTimeout,
+		JobTimeout:                  c.RescueStuckJobsAfter, // every worker has its own Timeout (rescue.go)
 		Logger:                      c.Logger,
 		MaxAttempts:                 1,
 		Queues:                      map[string]river.QueueConfig{c.QueueName: {MaxWorkers: c.Workers}},

@@ -334,7 +334,7 @@ func TestBadInput(t *testing.T) {
 		{"workers", Config{SQLite: one, Advance: advance, Workers: -1}, "Workers is -1"},
 		{"queue name", Config{SQLite: one, Advance: advance, QueueName: "a b"}, `QueueName "a b"`},
 		{"poll below cooldown", Config{SQLite: one, Advance: advance, FetchCooldown: time.Second, FetchPollInterval: time.Millisecond}, "shorter than FetchCooldown"},
-		{"rescue below timeout", Config{SQLite: one, Advance: advance, JobTimeout: time.Hour, RescueStuckJobsAfter: time.Minute}, "must exceed JobTimeout"},
+		{"negative unit timeout", Config{SQLite: one, Advance: advance, UnitTimeout: -time.Minute}, "UnitTimeout is -1m0s"},
 	} {
 		q, err := New(context.Background(), tc.cfg)
 		if err == nil {

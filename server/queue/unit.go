@@ -50,6 +50,8 @@ type unitWorker struct {
 func (w *unitWorker) Work(ctx context.Context, job *river.Job[UnitJob]) error {
 	u := job.Args
 	u.Attempt = job.Attempt
+	ctx, cancel := bounded(ctx, w.q.cfg.UnitTimeout)
+	defer cancel()
 	err := w.q.cfg.Unit(ctx, u)
 	if err != nil {
 		w.q.cfg.Logger.WarnContext(ctx, "queue: experiment unit failed", "tenant", u.Tenant, "experiment_id", u.ExperimentID,

@@ -47,6 +47,8 @@ type webhookWorker struct {
 }
 
 func (w *webhookWorker) Work(ctx context.Context, job *river.Job[WebhookJob]) error {
+	ctx, cancel := bounded(ctx, webhookTimeout)
+	defer cancel()
 	err := w.q.cfg.Webhook(ctx, job.Args)
 	if err != nil {
 		last := job.Attempt >= job.MaxAttempts

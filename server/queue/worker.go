@@ -26,7 +26,9 @@ type worker struct {
 // the job, so River never retries a run.
 func (w *worker) Work(ctx context.Context, job *river.Job[args]) error {
 	w.q.snoozes.forget(job.ID) // running again: this attempt may complete
-	err := w.work(ctx, job)
+	wctx, cancel := bounded(ctx, w.q.cfg.JobTimeout)
+	defer cancel()
+	err := w.work(wctx, job)
 	if err == nil {
 		w.completeNow(ctx, job)
 	}

@@ -245,7 +245,7 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 	wg.Add(1)
 	go func() { defer wg.Done(); s.watch(watchCtx, cancel, &lease, log) }()
 
-	status, usage, res, runErr := s.execute(ctx, lease, run, log)
+	status, usage, res, runErr := s.execute(ctx, outer, lease, run, log)
 	stopWatch()
 	wg.Wait()
 	if outer.Err() != nil && !isCancel(context.Cause(ctx)) {
@@ -373,8 +373,10 @@ type RunUsage struct {
 	DurationMS int64 `json:"duration_ms"`
 }
 
-// execute runs the graph and reports the run's terminal status.
-func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *eventLog) (db.RunStatus, json.RawMessage, *db.ThreadResult, error) {
+// execute runs the graph and reports the run's terminal status. outer is
+// Execute's own context: when it ends the worker is stopping, and the run
+// is left to be taken over rather than ended.
+func (s *Service) execute(ctx, outer context.Context, lease db.Lease, run db.Run, log *eventLog) (db.RunStatus, json.RawMessage, *db.ThreadResult, error) {
 	started := time.Now()
 	fail := func(err error) (db.RunStatus, json.RawMessage, *db.ThreadResult, error) {
 		log.add(ctx, "error", errorEvent("RunError", err))
@@ -473,6 +475,12 @@ func (s *Service) execute(ctx context.Context, lease db.Lease, run db.Run, log *
 		return db.RunError, ub, nil, cause
 	case errors.Is(cause, ErrCancelInterrupt), errors.Is(cause, ErrCancelRollback):
 		status, streamErr = db.RunInterrupted, nil
+	case outer.Err() != nil:
+		// This worker is stopping and Execute leaves the run to be taken
+		// over: no error event, or a client following the run (an
+		// experiment unit joining it) would take the cut for the run's
+		// end while the next worker finishes it.
+		return db.RunError, ub, nil, streamErr
 	case errors.Is(cause, context.DeadlineExceeded) || errors.Is(streamErr, context.DeadlineExceeded):
 		// ctx has expired: the event is written without its deadline, or
 		// the log would fail and the run never be finished.

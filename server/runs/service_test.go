@@ -436,6 +436,13 @@ func TestStoppingWorkerLeavesTheRunForTakeover(t *testing.T) {
 	if got := e.run("acme", "t", r.ID); got.Status != db.RunRunning {
 		t.Errorf("status %s, want running (left for takeover)", got.Status)
 	}
+	// Nor does its log say it failed: a client following the run would
+	// take the cut for its end, while the next worker finishes it.
+	for _, ev := range e.events("acme", r.ID) {
+		if ev.Event == "error" {
+			t.Errorf("the run left for takeover logged an error event: %s", ev.Data)
+		}
+	}
 }
 
 // claimingDB claims run before answering the first list of pending runs:

@@ -40,6 +40,7 @@ func runFeedback(t *testing.T, url, thread string) []struct {
 	Score     *float64 `json:"score"`
 	Comment   string   `json:"comment"`
 	MessageID string   `json:"message_id"`
+	Source    string   `json:"source"`
 } {
 	t.Helper()
 	var runs []struct {
@@ -53,6 +54,7 @@ func runFeedback(t *testing.T, url, thread string) []struct {
 		Score     *float64 `json:"score"`
 		Comment   string   `json:"comment"`
 		MessageID string   `json:"message_id"`
+		Source    string   `json:"source"`
 	}
 	for _, r := range runs {
 		var fs []struct {
@@ -60,6 +62,7 @@ func runFeedback(t *testing.T, url, thread string) []struct {
 			Score     *float64 `json:"score"`
 			Comment   string   `json:"comment"`
 			MessageID string   `json:"message_id"`
+			Source    string   `json:"source"`
 		}
 		if code := getJSON(t, url+"threads/"+thread+"/runs/"+r.RunID+"/feedback", &fs); code != http.StatusOK {
 			t.Fatalf("listing feedback: %d", code)
@@ -139,8 +142,8 @@ func TestBrowserFeedbackAndDatasets(t *testing.T) {
 	b.do("widening the chat", chromedp.EmulateViewport(1200, 900))
 	msgID := eval[string](b, bookedAnswer+`.dataset.id`)
 	fs := runFeedback(t, url, thread)
-	if len(fs) != 1 || fs[0].Score == nil || *fs[0].Score != 0 || fs[0].Comment != "Too expensive for us" || fs[0].MessageID != msgID || fs[0].RunID == "" {
-		t.Errorf("the stored feedback (one entry, the latest choice): %+v", fs)
+	if len(fs) != 1 || fs[0].Score == nil || *fs[0].Score != 0 || fs[0].Comment != "Too expensive for us" || fs[0].MessageID != msgID || fs[0].RunID == "" || fs[0].Source != "person" {
+		t.Errorf("the stored feedback (one entry, the latest choice, a person's): %+v", fs)
 	}
 
 	// Add the thread to a new dataset, editing the expected output.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -86,6 +87,23 @@ func TestRecordThreadCaseRoute(t *testing.T) {
 	var out string
 	if err := json.Unmarshal(c.Expect.Output, &out); err != nil || !strings.HasPrefix(out, "Your offsite is booked") {
 		t.Errorf("the expected output: %s", c.Expect.Output)
+	}
+	// The node path is the one a replay reports, and the expected tool
+	// calls are the planner's own, made inside its plan steps.
+	ran, err := target.Thread(ctx, tr.ThreadID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Expect.Nodes) == 0 || strings.Join(c.Expect.Nodes, ",") != strings.Join(ran.Nodes, ",") {
+		t.Errorf("the recorded node path %v, want the thread's %v", c.Expect.Nodes, ran.Nodes)
+	}
+	var names []string
+	for _, tc := range c.Expect.ToolCalls {
+		names = append(names, tc.Name)
+	}
+	t.Logf("recorded tool calls: %v", names)
+	if !slices.Contains(names, "book_venue") {
+		t.Errorf("the recorded tool calls %v miss the plan step's book_venue", names)
 	}
 	c.ID = "replayed"
 	c.Criteria = booked.Criteria

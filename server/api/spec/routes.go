@@ -201,7 +201,7 @@ func Routes() []Route {
 
 		// Feedback on runs.
 		{Method: "POST", Pattern: "/threads/{thread_id}/runs/{run_id}/feedback", OperationID: "createRunFeedback", Tag: "Feedback", Summary: "Record a person's feedback on a run", Description: `key defaults to "user_score"; score is in [0, 1] (1 thumbs up, 0 down).`, Body: t[wire.FeedbackCreate](), Status: ok, Response: t[wire.Feedback]()},
-		{Method: "GET", Pattern: "/threads/{thread_id}/runs/{run_id}/feedback", OperationID: "listRunFeedback", Tag: "Feedback", Summary: "List a run's feedback, oldest first", Status: ok, Response: t[[]wire.Feedback]()},
+		{Method: "GET", Pattern: "/threads/{thread_id}/runs/{run_id}/feedback", OperationID: "listRunFeedback", Tag: "Feedback", Summary: "List a run's feedback, oldest first", Query: t[wire.FeedbackListQuery](), Status: ok, Response: t[[]wire.Feedback]()},
 		{Method: "DELETE", Pattern: "/threads/{thread_id}/runs/{run_id}/feedback/{feedback_id}", OperationID: "deleteRunFeedback", Tag: "Feedback", Summary: "Delete one feedback entry", Status: nc},
 
 		// Evaluation datasets (docs/eval.md).

@@ -147,10 +147,26 @@ type FeedbackCreate struct {
 	Correction json.RawMessage `json:"correction,omitempty"`
 	// MessageID is the message of the run the feedback is about.
 	MessageID string `json:"message_id,omitempty"`
+	// Source says who gives it (default "api"): "person" for a person's
+	// thumbs or comment, "evaluator" for an automatic score.
+	Source FeedbackSource `json:"source,omitempty"`
 }
 
 // Strict refuses unknown fields.
 func (*FeedbackCreate) Strict() {}
+
+// FeedbackSource is who gave a feedback entry.
+type FeedbackSource string
+
+// Values lists the allowed values.
+func (FeedbackSource) Values() []string { return []string{"person", "evaluator", "api"} }
+
+// FeedbackListQuery is the query of GET
+// /threads/{thread_id}/runs/{run_id}/feedback.
+type FeedbackListQuery struct {
+	// Source keeps only the entries of that source.
+	Source FeedbackSource `json:"source,omitempty"`
+}
 
 // Validate checks the score.
 func (b *FeedbackCreate) Validate() []FieldError {
@@ -171,5 +187,7 @@ type Feedback struct {
 	Comment    string          `json:"comment"`
 	Correction json.RawMessage `json:"correction"`
 	MessageID  string          `json:"message_id"`
-	CreatedAt  Time            `json:"created_at"`
+	// Source is who gave it: "person", "evaluator" or "api".
+	Source    string `json:"source"`
+	CreatedAt Time   `json:"created_at"`
 }

@@ -189,7 +189,7 @@ func testFeedback(t *testing.T, d db.DB) {
 	mkThread(t, d, ten, "th", nil)
 	mkRun(t, d, ten, "th", "r1")
 	one, half := 1.0, 0.5
-	f1, err := d.CreateFeedback(bg(), ten, db.Feedback{ThreadID: "th", RunID: "r1", Key: "user_score", Score: &one, Comment: "good", MessageID: "m1"})
+	f1, err := d.CreateFeedback(bg(), ten, db.Feedback{ThreadID: "th", RunID: "r1", Key: "user_score", Score: &one, Comment: "good", MessageID: "m1", Source: db.FeedbackPerson})
 	ok(t, "CreateFeedback", err)
 	if f1.ID == "" || f1.CreatedAt.IsZero() || *f1.Score != 1 || f1.Value != nil {
 		t.Errorf("created %+v", f1)
@@ -208,6 +208,9 @@ func testFeedback(t *testing.T, d db.DB) {
 	}
 	if *list[1].Score != 0.5 {
 		t.Errorf("score %v, want 0.5", *list[1].Score)
+	}
+	if f1.Source != db.FeedbackPerson || list[0].Source != db.FeedbackPerson || f2.Source != db.FeedbackAPI || list[1].Source != db.FeedbackAPI {
+		t.Errorf("sources: created %q and %q, read back %q and %q; want person, then api (the default)", f1.Source, f2.Source, list[0].Source, list[1].Source)
 	}
 	jsonEq(t, "value", list[1].Value, `"somewhat"`)
 	jsonEq(t, "correction", list[1].Correction, `{"answer":"42"}`)

@@ -57,4 +57,8 @@ CREATE INDEX trellis_run_feedback_run ON trellis_run_feedback (tenant, run_id, c
 `,
 	// 2: experiments and their units' results.
 	experimentsSchema,
+	// 3: feedback's source. Entries stored before it are the API's,
+	// except the online evaluators', which said so inside their value.
+	`ALTER TABLE trellis_run_feedback ADD COLUMN source text NOT NULL DEFAULT 'api';
+UPDATE trellis_run_feedback SET source = 'evaluator' WHERE value->>'source' = 'evaluator';`,
 }

@@ -61,4 +61,13 @@ CREATE TABLE trellis_run_feedback (
 	FOREIGN KEY (tenant, run_id) REFERENCES trellis_runs (tenant, run_id) ON DELETE CASCADE
 ) WITHOUT ROWID;
 CREATE INDEX trellis_run_feedback_run ON trellis_run_feedback (tenant, run_id, created_at);
-`}, {Version: 2, SQL: experimentsSchema}}
+`}, {Version: 2, SQL: experimentsSchema}, {Version: 3, SQL: feedbackSourceSchema}}
+
+// feedbackSourceSchema gives feedback a source column. Entries stored
+// before it are the API's, except the online evaluators', which said so
+// inside their value.
+const feedbackSourceSchema = `
+ALTER TABLE trellis_run_feedback ADD COLUMN source TEXT NOT NULL DEFAULT 'api';
+UPDATE trellis_run_feedback SET source = 'evaluator'
+	WHERE value IS NOT NULL AND json_valid(CAST(value AS TEXT)) AND json_extract(CAST(value AS TEXT), '$.source') = 'evaluator';
+`

@@ -39,9 +39,11 @@ function listOf(threadId, run) {
   return byRun.get(run);
 }
 
-/** latest is the message's latest user_score entry, or null. */
+/** latest is the message's latest user_score entry from a person (or a
+ * client that did not say), or null: an evaluator's score is not the
+ * person's choice. */
 function latest(list, messageId) {
-  const mine = (list || []).filter((f) => f.key === KEY && f.message_id === messageId);
+  const mine = (list || []).filter((f) => f.key === KEY && f.message_id === messageId && f.source !== 'evaluator');
   return mine.length ? mine[mine.length - 1] : null;
 }
 
@@ -85,7 +87,7 @@ function bar(threadId, run, messageId) {
   const store = async (score, comment) => {
     note.textContent = 'Saving…';
     try {
-      const body = { key: KEY, message_id: messageId, comment };
+      const body = { key: KEY, message_id: messageId, comment, source: 'person' };
       if (score !== null && score !== undefined) body.score = score;
       const made = await api.json('POST', base, body);
       if (current) await api.request('DELETE', `${base}/${current.feedback_id}`).catch(() => {});

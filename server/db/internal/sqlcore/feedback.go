@@ -9,11 +9,11 @@ import (
 )
 
 // scanFeedback reads ID, thread ID, run ID, key, score, value, comment,
-// correction, message ID and creation time.
+// correction, message ID, creation time and source.
 func (s *Store) scanFeedback(r Row) (db.Feedback, error) {
 	var f db.Feedback
 	var score, value, correction []byte
-	if err := r.Scan(&f.ID, &f.ThreadID, &f.RunID, &f.Key, &score, &value, &f.Comment, &correction, &f.MessageID, s.d.ScanTime(&f.CreatedAt)); err != nil {
+	if err := r.Scan(&f.ID, &f.ThreadID, &f.RunID, &f.Key, &score, &value, &f.Comment, &correction, &f.MessageID, s.d.ScanTime(&f.CreatedAt), &f.Source); err != nil {
 		return db.Feedback{}, err
 	}
 	var err error
@@ -73,7 +73,7 @@ func (s *Store) CreateFeedback(ctx context.Context, tenant string, f db.Feedback
 		}
 		var err error
 		out, err = s.scanFeedback(tx.QueryRow(ctx, s.q.InsertFeedback, tenant, f.ID, f.ThreadID, f.RunID, f.Key,
-			nullBytes(score), nullBytes(value), f.Comment, nullBytes(correction), f.MessageID, s.d.Time(dbutil.Now())))
+			nullBytes(score), nullBytes(value), f.Comment, nullBytes(correction), f.MessageID, s.d.Time(dbutil.Now()), f.SourceOrDefault()))
 		if s.d.IsUnique(err) {
 			return s.fail(db.ErrConflict, "feedback %q", f.ID)
 		}

@@ -10,12 +10,12 @@ SELECT 1 FROM trellis_runs WHERE tenant = ?1 AND run_id = ?2 AND ?3 IN ('', thre
 SELECT count(*) FROM trellis_run_feedback WHERE tenant = ?1 AND run_id = ?2
 
 -- name: InsertFeedback
-INSERT INTO trellis_run_feedback (tenant, feedback_id, thread_id, run_id, key, score, value, comment, correction, message_id, created_at)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-RETURNING feedback_id, thread_id, run_id, key, score, value, comment, correction, message_id, created_at
+INSERT INTO trellis_run_feedback (tenant, feedback_id, thread_id, run_id, key, score, value, comment, correction, message_id, created_at, source)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+RETURNING feedback_id, thread_id, run_id, key, score, value, comment, correction, message_id, created_at, source
 
 -- name: ListFeedback
-SELECT feedback_id, thread_id, run_id, key, score, value, comment, correction, message_id, created_at
+SELECT feedback_id, thread_id, run_id, key, score, value, comment, correction, message_id, created_at, source
 FROM trellis_run_feedback WHERE tenant = ?1 AND run_id = ?2
 ORDER BY created_at, feedback_id
 

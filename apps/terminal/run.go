@@ -1,13 +1,19 @@
-// Package cli runs an app in the terminal, with one behaviour for the
-// trellis command (`trellis run X`, `trellis demo`) and the thin
-// examples/<name> mains: the same flags, the same model choice and banner,
-// the same files (under ./.trellis/ by default), the same messages.
+// Package terminal runs an app in the terminal, with one behaviour for the
+// trellis command (`trellis run X`, `trellis demo`) and a program's own
+// main (examples/<name>, or yours: `terminal.Main(name,
+// terminal.Command(entry, resolve.Provider))`): the same flags, the same
+// model choice and banner, the same files (under ./.trellis/ by default),
+// the same messages.
+//
+// It takes the model resolver as an argument (provider/resolve.Provider in
+// the mains), so a program that links no vendor SDK can use it with its
+// own models.
 //
 // It opens the thread's SQLite file, builds the app over the model the
 // caller chose with the thread as its data scope, and drives a console
 // session: a thread that stopped (at a question, a failure, Ctrl-C or a
 // crash) resumes where it stopped.
-package cli
+package terminal
 
 import (
 	"bufio"
@@ -28,10 +34,10 @@ import (
 
 	"github.com/trellis-agents/trellis/agent/planexec"
 	"github.com/trellis-agents/trellis/apps"
+	"github.com/trellis-agents/trellis/apps/terminal/internal/console"
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/checkpoint/sqlite"
 	"github.com/trellis-agents/trellis/graph"
-	"github.com/trellis-agents/trellis/internal/console"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/store"
 	storesqlite "github.com/trellis-agents/trellis/store/sqlite"
@@ -195,7 +201,7 @@ func Run(ctx context.Context, term Streams, e apps.Entry, resolve Resolver, cmd 
 	}
 	ctx = apps.WithScope(ctx, thread)
 	opts := append([]graph.RunOption{graph.WithCheckpointer(saver), graph.WithThread(thread), graph.WithStore(st)}, app.Options...)
-	s := NewSession(app, term, answers, opts)
+	s := newSession(app, term, answers, opts)
 	s.Saved = &savedAnswers{store: st, thread: thread}
 	s.Prompt.Editor = editor(term.In)
 	fmt.Fprintf(term.Out, "Thread %q in %s.\n", thread, f.Database)
@@ -270,12 +276,36 @@ func (e *RunError) Error() string {
 
 func (e *RunError) Unwrap() []error { return []error{ErrFailed, e.Err} }
 
-// NewSession builds the console session that runs app: the app's printer
-// and the console's planexec view (step progress, and the answer streamed
-// token by token), and handlers for every interrupt the
-// apps raise (planexec questions and plan reviews, router questions, tool
-// approvals).
-func NewSession(app *apps.App, term Streams, answers []string, opts []graph.RunOption) *console.Session {
+// Session runs one thread of an app in the terminal the way Run does,
+// without Run's files, banner and flags: for tests and programs that open
+// the app and choose the checkpointer themselves.
+type Session struct{ s *console.Session }
+
+// NewSession builds the session that runs app: the app's printer and the
+// planexec view (step progress, and the answer streamed token by token),
+// and handlers for every interrupt the apps raise (planexec questions and
+// plan reviews, router questions, tool approvals). Questions are answered
+// from answers first (lines as typed, see LoadAnswers), then from term.In;
+// opts choose the checkpointer and the thread.
+func NewSession(app *apps.App, term Streams, answers []string, opts []graph.RunOption) *Session {
+	return &Session{newSession(app, term, answers, opts)}
+}
+
+// Run continues the thread where it stopped, or starts it with input, and
+// answers the questions until the run finishes; it returns the final
+// state.
+func (s *Session) Run(ctx context.Context, input graph.Update) (graph.State, error) {
+	return s.s.Run(ctx, input)
+}
+
+// Unused returns the replayed answers no question has taken yet.
+func (s *Session) Unused() []string { return s.s.Prompt.Answers }
+
+// LoadAnswers reads an answers file: one answer per line, as it would be
+// typed; blank lines and lines starting with # are skipped.
+func LoadAnswers(path string) ([]string, error) { return console.LoadAnswers(path) }
+
+func newSession(app *apps.App, term Streams, answers []string, opts []graph.RunOption) *console.Session {
 	view := &console.PlanView{} // one per session: a plan shown as ready is not shown again for review
 	var in *bufio.Reader
 	if term.In != nil {

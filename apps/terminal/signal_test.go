@@ -1,4 +1,4 @@
-package cli
+package terminal
 
 import (
 	"bufio"
@@ -22,7 +22,7 @@ import (
 // helperMain), so Ctrl-C can be tested on a real process.
 const helperEnv = "TRELLIS_CLI_HELPER"
 
-// helperMain runs cli.Main when the test binary was started as the helper
+// helperMain runs Main when the test binary was started as the helper
 // process, and reports whether it was (Main exits, so it never returns
 // then).
 func helperMain() bool {

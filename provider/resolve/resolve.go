@@ -1,6 +1,8 @@
-// Package resolve turns model specs into models for the trellis command and
-// the example mains (the only packages, with provider, that link the vendor
-// SDKs), and says where each model runs for the banner.
+// Package resolve turns model specs into models, with where each model's
+// requests go, in the shape apps/terminal's Resolver takes: the trellis
+// command, the example mains and a program of your own pass Provider to
+// terminal.Command. Importing it links the vendor SDKs (through provider);
+// only mains should.
 package resolve
 
 import (

@@ -137,7 +137,7 @@ func newResEnv(t *testing.T, withStore bool) *resEnv {
 	for _, id := range []string{"createRun", "streamRun", "waitRun", "listRuns", "getRun", "deleteRun", "cancelRun", "joinRun", "joinRunStream",
 		"createStatelessRun", "streamStatelessRun", "waitStatelessRun", "createRunBatch", "cancelRuns", "joinStatelessRunStream", "joinThreadStream",
 		"listModels", "createChatCompletion", "listThreadMessages", "runAgUI", "mcpPost", "mcpGet", "mcpDelete",
-		"a2aJSONRPC", "getA2AAgentCard", "getA2AAssistantCard"} {
+		"a2aJSONRPC", "a2aRESTGet", "a2aRESTPost", "a2aRESTDelete", "getA2AAgentCard", "getA2AAssistantCard"} {
 		if h[id] == nil { // the run routes are another file's, the wires' (OpenAI, AG-UI, MCP, A2A) other packages'
 			h[id] = http.NotFoundHandler()
 		}

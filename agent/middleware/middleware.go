@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"encoding/json"
 	"iter"
 
 	"github.com/trellis-agents/trellis/graph"
@@ -85,6 +86,22 @@ type ToolCall struct {
 	// (this one included), so a middleware can count calls that run in
 	// parallel deterministically.
 	Batch []llm.ToolCall
+	// Tools describes the agent's tools (nil when the agent gives no
+	// description): Approval reads a tool's kind, schema and summary from
+	// it. ToolRunner sets it to its tool node.
+	Tools Catalog
+}
+
+// Catalog describes an agent's tools to middleware. tool.Node implements
+// it.
+type Catalog interface {
+	// Lookup returns the description of the tool with this name.
+	Lookup(name string) (tool.Info, bool)
+	// CheckArguments checks arguments for the tool, returning them
+	// normalized or an error the model can act on.
+	CheckArguments(name string, args json.RawMessage) (json.RawMessage, error)
+	// Summarize describes a call in a sentence for a person.
+	Summarize(name string, args json.RawMessage) string
 }
 
 // ToolResult is what a tool call produced.
@@ -97,6 +114,16 @@ type ToolResult struct {
 	// Refused, when set, says why a middleware answered the call without
 	// running it; agents record it as the call's error.
 	Refused string
+	// Approval, when set, is how a person decided about the call
+	// (Approval sets it); agents record it (tool.Record.Approval).
+	Approval tool.Outcome
+	// EditedArguments are the arguments a person's edit ran the call
+	// with (Approval with tool.OutcomeEdited).
+	EditedArguments string
+	// Stop, when set, ends the run after this call's round: the agent
+	// goes on to its end instead of asking the model again, and Stop is
+	// the run's final message (see ToolLimitConfig.EndRun).
+	Stop string
 }
 
 // Refuse returns a result that answers call with text as a tool error,

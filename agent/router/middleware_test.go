@@ -39,7 +39,7 @@ func TestRouterMiddleware(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := router.New(router.Config{Model: m, Middleware: []middleware.Middleware{pii}}); err == nil || !strings.Contains(err.Error(), `"pii" has tool or turn hooks`) {
+	if _, err := router.New(router.Config{Model: m, Middleware: []middleware.Middleware{pii}}); err == nil || !strings.Contains(err.Error(), `"pii" has turn hooks`) {
 		t.Errorf("New with a tool middleware: %v", err)
 	}
 }

@@ -191,14 +191,18 @@ func (r *router) runCall(ctx context.Context, s graph.State, call llm.ToolCall) 
 		cctx, cancel = context.WithDeadline(cctx, deadline)
 		defer cancel()
 	}
-	out, err := r.node.Run(cctx, s, run)
+	var batch []llm.ToolCall
+	if msgs := r.msgs.Get(s); len(msgs) > 0 {
+		batch = msgs[len(msgs)-1].ToolCalls
+	}
+	ran, err := r.tools.Run(cctx, s, run, batch)
 	if err != nil {
 		if cctx.Err() != nil && ctx.Err() == nil && !errors.Is(err, graph.ErrInterrupted) {
 			return r.stopped(ctx, call, "the deadline passed while it ran"), nil
 		}
 		return nil, err // an interrupt (an approval, ask_human, or one inside an agent), or cancellation
 	}
-	u, _ := out.(graph.Update)
+	u := ran.Update
 	recs, _ := r.calls.In(u)
 	rec := recs[call.ID]
 	if run.Arguments != call.Arguments {

@@ -116,6 +116,33 @@ func (c *Chain) StateKeys() []graph.AnyKey {
 	return keys
 }
 
+// Ended reports whether a middleware of the chain (an Ender) ended the
+// run in s. It returns the final message of the first, in chain order,
+// and the writes that clear every recorded end, for the agent to apply
+// with that message.
+func (c *Chain) Ended(s graph.State) (string, []graph.Write, bool) {
+	var (
+		msg   string
+		found bool
+		clear []graph.Write
+	)
+	for _, m := range c.Middleware() {
+		e, ok := m.(Ender)
+		if !ok {
+			continue
+		}
+		text, w, ok := e.Ended(s)
+		if !ok {
+			continue
+		}
+		if !found {
+			msg, found = text, true
+		}
+		clear = append(clear, w)
+	}
+	return msg, clear, found
+}
+
 // Tools returns the tools of the chain's Toolbox middleware.
 func (c *Chain) Tools() []tool.Tool {
 	var tools []tool.Tool

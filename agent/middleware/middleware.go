@@ -120,10 +120,6 @@ type ToolResult struct {
 	// EditedArguments are the arguments a person's edit ran the call
 	// with (Approval with tool.OutcomeEdited).
 	EditedArguments string
-	// Stop, when set, ends the run after this call's round: the agent
-	// goes on to its end instead of asking the model again, and Stop is
-	// the run's final message (see ToolLimitConfig.EndRun).
-	Stop string
 }
 
 // Refuse returns a result that answers call with text as a tool error,
@@ -196,6 +192,16 @@ type AfterTurner interface {
 // keys to their graph (see Chain.StateKeys).
 type Stateful interface {
 	StateKeys() []graph.AnyKey
+}
+
+// Ender is a middleware that can end a run from a tool call (ToolLimit
+// with EndRun). The end is graph state: after the call's round, the
+// agent's model node finds it (Chain.Ended) and ends the turn with its
+// message instead of asking the model again.
+type Ender interface {
+	// Ended returns the final message of an end recorded in s, and the
+	// write that clears it.
+	Ended(s graph.State) (message string, clear graph.Write, ok bool)
 }
 
 // Toolbox is a middleware that gives the agent tools (a read tool for

@@ -56,6 +56,13 @@ func (a *agent) stepsToFinish() int {
 // node has to make the structured answer itself.
 func (a *agent) modelNode(next string) graph.NodeFunc {
 	return func(ctx context.Context, s graph.State) (graph.Output, error) {
+		if text, clear, ok := a.chain.Ended(s); ok {
+			// A middleware ended the run in the last tool round (a tool
+			// limit with EndRun): end the turn with its message.
+			msg := llm.Assistant(text)
+			msg.Name = a.voice
+			return graph.Writes(append(clear, graph.Append(a.msgs, msg))...), nil
+		}
 		specs, err := a.enabled(s)
 		if err != nil {
 			return nil, err

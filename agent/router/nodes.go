@@ -11,7 +11,6 @@ import (
 	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
-	"github.com/trellis-agents/trellis/llm/history"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -68,23 +67,14 @@ func (r *router) decide(ctx context.Context, s graph.State) (graph.Output, error
 	if r.deadline > 0 && !time.Now().Before(deadline) {
 		return r.finish(ws, r.timeUp(s, msgs)), nil
 	}
-	req, final, sum, err := r.request(ctx, msgs, HistorySummary.Get(s))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		return r.finish(ws, r.unavailable(ctx, err)), nil
-	}
-	if sum != HistorySummary.Get(s) {
-		ws = append(ws, HistorySummary.Set(sum))
-	}
+	req, tail, final := r.request(ctx, msgs)
 	mctx := ctx
 	if r.deadline > 0 {
 		var cancel context.CancelFunc
 		mctx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
-	call := &middleware.ModelCall{Request: req, Model: r.model, State: s}
+	call := &middleware.ModelCall{Request: req, Model: r.model, State: s, Tail: tail}
 	resp, err := r.callModel(mctx, call)
 	if err != nil {
 		switch {
@@ -115,21 +105,13 @@ func (r *router) finish(ws graph.Update, o Outcome) graph.Update {
 // request builds a model request: the template's options, the system
 // prompt, the history with long results cut, and every tool and agent.
 // When the step budget leaves no room for another round, tool use is
-// turned off and the model is asked for its final answer (final). The
-// history policy, if any, chooses the history; sum is the running summary
-// to keep (prev when unchanged).
-func (r *router) request(ctx context.Context, msgs []llm.Message, prev history.Summary) (req *llm.Request, final bool, sum history.Summary, err error) {
+// turned off and the model is asked for its final answer (final) in tail,
+// after the history. The history policy, if any, is middleware of the
+// chain (middleware.History), which chooses the history the model sees.
+func (r *router) request(ctx context.Context, msgs []llm.Message) (req *llm.Request, tail []llm.Message, final bool) {
 	req = r.tmpl.Clone()
 	h := tool.ForModel(msgs, r.limit)
-	sum = prev
-	if r.history != nil {
-		sel, err := r.history.Select(ctx, history.History{System: r.system, Messages: h, Summary: prev})
-		if err != nil {
-			return nil, false, prev, fmt.Errorf("choosing the history to send: %w", err)
-		}
-		h, sum = sel.Messages, sel.Summary
-	}
-	req.Messages = make([]llm.Message, 0, len(r.system)+len(h)+1)
+	req.Messages = make([]llm.Message, 0, len(r.system)+len(h))
 	req.Messages = append(append(req.Messages, r.system...), h...)
 	req.Tools = r.specs
 	// A round takes two steps: the calls, then this node again.
@@ -137,10 +119,10 @@ func (r *router) request(ctx context.Context, msgs []llm.Message, prev history.S
 		// The tools stay described: some providers refuse a history with
 		// tool calls when the request defines none.
 		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
-		req.Messages = append(req.Messages, llm.User(r.texts.render(r.texts.budget, r.data)))
+		tail = []llm.Message{llm.User(r.texts.render(r.texts.budget, r.data))}
 		final = true
 	}
-	return req, final, sum, nil
+	return req, tail, final
 }
 
 // dropCalls removes the calls from a reply given when no round was left,

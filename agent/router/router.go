@@ -282,7 +282,6 @@ type router struct {
 	deadline time.Duration
 	direct   DirectRoute
 	texts    *texts
-	history  history.Policy
 	// callModel asks the model through the middleware chain.
 	callModel middleware.ModelHandler
 	// tools runs the calls through the chain's tool wrappers (approval
@@ -358,10 +357,17 @@ func build(cfg Config) (*router, error) {
 		terminal: map[string]bool{},
 		deadline: cfg.Deadline,
 		direct:   cfg.DirectRoutes,
-		history:  cfg.History,
 	}
-	if err := history.Validate(cfg.History); err != nil {
-		add("Config.History: %v", err)
+	// The router's own behaviours are middleware of its chain, outside the
+	// caller's.
+	var own []middleware.Middleware
+	if cfg.History != nil {
+		h, err := middleware.History(cfg.History, HistorySummary)
+		if err != nil {
+			add("Config.History: %v", err)
+		} else {
+			own = append(own, h)
+		}
 	}
 	for _, m := range cfg.Middleware {
 		_, bt := m.(middleware.BeforeTurner)
@@ -376,7 +382,7 @@ func build(cfg Config) (*router, error) {
 	if err != nil {
 		add("%v", err)
 	}
-	chain, err := middleware.NewChain(append(slices.Clip(cfg.Middleware), approval...)...)
+	chain, err := middleware.NewChain(append(append(own, cfg.Middleware...), approval...)...)
 	if err != nil {
 		add("Config.Middleware: %v", err)
 	} else {

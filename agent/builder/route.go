@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
@@ -79,8 +80,9 @@ type router struct {
 	policy    history.Policy // nil: the whole conversation
 	system    llm.Message
 	conds     []condDecl
-	otherwise string   // the unconditional target, graph.END when there is none
-	parallel  []string // the nodes Parallel runs at once when no condition holds
+	otherwise string            // the unconditional target, graph.END when there is none
+	parallel  []string          // the nodes Parallel runs at once when no condition holds
+	chain     *middleware.Chain // the judge's calls go through its model hooks
 }
 
 // verdict is the judge's reply.
@@ -112,7 +114,7 @@ func (r *router) run(ctx context.Context, s graph.State) (graph.Output, error) {
 		}
 		conversation := transcript(msgs)
 		for _, c := range r.conds {
-			v, err := r.ask(ctx, conversation, c.condition)
+			v, err := r.ask(ctx, s, conversation, c.condition)
 			if err != nil {
 				return nil, fmt.Errorf("builder: judging the condition %q after node %q: %w", c.condition, r.node, err)
 			}
@@ -149,18 +151,32 @@ func (r *router) canEnd() bool {
 	return false
 }
 
-// ask asks the judge whether condition holds for the conversation.
-func (r *router) ask(ctx context.Context, conversation, condition string) (verdict, error) {
+// ask asks the judge whether condition holds for the conversation,
+// through the model hooks of the agent's middleware: they see the judge's
+// request and its reply, and the verdict is read from the reply they
+// return (the one the model gave when they leave it as JSON it is not).
+func (r *router) ask(ctx context.Context, s graph.State, conversation, condition string) (verdict, error) {
 	req := &llm.Request{Messages: []llm.Message{
 		r.system,
 		llm.User("Conversation:\n\n" + conversation + "\n\nCondition: " + condition +
 			"\n\nDoes the condition hold at the end of the conversation? Reply with the JSON object only."),
 	}}
-	res, err := llm.GenerateJSON[verdict](ctx, r.judge, req)
+	var v verdict
+	resp, err := r.chain.WrapModel(func(ctx context.Context, c *middleware.ModelCall) (*llm.Response, error) {
+		res, err := llm.GenerateJSON[verdict](ctx, c.Model, c.Final())
+		if err != nil {
+			return nil, err
+		}
+		v = res.Value
+		return res.Response, nil
+	})(ctx, &middleware.ModelCall{Request: req, Model: r.judge, State: s})
 	if err != nil {
 		return verdict{}, err
 	}
-	return res.Value, nil
+	if got, err := llm.Decode[verdict](resp.Message.Text()); err == nil {
+		v = got
+	}
+	return v, nil
 }
 
 // transcript renders a conversation as text for the judge: one paragraph

@@ -524,6 +524,11 @@ func (f *File) Validate() error {
 					bad(mf+".model", "%q is neither a name under models nor a spec like openai:gpt-4o-mini", md)
 				}
 			}
+			for k, md := range m.Models {
+				if _, ok := f.Models[md]; !ok && md != "" && !strings.Contains(md, ":") {
+					bad(fmt.Sprintf("%s.models[%d]", mf, k), "%q is not a name under models", md)
+				}
+			}
 		}
 		for j, t := range a.Tools {
 			tf := fmt.Sprintf("%s.tools[%d]", field, j)

@@ -71,7 +71,25 @@ func buildMiddleware(ref config.Middleware, model llm.Model, models ModelFunc) (
 		}
 		return wrap(middleware.PII(cfg))
 	case config.MiddlewareToolLimit:
-		return wrap(middleware.ToolLimit(middleware.ToolLimitConfig{Tool: ref.Tool, RunLimit: ref.RunLimit, ThreadLimit: ref.ThreadLimit}))
+		return wrap(middleware.ToolLimit(middleware.ToolLimitConfig{Tool: ref.Tool, RunLimit: ref.RunLimit, ThreadLimit: ref.ThreadLimit,
+			EndRun: ref.EndRun, EndMessage: ref.EndMessage}))
+	case config.MiddlewareDynamicPrompt:
+		return wrap(middleware.PromptTemplate("", ref.Template))
+	case config.MiddlewareRetry:
+		return middleware.Retry(ref.RetryPolicy()), nil
+	case config.MiddlewareFallback:
+		var backups []llm.Model
+		for i, name := range ref.Models {
+			m, err := models(name)
+			if err != nil {
+				return nil, fmt.Errorf(".models[%d]: %v", i, err)
+			}
+			if m == nil {
+				return nil, fmt.Errorf(".models[%d]: %q names no model", i, name)
+			}
+			backups = append(backups, m)
+		}
+		return wrap(middleware.Fallback(nil, backups...))
 	case config.MiddlewareClearToolResults:
 		return wrap(middleware.ClearToolResults(middleware.ClearToolResultsConfig{TriggerTokens: ref.TriggerTokens, Keep: ref.Keep}))
 	case config.MiddlewareOffload:

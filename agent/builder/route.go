@@ -152,31 +152,20 @@ func (r *router) canEnd() bool {
 }
 
 // ask asks the judge whether condition holds for the conversation,
-// through the model hooks of the agent's middleware: they see the judge's
-// request and its reply, and the verdict is read from the reply they
-// return (the one the model gave when they leave it as JSON it is not).
+// through the model hooks of the agent's middleware
+// (middleware.GenerateJSON): they see the judge's request and its reply,
+// and the verdict is read from the reply they return.
 func (r *router) ask(ctx context.Context, s graph.State, conversation, condition string) (verdict, error) {
 	req := &llm.Request{Messages: []llm.Message{
 		r.system,
 		llm.User("Conversation:\n\n" + conversation + "\n\nCondition: " + condition +
 			"\n\nDoes the condition hold at the end of the conversation? Reply with the JSON object only."),
 	}}
-	var v verdict
-	resp, err := r.chain.WrapModel(func(ctx context.Context, c *middleware.ModelCall) (*llm.Response, error) {
-		res, err := llm.GenerateJSON[verdict](ctx, c.Model, c.Final())
-		if err != nil {
-			return nil, err
-		}
-		v = res.Value
-		return res.Response, nil
-	})(ctx, &middleware.ModelCall{Request: req, Model: r.judge, State: s})
+	res, err := middleware.GenerateJSON[verdict](ctx, r.chain, &middleware.ModelCall{Request: req, Model: r.judge, State: s})
 	if err != nil {
 		return verdict{}, err
 	}
-	if got, err := llm.Decode[verdict](resp.Message.Text()); err == nil {
-		v = got
-	}
-	return v, nil
+	return res.Value, nil
 }
 
 // transcript renders a conversation as text for the judge: one paragraph

@@ -256,3 +256,22 @@ func (c *Chain) AfterTurn(ctx context.Context, t *Turn) error {
 	}
 	return nil
 }
+
+// CallWrappers returns the middleware of mws that only wrap calls: those
+// without turn hooks, state keys or tools, which an agent that runs no
+// turn hooks and keeps no middleware state (agent/router) can run. An app
+// that gives one chain to a router and its sub-agents gives the router
+// these.
+func CallWrappers(mws []Middleware) []Middleware {
+	var out []Middleware
+	for _, m := range mws {
+		_, bt := m.(BeforeTurner)
+		_, at := m.(AfterTurner)
+		_, st := m.(Stateful)
+		_, tb := m.(Toolbox)
+		if m != nil && !bt && !at && !st && !tb {
+			out = append(out, m)
+		}
+	}
+	return out
+}

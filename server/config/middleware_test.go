@@ -25,6 +25,10 @@ func TestMiddlewareSection(t *testing.T) {
 	if len(mw) != 7 || mw[3].Template == "" || mw[5].Models[0] != "cheap" || !mw[6].EndRun || mw[6].EndMessage != "Done." || mw[0].Strategy != "hash" || mw[0].Patterns["ticket"] != "TCK-[0-9]+" || mw[1].RunLimit != 2 || mw[2].Model != "cheap" {
 		t.Errorf("middleware = %+v", mw)
 	}
+	// Apps take middleware too: their agents run through it.
+	if _, err := Parse([]byte("assistants:\n  - {graph: planner, name: n, middleware: [{name: pii}]}\n"), env(nil)); err != nil {
+		t.Errorf("an app assistant's middleware: %v", err)
+	}
 	agent := func(m string) string {
 		return "assistants:\n  - graph: agent\n    name: n\n    middleware: [" + m + "]\n"
 	}
@@ -36,7 +40,6 @@ func TestMiddlewareSection(t *testing.T) {
 		{agent("{name: offload, keep: 2}"), ".keep: offload does not take keep"},
 		{agent("{name: tool_selector, max_tools: 2, model: nosuch}"), `middleware[0].model: "nosuch" is neither a name under models`},
 		{agent("{name: pii, strategi: mask}"), `unknown field "strategi"`},
-		{"assistants:\n  - {graph: planner, name: n, middleware: [{name: pii}]}\n", `assistants[0].middleware[0]: only assistants of graph "agent" take middleware`},
 		{agent("{name: dynamic_prompt}"), "assistants[0].middleware[0]: .template: dynamic prompt: the template is empty"},
 		{agent("{name: dynamic_prompt, template: '{{context'}"), ".template: dynamic prompt: the template does not parse"},
 		{agent("{name: retry, max_attempts: 50}"), ".max_attempts: 50 is not between 1 and 10"},

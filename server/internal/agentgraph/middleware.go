@@ -11,6 +11,15 @@ import (
 	"github.com/trellis-agents/trellis/server/config"
 )
 
+// Middleware builds the middleware chain an assistant's configuration
+// names (config.configurable.middleware), in order, for an app's agents
+// (apps.Env.Middleware). model is the assistant's; models resolves the
+// names under models. Errors name the field ("middleware[1].models[0]:
+// ...").
+func Middleware(refs []config.Middleware, model llm.Model, models ModelFunc) ([]middleware.Middleware, error) {
+	return middlewareOf(refs, model, models)
+}
+
 // middlewareOf builds an assistant's middleware chain from its
 // configuration, in order. A tool selector without a model uses the
 // agent's.

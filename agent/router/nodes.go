@@ -68,17 +68,11 @@ func (r *router) decide(ctx context.Context, s graph.State) (graph.Output, error
 		return r.finish(ws, r.timeUp(s, msgs)), nil
 	}
 	req, tail, final := r.request(ctx, msgs)
-	mctx := ctx
-	if r.deadline > 0 {
-		var cancel context.CancelFunc
-		mctx, cancel = context.WithDeadline(ctx, deadline)
-		defer cancel()
-	}
 	call := &middleware.ModelCall{Request: req, Model: r.model, State: s, Tail: tail}
-	resp, err := r.callModel(mctx, call)
+	resp, err := r.callModel(withDeadline(ctx, deadline), call)
 	if err != nil {
 		switch {
-		case mctx.Err() != nil && ctx.Err() == nil: // our deadline, not the caller's cancellation
+		case errors.Is(err, errTimeUp): // our deadline, not the caller's cancellation
 			return r.finish(ws, r.timeUp(s, msgs)), nil
 		case ctx.Err() != nil:
 			return nil, err
@@ -149,15 +143,11 @@ func (r *router) route(next string) graph.FanoutFunc {
 }
 
 // runCall runs one call (of a tool, an agent or ask_human) in its own
-// task: it resolves the call's references, runs it through the tool node
-// under the deadline, and adds the call's verdict when its result ends the
-// turn.
+// task: it resolves the call's references, runs it through the chain
+// (the deadline, the caller's tool hooks, approval) to the tool node, and
+// adds the call's verdict when its result ends the turn.
 func (r *router) runCall(ctx context.Context, s graph.State, call llm.ToolCall) (graph.Output, error) {
 	t := turnKey.Get(s)
-	deadline, _ := r.clock(ctx, t)
-	if r.deadline > 0 && !time.Now().Before(deadline) {
-		return r.stopped(ctx, call, "the deadline passed before it started"), nil
-	}
 	run := call
 	if call.ID != t.Direct { // a direct route's task is the user's text, not the model's
 		args, err := r.resolve(s, call)
@@ -167,21 +157,12 @@ func (r *router) runCall(ctx context.Context, s graph.State, call llm.ToolCall) 
 		}
 		run.Arguments = args
 	}
-	cctx := ctx
-	if r.deadline > 0 {
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithDeadline(cctx, deadline)
-		defer cancel()
-	}
 	var batch []llm.ToolCall
 	if msgs := r.msgs.Get(s); len(msgs) > 0 {
 		batch = msgs[len(msgs)-1].ToolCalls
 	}
-	ran, err := r.tools.Run(cctx, s, run, batch)
+	ran, err := r.tools.Run(ctx, s, run, batch)
 	if err != nil {
-		if cctx.Err() != nil && ctx.Err() == nil && !errors.Is(err, graph.ErrInterrupted) {
-			return r.stopped(ctx, call, "the deadline passed while it ran"), nil
-		}
 		return nil, err // an interrupt (an approval, ask_human, or one inside an agent), or cancellation
 	}
 	u := ran.Update
@@ -197,18 +178,12 @@ func (r *router) runCall(ctx context.Context, s graph.State, call llm.ToolCall) 
 			}
 		}
 	}
-	if v, ok := r.verdict(t, call, rec); ok {
+	if _, stopped := verdictsKey.In(graph.Update(ran.Result.Writes)); stopped {
+		// The deadline stopped the call and gave its verdict.
+	} else if v, ok := r.verdict(t, call, rec); ok {
 		u = append(u, verdictsKey.Set(map[string]verdict{call.ID: v}))
 	}
 	return u, nil
-}
-
-// stopped answers a call the deadline stopped, and marks the turn as
-// timed out.
-func (r *router) stopped(ctx context.Context, call llm.ToolCall, why string) graph.Update {
-	text := "Error: this call was stopped: " + why + ". Do not assume it finished."
-	return append(r.refuse(ctx, call, text, "stopped: "+why),
-		verdictsKey.Set(map[string]verdict{call.ID: {Reason: ReasonDeadline}}))
 }
 
 // refuse answers a call the router did not run (or stopped) with a tool

@@ -361,6 +361,9 @@ func build(cfg Config) (*router, error) {
 	// The router's own behaviours are middleware of its chain, outside the
 	// caller's.
 	var own []middleware.Middleware
+	if cfg.Deadline > 0 {
+		own = append(own, deadline{r})
+	}
 	if cfg.History != nil {
 		h, err := middleware.History(cfg.History, HistorySummary)
 		if err != nil {

@@ -59,10 +59,8 @@ func (a approval) Policy() tool.Policy { return a.policy }
 func (a approval) WrapTool(ctx context.Context, call *ToolCall, next ToolHandler) (*ToolResult, error) {
 	c := call.Call
 	info := tool.Info{Name: c.Name}
-	args := json.RawMessage(c.Arguments)
-	check := func(args json.RawMessage) (json.RawMessage, error) { return args, nil }
-	summary := func(args json.RawMessage) string { return fmt.Sprintf("Call %s with %s", c.Name, args) }
-	if cat := call.Tools; cat != nil {
+	cat := call.Tools
+	if cat != nil {
 		var ok bool
 		if info, ok = cat.Lookup(c.Name); !ok {
 			return next(ctx, call) // the node says the tool is unknown
@@ -70,17 +68,24 @@ func (a approval) WrapTool(ctx context.Context, call *ToolCall, next ToolHandler
 		if a.policy.RunsAtOnce(info) {
 			return next(ctx, call)
 		}
+	}
+	args := json.RawMessage(c.Arguments)
+	if cat != nil {
 		var err error
 		if args, err = cat.CheckArguments(c.Name, args); err != nil {
 			return next(ctx, call) // the node answers with the problem
 		}
-		check = func(args json.RawMessage) (json.RawMessage, error) { return cat.CheckArguments(c.Name, args) }
-		summary = func(args json.RawMessage) string { return cat.Summarize(c.Name, args) }
 	}
 	if !a.policy.NeedsApproval(info, args) {
 		return next(ctx, call)
 	}
-	d, run, err := tool.AskApproval(ctx, tool.NewApprovalRequest(c, info, args, summary(args)), check)
+	check := func(args json.RawMessage) (json.RawMessage, error) { return args, nil }
+	summary := fmt.Sprintf("Call %s with %s", c.Name, args)
+	if cat != nil {
+		check = func(args json.RawMessage) (json.RawMessage, error) { return cat.CheckArguments(c.Name, args) }
+		summary = cat.Summarize(c.Name, args)
+	}
+	d, run, err := tool.AskApproval(ctx, tool.NewApprovalRequest(c, info, args, summary), check)
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func (r *ToolRunner) Run(ctx context.Context, s graph.State, call llm.ToolCall, 
 		return ToolRun{}, err
 	}
 	if res == nil {
-		return ToolRun{}, fmt.Errorf("the middleware of call %s (%q) returned no result", call.ID, call.Name)
+		return ToolRun{}, fmt.Errorf("middleware: the chain answered call %s (%q) with no result; a tool wrapper must return a result or an error", call.ID, call.Name)
 	}
 	rec := ran.rec
 	if !ran.done {

@@ -298,7 +298,7 @@ func (a *agent) runTool(ctx context.Context, s graph.State, call llm.ToolCall) (
 	}
 	ran, err := a.tools.Run(ctx, s, call, batch)
 	if err != nil {
-		return nil, fmt.Errorf("react: %w", err)
+		return nil, err // an interrupt (an approval waiting), or cancellation
 	}
 	return ran.Update, nil
 }

@@ -126,3 +126,32 @@ func TestApprovalInnermostByDefault(t *testing.T) {
 		t.Errorf("record %+v, ran %v", rec, r.n)
 	}
 }
+
+// toolbox gives the agent a write tool, as a middleware.
+type toolbox struct{ t tool.Tool }
+
+func (toolbox) Name() string { return "toolbox" }
+func (b toolbox) BeforeTurn(context.Context, *middleware.Turn) error {
+	return nil
+}
+func (b toolbox) Tools() []tool.Tool { return []tool.Tool{b.t} }
+
+// A policy may name a tool a middleware gives (middleware.Toolbox): the
+// rule applies to it, and a rule naming no tool at all is still an error.
+func TestApprovalPolicyCoversToolboxTools(t *testing.T) {
+	m := llmtest.New().Reply(llmtest.ToolCalls(llmtest.Call("send_email", `{"to":"a@x.io","body":"1"}`)), llmtest.Text("sent"))
+	var r ran
+	g := mustNew(t, react.Config{Model: m, Policy: tool.Policy{"send_email": tool.AutoApprove()},
+		Middleware: []middleware.Middleware{toolbox{sendEmail(&r)}}})
+	if _, err := g.Invoke(context.Background(), react.Input("mail")); err != nil {
+		t.Fatalf("the auto-approved toolbox tool: %v", err)
+	}
+	if r.get("send_email:a@x.io") != 1 {
+		t.Errorf("ran %v", r.n)
+	}
+	_, err := react.New(react.Config{Model: m, Policy: tool.Policy{"ghost": tool.AutoApprove()},
+		Middleware: []middleware.Middleware{toolbox{sendEmail(&r)}}})
+	if err == nil || !strings.Contains(err.Error(), `the policy has a rule for "ghost", which is not one of the tools (send_email)`) {
+		t.Errorf("a rule for no tool: %v", err)
+	}
+}

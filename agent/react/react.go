@@ -381,7 +381,8 @@ func build(cfg Config, forNew bool) (*agent, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if err := middleware.CheckPolicy(chain, cfg.Tools); err != nil {
+	// The policy may name the tools middleware gives (middleware.Toolbox).
+	if err := middleware.CheckPolicy(chain, append(slices.Clip(cfg.Tools), chain.Tools()...)); err != nil {
 		add("Config.Policy: %v", err)
 	}
 	a := &agent{

@@ -33,6 +33,7 @@ import (
 	"io"
 	"slices"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/agent/planexec"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
@@ -141,6 +142,12 @@ type Env struct {
 	// apps.<name> section): each app documents the object it reads with
 	// Decode (its package's Settings type). nil: the defaults.
 	Settings json.RawMessage
+	// Middleware is the assistant's middleware chain (package
+	// agent/middleware; trellis.yaml's assistants[].middleware, built by
+	// the runner), in order. Every app gives it to the agents it builds
+	// (its Config's Middleware), so they run their model and tool calls
+	// through it.
+	Middleware []middleware.Middleware
 }
 
 // Decode reads env.Settings into v (a pointer to the app's Settings),

@@ -13,7 +13,9 @@ import (
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/server/config"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/internal/agentgraph"
 	"github.com/trellis-agents/trellis/server/runs"
 )
 
@@ -176,8 +178,9 @@ func (s *Server) RegisterApps(entries []apps.Entry, m Models) error {
 func (s *Server) appConstructor(e apps.Entry, m Models) runs.Constructor {
 	return func(ctx context.Context, a runs.Assistant) (*graph.Graph, error) {
 		var conf struct {
-			Model    string          `json:"model"`
-			Settings json.RawMessage `json:"settings"`
+			Model      string              `json:"model"`
+			Settings   json.RawMessage     `json:"settings"`
+			Middleware []config.Middleware `json:"middleware"`
 		}
 		if err := a.Configurable(&conf); err != nil {
 			return nil, err
@@ -190,6 +193,12 @@ func (s *Server) appConstructor(e apps.Entry, m Models) runs.Constructor {
 		if err != nil {
 			return nil, fmt.Errorf("assistant %s: config.configurable.model: %w", a.ID, err)
 		}
+		// The assistant's middleware wraps the app's agents as it wraps
+		// the agent graph's.
+		mws, err := agentgraph.Middleware(conf.Middleware, model, m.named)
+		if err != nil {
+			return nil, &runs.InputError{Pointer: "/assistant_id", Detail: fmt.Sprintf("assistant %s: config.configurable.%v", a.ID, err)}
+		}
 		file := s.SQLiteFile()
 		if file == "" {
 			file = filepath.Join(s.DataDir(), "apps.db")
@@ -200,7 +209,7 @@ func (s *Server) appConstructor(e apps.Entry, m Models) runs.Constructor {
 			settings = conf.Settings
 		}
 		env := apps.Env{Model: model, Database: file, DataDir: s.DataDir(), Scope: a.ID, Settings: settings,
-			Configurable: raw, Resolve: m.named, Assistant: s.assistantGraph(a.Tenant, a.ID)}
+			Configurable: raw, Resolve: m.named, Assistant: s.assistantGraph(a.Tenant, a.ID), Middleware: mws}
 		app, err := e.Open(context.WithoutCancel(ctx), env)
 		if err != nil {
 			return nil, fmt.Errorf("build app %s for assistant %s: %w", e.Name, a.ID, err)

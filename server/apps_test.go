@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -152,5 +153,41 @@ func TestAppSettingsAndAssistantSubAgents(t *testing.T) {
 	}
 	if _, err := s.graphs.Graph(ctx, api.DefaultTenant, self); err == nil || !strings.Contains(err.Error(), "cycle") {
 		t.Errorf("an assistant offering itself: %v; want a cycle error", err)
+	}
+}
+
+// An app assistant's config.configurable.middleware is built like the
+// agent graph's and reaches the app: a bad entry is an error naming its
+// field, and a fallback resolves the operator's named model.
+func TestAppAssistantMiddleware(t *testing.T) {
+	ctx := context.Background()
+	s, err := New(ctx, Config{Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "t.db"), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var resolved []string
+	m := Models{
+		Named: map[string]string{"backup": "fake:backup"},
+		Resolve: func(spec string) (llm.Model, error) {
+			resolved = append(resolved, spec)
+			return catalog.All()[0].Script(), nil
+		},
+	}
+	if err := s.RegisterApps(catalog.All(), m); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.graphs.Graph(ctx, api.DefaultTenant, db.Assistant{ID: "a-bad", GraphID: "planner", Name: "bad",
+		Config: json.RawMessage(`{"configurable":{"middleware":[{"name":"shout"}]}}`)})
+	if err == nil || !strings.Contains(err.Error(), `config.configurable.middleware[0].name: "shout" is not one of`) {
+		t.Errorf("an unknown middleware: %v", err)
+	}
+	g, err := s.graphs.Graph(ctx, api.DefaultTenant, db.Assistant{ID: "a-fb", GraphID: "planner", Name: "fb",
+		Config: json.RawMessage(`{"configurable":{"middleware":[{"name":"fallback","models":["backup"]}]}}`)})
+	if err != nil || g == nil {
+		t.Fatalf("fallback middleware: %v", err)
+	}
+	if !slices.Contains(resolved, "fake:backup") {
+		t.Errorf("resolved %v; want the fallback's model", resolved)
 	}
 }

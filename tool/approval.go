@@ -1,8 +1,13 @@
 package tool
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/trellis-agents/trellis/graph"
@@ -232,3 +237,91 @@ const (
 	OutcomeEdited    Outcome = "edited"
 	OutcomeRejected  Outcome = "rejected"
 )
+
+// CheckTools reports the rules of p that name none of tools (nil tools
+// are skipped), so a misspelt tool name in a policy is found when an agent
+// is built rather than never applied.
+func (p Policy) CheckTools(tools []Tool) error {
+	known := map[string]bool{}
+	var names []string
+	for _, t := range tools {
+		if t == nil {
+			continue
+		}
+		name := t.Info().Name
+		if !known[name] {
+			names = append(names, name)
+		}
+		known[name] = true
+	}
+	slices.Sort(names)
+	var errs []error
+	for _, name := range slices.Sorted(maps.Keys(p)) {
+		if !known[name] {
+			errs = append(errs, fmt.Errorf("the policy has a rule for %q, which is not one of the tools (%s)", name, strings.Join(names, ", ")))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RunsAtOnce reports whether every call of the tool described by info runs
+// without asking, whatever its arguments, so an approval step can skip
+// checking them.
+func (p Policy) RunsAtOnce(info Info) bool { return p.runsAtOnce(info) }
+
+// NewApprovalRequest returns the request that asks a person about call,
+// whose arguments args were checked against the tool described by info;
+// summary describes the call in a sentence.
+func NewApprovalRequest(call llm.ToolCall, info Info, args json.RawMessage, summary string) ApprovalRequest {
+	return ApprovalRequest{
+		Kind:      ApprovalKind,
+		CallID:    call.ID,
+		Tool:      call.Name,
+		Arguments: args,
+		Summary:   summary,
+		// The schema and kind let a client offer (and check) an edit.
+		Parameters: info.Parameters,
+		ReadOnly:   info.ReadOnly,
+	}
+}
+
+// AskApproval asks a person about the call req describes, with a
+// graph.Interrupt, until the answer is usable: an edit that names another
+// tool, edited arguments that check rejects, or an unknown action ask
+// again with the problem (a new interrupt). It returns the decision and
+// the arguments to run with (the edited ones, normalized by check, for
+// ActionEdit). Its error is the interrupt's: return it as it is so the run
+// stops and waits. It is the protocol of the approval middleware
+// (middleware.Approval); call it from your own node to ask the same way.
+func AskApproval(ctx context.Context, req ApprovalRequest, check func(args json.RawMessage) (json.RawMessage, error)) (Decision, json.RawMessage, error) {
+	schema := approvalSchema(req.Tool)
+	args := req.Arguments
+	for {
+		req.withHITL()
+		d, err := graph.Interrupt[Decision](ctx, req, graph.ExpectAnswer(schema))
+		if err != nil {
+			return Decision{}, nil, err
+		}
+		switch d.Action {
+		case ActionApprove, ActionReject:
+			return d, args, nil
+		case ActionEdit:
+			if d.Tool != "" && d.Tool != req.Tool {
+				req.Problem = fmt.Sprintf("The edit names the tool %q, but this call is of %q: an edit changes only the arguments. Approve, reject, or edit again.", d.Tool, req.Tool)
+				continue
+			}
+			edited := normalizeArgs(d.Arguments)
+			if check != nil {
+				checked, err := check(edited)
+				if err != nil {
+					req.Problem = fmt.Sprintf("The edited arguments cannot be used: %v. Approve, reject, or edit again.", argProblem(err))
+					continue
+				}
+				edited = checked
+			}
+			return d, edited, nil
+		default:
+			req.Problem = fmt.Sprintf("The answer's action %q is not one of %q, %q or %q.", d.Action, ActionApprove, ActionEdit, ActionReject)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
@@ -133,6 +134,42 @@ func agentGraph(t testing.TB, m llm.Model, n *tool.Node) *graph.Graph {
 	})
 	b.SetEntry("model")
 	n.Wire(b, "tools", "model", graph.END)
+	g, err := b.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+// approvalGraph is agentGraph with the tool calls going through the
+// approval middleware under policy, as the agents run them.
+func approvalGraph(t testing.TB, m llm.Model, n *tool.Node, policy tool.Policy) *graph.Graph {
+	t.Helper()
+	chain, err := middleware.NewChain(middleware.Approval(policy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := middleware.NewToolRunner(chain, n)
+	b := graph.New(msgsKey, recordsKey)
+	b.AddNode("model", func(ctx context.Context, s graph.State) (graph.Output, error) {
+		req := &llm.Request{Messages: tool.ForModel(msgsKey.Get(s), tool.Limit{}), Tools: n.Specs()}
+		resp, err := llm.Call(ctx, m, req)
+		if err != nil {
+			return nil, err
+		}
+		return graph.Writes(graph.Append(msgsKey, resp.Message)), nil
+	})
+	b.SetEntry("model")
+	graph.AddSendNode(b, "tools", func(ctx context.Context, s graph.State, call llm.ToolCall) (graph.Output, error) {
+		msgs := msgsKey.Get(s)
+		ran, err := runner.Run(ctx, s, call, msgs[len(msgs)-1].ToolCalls)
+		if err != nil {
+			return nil, err
+		}
+		return ran.Update, nil
+	})
+	b.AddFanout("model", n.Route("tools", graph.END), "tools", graph.END)
+	b.AddEdge("tools", "model")
 	g, err := b.Compile()
 	if err != nil {
 		t.Fatal(err)

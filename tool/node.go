@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"maps"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -30,13 +29,9 @@ type NodeConfig struct {
 	Records *graph.Key[map[string]Record]
 	// Tools are the tools the model may call; names must be unique.
 	Tools []Tool
-	// Policy says which calls need a person's approval (see Policy: tools
-	// it does not name are approved by kind, write tools asking).
-	Policy Policy
 	// MaxParallel bounds how many calls the node runs at once (0:
 	// DefaultMaxParallel). The bound is the Node's: every run of every
-	// graph the Node is wired into shares it. Calls waiting for approval
-	// do not hold a slot. Calls must not wait for one another: with more
+	// graph the Node is wired into shares it. Calls must not wait for one another: with more
 	// such calls than slots they would wait forever.
 	MaxParallel int
 	// Logger receives tool failures and panics, with the call ID (nil:
@@ -52,9 +47,6 @@ type NodeConfig struct {
 //   - with an unknown tool name or arguments the tool cannot use, gets a
 //     tool error message asking the model to fix the call (the run goes
 //     on);
-//   - asks a person first when the policy says so: it raises a
-//     graph.Interrupt whose payload is an ApprovalRequest and continues
-//     with the Decision it is resumed with;
 //   - runs the tool with the step's state in its context (StateFrom) and a
 //     slot of the node's parallelism bound;
 //   - appends one tool message to the history: the result, or a tool error
@@ -64,9 +56,13 @@ type NodeConfig struct {
 // Graph interrupts raised by a tool, and errors while the run's context is
 // cancelled, are returned as they are: they stop the run rather than reach
 // the model. Because every call is its own task, a finished call is never
-// run again when a run resumes, each call's approval has its own interrupt
-// ID, and the results land in the history in call order whatever order the
-// calls finish in.
+// run again when a run resumes, and the results land in the history in call
+// order whatever order the calls finish in.
+//
+// A Node does not ask anyone before a call: a person's approval is the
+// approval middleware's (middleware.Approval in agent/middleware), which
+// the agents put in front of their node and which reads the tools'
+// descriptions through Lookup, CheckArguments and Summarize.
 //
 // A Node is safe for concurrent use by many runs.
 type Node struct {
@@ -75,7 +71,6 @@ type Node struct {
 	tools    map[string]*entry
 	order    []*entry
 	names    string // sorted, for the unknown-tool message
-	policy   Policy
 	sem      chan struct{}
 	log      *slog.Logger
 	stop     bool // has the built-in stop tool
@@ -87,7 +82,7 @@ type entry struct {
 	validate  func(json.RawMessage) error
 	summarize func(json.RawMessage) string
 	// checksOwn: the tool's Call checks its arguments exactly as validate
-	// does (Func tools), so a call that needs no approval skips validate.
+	// does (Func tools), so the node skips validate.
 	checksOwn bool
 }
 
@@ -97,8 +92,7 @@ type selfChecking interface{ checksOwnArguments() }
 
 // NewNode makes a tool node. It reports every problem in cfg at once: a
 // missing messages key, nil tools, invalid or duplicate names, parameter
-// schemas that do not compile, policy rules for tools the node does not
-// have, a negative MaxParallel.
+// schemas that do not compile, a negative MaxParallel.
 func NewNode(cfg NodeConfig) (*Node, error) {
 	var errs []error
 	if cfg.Messages == nil {
@@ -111,7 +105,6 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 		messages: cfg.Messages,
 		records:  cfg.Records,
 		tools:    make(map[string]*entry, len(cfg.Tools)),
-		policy:   maps.Clone(cfg.Policy), // the caller may change its map later
 		log:      cfg.Logger,
 	}
 	if n.log == nil {
@@ -139,11 +132,6 @@ func NewNode(cfg NodeConfig) (*Node, error) {
 	}
 	slices.Sort(names)
 	n.names = strings.Join(names, ", ")
-	for _, name := range slices.Sorted(maps.Keys(cfg.Policy)) {
-		if n.tools[name] == nil {
-			errs = append(errs, fmt.Errorf("tool node: the policy has a rule for %q, which is not one of the node's tools (%s)", name, n.names))
-		}
-	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -349,37 +337,10 @@ func (n *Node) handle(ctx context.Context, s graph.State, call llm.ToolCall, rec
 		return llm.ToolError(call, n.unknownTool(call.Name)), nil
 	}
 	args := normalizeArgs(json.RawMessage(call.Arguments))
-	runsAtOnce := n.policy.runsAtOnce(e.info)
-	if !runsAtOnce || !e.checksOwn {
+	if !e.checksOwn {
 		if err := e.validate(args); err != nil {
 			rec.Error = err.Error()
 			return llm.ToolError(call, n.failure(ctx, call, err)), nil
-		}
-	}
-	edited := false
-	if !runsAtOnce && n.policy.NeedsApproval(e.info, args) {
-		d, run, err := n.approve(ctx, e, call, args)
-		if err != nil {
-			return llm.Message{}, err
-		}
-		switch d.Action {
-		case ActionReject:
-			rec.Approval = OutcomeRejected
-			text := "A person rejected this call, so it was not run."
-			if d.Message != "" {
-				text += " Their message: " + d.Message
-			}
-			rec.Error = "rejected by a person"
-			if d.Message != "" {
-				rec.Error += ": " + d.Message
-			}
-			return llm.ToolError(call, text), nil
-		case ActionEdit:
-			rec.Approval = OutcomeEdited
-			rec.EditedArguments = string(run)
-			args, edited = run, true
-		default:
-			rec.Approval = OutcomeApproved
 		}
 	}
 	result, err := n.invoke(ctx, e, s, args, rec)
@@ -390,50 +351,7 @@ func (n *Node) handle(ctx context.Context, s graph.State, call llm.ToolCall, rec
 		rec.Error = err.Error()
 		return llm.ToolError(call, n.failure(ctx, call, err)), nil
 	}
-	if edited {
-		result = fmt.Sprintf("Note: a person changed the arguments of this call before it ran; it ran with %s.\n\n%s", args, result)
-	}
 	return llm.ToolResult(call, result), nil
-}
-
-// approve asks a person about a call until the answer is usable. It
-// returns the decision and, for an edit, the arguments to run with.
-func (n *Node) approve(ctx context.Context, e *entry, call llm.ToolCall, args json.RawMessage) (Decision, json.RawMessage, error) {
-	req := ApprovalRequest{
-		Kind:      ApprovalKind,
-		CallID:    call.ID,
-		Tool:      call.Name,
-		Arguments: args,
-		Summary:   n.summary(e, args),
-		// The schema and kind let a client offer (and check) an edit.
-		Parameters: e.info.Parameters,
-		ReadOnly:   e.info.ReadOnly,
-	}
-	schema := approvalSchema(call.Name)
-	for {
-		req.withHITL()
-		d, err := graph.Interrupt[Decision](ctx, req, graph.ExpectAnswer(schema))
-		if err != nil {
-			return Decision{}, nil, err
-		}
-		switch d.Action {
-		case ActionApprove, ActionReject:
-			return d, args, nil
-		case ActionEdit:
-			if d.Tool != "" && d.Tool != call.Name {
-				req.Problem = fmt.Sprintf("The edit names the tool %q, but this call is of %q: an edit changes only the arguments. Approve, reject, or edit again.", d.Tool, call.Name)
-				continue
-			}
-			edited := normalizeArgs(d.Arguments)
-			if err := e.validate(edited); err != nil {
-				req.Problem = fmt.Sprintf("The edited arguments cannot be used: %v. Approve, reject, or edit again.", argProblem(err))
-				continue
-			}
-			return d, edited, nil
-		default:
-			req.Problem = fmt.Sprintf("The answer's action %q is not one of %q, %q or %q.", d.Action, ActionApprove, ActionEdit, ActionReject)
-		}
-	}
 }
 
 // summary describes a call for the approver; a summarizer that panics
@@ -474,4 +392,43 @@ func argProblem(err error) string {
 		return ae.Problem
 	}
 	return err.Error()
+}
+
+// Lookup returns the description of the node's tool with this name, and
+// false when the node has none.
+func (n *Node) Lookup(name string) (Info, bool) {
+	e := n.tools[name]
+	if e == nil {
+		return Info{}, false
+	}
+	return e.info, true
+}
+
+// CheckArguments checks arguments for the node's tool with this name, as
+// the node does before running it: against the tool's schema, or with its
+// own validator (a panicking validator is an error, not a crash). It
+// returns the arguments normalized (empty becomes {}), or an error the
+// model can act on: an unknown tool, or arguments the tool cannot use.
+func (n *Node) CheckArguments(name string, args json.RawMessage) (json.RawMessage, error) {
+	e := n.tools[name]
+	if e == nil {
+		return nil, errors.New(n.unknownTool(name))
+	}
+	args = normalizeArgs(args)
+	if err := e.validate(args); err != nil {
+		return nil, err
+	}
+	return args, nil
+}
+
+// Summarize describes a call of the node's tool with these arguments in a
+// sentence, for a person asked to approve it (see Summarizer). A
+// summarizer that panics, or an unknown tool, gives the default
+// description.
+func (n *Node) Summarize(name string, args json.RawMessage) string {
+	e := n.tools[name]
+	if e == nil {
+		return defaultSummary(name, args)
+	}
+	return n.summary(e, args)
 }

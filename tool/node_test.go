@@ -99,7 +99,7 @@ func approvalSetup(t *testing.T, c *counter) (*fakeModel, *graph.Graph) {
 		echoTool(t, "lookup", c, tool.ReadOnly()),
 		echoTool(t, "send", c, tool.Summary(func(a echoArgs) string { return "Send " + a.Text })),
 	}})
-	return m, agentGraph(t, m, n)
+	return m, approvalGraph(t, m, n, nil)
 }
 
 func TestApprovalDecisions(t *testing.T) {
@@ -230,7 +230,7 @@ func TestParallelApprovalsByID(t *testing.T) {
 		llm.Assistant("", call("w1", "send", `{"text":"one"}`), call("r1", "lookup", `{"text":"x"}`), call("w2", "send", `{"text":"two"}`)),
 	}}
 	n := newNode(t, tool.NodeConfig{Tools: []tool.Tool{echoTool(t, "lookup", &c, tool.ReadOnly()), echoTool(t, "send", &c)}})
-	g := agentGraph(t, m, n)
+	g := approvalGraph(t, m, n, nil)
 	opts := threadOpts(checkpoint.NewMemory(), "t")
 	res, err := g.Invoke(context.Background(), userInput("go"), opts...)
 	if !isInterrupted(err) || len(res.Interrupts) != 2 {
@@ -282,12 +282,12 @@ func TestPolicyInGraph(t *testing.T) {
 	)}}
 	n := newNode(t, tool.NodeConfig{
 		Tools: []tool.Tool{echoTool(t, "auto", &c), echoTool(t, "pred", &c), echoTool(t, "uncovered", &c)},
-		Policy: tool.Policy{
-			"auto": tool.AutoApprove(),
-			"pred": tool.ApproveIf(func(args json.RawMessage) bool { return strings.Contains(string(args), "small") }),
-		},
 	})
-	res, err := agentGraph(t, m, n).Invoke(context.Background(), userInput("go"), threadOpts(checkpoint.NewMemory(), "t")...)
+	policy := tool.Policy{
+		"auto": tool.AutoApprove(),
+		"pred": tool.ApproveIf(func(args json.RawMessage) bool { return strings.Contains(string(args), "small") }),
+	}
+	res, err := approvalGraph(t, m, n, policy).Invoke(context.Background(), userInput("go"), threadOpts(checkpoint.NewMemory(), "t")...)
 	if !isInterrupted(err) {
 		t.Fatalf("err = %v; want interrupted", err)
 	}
@@ -603,7 +603,6 @@ func TestNewNodeErrors(t *testing.T) {
 	var c counter
 	_, err := tool.NewNode(tool.NodeConfig{
 		Tools:       []tool.Tool{echoTool(t, "echo", &c), echoTool(t, "echo", &c), nil, &badSchemaTool{}},
-		Policy:      tool.Policy{"ecko": tool.AutoApprove()},
 		MaxParallel: -1,
 	})
 	if err == nil {
@@ -615,11 +614,14 @@ func TestNewNodeErrors(t *testing.T) {
 		`two tools are named "echo"`,
 		"tool 2: the tool is nil",
 		`tool "bad": the parameters schema is not a valid JSON schema`,
-		`the policy has a rule for "ecko", which is not one of the node's tools (echo)`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
+	}
+	err = tool.Policy{"ecko": tool.AutoApprove(), "echo": tool.AutoApprove()}.CheckTools([]tool.Tool{echoTool(t, "echo", &c), nil})
+	if want := `the policy has a rule for "ecko", which is not one of the tools (echo)`; err == nil || err.Error() != want {
+		t.Errorf("CheckPolicy: err = %v; want %q", err, want)
 	}
 }
 
@@ -629,7 +631,7 @@ func TestApprovalEdgeCases(t *testing.T) {
 	logger, logs := newLogger()
 	n := newNode(t, tool.NodeConfig{Tools: []tool.Tool{send}, Logger: logger})
 	newGraph := func() *graph.Graph {
-		return agentGraph(t, &fakeModel{replies: []llm.Message{llm.Assistant("", call("c1", "send", `{"text":"b"}`))}}, n)
+		return approvalGraph(t, &fakeModel{replies: []llm.Message{llm.Assistant("", call("c1", "send", `{"text":"b"}`))}}, n, nil)
 	}
 
 	// Without a checkpointer the run cannot wait, and says so.

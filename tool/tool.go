@@ -1,7 +1,7 @@
 // Package tool defines tools a model can call: the Tool interface, typed
 // function tools whose JSON schema is inferred from a Go struct, the
-// approval policy for write tools, and the tool node that runs a model's
-// calls as parallel graph tasks.
+// approval policy for write tools and its wire format, and the tool node
+// that runs a model's calls as parallel graph tasks.
 //
 // A model node and the calls it requests are separate nodes:
 //
@@ -16,7 +16,6 @@
 //	tools, err := tool.NewNode(tool.NodeConfig{
 //		Messages: messages, Records: calls,
 //		Tools:    []tool.Tool{weather, sendEmail, tool.Stop()},
-//		Policy:   tool.Policy{"send_email": tool.RequireApproval()},
 //	})
 //	b := graph.New(messages, calls)
 //	b.AddNode("model", func(ctx context.Context, s graph.State) (graph.Output, error) {
@@ -30,10 +29,13 @@
 //	b.SetEntry("model")
 //	tools.Wire(b, "tools", "model", graph.END)
 //
-// A call that needs approval stops the run with an interrupt carrying an
-// ApprovalRequest (decode it with ApprovalFrom); resume the thread with a
-// Decision (Approve, Edit or Reject) through graph.WithResume, or by
-// interrupt ID through graph.WithResumeMap when several calls wait.
+// The node runs every call it is given. Asking a person first is the
+// approval middleware's (middleware.Approval(policy) in agent/middleware,
+// which every agent puts in front of its node): a call that needs approval
+// stops the run with an interrupt carrying an ApprovalRequest (decode it
+// with ApprovalFrom); resume the thread with a Decision (Approve, Edit or
+// Reject) through graph.WithResume, or by interrupt ID through
+// graph.WithResumeMap when several calls wait.
 package tool
 
 import (

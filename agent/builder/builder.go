@@ -272,7 +272,8 @@ func (b *Builder) History(p history.Policy) *Builder {
 
 // Middleware sets the middleware chain (package agent/middleware) of
 // every LLM node without a chain of its own (react.Config.Middleware), in
-// the order given. The judge's calls do not go through it. Keys the
+// the order given. The judge's calls go through its model hooks too.
+// Keys the
 // middleware keep (middleware.Stateful) are the agent's state, shared by
 // the nodes: a tool limit counts across them.
 func (b *Builder) Middleware(mws ...middleware.Middleware) *Builder {
@@ -640,6 +641,7 @@ func (b *Builder) compile(graphs map[string]*graph.Graph, judge llm.Model) (*Age
 	}
 	a := &Agent{name: b.name, description: b.description, nodes: map[string]bool{}}
 	entries := map[string]string{}
+	chain, _ := middleware.NewChain(b.middleware...) // checked by Middleware
 	for _, n := range b.nodes {
 		r := &router{
 			agent:  a,
@@ -647,6 +649,7 @@ func (b *Builder) compile(graphs map[string]*graph.Graph, judge llm.Model) (*Age
 			judge:  judge,
 			policy: b.history,
 			system: llm.System(prompt),
+			chain:  chain,
 		}
 		if to, ok := b.defaults[n.name]; ok {
 			r.otherwise = to

@@ -2,6 +2,7 @@ package builder_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,6 +10,7 @@ import (
 	"github.com/trellis-agents/trellis/agent/builder"
 	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/agent/react"
+	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
 )
 
@@ -45,5 +47,44 @@ func TestMiddlewareOnEveryNode(t *testing.T) {
 	}
 	if _, err := builder.New("x").Middleware(pii, pii).LLMNode("a", "p").Entry("a").End("a").Build(m); err == nil {
 		t.Error("a chain with a duplicate name was accepted")
+	}
+}
+
+// The judge's calls go through the agent's model hooks: a hook that
+// rewrites the judge's reply decides the route.
+func TestMiddlewareWrapsTheJudge(t *testing.T) {
+	const changes = "the reviewer asked for changes"
+	m := llmtest.New()
+	m.When(inNode("chat"), llmtest.Text("Draft."))
+	m.When(inNode("review"), llmtest.Text("Fine."))
+	m.When(asked(changes), verdict(true))
+	judged := 0
+	veto := middleware.ModelFunc("veto", func(ctx context.Context, c *middleware.ModelCall, next middleware.ModelHandler) (*llm.Response, error) {
+		resp, err := next(ctx, c)
+		if err != nil || !strings.Contains(c.Request.Messages[len(c.Request.Messages)-1].Text(), "Condition: ") {
+			return resp, err
+		}
+		judged++
+		out := *resp
+		out.Message = llm.Assistant(`{"holds": false, "reason": "vetoed"}`)
+		return &out, nil
+	})
+	a := mustBuild(t, builder.New("support").
+		Middleware(veto).
+		LLMNode("chat", "Write.").
+		LLMNode("review", "Review.").
+		Edge("chat", "review").
+		When("review", changes, "chat").
+		End("review").
+		Entry("chat"), m)
+	res, err := a.Run(context.Background(), builder.Input("When?"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"chat", "review"}, res.Path); d != "" || judged != 1 {
+		t.Errorf("path (-want +got):\n%s\njudge calls wrapped: %d", d, judged)
+	}
+	if len(res.Judgements) != 1 || res.Judgements[0].Holds || res.Judgements[0].Reason != "vetoed" {
+		t.Errorf("judgements %+v", res.Judgements)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
@@ -79,8 +80,9 @@ type router struct {
 	policy    history.Policy // nil: the whole conversation
 	system    llm.Message
 	conds     []condDecl
-	otherwise string   // the unconditional target, graph.END when there is none
-	parallel  []string // the nodes Parallel runs at once when no condition holds
+	otherwise string            // the unconditional target, graph.END when there is none
+	parallel  []string          // the nodes Parallel runs at once when no condition holds
+	chain     *middleware.Chain // the judge's calls go through its model hooks
 }
 
 // verdict is the judge's reply.
@@ -112,7 +114,7 @@ func (r *router) run(ctx context.Context, s graph.State) (graph.Output, error) {
 		}
 		conversation := transcript(msgs)
 		for _, c := range r.conds {
-			v, err := r.ask(ctx, conversation, c.condition)
+			v, err := r.ask(ctx, s, conversation, c.condition)
 			if err != nil {
 				return nil, fmt.Errorf("builder: judging the condition %q after node %q: %w", c.condition, r.node, err)
 			}
@@ -149,14 +151,17 @@ func (r *router) canEnd() bool {
 	return false
 }
 
-// ask asks the judge whether condition holds for the conversation.
-func (r *router) ask(ctx context.Context, conversation, condition string) (verdict, error) {
+// ask asks the judge whether condition holds for the conversation,
+// through the model hooks of the agent's middleware
+// (middleware.GenerateJSON): they see the judge's request and its reply,
+// and the verdict is read from the reply they return.
+func (r *router) ask(ctx context.Context, s graph.State, conversation, condition string) (verdict, error) {
 	req := &llm.Request{Messages: []llm.Message{
 		r.system,
 		llm.User("Conversation:\n\n" + conversation + "\n\nCondition: " + condition +
 			"\n\nDoes the condition hold at the end of the conversation? Reply with the JSON object only."),
 	}}
-	res, err := llm.GenerateJSON[verdict](ctx, r.judge, req)
+	res, err := middleware.GenerateJSON[verdict](ctx, r.chain, &middleware.ModelCall{Request: req, Model: r.judge, State: s})
 	if err != nil {
 		return verdict{}, err
 	}

@@ -2,11 +2,13 @@ package middleware_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"testing"
 
 	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/tool"
 )
 
 // pass is a middleware that only calls next: the chain's own cost.
@@ -57,6 +59,42 @@ func BenchmarkChainToolCall(b *testing.B) {
 		b.Run(fmt.Sprintf("middleware=%d", n), func(b *testing.B) {
 			h := passChain(b, n).WrapTool(inner)
 			call := &middleware.ToolCall{Call: llm.ToolCall{ID: "c", Name: "t"}}
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := h(ctx, call); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkApprovalToolCall measures what the approval middleware adds to
+// a tool call that needs no person, with a tool node as the catalog: a
+// read tool (its kind decides; nothing is checked) and a write tool that
+// a predicate approves (its arguments are checked against the schema,
+// then the predicate runs).
+func BenchmarkApprovalToolCall(b *testing.B) {
+	type args struct {
+		To   string `json:"to"`
+		Body string `json:"body"`
+	}
+	fn := func(context.Context, args) (string, error) { return "ok", nil }
+	node, err := tool.NewNode(tool.NodeConfig{
+		Messages: llm.NewMessagesKey("messages"),
+		Tools:    []tool.Tool{tool.MustFunc("read", "Reads.", fn, tool.ReadOnly()), tool.MustFunc("send", "Sends.", fn)},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	policy := tool.Policy{"send": tool.ApproveIf(func(json.RawMessage) bool { return true })}
+	res := &middleware.ToolResult{Message: llm.ToolResult(llm.ToolCall{ID: "c"}, "ok")}
+	inner := func(context.Context, *middleware.ToolCall) (*middleware.ToolResult, error) { return res, nil }
+	h := mustChain(b, middleware.Approval(policy)).WrapTool(inner)
+	for _, name := range []string{"read", "send"} {
+		b.Run(name, func(b *testing.B) {
+			call := &middleware.ToolCall{Call: llm.ToolCall{ID: "c", Name: name, Arguments: `{"to":"a@x.io","body":"hello"}`}, Tools: node}
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {

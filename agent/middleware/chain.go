@@ -116,6 +116,33 @@ func (c *Chain) StateKeys() []graph.AnyKey {
 	return keys
 }
 
+// Ended reports whether a middleware of the chain (an Ender) ended the
+// run in s. It returns the final message of the first, in chain order,
+// and the writes that clear every recorded end, for the agent to apply
+// with that message.
+func (c *Chain) Ended(s graph.State) (string, []graph.Write, bool) {
+	var (
+		msg   string
+		found bool
+		clear []graph.Write
+	)
+	for _, m := range c.Middleware() {
+		e, ok := m.(Ender)
+		if !ok {
+			continue
+		}
+		text, w, ok := e.Ended(s)
+		if !ok {
+			continue
+		}
+		if !found {
+			msg, found = text, true
+		}
+		clear = append(clear, w)
+	}
+	return msg, clear, found
+}
+
 // Tools returns the tools of the chain's Toolbox middleware.
 func (c *Chain) Tools() []tool.Tool {
 	var tools []tool.Tool
@@ -228,4 +255,23 @@ func (c *Chain) AfterTurn(ctx context.Context, t *Turn) error {
 		}
 	}
 	return nil
+}
+
+// CallWrappers returns the middleware of mws that only wrap calls: those
+// without turn hooks, state keys or tools, which an agent that runs no
+// turn hooks and keeps no middleware state (agent/router) can run. An app
+// that gives one chain to a router and its sub-agents gives the router
+// these.
+func CallWrappers(mws []Middleware) []Middleware {
+	var out []Middleware
+	for _, m := range mws {
+		_, bt := m.(BeforeTurner)
+		_, at := m.(AfterTurner)
+		_, st := m.(Stateful)
+		_, tb := m.(Toolbox)
+		if m != nil && !bt && !at && !st && !tb {
+			out = append(out, m)
+		}
+	}
+	return out
 }

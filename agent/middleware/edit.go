@@ -2,9 +2,12 @@ package middleware
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"text/template"
 	"unicode/utf8"
 
 	"github.com/trellis-agents/trellis/graph"
@@ -146,4 +149,77 @@ func DynamicPrompt(name string, fn PromptFunc) (Middleware, error) {
 		call.Request = req
 		return next(ctx, call)
 	}), nil
+}
+
+// PromptTemplate returns a DynamicPrompt whose prompt is a text/template
+// (name "" : "dynamic_prompt"), executed for each model call. The template
+// reads the run's context and state through two functions:
+//
+//	You help {{context "user_name"}}. The plan so far: {{state "plan"}}
+//
+// context returns a field of the run's context (graph.WithRunContext, a
+// JSON object) and state the value of a state key, each decoded from
+// JSON ("" when the run has no such field or the key is unset). A
+// template that does not parse is an error here; one that fails to
+// execute fails the call, naming the middleware.
+func PromptTemplate(name, text string) (Middleware, error) {
+	if strings.TrimSpace(text) == "" {
+		return nil, errors.New("dynamic prompt: the template is empty")
+	}
+	funcs := template.FuncMap{
+		"context": func(string) any { return nil },
+		"state":   func(string) any { return nil },
+	}
+	base, err := template.New("prompt").Option("missingkey=zero").Funcs(funcs).Parse(text)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic prompt: the template does not parse: %w", err)
+	}
+	return DynamicPrompt(name, func(ctx context.Context, s graph.State) (string, error) {
+		var run map[string]any
+		if v, err := graph.RunContext[map[string]any](ctx); err == nil {
+			run = v
+		} else if !errors.Is(err, graph.ErrNoRunContext) {
+			return "", err
+		}
+		var stateErr error
+		// Each call executes its own clone, whose functions read this
+		// call's context and state.
+		t, err := base.Clone()
+		if err != nil {
+			return "", err
+		}
+		t.Funcs(template.FuncMap{
+			"context": func(field string) any {
+				if v, ok := run[field]; ok && v != nil {
+					return v
+				}
+				return ""
+			},
+			"state": func(key string) any {
+				raw, ok, err := s.ValueJSON(key)
+				if err != nil || !ok {
+					if err != nil && stateErr == nil {
+						stateErr = fmt.Errorf("state key %q: %w", key, err)
+					}
+					return ""
+				}
+				var v any
+				if err := json.Unmarshal(raw, &v); err != nil && stateErr == nil {
+					stateErr = fmt.Errorf("state key %q: %w", key, err)
+				}
+				if v == nil {
+					return ""
+				}
+				return v
+			},
+		})
+		var b strings.Builder
+		if err := t.Execute(&b, nil); err != nil {
+			return "", fmt.Errorf("the template failed: %w", err)
+		}
+		if stateErr != nil {
+			return "", stateErr
+		}
+		return b.String(), nil
+	})
 }

@@ -18,12 +18,23 @@ type ToolCounts struct {
 	// ResetRun, in a write, clears Run before the write's counts are
 	// added. It is never set in stored state.
 	ResetRun bool `json:"reset_run,omitempty"`
+	// End is the final message of a run the limit ended (EndRun), until
+	// the agent ends the turn with it. The first end of a round is kept.
+	End string `json:"end,omitempty"`
+	// ClearEnd, in a write, clears End. It is never set in stored state.
+	ClearEnd bool `json:"clear_end,omitempty"`
 }
 
 func addCounts(cur, upd ToolCounts) (ToolCounts, error) {
-	out := ToolCounts{Thread: maps.Clone(cur.Thread)}
+	out := ToolCounts{Thread: maps.Clone(cur.Thread), End: cur.End}
 	if !upd.ResetRun {
 		out.Run = maps.Clone(cur.Run)
+	}
+	switch {
+	case upd.ClearEnd:
+		out.End = ""
+	case out.End == "":
+		out.End = upd.End
 	}
 	add := func(dst *map[string]int, src map[string]int) {
 		for k, v := range src {
@@ -53,6 +64,16 @@ type ToolLimitConfig struct {
 	// ThreadLimit bounds the calls of the tool over the thread's life
 	// (0: no bound).
 	ThreadLimit int
+	// EndRun ends the run when a call reaches a limit, instead of only
+	// refusing the call and letting the model go on: the call is refused
+	// as usual (its tool message and record say why), the other calls of
+	// the round finish, and then the agent ends the turn with EndMessage
+	// as its final reply, without asking the model again (LangChain's
+	// exit_behavior "end").
+	EndRun bool
+	// EndMessage is the final reply of a run EndRun ended (default: a
+	// sentence naming the tool and the limit).
+	EndMessage string
 }
 
 // ToolLimit returns a middleware that refuses a tool's calls past a limit
@@ -125,13 +146,11 @@ func (l *toolLimit) WrapTool(ctx context.Context, call *ToolCall, next ToolHandl
 	}
 	counts := l.key.Get(call.State)
 	if lim := l.cfg.RunLimit; lim > 0 && counts.Run[name]+earlier >= lim {
-		return Refuse(call.Call,
-			fmt.Sprintf("Error: the tool %q may be called at most %d times per run, and that limit is reached. Go on without it, or answer with what you have.", name, lim),
+		return l.refuse(call.Call, fmt.Sprintf("%d times per run", lim),
 			fmt.Sprintf("tool %q reached its run limit (%d)", name, lim)), nil
 	}
 	if lim := l.cfg.ThreadLimit; lim > 0 && counts.Thread[name]+earlier >= lim {
-		return Refuse(call.Call,
-			fmt.Sprintf("Error: the tool %q may be called at most %d times in this conversation, and that limit is reached. Go on without it, or answer with what you have.", name, lim),
+		return l.refuse(call.Call, fmt.Sprintf("%d times in this conversation", lim),
 			fmt.Sprintf("tool %q reached its thread limit (%d)", name, lim)), nil
 	}
 	res, err := next(ctx, call)
@@ -142,4 +161,29 @@ func (l *toolLimit) WrapTool(ctx context.Context, call *ToolCall, next ToolHandl
 	out := *res
 	out.Writes = append(append([]graph.Write(nil), res.Writes...), l.key.Set(ToolCounts{Run: one, Thread: one}))
 	return &out, nil
+}
+
+// refuse answers a call past the limit (at most "n times per run", say)
+// and, with EndRun, records the end of the run.
+func (l *toolLimit) refuse(call llm.ToolCall, most, problem string) *ToolResult {
+	if !l.cfg.EndRun {
+		return Refuse(call,
+			fmt.Sprintf("Error: the tool %q may be called at most %s, and that limit is reached. Go on without it, or answer with what you have.", call.Name, most),
+			problem)
+	}
+	res := Refuse(call,
+		fmt.Sprintf("Error: the tool %q may be called at most %s, and that limit is reached, so the run ends here.", call.Name, most),
+		problem+"; the run was ended")
+	end := l.cfg.EndMessage
+	if end == "" {
+		end = fmt.Sprintf("I stopped here: the tool %q may be called at most %s, and that limit was reached before the task was finished.", call.Name, most)
+	}
+	res.Writes = append(res.Writes, l.key.Set(ToolCounts{End: end}))
+	return res
+}
+
+// Ended returns the end a call past the limit recorded (EndRun).
+func (l *toolLimit) Ended(s graph.State) (string, graph.Write, bool) {
+	end := l.key.Get(s).End
+	return end, l.key.Set(ToolCounts{ClearEnd: true}), end != ""
 }

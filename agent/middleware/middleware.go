@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"context"
+	"encoding/json"
 	"iter"
 
 	"github.com/trellis-agents/trellis/graph"
@@ -85,6 +86,22 @@ type ToolCall struct {
 	// (this one included), so a middleware can count calls that run in
 	// parallel deterministically.
 	Batch []llm.ToolCall
+	// Tools describes the agent's tools (nil when the agent gives no
+	// description): Approval reads a tool's kind, schema and summary from
+	// it. ToolRunner sets it to its tool node.
+	Tools Catalog
+}
+
+// Catalog describes an agent's tools to middleware. tool.Node implements
+// it.
+type Catalog interface {
+	// Lookup returns the description of the tool with this name.
+	Lookup(name string) (tool.Info, bool)
+	// CheckArguments checks arguments for the tool, returning them
+	// normalized or an error the model can act on.
+	CheckArguments(name string, args json.RawMessage) (json.RawMessage, error)
+	// Summarize describes a call in a sentence for a person.
+	Summarize(name string, args json.RawMessage) string
 }
 
 // ToolResult is what a tool call produced.
@@ -97,6 +114,12 @@ type ToolResult struct {
 	// Refused, when set, says why a middleware answered the call without
 	// running it; agents record it as the call's error.
 	Refused string
+	// Approval, when set, is how a person decided about the call
+	// (Approval sets it); agents record it (tool.Record.Approval).
+	Approval tool.Outcome
+	// EditedArguments are the arguments a person's edit ran the call
+	// with (Approval with tool.OutcomeEdited).
+	EditedArguments string
 }
 
 // Refuse returns a result that answers call with text as a tool error,
@@ -169,6 +192,16 @@ type AfterTurner interface {
 // keys to their graph (see Chain.StateKeys).
 type Stateful interface {
 	StateKeys() []graph.AnyKey
+}
+
+// Ender is a middleware that can end a run from a tool call (ToolLimit
+// with EndRun). The end is graph state: after the call's round, the
+// agent's model node finds it (Chain.Ended) and ends the turn with its
+// message instead of asking the model again.
+type Ender interface {
+	// Ended returns the final message of an end recorded in s, and the
+	// write that clears it.
+	Ended(s graph.State) (message string, clear graph.Write, ok bool)
 }
 
 // Toolbox is a middleware that gives the agent tools (a read tool for

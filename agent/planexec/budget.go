@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
 )
@@ -43,7 +43,8 @@ const stepTokensPrompt = "The token budget of this step is used up: no more tool
 var ErrBudget = errors.New("planexec: budget used up")
 
 // meter follows one step's use of its budgets. Its loop's model requests
-// go through budgetModel, which reads the meter from the context.
+// go through the budget middleware, which reads the meter from the
+// context.
 type meter struct {
 	mu       sync.Mutex
 	tokens   int64 // the step's token share, 0 for none
@@ -75,88 +76,65 @@ func (m *meter) budget() string {
 	return m.hit
 }
 
-// prepare checks the budgets before a request and returns the request to
-// send: req itself, or one asking for the result with tools off.
-func (m *meter) prepare(req *llm.Request) (*llm.Request, error) {
+// prepare checks the budgets before a request and returns the request
+// and tail to send: req and tail themselves, or with tools off and the
+// tail asking for the result. The step's last round is told by react's
+// budget prompt at the end of tail (or of req's messages).
+func (m *meter) prepare(req *llm.Request, tail []llm.Message) (*llm.Request, []llm.Message, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !m.deadline.IsZero() && !time.Now().Before(m.deadline) {
 		if m.hit == "" {
 			m.hit = BudgetTime
 		}
-		return nil, fmt.Errorf("the time budget passed before the step's next model request: %w", ErrBudget)
+		return nil, nil, fmt.Errorf("the time budget passed before the step's next model request: %w", ErrBudget)
 	}
-	if req != nil && req.ToolChoice.Mode == llm.ToolChoiceNone && len(req.Messages) > 0 &&
-		req.Messages[len(req.Messages)-1].Text() == stepRoundsPrompt && m.hit == "" {
+	last := tail
+	if len(last) == 0 && req != nil {
+		last = req.Messages
+	}
+	if req != nil && req.ToolChoice.Mode == llm.ToolChoiceNone && len(last) > 0 &&
+		last[len(last)-1].Text() == stepRoundsPrompt && m.hit == "" {
 		m.hit = BudgetRounds
 	}
 	if m.tokens <= 0 || m.spent < m.tokens || req == nil {
-		return req, nil
+		return req, tail, nil
 	}
 	if m.hit == "" {
 		m.hit = BudgetTokens
 	}
 	m.forced++
 	if m.forced > 2 {
-		return nil, fmt.Errorf("the step's token share (%d) is used up and its model kept calling tools: %w", m.tokens, ErrBudget)
+		return nil, nil, fmt.Errorf("the step's token share (%d) is used up and its model kept calling tools: %w", m.tokens, ErrBudget)
 	}
 	c := *req
 	c.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
-	c.Messages = append(slices.Clip(req.Messages), llm.User(stepTokensPrompt))
-	return &c, nil
+	return &c, append(slices.Clip(tail), llm.User(stepTokensPrompt)), nil
 }
 
-// budgetModel wraps a step loop's model with the step's meter.
-type budgetModel struct{ llm.Model }
+// budget is the step's budgets as middleware of the step loop's chain,
+// innermost: it reads the step's meter from the context, checks it
+// before each request (ending the step, or asking for the result with
+// tools off) and adds the reply's usage to it.
+type budget struct{}
 
-func (b budgetModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+func (budget) Name() string { return "planexec_budget" }
+
+func (budget) WrapModel(ctx context.Context, call *middleware.ModelCall, next middleware.ModelHandler) (*llm.Response, error) {
 	m, _ := ctx.Value(meterKey{}).(*meter)
 	if m == nil {
-		return b.Model.Generate(ctx, req)
+		return next(ctx, call)
 	}
-	req, err := m.prepare(req)
+	req, tail, err := m.prepare(call.Request, call.Tail)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := b.Model.Generate(ctx, req)
+	call.Request, call.Tail = req, tail
+	resp, err := next(ctx, call)
 	if resp != nil {
 		m.record(resp.Usage)
 	}
 	return resp, err
-}
-
-func (b budgetModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
-	m, _ := ctx.Value(meterKey{}).(*meter)
-	if m == nil {
-		return b.Model.Stream(ctx, req)
-	}
-	return func(yield func(llm.Chunk, error) bool) {
-		req, err := m.prepare(req)
-		if err != nil {
-			yield(llm.Chunk{}, err)
-			return
-		}
-		var last llm.Usage
-		defer func() { m.record(last) }()
-		for c, err := range b.Model.Stream(ctx, req) {
-			if c.Usage != nil {
-				last = maxUsage(last, *c.Usage)
-			}
-			if !yield(c, err) {
-				return
-			}
-		}
-	}
-}
-
-// Limits passes the wrapped model's limits on (see llm.Limited).
-func (b budgetModel) Limits() llm.Limits { return llm.LimitsOf(b.Model) }
-
-// maxUsage is the field-wise maximum (streamed usage is cumulative).
-func maxUsage(a, b llm.Usage) llm.Usage {
-	a.InputTokens = max(a.InputTokens, b.InputTokens)
-	a.OutputTokens = max(a.OutputTokens, b.OutputTokens)
-	return a
 }
 
 // tokensOf counts a usage's tokens.

@@ -73,14 +73,14 @@ type contractReply[T any] struct {
 //
 // Errors from the model end the loop at once. After the last bad reply
 // the error matches llm.ErrContract and lists the reply's problems.
-func callContract[T any](ctx context.Context, m llm.Model, req *llm.Request, check func(T) []string, canAsk bool) (contractReply[T], error) {
+func callContract[T any](ctx context.Context, call modelCall, req *llm.Request, check func(T) []string, canAsk bool) (contractReply[T], error) {
 	var out contractReply[T]
 	msgs := slices.Clip(req.Messages)
 	var probs []string
 	for range contractAttempts {
 		ask := *req
 		ask.Messages = msgs
-		resp, err := llm.Call(ctx, m, &ask)
+		resp, err := call.ask(ctx, &ask)
 		if err != nil {
 			return out, err
 		}
@@ -121,7 +121,7 @@ func callContract[T any](ctx context.Context, m llm.Model, req *llm.Request, che
 		msgs = slices.Clip(msgs)
 	}
 	return out, fmt.Errorf("planexec: model %s gave no usable reply in %d attempts; the last reply's problems: %s (make the prompt say exactly what to send, or use a model that follows JSON schemas): %w",
-		m.Name(), contractAttempts, strings.Join(probs, "; "), llm.ErrContract)
+		call.model, contractAttempts, strings.Join(probs, "; "), llm.ErrContract)
 }
 
 func askCall(msg llm.Message) (llm.ToolCall, bool) {

@@ -31,7 +31,7 @@ func (a *agent) deliverNode(ctx context.Context, s graph.State) (graph.Output, e
 	req.Messages = append(req.Messages, llm.User(report))
 	var text string
 	rounds, tokens := 0, 0
-	resp, err := llm.Call(ctx, a.model(a.Phases.Deliver), req)
+	resp, err := a.phase(a.Phases.Deliver, s).ask(ctx, req)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil, err

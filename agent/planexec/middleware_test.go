@@ -2,12 +2,15 @@ package planexec_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/agent/planexec"
 	"github.com/trellis-agents/trellis/agent/react"
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
 	"github.com/trellis-agents/trellis/tool"
 )
@@ -43,5 +46,26 @@ func TestMiddlewareOnTheToolLoop(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no refusal in %d messages", len(msgs))
+	}
+}
+
+// The planner's own model calls (intent, and the loop's) pass through
+// the model hooks of Config.Middleware too: a hook sees every request,
+// by the node that made it.
+func TestMiddlewareOnThePhaseCalls(t *testing.T) {
+	m := llmtest.New()
+	m.When(node(planexec.IntentNode), llmtest.JSON(map[string]string{"intent": "task"}))
+	m.When(node(planexec.DirectPrefix+react.ModelNode), llmtest.Text("Done."))
+	var seen []string
+	spy := middleware.ModelFunc("spy", func(ctx context.Context, c *middleware.ModelCall, next middleware.ModelHandler) (*llm.Response, error) {
+		seen = append(seen, graph.NodeName(ctx))
+		return next(ctx, c)
+	})
+	g := mustNew(t, planexec.Config{Model: m, Middleware: []middleware.Middleware{spy}, Logger: quiet})
+	if _, err := g.Invoke(context.Background(), planexec.Input("say done")); err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) != len(m.Requests()) || !slices.Contains(seen, planexec.IntentNode) {
+		t.Errorf("the hook saw %v; the model got %d requests", seen, len(m.Requests()))
 	}
 }

@@ -4,11 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"iter"
+
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/tool"
@@ -169,31 +170,18 @@ func (t *packTool) Call(_ context.Context, raw json.RawMessage) (string, error) 
 	return fmt.Sprintf("Tool pack %q left your context: %s are no longer offered.", a.Pack, tools), nil
 }
 
-// packModel offers the model only the tools of active packs (and every
-// tool outside the packs). It changes a copy of the request, never the
-// caller's.
-type packModel struct {
-	llm.Model
-	ps *packSet
-}
+// packs offers the model only the tools of active packs (and every tool
+// outside the packs), as middleware of the step loop's chain. It changes
+// a copy of the request, never the caller's.
+type packs struct{ ps *packSet }
 
-func (m packModel) narrow(req *llm.Request) *llm.Request {
-	if req == nil || len(req.Tools) == 0 {
-		return req
+func (packs) Name() string { return "tool_packs" }
+
+func (p packs) WrapModel(ctx context.Context, call *middleware.ModelCall, next middleware.ModelHandler) (*llm.Response, error) {
+	if req := call.Request; req != nil && len(req.Tools) > 0 {
+		c := *req
+		c.Tools = p.ps.filter(req.Tools, req.Messages)
+		call.Request = &c
 	}
-	c := *req
-	c.Tools = m.ps.filter(req.Tools, req.Messages)
-	return &c
+	return next(ctx, call)
 }
-
-func (m packModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-	return m.Model.Generate(ctx, m.narrow(req))
-}
-
-func (m packModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
-	return m.Model.Stream(ctx, m.narrow(req))
-}
-
-// Limits passes the wrapped model's reply limits on (see llm.Limited), so
-// a provider whose limits were raised is not cut at the defaults.
-func (m packModel) Limits() llm.Limits { return llm.LimitsOf(m.Model) }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
+	"github.com/trellis-agents/trellis/tool"
 )
 
 type limitedModel struct {
@@ -14,10 +15,13 @@ type limitedModel struct {
 
 func (m limitedModel) Limits() llm.Limits { return m.l }
 
-// The pack wrapper keeps the wrapped model's raised limits.
-func TestPackModelForwardsLimits(t *testing.T) {
+// The step loop's model keeps the configured model's raised limits: the
+// packs and budgets are middleware, not wrappers of the model.
+func TestStepLoopModelKeepsLimits(t *testing.T) {
 	raised := llm.Limits{TextBytes: 64 << 20}
-	got := llm.LimitsOf(packModel{Model: limitedModel{Model: llmtest.New(), l: raised}})
+	s := &settings{Config: Config{Model: limitedModel{Model: llmtest.New(), l: raised}, Packs: map[string][]tool.Tool{"p": nil}}}
+	a := &agent{settings: s, packs: newPackSet(s.Packs, nil)}
+	got := llm.LimitsOf(a.loopConfig("", "step", true).Model)
 	if got.TextBytes != 64<<20 {
 		t.Errorf("text limit %d, want the wrapped model's %d", got.TextBytes, 64<<20)
 	}

@@ -249,6 +249,9 @@ type agent struct {
 	steps   *graph.Graph // one step's ReAct loop
 	tools   []tool.Tool  // the step tools, wrapped
 	catalog string       // the step tools described for the planner
+	// callModel passes the phases' model calls through the caller's
+	// model hooks.
+	callModel middleware.ModelHandler
 }
 
 // New returns the agent as a compiled graph. Run it with Invoke or Stream
@@ -267,6 +270,11 @@ func New(cfg Config) (*graph.Graph, error) {
 	s := &settings{Config: cfg, prompts: prompts, log: cfg.Logger}
 	s.fill()
 	a := &agent{settings: s, packs: newPackSet(cfg.Packs, cfg.ActivePacks), ask: newAskTool()}
+	chain, err := middleware.NewChain(cfg.Middleware...)
+	if err != nil {
+		return nil, fmt.Errorf("planexec: Config.Middleware: %w", err)
+	}
+	a.callModel = chain.WrapModel(nil)
 	a.tools = a.stepTools()
 	a.catalog = describe(a.tools)
 	keys := StateKeys()
@@ -330,19 +338,22 @@ func (a *agent) stepTools() []tool.Tool {
 // without a plan): the Execute phase's model, narrowed to the active packs
 // and metered by the step's budgets.
 func (a *agent) loopConfig(prompt, name string, step bool) react.Config {
-	m := llm.WithSettings(a.Model, a.Phases.Execute)
+	// The step's budgets and the tool packs are the loop's own
+	// middleware, innermost: the caller's middleware sees the request
+	// before they narrow it or turn tools off.
+	mws := append(slices.Clip(a.Middleware), budget{})
 	if !a.packs.empty() {
-		m = packModel{Model: m, ps: a.packs}
+		mws = append(mws, packs{a.packs})
 	}
 	c := react.Config{
 		Name:       name,
-		Model:      budgetModel{Model: m},
+		Model:      llm.WithSettings(a.Model, a.Phases.Execute),
 		System:     a.system(prompt),
 		Tools:      a.tools,
 		Policy:     a.Policy,
 		Logger:     a.Logger,
 		History:    a.History,
-		Middleware: a.Middleware,
+		Middleware: mws,
 		// The step's Undone calls are reported by the step itself.
 		LeaveUndoneUnsaid: true,
 	}
@@ -354,6 +365,24 @@ func (a *agent) loopConfig(prompt, name string, step bool) react.Config {
 
 // model returns the model of a phase.
 func (a *agent) model(s llm.Settings) llm.Model { return llm.WithSettings(a.Model, s) }
+
+// modelCall asks a phase's model (named model) one request.
+type modelCall struct {
+	model string
+	ask   func(ctx context.Context, req *llm.Request) (*llm.Response, error)
+}
+
+// phase returns how a planner phase (intent, plan, replan, judge,
+// deliver) asks its model: through the model hooks of Config.Middleware,
+// as the step loops do, with the phase's settings. s is the step's state
+// (nil where the phase has none, the judge's); writes a hook adds to the
+// call are not applied, as the phases keep no middleware state.
+func (a *agent) phase(settings llm.Settings, s graph.State) modelCall {
+	m := a.model(settings)
+	return modelCall{model: m.Name(), ask: func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+		return a.callModel(ctx, &middleware.ModelCall{Request: req, Model: m, State: s})
+	}}
+}
 
 // data is the prompt data every phase shares.
 func (a *agent) data() PromptData {

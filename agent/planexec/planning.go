@@ -36,11 +36,14 @@ func (a *agent) intentNode(next string) graph.NodeFunc {
 		prompt := a.render(ctx, func(t *templates) *template.Template { return t.Intent }, a.data())
 		sys := llm.System(a.system(prompt))
 		req := &llm.Request{Messages: append([]llm.Message{sys}, a.view(ctx, s, sys)...)}
-		res, err := llm.GenerateJSON[intentReply](ctx, a.model(a.Phases.Intent), req)
-		rounds, tokens := int(res.Usage.Requests), tokensOf(res.Usage)
+		if schema, err := llm.SchemaFor[intentReply](); err == nil {
+			req.ResponseFormat = &llm.ResponseFormat{Name: "intentReply", Schema: schema}
+		}
+		res, err := callContract(ctx, a.phase(a.Phases.Intent, s), req, func(intentReply) []string { return nil }, false)
+		rounds, tokens := res.requests, res.tokens
 		switch {
-		case err == nil && res.Value.Intent == chatIntent && strings.TrimSpace(res.Value.Reply) != "":
-			reply := res.Value.Reply
+		case err == nil && res.value.Intent == chatIntent && strings.TrimSpace(res.value.Reply) != "":
+			reply := res.value.Reply
 			emit(ctx, Event{Kind: EventDelivered, Text: reply})
 			return graph.Command{
 				Goto: []graph.Target{graph.To(graph.END)},
@@ -116,7 +119,7 @@ func (a *agent) planNode(ctx context.Context, s graph.State) (graph.Output, erro
 				"You have asked %d questions, the most allowed. Do not ask more: reply with the plan JSON now, assuming what you must.", asked)))
 		}
 	}
-	r, err := callContract(ctx, a.model(phase), req, func(d draft) []string { return d.plan().problems() }, canAsk)
+	r, err := callContract(ctx, a.phase(phase, s), req, func(d draft) []string { return d.plan().problems() }, canAsk)
 	rounds, tokens := r.requests, r.tokens
 	if errors.Is(err, llm.ErrContract) && a.OnPlanFailure != PlanFallbackFail {
 		return a.planFailed(ctx, s, err, rounds, tokens)
@@ -141,7 +144,7 @@ func (a *agent) planNode(ctx context.Context, s graph.State) (graph.Output, erro
 			deep.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
 		}
 		deep.Reasoning = &llm.Reasoning{Enabled: true}
-		d2, err := callContract(ctx, a.model(a.Phases.Plan), deep, Plan.problems, false)
+		d2, err := callContract(ctx, a.phase(a.Phases.Plan, s), deep, Plan.problems, false)
 		rounds += d2.requests
 		tokens += d2.tokens
 		switch {

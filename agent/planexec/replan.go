@@ -48,7 +48,7 @@ func (a *agent) replanNode(ctx context.Context, s graph.State) (graph.Output, er
 	}
 	req.Messages = append(req.Messages, llm.User(report))
 	check := func(p Plan) []string { return revise(p).problems() }
-	r, err := callContract(ctx, a.model(a.Phases.Plan), req, check, false)
+	r, err := callContract(ctx, a.phase(a.Phases.Plan, s), req, check, false)
 	var plan Plan
 	switch {
 	case err == nil:

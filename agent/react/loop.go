@@ -56,6 +56,13 @@ func (a *agent) stepsToFinish() int {
 // node has to make the structured answer itself.
 func (a *agent) modelNode(next string) graph.NodeFunc {
 	return func(ctx context.Context, s graph.State) (graph.Output, error) {
+		if text, clear, ok := a.chain.Ended(s); ok {
+			// A middleware ended the run in the last tool round (a tool
+			// limit with EndRun): end the turn with its message.
+			msg := llm.Assistant(text)
+			msg.Name = a.voice
+			return graph.Writes(append(clear, graph.Append(a.msgs, msg))...), nil
+		}
 		specs, err := a.enabled(s)
 		if err != nil {
 			return nil, err
@@ -276,7 +283,8 @@ func (a *agent) withClientTools(ctx context.Context, specs []llm.ToolSpec) ([]ll
 }
 
 // runTool runs one call through the chain: client tools go to the
-// client, the others to runToolInner through the middleware. The call is
+// client, the others through the middleware (approval innermost, unless
+// placed) and the run's subset gate to the tool node. The call is
 // recorded with the result the chain returned.
 func (a *agent) runTool(ctx context.Context, s graph.State, call llm.ToolCall) (graph.Output, error) {
 	if !a.known[call.Name] {
@@ -288,37 +296,17 @@ func (a *agent) runTool(ctx context.Context, s graph.State, call llm.ToolCall) (
 	if msgs := a.msgs.Get(s); len(msgs) > 0 {
 		batch = msgs[len(msgs)-1].ToolCalls
 	}
-	ran := &ranCall{}
-	res, err := a.callTool(context.WithValue(ctx, ranKey{}, ran), &middleware.ToolCall{Call: call, State: s, Batch: batch})
+	ran, err := a.tools.Run(ctx, s, call, batch)
 	if err != nil {
-		return nil, err
+		return nil, err // an interrupt (an approval waiting), or cancellation
 	}
-	if res == nil {
-		return nil, fmt.Errorf("react: the middleware of call %s (%q) returned no result", call.ID, call.Name)
-	}
-	rec := ran.rec
-	if !ran.done {
-		rec = tool.Record{CallID: call.ID, Tool: call.Name, Arguments: call.Arguments, Approval: tool.OutcomeNotNeeded,
-			Step: graph.Step(ctx), Node: graph.NodeName(ctx), TaskID: graph.TaskID(ctx), Error: res.Refused}
-		if rec.Error == "" && res.Message.IsError {
-			rec.Error = "answered by middleware without running"
-		}
-	}
-	return append(a.node.Record(res.Message, rec), res.Writes...), nil
+	return ran.Update, nil
 }
 
-// ranCall carries the tool node's record of a call out of the chain.
-type ranCall struct {
-	rec  tool.Record
-	done bool
-}
-
-type ranKey struct{}
-
-// runToolInner is the innermost tool handler: the tool node, unless the
-// run's subset leaves the tool out; then the model gets a tool error
-// naming the enabled tools, without asking anyone or running anything.
-func (a *agent) runToolInner(ctx context.Context, c *middleware.ToolCall) (*middleware.ToolResult, error) {
+// gate is the innermost tool wrapper: when the run's subset leaves the
+// tool out, the model gets a tool error naming the enabled tools, without
+// anything run; otherwise the call goes to the tool node.
+func (a *agent) gate(ctx context.Context, c *middleware.ToolCall, next middleware.ToolHandler) (*middleware.ToolResult, error) {
 	call := c.Call
 	subset := a.subset.Get(c.State)
 	if len(subset) > 0 && call.Name != a.stop && !slices.Contains(subset, call.Name) {
@@ -332,14 +320,7 @@ func (a *agent) runToolInner(ctx context.Context, c *middleware.ToolCall) (*midd
 			call.Name, strings.Join(enabled, ", "))
 		return middleware.Refuse(call, text, fmt.Sprintf("tool %q is not in the run's tool subset", call.Name)), nil
 	}
-	msg, rec, err := a.node.Handle(ctx, c.State, call)
-	if err != nil {
-		return nil, err
-	}
-	if ran, ok := ctx.Value(ranKey{}).(*ranCall); ok {
-		ran.rec, ran.done = rec, true
-	}
-	return &middleware.ToolResult{Message: msg}, nil
+	return next(ctx, c)
 }
 
 // runAnswer is the answer node: it asks for the final answer as JSON and

@@ -42,6 +42,7 @@
 package react
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -116,7 +117,10 @@ type Config struct {
 	// Policy says which calls need a person's approval; tools it does not
 	// name are approved by kind (read tools run at once, write tools ask).
 	// See tool.Policy. Approval needs a checkpointer and a thread
-	// (graph.WithCheckpointer, graph.WithThread).
+	// (graph.WithCheckpointer, graph.WithThread). The agent asks through
+	// middleware.Approval(Policy), innermost in its chain; to place it
+	// elsewhere, put middleware.Approval in Middleware and leave Policy
+	// nil.
 	Policy tool.Policy
 	// MaxParallel bounds how many calls of one reply run at once, across
 	// every run of the compiled graph (0: tool.DefaultMaxParallel).
@@ -309,7 +313,7 @@ type agent struct {
 	log          *slog.Logger
 	chain        *middleware.Chain
 	callModel    middleware.ModelHandler
-	callTool     middleware.ToolHandler
+	tools        *middleware.ToolRunner
 }
 
 // build checks cfg and returns the agent, or one error listing every
@@ -353,7 +357,17 @@ func build(cfg Config, forNew bool) (*agent, error) {
 			mws = append(mws, h)
 		}
 	}
-	chain, err := middleware.NewChain(append(mws, cfg.Middleware...)...)
+	approval, err := middleware.ApprovalOf(cfg.Policy, cfg.Middleware)
+	if err != nil {
+		add("%v", err)
+	}
+	// The run's tool subset refuses a call before approval asks about it.
+	var self *agent // set below; the gate reads the run's subset
+	gate := middleware.ToolFunc("tool_subset", func(ctx context.Context, c *middleware.ToolCall, next middleware.ToolHandler) (*middleware.ToolResult, error) {
+		return self.gate(ctx, c, next)
+	})
+	approval = append([]middleware.Middleware{gate}, approval...)
+	chain, err := middleware.NewChain(append(append(mws, cfg.Middleware...), approval...)...)
 	if err != nil {
 		add("Config.Middleware: %v", err)
 	}
@@ -361,12 +375,15 @@ func build(cfg Config, forNew bool) (*agent, error) {
 		Messages:    k.msgs,
 		Records:     k.calls,
 		Tools:       append(slices.Clip(cfg.Tools), chain.Tools()...),
-		Policy:      cfg.Policy,
 		MaxParallel: cfg.MaxParallel,
 		Logger:      cfg.Logger,
 	})
 	if err != nil {
 		errs = append(errs, err)
+	}
+	// The policy may name the tools middleware gives (middleware.Toolbox).
+	if err := middleware.CheckPolicy(chain, append(slices.Clip(cfg.Tools), chain.Tools()...)); err != nil {
+		add("Config.Policy: %v", err)
 	}
 	a := &agent{
 		keySet:       k,
@@ -383,6 +400,7 @@ func build(cfg Config, forNew bool) (*agent, error) {
 		log:          cfg.Logger,
 		chain:        chain,
 	}
+	self = a
 	if node != nil {
 		a.specs = node.Specs()
 		for _, tl := range cfg.Tools {
@@ -418,13 +436,13 @@ func build(cfg Config, forNew bool) (*agent, error) {
 	// chain without it (they forbid tools and add their own instruction).
 	a.callModel = chain.WrapModel(nil)
 	if a.graceful {
-		turn, err := middleware.NewChain(append(slices.Clone(mws), append([]middleware.Middleware{stepBudget{a}}, cfg.Middleware...)...)...)
+		turn, err := middleware.NewChain(append(slices.Clone(mws), append(append([]middleware.Middleware{stepBudget{a}}, cfg.Middleware...), approval...)...)...)
 		if err != nil {
 			return nil, fmt.Errorf("react: Config.Middleware: %w", err)
 		}
 		a.callModel = turn.WrapModel(nil)
 	}
-	a.callTool = chain.WrapTool(a.runToolInner)
+	a.tools = middleware.NewToolRunner(chain, node)
 	return a, nil
 }
 

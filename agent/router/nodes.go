@@ -11,7 +11,6 @@ import (
 	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
-	"github.com/trellis-agents/trellis/llm/history"
 	"github.com/trellis-agents/trellis/tool"
 )
 
@@ -68,27 +67,12 @@ func (r *router) decide(ctx context.Context, s graph.State) (graph.Output, error
 	if r.deadline > 0 && !time.Now().Before(deadline) {
 		return r.finish(ws, r.timeUp(s, msgs)), nil
 	}
-	req, final, sum, err := r.request(ctx, msgs, HistorySummary.Get(s))
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		return r.finish(ws, r.unavailable(ctx, err)), nil
-	}
-	if sum != HistorySummary.Get(s) {
-		ws = append(ws, HistorySummary.Set(sum))
-	}
-	mctx := ctx
-	if r.deadline > 0 {
-		var cancel context.CancelFunc
-		mctx, cancel = context.WithDeadline(ctx, deadline)
-		defer cancel()
-	}
-	call := &middleware.ModelCall{Request: req, Model: r.model, State: s}
-	resp, err := r.callModel(mctx, call)
+	req, tail, final := r.request(ctx, msgs)
+	call := &middleware.ModelCall{Request: req, Model: r.model, State: s, Tail: tail}
+	resp, err := r.callModel(withDeadline(ctx, deadline), call)
 	if err != nil {
 		switch {
-		case mctx.Err() != nil && ctx.Err() == nil: // our deadline, not the caller's cancellation
+		case errors.Is(err, errTimeUp): // our deadline, not the caller's cancellation
 			return r.finish(ws, r.timeUp(s, msgs)), nil
 		case ctx.Err() != nil:
 			return nil, err
@@ -115,21 +99,13 @@ func (r *router) finish(ws graph.Update, o Outcome) graph.Update {
 // request builds a model request: the template's options, the system
 // prompt, the history with long results cut, and every tool and agent.
 // When the step budget leaves no room for another round, tool use is
-// turned off and the model is asked for its final answer (final). The
-// history policy, if any, chooses the history; sum is the running summary
-// to keep (prev when unchanged).
-func (r *router) request(ctx context.Context, msgs []llm.Message, prev history.Summary) (req *llm.Request, final bool, sum history.Summary, err error) {
+// turned off and the model is asked for its final answer (final) in tail,
+// after the history. The history policy, if any, is middleware of the
+// chain (middleware.History), which chooses the history the model sees.
+func (r *router) request(ctx context.Context, msgs []llm.Message) (req *llm.Request, tail []llm.Message, final bool) {
 	req = r.tmpl.Clone()
 	h := tool.ForModel(msgs, r.limit)
-	sum = prev
-	if r.history != nil {
-		sel, err := r.history.Select(ctx, history.History{System: r.system, Messages: h, Summary: prev})
-		if err != nil {
-			return nil, false, prev, fmt.Errorf("choosing the history to send: %w", err)
-		}
-		h, sum = sel.Messages, sel.Summary
-	}
-	req.Messages = make([]llm.Message, 0, len(r.system)+len(h)+1)
+	req.Messages = make([]llm.Message, 0, len(r.system)+len(h))
 	req.Messages = append(append(req.Messages, r.system...), h...)
 	req.Tools = r.specs
 	// A round takes two steps: the calls, then this node again.
@@ -137,10 +113,10 @@ func (r *router) request(ctx context.Context, msgs []llm.Message, prev history.S
 		// The tools stay described: some providers refuse a history with
 		// tool calls when the request defines none.
 		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
-		req.Messages = append(req.Messages, llm.User(r.texts.render(r.texts.budget, r.data)))
+		tail = []llm.Message{llm.User(r.texts.render(r.texts.budget, r.data))}
 		final = true
 	}
-	return req, final, sum, nil
+	return req, tail, final
 }
 
 // dropCalls removes the calls from a reply given when no round was left,
@@ -167,15 +143,11 @@ func (r *router) route(next string) graph.FanoutFunc {
 }
 
 // runCall runs one call (of a tool, an agent or ask_human) in its own
-// task: it resolves the call's references, runs it through the tool node
-// under the deadline, and adds the call's verdict when its result ends the
-// turn.
+// task: it resolves the call's references, runs it through the chain
+// (the deadline, the caller's tool hooks, approval) to the tool node, and
+// adds the call's verdict when its result ends the turn.
 func (r *router) runCall(ctx context.Context, s graph.State, call llm.ToolCall) (graph.Output, error) {
 	t := turnKey.Get(s)
-	deadline, _ := r.clock(ctx, t)
-	if r.deadline > 0 && !time.Now().Before(deadline) {
-		return r.stopped(ctx, call, "the deadline passed before it started"), nil
-	}
 	run := call
 	if call.ID != t.Direct { // a direct route's task is the user's text, not the model's
 		args, err := r.resolve(s, call)
@@ -185,20 +157,15 @@ func (r *router) runCall(ctx context.Context, s graph.State, call llm.ToolCall) 
 		}
 		run.Arguments = args
 	}
-	cctx := ctx
-	if r.deadline > 0 {
-		var cancel context.CancelFunc
-		cctx, cancel = context.WithDeadline(cctx, deadline)
-		defer cancel()
+	var batch []llm.ToolCall
+	if msgs := r.msgs.Get(s); len(msgs) > 0 {
+		batch = msgs[len(msgs)-1].ToolCalls
 	}
-	out, err := r.node.Run(cctx, s, run)
+	ran, err := r.tools.Run(ctx, s, run, batch)
 	if err != nil {
-		if cctx.Err() != nil && ctx.Err() == nil && !errors.Is(err, graph.ErrInterrupted) {
-			return r.stopped(ctx, call, "the deadline passed while it ran"), nil
-		}
 		return nil, err // an interrupt (an approval, ask_human, or one inside an agent), or cancellation
 	}
-	u, _ := out.(graph.Update)
+	u := ran.Update
 	recs, _ := r.calls.In(u)
 	rec := recs[call.ID]
 	if run.Arguments != call.Arguments {
@@ -211,18 +178,12 @@ func (r *router) runCall(ctx context.Context, s graph.State, call llm.ToolCall) 
 			}
 		}
 	}
-	if v, ok := r.verdict(t, call, rec); ok {
+	if _, stopped := verdictsKey.In(graph.Update(ran.Result.Writes)); stopped {
+		// The deadline stopped the call and gave its verdict.
+	} else if v, ok := r.verdict(t, call, rec); ok {
 		u = append(u, verdictsKey.Set(map[string]verdict{call.ID: v}))
 	}
 	return u, nil
-}
-
-// stopped answers a call the deadline stopped, and marks the turn as
-// timed out.
-func (r *router) stopped(ctx context.Context, call llm.ToolCall, why string) graph.Update {
-	text := "Error: this call was stopped: " + why + ". Do not assume it finished."
-	return append(r.refuse(ctx, call, text, "stopped: "+why),
-		verdictsKey.Set(map[string]verdict{call.ID: {Reason: ReasonDeadline}}))
 }
 
 // refuse answers a call the router did not run (or stopped) with a tool

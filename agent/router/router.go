@@ -158,9 +158,10 @@ type Config struct {
 	// cut. The thread keeps every message; a running summary
 	// (history.Summarize) is kept in state under HistorySummary.
 	History history.Policy
-	// Middleware wraps the router model's calls, in the order given (see
-	// package agent/middleware): model and stream hooks only. A
-	// middleware with tool or turn hooks, state keys or tools is refused
+	// Middleware wraps the router model's calls and its tool and agent
+	// calls, in the order given (see package agent/middleware): model,
+	// stream and tool hooks. A middleware with turn hooks, state keys or
+	// tools is refused
 	// (give it to the sub-agents, which are react agents).
 	Middleware []middleware.Middleware
 	// Agents are the sub-agents the model may call. Names are tool names
@@ -281,11 +282,13 @@ type router struct {
 	deadline time.Duration
 	direct   DirectRoute
 	texts    *texts
-	history  history.Policy
 	// callModel asks the model through the middleware chain.
 	callModel middleware.ModelHandler
-	data      PromptData
-	log       *slog.Logger
+	// tools runs the calls through the chain's tool wrappers (approval
+	// innermost) to the tool node.
+	tools *middleware.ToolRunner
+	data  PromptData
+	log   *slog.Logger
 }
 
 // New returns the router as a compiled graph. Run it with Invoke or
@@ -354,22 +357,36 @@ func build(cfg Config) (*router, error) {
 		terminal: map[string]bool{},
 		deadline: cfg.Deadline,
 		direct:   cfg.DirectRoutes,
-		history:  cfg.History,
 	}
-	if err := history.Validate(cfg.History); err != nil {
-		add("Config.History: %v", err)
+	// The router's own behaviours are middleware of its chain, outside the
+	// caller's.
+	var own []middleware.Middleware
+	if cfg.Deadline > 0 {
+		own = append(own, deadline{r})
+	}
+	if cfg.History != nil {
+		h, err := middleware.History(cfg.History, HistorySummary)
+		if err != nil {
+			add("Config.History: %v", err)
+		} else {
+			own = append(own, h)
+		}
 	}
 	for _, m := range cfg.Middleware {
-		_, tw := m.(middleware.ToolWrapper)
 		_, bt := m.(middleware.BeforeTurner)
 		_, at := m.(middleware.AfterTurner)
 		_, st := m.(middleware.Stateful)
 		_, tb := m.(middleware.Toolbox)
-		if m != nil && (tw || bt || at || st || tb) {
-			add("Config.Middleware: %q has tool or turn hooks, state keys or tools, which the router does not run; give it to the sub-agents (react.Config.Middleware)", m.Name())
+		if m != nil && (bt || at || st || tb) {
+			add("Config.Middleware: %q has turn hooks, state keys or tools, which the router does not run; give it to the sub-agents (react.Config.Middleware)", m.Name())
 		}
 	}
-	if chain, err := middleware.NewChain(cfg.Middleware...); err != nil {
+	approval, err := middleware.ApprovalOf(cfg.Policy, cfg.Middleware)
+	if err != nil {
+		add("%v", err)
+	}
+	chain, err := middleware.NewChain(append(append(own, cfg.Middleware...), approval...)...)
+	if err != nil {
 		add("Config.Middleware: %v", err)
 	} else {
 		r.callModel = chain.WrapModel(nil)
@@ -422,12 +439,14 @@ func build(cfg Config) (*router, error) {
 		Messages:    r.msgs,
 		Records:     r.calls,
 		Tools:       tools,
-		Policy:      cfg.Policy,
 		MaxParallel: cfg.MaxParallel,
 		Logger:      cfg.Logger,
 	})
 	if err != nil {
 		errs = append(errs, err) // each line says "tool node: ..."; tool i is Config.Tools[i]
+	}
+	if err := middleware.CheckPolicy(chain, tools); err != nil {
+		add("Config.Policy: %v", err)
 	}
 	known := map[string]bool{}
 	var names []string
@@ -478,6 +497,7 @@ func build(cfg Config) (*router, error) {
 		r.log = slog.Default()
 	}
 	r.node = node
+	r.tools = middleware.NewToolRunner(chain, node)
 	r.specs = node.Specs()
 	for i := range r.specs {
 		r.specs[i].Description = strings.TrimSpace(r.specs[i].Description + " " + refNote) // the model learns the syntax where it uses it

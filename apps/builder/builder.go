@@ -42,6 +42,7 @@ import (
 	"strings"
 
 	agentbuilder "github.com/trellis-agents/trellis/agent/builder"
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/graph"
@@ -129,6 +130,9 @@ type Config struct {
 	// History is the message-history policy of every node and of the
 	// judge (package llm/history; nil: the whole conversation).
 	History history.Policy
+	// Middleware wraps every node's model and tool calls and the judge's
+	// model calls, in order (agent/builder's Builder.Middleware).
+	Middleware []middleware.Middleware
 }
 
 // Settings is what trellis.yaml's apps.builder carries (see Entry).
@@ -196,8 +200,11 @@ func NewAgent(cfg Config) (*agentbuilder.Agent, error) {
 		Build(cfg.Model)
 }
 
-// phases sets cfg's judge settings and history policy on b.
+// phases sets cfg's judge settings, history policy and middleware on b.
 func phases(b *agentbuilder.Builder, cfg Config) *agentbuilder.Builder {
+	if len(cfg.Middleware) > 0 {
+		b.Middleware(cfg.Middleware...)
+	}
 	if !cfg.Judge.IsZero() {
 		b.JudgeSettings(cfg.Judge)
 	}
@@ -243,7 +250,8 @@ func Entry() apps.Entry {
 			if err := env.Decode(&st); err != nil {
 				return nil, fmt.Errorf("builder: %w", err)
 			}
-			cfg := Config{Model: env.Model, AnswerPrompt: st.AnswerPrompt, ReviewPrompt: st.ReviewPrompt, MaxIterations: st.MaxIterations, Agent: st.Agent}
+			cfg := Config{Model: env.Model, AnswerPrompt: st.AnswerPrompt, ReviewPrompt: st.ReviewPrompt, MaxIterations: st.MaxIterations, Agent: st.Agent,
+				Middleware: env.Middleware}
 			var errs []error
 			if st.Judge != (llm.SettingsSpec{}) {
 				s, err := st.Judge.Settings("apps.builder.judge", env.Resolve)

@@ -2,11 +2,19 @@ package catalog
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/apps"
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
+	"github.com/trellis-agents/trellis/store"
 )
 
 // TestEveryAppBuildsFromAnEnv: each entry builds from an Env alone (as a
@@ -67,5 +75,36 @@ func TestEveryAppDeclaresHowToStart(t *testing.T) {
 		if in, _ := m["input"].([]any); len(in) != len(st.Input) {
 			t.Errorf("%s: metadata input %v, declared %v", e.Name, m["input"], st.Input)
 		}
+	}
+}
+
+// TestEveryAppRunsThroughTheEnvMiddleware: the chain a runner gives
+// (Env.Middleware, from assistants[].middleware) wraps the model calls of
+// every app's agents.
+func TestEveryAppRunsThroughTheEnvMiddleware(t *testing.T) {
+	for _, e := range All() {
+		t.Run(e.Name, func(t *testing.T) {
+			var calls atomic.Int64
+			spy := middleware.ModelFunc("spy", func(ctx context.Context, c *middleware.ModelCall, next middleware.ModelHandler) (*llm.Response, error) {
+				calls.Add(1)
+				return next(ctx, c)
+			})
+			dir := t.TempDir()
+			app, err := e.Open(context.Background(), apps.Env{Model: e.Script(), Database: filepath.Join(dir, "t.db"), DataDir: dir, Scope: "t",
+				Middleware: []middleware.Middleware{spy}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer app.Close()
+			opts := append(slices.Clone(app.Options), graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("t"), graph.WithStore(store.NewMemory()))
+			// The run may end or wait for a person; either way the model
+			// was asked first.
+			if _, err := app.Graph.Invoke(apps.WithScope(context.Background(), "t"), app.Input(""), opts...); err != nil && !errors.Is(err, graph.ErrInterrupted) {
+				t.Fatal(err)
+			}
+			if calls.Load() == 0 {
+				t.Error("no model call went through the Env's middleware")
+			}
+		})
 	}
 }

@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	agentdeep "github.com/trellis-agents/trellis/agent/deep"
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/graph"
@@ -94,6 +95,9 @@ type Config struct {
 	SharedFiles bool
 	// Request is what App.Input("") sends (default Task).
 	Request string
+	// Middleware wraps the agent's calls, outside its own (agent/deep's
+	// Config.Middleware).
+	Middleware []middleware.Middleware
 }
 
 // Settings is what trellis.yaml's apps.deep carries.
@@ -119,6 +123,7 @@ func New(_ context.Context, cfg Config) (*apps.App, error) {
 		Skills:       skills,
 		Files:        agentdeep.FilesConfig{Shared: cfg.SharedFiles},
 		Policy:       Policy(),
+		Middleware:   cfg.Middleware,
 	})
 	if err != nil {
 		return nil, err
@@ -148,7 +153,7 @@ func Entry() apps.Entry {
 			if err := env.Decode(&st); err != nil {
 				return nil, fmt.Errorf("deep: %w", err)
 			}
-			return New(ctx, Config{Model: env.Model, Instructions: st.Instructions, SharedFiles: st.SharedFiles})
+			return New(ctx, Config{Model: env.Model, Instructions: st.Instructions, SharedFiles: st.SharedFiles, Middleware: env.Middleware})
 		}}
 }
 

@@ -74,6 +74,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/agent/planexec"
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/graph"
@@ -127,6 +128,9 @@ type Config struct {
 	// name (nil: naming a model is an error).
 	Options planexec.Options
 	Resolve func(name string) (llm.Model, error)
+	// Middleware wraps the agent's model and tool calls, in order
+	// (planexec.Config's Middleware; applied before Tune).
+	Middleware []middleware.Middleware
 }
 
 // AgentConfig returns the planexec configuration over model and the
@@ -181,6 +185,7 @@ func New(_ context.Context, cfg Config) (*apps.App, error) {
 	if err := cfg.Options.Apply(&pc, cfg.Resolve); err != nil {
 		return nil, fmt.Errorf("planner: the options: %w", err)
 	}
+	pc.Middleware = append(pc.Middleware, cfg.Middleware...)
 	if cfg.Tune != nil {
 		cfg.Tune(&pc)
 	}
@@ -281,7 +286,7 @@ func Entry() apps.Entry {
 					return nil, fmt.Errorf("planner: apps.planner settings: %w", err)
 				}
 			}
-			return New(ctx, Config{Model: env.Model, Options: opts, Resolve: env.Resolve})
+			return New(ctx, Config{Model: env.Model, Options: opts, Resolve: env.Resolve, Middleware: env.Middleware})
 		}}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/agent/planexec"
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/graph"
@@ -82,6 +83,9 @@ type Config struct {
 	// History is the agent's message-history policy (planexec.Config's
 	// History; nil: the whole conversation).
 	History history.Policy
+	// Middleware wraps the agent's model and tool calls, in order
+	// (planexec.Config's Middleware).
+	Middleware []middleware.Middleware
 }
 
 // Name is the app's name.
@@ -188,6 +192,7 @@ func build(cfg Config, store *Store) (*graph.Graph, error) {
 		ContinueOnError: false,
 		Phases:          cfg.Phases,
 		History:         cfg.History,
+		Middleware:      cfg.Middleware,
 	}
 	if cfg.ToolGroups {
 		read, groups := Groups(tools)
@@ -259,6 +264,7 @@ func Entry() apps.Entry {
 				return nil, fmt.Errorf("scheduler: settings: %w", err)
 			}
 			return New(ctx, Config{Model: env.Model, Database: env.Database, Scope: env.Scope, Fresh: env.Fresh, Seed: seed,
-				System: st.System, ToolGroups: st.ToolGroups, ActiveGroups: st.ActiveGroups, Phases: pc.Phases, History: pc.History})
+				System: st.System, ToolGroups: st.ToolGroups, ActiveGroups: st.ActiveGroups, Phases: pc.Phases, History: pc.History,
+				Middleware: env.Middleware})
 		}}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/agent/router"
 	"github.com/trellis-agents/trellis/apps"
@@ -238,7 +239,8 @@ func Build(cfg Config) (*graph.Graph, error) {
 		for j, t := range tools {
 			tools[j] = traced(s.Name, t)
 		}
-		g, err := react.New(react.Config{Name: "sqlrouter." + s.Name, Model: m, System: system, Tools: tools, MaxSteps: cmp.Or(s.MaxSteps, agentSteps)})
+		g, err := react.New(react.Config{Name: "sqlrouter." + s.Name, Model: m, System: system, Tools: tools, MaxSteps: cmp.Or(s.MaxSteps, agentSteps),
+			Middleware: cfg.Middleware})
 		if err != nil {
 			return nil, fmt.Errorf("sqlrouter: the %s agent: %w", s.Name, err)
 		}
@@ -306,6 +308,7 @@ func Build(cfg Config) (*graph.Graph, error) {
 		DirectRoutes:  routeKeys(cfg.Routes),
 		Settings:      cfg.RouterSettings,
 		History:       cfg.History,
+		Middleware:    middleware.CallWrappers(cfg.Middleware),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("sqlrouter: %w", err)

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/agent/router"
 	"github.com/trellis-agents/trellis/apps"
@@ -53,6 +54,10 @@ type Config struct {
 	// History is the message-history policy of the routing call (nil:
 	// the whole conversation); each sub-agent sees only its task.
 	History history.Policy
+	// Middleware wraps the sub-agents' model and tool calls, in order;
+	// the router's own calls go through those of them that only wrap
+	// calls (middleware.CallWrappers: no turn hooks, state or tools).
+	Middleware []middleware.Middleware
 	// Resolve turns the model names of AgentSpec.Settings into models
 	// (apps.Env.Resolve in a runner; nil: naming a model is an error).
 	Resolve func(name string) (llm.Model, error)
@@ -154,7 +159,8 @@ func Entry() apps.Entry {
 			if err := env.Decode(&st); err != nil {
 				return nil, fmt.Errorf("sqlrouter: %w", err)
 			}
-			cfg, err := st.apply(Config{Model: env.Model, Database: filepath.Join(env.DataDir, SampleFile), Sample: true, Resolve: env.Resolve})
+			cfg, err := st.apply(Config{Model: env.Model, Database: filepath.Join(env.DataDir, SampleFile), Sample: true, Resolve: env.Resolve,
+				Middleware: env.Middleware})
 			if err != nil {
 				return nil, err
 			}

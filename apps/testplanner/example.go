@@ -121,7 +121,7 @@ func Entry() apps.Entry {
 			if err := env.Decode(&st); err != nil {
 				return nil, fmt.Errorf("testplanner: %w", err)
 			}
-			cfg := Config{Model: env.Model, Database: filepath.Join(env.DataDir, SampleFile), Sample: true,
+			cfg := Config{Model: env.Model, Middleware: env.Middleware, Database: filepath.Join(env.DataDir, SampleFile), Sample: true,
 				Project: cmp.Or(st.Project, "shop"), Environment: cmp.Or(st.Environment, "dev"),
 				BatchSize: st.BatchSize, Concurrency: st.Concurrency, MaxQueryRounds: st.MaxQueryRounds, Prompts: st.Prompts}
 			var closeDB func() error

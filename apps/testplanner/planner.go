@@ -106,6 +106,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/apps/sqlread"
 	"github.com/trellis-agents/trellis/graph"
@@ -139,6 +140,9 @@ type ToolSource interface {
 type Config struct {
 	// Model writes the assessments and plans (required).
 	Model llm.Model
+	// Middleware wraps the assessment and plan calls, in order (their
+	// model hooks; see package agent/middleware).
+	Middleware []middleware.Middleware
 	// Tools lists the tools of the system under test (required).
 	Tools ToolSource
 	// DB is the system's database, read-only (required).
@@ -331,6 +335,7 @@ type toolTask struct {
 
 type planner struct {
 	cfg     Config
+	chain   *middleware.Chain // Config.Middleware: the model calls go through its hooks
 	inner   *graph.Graph
 	prompts map[string]string // rendered
 }
@@ -346,7 +351,11 @@ func NewGraph(cfg Config, opts ...graph.RunOption) (*graph.Graph, error) {
 	if err := cfg.check(); err != nil {
 		return nil, err
 	}
-	p := &planner{cfg: cfg}
+	chain, err := middleware.NewChain(cfg.Middleware...)
+	if err != nil {
+		return nil, fmt.Errorf("testplanner: Config.Middleware: %w", err)
+	}
+	p := &planner{cfg: cfg, chain: chain}
 	if err := p.renderPrompts(); err != nil {
 		return nil, err
 	}

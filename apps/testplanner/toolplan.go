@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/trellis-agents/trellis/agent/middleware"
 	"github.com/trellis-agents/trellis/apps"
 	"github.com/trellis-agents/trellis/apps/sqlread"
 	"github.com/trellis-agents/trellis/graph"
@@ -226,7 +227,7 @@ func (p *planner) assess(ctx context.Context, s graph.State) (graph.Output, erro
 	writeTool(&b, t)
 	writeData(&b, schemaKey.Get(s), findingsKey.Get(s))
 	req := &llm.Request{Messages: []llm.Message{llm.System(p.prompts[PromptSystem]), llm.User(b.String())}}
-	res, err := llm.GenerateJSON[Assessment](ctx, p.cfg.Model, req)
+	res, err := middleware.GenerateJSON[Assessment](ctx, p.chain, &middleware.ModelCall{Request: req, Model: p.cfg.Model, State: s})
 	if err != nil {
 		return nil, fmt.Errorf("testplanner: assess the data for %s: %w", t.Name, err)
 	}
@@ -292,7 +293,7 @@ func (p *planner) plan(ctx context.Context, s graph.State) (graph.Output, error)
 		fmt.Fprintf(&b, "\nNote: %s\n", note)
 	}
 	req := &llm.Request{Messages: []llm.Message{llm.System(p.prompts[PromptSystem]), llm.User(b.String())}}
-	res, err := llm.GenerateJSON[PlanReply](ctx, p.cfg.Model, req)
+	res, err := middleware.GenerateJSON[PlanReply](ctx, p.chain, &middleware.ModelCall{Request: req, Model: p.cfg.Model, State: s})
 	if err != nil {
 		return nil, fmt.Errorf("testplanner: write the plan for %s: %w", t.Name, err)
 	}

@@ -2,6 +2,7 @@ package guide_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log"
 
@@ -72,4 +73,56 @@ func Example_middleware() {
 	// tool: order 7: shipped
 	// tool: Error: the tool "lookup" may be called at most 1 times per run, and that limit is reached. Go on without it, or answer with what you have.
 	// model calls: 2
+}
+
+// EmailArgs are the send_email tool's parameters.
+type EmailArgs struct {
+	To string `json:"to"`
+}
+
+// Example_approvalMiddleware asks a person before a write tool runs, with
+// the approval middleware, and ends the run once the tool's limit is
+// reached (page middleware.md).
+func Example_approvalMiddleware() {
+	ctx := context.Background()
+	send := tool.MustFunc("send_email", "Send an email.",
+		func(_ context.Context, a EmailArgs) (string, error) { return "sent to " + a.To, nil })
+	limit, err := middleware.ToolLimit(middleware.ToolLimitConfig{Tool: "send_email", RunLimit: 1, EndRun: true,
+		EndMessage: "I may send one email per request; ask again for the next."})
+	if err != nil {
+		log.Fatal(err)
+	}
+	model := llmtest.New()
+	model.Reply(llmtest.ToolCalls(llmtest.Call("send_email", `{"to":"ann@example.com"}`), llmtest.Call("send_email", `{"to":"bob@example.com"}`)))
+	agent, err := react.New(react.Config{
+		Model: model,
+		Tools: []tool.Tool{send},
+		// The limit refuses the second call before anyone is asked; then
+		// a person approves the first.
+		Middleware: []middleware.Middleware{limit, middleware.Approval(tool.Policy{"send_email": tool.RequireApproval()})},
+	})
+	if err != nil {
+		log.Fatal(err)
+	}
+	opts := []graph.RunOption{graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("t2")}
+	res, err := agent.Invoke(ctx, react.Input("Mail Ann and Bob."), opts...)
+	if !errors.Is(err, graph.ErrInterrupted) {
+		log.Fatalf("want the run to wait for a person, got %v", err)
+	}
+	for _, in := range res.Interrupts {
+		if req, ok := tool.ApprovalFrom(in); ok {
+			fmt.Println("asked:", req.Summary)
+		}
+	}
+	if res, err = agent.Invoke(ctx, nil, append(opts, graph.WithResume(tool.Approve()))...); err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range react.Messages.Get(res.State)[2:] {
+		fmt.Printf("%s: %s\n", m.Role, m.Text())
+	}
+	// Output:
+	// asked: Call send_email with {"to":"ann@example.com"}
+	// tool: sent to ann@example.com
+	// tool: Error: the tool "send_email" may be called at most 1 times per run, and that limit is reached, so the run ends here.
+	// assistant: I may send one email per request; ask again for the next.
 }

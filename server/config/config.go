@@ -265,8 +265,9 @@ type Assistant struct {
 	// History is the agent graph's message-history policy (graph "agent"
 	// only; config.configurable.history).
 	History *History `yaml:"history"`
-	// Middleware is the agent graph's middleware chain, built-ins by name
-	// in order (graph "agent" only; config.configurable.middleware).
+	// Middleware is the assistant's middleware chain, built-ins by name
+	// in order (config.configurable.middleware): the agent graph's, and
+	// the agents of an app's (apps.Env.Middleware).
 	Middleware []Middleware `yaml:"middleware"`
 	// Retention is the checkpoint retention policy of the threads whose
 	// last run was this assistant's (nil: threads.retention's).
@@ -512,16 +513,17 @@ func (f *File) Validate() error {
 		}
 		for j, m := range a.Middleware {
 			mf := fmt.Sprintf("%s.middleware[%d]", field, j)
-			if a.Graph != AgentGraph && a.Graph != "" {
-				bad(mf, "only assistants of graph %q take middleware", AgentGraph)
-				break
-			}
 			if err := m.Check(); err != nil {
 				bad(mf, "%v", err)
 			}
 			if md := m.Model; md != "" && !strings.Contains(md, ":") {
 				if _, ok := f.Models[md]; !ok {
 					bad(mf+".model", "%q is neither a name under models nor a spec like openai:gpt-4o-mini", md)
+				}
+			}
+			for k, md := range m.Models {
+				if _, ok := f.Models[md]; !ok && md != "" && !strings.Contains(md, ":") {
+					bad(fmt.Sprintf("%s.models[%d]", mf, k), "%q is not a name under models", md)
 				}
 			}
 		}

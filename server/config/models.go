@@ -186,6 +186,9 @@ func (f *File) OperatorSpecs() []string {
 		}
 		for _, m := range a.Middleware {
 			add(m.Model)
+			for _, name := range m.Models {
+				add(name)
+			}
 		}
 		ModelFields(a.Config, "", func(_, s string) { add(s) })
 	}

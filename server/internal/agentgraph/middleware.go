@@ -11,6 +11,15 @@ import (
 	"github.com/trellis-agents/trellis/server/config"
 )
 
+// Middleware builds the middleware chain an assistant's configuration
+// names (config.configurable.middleware), in order, for an app's agents
+// (apps.Env.Middleware). model is the assistant's; models resolves the
+// names under models. Errors name the field ("middleware[1].models[0]:
+// ...").
+func Middleware(refs []config.Middleware, model llm.Model, models ModelFunc) ([]middleware.Middleware, error) {
+	return middlewareOf(refs, model, models)
+}
+
 // middlewareOf builds an assistant's middleware chain from its
 // configuration, in order. A tool selector without a model uses the
 // agent's.
@@ -71,7 +80,25 @@ func buildMiddleware(ref config.Middleware, model llm.Model, models ModelFunc) (
 		}
 		return wrap(middleware.PII(cfg))
 	case config.MiddlewareToolLimit:
-		return wrap(middleware.ToolLimit(middleware.ToolLimitConfig{Tool: ref.Tool, RunLimit: ref.RunLimit, ThreadLimit: ref.ThreadLimit}))
+		return wrap(middleware.ToolLimit(middleware.ToolLimitConfig{Tool: ref.Tool, RunLimit: ref.RunLimit, ThreadLimit: ref.ThreadLimit,
+			EndRun: ref.EndRun, EndMessage: ref.EndMessage}))
+	case config.MiddlewareDynamicPrompt:
+		return wrap(middleware.PromptTemplate("", ref.Template))
+	case config.MiddlewareRetry:
+		return middleware.Retry(ref.RetryPolicy()), nil
+	case config.MiddlewareFallback:
+		var backups []llm.Model
+		for i, name := range ref.Models {
+			m, err := models(name)
+			if err != nil {
+				return nil, fmt.Errorf(".models[%d]: %v", i, err)
+			}
+			if m == nil {
+				return nil, fmt.Errorf(".models[%d]: %q names no model", i, name)
+			}
+			backups = append(backups, m)
+		}
+		return wrap(middleware.Fallback(nil, backups...))
 	case config.MiddlewareClearToolResults:
 		return wrap(middleware.ClearToolResults(middleware.ClearToolResultsConfig{TriggerTokens: ref.TriggerTokens, Keep: ref.Keep}))
 	case config.MiddlewareOffload:

@@ -61,3 +61,44 @@ func TestConstructorMiddlewareErrors(t *testing.T) {
 		}
 	}
 }
+
+// Dynamic prompt, retry, fallback and an ending tool limit named in the
+// config reach the agent: the prompt is rendered from the run's context,
+// the failing model is retried once and then replaced by the operator's
+// backup model, which answers. (Retry and fallback wrap the call's model,
+// so retry before fallback retries the assistant's model and then falls
+// back.)
+func TestConstructorMiddlewareFromConfig(t *testing.T) {
+	main := llmtest.New()
+	main.When(nil, llmtest.Fail(&llm.APIError{Provider: "test", StatusCode: 503, Message: "main is down"})).Repeat()
+	backup := llmtest.New()
+	backup.When(nil, llmtest.Text("from the backup")).Repeat()
+	models := func(name string) (llm.Model, error) {
+		if name == "backup" {
+			return backup, nil
+		}
+		return main, nil
+	}
+	g, err := New(nil, models, nil)(context.Background(), runs.Assistant{ID: "a",
+		Config: json.RawMessage(`{"configurable":{"middleware":[` +
+			`{"name":"dynamic_prompt","template":"You help {{context \"user\"}}."},` +
+			`{"name":"retry","max_attempts":2,"initial_backoff":"1ms"},` +
+			`{"name":"fallback","models":["backup"]},` +
+			`{"name":"tool_limit","run_limit":1,"end_run":true}]}}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Invoke(context.Background(), react.Input("hi"), graph.WithRunContext(map[string]string{"user": "Ann"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans, _ := react.Answer(res.State); ans != "from the backup" {
+		t.Errorf("answer %q", ans)
+	}
+	if n := len(main.Requests()); n != 2 {
+		t.Errorf("the main model was asked %d times; want 2 (retried once)", n)
+	}
+	if sys := backup.LastRequest().Messages[0]; sys.Text() != "You help Ann." {
+		t.Errorf("the backup's system prompt is %q", sys.Text())
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
@@ -74,6 +75,9 @@ type Service struct {
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // run ID → its cancel, in this process
 	bg      sync.WaitGroup                     // background work: titles (Wait)
+	// txEnqueue, when set, queues a new run's job in the transaction
+	// that stores the run (UseTxEnqueuer).
+	txEnqueue atomic.Pointer[TxEnqueuer]
 }
 
 // New returns a Service.

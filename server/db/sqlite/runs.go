@@ -59,21 +59,66 @@ func getRun(ctx context.Context, q querier, tenant, threadID, runID string) (db.
 // CancelRequested are ignored; Kwargs must be JSON ({} when empty). A taken
 // ID is ErrConflict.
 func (d *DB) CreateRun(ctx context.Context, tenant string, r db.Run) (db.Run, error) {
-	if err := dbutil.Tenant(tenant); err != nil {
+	nr, err := newRun(tenant, r)
+	if err != nil {
 		return db.Run{}, err
+	}
+	var out db.Run
+	err = d.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = createRun(ctx, tx, tenant, nr)
+		return err
+	})
+	return out, err
+}
+
+// CreateRunTx is CreateRun, after creating thread when it is not nil and
+// missing, inside tx (a *sql.Tx on this DB's file) that the caller
+// commits: see db.TxRunCreator.
+func (d *DB) CreateRunTx(ctx context.Context, tx any, tenant string, thread *db.Thread, r db.Run) (db.Run, error) {
+	stx, ok := tx.(*sql.Tx)
+	if !ok || stx == nil {
+		return db.Run{}, fmt.Errorf("server/db/sqlite: CreateRunTx needs a *sql.Tx of the same file, got %T", tx)
+	}
+	nr, err := newRun(tenant, r)
+	if err != nil {
+		return db.Run{}, err
+	}
+	if thread != nil {
+		if thread.ID != r.ThreadID {
+			return db.Run{}, dbutil.Invalid("the new thread %q is not the run's thread %q", thread.ID, r.ThreadID)
+		}
+		if err := createThreadIfMissing(ctx, stx, tenant, *thread); err != nil {
+			return db.Run{}, classify(err, d.sq.Path())
+		}
+	}
+	out, err := createRun(ctx, stx, tenant, nr)
+	return out, classify(err, d.sq.Path())
+}
+
+// runRow is a run checked and encoded for its INSERT.
+type runRow struct {
+	r          db.Run
+	md, kwargs []byte
+}
+
+// newRun checks r and encodes it (an empty ID gets a new one).
+func newRun(tenant string, r db.Run) (runRow, error) {
+	if err := dbutil.Tenant(tenant); err != nil {
+		return runRow{}, err
 	}
 	if r.ID != "" {
 		if err := db.CheckID("run", r.ID); err != nil {
-			return db.Run{}, err
+			return runRow{}, err
 		}
 	}
 	md, err := dbutil.EncodeMetadata(r.Metadata)
 	if err != nil {
-		return db.Run{}, err
+		return runRow{}, err
 	}
 	kwargs, err := dbutil.OptionalJSON("kwargs", r.Kwargs)
 	if err != nil {
-		return db.Run{}, err
+		return runRow{}, err
 	}
 	if kwargs == nil {
 		kwargs = []byte("{}")
@@ -81,34 +126,53 @@ func (d *DB) CreateRun(ctx context.Context, tenant string, r db.Run) (db.Run, er
 	if r.ID == "" {
 		r.ID = dbutil.NewID()
 	}
-	var out db.Run
-	err = d.write(ctx, func(tx *sql.Tx) error {
-		if _, err := getThread(ctx, tx, tenant, r.ThreadID); err != nil {
-			return err
-		}
-		if _, err := getRun(ctx, tx, tenant, "", r.ID); err == nil {
-			return fmt.Errorf("server/db/sqlite: run %q exists: %w", r.ID, db.ErrConflict)
-		} else if !errors.Is(err, db.ErrNotFound) {
-			return err
-		}
-		now := micros(dbutil.Now())
-		if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_runs (tenant, `+runCols+`, seq, lease_token, event_seq)
-			VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, NULL, '', ?, ?, ?, '',
-			(SELECT coalesce(max(seq), 0) + 1 FROM trellis_runs WHERE tenant = ? AND thread_id = ?), 0, 0)`,
-			tenant, r.ID, r.ThreadID, r.AssistantID, md, kwargs, r.MultitaskStrategy, now, now, nullMicros(r.NotBefore),
-			tenant, r.ThreadID); err != nil {
-			return wrap(err, "create run %q", r.ID)
-		}
-		// A new run is activity: the thread's expiry moves on.
-		if _, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET `+extendExpiry+` WHERE tenant = ? AND thread_id = ?`,
-			now, tenant, r.ThreadID); err != nil {
-			return wrap(err, "create run %q", r.ID)
-		}
-		var err error
-		out, err = getRun(ctx, tx, tenant, "", r.ID)
+	return runRow{r: r, md: md, kwargs: kwargs}, nil
+}
+
+// createThreadIfMissing stores a new idle thread with t's ID and metadata
+// unless the thread exists.
+func createThreadIfMissing(ctx context.Context, tx *sql.Tx, tenant string, t db.Thread) error {
+	if err := db.CheckID("thread", t.ID); err != nil {
 		return err
-	})
-	return out, err
+	}
+	row, err := validateThread(db.Thread{Status: db.ThreadIdle, Metadata: t.Metadata})
+	if err != nil {
+		return err
+	}
+	now := micros(dbutil.Now())
+	if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_threads (tenant, `+threadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT DO NOTHING`,
+		tenant, t.ID, db.ThreadIdle, row.md, row.values, row.interrupts, "", now, now, row.ttl, row.strategy, nil); err != nil {
+		return wrap(err, "create thread %q", t.ID)
+	}
+	return nil
+}
+
+// createRun stores the pending run nr in tx.
+func createRun(ctx context.Context, tx *sql.Tx, tenant string, nr runRow) (db.Run, error) {
+	r := nr.r
+	if _, err := getThread(ctx, tx, tenant, r.ThreadID); err != nil {
+		return db.Run{}, err
+	}
+	if _, err := getRun(ctx, tx, tenant, "", r.ID); err == nil {
+		return db.Run{}, fmt.Errorf("server/db/sqlite: run %q exists: %w", r.ID, db.ErrConflict)
+	} else if !errors.Is(err, db.ErrNotFound) {
+		return db.Run{}, err
+	}
+	now := micros(dbutil.Now())
+	if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_runs (tenant, `+runCols+`, seq, lease_token, event_seq)
+		VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, NULL, '', ?, ?, ?, '',
+		(SELECT coalesce(max(seq), 0) + 1 FROM trellis_runs WHERE tenant = ? AND thread_id = ?), 0, 0)`,
+		tenant, r.ID, r.ThreadID, r.AssistantID, nr.md, nr.kwargs, r.MultitaskStrategy, now, now, nullMicros(r.NotBefore),
+		tenant, r.ThreadID); err != nil {
+		return db.Run{}, wrap(err, "create run %q", r.ID)
+	}
+	// A new run is activity: the thread's expiry moves on.
+	if _, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET `+extendExpiry+` WHERE tenant = ? AND thread_id = ?`,
+		now, tenant, r.ThreadID); err != nil {
+		return db.Run{}, wrap(err, "create run %q", r.ID)
+	}
+	return getRun(ctx, tx, tenant, "", r.ID)
 }
 
 // GetRun returns the run of the thread.
@@ -491,3 +555,5 @@ func (d *DB) PendingThreads(ctx context.Context, afterTenant, afterThread string
 	}
 	return out, wrap(rows.Err(), "list threads with pending runs")
 }
+
+var _ db.TxRunCreator = (*DB)(nil)

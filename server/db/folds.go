@@ -1,0 +1,17 @@
+package db
+
+import "context"
+
+// TxRunCreator is implemented by a DB that can store a new run, and the
+// thread it runs on when that is new, inside a write transaction someone
+// else opened on the same database: the run queue's, so that the thread,
+// the run and the job that will run it commit together (one write
+// transaction to accept a run instead of three).
+type TxRunCreator interface {
+	// CreateRunTx is CreateRun inside tx, the database's own open write
+	// transaction (a *sql.Tx for SQLite, a pgx.Tx for PostgreSQL). When
+	// thread is not nil it is created first unless a thread with its ID
+	// exists (CreateThread with IfExistsDoNothing; only its ID, Status and
+	// Metadata are stored). The caller commits or rolls back tx.
+	CreateRunTx(ctx context.Context, tx any, tenant string, thread *Thread, r Run) (Run, error)
+}

@@ -265,9 +265,43 @@ func (d *DB) ClaimRunWithin(ctx context.Context, tenant, runID, owner string, tt
 	if owner == "" {
 		return db.Run{}, db.Lease{}, dbutil.Invalid("the lease owner is empty")
 	}
-	var run db.Run
-	var lease db.Lease
+	var (
+		run   db.Run
+		lease db.Lease
+	)
 	err := d.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		run, lease, err = claimRun(ctx, tx, tenant, runID, owner, ttl, max)
+		return err
+	})
+	if err != nil {
+		return db.Run{}, db.Lease{}, err
+	}
+	return run, lease, nil
+}
+
+// ClaimRunTx is ClaimRun inside tx (a *sql.Tx on this DB's database), the
+// transaction of a run's first step, which the caller commits: see
+// db.TxClaimer.
+func (d *DB) ClaimRunTx(ctx context.Context, tx any, tenant, runID, owner string, ttl time.Duration) (db.Run, db.Lease, error) {
+	stx, ok := tx.(*sql.Tx)
+	if !ok || stx == nil {
+		return db.Run{}, db.Lease{}, fmt.Errorf("server/db/sqlite: ClaimRunTx needs a *sql.Tx of the same database, got %T", tx)
+	}
+	if err := dbutil.TTL(ttl); err != nil {
+		return db.Run{}, db.Lease{}, err
+	}
+	if owner == "" {
+		return db.Run{}, db.Lease{}, dbutil.Invalid("the lease owner is empty")
+	}
+	return claimRun(ctx, stx, tenant, runID, owner, ttl, 0)
+}
+
+var _ db.TxClaimer = (*DB)(nil)
+
+// claimRun is the claim of ClaimRunWithin in tx.
+func claimRun(ctx context.Context, tx *sql.Tx, tenant, runID, owner string, ttl time.Duration, max int) (run db.Run, lease db.Lease, err error) {
+	err = func() error {
 		r, err := getRun(ctx, tx, tenant, "", runID)
 		if err != nil {
 			return err
@@ -318,7 +352,7 @@ func (d *DB) ClaimRunWithin(ctx context.Context, tenant, runID, owner string, tt
 		}
 		run, err = getRun(ctx, tx, tenant, "", runID)
 		return err
-	})
+	}()
 	if err != nil {
 		return db.Run{}, db.Lease{}, err
 	}

@@ -17,6 +17,10 @@ type TxRunCreator interface {
 	// exists (CreateThread with IfExistsDoNothing; only its ID, Status and
 	// Metadata are stored). The caller commits or rolls back tx.
 	CreateRunTx(ctx context.Context, tx any, tenant string, thread *Thread, r Run) (Run, error)
+	// ClassifyTxError returns an error of such a transaction (its commit
+	// above all, which the caller makes) as the DB returns its own: a
+	// full disk as a *StorageError of ErrStorageFull, and so on.
+	ClassifyTxError(err error) error
 }
 
 // TxClaimer is implemented by a DB that can claim a run inside a write

@@ -40,5 +40,5 @@ func (s *Service) acceptTx(ctx context.Context, txe TxEnqueuer, tenant string, t
 		created, err = creator.CreateRunTx(ctx, tx, tenant, thread, run)
 		return err
 	})
-	return created, stored, err
+	return created, stored, creator.ClassifyTxError(err)
 }

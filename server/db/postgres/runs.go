@@ -99,6 +99,11 @@ func (d *DB) CreateRunTx(ctx context.Context, tx any, tenant string, thread *db.
 	return createRun(ctx, ptx, tenant, nr)
 }
 
+// ClassifyTxError wraps a storage failure of the database in a
+// transaction the caller committed as the DB's own errors: see
+// db.TxRunCreator.
+func (d *DB) ClassifyTxError(err error) error { return classify(err) }
+
 // runRow is a run checked and encoded for its INSERT.
 type runRow struct {
 	r          db.Run

@@ -96,6 +96,11 @@ func (d *DB) CreateRunTx(ctx context.Context, tx any, tenant string, thread *db.
 	return out, classify(err, d.sq.Path())
 }
 
+// ClassifyTxError wraps a storage failure of this DB's file in a
+// transaction the caller committed as the DB's own errors: see
+// db.TxRunCreator.
+func (d *DB) ClassifyTxError(err error) error { return classify(err, d.sq.Path()) }
+
 // runRow is a run checked and encoded for its INSERT.
 type runRow struct {
 	r          db.Run

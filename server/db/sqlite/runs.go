@@ -305,59 +305,56 @@ func (d *DB) ClaimRunTx(ctx context.Context, tx any, tenant, runID, owner string
 var _ db.TxClaimer = (*DB)(nil)
 
 // claimRun is the claim of ClaimRunWithin in tx.
-func claimRun(ctx context.Context, tx *sql.Tx, tenant, runID, owner string, ttl time.Duration, max int) (run db.Run, lease db.Lease, err error) {
-	err = func() error {
-		r, err := getRun(ctx, tx, tenant, "", runID)
-		if err != nil {
-			return err
+func claimRun(ctx context.Context, tx *sql.Tx, tenant, runID, owner string, ttl time.Duration, max int) (db.Run, db.Lease, error) {
+	r, err := getRun(ctx, tx, tenant, "", runID)
+	if err != nil {
+		return db.Run{}, db.Lease{}, err
+	}
+	now := dbutil.Now()
+	if r.Status != db.RunPending {
+		return db.Run{}, db.Lease{}, fmt.Errorf("server/db/sqlite: claim run %q: it is %s, not pending: %w", runID, r.Status, db.ErrConflict)
+	}
+	if r.NotBefore.After(now) {
+		return db.Run{}, db.Lease{}, fmt.Errorf("server/db/sqlite: claim run %q: it may not start before %s: %w", runID, r.NotBefore.Format(time.RFC3339Nano), db.ErrConflict)
+	}
+	var running string
+	err = tx.QueryRowContext(ctx, `SELECT run_id FROM trellis_runs WHERE tenant = ? AND thread_id = ? AND status = 'running'`,
+		tenant, r.ThreadID).Scan(&running)
+	if err == nil {
+		return db.Run{}, db.Lease{}, fmt.Errorf("server/db/sqlite: claim run %q: run %q of thread %q is running: %w", runID, running, r.ThreadID, db.ErrBusy)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return db.Run{}, db.Lease{}, wrap(err, "claim run %q", runID)
+	}
+	// Writers are serialized (BEGIN IMMEDIATE), so the count holds
+	// until the commit.
+	if max > 0 {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM trellis_runs WHERE tenant = ? AND status = 'running'`, tenant).Scan(&n); err != nil {
+			return db.Run{}, db.Lease{}, wrap(err, "claim run %q: count the tenant's running runs", runID)
 		}
-		now := dbutil.Now()
-		if r.Status != db.RunPending {
-			return fmt.Errorf("server/db/sqlite: claim run %q: it is %s, not pending: %w", runID, r.Status, db.ErrConflict)
+		if n >= max {
+			return db.Run{}, db.Lease{}, fmt.Errorf("server/db/sqlite: claim run %q: tenant %q has %d running runs, its limit: %w", runID, tenant, n, db.ErrTenantBusy)
 		}
-		if r.NotBefore.After(now) {
-			return fmt.Errorf("server/db/sqlite: claim run %q: it may not start before %s: %w", runID, r.NotBefore.Format(time.RFC3339Nano), db.ErrConflict)
+	}
+	var token int64
+	if err := tx.QueryRowContext(ctx, `UPDATE trellis_runs SET status = 'running', updated_at = ?, lease_token = lease_token + 1
+		WHERE tenant = ? AND run_id = ? RETURNING lease_token`, micros(now), tenant, runID).Scan(&token); err != nil {
+		if isUnique(err) {
+			return db.Run{}, db.Lease{}, fmt.Errorf("server/db/sqlite: claim run %q: thread %q has a running run: %w", runID, r.ThreadID, db.ErrBusy)
 		}
-		var running string
-		err = tx.QueryRowContext(ctx, `SELECT run_id FROM trellis_runs WHERE tenant = ? AND thread_id = ? AND status = 'running'`,
-			tenant, r.ThreadID).Scan(&running)
-		if err == nil {
-			return fmt.Errorf("server/db/sqlite: claim run %q: run %q of thread %q is running: %w", runID, running, r.ThreadID, db.ErrBusy)
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return wrap(err, "claim run %q", runID)
-		}
-		// Writers are serialized (BEGIN IMMEDIATE), so the count holds
-		// until the commit.
-		if max > 0 {
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM trellis_runs WHERE tenant = ? AND status = 'running'`, tenant).Scan(&n); err != nil {
-				return wrap(err, "claim run %q: count the tenant's running runs", runID)
-			}
-			if n >= max {
-				return fmt.Errorf("server/db/sqlite: claim run %q: tenant %q has %d running runs, its limit: %w", runID, tenant, n, db.ErrTenantBusy)
-			}
-		}
-		var token int64
-		if err := tx.QueryRowContext(ctx, `UPDATE trellis_runs SET status = 'running', updated_at = ?, lease_token = lease_token + 1
-			WHERE tenant = ? AND run_id = ? RETURNING lease_token`, micros(now), tenant, runID).Scan(&token); err != nil {
-			if isUnique(err) {
-				return fmt.Errorf("server/db/sqlite: claim run %q: thread %q has a running run: %w", runID, r.ThreadID, db.ErrBusy)
-			}
-			return wrap(err, "claim run %q", runID)
-		}
-		lease = db.Lease{Tenant: tenant, RunID: runID, ThreadID: r.ThreadID, Owner: owner, Token: token, ExpiresAt: now.Add(ttl).Truncate(time.Microsecond)}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_leases (tenant, run_id, thread_id, owner, token, expires_at) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (tenant, run_id) DO UPDATE SET owner = excluded.owner, token = excluded.token, expires_at = excluded.expires_at`,
-			tenant, runID, r.ThreadID, owner, token, micros(lease.ExpiresAt)); err != nil {
-			return wrap(err, "claim run %q", runID)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET status = 'busy' WHERE tenant = ? AND thread_id = ?`, tenant, r.ThreadID); err != nil {
-			return wrap(err, "claim run %q: mark its thread busy", runID)
-		}
-		run, err = getRun(ctx, tx, tenant, "", runID)
-		return err
-	}()
+		return db.Run{}, db.Lease{}, wrap(err, "claim run %q", runID)
+	}
+	lease := db.Lease{Tenant: tenant, RunID: runID, ThreadID: r.ThreadID, Owner: owner, Token: token, ExpiresAt: now.Add(ttl).Truncate(time.Microsecond)}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_leases (tenant, run_id, thread_id, owner, token, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, run_id) DO UPDATE SET owner = excluded.owner, token = excluded.token, expires_at = excluded.expires_at`,
+		tenant, runID, r.ThreadID, owner, token, micros(lease.ExpiresAt)); err != nil {
+		return db.Run{}, db.Lease{}, wrap(err, "claim run %q", runID)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET status = 'busy' WHERE tenant = ? AND thread_id = ?`, tenant, r.ThreadID); err != nil {
+		return db.Run{}, db.Lease{}, wrap(err, "claim run %q: mark its thread busy", runID)
+	}
+	run, err := getRun(ctx, tx, tenant, "", runID)
 	if err != nil {
 		return db.Run{}, db.Lease{}, err
 	}

@@ -140,14 +140,22 @@ func createThreadIfMissing(ctx context.Context, tx *sql.Tx, tenant string, t db.
 	if err := db.CheckID("thread", t.ID); err != nil {
 		return err
 	}
-	row, err := validateThread(db.Thread{Status: db.ThreadIdle, Metadata: t.Metadata})
+	md, err := dbutil.EncodeMetadata(t.Metadata)
+	if err != nil {
+		return err
+	}
+	interrupts, err := dbutil.Object("interrupts", nil)
+	if err != nil {
+		return err
+	}
+	ttl, strategy, err := dbutil.ThreadTTL(nil)
 	if err != nil {
 		return err
 	}
 	now := micros(dbutil.Now())
-	if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_threads (tenant, `+threadCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_threads (tenant, `+threadCols+`) VALUES (?, ?, ?, ?, NULL, ?, '', ?, ?, ?, ?, NULL)
 		ON CONFLICT DO NOTHING`,
-		tenant, t.ID, db.ThreadIdle, row.md, row.values, row.interrupts, "", now, now, row.ttl, row.strategy, nil); err != nil {
+		tenant, t.ID, db.ThreadIdle, md, interrupts, now, now, ttl, strategy); err != nil {
 		return wrap(err, "create thread %q", t.ID)
 	}
 	return nil

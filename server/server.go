@@ -480,6 +480,10 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		ln.Close()
 		return fmt.Errorf("server: start the run queue: %w", err)
 	}
+	if err := s.svc.UseTxEnqueuer(q.EnqueueWith); err != nil {
+		ln.Close()
+		return errors.Join(err, q.Stop(life))
+	}
 	s.mu.Lock()
 	s.webhooks = q.EnqueueWebhook
 	s.mu.Unlock()

@@ -20,8 +20,8 @@ import (
 // River's completer writing the job's metadata after the service has
 // completed the job itself.
 var writeCeilings = map[string]map[string]int{
-	"sqlite":   {"echo": 11, "chain3": 13},
-	"postgres": {"echo": 9, "chain3": 11},
+	"sqlite":   {"echo": 7, "chain3": 9},
+	"postgres": {"echo": 6, "chain3": 8},
 }
 
 // chainGraph is k nodes in a line, each appending its name to the log.

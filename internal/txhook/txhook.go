@@ -41,3 +41,23 @@ func Has(ctx context.Context) bool {
 	fn, _ := ctx.Value(key{}).(Func)
 	return fn != nil
 }
+
+type endKey struct{}
+
+// WithEnd returns ctx carrying fn for the transaction that records the end
+// of the work a call does (a run's finish), not for every write the call
+// makes: the run queue completes its job there, so a run's end and its
+// job's completion are one commit.
+func WithEnd(ctx context.Context, fn Func) context.Context {
+	return context.WithValue(ctx, endKey{}, fn)
+}
+
+// RunEnd calls the Func WithEnd put in ctx, if any, with tx. A backend
+// calls it in the transaction that records the end of a run, before the
+// commit.
+func RunEnd(ctx context.Context, tx any) error {
+	if fn, _ := ctx.Value(endKey{}).(Func); fn != nil {
+		return fn(ctx, tx)
+	}
+	return nil
+}

@@ -189,7 +189,8 @@ func (a *API) createFrom(w http.ResponseWriter, r *http.Request, thread string, 
 	run, err := a.Runs.Create(r.Context(), a.Enqueue, req)
 	if err != nil && run.ID == "" {
 		if stateless { // Create made the temporary thread before it refused the run
-			if derr := a.Runs.DeleteThread(context.WithoutCancel(r.Context()), req.Tenant, thread); derr != nil {
+			// (or, when it stores the thread with the run, made none)
+			if derr := a.Runs.DeleteThread(context.WithoutCancel(r.Context()), req.Tenant, thread); derr != nil && !errors.Is(derr, db.ErrNotFound) {
 				slog.Warn("temporary thread of a refused run not deleted", "thread", thread, "err", derr)
 			}
 		}
@@ -238,7 +239,7 @@ func (a *API) createRunBatch(w http.ResponseWriter, r *http.Request) {
 		}
 		run, err := a.Runs.Create(r.Context(), a.Enqueue, req)
 		if err != nil && run.ID == "" {
-			if derr := a.Runs.DeleteThread(context.WithoutCancel(r.Context()), req.Tenant, req.ThreadID); derr != nil {
+			if derr := a.Runs.DeleteThread(context.WithoutCancel(r.Context()), req.Tenant, req.ThreadID); derr != nil && !errors.Is(derr, db.ErrNotFound) {
 				slog.Warn("temporary thread of a refused run not deleted", "thread", req.ThreadID, "err", derr)
 			}
 			p := runProblem(r, err)

@@ -210,6 +210,10 @@ type engine interface {
 	// complete marks the running job completed now, in a transaction of
 	// its own, instead of in River's next completer batch.
 	complete(ctx context.Context, job *river.Job[args]) error
+	// completeIn marks the running job completed in tx, the caller's open
+	// write transaction on the queue's database (*sql.Tx or pgx.Tx), so it
+	// commits with the caller's rows. A failure leaves tx usable.
+	completeIn(ctx context.Context, tx any, job *river.Job[args]) error
 	stop(ctx context.Context) error
 	stopAndCancel(ctx context.Context) error
 }
@@ -487,7 +491,7 @@ func newPostgresEngine(ctx context.Context, cfg Config, rcfg *river.Config) (*pg
 	if err := migratePostgres(ctx, cfg, driver); err != nil {
 		return nil, err
 	}
-	client, err := river.NewClient(driver, rcfg)
+	client, err := river.NewClient[pgx.Tx](pgDriver{driver}, rcfg)
 	if err != nil {
 		return nil, fmt.Errorf("queue: create the River client: %w", err)
 	}
@@ -568,6 +572,19 @@ func (e *pgEngine) txOps(tx pgx.Tx) jobOps {
 func (e *pgEngine) complete(ctx context.Context, job *river.Job[args]) error {
 	return pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
 		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx, job)
+		return err
+	})
+}
+
+func (e *pgEngine) completeIn(ctx context.Context, tx any, job *river.Job[args]) error {
+	ptx, ok := tx.(pgx.Tx)
+	if !ok || ptx == nil {
+		return fmt.Errorf("queue: complete job %d: need a pgx.Tx, got %T", job.ID, tx)
+	}
+	// A savepoint, so that a failing statement does not abort the
+	// caller's transaction.
+	return pgx.BeginFunc(ctx, ptx, func(sp pgx.Tx) error {
+		_, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, sp, job)
 		return err
 	})
 }

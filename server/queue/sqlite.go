@@ -73,5 +73,15 @@ func (e *sqliteEngine) complete(ctx context.Context, job *river.Job[args]) error
 	return tx.Commit()
 }
 
+func (e *sqliteEngine) completeIn(ctx context.Context, tx any, job *river.Job[args]) error {
+	stx, ok := tx.(*sql.Tx)
+	if !ok || stx == nil {
+		return fmt.Errorf("queue: complete job %d: need a *sql.Tx, got %T", job.ID, tx)
+	}
+	// A failing statement leaves a SQLite transaction usable.
+	_, err := river.JobCompleteTx[sqliteDriver](ctx, stx, job)
+	return err
+}
+
 func (e *sqliteEngine) stop(ctx context.Context) error          { return e.client.Stop(ctx) }
 func (e *sqliteEngine) stopAndCancel(ctx context.Context) error { return e.client.StopAndCancel(ctx) }

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/riverqueue/river"
+
+	"github.com/trellis-agents/trellis/internal/txhook"
 )
 
 // reenqueueTimeout bounds the re-enqueue of a More result. It does not
@@ -28,8 +31,25 @@ func (w *worker) Work(ctx context.Context, job *river.Job[args]) error {
 	w.q.snoozes.forget(job.ID) // running again: this attempt may complete
 	wctx, cancel := bounded(ctx, w.q.cfg.JobTimeout)
 	defer cancel()
-	err := w.work(wctx, job)
-	if err == nil {
+	// The run's finish completes the job in its own transaction (the
+	// internal/txhook end hook): one write instead of two. A snooze cannot
+	// follow a finish (Advance returns Done or More after one).
+	var completed atomic.Bool
+	actx := txhook.WithEnd(wctx, func(_ context.Context, tx any) error {
+		if completed.Load() {
+			return nil
+		}
+		if err := w.q.eng.completeIn(context.WithoutCancel(ctx), tx, job); err != nil {
+			// Not fatal to the run's finish: the job is completed after it.
+			w.q.cfg.Logger.WarnContext(ctx, "queue: completing the job with the run's finish failed; it is completed after it",
+				slog.Int64("job_id", job.ID), slog.String("error", err.Error()))
+			return nil
+		}
+		completed.Store(true)
+		return nil
+	})
+	err := w.work(actx, job)
+	if err == nil && !completed.Load() {
 		w.completeNow(ctx, job)
 	}
 	return err

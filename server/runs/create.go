@@ -68,13 +68,25 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	if err := s.cfg.Graphs.checkClientTools(a, req.Kwargs.ClientTools); err != nil {
 		return db.Run{}, err // before the thread is made: a refusal leaves nothing behind
 	}
+	// With a TxEnqueuer, the run (and a thread the request creates) are
+	// stored in the transaction that queues the job, for the strategies
+	// that stop no older run before it.
+	var txe TxEnqueuer
+	if p := s.txEnqueue.Load(); p != nil && enqueue != nil && (strategy == Reject || strategy == Enqueue) {
+		txe = *p
+	}
+	var newThread *db.Thread // created with the run
 	th, err := s.cfg.DB.GetThread(ctx, req.Tenant, req.ThreadID)
-	if errors.Is(err, db.ErrNotFound) && req.CreateThread {
+	switch {
+	case errors.Is(err, db.ErrNotFound) && req.CreateThread && txe != nil:
+		th = db.Thread{ID: req.ThreadID, Status: db.ThreadIdle, Metadata: runnerMetadata(a)}
+		newThread = &th
+	case errors.Is(err, db.ErrNotFound) && req.CreateThread:
 		th, err = s.cfg.DB.CreateThread(ctx, req.Tenant, db.Thread{ID: req.ThreadID, Status: db.ThreadIdle, Metadata: runnerMetadata(a)}, db.IfExistsDoNothing)
 		if err != nil {
 			return db.Run{}, err
 		}
-	} else if err != nil {
+	case err != nil:
 		return db.Run{}, err
 	}
 	g, err := s.cfg.Graphs.Graph(ctx, req.Tenant, a)
@@ -84,9 +96,11 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	// Validate now, so a bad request gets a 4xx and no run. (A command's
 	// resume is checked against what waits now; enqueued behind another
 	// run, it is checked again when it runs.)
-	live, err := s.live(ctx, req.Tenant, req.ThreadID)
-	if err != nil {
-		return db.Run{}, err
+	var live []db.Run // a thread not stored yet has none
+	if newThread == nil {
+		if live, err = s.live(ctx, req.Tenant, req.ThreadID); err != nil {
+			return db.Run{}, err
+		}
 	}
 	var waiting []graph.InterruptInfo
 	if len(live) == 0 {
@@ -119,8 +133,17 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	if req.After > 0 {
 		run.NotBefore = time.Now().Add(req.After)
 	}
-	created, err := s.cfg.DB.CreateRun(ctx, req.Tenant, run)
-	if err != nil {
+	var (
+		created db.Run
+		enqErr  error // the job of a run stored with it could not be made sure of
+	)
+	if txe != nil {
+		var stored bool
+		created, stored, enqErr = s.acceptTx(ctx, txe, req.Tenant, newThread, run)
+		if !stored {
+			return db.Run{}, enqErr
+		}
+	} else if created, err = s.cfg.DB.CreateRun(ctx, req.Tenant, run); err != nil {
 		return db.Run{}, err
 	}
 	// The strategy is applied once the run is stored, against the runs
@@ -132,10 +155,11 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	if err := s.tagThread(ctx, req.Tenant, th, a); err != nil {
 		s.cfg.Log.WarnContext(ctx, "runs: the thread's graph_id and assistant_id were not recorded in its metadata", "thread", th.ID, "run", created.ID, "err", err)
 	}
-	if enqueue != nil {
-		if err := enqueue(ctx, req.Tenant, req.ThreadID); err != nil {
-			return created, fmt.Errorf("runs: run %s is stored but could not be queued (it runs when the thread is next advanced): %w", created.ID, err)
-		}
+	if txe == nil && enqueue != nil {
+		enqErr = enqueue(ctx, req.Tenant, req.ThreadID)
+	}
+	if enqErr != nil {
+		return created, fmt.Errorf("runs: run %s is stored but could not be queued (it runs when the thread is next advanced): %w", created.ID, enqErr)
 	}
 	if serr != nil {
 		return created, fmt.Errorf("runs: run %s is stored but the runs before it could not all be stopped (%s): %w", created.ID, strategy, serr)

@@ -33,6 +33,11 @@ type eventLog struct {
 	lost   bool
 	failed error // the first append error: the run stops on it
 	tasks  int   // tasks of the root graph running now (joint only)
+	// pending is the run's claim while it waits for the run's first
+	// write (see deferredClaim); l holds no token until it commits.
+	pending *deferredClaim
+	// unclaimed is the failure of that claim: nothing more is written.
+	unclaimed error
 	// timer flushes chunks left in the buffer when no event follows them
 	// within flushAfter (a model pausing mid-reply, or waiting on
 	// something), so a streaming client never waits on a quiet model.
@@ -143,6 +148,12 @@ func (e *eventLog) flush(ctx context.Context) error {
 	if e.lost {
 		return db.ErrLeaseLost
 	}
+	if e.unclaimed != nil {
+		return e.unclaimed
+	}
+	if err := e.claimNowLocked(ctx); err != nil {
+		return err
+	}
 	evs, err := e.db.AppendEvents(ctx, e.l, e.buf)
 	if err != nil {
 		if errors.Is(err, db.ErrLeaseLost) {
@@ -198,19 +209,37 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 		e.mu.Unlock()
 		return errFenced
 	}
+	if e.unclaimed != nil {
+		err := e.unclaimed
+		e.mu.Unlock()
+		return err
+	}
 	var (
-		called  bool
-		written []db.Event
+		called   bool
+		written  []db.Event
+		claimErr error
 	)
-	l, buf := e.l, e.buf
+	l, buf, pend := e.l, e.buf, e.pending
 	err := put(txhook.With(ctx, func(ctx context.Context, tx any) error {
 		called = true
+		if pend != nil {
+			// The run's claim commits with its first write.
+			_, nl, err := pend.tx.ClaimRunTx(ctx, tx, pend.tenant, pend.runID, pend.owner, pend.ttl)
+			if err != nil {
+				claimErr = err
+				return err
+			}
+			l = nl
+		}
 		evs, err := e.joint.AppendEventsTx(ctx, tx, l, buf)
 		written = evs
 		return err
 	}))
 	switch {
 	case err == nil && called:
+		if pend != nil {
+			e.l, e.pending = l, nil
+		}
 		e.buf = e.buf[:0]
 		e.last = time.Now()
 		// Published under the lock, as flush does: subscribers must get
@@ -218,6 +247,10 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 		e.broker.Publish(l.RunID, written...)
 		e.mu.Unlock()
 		return nil
+	case claimErr != nil:
+		err = e.claimFailedLocked(claimErr)
+		e.mu.Unlock()
+		return err
 	case errors.Is(err, db.ErrLeaseLost):
 		e.lost = true
 		e.mu.Unlock()
@@ -225,6 +258,9 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 	}
 	e.mu.Unlock()
 	if err != nil {
+		return err
+	}
+	if err := e.claimed(ctx); err != nil {
 		return err
 	}
 	return f.before(ctx)

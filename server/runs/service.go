@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
@@ -74,6 +75,9 @@ type Service struct {
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // run ID → its cancel, in this process
 	bg      sync.WaitGroup                     // background work: titles (Wait)
+	// txEnqueue, when set, queues a new run's job in the transaction
+	// that stores the run (UseTxEnqueuer).
+	txEnqueue atomic.Pointer[TxEnqueuer]
 }
 
 // New returns a Service.
@@ -143,6 +147,28 @@ func (s *Service) Advance(ctx context.Context, tenant, thread string) (AdvanceRe
 	case err != nil:
 		return Idle, err
 	}
+	if s.deferClaims() {
+		// Executed first and claimed with its first write (deferredClaim).
+		switch busy, err := s.threadRunning(ctx, tenant, thread); {
+		case err != nil:
+			return Idle, err
+		case busy:
+			return Busy, nil
+		}
+		err := s.execute0(ctx, db.Lease{Tenant: tenant, RunID: run.ID, ThreadID: run.ThreadID, Owner: s.cfg.Owner}, run, true)
+		switch {
+		case errors.Is(err, errUnclaimed) && errors.Is(err, db.ErrBusy):
+			return Busy, nil
+		case errors.Is(err, errUnclaimed):
+			return More, nil // taken or ended meanwhile: look again
+		case err != nil:
+			return Idle, err
+		}
+		if _, err := s.cfg.DB.NextPending(ctx, tenant, thread, time.Now()); err == nil {
+			return More, nil
+		}
+		return Idle, nil
+	}
 	var claimed db.Run
 	var lease db.Lease
 	if s.cfg.MaxRunningPerTenant > 0 {
@@ -209,6 +235,14 @@ func cancelCause(action string) error {
 // it stays running under a lease that expires, and a worker takes it over
 // from its last checkpoint.
 func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error {
+	return s.execute0(ctx, lease, run, false)
+}
+
+// execute0 is Execute; with deferred set, run is still pending and lease
+// names it without a token: the claim commits with the run's first write
+// (deferredClaim), and a failed claim ends the attempt with an error
+// wrapping errUnclaimed, the run left as it is.
+func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, deferred bool) error {
 	outer := ctx
 	if s.cfg.RunContext != nil {
 		ctx = s.cfg.RunContext(ctx, lease.Tenant, run.ThreadID)
@@ -238,6 +272,9 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 	if s.cfg.JoinStepWrites {
 		log.joint = s.cfg.DB.(db.TxEvents)
 	}
+	if deferred {
+		log.pending = &deferredClaim{tx: s.cfg.DB.(db.TxClaimer), db: s.cfg.DB, owner: lease.Owner, ttl: s.cfg.LeaseTTL, tenant: lease.Tenant, runID: run.ID}
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	watchCtx, stopWatch := context.WithCancel(ctx)
@@ -248,6 +285,16 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 	status, usage, res, runErr := s.execute(ctx, outer, lease, run, log)
 	stopWatch()
 	wg.Wait()
+	if deferred {
+		// Unclaimed, the attempt wrote nothing and the run is not ours to
+		// finish; claimed only now (it wrote no step), it is.
+		if err := log.claimed(context.WithoutCancel(ctx)); err != nil {
+			end("", err)
+			s.cfg.Log.DebugContext(ctx, "run not claimed; its attempt is dropped", "run", run.ID, "thread", run.ThreadID, "err", err)
+			return err
+		}
+		lease = log.lease()
+	}
 	if outer.Err() != nil && !isCancel(context.Cause(ctx)) {
 		// Shutting down: leave the run to be taken over, events kept.
 		end("", runErr)
@@ -344,6 +391,13 @@ func (s *Service) watch(ctx context.Context, cancel context.CancelCauseFunc, lea
 		case <-ctx.Done():
 			return
 		case <-renew.C:
+			if err := log.claimed(ctx); err != nil {
+				cancel(err) // not this worker's run: stop the attempt
+				return
+			}
+			if l.Token == 0 {
+				l = log.lease() // claimed with the run's first write
+			}
 			nl, err := s.cfg.DB.RenewLease(ctx, l, s.cfg.LeaseTTL)
 			if errors.Is(err, db.ErrLeaseLost) {
 				log.lose()

@@ -63,21 +63,70 @@ func getRun(ctx context.Context, q querier, tenant, threadID, runID string, lock
 // CancelRequested are ignored; Kwargs must be JSON ({} when empty). A taken
 // ID is ErrConflict.
 func (d *DB) CreateRun(ctx context.Context, tenant string, r db.Run) (db.Run, error) {
-	if err := dbutil.Tenant(tenant); err != nil {
+	nr, err := newRun(tenant, r)
+	if err != nil {
 		return db.Run{}, err
+	}
+	var out db.Run
+	err = d.write(ctx, func(tx pgx.Tx) error {
+		var err error
+		out, err = createRun(ctx, tx, tenant, nr)
+		return err
+	})
+	return out, err
+}
+
+// CreateRunTx is CreateRun, after creating thread when it is not nil and
+// missing, inside tx (a pgx.Tx on this DB's database) that the caller
+// commits: see db.TxRunCreator.
+func (d *DB) CreateRunTx(ctx context.Context, tx any, tenant string, thread *db.Thread, r db.Run) (db.Run, error) {
+	ptx, ok := tx.(pgx.Tx)
+	if !ok || ptx == nil {
+		return db.Run{}, fmt.Errorf("server/db/postgres: CreateRunTx needs a pgx.Tx of the same database, got %T", tx)
+	}
+	nr, err := newRun(tenant, r)
+	if err != nil {
+		return db.Run{}, err
+	}
+	if thread != nil {
+		if thread.ID != r.ThreadID {
+			return db.Run{}, dbutil.Invalid("the new thread %q is not the run's thread %q", thread.ID, r.ThreadID)
+		}
+		if err := createThreadIfMissing(ctx, ptx, tenant, *thread); err != nil {
+			return db.Run{}, err
+		}
+	}
+	return createRun(ctx, ptx, tenant, nr)
+}
+
+// ClassifyTxError wraps a storage failure of the database in a
+// transaction the caller committed as the DB's own errors: see
+// db.TxRunCreator.
+func (d *DB) ClassifyTxError(err error) error { return classify(err) }
+
+// runRow is a run checked and encoded for its INSERT.
+type runRow struct {
+	r          db.Run
+	md, kwargs []byte
+}
+
+// newRun checks r and encodes it (an empty ID gets a new one).
+func newRun(tenant string, r db.Run) (runRow, error) {
+	if err := dbutil.Tenant(tenant); err != nil {
+		return runRow{}, err
 	}
 	if r.ID != "" {
 		if err := db.CheckID("run", r.ID); err != nil {
-			return db.Run{}, err
+			return runRow{}, err
 		}
 	}
 	md, err := dbutil.EncodeMetadata(r.Metadata)
 	if err != nil {
-		return db.Run{}, err
+		return runRow{}, err
 	}
 	kwargs, err := dbutil.OptionalJSON("kwargs", r.Kwargs)
 	if err != nil {
-		return db.Run{}, err
+		return runRow{}, err
 	}
 	if kwargs == nil {
 		kwargs = []byte("{}")
@@ -85,36 +134,62 @@ func (d *DB) CreateRun(ctx context.Context, tenant string, r db.Run) (db.Run, er
 	if r.ID == "" {
 		r.ID = dbutil.NewID()
 	}
-	var out db.Run
-	err = d.write(ctx, func(tx pgx.Tx) error {
-		// FOR KEY SHARE: the thread cannot be deleted until the run is in.
-		var one int
-		err := tx.QueryRow(ctx, `SELECT 1 FROM trellis_threads WHERE tenant = $1 AND thread_id = $2 FOR KEY SHARE`, tenant, r.ThreadID).Scan(&one)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("thread", r.ThreadID, tenant)
-		}
-		if err != nil {
-			return wrap(err, "create run %q", r.ID)
-		}
-		now := dbutil.Now()
-		tag, err := tx.Exec(ctx, `INSERT INTO trellis_runs (tenant, `+runCols+`, lease_token, event_seq)
-			VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, NULL, '', $8, $8, $9, '', 0, 0) ON CONFLICT DO NOTHING`,
-			tenant, r.ID, r.ThreadID, r.AssistantID, md, kwargs, r.MultitaskStrategy, now, nullTime(r.NotBefore))
-		if err != nil {
-			return wrap(err, "create run %q", r.ID)
-		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("server/db/postgres: run %q exists: %w", r.ID, db.ErrConflict)
-		}
-		// A new run is activity: the thread's expiry moves on.
-		if _, err := tx.Exec(ctx, `UPDATE trellis_threads SET `+extendExpiry(1)+` WHERE tenant = $2 AND thread_id = $3`,
-			now, tenant, r.ThreadID); err != nil {
-			return wrap(err, "create run %q", r.ID)
-		}
-		out, err = getRun(ctx, tx, tenant, "", r.ID, false)
+	return runRow{r: r, md: md, kwargs: kwargs}, nil
+}
+
+// createThreadIfMissing stores a new idle thread with t's ID and metadata
+// unless the thread exists.
+func createThreadIfMissing(ctx context.Context, tx pgx.Tx, tenant string, t db.Thread) error {
+	if err := db.CheckID("thread", t.ID); err != nil {
 		return err
-	})
-	return out, err
+	}
+	md, err := dbutil.EncodeMetadata(t.Metadata)
+	if err != nil {
+		return err
+	}
+	interrupts, err := dbutil.Object("interrupts", nil)
+	if err != nil {
+		return err
+	}
+	ttl, strategy, err := dbutil.ThreadTTL(nil)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO trellis_threads (tenant, `+threadCols+`) VALUES ($1, $2, $3, $4, NULL, $5, '', $6, $6, $7, $8, NULL)
+		ON CONFLICT DO NOTHING`, tenant, t.ID, db.ThreadIdle, md, interrupts, dbutil.Now(), ttl, strategy); err != nil {
+		return wrap(err, "create thread %q", t.ID)
+	}
+	return nil
+}
+
+// createRun stores the pending run nr in tx.
+func createRun(ctx context.Context, tx pgx.Tx, tenant string, nr runRow) (db.Run, error) {
+	r := nr.r
+	// FOR KEY SHARE: the thread cannot be deleted until the run is in.
+	var one int
+	err := tx.QueryRow(ctx, `SELECT 1 FROM trellis_threads WHERE tenant = $1 AND thread_id = $2 FOR KEY SHARE`, tenant, r.ThreadID).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return db.Run{}, notFound("thread", r.ThreadID, tenant)
+	}
+	if err != nil {
+		return db.Run{}, wrap(err, "create run %q", r.ID)
+	}
+	now := dbutil.Now()
+	tag, err := tx.Exec(ctx, `INSERT INTO trellis_runs (tenant, `+runCols+`, lease_token, event_seq)
+		VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, NULL, '', $8, $8, $9, '', 0, 0) ON CONFLICT DO NOTHING`,
+		tenant, r.ID, r.ThreadID, r.AssistantID, nr.md, nr.kwargs, r.MultitaskStrategy, now, nullTime(r.NotBefore))
+	if err != nil {
+		return db.Run{}, wrap(err, "create run %q", r.ID)
+	}
+	if tag.RowsAffected() == 0 {
+		return db.Run{}, fmt.Errorf("server/db/postgres: run %q exists: %w", r.ID, db.ErrConflict)
+	}
+	// A new run is activity: the thread's expiry moves on.
+	if _, err := tx.Exec(ctx, `UPDATE trellis_threads SET `+extendExpiry(1)+` WHERE tenant = $2 AND thread_id = $3`,
+		now, tenant, r.ThreadID); err != nil {
+		return db.Run{}, wrap(err, "create run %q", r.ID)
+	}
+	return getRun(ctx, tx, tenant, "", r.ID, false)
 }
 
 // GetRun returns the run of the thread.
@@ -212,64 +287,95 @@ func (d *DB) ClaimRunWithin(ctx context.Context, tenant, runID, owner string, tt
 	if owner == "" {
 		return db.Run{}, db.Lease{}, dbutil.Invalid("the lease owner is empty")
 	}
-	var run db.Run
-	var lease db.Lease
+	var (
+		run   db.Run
+		lease db.Lease
+	)
 	err := d.write(ctx, func(tx pgx.Tx) error {
-		r, err := getRun(ctx, tx, tenant, "", runID, true)
-		if err != nil {
-			return err
-		}
-		now := dbutil.Now()
-		if r.Status != db.RunPending {
-			return fmt.Errorf("server/db/postgres: claim run %q: it is %s, not pending: %w", runID, r.Status, db.ErrConflict)
-		}
-		if r.NotBefore.After(now) {
-			return fmt.Errorf("server/db/postgres: claim run %q: it may not start before %s: %w", runID, r.NotBefore.Format(time.RFC3339Nano), db.ErrConflict)
-		}
-		var running string
-		err = tx.QueryRow(ctx, `SELECT run_id FROM trellis_runs WHERE tenant = $1 AND thread_id = $2 AND status = 'running'`,
-			tenant, r.ThreadID).Scan(&running)
-		if err == nil {
-			return fmt.Errorf("server/db/postgres: claim run %q: run %q of thread %q is running: %w", runID, running, r.ThreadID, db.ErrBusy)
-		}
-		if !errors.Is(err, pgx.ErrNoRows) {
-			return wrap(err, "claim run %q", runID)
-		}
-		// Claims of one tenant take turns on a transaction lock, so the
-		// count (read after it, under READ COMMITTED) includes every claim
-		// committed before.
-		if max > 0 {
-			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('trellis_run_slots:' || $1, 0))`, tenant); err != nil {
-				return wrap(err, "claim run %q: lock the tenant's run slots", runID)
-			}
-			var n int
-			if err := tx.QueryRow(ctx, `SELECT count(*) FROM trellis_runs WHERE tenant = $1 AND status = 'running'`, tenant).Scan(&n); err != nil {
-				return wrap(err, "claim run %q: count the tenant's running runs", runID)
-			}
-			if n >= max {
-				return fmt.Errorf("server/db/postgres: claim run %q: tenant %q has %d running runs, its limit: %w", runID, tenant, n, db.ErrTenantBusy)
-			}
-		}
-		var token int64
-		if err := tx.QueryRow(ctx, `UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1
-			WHERE tenant = $2 AND run_id = $3 RETURNING lease_token`, now, tenant, runID).Scan(&token); err != nil {
-			if isUnique(err, runningIndex) {
-				return fmt.Errorf("server/db/postgres: claim run %q: thread %q has a running run: %w", runID, r.ThreadID, db.ErrBusy)
-			}
-			return wrap(err, "claim run %q", runID)
-		}
-		lease = db.Lease{Tenant: tenant, RunID: runID, ThreadID: r.ThreadID, Owner: owner, Token: token, ExpiresAt: now.Add(ttl).Truncate(time.Microsecond)}
-		if _, err := tx.Exec(ctx, `INSERT INTO trellis_leases (tenant, run_id, thread_id, owner, token, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
-			ON CONFLICT (tenant, run_id) DO UPDATE SET owner = excluded.owner, token = excluded.token, expires_at = excluded.expires_at`,
-			tenant, runID, r.ThreadID, owner, token, lease.ExpiresAt); err != nil {
-			return wrap(err, "claim run %q", runID)
-		}
-		if _, err := tx.Exec(ctx, `UPDATE trellis_threads SET status = 'busy' WHERE tenant = $1 AND thread_id = $2`, tenant, r.ThreadID); err != nil {
-			return wrap(err, "claim run %q: mark its thread busy", runID)
-		}
-		run, err = getRun(ctx, tx, tenant, "", runID, false)
+		var err error
+		run, lease, err = claimRun(ctx, tx, tenant, runID, owner, ttl, max)
 		return err
 	})
+	if err != nil {
+		return db.Run{}, db.Lease{}, err
+	}
+	return run, lease, nil
+}
+
+// ClaimRunTx is ClaimRun inside tx (a pgx.Tx on this DB's database), the
+// transaction of a run's first step, which the caller commits: see
+// db.TxClaimer.
+func (d *DB) ClaimRunTx(ctx context.Context, tx any, tenant, runID, owner string, ttl time.Duration) (db.Run, db.Lease, error) {
+	ptx, ok := tx.(pgx.Tx)
+	if !ok || ptx == nil {
+		return db.Run{}, db.Lease{}, fmt.Errorf("server/db/postgres: ClaimRunTx needs a pgx.Tx of the same database, got %T", tx)
+	}
+	if err := dbutil.TTL(ttl); err != nil {
+		return db.Run{}, db.Lease{}, err
+	}
+	if owner == "" {
+		return db.Run{}, db.Lease{}, dbutil.Invalid("the lease owner is empty")
+	}
+	return claimRun(ctx, ptx, tenant, runID, owner, ttl, 0)
+}
+
+var _ db.TxClaimer = (*DB)(nil)
+
+// claimRun is the claim of ClaimRunWithin in tx.
+func claimRun(ctx context.Context, tx pgx.Tx, tenant, runID, owner string, ttl time.Duration, max int) (db.Run, db.Lease, error) {
+	r, err := getRun(ctx, tx, tenant, "", runID, true)
+	if err != nil {
+		return db.Run{}, db.Lease{}, err
+	}
+	now := dbutil.Now()
+	if r.Status != db.RunPending {
+		return db.Run{}, db.Lease{}, fmt.Errorf("server/db/postgres: claim run %q: it is %s, not pending: %w", runID, r.Status, db.ErrConflict)
+	}
+	if r.NotBefore.After(now) {
+		return db.Run{}, db.Lease{}, fmt.Errorf("server/db/postgres: claim run %q: it may not start before %s: %w", runID, r.NotBefore.Format(time.RFC3339Nano), db.ErrConflict)
+	}
+	var running string
+	err = tx.QueryRow(ctx, `SELECT run_id FROM trellis_runs WHERE tenant = $1 AND thread_id = $2 AND status = 'running'`,
+		tenant, r.ThreadID).Scan(&running)
+	if err == nil {
+		return db.Run{}, db.Lease{}, fmt.Errorf("server/db/postgres: claim run %q: run %q of thread %q is running: %w", runID, running, r.ThreadID, db.ErrBusy)
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return db.Run{}, db.Lease{}, wrap(err, "claim run %q", runID)
+	}
+	// Claims of one tenant take turns on a transaction lock, so the
+	// count (read after it, under READ COMMITTED) includes every claim
+	// committed before.
+	if max > 0 {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended('trellis_run_slots:' || $1, 0))`, tenant); err != nil {
+			return db.Run{}, db.Lease{}, wrap(err, "claim run %q: lock the tenant's run slots", runID)
+		}
+		var n int
+		if err := tx.QueryRow(ctx, `SELECT count(*) FROM trellis_runs WHERE tenant = $1 AND status = 'running'`, tenant).Scan(&n); err != nil {
+			return db.Run{}, db.Lease{}, wrap(err, "claim run %q: count the tenant's running runs", runID)
+		}
+		if n >= max {
+			return db.Run{}, db.Lease{}, fmt.Errorf("server/db/postgres: claim run %q: tenant %q has %d running runs, its limit: %w", runID, tenant, n, db.ErrTenantBusy)
+		}
+	}
+	var token int64
+	if err := tx.QueryRow(ctx, `UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1
+		WHERE tenant = $2 AND run_id = $3 RETURNING lease_token`, now, tenant, runID).Scan(&token); err != nil {
+		if isUnique(err, runningIndex) {
+			return db.Run{}, db.Lease{}, fmt.Errorf("server/db/postgres: claim run %q: thread %q has a running run: %w", runID, r.ThreadID, db.ErrBusy)
+		}
+		return db.Run{}, db.Lease{}, wrap(err, "claim run %q", runID)
+	}
+	lease := db.Lease{Tenant: tenant, RunID: runID, ThreadID: r.ThreadID, Owner: owner, Token: token, ExpiresAt: now.Add(ttl).Truncate(time.Microsecond)}
+	if _, err := tx.Exec(ctx, `INSERT INTO trellis_leases (tenant, run_id, thread_id, owner, token, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (tenant, run_id) DO UPDATE SET owner = excluded.owner, token = excluded.token, expires_at = excluded.expires_at`,
+		tenant, runID, r.ThreadID, owner, token, lease.ExpiresAt); err != nil {
+		return db.Run{}, db.Lease{}, wrap(err, "claim run %q", runID)
+	}
+	if _, err := tx.Exec(ctx, `UPDATE trellis_threads SET status = 'busy' WHERE tenant = $1 AND thread_id = $2`, tenant, r.ThreadID); err != nil {
+		return db.Run{}, db.Lease{}, wrap(err, "claim run %q: mark its thread busy", runID)
+	}
+	run, err := getRun(ctx, tx, tenant, "", runID, false)
 	if err != nil {
 		return db.Run{}, db.Lease{}, err
 	}
@@ -501,3 +607,5 @@ func (d *DB) PendingThreads(ctx context.Context, afterTenant, afterThread string
 	}
 	return out, wrap(rows.Err(), "list threads with pending runs")
 }
+
+var _ db.TxRunCreator = (*DB)(nil)

@@ -5,13 +5,15 @@ import (
 	"database/sql"
 	"encoding/json"
 
+	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
 )
 
 // FinishRunWithResult is FinishRun and SetThreadResult of the run's thread
 // in one transaction, fenced by the lease: a worker that lost the run
-// records neither.
+// records neither. The transaction runs ctx's internal/txhook end hook
+// before it commits (the run queue completes the run's job in it).
 func (d *DB) FinishRunWithResult(ctx context.Context, l db.Lease, status db.RunStatus, usage json.RawMessage, errMsg string, r db.ThreadResult) (db.Run, db.Thread, error) {
 	if err := dbutil.TerminalStatus(status); err != nil {
 		return db.Run{}, db.Thread{}, err
@@ -35,8 +37,11 @@ func (d *DB) FinishRunWithResult(ctx context.Context, l db.Lease, status db.RunS
 		if run, err = getRun(ctx, tx, l.Tenant, "", l.RunID); err != nil {
 			return err
 		}
-		th, err = getThread(ctx, tx, l.Tenant, l.ThreadID)
-		return err
+		if th, err = getThread(ctx, tx, l.Tenant, l.ThreadID); err != nil {
+			return err
+		}
+		// What ends with the run commits with it: the queue's job.
+		return txhook.RunEnd(ctx, tx)
 	})
 	return run, th, err
 }

@@ -59,21 +59,71 @@ func getRun(ctx context.Context, q querier, tenant, threadID, runID string) (db.
 // CancelRequested are ignored; Kwargs must be JSON ({} when empty). A taken
 // ID is ErrConflict.
 func (d *DB) CreateRun(ctx context.Context, tenant string, r db.Run) (db.Run, error) {
-	if err := dbutil.Tenant(tenant); err != nil {
+	nr, err := newRun(tenant, r)
+	if err != nil {
 		return db.Run{}, err
+	}
+	var out db.Run
+	err = d.write(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = createRun(ctx, tx, tenant, nr)
+		return err
+	})
+	return out, err
+}
+
+// CreateRunTx is CreateRun, after creating thread when it is not nil and
+// missing, inside tx (a *sql.Tx on this DB's file) that the caller
+// commits: see db.TxRunCreator.
+func (d *DB) CreateRunTx(ctx context.Context, tx any, tenant string, thread *db.Thread, r db.Run) (db.Run, error) {
+	stx, ok := tx.(*sql.Tx)
+	if !ok || stx == nil {
+		return db.Run{}, fmt.Errorf("server/db/sqlite: CreateRunTx needs a *sql.Tx of the same file, got %T", tx)
+	}
+	nr, err := newRun(tenant, r)
+	if err != nil {
+		return db.Run{}, err
+	}
+	if thread != nil {
+		if thread.ID != r.ThreadID {
+			return db.Run{}, dbutil.Invalid("the new thread %q is not the run's thread %q", thread.ID, r.ThreadID)
+		}
+		if err := createThreadIfMissing(ctx, stx, tenant, *thread); err != nil {
+			return db.Run{}, classify(err, d.sq.Path())
+		}
+	}
+	out, err := createRun(ctx, stx, tenant, nr)
+	return out, classify(err, d.sq.Path())
+}
+
+// ClassifyTxError wraps a storage failure of this DB's file in a
+// transaction the caller committed as the DB's own errors: see
+// db.TxRunCreator.
+func (d *DB) ClassifyTxError(err error) error { return classify(err, d.sq.Path()) }
+
+// runRow is a run checked and encoded for its INSERT.
+type runRow struct {
+	r          db.Run
+	md, kwargs []byte
+}
+
+// newRun checks r and encodes it (an empty ID gets a new one).
+func newRun(tenant string, r db.Run) (runRow, error) {
+	if err := dbutil.Tenant(tenant); err != nil {
+		return runRow{}, err
 	}
 	if r.ID != "" {
 		if err := db.CheckID("run", r.ID); err != nil {
-			return db.Run{}, err
+			return runRow{}, err
 		}
 	}
 	md, err := dbutil.EncodeMetadata(r.Metadata)
 	if err != nil {
-		return db.Run{}, err
+		return runRow{}, err
 	}
 	kwargs, err := dbutil.OptionalJSON("kwargs", r.Kwargs)
 	if err != nil {
-		return db.Run{}, err
+		return runRow{}, err
 	}
 	if kwargs == nil {
 		kwargs = []byte("{}")
@@ -81,34 +131,61 @@ func (d *DB) CreateRun(ctx context.Context, tenant string, r db.Run) (db.Run, er
 	if r.ID == "" {
 		r.ID = dbutil.NewID()
 	}
-	var out db.Run
-	err = d.write(ctx, func(tx *sql.Tx) error {
-		if _, err := getThread(ctx, tx, tenant, r.ThreadID); err != nil {
-			return err
-		}
-		if _, err := getRun(ctx, tx, tenant, "", r.ID); err == nil {
-			return fmt.Errorf("server/db/sqlite: run %q exists: %w", r.ID, db.ErrConflict)
-		} else if !errors.Is(err, db.ErrNotFound) {
-			return err
-		}
-		now := micros(dbutil.Now())
-		if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_runs (tenant, `+runCols+`, seq, lease_token, event_seq)
-			VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, NULL, '', ?, ?, ?, '',
-			(SELECT coalesce(max(seq), 0) + 1 FROM trellis_runs WHERE tenant = ? AND thread_id = ?), 0, 0)`,
-			tenant, r.ID, r.ThreadID, r.AssistantID, md, kwargs, r.MultitaskStrategy, now, now, nullMicros(r.NotBefore),
-			tenant, r.ThreadID); err != nil {
-			return wrap(err, "create run %q", r.ID)
-		}
-		// A new run is activity: the thread's expiry moves on.
-		if _, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET `+extendExpiry+` WHERE tenant = ? AND thread_id = ?`,
-			now, tenant, r.ThreadID); err != nil {
-			return wrap(err, "create run %q", r.ID)
-		}
-		var err error
-		out, err = getRun(ctx, tx, tenant, "", r.ID)
+	return runRow{r: r, md: md, kwargs: kwargs}, nil
+}
+
+// createThreadIfMissing stores a new idle thread with t's ID and metadata
+// unless the thread exists.
+func createThreadIfMissing(ctx context.Context, tx *sql.Tx, tenant string, t db.Thread) error {
+	if err := db.CheckID("thread", t.ID); err != nil {
 		return err
-	})
-	return out, err
+	}
+	md, err := dbutil.EncodeMetadata(t.Metadata)
+	if err != nil {
+		return err
+	}
+	interrupts, err := dbutil.Object("interrupts", nil)
+	if err != nil {
+		return err
+	}
+	ttl, strategy, err := dbutil.ThreadTTL(nil)
+	if err != nil {
+		return err
+	}
+	now := micros(dbutil.Now())
+	if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_threads (tenant, `+threadCols+`) VALUES (?, ?, ?, ?, NULL, ?, '', ?, ?, ?, ?, NULL)
+		ON CONFLICT DO NOTHING`,
+		tenant, t.ID, db.ThreadIdle, md, interrupts, now, now, ttl, strategy); err != nil {
+		return wrap(err, "create thread %q", t.ID)
+	}
+	return nil
+}
+
+// createRun stores the pending run nr in tx.
+func createRun(ctx context.Context, tx *sql.Tx, tenant string, nr runRow) (db.Run, error) {
+	r := nr.r
+	if _, err := getThread(ctx, tx, tenant, r.ThreadID); err != nil {
+		return db.Run{}, err
+	}
+	if _, err := getRun(ctx, tx, tenant, "", r.ID); err == nil {
+		return db.Run{}, fmt.Errorf("server/db/sqlite: run %q exists: %w", r.ID, db.ErrConflict)
+	} else if !errors.Is(err, db.ErrNotFound) {
+		return db.Run{}, err
+	}
+	now := micros(dbutil.Now())
+	if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_runs (tenant, `+runCols+`, seq, lease_token, event_seq)
+		VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, NULL, '', ?, ?, ?, '',
+		(SELECT coalesce(max(seq), 0) + 1 FROM trellis_runs WHERE tenant = ? AND thread_id = ?), 0, 0)`,
+		tenant, r.ID, r.ThreadID, r.AssistantID, nr.md, nr.kwargs, r.MultitaskStrategy, now, now, nullMicros(r.NotBefore),
+		tenant, r.ThreadID); err != nil {
+		return db.Run{}, wrap(err, "create run %q", r.ID)
+	}
+	// A new run is activity: the thread's expiry moves on.
+	if _, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET `+extendExpiry+` WHERE tenant = ? AND thread_id = ?`,
+		now, tenant, r.ThreadID); err != nil {
+		return db.Run{}, wrap(err, "create run %q", r.ID)
+	}
+	return getRun(ctx, tx, tenant, "", r.ID)
 }
 
 // GetRun returns the run of the thread.
@@ -201,60 +278,91 @@ func (d *DB) ClaimRunWithin(ctx context.Context, tenant, runID, owner string, tt
 	if owner == "" {
 		return db.Run{}, db.Lease{}, dbutil.Invalid("the lease owner is empty")
 	}
-	var run db.Run
-	var lease db.Lease
+	var (
+		run   db.Run
+		lease db.Lease
+	)
 	err := d.write(ctx, func(tx *sql.Tx) error {
-		r, err := getRun(ctx, tx, tenant, "", runID)
-		if err != nil {
-			return err
-		}
-		now := dbutil.Now()
-		if r.Status != db.RunPending {
-			return fmt.Errorf("server/db/sqlite: claim run %q: it is %s, not pending: %w", runID, r.Status, db.ErrConflict)
-		}
-		if r.NotBefore.After(now) {
-			return fmt.Errorf("server/db/sqlite: claim run %q: it may not start before %s: %w", runID, r.NotBefore.Format(time.RFC3339Nano), db.ErrConflict)
-		}
-		var running string
-		err = tx.QueryRowContext(ctx, `SELECT run_id FROM trellis_runs WHERE tenant = ? AND thread_id = ? AND status = 'running'`,
-			tenant, r.ThreadID).Scan(&running)
-		if err == nil {
-			return fmt.Errorf("server/db/sqlite: claim run %q: run %q of thread %q is running: %w", runID, running, r.ThreadID, db.ErrBusy)
-		}
-		if !errors.Is(err, sql.ErrNoRows) {
-			return wrap(err, "claim run %q", runID)
-		}
-		// Writers are serialized (BEGIN IMMEDIATE), so the count holds
-		// until the commit.
-		if max > 0 {
-			var n int
-			if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM trellis_runs WHERE tenant = ? AND status = 'running'`, tenant).Scan(&n); err != nil {
-				return wrap(err, "claim run %q: count the tenant's running runs", runID)
-			}
-			if n >= max {
-				return fmt.Errorf("server/db/sqlite: claim run %q: tenant %q has %d running runs, its limit: %w", runID, tenant, n, db.ErrTenantBusy)
-			}
-		}
-		var token int64
-		if err := tx.QueryRowContext(ctx, `UPDATE trellis_runs SET status = 'running', updated_at = ?, lease_token = lease_token + 1
-			WHERE tenant = ? AND run_id = ? RETURNING lease_token`, micros(now), tenant, runID).Scan(&token); err != nil {
-			if isUnique(err) {
-				return fmt.Errorf("server/db/sqlite: claim run %q: thread %q has a running run: %w", runID, r.ThreadID, db.ErrBusy)
-			}
-			return wrap(err, "claim run %q", runID)
-		}
-		lease = db.Lease{Tenant: tenant, RunID: runID, ThreadID: r.ThreadID, Owner: owner, Token: token, ExpiresAt: now.Add(ttl).Truncate(time.Microsecond)}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_leases (tenant, run_id, thread_id, owner, token, expires_at) VALUES (?, ?, ?, ?, ?, ?)
-			ON CONFLICT (tenant, run_id) DO UPDATE SET owner = excluded.owner, token = excluded.token, expires_at = excluded.expires_at`,
-			tenant, runID, r.ThreadID, owner, token, micros(lease.ExpiresAt)); err != nil {
-			return wrap(err, "claim run %q", runID)
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET status = 'busy' WHERE tenant = ? AND thread_id = ?`, tenant, r.ThreadID); err != nil {
-			return wrap(err, "claim run %q: mark its thread busy", runID)
-		}
-		run, err = getRun(ctx, tx, tenant, "", runID)
+		var err error
+		run, lease, err = claimRun(ctx, tx, tenant, runID, owner, ttl, max)
 		return err
 	})
+	if err != nil {
+		return db.Run{}, db.Lease{}, err
+	}
+	return run, lease, nil
+}
+
+// ClaimRunTx is ClaimRun inside tx (a *sql.Tx on this DB's database), the
+// transaction of a run's first step, which the caller commits: see
+// db.TxClaimer.
+func (d *DB) ClaimRunTx(ctx context.Context, tx any, tenant, runID, owner string, ttl time.Duration) (db.Run, db.Lease, error) {
+	stx, ok := tx.(*sql.Tx)
+	if !ok || stx == nil {
+		return db.Run{}, db.Lease{}, fmt.Errorf("server/db/sqlite: ClaimRunTx needs a *sql.Tx of the same database, got %T", tx)
+	}
+	if err := dbutil.TTL(ttl); err != nil {
+		return db.Run{}, db.Lease{}, err
+	}
+	if owner == "" {
+		return db.Run{}, db.Lease{}, dbutil.Invalid("the lease owner is empty")
+	}
+	return claimRun(ctx, stx, tenant, runID, owner, ttl, 0)
+}
+
+var _ db.TxClaimer = (*DB)(nil)
+
+// claimRun is the claim of ClaimRunWithin in tx.
+func claimRun(ctx context.Context, tx *sql.Tx, tenant, runID, owner string, ttl time.Duration, max int) (db.Run, db.Lease, error) {
+	r, err := getRun(ctx, tx, tenant, "", runID)
+	if err != nil {
+		return db.Run{}, db.Lease{}, err
+	}
+	now := dbutil.Now()
+	if r.Status != db.RunPending {
+		return db.Run{}, db.Lease{}, fmt.Errorf("server/db/sqlite: claim run %q: it is %s, not pending: %w", runID, r.Status, db.ErrConflict)
+	}
+	if r.NotBefore.After(now) {
+		return db.Run{}, db.Lease{}, fmt.Errorf("server/db/sqlite: claim run %q: it may not start before %s: %w", runID, r.NotBefore.Format(time.RFC3339Nano), db.ErrConflict)
+	}
+	var running string
+	err = tx.QueryRowContext(ctx, `SELECT run_id FROM trellis_runs WHERE tenant = ? AND thread_id = ? AND status = 'running'`,
+		tenant, r.ThreadID).Scan(&running)
+	if err == nil {
+		return db.Run{}, db.Lease{}, fmt.Errorf("server/db/sqlite: claim run %q: run %q of thread %q is running: %w", runID, running, r.ThreadID, db.ErrBusy)
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return db.Run{}, db.Lease{}, wrap(err, "claim run %q", runID)
+	}
+	// Writers are serialized (BEGIN IMMEDIATE), so the count holds
+	// until the commit.
+	if max > 0 {
+		var n int
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM trellis_runs WHERE tenant = ? AND status = 'running'`, tenant).Scan(&n); err != nil {
+			return db.Run{}, db.Lease{}, wrap(err, "claim run %q: count the tenant's running runs", runID)
+		}
+		if n >= max {
+			return db.Run{}, db.Lease{}, fmt.Errorf("server/db/sqlite: claim run %q: tenant %q has %d running runs, its limit: %w", runID, tenant, n, db.ErrTenantBusy)
+		}
+	}
+	var token int64
+	if err := tx.QueryRowContext(ctx, `UPDATE trellis_runs SET status = 'running', updated_at = ?, lease_token = lease_token + 1
+		WHERE tenant = ? AND run_id = ? RETURNING lease_token`, micros(now), tenant, runID).Scan(&token); err != nil {
+		if isUnique(err) {
+			return db.Run{}, db.Lease{}, fmt.Errorf("server/db/sqlite: claim run %q: thread %q has a running run: %w", runID, r.ThreadID, db.ErrBusy)
+		}
+		return db.Run{}, db.Lease{}, wrap(err, "claim run %q", runID)
+	}
+	lease := db.Lease{Tenant: tenant, RunID: runID, ThreadID: r.ThreadID, Owner: owner, Token: token, ExpiresAt: now.Add(ttl).Truncate(time.Microsecond)}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_leases (tenant, run_id, thread_id, owner, token, expires_at) VALUES (?, ?, ?, ?, ?, ?)
+		ON CONFLICT (tenant, run_id) DO UPDATE SET owner = excluded.owner, token = excluded.token, expires_at = excluded.expires_at`,
+		tenant, runID, r.ThreadID, owner, token, micros(lease.ExpiresAt)); err != nil {
+		return db.Run{}, db.Lease{}, wrap(err, "claim run %q", runID)
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE trellis_threads SET status = 'busy' WHERE tenant = ? AND thread_id = ?`, tenant, r.ThreadID); err != nil {
+		return db.Run{}, db.Lease{}, wrap(err, "claim run %q: mark its thread busy", runID)
+	}
+	run, err := getRun(ctx, tx, tenant, "", runID)
 	if err != nil {
 		return db.Run{}, db.Lease{}, err
 	}
@@ -491,3 +599,5 @@ func (d *DB) PendingThreads(ctx context.Context, afterTenant, afterThread string
 	}
 	return out, wrap(rows.Err(), "list threads with pending runs")
 }
+
+var _ db.TxRunCreator = (*DB)(nil)

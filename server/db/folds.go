@@ -1,0 +1,36 @@
+package db
+
+import (
+	"context"
+	"time"
+)
+
+// TxRunCreator is implemented by a DB that can store a new run, and the
+// thread it runs on when that is new, inside a write transaction someone
+// else opened on the same database: the run queue's, so that the thread,
+// the run and the job that will run it commit together (one write
+// transaction to accept a run instead of three).
+type TxRunCreator interface {
+	// CreateRunTx is CreateRun inside tx, the database's own open write
+	// transaction (a *sql.Tx for SQLite, a pgx.Tx for PostgreSQL). When
+	// thread is not nil it is created first unless a thread with its ID
+	// exists (CreateThread with IfExistsDoNothing; only its ID, Status and
+	// Metadata are stored). The caller commits or rolls back tx.
+	CreateRunTx(ctx context.Context, tx any, tenant string, thread *Thread, r Run) (Run, error)
+	// ClassifyTxError returns an error of such a transaction (its commit
+	// above all, which the caller makes) as the DB returns its own: a
+	// full disk as a *StorageError of ErrStorageFull, and so on.
+	ClassifyTxError(err error) error
+}
+
+// TxClaimer is implemented by a DB that can claim a run inside a write
+// transaction someone else opened on the same database: the checkpoint
+// saver's, so that a run's claim commits with its first step instead of in
+// a transaction of its own.
+type TxClaimer interface {
+	// ClaimRunTx is ClaimRun inside tx, the database's own open write
+	// transaction (a *sql.Tx for SQLite, a pgx.Tx for PostgreSQL). The
+	// caller commits or rolls back tx; the lease holds only once it
+	// commits.
+	ClaimRunTx(ctx context.Context, tx any, tenant, runID, owner string, ttl time.Duration) (Run, Lease, error)
+}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
+	a2atool "github.com/trellis-agents/trellis/tool/a2a"
 )
 
 // StreamModes are the stream modes a call asks the remote run for, so
@@ -36,6 +38,10 @@ const (
 	// KindCustom is a custom event of the remote graph: Data is its value.
 	KindCustom = "remote_custom"
 )
+
+// MetaThread is the MessageChunk.Meta key naming the remote thread a
+// streamed chunk came from.
+const MetaThread = "remote_thread_id"
 
 // Limits of what a joined stream may hold: one SSE line (a values event
 // carries the remote's whole state), and a custom event's data passed on.
@@ -339,6 +345,14 @@ func (p *passer) event(ctx context.Context, ev sseEvent) error {
 		}
 		p.emit(ctx, Event{Kind: KindMessage, MessageID: m.ID, Text: text, Append: m.ID != "" && m.ID == p.msgID})
 		p.msgID = m.ID
+		// The same words as the local run's message chunk, in the remote
+		// agent's voice (see tool/a2a's MetaAgent): a client streaming
+		// messages sees the remote answer as it comes, and the wires keep
+		// it apart from the local answer.
+		if w := graph.Messages(ctx); w.Enabled() {
+			w.Write(graph.MessageChunk{MessageID: m.ID, Part: graph.PartText, Text: text,
+				Meta: map[string]string{llm.MetaVoice: p.a.cfg.Name, a2atool.MetaAgent: p.a.cfg.Name, MetaThread: p.thread}})
+		}
 	case "custom":
 		if len(ev.data) > maxCustomData {
 			p.emit(ctx, Event{Kind: KindCustom, Text: fmt.Sprintf("(a custom event of %d bytes, not passed on)", len(ev.data))})

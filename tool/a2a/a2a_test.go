@@ -39,6 +39,7 @@ type asker struct {
 	answers  []string
 	cancels  int
 	fail     bool
+	reply    bool          // answer with a message, not a task
 	block    chan struct{} // non-nil: the first message works until it closes
 	working  chan struct{} // closed once the blocking task is working
 }
@@ -54,6 +55,10 @@ func (x *asker) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Se
 				m = proto.NewMessageForTask(proto.MessageRoleAgent, ec, proto.NewTextPart(text))
 			}
 			return yield(proto.NewStatusUpdateEvent(ec, s, m), nil)
+		}
+		if x.reply {
+			yield(proto.NewMessage(proto.MessageRoleAgent, proto.NewTextPart("Hi there")), nil)
+			return
 		}
 		if ec.StoredTask == nil {
 			if !yield(proto.NewSubmittedTask(ec, ec.Message), nil) {
@@ -546,5 +551,16 @@ func TestRemoteTextStreamsAsMessageChunks(t *testing.T) {
 	}
 	if strings.Join(texts, "|") != "Hello, Ada" {
 		t.Errorf("chunks after the answer %q, want the artifact", texts)
+	}
+
+	// An agent that answers with a message, not a task: its text is one
+	// chunk, with no task named.
+	g3 := callGraph(t, newAgent(t, a2a.Config{CardURL: serveRemote(t, &asker{reply: true}, "").srv.URL}), false)
+	texts = texts[:0]
+	for _, ev := range chunks(context.Background(), t, g3, start, graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("t3")) {
+		texts = append(texts, ev.Message.Text+" "+ev.Message.Meta[llm.MetaVoice]+" "+ev.Message.Meta["a2a_task_id"])
+	}
+	if strings.Join(texts, "|") != "Hi there greeter " {
+		t.Errorf("chunks of a message reply %q, want its text in greeter's voice", texts)
 	}
 }

@@ -131,6 +131,7 @@ func (a *Agent) Call(ctx context.Context, text string) (*Result, error) {
 		if m, isMsg := ev.(*proto.Message); isMsg {
 			s.close()
 			reply := partsText(m.Parts)
+			a.chunk(ctx, "a2a:message:"+m.ID, "", reply) // streamed once: a re-run reads the step
 			return started{ContextID: m.ContextID, Reply: &reply}, nil
 		}
 		info := ev.TaskInfo()
@@ -400,16 +401,21 @@ const (
 // chunks as an agent's working). The message ID groups the chunks of one
 // remote artifact or status message of the task.
 func (f *follower) chunk(ctx context.Context, part, text string) {
+	f.a.chunk(ctx, "a2a:"+f.st.TaskID+":"+part, f.st.TaskID, text)
+}
+
+// chunk writes one voiced message chunk (see follower.chunk); task is ""
+// for an agent that answered with a message.
+func (a *Agent) chunk(ctx context.Context, id, task, text string) {
 	w := graph.Messages(ctx)
 	if text == "" || !w.Enabled() {
 		return
 	}
-	w.Write(graph.MessageChunk{
-		MessageID: "a2a:" + f.st.TaskID + ":" + part,
-		Part:      graph.PartText,
-		Text:      text,
-		Meta:      map[string]string{llm.MetaVoice: f.a.cfg.Name, MetaAgent: f.a.cfg.Name, MetaTask: f.st.TaskID},
-	})
+	meta := map[string]string{llm.MetaVoice: a.cfg.Name, MetaAgent: a.cfg.Name}
+	if task != "" {
+		meta[MetaTask] = task
+	}
+	w.Write(graph.MessageChunk{MessageID: id, Part: graph.PartText, Text: text, Meta: meta})
 }
 
 func (f *follower) onStatus(ctx context.Context, s proto.TaskStatus) (outcome, bool) {

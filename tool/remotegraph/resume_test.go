@@ -158,6 +158,9 @@ func TestRejoinAfterTheSavedEvent(t *testing.T) {
 
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
+	noMark := errors.New("no mark saved")
+	watchdog := time.AfterFunc(time.Minute, func() { cancel(noMark) }) // a guard against a hang, not a speed check
+	defer watchdog.Stop()
 	go func() {
 		select {
 		case <-saved:
@@ -167,6 +170,9 @@ func TestRejoinAfterTheSavedEvent(t *testing.T) {
 	}()
 	if _, err := collect(ctx, build(agent()), graph.Writes(reply.Set(""))); err == nil {
 		t.Fatal("the stopped run did not fail")
+	}
+	if errors.Is(context.Cause(ctx), noMark) {
+		t.Fatal("the call saved no mark of the stream after its first three events")
 	}
 	if _, err := collect(context.Background(), build(agent()), nil); err != nil {
 		t.Fatal(err)

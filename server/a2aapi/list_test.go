@@ -68,3 +68,36 @@ func TestListTasks(t *testing.T) {
 		t.Errorf("a bad page token: %v", err)
 	}
 }
+
+// ListTasks without contextId finds this agent's tasks by its runs, also
+// in a thread another agent ran last, and pages by a token naming the
+// last task shown: a task created between two pages does not make the
+// next page repeat one.
+func TestListTasksAcrossThreadsAndPages(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	chat, planner := e.client("chat-a", false), e.client("planner-a", false)
+	one := send(t, chat, userText("one", ""))
+	two := send(t, chat, userText("two", ""))
+	m := userText("Organise our team offsite", "")
+	m.ContextID = one.ContextID
+	send(t, planner, m) // the planner runs on the first task's thread last
+
+	all, err := chat.ListTasks(ctx, &a2a.ListTasksRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if all.TotalSize != 2 || len(all.Tasks) != 2 || all.Tasks[0].ID != two.ID || all.Tasks[1].ID != one.ID {
+		t.Fatalf("all tasks: total %d, %+v; want %s then %s", all.TotalSize, all.Tasks, two.ID, one.ID)
+	}
+
+	first, err := chat.ListTasks(ctx, &a2a.ListTasksRequest{PageSize: 1})
+	if err != nil || len(first.Tasks) != 1 || first.Tasks[0].ID != two.ID || first.NextPageToken == "" {
+		t.Fatalf("first page: %+v %v", first, err)
+	}
+	three := send(t, chat, userText("three", "")) // added while the client pages
+	second, err := chat.ListTasks(ctx, &a2a.ListTasksRequest{PageSize: 1, PageToken: first.NextPageToken})
+	if err != nil || len(second.Tasks) != 1 || second.Tasks[0].ID != one.ID || second.NextPageToken != "" || second.TotalSize != 3 {
+		t.Fatalf("second page after %s was added: %+v %v; want %s alone, the last page, of 3", three.ID, second, err, one.ID)
+	}
+}

@@ -126,6 +126,9 @@ func newChunker() *chunker { return &chunker{msgs: map[string]*held{}} }
 type lcChunk struct {
 	ID      string          `json:"id"`
 	Content json.RawMessage `json:"content"`
+	// Name is a voice's (a reviewer's, a remote agent's the run called):
+	// the agent's working, not its answer.
+	Name string `json:"name"`
 }
 
 // add reads one logged event; it returns the text to stream ("" for none).
@@ -140,7 +143,7 @@ func (c *chunker) add(ev db.Event) string {
 	}
 	ch := tuple[0]
 	text := lcmsg.Text(ch.Content)
-	if text == "" {
+	if text == "" || ch.Name != "" {
 		return ""
 	}
 	h := c.msgs[ch.ID]

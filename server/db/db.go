@@ -239,6 +239,30 @@ type RunQuery struct {
 	Offset int
 }
 
+// RunSearch finds a tenant's runs of one assistant across its threads
+// (Runs.FindRuns), newest first by creation (CreatedAt, then ID, both
+// descending), paged by a keyset cursor rather than an offset, so pages
+// read while runs are added neither repeat nor skip a run.
+type RunSearch struct {
+	AssistantID string
+	// Metadata keeps the runs whose metadata has each key with that string
+	// value; Missing the runs whose metadata lacks each key. Keys are
+	// plain names (no '"', '\\' or '.').
+	Metadata map[string]string
+	Missing  []string
+	// Before, when set, keeps the runs after it in the order: the last
+	// run of the previous page.
+	Before *RunCursor
+	// Limit is 1 to 1000 (10 when 0).
+	Limit int
+}
+
+// RunCursor is a run's place in the order of RunSearch.
+type RunCursor struct {
+	CreatedAt time.Time
+	ID        string
+}
+
 // Lease is a worker's claim on a running run. Token grows with each claim,
 // so a worker whose lease was taken over is refused (ErrLeaseLost) on its
 // next fenced write.
@@ -317,6 +341,8 @@ type Runs interface {
 	GetRun(ctx context.Context, tenant, threadID, runID string) (Run, error)
 	// ListRuns lists a thread's runs, newest first.
 	ListRuns(ctx context.Context, tenant, threadID string, q RunQuery) ([]Run, error)
+	// FindRuns lists the tenant's runs that q selects, in every thread.
+	FindRuns(ctx context.Context, tenant string, q RunSearch) ([]Run, error)
 	// DeleteRun deletes a terminal run with its events.
 	DeleteRun(ctx context.Context, tenant, threadID, runID string) error
 	// NextPending returns the thread's oldest pending run whose NotBefore

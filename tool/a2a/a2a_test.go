@@ -24,6 +24,7 @@ import (
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/internal/netguard"
 	"github.com/trellis-agents/trellis/internal/testenv"
+	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/tool/a2a"
 )
 
@@ -38,6 +39,7 @@ type asker struct {
 	answers  []string
 	cancels  int
 	fail     bool
+	reply    bool          // answer with a message, not a task
 	block    chan struct{} // non-nil: the first message works until it closes
 	working  chan struct{} // closed once the blocking task is working
 }
@@ -53,6 +55,10 @@ func (x *asker) Execute(ctx context.Context, ec *a2asrv.ExecutorContext) iter.Se
 				m = proto.NewMessageForTask(proto.MessageRoleAgent, ec, proto.NewTextPart(text))
 			}
 			return yield(proto.NewStatusUpdateEvent(ec, s, m), nil)
+		}
+		if x.reply {
+			yield(proto.NewMessage(proto.MessageRoleAgent, proto.NewTextPart("Hi there")), nil)
+			return
 		}
 		if ec.StoredTask == nil {
 			if !yield(proto.NewSubmittedTask(ec, ec.Message), nil) {
@@ -488,5 +494,73 @@ func TestJSAgentAsTheRemote(t *testing.T) {
 	}
 	if got := reply.Get(st); got != "Hello, Grace" {
 		t.Errorf("reply %q, want Hello, Grace", got)
+	}
+}
+
+// chunks runs g streaming message chunks and returns them.
+func chunks(ctx context.Context, t *testing.T, g *graph.Graph, input graph.Update, opts ...graph.RunOption) []graph.Event {
+	t.Helper()
+	var out []graph.Event
+	opts = append(opts, graph.WithEvents(graph.EventMessages|graph.EventInterrupt))
+	for ev, err := range g.Stream(ctx, input, opts...) {
+		if err != nil {
+			if _, ok := errors.AsType[*graph.InterruptError](err); !ok {
+				t.Fatal(err)
+			}
+			break
+		}
+		if ev.Kind == graph.EventMessages {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+// The remote's words stream as the local run's message chunks, in the
+// remote agent's voice, from the node that called it: its progress note
+// while it works and its artifact's text, not its question (that is the
+// interrupt).
+func TestRemoteTextStreamsAsMessageChunks(t *testing.T) {
+	x := &asker{block: make(chan struct{}), working: make(chan struct{})}
+	r := serveRemote(t, x, "")
+	a := newAgent(t, a2a.Config{CardURL: r.srv.URL})
+	g := callGraph(t, a, false)
+	go func() { <-x.working; close(x.block) }()
+	got := chunks(context.Background(), t, g, start, graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("t1"))
+	var texts []string
+	for _, ev := range got {
+		c := ev.Message
+		if ev.Node != "call" || c.Part != graph.PartText || c.Meta[llm.MetaVoice] != "greeter" || c.Meta["remote_agent"] != "greeter" || c.Meta["a2a_task_id"] == "" || !strings.HasPrefix(c.MessageID, "a2a:"+c.Meta["a2a_task_id"]+":") {
+			t.Errorf("chunk %+v from node %q: want a text chunk of node call in greeter's voice naming its task", c, ev.Node)
+		}
+		texts = append(texts, c.Text)
+	}
+	if strings.Join(texts, "|") != "thinking|finally done" {
+		t.Errorf("chunks %q, want the progress note then the artifact", texts)
+	}
+
+	// A question is not a chunk; the answer's artifact is.
+	g2 := callGraph(t, newAgent(t, a2a.Config{CardURL: serveRemote(t, &asker{}, "").srv.URL}), false)
+	opts := []graph.RunOption{graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("t2")}
+	if first := chunks(context.Background(), t, g2, start, opts...); len(first) != 0 {
+		t.Errorf("chunks before the question: %+v, want none", first)
+	}
+	texts = texts[:0]
+	for _, ev := range chunks(context.Background(), t, g2, nil, append(opts, graph.WithResume("Ada"))...) {
+		texts = append(texts, ev.Message.Text)
+	}
+	if strings.Join(texts, "|") != "Hello, Ada" {
+		t.Errorf("chunks after the answer %q, want the artifact", texts)
+	}
+
+	// An agent that answers with a message, not a task: its text is one
+	// chunk, with no task named.
+	g3 := callGraph(t, newAgent(t, a2a.Config{CardURL: serveRemote(t, &asker{reply: true}, "").srv.URL}), false)
+	texts = texts[:0]
+	for _, ev := range chunks(context.Background(), t, g3, start, graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread("t3")) {
+		texts = append(texts, ev.Message.Text+" "+ev.Message.Meta[llm.MetaVoice]+" "+ev.Message.Meta["a2a_task_id"])
+	}
+	if strings.Join(texts, "|") != "Hi there greeter " {
+		t.Errorf("chunks of a message reply %q, want its text in greeter's voice", texts)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	proto "github.com/a2aproject/a2a-go/v2/a2a"
 
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
 )
 
 // Result is what a finished remote task produced.
@@ -130,6 +131,7 @@ func (a *Agent) Call(ctx context.Context, text string) (*Result, error) {
 		if m, isMsg := ev.(*proto.Message); isMsg {
 			s.close()
 			reply := partsText(m.Parts)
+			a.chunk(ctx, "a2a:message:"+m.ID, "", reply) // streamed once: a re-run reads the step
 			return started{ContextID: m.ContextID, Reply: &reply}, nil
 		}
 		info := ev.TaskInfo()
@@ -270,6 +272,7 @@ func (a *Agent) follow(ctx context.Context, c taskClient, st started, live **str
 		case *proto.Task:
 			o, done = f.onTask(ctx, e)
 		case *proto.TaskStatusUpdateEvent:
+			f.say(ctx, e.Status)
 			o, done = f.onStatus(ctx, e.Status)
 		case *proto.TaskArtifactUpdateEvent:
 			f.onArtifact(ctx, e)
@@ -365,6 +368,54 @@ func (f *follower) onArtifact(ctx context.Context, e *proto.TaskArtifactUpdateEv
 	text := partsText(e.Artifact.Parts)
 	f.set(e.Artifact.ID, text, e.Append)
 	f.emit(ctx, Event{Kind: "remote_artifact", Text: text, Append: e.Append})
+	f.chunk(ctx, "artifact:"+string(e.Artifact.ID), text)
+}
+
+// say streams a status update's message as the local run's message chunk:
+// the remote's words as it says them (its progress notes, or its answer
+// when it answers in the status). A question is not streamed: it becomes
+// the local interrupt.
+func (f *follower) say(ctx context.Context, s proto.TaskStatus) {
+	if s.Message == nil || s.State == proto.TaskStateInputRequired || s.State == proto.TaskStateAuthRequired {
+		return
+	}
+	id := s.Message.ID
+	if id == "" {
+		id = stateWord(s.State)
+	}
+	f.chunk(ctx, "status:"+id, partsText(s.Message.Parts))
+}
+
+// MetaAgent and MetaTask are the MessageChunk.Meta keys naming the remote
+// agent and A2A task a streamed chunk came from.
+const (
+	MetaAgent = "remote_agent"
+	MetaTask  = "a2a_task_id"
+)
+
+// chunk streams text as a message chunk of the local run, in the voice of
+// the remote agent (Meta "voice", llm.MetaVoice): LangGraph clients see
+// an AIMessageChunk named after the agent from the node that called it,
+// as they see the tokens of a model called inside a tool; the local
+// answer stays the local model's (the wires and the page skip voiced
+// chunks as an agent's working). The message ID groups the chunks of one
+// remote artifact or status message of the task.
+func (f *follower) chunk(ctx context.Context, part, text string) {
+	f.a.chunk(ctx, "a2a:"+f.st.TaskID+":"+part, f.st.TaskID, text)
+}
+
+// chunk writes one voiced message chunk (see follower.chunk); task is ""
+// for an agent that answered with a message.
+func (a *Agent) chunk(ctx context.Context, id, task, text string) {
+	w := graph.Messages(ctx)
+	if text == "" || !w.Enabled() {
+		return
+	}
+	meta := map[string]string{llm.MetaVoice: a.cfg.Name, MetaAgent: a.cfg.Name}
+	if task != "" {
+		meta[MetaTask] = task
+	}
+	w.Write(graph.MessageChunk{MessageID: id, Part: graph.PartText, Text: text, Meta: meta})
 }
 
 func (f *follower) onStatus(ctx context.Context, s proto.TaskStatus) (outcome, bool) {

@@ -67,6 +67,15 @@ type Config struct {
 	Description string
 	// ReadOnly marks the tool as a read tool (run without approval).
 	ReadOnly bool
+	// SaveEvery and SaveInterval say how often a call saves, as a durable
+	// step, the last event of the remote run's stream it passed on: after
+	// SaveEvery events, or SaveInterval after the first event not saved
+	// yet, whichever comes first (0: DefaultSaveEvery,
+	// DefaultSaveInterval). A node that runs again after a crash rejoins
+	// the stream there; at most the events after the last save are passed
+	// on again. A save is a checkpoint write.
+	SaveEvery    int
+	SaveInterval time.Duration
 }
 
 // Agent is a remote LangGraph-API assistant; safe for concurrent use.
@@ -219,9 +228,7 @@ func (a *Agent) Call(ctx context.Context, input any) (*Result, error) {
 			return nil, err
 		}
 		graph.Emit(ctx, Event{Kind: "remote_run", Agent: a.cfg.Name, ThreadID: thread, RunID: run, Status: "created"})
-		o, err := graph.Durable(ctx, "lg:"+a.cfg.Name+":round:"+n, func(ctx context.Context) (outcome, error) {
-			return a.wait(ctx, thread, run)
-		})
+		o, err := a.wait(ctx, thread, run, n)
 		if err != nil {
 			if ctx.Err() != nil {
 				if a.cfg.KeepRemoteOn == nil || !a.cfg.KeepRemoteOn(context.Cause(ctx)) {
@@ -252,12 +259,27 @@ func (a *Agent) Call(ctx context.Context, input any) (*Result, error) {
 	}
 }
 
-// wait follows the run's stream to its end, then reads its status and
-// the thread's state.
-func (a *Agent) wait(ctx context.Context, thread, run string) (outcome, error) {
-	if err := a.follow(ctx, thread, run); err != nil {
-		return outcome{}, err
+// wait follows the run's stream to its end, saving where it stood now
+// and then (marks, see mark) and how the run ended as durable steps of
+// round n: a node that runs again rejoins the stream after the last mark,
+// so the events passed on before it are not passed on twice.
+func (a *Agent) wait(ctx context.Context, thread, run, n string) (outcome, error) {
+	j := a.joiner(thread, run)
+	defer j.close()
+	for {
+		m, err := graph.Durable(ctx, "lg:"+a.cfg.Name+":round:"+n, j.step)
+		if err != nil {
+			return outcome{}, err
+		}
+		if !m.Partial {
+			return m.outcome, nil
+		}
+		j.last, j.pass.msgID = m.Seen, m.MsgID
 	}
+}
+
+// ended reads how the run ended and the thread's state.
+func (a *Agent) ended(ctx context.Context, thread, run string) (outcome, error) {
 	var r struct {
 		Status string `json:"status"`
 		Error  string `json:"error"`

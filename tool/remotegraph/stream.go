@@ -12,8 +12,11 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
+	a2atool "github.com/trellis-agents/trellis/tool/a2a"
 )
 
 // StreamModes are the stream modes a call asks the remote run for, so
@@ -35,6 +38,10 @@ const (
 	// KindCustom is a custom event of the remote graph: Data is its value.
 	KindCustom = "remote_custom"
 )
+
+// MetaThread is the MessageChunk.Meta key naming the remote thread a
+// streamed chunk came from.
+const MetaThread = "remote_thread_id"
 
 // Limits of what a joined stream may hold: one SSE line (a values event
 // carries the remote's whole state), and a custom event's data passed on.
@@ -99,35 +106,154 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 // errStreamCut is a joined stream that ended without its end event.
 var errStreamCut = errors.New("the stream ended before the run did")
 
-// follow joins the remote run's event stream (GET
-// /threads/{thread}/runs/{run}/stream, from the run's first event) and
-// passes its events on as custom events of the local run, until the run
-// ends. A stream cut short is joined again after the last event seen
-// (Last-Event-ID), a few times; a server that cannot stream a joined run
-// is waited on with /join instead.
-func (a *Agent) follow(ctx context.Context, thread, run string) error {
-	last := "-1"
-	pass := passer{a: a, thread: thread, run: run}
-	for attempt := 0; ; attempt++ {
-		err := a.joinStream(ctx, thread, run, last, func(ev sseEvent) error {
-			if ev.id != "" {
-				last = ev.id
+// Defaults of how often a round saves the last event it passed on (see
+// Config.SaveEvery and Config.SaveInterval).
+const (
+	DefaultSaveEvery    = 100
+	DefaultSaveInterval = time.Second
+)
+
+// mark is a durable step of a round: where the round's stream stood (the
+// last event id passed on, the message being streamed) while the run
+// went on (Partial), or how the run ended. A round is a series of marks
+// under one step name ended by its outcome, so a node that runs again
+// after a crash rejoins the stream after the last saved mark instead of
+// from the start. An outcome saved by an earlier version (one step per
+// round) reads as a mark without Partial: the round's end.
+type mark struct {
+	outcome
+	Partial bool   `json:"partial,omitempty"`
+	Seen    string `json:"seen,omitempty"`
+	MsgID   string `json:"msg_id,omitempty"`
+}
+
+// joiner follows one remote run's event stream (GET
+// /threads/{thread}/runs/{run}/stream) across the marks of a round,
+// passing its events on as custom events of the local run. Its connection
+// stays open from one mark to the next. A stream cut short is joined
+// again after the last event seen (Last-Event-ID), a few times; a server
+// that cannot stream a joined run is waited on with /join instead.
+type joiner struct {
+	a           *Agent
+	thread, run string
+	last        string // the id of the last event passed on; "-1": from the start
+	pass        passer
+	conn        *conn
+	attempt     int
+}
+
+// conn is one open connection of the stream, read by its own goroutine.
+type conn struct {
+	events chan sseEvent
+	err    error // read after events is closed: nil when the run ended
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func (a *Agent) joiner(thread, run string) *joiner {
+	return &joiner{a: a, thread: thread, run: run, last: "-1", pass: passer{a: a, thread: thread, run: run}}
+}
+
+// open joins the stream after j.last.
+func (j *joiner) open(ctx context.Context) *conn {
+	cctx, cancel := context.WithCancel(ctx)
+	c := &conn{events: make(chan sseEvent), cancel: cancel, done: make(chan struct{})}
+	last := j.last
+	go func() {
+		defer close(c.done)
+		c.err = j.a.joinStream(cctx, j.thread, j.run, last, func(ev sseEvent) error {
+			ev.data = slices.Clone(ev.data) // the reader reuses its buffer
+			select {
+			case c.events <- ev:
+				return nil
+			case <-cctx.Done():
+				return cctx.Err()
 			}
-			return pass.event(ctx, ev)
 		})
-		if err == nil {
-			return nil
+		close(c.events)
+	}()
+	return c
+}
+
+// close drops the open connection, waiting for its reader to end.
+func (j *joiner) close() {
+	if j.conn != nil {
+		j.conn.cancel()
+		for range j.conn.events {
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
+		<-j.conn.done
+		j.conn = nil
+	}
+}
+
+// step passes events on until the run ends (the outcome) or until
+// SaveEvery events, or SaveInterval after the first of them, were passed
+// on (a Partial mark to save).
+func (j *joiner) step(ctx context.Context) (mark, error) {
+	every, interval := j.a.cfg.SaveEvery, j.a.cfg.SaveInterval
+	if every <= 0 {
+		every = DefaultSaveEvery
+	}
+	if interval <= 0 {
+		interval = DefaultSaveInterval
+	}
+	var due <-chan time.Time
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
 		}
-		if e, ok := errors.AsType[*Error](err); ok && e.status/100 == 4 && e.status != http.StatusTooManyRequests {
-			// No joinable stream here (an old server, a run that kept no
-			// events): wait for the run's end instead.
-			return a.do(ctx, "GET", "/threads/"+thread+"/runs/"+run+"/join", nil, nil, "join the run")
+	}()
+	n := 0
+	partial := func() mark { return mark{Partial: true, Seen: j.last, MsgID: j.pass.msgID} }
+	for {
+		if j.conn == nil {
+			j.conn = j.open(ctx)
 		}
-		if attempt >= 4 {
-			return err
+		select {
+		case <-ctx.Done():
+			return mark{}, ctx.Err()
+		case <-due:
+			return partial(), nil
+		case ev, ok := <-j.conn.events:
+			if !ok {
+				<-j.conn.done
+				err := j.conn.err
+				j.conn = nil
+				if err == nil {
+					o, err := j.a.ended(ctx, j.thread, j.run)
+					return mark{outcome: o}, err
+				}
+				if ctx.Err() != nil {
+					return mark{}, ctx.Err()
+				}
+				if e, ok := errors.AsType[*Error](err); ok && e.status/100 == 4 && e.status != http.StatusTooManyRequests {
+					// No joinable stream here (an old server, a run that
+					// kept no events): wait for the run's end instead.
+					if err := j.a.do(ctx, "GET", "/threads/"+j.thread+"/runs/"+j.run+"/join", nil, nil, "join the run"); err != nil {
+						return mark{}, err
+					}
+					o, err := j.a.ended(ctx, j.thread, j.run)
+					return mark{outcome: o}, err
+				}
+				if j.attempt++; j.attempt > 4 {
+					return mark{}, err
+				}
+				continue
+			}
+			if ev.id != "" {
+				j.last = ev.id
+			}
+			if err := j.pass.event(ctx, ev); err != nil {
+				return mark{}, err
+			}
+			if n++; n >= every {
+				return partial(), nil
+			}
+			if n == 1 {
+				timer = time.NewTimer(interval)
+				due = timer.C
+			}
 		}
 	}
 }
@@ -219,6 +345,14 @@ func (p *passer) event(ctx context.Context, ev sseEvent) error {
 		}
 		p.emit(ctx, Event{Kind: KindMessage, MessageID: m.ID, Text: text, Append: m.ID != "" && m.ID == p.msgID})
 		p.msgID = m.ID
+		// The same words as the local run's message chunk, in the remote
+		// agent's voice (see tool/a2a's MetaAgent): a client streaming
+		// messages sees the remote answer as it comes, and the wires keep
+		// it apart from the local answer.
+		if w := graph.Messages(ctx); w.Enabled() {
+			w.Write(graph.MessageChunk{MessageID: m.ID, Part: graph.PartText, Text: text,
+				Meta: map[string]string{llm.MetaVoice: p.a.cfg.Name, a2atool.MetaAgent: p.a.cfg.Name, MetaThread: p.thread}})
+		}
 	case "custom":
 		if len(ev.data) > maxCustomData {
 			p.emit(ctx, Event{Kind: KindCustom, Text: fmt.Sprintf("(a custom event of %d bytes, not passed on)", len(ev.data))})

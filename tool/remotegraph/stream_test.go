@@ -1,8 +1,12 @@
 package remotegraph
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/llm"
 )
 
 // The stream reader dispatches events on blank lines (ids carried over,
@@ -38,5 +42,39 @@ func TestContentText(t *testing.T) {
 	}
 	if got := contentText([]byte(`{"nope":1}`)); got != "" {
 		t.Errorf("not content: %q", got)
+	}
+}
+
+// A remote message chunk is passed on twice: as the hop's custom event,
+// and as the local node's message chunk in the remote agent's voice.
+func TestMessageChunkInTheAgentsVoice(t *testing.T) {
+	p := passer{a: &Agent{cfg: Config{Name: "greeter"}}, thread: "rt", run: "rr"}
+	b := graph.New()
+	b.AddNode("call", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+		return nil, p.event(ctx, sseEvent{name: "messages", data: []byte(`[{"id":"m1","type":"AIMessageChunk","content":"Hello"},{}]`)})
+	})
+	b.SetEntry("call")
+	b.AddEdge("call", graph.END)
+	g, err := b.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for ev, err := range g.Stream(context.Background(), nil, graph.WithEvents(graph.EventMessages|graph.EventCustom)) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch ev.Kind {
+		case graph.EventMessages:
+			c := ev.Message
+			got = append(got, "chunk "+ev.Node+" "+c.MessageID+" "+c.Text+" "+c.Meta[llm.MetaVoice]+" "+c.Meta[MetaThread])
+		case graph.EventCustom:
+			if e, ok := ev.Custom.(Event); ok {
+				got = append(got, e.Kind+" "+e.Text)
+			}
+		}
+	}
+	if want := "remote_message Hello|chunk call m1 Hello greeter rt"; strings.Join(got, "|") != want {
+		t.Errorf("events %q, want %q", strings.Join(got, "|"), want)
 	}
 }

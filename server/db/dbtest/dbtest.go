@@ -63,6 +63,7 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"ThreadTTL", testThreadTTL},
 		{"RunCreateGetList", testRunCreateGetList},
 		{"RunDelete", testRunDelete},
+		{"FindRuns", testFindRuns},
 		{"NextPending", testNextPending},
 		{"Claim", testClaim},
 		{"ClaimConcurrent", testClaimConcurrent},

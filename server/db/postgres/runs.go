@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -609,3 +610,48 @@ func (d *DB) PendingThreads(ctx context.Context, afterTenant, afterThread string
 }
 
 var _ db.TxRunCreator = (*DB)(nil)
+
+// FindRuns lists the tenant's runs that q selects, across threads, newest
+// first by (created_at, run_id), after q.Before.
+func (d *DB) FindRuns(ctx context.Context, tenant string, q db.RunSearch) ([]db.Run, error) {
+	limit, keys, err := dbutil.RunSearch(q)
+	if err != nil {
+		return nil, err
+	}
+	args := []any{tenant, q.AssistantID}
+	param := func(v any) string {
+		args = append(args, v)
+		return "$" + strconv.Itoa(len(args))
+	}
+	query := `SELECT ` + runCols + ` FROM trellis_runs WHERE tenant = $1 AND assistant_id = $2`
+	for _, k := range keys {
+		query += ` AND metadata->>` + param(k) + ` = ` + param(q.Metadata[k])
+	}
+	for _, k := range q.Missing {
+		query += ` AND metadata->` + param(k) + ` IS NULL`
+	}
+	if q.Before != nil {
+		query += ` AND (created_at, run_id) < (` + param(q.Before.CreatedAt) + `, ` + param(q.Before.ID) + `)`
+	}
+	query += ` ORDER BY created_at DESC, run_id DESC LIMIT ` + param(limit)
+	out := []db.Run{}
+	err = d.read(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, query, args...)
+		if err != nil {
+			return wrap(err, "find the runs of assistant %q", q.AssistantID)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanRun(rows, tenant)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return wrap(rows.Err(), "find the runs of assistant %q", q.AssistantID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -601,3 +601,48 @@ func (d *DB) PendingThreads(ctx context.Context, afterTenant, afterThread string
 }
 
 var _ db.TxRunCreator = (*DB)(nil)
+
+// FindRuns lists the tenant's runs that q selects, across threads, newest
+// first by (created_at, run_id), after q.Before.
+func (d *DB) FindRuns(ctx context.Context, tenant string, q db.RunSearch) ([]db.Run, error) {
+	limit, keys, err := dbutil.RunSearch(q)
+	if err != nil {
+		return nil, err
+	}
+	query := `SELECT ` + runCols + ` FROM trellis_runs WHERE tenant = ? AND assistant_id = ?`
+	args := []any{tenant, q.AssistantID}
+	for _, k := range keys {
+		query += ` AND json_extract(metadata, ?) = ?`
+		args = append(args, `$."`+k+`"`, q.Metadata[k])
+	}
+	for _, k := range q.Missing {
+		query += ` AND json_type(metadata, ?) IS NULL`
+		args = append(args, `$."`+k+`"`)
+	}
+	if q.Before != nil {
+		query += ` AND (created_at, run_id) < (?, ?)`
+		args = append(args, micros(q.Before.CreatedAt), q.Before.ID)
+	}
+	query += ` ORDER BY created_at DESC, run_id DESC LIMIT ?`
+	args = append(args, limit)
+	out := []db.Run{}
+	err = d.read(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, query, args...)
+		if err != nil {
+			return wrap(err, "find the runs of assistant %q", q.AssistantID)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanRun(rows, tenant)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return wrap(rows.Err(), "find the runs of assistant %q", q.AssistantID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

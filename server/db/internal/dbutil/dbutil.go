@@ -5,8 +5,10 @@ package dbutil
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -389,4 +391,25 @@ func Cron(c *db.Cron) (payload, md []byte, err error) {
 		return nil, nil, err
 	}
 	return payload, md, nil
+}
+
+// MaxRunSearch bounds RunSearch.Limit.
+const MaxRunSearch = 1000
+
+// RunSearch checks q and returns its limit and its metadata keys in order,
+// so that backends build the same query for the same search.
+func RunSearch(q db.RunSearch) (limit int, keys []string, err error) {
+	if q.AssistantID == "" {
+		return 0, nil, Invalid("a run search needs an assistant ID")
+	}
+	if q.Limit < 0 || q.Limit > MaxRunSearch {
+		return 0, nil, Invalid("run search limit %d is out of range: give 1 to %d (or 0, for %d)", q.Limit, MaxRunSearch, DefaultLimit)
+	}
+	limit = cmp.Or(q.Limit, DefaultLimit)
+	for _, k := range append(slices.Sorted(maps.Keys(q.Metadata)), q.Missing...) {
+		if k == "" || strings.ContainsAny(k, "\"\\.") {
+			return 0, nil, Invalid("run search metadata key %q: give a plain name, without '\"', '\\' or '.'", k)
+		}
+	}
+	return limit, slices.Sorted(maps.Keys(q.Metadata)), nil
 }

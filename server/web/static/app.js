@@ -13,6 +13,7 @@ import { approvalGroup, isApproval } from './approvals.js';
 import * as datasets from './datasets.js';
 import * as experiments from './experiments.js';
 import * as feedback from './feedback.js';
+import * as files from './files.js';
 import * as graph from './graph.js';
 import * as inputForm from './inputform.js';
 import { renderInterrupt } from './interrupts.js';
@@ -21,6 +22,7 @@ import * as run from './run.js';
 import * as shell from './shell.js';
 import * as threads from './threads.js';
 import * as timeline from './timeline.js';
+import * as todos from './todos.js';
 import { liveMessage, runLog, transcriptNodes } from './transcript.js';
 import * as welcome from './welcome.js';
 
@@ -235,6 +237,7 @@ async function refresh() {
   showGraph();
   setStatus(threads.statusOf(thread));
   renderMessages((st.values && st.values.messages) || []);
+  todos.show(st.values); files.load(id).catch(() => {}); // a deep agent's work
   renderCards(st.interrupts || []);
   graph.waitingAt((st.tasks || []).filter((t) => (t.interrupts || []).length).map((t) => t.name));
   const failed = (st.tasks || []).find((t) => t.error);
@@ -285,6 +288,7 @@ async function consume(events) {
   try {
     for await (const ev of events) {
       const kind = ev.event.split('|')[0];
+      if (ev.event === 'values' && ev.data) { todos.show(ev.data); files.refreshSoon(state.threadId); }
       if (kind === 'metadata' && ev.data && ev.data.run_id) {
         state.runId = ev.data.run_id;
         sessionStorage.setItem(`trellis.run.${state.threadId}`, state.runId);
@@ -423,6 +427,7 @@ async function openThread(id) {
   clear(ui.cards);
   showError('');
   run.showFailure(null);
+  todos.show(null); files.load(null);
   ui.welcome.hidden = !!id;
   ui.addCase.hidden = !id;
   if (id) toEnd(); else scroller.top();
@@ -479,6 +484,7 @@ async function main() {
   threads.mount({ list: ui.threads, search: $('thread-search'), dialog: $('delete-dialog'), dialogText: $('delete-text'), confirm: $('delete-confirm') },
     () => state.threadId, (id) => { if (id === state.threadId) location.hash = '#/new'; });
   graph.mount($('graph'));
+  todos.mount($('work')); files.mount($('work'), $('file-dialog'));
   run.mount($('run-summary'), ui.messages, () => retry().catch((e) => showError(e.message)));
   timeline.mount({ list: $('timeline'), detail: $('checkpoint') }, (cp) => forkRun(cp));
   datasets.mount({ view: ui.datasetsView, dialog: $('case-dialog') });

@@ -80,9 +80,11 @@ func (h *historyMW) WrapModel(ctx context.Context, call *ModelCall, next ModelHa
 	for n < len(msgs) && msgs[n].Role == llm.RoleSystem {
 		n++
 	}
-	prev := h.summary.Get(call.State)
+	var prev history.Summary
 	if v, ok := h.summary.In(call.Pending); ok {
 		prev = v
+	} else if len(call.State.Keys()) > 0 { // the zero State (a call outside a graph) holds none
+		prev = h.summary.Get(call.State)
 	}
 	sel, err := h.policy.Select(ctx, history.History{System: msgs[:n:n], Messages: msgs[n:], Summary: prev})
 	if err != nil {

@@ -1,9 +1,11 @@
 package middleware
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
@@ -13,11 +15,21 @@ import (
 // History returns a middleware that chooses which of the history's
 // messages each request carries, with policy (see package llm/history):
 // the request's leading system messages are kept and given to the policy
-// as History.System, the rest are the history it selects from. A
-// summarising policy's running summary is read from and written to
-// summary in graph state, so it survives a crash or an interrupt. The
-// thread's state keeps every message either way.
-func History(policy history.Policy, summary *graph.Key[history.Summary]) (Middleware, error) {
+// as History.System, the rest are the history it selects from
+// (ModelCall.Tail is not history). A summarising policy's running summary
+// is read from summary in graph state (or from ModelCall.Pending, when an
+// earlier call of the step wrote it) and written back, so it survives a
+// crash or an interrupt. The thread's state keeps every message either
+// way.
+//
+// A policy that fails (a summariser whose model cannot be reached) does
+// not fail the call: the request goes on with its whole history, as it
+// would without a policy, a warning is logged and the summary is left as
+// it was, so the next call tries again. A run is not lost to an outage of
+// the summariser; a history too long for the model still fails with the
+// model's own error. When the call's context has ended, that error is
+// returned instead.
+func History(policy history.Policy, summary *graph.Key[history.Summary], opts ...HistoryOption) (Middleware, error) {
 	var errs []error
 	if policy == nil {
 		errs = append(errs, errors.New("history: the policy is nil"))
@@ -33,12 +45,28 @@ func History(policy history.Policy, summary *graph.Key[history.Summary]) (Middle
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return &historyMW{policy: policy, summary: summary}, nil
+	h := &historyMW{policy: policy, summary: summary}
+	for _, o := range opts {
+		if o != nil {
+			o(h)
+		}
+	}
+	return h, nil
+}
+
+// HistoryOption configures History.
+type HistoryOption func(*historyMW)
+
+// HistoryLogger sets where History warns that its policy failed (nil:
+// slog.Default()).
+func HistoryLogger(l *slog.Logger) HistoryOption {
+	return func(h *historyMW) { h.log = l }
 }
 
 type historyMW struct {
 	policy  history.Policy
 	summary *graph.Key[history.Summary]
+	log     *slog.Logger
 }
 
 func (h *historyMW) Name() string { return "history" }
@@ -52,10 +80,20 @@ func (h *historyMW) WrapModel(ctx context.Context, call *ModelCall, next ModelHa
 	for n < len(msgs) && msgs[n].Role == llm.RoleSystem {
 		n++
 	}
-	prev := h.summary.Get(call.State)
+	var prev history.Summary
+	if v, ok := h.summary.In(call.Pending); ok {
+		prev = v
+	} else if len(call.State.Keys()) > 0 { // the zero State (a call outside a graph) holds none
+		prev = h.summary.Get(call.State)
+	}
 	sel, err := h.policy.Select(ctx, history.History{System: msgs[:n:n], Messages: msgs[n:], Summary: prev})
 	if err != nil {
-		return nil, fmt.Errorf("history policy: %w", err)
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("history policy: %w", cerr)
+		}
+		log := cmp.Or(h.log, slog.Default())
+		log.WarnContext(ctx, "history: the policy failed; sending the whole history", slog.Any("error", err))
+		return next(ctx, call)
 	}
 	if sel.Summary != prev {
 		call.Write(h.summary.Set(sel.Summary))

@@ -34,8 +34,13 @@ type ModelCall struct {
 	// only (a final-answer instruction). The innermost handler appends
 	// them to Request.Messages, so middleware that selects or edits the
 	// history (History, ClearToolResults) never sees them as history.
-	Tail   []llm.Message
-	writes []graph.Write
+	Tail []llm.Message
+	// Pending are the writes earlier model calls of the same step added
+	// (Write), which State does not show yet: an agent that makes several
+	// calls in one step (planexec's planner phases) passes them on, and a
+	// middleware reading its own key reads it here first (Key.In).
+	Pending graph.Update
+	writes  []graph.Write
 }
 
 // Final returns the request to send: Request with Tail appended. Inner

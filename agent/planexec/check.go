@@ -35,7 +35,7 @@ func (a *agent) judge(ctx context.Context, plan Plan, st Step, answer string, us
 	sys := a.render(ctx, func(t *templates) *template.Template { return t.Judge }, d) +
 		"\nReply with only a JSON object of this shape:\n" + judgeShape
 	req := &llm.Request{Messages: []llm.Message{llm.System(a.system(sys)), llm.User(answer)}}
-	r, err := callContract(ctx, a.phase(a.Phases.Judge, graph.State{}), req, func(verdict) []string { return nil }, false)
+	r, err := callContract(ctx, a.phase(a.Phases.Judge, graph.State{}, 1), req, func(verdict) []string { return nil }, false)
 	use.requests += r.requests
 	use.tokens += r.tokens
 	if err != nil {

@@ -201,9 +201,11 @@ type Config struct {
 	History history.Policy
 	// Middleware wraps the model and tool calls of the tool loops (each
 	// step's, and a task run without a plan), in the order given (see
-	// package agent/middleware and react.Config.Middleware). The planning,
-	// review and delivery phases' calls do not go through it. Keys the
-	// middleware keep are in the agent's state.
+	// package agent/middleware and react.Config.Middleware), and the model
+	// calls of the planner phases (intent, plan, replan, judge, deliver),
+	// inside the History middleware that applies Config.History to them
+	// (its name, "history", is taken). Keys the middleware keep are in the
+	// agent's state.
 	Middleware []middleware.Middleware
 	// MaxParallel bounds how many steps run at once (0: every ready step
 	// of a level).

@@ -27,11 +27,12 @@ func (a *agent) deliverNode(ctx context.Context, s graph.State) (graph.Output, e
 	d.Task, d.Steps, d.Results = plan.Task, plan.Steps, reports(plan, results)
 	prompt := a.render(ctx, func(t *templates) *template.Template { return t.Deliver }, d)
 	req := &llm.Request{Messages: []llm.Message{llm.System(a.system(prompt))}}
-	req.Messages = append(req.Messages, a.view(ctx, s, req.Messages...)...)
+	req.Messages = append(req.Messages, conversation(Messages.Get(s))...)
+	head := len(req.Messages)
 	req.Messages = append(req.Messages, llm.User(report))
 	var text string
 	rounds, tokens := 0, 0
-	resp, err := a.phase(a.Phases.Deliver, s).ask(ctx, req)
+	resp, err := a.phase(a.Phases.Deliver, s, head).ask(ctx, req)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return nil, err

@@ -115,3 +115,99 @@ func TestHistoryBoundsEveryPhase(t *testing.T) {
 		t.Errorf("last_turns without turns: %v", err)
 	}
 }
+
+// summariseRun runs a task (no intent check, a complex plan, so the plan
+// node asks twice, checked steps) on a 20-turn thread with a summarising
+// history policy whose summariser is summ. It returns the final state and
+// the planner model.
+func summariseRun(t *testing.T, summ llm.Model) (graph.State, *llmtest.Model) {
+	t.Helper()
+	m := llmtest.New()
+	m.When(node(planexec.PlanNode), planReply("complex", nil, planexec.Step{ID: "a", Title: "Read", Description: "Read the notes.", DoneWhen: "the notes are read"})).Repeat()
+	m.When(inStep("a"), llmtest.Text("read them")).Repeat()
+	m.When(node(planexec.StepNode), llmtest.JSON(map[string]any{"done": true})).Repeat()
+	m.When(node(planexec.DeliverNode), llmtest.Text("Delivered.")).Repeat()
+	cfg := planexec.Config{
+		Model: m, PlanMode: true, TaskOnly: true, CheckSteps: true, Logger: quiet,
+		History: history.Summarize{Model: summ, KeepTurns: 2, MaxTurns: 4},
+	}
+	var long []llm.Message
+	for i := range 20 {
+		long = append(long, llm.User(fmt.Sprintf("old question %d", i)), llm.Assistant(fmt.Sprintf("old answer %d", i)))
+	}
+	input := append(graph.Writes(planexec.Messages.Set(long)), planexec.Input("Read my notes")...)
+	res, err := mustNew(t, cfg).Invoke(t.Context(), input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if answer(t, res) != "Delivered." {
+		t.Fatal("not delivered")
+	}
+	return res.State, m
+}
+
+// The planner phases' history policy is the History middleware of their
+// chain: the plan node's two calls (quick and deeper) summarise once and
+// the summary is saved; later phases reuse it; the planning dialogue and
+// the delivery's report are not history; the judge, which has no
+// conversation, goes through the chain too.
+func TestPhasesSummariseThroughTheChain(t *testing.T) {
+	summ := llmtest.New()
+	summ.When(nil, llmtest.Text("THE SUMMARY")).Repeat()
+	state, m := summariseRun(t, summ)
+	if n := len(summ.Requests()); n != 1 {
+		t.Errorf("the summariser was asked %d times; want once (the plan node's second call reuses the first call's summary)", n)
+	}
+	if s := planexec.ConversationSummary.Get(state); s.Text != "THE SUMMARY" || s.Messages == 0 {
+		t.Errorf("saved summary %+v; want the summariser's, covering the old turns", s)
+	}
+	phases := 0
+	for _, r := range m.Requests() {
+		if r.Node != planexec.PlanNode && r.Node != planexec.DeliverNode {
+			continue
+		}
+		phases++
+		all := ""
+		for _, msg := range r.Messages {
+			all += msg.Text() + "\n"
+		}
+		if !strings.Contains(all, "THE SUMMARY") || strings.Contains(all, "old question 3\n") {
+			t.Errorf("%s request %d: want the summary in place of the old turns:\n%s", r.Node, r.N, all)
+		}
+		if r.Node == planexec.DeliverNode && !strings.Contains(r.LastUser(), "The steps and their results") {
+			t.Errorf("the delivery's last message %q; want its report", r.LastUser())
+		}
+	}
+	if phases < 3 {
+		t.Errorf("%d plan and deliver requests; want the quick plan, the deeper plan and the delivery", phases)
+	}
+	if len(requestsFrom(m, node(planexec.StepNode))) == 0 {
+		t.Error("the judge was not asked")
+	}
+}
+
+// When the policy fails (the summariser cannot be reached), the phases
+// send the whole conversation and the run goes on: a long request is
+// better than a dead run. No summary is saved.
+func TestPhasesSendTheWholeConversationWhenThePolicyFails(t *testing.T) {
+	summ := llmtest.New()
+	summ.When(nil, llmtest.StatusError(503, "the summariser is down")).Repeat()
+	state, m := summariseRun(t, summ)
+	if len(summ.Requests()) == 0 {
+		t.Fatal("the summariser was never asked")
+	}
+	if s := planexec.ConversationSummary.Get(state); !s.IsZero() {
+		t.Errorf("saved summary %+v; want none", s)
+	}
+	for _, r := range requestsFrom(m, node(planexec.PlanNode)) {
+		old := 0
+		for _, msg := range r.Messages {
+			if strings.HasPrefix(msg.Text(), "old ") {
+				old++
+			}
+		}
+		if old != 40 {
+			t.Errorf("plan request %d carries %d old messages; want all 40", r.N, old)
+		}
+	}
+}

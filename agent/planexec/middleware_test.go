@@ -69,3 +69,34 @@ func TestMiddlewareOnThePhaseCalls(t *testing.T) {
 		t.Errorf("the hook saw %v; the model got %d requests", seen, len(m.Requests()))
 	}
 }
+
+// lastPhase is a stateful middleware that records which node made the
+// last model call it saw.
+type lastPhase struct{ key *graph.Key[string] }
+
+func (lastPhase) Name() string { return "last_phase" }
+
+func (l lastPhase) StateKeys() []graph.AnyKey { return []graph.AnyKey{l.key} }
+
+func (l lastPhase) WrapModel(ctx context.Context, c *middleware.ModelCall, next middleware.ModelHandler) (*llm.Response, error) {
+	c.Write(l.key.Set(graph.NodeName(ctx)))
+	return next(ctx, c)
+}
+
+// Writes a model hook adds to a planner phase's call are saved with the
+// phase's node, as the step loops save theirs.
+func TestPhaseCallWritesAreSaved(t *testing.T) {
+	m := llmtest.New()
+	m.When(node(planexec.PlanNode), simplePlan(planexec.Step{ID: "a", Title: "Read", Description: "Read the notes."})).Repeat()
+	m.When(inStep("a"), llmtest.Text("read them")).Repeat()
+	m.When(node(planexec.DeliverNode), llmtest.Text("Delivered.")).Repeat()
+	mw := lastPhase{graph.NewKey[string]("last_phase")}
+	g := mustNew(t, planexec.Config{Model: m, PlanMode: true, TaskOnly: true, Middleware: []middleware.Middleware{mw}, Logger: quiet})
+	res, err := g.Invoke(t.Context(), planexec.Input("Read my notes"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := mw.key.Get(res.State); got != planexec.DeliverNode {
+		t.Errorf("the hook's key holds %q; want %q, written by the delivery's call", got, planexec.DeliverNode)
+	}
+}

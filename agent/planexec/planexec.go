@@ -270,7 +270,11 @@ func New(cfg Config) (*graph.Graph, error) {
 	s := &settings{Config: cfg, prompts: prompts, log: cfg.Logger}
 	s.fill()
 	a := &agent{settings: s, packs: newPackSet(cfg.Packs, cfg.ActivePacks), ask: newAskTool()}
-	chain, err := middleware.NewChain(cfg.Middleware...)
+	own, err := a.historyMiddleware()
+	if err != nil {
+		return nil, fmt.Errorf("planexec: Config.History: %w", err)
+	}
+	chain, err := middleware.NewChain(append(own, cfg.Middleware...)...)
 	if err != nil {
 		return nil, fmt.Errorf("planexec: Config.Middleware: %w", err)
 	}
@@ -373,14 +377,30 @@ type modelCall struct {
 }
 
 // phase returns how a planner phase (intent, plan, replan, judge,
-// deliver) asks its model: through the model hooks of Config.Middleware,
-// as the step loops do, with the phase's settings. s is the step's state
-// (nil where the phase has none, the judge's); writes a hook adds to the
-// call are not applied, as the phases keep no middleware state.
-func (a *agent) phase(settings llm.Settings, s graph.State) modelCall {
+// deliver) asks its model: through the phase chain (the History
+// middleware for Config.History, then the model hooks of
+// Config.Middleware, as the step loops do), with the phase's settings.
+// s is the node's state (the zero State for the judge, which has none).
+// The first head messages of a request are its system prompt and the
+// conversation, the history the policy selects from; the rest are the
+// call's Tail. Writes the hooks add are written with the node's output
+// when the node is wrapped by keep (the judge's are dropped).
+func (a *agent) phase(settings llm.Settings, s graph.State, head int) modelCall {
 	m := a.model(settings)
 	return modelCall{model: m.Name(), ask: func(ctx context.Context, req *llm.Request) (*llm.Response, error) {
-		return a.callModel(ctx, &middleware.ModelCall{Request: req, Model: m, State: s})
+		box, _ := ctx.Value(phaseWritesKey{}).(*phaseWrites)
+		r := *req
+		n := min(max(head, 0), len(req.Messages))
+		r.Messages = req.Messages[:n:n]
+		call := &middleware.ModelCall{Request: &r, Model: m, State: s, Tail: req.Messages[n:]}
+		if box != nil {
+			call.Pending = box.ws
+		}
+		resp, err := a.callModel(ctx, call)
+		if err == nil && box != nil {
+			box.add(call.Writes())
+		}
+		return resp, err
 	}}
 }
 

@@ -35,11 +35,11 @@ func (a *agent) intentNode(next string) graph.NodeFunc {
 		}
 		prompt := a.render(ctx, func(t *templates) *template.Template { return t.Intent }, a.data())
 		sys := llm.System(a.system(prompt))
-		req := &llm.Request{Messages: append([]llm.Message{sys}, a.view(ctx, s, sys)...)}
+		req := &llm.Request{Messages: append([]llm.Message{sys}, conversation(Messages.Get(s))...)}
 		if schema, err := llm.SchemaFor[intentReply](); err == nil {
 			req.ResponseFormat = &llm.ResponseFormat{Name: "intentReply", Schema: schema}
 		}
-		res, err := callContract(ctx, a.phase(a.Phases.Intent, s), req, func(intentReply) []string { return nil }, false)
+		res, err := callContract(ctx, a.phase(a.Phases.Intent, s, len(req.Messages)), req, func(intentReply) []string { return nil }, false)
 		rounds, tokens := res.requests, res.tokens
 		switch {
 		case err == nil && res.value.Intent == chatIntent && strings.TrimSpace(res.value.Reply) != "":
@@ -104,7 +104,7 @@ func (a *agent) planNode(ctx context.Context, s graph.State) (graph.Output, erro
 	history := PlanMessages.Get(s)
 	asked := asks(history)
 	canAsk := a.AskMode && asked < a.MaxAsks
-	req := a.planRequest(ctx, s, history, asked)
+	req, head := a.planRequest(ctx, s, history, asked)
 	phase := a.Phases.Plan
 	if canAsk {
 		phase = a.Phases.Ask.Or(a.Phases.Plan)
@@ -119,7 +119,7 @@ func (a *agent) planNode(ctx context.Context, s graph.State) (graph.Output, erro
 				"You have asked %d questions, the most allowed. Do not ask more: reply with the plan JSON now, assuming what you must.", asked)))
 		}
 	}
-	r, err := callContract(ctx, a.phase(phase, s), req, func(d draft) []string { return d.plan().problems() }, canAsk)
+	r, err := callContract(ctx, a.phase(phase, s, head), req, func(d draft) []string { return d.plan().problems() }, canAsk)
 	rounds, tokens := r.requests, r.tokens
 	if errors.Is(err, llm.ErrContract) && a.OnPlanFailure != PlanFallbackFail {
 		return a.planFailed(ctx, s, err, rounds, tokens)
@@ -144,7 +144,7 @@ func (a *agent) planNode(ctx context.Context, s graph.State) (graph.Output, erro
 			deep.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}
 		}
 		deep.Reasoning = &llm.Reasoning{Enabled: true}
-		d2, err := callContract(ctx, a.phase(a.Phases.Plan, s), deep, Plan.problems, false)
+		d2, err := callContract(ctx, a.phase(a.Phases.Plan, s, head), deep, Plan.problems, false)
 		rounds += d2.requests
 		tokens += d2.tokens
 		switch {
@@ -241,8 +241,9 @@ func (a *agent) helpNode(ctx context.Context, _ graph.State) (graph.Output, erro
 }
 
 // planRequest is the quick assessment's request: the instructions, the
-// conversation and the planning dialogue so far.
-func (a *agent) planRequest(ctx context.Context, s graph.State, history []llm.Message, asked int) *llm.Request {
+// conversation and the planning dialogue so far. head counts the
+// instructions and the conversation (see phase).
+func (a *agent) planRequest(ctx context.Context, s graph.State, history []llm.Message, asked int) (req *llm.Request, head int) {
 	d := a.data()
 	d.Asked = asked
 	var sys strings.Builder
@@ -257,9 +258,10 @@ func (a *agent) planRequest(ctx context.Context, s graph.State, history []llm.Me
 	sys.WriteString("\nReply with only a JSON object of this shape:\n")
 	sys.WriteString(planShape)
 	msgs := []llm.Message{llm.System(a.system(sys.String()))}
-	msgs = append(msgs, a.view(ctx, s, msgs[0])...)
+	msgs = append(msgs, conversation(Messages.Get(s))...)
+	head = len(msgs)
 	msgs = append(msgs, history...)
-	return &llm.Request{Messages: msgs}
+	return &llm.Request{Messages: msgs}, head
 }
 
 // askNode puts the planner's question to a person and adds the answer to

@@ -40,7 +40,8 @@ func (a *agent) replanNode(ctx context.Context, s graph.State) (graph.Output, er
 	req := &llm.Request{Messages: []llm.Message{
 		llm.System(a.system(prompt + "\nReply with only a JSON object of this shape:\n" + planShapeNoComplexity)),
 	}}
-	req.Messages = append(req.Messages, a.view(ctx, s, req.Messages...)...)
+	req.Messages = append(req.Messages, conversation(Messages.Get(s))...)
+	head := len(req.Messages)
 	report := replanReport(old, results)
 	feedback := feedbackKey.Get(s)
 	if feedback != "" {
@@ -48,7 +49,7 @@ func (a *agent) replanNode(ctx context.Context, s graph.State) (graph.Output, er
 	}
 	req.Messages = append(req.Messages, llm.User(report))
 	check := func(p Plan) []string { return revise(p).problems() }
-	r, err := callContract(ctx, a.phase(a.Phases.Plan, s), req, check, false)
+	r, err := callContract(ctx, a.phase(a.Phases.Plan, s, head), req, check, false)
 	var plan Plan
 	switch {
 	case err == nil:

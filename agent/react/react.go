@@ -163,7 +163,9 @@ type Config struct {
 	// carries: the last turns, a token budget or a running summary (see
 	// package llm/history). nil sends the whole history. It is applied
 	// before every model call, after long tool results are cut; the
-	// thread's state keeps every message either way.
+	// thread's state keeps every message either way. A policy that fails
+	// (its summariser is down) sends the whole history, with a warning
+	// to Logger (see middleware.History).
 	History history.Policy
 	// Summary replaces HistorySummary, the key the History policy's
 	// running summary is kept in.
@@ -350,7 +352,7 @@ func build(cfg Config, forNew bool) (*agent, error) {
 	// the caller's.
 	var mws []middleware.Middleware
 	if cfg.History != nil {
-		h, err := middleware.History(cfg.History, k.summary)
+		h, err := middleware.History(cfg.History, k.summary, middleware.HistoryLogger(cfg.Logger))
 		if err != nil {
 			add("Config.History: %v", err)
 		} else {

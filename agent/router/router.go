@@ -156,7 +156,9 @@ type Config struct {
 	// llm/history; nil: the whole conversation): each request carries
 	// only the part of the thread it selects, after long results are
 	// cut. The thread keeps every message; a running summary
-	// (history.Summarize) is kept in state under HistorySummary.
+	// (history.Summarize) is kept in state under HistorySummary. A policy
+	// that fails sends the whole conversation, with a warning to Logger
+	// (see middleware.History).
 	History history.Policy
 	// Middleware wraps the router model's calls and its tool and agent
 	// calls, in the order given (see package agent/middleware): model,
@@ -365,7 +367,7 @@ func build(cfg Config) (*router, error) {
 		own = append(own, deadline{r})
 	}
 	if cfg.History != nil {
-		h, err := middleware.History(cfg.History, HistorySummary)
+		h, err := middleware.History(cfg.History, HistorySummary, middleware.HistoryLogger(cfg.Logger))
 		if err != nil {
 			add("Config.History: %v", err)
 		} else {

@@ -13,8 +13,9 @@
 //     model call and carried in thread state (Summary), extended by each
 //     later summarisation rather than recomputed.
 //
-// agent/react applies a policy before every model call (react.Config.History);
-// other agents call Policy.Select themselves before building a request.
+// agent/middleware.History applies a policy to each model call that goes
+// through an agent's middleware chain (react, router and planexec's
+// phases use it); code outside a chain calls Policy.Select itself.
 package history
 
 import (

@@ -2,12 +2,15 @@ package server
 
 import (
 	"context"
+	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/trellis-agents/trellis/internal/sqlitedb"
 	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/queue"
@@ -122,4 +125,65 @@ func onlineJobs(t *testing.T, s *Server, run string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// BenchmarkOnlineFinish measures a sampled run's finish on SQLite: a
+// write transaction standing for the finish, plus its two evaluators'
+// samples (one always sampled, one a tenth of the time) stored either
+// after the commit in writes of their own (after-commit, as the Finished
+// hook's fallback does) or in the finish transaction (in-finish, the end
+// hook).
+func BenchmarkOnlineFinish(b *testing.B) {
+	sdb, err := sqlitedb.Open(context.Background(), filepath.Join(b.TempDir(), "q.db"), "bench", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sdb.Close()
+	q, err := queue.New(context.Background(), queue.Config{SQLite: sdb.Write, Logger: quiet(),
+		Advance: func(context.Context, string, string) (queue.Result, error) { return queue.Result{}, nil },
+		Online:  func(context.Context, queue.OnlineJob) error { return nil }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer q.Stop(context.Background())
+	if _, err := sdb.Write.Exec(`CREATE TABLE bench_finish (id INTEGER PRIMARY KEY, ended INTEGER)`); err != nil {
+		b.Fatal(err)
+	}
+	s := &Server{log: quiet(), onlineEnqueue: q.EnqueueOnline, onlineEnqueueTx: q.EnqueueOnlineTx, st: &storage{river: sdb.Write}}
+	s.cfg.OnlineEvaluators = map[string][]OnlineEvaluator{"a": {
+		{Key: "all", Criterion: contains("x"), Sample: 1},
+		{Key: "tenth", Criterion: contains("x"), Sample: 0.1},
+	}}
+	i := 0
+	finish := func(b *testing.B, ctx context.Context) db.Run {
+		i++
+		run := db.Run{ID: fmt.Sprint("run-", i), ThreadID: "th", Status: db.RunSuccess, AssistantID: "a"}
+		err := inFinishTx(ctx, s, func(tx any) error {
+			if _, err := tx.(*sql.Tx).ExecContext(ctx, `INSERT INTO bench_finish (id, ended) VALUES (?, 1)`, i); err != nil {
+				return err
+			}
+			return txhook.RunEndOf(ctx, tx, run)
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return run
+	}
+	b.Run("after-commit", func(b *testing.B) {
+		for b.Loop() {
+			run := finish(b, context.Background())
+			s.onlineFinished(context.Background(), "t", run)
+		}
+	})
+	b.Run("in-finish", func(b *testing.B) {
+		adv := s.onlineAtFinish(func(ctx context.Context, _, _ string) (queue.Result, error) {
+			s.onlineFinished(ctx, "t", finish(b, ctx))
+			return queue.Result{}, nil
+		})
+		for b.Loop() {
+			if _, err := adv(context.Background(), "t", "th"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -95,17 +95,14 @@ func (q *Queue) EnqueueOnline(ctx context.Context, job OnlineJob) error {
 	return nil
 }
 
-// onlineSavepoint keeps a failed insert of samples from touching the rest
-// of the caller's transaction.
-const onlineSavepoint = "trellis_online_samples"
-
 // EnqueueOnlineTx is EnqueueOnline of jobs in tx, the caller's open write
 // transaction on the queue's database (*sql.Tx on SQLite, pgx.Tx on
 // PostgreSQL): the samples commit with the caller's rows, or not at all.
-// The inserts run in a savepoint, so a failure leaves tx as it was and
-// usable; the caller may then enqueue the samples after its commit. On
-// SQLite a job inserted this way waits for River's next poll (workers are
-// woken at once only by the client's own inserts).
+// A failure leaves tx usable (on PostgreSQL the inserts run in a
+// savepoint; a failed SQLite statement undoes only itself, and a job it
+// left in tx is one a later EnqueueOnline of the same sample finds), so
+// the caller may commit and enqueue the samples after its commit. On
+// SQLite a job inserted this way may wait for River's next poll.
 func (q *Queue) EnqueueOnlineTx(ctx context.Context, tx any, jobs []OnlineJob) error {
 	if len(jobs) == 0 {
 		return nil
@@ -133,10 +130,7 @@ func (q *Queue) EnqueueOnlineTx(ctx context.Context, tx any, jobs []OnlineJob) e
 		if !ok || stx == nil {
 			return fmt.Errorf("queue: enqueue samples of run %s: need a *sql.Tx, got %T", jobs[0].RunID, tx)
 		}
-		err = sqliteSavepoint(ctx, stx, func() error {
-			_, err := e.client.InsertManyTx(ctx, stx, params)
-			return err
-		})
+		_, err = e.client.InsertManyTx(ctx, stx, params)
 	default:
 		err = fmt.Errorf("queue: this queue (%T) cannot insert in a caller's transaction", q.eng)
 	}
@@ -144,19 +138,4 @@ func (q *Queue) EnqueueOnlineTx(ctx context.Context, tx any, jobs []OnlineJob) e
 		return fmt.Errorf("queue: enqueue %d samples of run %s in the caller's transaction: %w", len(jobs), jobs[0].RunID, err)
 	}
 	return nil
-}
-
-// sqliteSavepoint runs fn inside a savepoint of tx and rolls back to it
-// when fn fails.
-func sqliteSavepoint(ctx context.Context, tx *sql.Tx, fn func() error) error {
-	if _, err := tx.ExecContext(ctx, "SAVEPOINT "+onlineSavepoint); err != nil {
-		return err
-	}
-	if err := fn(); err != nil {
-		_, rerr := tx.ExecContext(ctx, "ROLLBACK TO "+onlineSavepoint)
-		_, xerr := tx.ExecContext(ctx, "RELEASE "+onlineSavepoint)
-		return errors.Join(err, rerr, xerr)
-	}
-	_, err := tx.ExecContext(ctx, "RELEASE "+onlineSavepoint)
-	return err
 }

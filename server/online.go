@@ -8,11 +8,13 @@ import (
 	"hash/fnv"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/trellis-agents/trellis/eval"
 	"github.com/trellis-agents/trellis/eval/evaluators"
+	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/server/api"
 	"github.com/trellis-agents/trellis/server/db"
@@ -56,36 +58,115 @@ func Sampled(runID, key string, rate float64) bool {
 // replica stopping right after the run finished).
 const onlineEnqueueTimeout = 10 * time.Second
 
+// onlineSamples are the samples of run: one per online evaluator of its
+// assistant whose sample it falls in, none unless it succeeded.
+func (s *Server) onlineSamples(tenant string, run db.Run) []queue.OnlineJob {
+	if run.Status != db.RunSuccess {
+		return nil
+	}
+	var jobs []queue.OnlineJob
+	for _, ev := range s.cfg.OnlineEvaluators[run.AssistantID] {
+		if Sampled(run.ID, ev.Key, ev.Sample) {
+			jobs = append(jobs, queue.OnlineJob{Tenant: tenant, ThreadID: run.ThreadID, RunID: run.ID, Key: ev.Key})
+		}
+	}
+	return jobs
+}
+
+// onlineStored records, for one call of Advance, the runs whose samples
+// were inserted in their finish transaction. The Finished hook runs only
+// after that transaction committed and on the same context, so a run
+// found here has its samples stored and needs no insert after the commit.
+type onlineStored struct {
+	mu   sync.Mutex
+	runs map[string]bool
+}
+
+type onlineStoredKey struct{}
+
+func (o *onlineStored) add(runID string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.runs == nil {
+		o.runs = map[string]bool{}
+	}
+	o.runs[runID] = true
+}
+
+func (o *onlineStored) has(runID string) bool {
+	if o == nil {
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.runs[runID]
+}
+
+// onlineAtFinish makes advance insert a finishing run's samples in the
+// transaction that records its end (the internal/txhook end hook, after
+// the queue's own completion of the run's job), so the sample exists iff
+// the finish committed, with no write of its own. A failed insert leaves
+// the finish alone and the Finished hook inserts the samples after the
+// commit, as it does for a finish that runs no end hook.
+func (s *Server) onlineAtFinish(advance queue.AdvanceFunc) queue.AdvanceFunc {
+	if len(s.cfg.OnlineEvaluators) == 0 {
+		return advance
+	}
+	return func(ctx context.Context, tenant, thread string) (queue.Result, error) {
+		stored := &onlineStored{}
+		ctx = context.WithValue(ctx, onlineStoredKey{}, stored)
+		ctx = txhook.WithEnd(ctx, func(ctx context.Context, tx any) error {
+			run, ok := txhook.Ended(ctx).(db.Run)
+			if !ok {
+				return nil
+			}
+			jobs := s.onlineSamples(tenant, run)
+			if len(jobs) == 0 {
+				return nil
+			}
+			s.mu.Lock()
+			enqueue := s.onlineEnqueueTx
+			s.mu.Unlock()
+			if enqueue == nil {
+				return nil
+			}
+			if err := enqueue(ctx, tx, jobs); err != nil {
+				s.log.Warn("a sampled run's samples were not stored with its finish; they are stored after it", "run", run.ID, "err", err)
+				return nil
+			}
+			stored.add(run.ID)
+			return nil
+		})
+		return advance(ctx, tenant, thread)
+	}
+}
+
 // onlineFinished is the online evaluators' part of the Finished hook: a
 // successful run of an assistant with online evaluators gets a durable
 // job per evaluator whose sample it falls in. The job, not this replica,
-// carries the sample: a restart, or another replica, scores it.
+// carries the sample: a restart, or another replica, scores it. Samples
+// already stored with the run's finish (onlineAtFinish) are not inserted
+// again.
 func (s *Server) onlineFinished(ctx context.Context, tenant string, run db.Run) {
-	if run.Status != db.RunSuccess {
+	jobs := s.onlineSamples(tenant, run)
+	if len(jobs) == 0 {
 		return
 	}
-	list := s.cfg.OnlineEvaluators[run.AssistantID]
-	if len(list) == 0 {
+	if stored, _ := ctx.Value(onlineStoredKey{}).(*onlineStored); stored.has(run.ID) {
 		return
 	}
 	s.mu.Lock()
 	enqueue := s.onlineEnqueue
 	s.mu.Unlock()
-	var cancel context.CancelFunc
-	for _, ev := range list {
-		if !Sampled(run.ID, ev.Key, ev.Sample) {
-			continue
-		}
-		if enqueue == nil {
-			s.log.Warn("a sampled run is not scored: the queue is not running", "run", run.ID, "key", ev.Key)
-			continue
-		}
-		if cancel == nil {
-			ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), onlineEnqueueTimeout)
-			defer cancel()
-		}
-		if err := enqueue(ctx, queue.OnlineJob{Tenant: tenant, ThreadID: run.ThreadID, RunID: run.ID, Key: ev.Key}); err != nil {
-			s.log.Error("a sampled run could not be queued for scoring; it is not scored", "run", run.ID, "key", ev.Key, "err", err)
+	if enqueue == nil {
+		s.log.Warn("a sampled run is not scored: the queue is not running", "run", run.ID, "samples", len(jobs))
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), onlineEnqueueTimeout)
+	defer cancel()
+	for _, job := range jobs {
+		if err := enqueue(ctx, job); err != nil {
+			s.log.Error("a sampled run could not be queued for scoring; it is not scored", "run", run.ID, "key", job.Key, "err", err)
 		}
 	}
 }

@@ -240,6 +240,9 @@ type Server struct {
 	// onlineEnqueue stores a sample to score while Run serves (nil
 	// before).
 	onlineEnqueue func(context.Context, queue.OnlineJob) error
+	// onlineEnqueueTx stores a finishing run's samples in its finish
+	// transaction while Run serves (nil before).
+	onlineEnqueueTx func(context.Context, any, []queue.OnlineJob) error
 	// sampleAPI scores the samples (nil until the handler is built).
 	sampleAPI atomic.Pointer[api.API]
 }
@@ -459,6 +462,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	advance := advanceFunc(s.svc, func(ctx context.Context, tenant, thread string) error {
 		return s.scheduleDelayed(ctx, q, tenant, thread)
 	}, func() { s.heldAtLimit.Add(1); s.tel.HeldAtLimit() })
+	advance = s.onlineAtFinish(advance)
 	// Experiment units are worked by the API the handler builds below;
 	// a unit picked up before it exists is tried again shortly.
 	var unitAPI atomic.Pointer[api.API]
@@ -521,6 +525,7 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	s.sampleAPI.Store(a)
 	s.mu.Lock()
 	s.onlineEnqueue = q.EnqueueOnline
+	s.onlineEnqueueTx = q.EnqueueOnlineTx
 	s.mu.Unlock()
 	cl.fire = a.FireCron
 	cl.start(life)

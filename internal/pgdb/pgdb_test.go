@@ -13,6 +13,7 @@ import (
 
 	"github.com/trellis-agents/trellis/internal/pgdb"
 	"github.com/trellis-agents/trellis/internal/pgdb/pgdbtest"
+	"github.com/trellis-agents/trellis/internal/sqltrace"
 )
 
 func TestMain(m *testing.M) {
@@ -152,5 +153,31 @@ func TestMigrateWithoutSchema(t *testing.T) {
 	err = pgdb.Migrate(context.Background(), pool, "comp", []string{`CREATE TABLE a (x int)`})
 	if err == nil || !strings.Contains(err.Error(), "search_path") {
 		t.Errorf("Migrate with a search_path naming no schema: error = %v", err)
+	}
+}
+
+// The tracer counts the write of a data-modifying WITH query under an
+// outer SELECT, whose command tag says SELECT.
+func TestTraceCountsWritesInWith(t *testing.T) {
+	rec := sqltrace.NewRecorder()
+	stop := sqltrace.Observe(rec.Observe)
+	defer stop()
+	dsn, schema := pgdbtest.Schema(t)
+	pool := connect(t, dsn, schema)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `CREATE TABLE jobs (id int PRIMARY KEY, state text); INSERT INTO jobs VALUES (1, 'running')`); err != nil {
+		t.Fatal(err)
+	}
+	rec.Take()
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		rows, _ := tx.Query(ctx, `WITH done AS (UPDATE jobs SET state = 'completed' WHERE id = $1 RETURNING id) SELECT id FROM done`, 1)
+		_, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := sqltrace.Summarize(rec.Take(), nil).WriteTx; n != 1 {
+		t.Errorf("a transaction completing a job through WITH ... SELECT: %d write transactions counted, want 1", n)
 	}
 }

@@ -44,20 +44,50 @@ func Has(ctx context.Context) bool {
 
 type endKey struct{}
 
+type endedKey struct{}
+
 // WithEnd returns ctx carrying fn for the transaction that records the end
 // of the work a call does (a run's finish), not for every write the call
 // makes: the run queue completes its job there, so a run's end and its
-// job's completion are one commit.
+// job's completion are one commit. A ctx that already carries end hooks
+// keeps them: the transaction runs them first, then fn, and the first
+// error ends the chain.
 func WithEnd(ctx context.Context, fn Func) context.Context {
+	if prev, _ := ctx.Value(endKey{}).(Func); prev != nil {
+		next := fn
+		fn = func(ctx context.Context, tx any) error {
+			if err := prev(ctx, tx); err != nil {
+				return err
+			}
+			return next(ctx, tx)
+		}
+	}
 	return context.WithValue(ctx, endKey{}, fn)
 }
 
-// RunEnd calls the Func WithEnd put in ctx, if any, with tx. A backend
+// RunEnd calls the Funcs WithEnd put in ctx, if any, with tx. A backend
 // calls it in the transaction that records the end of a run, before the
 // commit.
 func RunEnd(ctx context.Context, tx any) error {
-	if fn, _ := ctx.Value(endKey{}).(Func); fn != nil {
-		return fn(ctx, tx)
+	return RunEndOf(ctx, tx, nil)
+}
+
+// RunEndOf is RunEnd telling the hooks what the transaction ended: ended
+// (a backend passes the finished db.Run) is what Ended returns on the
+// context the hooks get.
+func RunEndOf(ctx context.Context, tx any, ended any) error {
+	fn, _ := ctx.Value(endKey{}).(Func)
+	if fn == nil {
+		return nil
 	}
-	return nil
+	if ended != nil {
+		ctx = context.WithValue(ctx, endedKey{}, ended)
+	}
+	return fn(ctx, tx)
+}
+
+// Ended is what the transaction an end hook runs in ended, as its backend
+// passed it to RunEndOf; nil when it said nothing.
+func Ended(ctx context.Context) any {
+	return ctx.Value(endedKey{})
 }

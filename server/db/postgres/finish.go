@@ -40,8 +40,9 @@ func (d *DB) FinishRunWithResult(ctx context.Context, l db.Lease, status db.RunS
 		if th, err = getThread(ctx, tx, l.Tenant, l.ThreadID); err != nil {
 			return err
 		}
-		// What ends with the run commits with it: the queue's job.
-		return txhook.RunEnd(ctx, tx)
+		// What ends with the run commits with it: the queue's job, the
+		// run's online evaluator samples.
+		return txhook.RunEndOf(ctx, tx, run)
 	})
 	return run, th, err
 }

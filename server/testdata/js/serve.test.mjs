@@ -41,10 +41,10 @@ test("/info says the models are scripted", async () => {
   assert.equal(info.scripted_models, true);
 });
 
-test("the five apps and the tool agent are assistants created by the system", { skip }, async () => {
+test("the apps and the tool agent are assistants created by the system", { skip }, async () => {
   const found = await client.assistants.search({ limit: 20 });
   const graphs = found.map((a) => a.graph_id).sort();
-  assert.deepEqual(graphs, ["agent", "builder", "planner", "scheduler", "sqlrouter", "testplanner"]);
+  assert.deepEqual(graphs, ["agent", "builder", "deep", "planner", "scheduler", "sqlrouter", "testplanner"]);
   for (const a of found) assert.equal(a.metadata.created_by, "system");
 });
 

@@ -161,6 +161,9 @@ func (s *Server) requeuePending(ctx context.Context, q *queue.Queue) error {
 // nothing to run.
 func (s *Server) scheduleDelayed(ctx context.Context, q *queue.Queue, tenant, thread string) error {
 	pending, err := s.st.db.ListRuns(ctx, tenant, thread, db.RunQuery{Status: db.RunPending, Limit: 100})
+	if errors.Is(err, db.ErrNotFound) {
+		return nil // the thread was deleted since its job was queued: nothing is left to start
+	}
 	if err != nil {
 		return fmt.Errorf("list the pending runs of thread %s: %w", thread, err)
 	}

@@ -140,7 +140,11 @@ func (a *API) createExperiment(w http.ResponseWriter, r *http.Request) {
 	}
 	name := b.Name
 	if name == "" {
-		name = fmt.Sprintf("%s-%s-%s", ds.Name, b.AssistantID, time.Now().UTC().Format("20060102T150405"))
+		who := b.AssistantID
+		if b.AssistantVersion > 0 {
+			who = fmt.Sprintf("%s-v%d", who, b.AssistantVersion)
+		}
+		name = fmt.Sprintf("%s-%s-%s", ds.Name, who, time.Now().UTC().Format("20060102T150405"))
 	}
 	e, err := a.DB.CreateExperiment(ctx, tenant, db.Experiment{Name: name, DatasetID: ds.ID, DatasetVersion: ds.Version, AssistantID: b.AssistantID, AssistantVersion: b.AssistantVersion,
 		Repetitions: b.Repetitions, Concurrency: conc, BaselineID: b.BaselineExperimentID, Metadata: db.Metadata(b.Metadata), Total: total})

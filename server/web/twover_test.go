@@ -146,6 +146,15 @@ func TestBrowserExperimentTwoVersions(t *testing.T) {
 	b.do("showing the top", chromedp.Evaluate[chromedp.Void](`document.getElementById('experiments-view').scrollTop = 0; undefined`))
 	b.screenshot("web-twover-compare")
 	b.checkA11y("two versions side by side")
+	b.do("narrowing", chromedp.EmulateViewport(390, 844))
+	b.darkMode(true)
+	if w := eval[int](b, `document.documentElement.scrollWidth`); w > 390 {
+		t.Errorf("the two experiments are %dpx wide at 390px", w)
+	}
+	b.screenshot("web-twover-phone-dark")
+	b.checkA11y("dark phone-width two versions side by side")
+	b.darkMode(false)
+	b.do("widening", chromedp.EmulateViewport(1200, 900))
 
 	// The list names each experiment's version.
 	b.do("listing", chromedp.Click(`//*[@id='experiments-view']//a[.='All experiments']`))

@@ -32,6 +32,13 @@ type ServerTarget struct {
 	// MessagesKey is the state key holding the conversation (default
 	// "messages").
 	MessagesKey string
+	// Context is the run context every first run of a case is given,
+	// the case's own context merged over it key by key (nil: none).
+	Context map[string]any
+	// Config is LangGraph's config object every first run of a case is
+	// given, the case's config merged over its "configurable" key by key
+	// (nil: none).
+	Config map[string]any
 	// Client is the HTTP client (default http.DefaultClient; runs/wait
 	// holds the request until the run ends, so give it no short timeout).
 	Client *http.Client
@@ -146,11 +153,11 @@ func (s *ServerTarget) Run(ctx context.Context, req RunRequest) (*RunOutcome, er
 		} else {
 			body["input"] = req.Input.State
 		}
-		if req.Input.Context != nil {
-			body["context"] = req.Input.Context
+		if c := mergeKeys(s.Context, req.Input.Context); c != nil {
+			body["context"] = c
 		}
-		if req.Input.Config != nil {
-			body["config"] = map[string]any{"configurable": req.Input.Config}
+		if cfg := s.runConfig(req.Input.Config); cfg != nil {
+			body["config"] = cfg
 		}
 	}
 	var res map[string]json.RawMessage
@@ -184,6 +191,39 @@ func (s *ServerTarget) Run(ctx context.Context, req RunRequest) (*RunOutcome, er
 		out.Interrupts = append(out.Interrupts, Interrupt{ID: in.ID, Node: node[in.ID], Payload: in.Value})
 	}
 	return out, nil
+}
+
+// mergeKeys returns over's keys set over base's, in a new map; nil when
+// both are nil.
+func mergeKeys(base, over map[string]any) map[string]any {
+	if base == nil && over == nil {
+		return nil
+	}
+	out := make(map[string]any, len(base)+len(over))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range over {
+		out[k] = v
+	}
+	return out
+}
+
+// runConfig is the config of a case's first run: the target's Config
+// with the case's configurable merged over its own.
+func (s *ServerTarget) runConfig(configurable map[string]any) map[string]any {
+	if s.Config == nil && configurable == nil {
+		return nil
+	}
+	out := make(map[string]any, len(s.Config)+1)
+	for k, v := range s.Config {
+		out[k] = v
+	}
+	own, _ := out["configurable"].(map[string]any)
+	if c := mergeKeys(own, configurable); c != nil {
+		out["configurable"] = c
+	}
+	return out
 }
 
 // Thread reads the thread's state and, for the node path, its history.

@@ -56,3 +56,41 @@ func TestServerTargetErrors(t *testing.T) {
 		t.Fatalf("a missing thread: %v", err)
 	}
 }
+
+// A target's context and config (an assistant version's) go with every
+// first run, the case's own merged over them key by key; the target's
+// maps are left as they were.
+func TestServerTargetContextAndConfig(t *testing.T) {
+	var body map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/runs/wait") {
+			b, _ := io.ReadAll(r.Body)
+			body = nil
+			_ = json.Unmarshal(b, &body)
+		}
+		w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	tg := &eval.ServerTarget{URL: srv.URL, Assistant: "a", Client: srv.Client(),
+		Context: map[string]any{"answer": "blue", "tone": "dry"},
+		Config:  map[string]any{"recursion_limit": 5, "configurable": map[string]any{"model": "m1", "style": "short"}}}
+	if _, err := tg.Run(context.Background(), eval.RunRequest{ThreadID: "t1", Input: eval.Input{Message: "hi",
+		Context: map[string]any{"tone": "warm"}, Config: map[string]any{"style": "long"}}}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := json.Marshal(map[string]any{"context": body["context"], "config": body["config"]})
+	want := `{"config":{"configurable":{"model":"m1","style":"long"},"recursion_limit":5},"context":{"answer":"blue","tone":"warm"}}`
+	if string(got) != want {
+		t.Fatalf("the run's context and config: %s, want %s", got, want)
+	}
+	if tg.Context["tone"] != "dry" || tg.Config["configurable"].(map[string]any)["style"] != "short" {
+		t.Fatalf("the target's maps changed: %v %v", tg.Context, tg.Config)
+	}
+	// Without a case's own, the target's are sent as they are.
+	if _, err := tg.Run(context.Background(), eval.RunRequest{ThreadID: "t2", Input: eval.Input{Message: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := json.Marshal(body["context"]); string(got) != `{"answer":"blue","tone":"dry"}` {
+		t.Fatalf("the run's context without the case's: %s", got)
+	}
+}

@@ -40,7 +40,7 @@ func (a *API) experimentHandlers() map[string]http.Handler {
 }
 
 func toWireExperiment(e db.Experiment, p db.ExperimentProgress) wire.Experiment {
-	out := wire.Experiment{ExperimentID: e.ID, Name: e.Name, DatasetID: e.DatasetID, DatasetVersion: e.DatasetVersion, AssistantID: e.AssistantID,
+	out := wire.Experiment{ExperimentID: e.ID, Name: e.Name, DatasetID: e.DatasetID, DatasetVersion: e.DatasetVersion, AssistantID: e.AssistantID, AssistantVersion: e.AssistantVersion,
 		Repetitions: e.Repetitions, Concurrency: e.Concurrency, BaselineExperimentID: e.BaselineID, Metadata: wire.Metadata(e.Metadata),
 		Status: string(e.Status), Progress: wire.ExperimentProgress{Total: e.Total, Done: p.Done, Passed: p.Passed, Failed: p.Done - p.Passed},
 		Error: e.Error, CreatedAt: e.CreatedAt.UTC(), UpdatedAt: e.UpdatedAt.UTC()}
@@ -89,13 +89,29 @@ func (a *API) createExperiment(w http.ResponseWriter, r *http.Request) {
 		wire.Invalid(wire.FieldError{Pointer: "/dataset_id", Detail: fmt.Sprintf("dataset %q has no cases at version %d", b.DatasetID, ds.Version)}).Write(w, r)
 		return
 	}
-	if _, err := a.DB.GetAssistant(ctx, tenant, b.AssistantID); err != nil {
+	latest, err := a.DB.GetAssistant(ctx, tenant, b.AssistantID)
+	if err != nil {
 		if isNotFound(err) {
 			wire.Invalid(wire.FieldError{Pointer: "/assistant_id", Detail: fmt.Sprintf("no assistant %q", b.AssistantID)}).Write(w, r)
 			return
 		}
 		a.fail(w, r, err)
 		return
+	}
+	if b.AssistantVersion > 0 {
+		v, err := a.assistantVersion(ctx, tenant, b.AssistantID, b.AssistantVersion)
+		if err != nil {
+			if isNotFound(err) {
+				wire.Invalid(wire.FieldError{Pointer: "/assistant_version", Detail: fmt.Sprintf("assistant %q has no version %d; list its versions with POST /assistants/%s/versions", b.AssistantID, b.AssistantVersion, b.AssistantID)}).Write(w, r)
+				return
+			}
+			a.fail(w, r, err)
+			return
+		}
+		if v.GraphID != latest.GraphID {
+			wire.Invalid(wire.FieldError{Pointer: "/assistant_version", Detail: fmt.Sprintf("version %d of assistant %q runs graph %q, its latest version graph %q: runs use the latest version's graph, so only versions of the same graph can be pinned; make it the latest with POST /assistants/%s/latest, or create an assistant for it", v.Version, b.AssistantID, v.GraphID, latest.GraphID, b.AssistantID)}).Write(w, r)
+			return
+		}
 	}
 	if b.BaselineExperimentID != "" {
 		if _, err := a.DB.GetExperiment(ctx, tenant, b.BaselineExperimentID); err != nil {
@@ -124,9 +140,13 @@ func (a *API) createExperiment(w http.ResponseWriter, r *http.Request) {
 	}
 	name := b.Name
 	if name == "" {
-		name = fmt.Sprintf("%s-%s-%s", ds.Name, b.AssistantID, time.Now().UTC().Format("20060102T150405"))
+		who := b.AssistantID
+		if b.AssistantVersion > 0 {
+			who = fmt.Sprintf("%s-v%d", who, b.AssistantVersion)
+		}
+		name = fmt.Sprintf("%s-%s-%s", ds.Name, who, time.Now().UTC().Format("20060102T150405"))
 	}
-	e, err := a.DB.CreateExperiment(ctx, tenant, db.Experiment{Name: name, DatasetID: ds.ID, DatasetVersion: ds.Version, AssistantID: b.AssistantID,
+	e, err := a.DB.CreateExperiment(ctx, tenant, db.Experiment{Name: name, DatasetID: ds.ID, DatasetVersion: ds.Version, AssistantID: b.AssistantID, AssistantVersion: b.AssistantVersion,
 		Repetitions: b.Repetitions, Concurrency: conc, BaselineID: b.BaselineExperimentID, Metadata: db.Metadata(b.Metadata), Total: total})
 	if err != nil {
 		a.fail(w, r, err)
@@ -141,6 +161,27 @@ func (a *API) createExperiment(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	wire.WriteJSON(w, r, http.StatusCreated, toWireExperiment(e, db.ExperimentProgress{}))
+}
+
+// assistantVersion finds version v of an assistant among its versions
+// (db.ErrNotFound when it has none such).
+func (a *API) assistantVersion(ctx context.Context, tenant, id string, v int) (db.Assistant, error) {
+	const page = 100
+	for off := 0; ; off += page {
+		vs, err := a.DB.AssistantVersions(ctx, tenant, id, db.Query{Limit: page, Offset: off})
+		if err != nil {
+			return db.Assistant{}, err
+		}
+		for _, x := range vs {
+			if x.Version == v {
+				return x, nil
+			}
+		}
+		// Newest first: past v, or past the last page, there is none.
+		if len(vs) < page || vs[len(vs)-1].Version < v {
+			return db.Assistant{}, fmt.Errorf("assistant %s version %d: %w", id, v, db.ErrNotFound)
+		}
+	}
 }
 
 // checkRunnable checks every case decodes and its criteria build.

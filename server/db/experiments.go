@@ -43,7 +43,10 @@ type Experiment struct {
 	DatasetID      string
 	DatasetVersion int
 	AssistantID    string
-	Repetitions    int
+	// AssistantVersion is the assistant version its units run; 0 runs
+	// the assistant's latest version at the time each unit runs.
+	AssistantVersion int
+	Repetitions      int
 	// Concurrency is how many units run at once (at least 1).
 	Concurrency int
 	// BaselineID is the experiment it is compared with by default ("").

@@ -138,7 +138,8 @@ var Tables = []Table{
 	{Name: "trellis_experiments", Key: 2, Columns: cols(
 		"tenant", ColText, "experiment_id", ColText, "name", ColText, "dataset_id", ColText, "dataset_version", ColInt,
 		"assistant_id", ColText, "repetitions", ColInt, "concurrency", ColInt, "baseline_id", ColText, "metadata", ColJSON,
-		"status", ColText, "total", ColInt, "summary?", ColJSON, "error", ColText, "created_at", ColTime, "updated_at", ColTime)},
+		"status", ColText, "total", ColInt, "summary?", ColJSON, "error", ColText, "created_at", ColTime, "updated_at", ColTime,
+		"assistant_version", ColInt)},
 	{Name: "trellis_experiment_results", Key: 4, Columns: cols(
 		"tenant", ColText, "experiment_id", ColText, "case_id", ColText, "repetition", ColInt, "passed", ColBool,
 		"data", ColJSON, "created_at", ColTime)},

@@ -68,7 +68,7 @@ func (b *browser) startExperiment(url, dataset, name, assistant, reps, baseline 
 	b.do("asking to run", chromedp.Click(`//*[@id='datasets-view']//button[.='Run an experiment']`))
 	b.waitFor("the form", `document.querySelector('#datasets-view .exp-run-form select')`)
 	ok := eval[bool](b, fmt.Sprintf(`(() => { const f = document.querySelector('#datasets-view .exp-run-form');
-		const [who, base] = f.querySelectorAll('select');
+		const who = f.querySelector('select.exp-who'), base = f.querySelector('select.exp-base');
 		const o = [...who.options].find((o) => o.textContent === %q); if (!o) return false; who.value = o.value;
 		if (%q) { const p = [...base.options].find((o) => o.value === %q); if (!p) return false; base.value = p.value; }
 		f.querySelector('input[type=number]').value = %q;

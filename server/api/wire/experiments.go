@@ -27,6 +27,9 @@ type ExperimentCreate struct {
 	// DatasetVersion is the version run (default the latest).
 	DatasetVersion int    `json:"dataset_version,omitempty"`
 	AssistantID    string `json:"assistant_id"`
+	// AssistantVersion pins the assistant version the units run (its
+	// context and config given to every run); default the latest.
+	AssistantVersion int `json:"assistant_version,omitempty"`
 	// Repetitions of each case, 1 to MaxRepetitions.
 	Repetitions int `json:"repetitions"`
 	// Concurrency is how many units run at once (default 4, at most
@@ -51,6 +54,9 @@ func (b *ExperimentCreate) Validate() []FieldError {
 	}
 	if b.Concurrency < 0 || b.Concurrency > MaxConcurrency {
 		errs = append(errs, FieldError{Pointer: "/concurrency", Detail: fmt.Sprintf("must be 1 to %d, not %d", MaxConcurrency, b.Concurrency)})
+	}
+	if b.AssistantVersion < 0 {
+		errs = append(errs, FieldError{Pointer: "/assistant_version", Detail: fmt.Sprintf("must be 1 or more (or left out for the latest), not %d", b.AssistantVersion)})
 	}
 	if b.DatasetVersion < 0 {
 		errs = append(errs, FieldError{Pointer: "/dataset_version", Detail: fmt.Sprintf("must be 1 or more, not %d", b.DatasetVersion)})
@@ -87,11 +93,14 @@ type ExperimentProgress struct {
 
 // Experiment is an experiment as the service shows it.
 type Experiment struct {
-	ExperimentID         string   `json:"experiment_id"`
-	Name                 string   `json:"name"`
-	DatasetID            string   `json:"dataset_id"`
-	DatasetVersion       int      `json:"dataset_version"`
-	AssistantID          string   `json:"assistant_id"`
+	ExperimentID   string `json:"experiment_id"`
+	Name           string `json:"name"`
+	DatasetID      string `json:"dataset_id"`
+	DatasetVersion int    `json:"dataset_version"`
+	AssistantID    string `json:"assistant_id"`
+	// AssistantVersion is the pinned assistant version; absent when
+	// the units run the latest.
+	AssistantVersion     int      `json:"assistant_version,omitempty"`
 	Repetitions          int      `json:"repetitions"`
 	Concurrency          int      `json:"concurrency"`
 	BaselineExperimentID string   `json:"baseline_experiment_id,omitempty"`

@@ -31,6 +31,16 @@ func testExperiments(t *testing.T, d db.DB) {
 	isErr(t, "zero repetitions", err, db.ErrInvalid)
 	_, err = d.CreateExperiment(bg(), other, db.Experiment{DatasetID: ds.ID, DatasetVersion: 1, AssistantID: "x", Repetitions: 1, Concurrency: 1})
 	isErr(t, "an experiment on another tenant's dataset", err, db.ErrNotFound)
+	_, err = d.CreateExperiment(bg(), ten, db.Experiment{DatasetID: ds.ID, DatasetVersion: 1, AssistantID: "x", AssistantVersion: -1, Repetitions: 1, Concurrency: 1})
+	isErr(t, "a negative assistant version", err, db.ErrInvalid)
+	pinTen := tenant(t, "p")
+	pds, err := d.CreateDataset(bg(), pinTen, db.Dataset{Name: "qa"}, []db.DatasetCase{dcase("a", "one")})
+	ok(t, "CreateDataset", err)
+	pin, err := d.CreateExperiment(bg(), pinTen, db.Experiment{DatasetID: pds.ID, DatasetVersion: 1, AssistantID: "x", AssistantVersion: 3, Repetitions: 1, Concurrency: 1, Total: 1})
+	ok(t, "CreateExperiment pinned to a version", err)
+	if got, err := d.GetExperiment(bg(), pinTen, pin.ID); err != nil || got.AssistantVersion != 3 || pin.AssistantVersion != 3 {
+		t.Fatalf("pinned experiment: created %+v, read %+v, %v: want assistant version 3", pin, got, err)
+	}
 
 	e1 := mkExperiment(t, d, ten, ds.ID, "a1")
 	e2 := mkExperiment(t, d, ten, ds.ID, "a2")

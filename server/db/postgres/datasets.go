@@ -61,4 +61,6 @@ CREATE INDEX trellis_run_feedback_run ON trellis_run_feedback (tenant, run_id, c
 	// except the online evaluators', which said so inside their value.
 	`ALTER TABLE trellis_run_feedback ADD COLUMN source text NOT NULL DEFAULT 'api';
 UPDATE trellis_run_feedback SET source = 'evaluator' WHERE value->>'source' = 'evaluator';`,
+	// 4: the assistant version an experiment pinned (0: the latest).
+	`ALTER TABLE trellis_experiments ADD COLUMN assistant_version integer NOT NULL DEFAULT 0;`,
 }

@@ -61,7 +61,8 @@ CREATE TABLE trellis_run_feedback (
 	FOREIGN KEY (tenant, run_id) REFERENCES trellis_runs (tenant, run_id) ON DELETE CASCADE
 ) WITHOUT ROWID;
 CREATE INDEX trellis_run_feedback_run ON trellis_run_feedback (tenant, run_id, created_at);
-`}, {Version: 2, SQL: experimentsSchema}, {Version: 3, SQL: feedbackSourceSchema}}
+`}, {Version: 2, SQL: experimentsSchema}, {Version: 3, SQL: feedbackSourceSchema},
+	{Version: 4, SQL: experimentAssistantVersionSchema}}
 
 // feedbackSourceSchema gives feedback a source column. Entries stored
 // before it are the API's, except the online evaluators', which said so
@@ -70,4 +71,10 @@ const feedbackSourceSchema = `
 ALTER TABLE trellis_run_feedback ADD COLUMN source TEXT NOT NULL DEFAULT 'api';
 UPDATE trellis_run_feedback SET source = 'evaluator'
 	WHERE value IS NOT NULL AND json_valid(CAST(value AS TEXT)) AND json_extract(CAST(value AS TEXT), '$.source') = 'evaluator';
+`
+
+// experimentAssistantVersionSchema records the assistant version an
+// experiment pinned (0: it runs the assistant's latest version).
+const experimentAssistantVersionSchema = `
+ALTER TABLE trellis_experiments ADD COLUMN assistant_version INTEGER NOT NULL DEFAULT 0;
 `

@@ -1,10 +1,12 @@
 // experiments.js — experiments in the page: the form that starts one from a
-// dataset's view (assistant, repetitions, optional baseline; POST
+// dataset's view (assistant and version, repetitions, optional baseline,
+// optional second assistant or version to compare with; POST
 // /experiments), the list (#/experiments: dataset, assistant, status, pass
 // rate) and one experiment (#/experiments/{id}): its progress followed on
 // GET /experiments/{id}/stream, then its summary and per-case results (each
-// evaluator's score and explanation, a link to the case's thread), and a
-// Compare control that sets it against a baseline (GET …/compare).
+// evaluator's score and explanation, a link to the case's thread), its
+// baseline's progress followed alongside, and a Compare control that sets
+// it against a baseline (GET …/compare), shown at once for its own.
 
 import * as api from './api.js';
 import { clear, h, uid } from './dom.js';
@@ -41,6 +43,10 @@ function passRate(e) {
   return e.progress && e.progress.done ? pct(e.progress.passed / e.progress.done) : '—';
 }
 
+// versionOf names an experiment's pinned assistant version ('' for the
+// latest).
+const versionOf = (e) => (e.assistant_version ? ` v${e.assistant_version}` : '');
+
 const badge = (status) => h('span', { class: `badge exp-status ${ended(status) ? (status === 'success' ? '' : 'error') : 'busy'}` }, status);
 
 /** show draws the list (id null) or one experiment, and reports failures. */
@@ -72,61 +78,88 @@ async function showList(body) {
     h('tbody', {}, list.map((e) => h('tr', { 'data-experiment': e.experiment_id },
       h('td', {}, h('a', { href: `#/experiments/${e.experiment_id}` }, e.name || e.experiment_id.slice(0, 8))),
       h('td', {}, n.ds.get(e.dataset_id) || e.dataset_id.slice(0, 8), ` v${e.dataset_version}`),
-      h('td', {}, n.as.get(e.assistant_id) || e.assistant_id.slice(0, 8)),
+      h('td', {}, n.as.get(e.assistant_id) || e.assistant_id.slice(0, 8), versionOf(e)),
       h('td', {}, badge(e.status)),
       h('td', { class: 'exp-rate' }, passRate(e)))))));
 }
 
 async function showOne(id, title, head, body, fail) {
   const [e, n] = await Promise.all([api.json('GET', `/experiments/${id}`), names()]);
+  const base = e.baseline_experiment_id ? await api.json('GET', `/experiments/${e.baseline_experiment_id}`).catch(() => null) : null;
   title.textContent = e.name || `Experiment ${id.slice(0, 8)}`;
   head.querySelector('.back').before(h('a', { href: '#/experiments' }, 'All experiments'));
   const dsName = n.ds.get(e.dataset_id) || e.dataset_id;
   body.append(h('p', { class: 'ds-facts exp-facts' },
-    h('a', { href: `#/datasets/${e.dataset_id}` }, dsName), ` v${e.dataset_version} · ${n.as.get(e.assistant_id) || e.assistant_id} · `,
+    h('a', { href: `#/datasets/${e.dataset_id}` }, dsName), ` v${e.dataset_version} · ${n.as.get(e.assistant_id) || e.assistant_id}${versionOf(e)} · `,
     `${e.repetitions} ${e.repetitions === 1 ? 'repetition' : 'repetitions'}`));
-  const status = h('p', { class: 'exp-progress', role: 'status' });
-  const bar = h('progress', { max: '1', value: '0', 'aria-label': 'Units recorded' });
+  const own = progressBar('Units recorded');
   const cancel = h('button', { type: 'button', class: 'small danger' }, 'Cancel the experiment');
-  const live = h('div', { class: 'ds-bar exp-live' }, bar, status, cancel);
+  const live = h('div', { class: 'ds-bar exp-live' }, own.bar, own.status, cancel);
   const summary = h('div', { class: 'exp-summary' });
   const results = h('div', { class: 'exp-results' });
   const compare = h('div', { class: 'exp-compare' });
-  body.append(live, summary, compare, results);
+  body.append(live);
+  // The baseline's progress alongside (two experiments started together).
+  let baseEnded = Promise.resolve();
+  const ctl = new AbortController();
+  follow = ctl;
+  if (base) {
+    const label = base.name || `${base.experiment_id.slice(0, 8)} · ${n.as.get(base.assistant_id) || base.assistant_id}${versionOf(base)}`;
+    const bp = progressBar(`Units recorded by the baseline ${label}`);
+    body.append(h('div', { class: 'ds-bar exp-live exp-base-live' },
+      h('span', { class: 'exp-base-label' }, 'Baseline ', h('a', { href: `#/experiments/${base.experiment_id}` }, label)), bp.bar, bp.status));
+    bp.paint(base);
+    if (!ended(base.status)) baseEnded = followStream(base.experiment_id, ctl, bp.paint);
+  }
+  body.append(summary, compare, results);
   cancel.addEventListener('click', async () => {
     try { await api.json('POST', `/experiments/${id}/cancel`); } catch (err) { fail(err); }
   });
-  const paint = (x) => {
-    const p = x.progress || { total: 0, done: 0, passed: 0, failed: 0 };
-    bar.max = Math.max(p.total, 1);
-    bar.value = p.done;
-    status.textContent = `${x.status} · ${p.done} of ${p.total} recorded · ${p.passed} passed, ${p.failed} failed`;
-    status.dataset.status = x.status;
-    cancel.hidden = ended(x.status);
-  };
+  const paint = (x) => { own.paint(x); cancel.hidden = ended(x.status); };
   paint(e);
   const finish = async (x) => {
     paint(x);
     if (x.error) fail(new Error(x.error));
     drawSummary(summary, x);
     drawResults(results, await api.json('GET', `/experiments/${id}/results`));
-    if (x.status === 'success') await drawCompare(compare, x, n, fail);
+    await baseEnded;
+    if (x.status === 'success' && !ctl.signal.aborted) await drawCompare(compare, x, n, fail);
   };
+  baseEnded = baseEnded.catch((err) => { if (!ctl.signal.aborted) fail(err); });
   if (ended(e.status)) { await finish(e); return; }
   // Follow the stream until the end event; draw the results then.
-  const ctl = new AbortController();
-  follow = ctl;
-  (async () => {
-    for await (const ev of api.stream('GET', `/experiments/${id}/stream`, undefined, { signal: ctl.signal })) {
-      if (ev.event === 'progress') paint(ev.data);
-      else if (ev.event === 'end') { await finish(ev.data); return; }
-    }
-    // The stream closed before its end event: read where it got to.
-    if (ctl.signal.aborted) return;
-    const x = await api.json('GET', `/experiments/${id}`);
-    if (ended(x.status)) await finish(x);
-    else { paint(x); fail(new Error('The progress stream closed; reload to follow it again.')); }
-  })().catch((err) => { if (!ctl.signal.aborted) fail(err); });
+  followStream(id, ctl, paint).then((x) => { if (x) return finish(x); })
+    .catch((err) => { if (!ctl.signal.aborted) fail(err); });
+}
+
+// progressBar is an experiment's progress bar and status line; paint
+// draws an experiment (or a progress event) on them.
+function progressBar(label) {
+  const status = h('p', { class: 'exp-progress', role: 'status' });
+  const bar = h('progress', { max: '1', value: '0', 'aria-label': label });
+  const paint = (x) => {
+    const p = x.progress || { total: 0, done: 0, passed: 0, failed: 0 };
+    bar.max = Math.max(p.total, 1);
+    bar.value = p.done;
+    status.textContent = `${x.status} · ${p.done} of ${p.total} recorded · ${p.passed} passed, ${p.failed} failed`;
+    status.dataset.status = x.status;
+  };
+  return { bar, status, paint };
+}
+
+// followStream paints an experiment's progress events until its end and
+// returns the ended experiment (undefined when the view changed first).
+async function followStream(id, ctl, paint) {
+  for await (const ev of api.stream('GET', `/experiments/${id}/stream`, undefined, { signal: ctl.signal })) {
+    if (ev.event === 'progress') paint(ev.data);
+    else if (ev.event === 'end') { paint(ev.data); return ev.data; }
+  }
+  // The stream closed before its end event: read where it got to.
+  if (ctl.signal.aborted) return undefined;
+  const x = await api.json('GET', `/experiments/${id}`);
+  if (ended(x.status)) return x;
+  paint(x);
+  throw new Error('The progress stream closed; reload to follow it again.');
 }
 
 // drawSummary shows the pass rates and mean score with their intervals.
@@ -172,7 +205,7 @@ async function drawCompare(el, e, n, fail) {
   if (!others.length) { el.append(h('p', { class: 'hint' }, 'No other finished experiment of this dataset to compare with.')); return; }
   const id = uid('cmp');
   const pick = h('select', { id }, others.map((x) => h('option', { value: x.experiment_id, selected: x.experiment_id === e.baseline_experiment_id },
-    `${x.name || x.experiment_id.slice(0, 8)} · ${n.as.get(x.assistant_id) || ''} · ${passRate(x)}`)));
+    `${x.name || x.experiment_id.slice(0, 8)} · ${n.as.get(x.assistant_id) || ''}${versionOf(x)} · ${passRate(x)}`)));
   const go = h('button', { type: 'submit', class: 'small' }, 'Compare');
   const out = h('div', { class: 'exp-comparison', 'aria-live': 'polite' });
   const form = h('form', { class: 'ds-bar exp-compare-form' }, h('label', { for: id }, 'Baseline'), pick, go);
@@ -184,6 +217,8 @@ async function drawCompare(el, e, n, fail) {
     } catch (err) { fail(err); } finally { go.disabled = false; }
   });
   el.append(form, out);
+  // An experiment started against a baseline is shown compared with it.
+  if (others.some((x) => x.experiment_id === e.baseline_experiment_id)) form.requestSubmit();
 }
 
 function drawComparison(el, c) {
@@ -228,6 +263,9 @@ export function runForm(ds, fail) {
   return { open, box };
 }
 
+// versionsOf lists an assistant's versions, newest first.
+const versionsOf = (id) => api.json('POST', `/assistants/${encodeURIComponent(id)}/versions`, { limit: 100 });
+
 function form(ds, assistants, prev, close) {
   const f = (label, control, hint) => {
     const id = uid('xf');
@@ -236,16 +274,45 @@ function form(ds, assistants, prev, close) {
     control.setAttribute('aria-describedby', `${id}-err`);
     return { el: h('div', { class: 'field' }, h('label', { for: id }, label), hint ? h('span', { class: 'hint' }, hint) : null, control, err), err, control };
   };
-  const who = f('Assistant', h('select', {}, assistants.map((a) => h('option', { value: a.assistant_id }, nameOf(a)))));
+  const byID = new Map(assistants.map((a) => [a.assistant_id, a]));
+  const who = f('Assistant', h('select', { class: 'exp-who' }, assistants.map((a) => h('option', { value: a.assistant_id }, nameOf(a)))));
+  const ver = f('Version', h('select', { class: 'exp-version' }), 'The assistant version its runs use.');
   const name = f('Name (optional)', h('input', { type: 'text', autocomplete: 'off', maxlength: '200' }), 'Shown in the list; the server names it when left empty.');
   const reps = f('Repetitions', h('input', { type: 'number', min: '1', max: '100', value: '1', inputmode: 'numeric', required: true }), 'Each case runs this many times, on fresh threads (1–100).');
-  const base = f('Baseline (optional)', h('select', {}, h('option', { value: '' }, 'None'),
+  const base = f('Baseline (optional)', h('select', { class: 'exp-base' }, h('option', { value: '' }, 'None'),
     prev.map((x) => h('option', { value: x.experiment_id }, `${x.name || x.experiment_id.slice(0, 8)} · ${passRate(x)}`))));
+  const twin = f('Compare with (optional)', h('select', { class: 'exp-twin' }),
+    'Also runs another version of the assistant, or another assistant, on the same cases, and opens the two side by side.');
   const problem = h('p', { class: 'error', role: 'alert', hidden: true });
   const go = h('button', { type: 'submit', class: 'primary' }, 'Start the experiment');
   const el = h('form', { class: 'case-form exp-run-form', novalidate: true, 'aria-label': `Run an experiment on ${ds.name}` },
-    who.el, name.el, reps.el, base.el, problem,
+    who.el, ver.el, name.el, reps.el, base.el, twin.el, problem,
     h('div', { class: 'actions' }, go, h('button', { type: 'button', onclick: close }, 'Cancel')));
+  // The chosen assistant's versions fill Version and the versions part of
+  // Compare with; the other assistants fill its other part.
+  let filling = null; // the assistant whose versions fill the form
+  const fill = async () => {
+    const id = who.control.value;
+    if (id === filling) return; // filled or being filled already
+    filling = id;
+    const a = byID.get(id);
+    let vs = [];
+    try { vs = id ? await versionsOf(id) : []; } catch (err) { problem.textContent = err.message; problem.hidden = false; }
+    if (filling !== id) return; // changed again meanwhile
+    clear(ver.control).append(h('option', { value: '' }, 'Latest'),
+      ...vs.map((v) => h('option', { value: String(v.version) }, `Version ${v.version}${v.version === a.version ? ' (latest)' : ''}`)));
+    const others = assistants.filter((x) => x.assistant_id !== id);
+    clear(twin.control).append(...[h('option', { value: '' }, 'Nothing'),
+      vs.length > 1 ? h('optgroup', { label: `Another version of ${nameOf(a)}` },
+        vs.map((v) => h('option', { value: `${id}\n${v.version}` }, `${nameOf(a)} version ${v.version}`))) : null,
+      others.length ? h('optgroup', { label: 'Another assistant' },
+        others.map((x) => h('option', { value: `${x.assistant_id}\n` }, `${nameOf(x)} (latest)`))) : null].filter(Boolean));
+    el.dataset.ready = id;
+  };
+  who.control.addEventListener('change', fill);
+  fill();
+  // label names an assistant and version for the experiments' names.
+  const label = (id, v) => `${byID.has(id) ? nameOf(byID.get(id)) : id} ${v ? `v${v}` : 'latest'}`;
   el.addEventListener('submit', async (ev) => {
     ev.preventDefault();
     reps.err.textContent = '';
@@ -259,14 +326,39 @@ function form(ds, assistants, prev, close) {
       return;
     }
     const bodyOf = { dataset_id: ds.dataset_id, dataset_version: ds.version, assistant_id: who.control.value, repetitions: r };
+    if (ver.control.value) bodyOf.assistant_version = Number(ver.control.value);
     if (base.control.value) bodyOf.baseline_experiment_id = base.control.value;
     if (name.control.value.trim()) bodyOf.name = name.control.value.trim();
+    // The second of a pair runs with the first as its baseline, so its
+    // view is the comparison of the two.
+    let second = null;
+    if (twin.control.value) {
+      const [id, v] = twin.control.value.split('\n');
+      const prefix = name.control.value.trim() || ds.name;
+      second = { dataset_id: ds.dataset_id, dataset_version: ds.version, assistant_id: id, repetitions: r, name: `${prefix} · ${label(id, v)}` };
+      if (v) second.assistant_version = Number(v);
+      bodyOf.name = `${prefix} · ${label(bodyOf.assistant_id, bodyOf.assistant_version)}`;
+      if (second.name === bodyOf.name) {
+        twin.err.textContent = 'Pick another version or assistant than the first.';
+        twin.control.setAttribute('aria-invalid', 'true');
+        twin.control.focus();
+        return;
+      }
+    }
+    twin.err.textContent = '';
+    twin.control.removeAttribute('aria-invalid');
     go.disabled = true;
+    let first = null;
     try {
-      const e = await api.json('POST', '/experiments', bodyOf);
-      location.hash = `#/experiments/${e.experiment_id}`;
+      first = await api.json('POST', '/experiments', bodyOf);
+      let open = first;
+      if (second) {
+        second.baseline_experiment_id = first.experiment_id;
+        open = await api.json('POST', '/experiments', second);
+      }
+      location.hash = `#/experiments/${open.experiment_id}`;
     } catch (err) {
-      problem.textContent = err.message;
+      problem.textContent = first ? `${first.name} started, but the experiment to compare with did not: ${err.message}` : err.message;
       problem.hidden = false;
     } finally { go.disabled = false; }
   });

@@ -93,6 +93,8 @@ func Experiment(e db.Experiment) (md []byte, err error) {
 		return nil, Invalid("an experiment needs a dataset and an assistant")
 	case e.DatasetVersion < 1:
 		return nil, Invalid("dataset version %d is not positive", e.DatasetVersion)
+	case e.AssistantVersion < 0:
+		return nil, Invalid("assistant version %d is negative (0 runs the latest)", e.AssistantVersion)
 	case e.Repetitions < 1 || e.Concurrency < 1:
 		return nil, Invalid("repetitions %d and concurrency %d must be positive", e.Repetitions, e.Concurrency)
 	case e.Total < 0 || e.Total > db.MaxExperimentUnits:

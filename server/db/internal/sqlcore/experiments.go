@@ -9,13 +9,13 @@ import (
 
 // scanExperiment reads ID, name, dataset ID and version, assistant ID,
 // repetitions, concurrency, baseline ID, metadata, status, total, summary,
-// error, creation and update times.
+// error, creation and update times, and the pinned assistant version.
 func (s *Store) scanExperiment(r Row, tenant string) (db.Experiment, error) {
 	var e db.Experiment
 	var md, summary []byte
 	var status string
 	if err := r.Scan(&e.ID, &e.Name, &e.DatasetID, &e.DatasetVersion, &e.AssistantID, &e.Repetitions, &e.Concurrency, &e.BaselineID,
-		&md, &status, &e.Total, &summary, &e.Error, s.d.ScanTime(&e.CreatedAt), s.d.ScanTime(&e.UpdatedAt)); err != nil {
+		&md, &status, &e.Total, &summary, &e.Error, s.d.ScanTime(&e.CreatedAt), s.d.ScanTime(&e.UpdatedAt), &e.AssistantVersion); err != nil {
 		return db.Experiment{}, err
 	}
 	e.Status = db.ExperimentStatus(status)
@@ -52,7 +52,7 @@ func (s *Store) CreateExperiment(ctx context.Context, tenant string, e db.Experi
 			return err
 		}
 		_, err := tx.Exec(ctx, s.q.InsertExperiment, tenant, e.ID, e.Name, e.DatasetID, e.DatasetVersion, e.AssistantID,
-			e.Repetitions, e.Concurrency, e.BaselineID, md, string(db.ExperimentPending), e.Total, s.d.Time(dbutil.Now()))
+			e.Repetitions, e.Concurrency, e.BaselineID, md, string(db.ExperimentPending), e.Total, s.d.Time(dbutil.Now()), e.AssistantVersion)
 		if s.d.IsUnique(err) {
 			return s.wrap(db.ErrConflict, "experiment %q", e.ID)
 		}

@@ -47,6 +47,15 @@ function passRate(e) {
 // latest).
 const versionOf = (e) => (e.assistant_version ? ` v${e.assistant_version}` : '');
 
+// optionLabel names an experiment in a baseline picker: its name, then
+// the assistant and version unless the name already says them (a pair
+// started side by side is named "<name> · <assistant> vN").
+function optionLabel(x, n) {
+  const name = x.name || x.experiment_id.slice(0, 8);
+  const who = `${n.as.get(x.assistant_id) || ''}${versionOf(x)}`.trim();
+  return who && !name.includes(who) ? `${name} · ${who} · ${passRate(x)}` : `${name} · ${passRate(x)}`;
+}
+
 const badge = (status) => h('span', { class: `badge exp-status ${ended(status) ? (status === 'success' ? '' : 'error') : 'busy'}` }, status);
 
 /** show draws the list (id null) or one experiment, and reports failures. */
@@ -205,7 +214,7 @@ async function drawCompare(el, e, n, fail) {
   if (!others.length) { el.append(h('p', { class: 'hint' }, 'No other finished experiment of this dataset to compare with.')); return; }
   const id = uid('cmp');
   const pick = h('select', { id }, others.map((x) => h('option', { value: x.experiment_id, selected: x.experiment_id === e.baseline_experiment_id },
-    `${x.name || x.experiment_id.slice(0, 8)} · ${n.as.get(x.assistant_id) || ''}${versionOf(x)} · ${passRate(x)}`)));
+    optionLabel(x, n))));
   const go = h('button', { type: 'submit', class: 'small' }, 'Compare');
   const out = h('div', { class: 'exp-comparison', 'aria-live': 'polite' });
   const form = h('form', { class: 'ds-bar exp-compare-form' }, h('label', { for: id }, 'Baseline'), pick, go);

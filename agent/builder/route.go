@@ -106,7 +106,7 @@ func (r *router) run(ctx context.Context, s graph.State) (graph.Output, error) {
 	if len(r.conds) > 0 && (more || r.canEnd()) {
 		msgs := append(slices.Clone(react.Messages.Get(s)), added...)
 		if r.policy != nil {
-			sel, err := r.policy.Select(ctx, history.History{System: []llm.Message{r.system}, Messages: msgs, Summary: react.HistorySummary.Get(s)})
+			sel, _, err := middleware.SelectHistory(ctx, r.policy, history.History{System: []llm.Message{r.system}, Messages: msgs, Summary: react.HistorySummary.Get(s)}, nil)
 			if err != nil {
 				return nil, fmt.Errorf("builder: choosing the history the judge sees after node %q: %w", r.node, err)
 			}

@@ -86,13 +86,11 @@ func (h *historyMW) WrapModel(ctx context.Context, call *ModelCall, next ModelHa
 	} else if len(call.State.Keys()) > 0 { // the zero State (a call outside a graph) holds none
 		prev = h.summary.Get(call.State)
 	}
-	sel, err := h.policy.Select(ctx, history.History{System: msgs[:n:n], Messages: msgs[n:], Summary: prev})
+	sel, whole, err := SelectHistory(ctx, h.policy, history.History{System: msgs[:n:n], Messages: msgs[n:], Summary: prev}, h.log)
 	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, fmt.Errorf("history policy: %w", cerr)
-		}
-		log := cmp.Or(h.log, slog.Default())
-		log.WarnContext(ctx, "history: the policy failed; sending the whole history", slog.Any("error", err))
+		return nil, err
+	}
+	if whole {
 		return next(ctx, call)
 	}
 	if sel.Summary != prev {
@@ -102,4 +100,23 @@ func (h *historyMW) WrapModel(ctx context.Context, call *ModelCall, next ModelHa
 	req.Messages = append(append(make([]llm.Message, 0, n+len(sel.Messages)), msgs[:n]...), sel.Messages...)
 	call.Request = &req
 	return next(ctx, call)
+}
+
+// SelectHistory applies policy to h the way the History middleware does,
+// for code that shows a conversation to a model other than as its
+// messages (a judge reading a transcript, say): when the policy fails —
+// a summariser whose model is down — it logs a warning on log (the
+// default logger when nil) and reports whole, and the caller uses the
+// whole history, so a call is never lost to its history policy. Only an
+// ended ctx is an error.
+func SelectHistory(ctx context.Context, policy history.Policy, h history.History, log *slog.Logger) (sel history.Selection, whole bool, err error) {
+	sel, err = policy.Select(ctx, h)
+	if err == nil {
+		return sel, false, nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return history.Selection{}, false, fmt.Errorf("history policy: %w", cerr)
+	}
+	cmp.Or(log, slog.Default()).WarnContext(ctx, "history: the policy failed; sending the whole history", slog.Any("error", err))
+	return history.Selection{Messages: h.Messages, Summary: h.Summary}, true, nil
 }

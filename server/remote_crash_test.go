@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/trellis-agents/trellis/apps/planner"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
@@ -40,16 +41,22 @@ import (
 const (
 	envHopChild  = "TRELLIS_SERVE_HOP_CHILD" // the remote's URL
 	envHopDir    = "TRELLIS_SERVE_HOP_DIR"
+	envHopAgent  = "TRELLIS_SERVE_HOP_AGENT" // the remote assistant: greeter (default) or planner
 	hopAssistant = "7c0d4e1a-2b3c-4d5e-8f60-718293a4b5c6"
 )
 
 // hopChild serves the local side until it is killed, printing its URL.
 func hopChild() int {
 	dir, remoteURL := os.Getenv(envHopDir), os.Getenv(envHopChild)
+	agent, task, desc := "greeter", "greet warmly", "Greets people."
+	if os.Getenv(envHopAgent) == "planner" {
+		agent, task, desc = "planner", planner.Task, "Plans and books team events."
+	}
+	args, _ := json.Marshal(map[string]string{"task": task})
 	model := llmtest.New()
-	model.When(llmtest.LastIsToolResult(), llmtest.Text("The greeter is done.")).Repeat()
-	model.Otherwise(llmtest.ToolCalls(llmtest.Call("greeter", `{"task":"greet warmly"}`)))
-	conf := `{"configurable":{"model":"test:router","agents":["remote:greeter"]}}`
+	model.When(llmtest.LastIsToolResult(), llmtest.Text("The "+agent+" is done.")).Repeat()
+	model.Otherwise(llmtest.ToolCalls(llmtest.Call(agent, string(args))))
+	conf := `{"configurable":{"model":"test:router","agents":["remote:` + agent + `"]}}`
 	s, err := New(context.Background(), Config{
 		Addr: "127.0.0.1:0", Database: filepath.Join(dir, "trellis.db"), DataDir: dir,
 		LeaseTTL: 3 * time.Second, SweepInterval: 200 * time.Millisecond,
@@ -61,7 +68,7 @@ func hopChild() int {
 		return 3
 	}
 	err = s.RegisterAgentWithRemotes(context.Background(), Models{Resolve: func(string) (llm.Model, error) { return model, nil }}, nil,
-		map[string]config.RemoteAgent{"greeter": {LangGraph: &config.RemoteGraph{URL: remoteURL, Assistant: "greeter"}, AllowPrivate: true, Description: "Greets people."}})
+		map[string]config.RemoteAgent{agent: {LangGraph: &config.RemoteGraph{URL: remoteURL, Assistant: agent}, AllowPrivate: true, Description: desc}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 3
@@ -77,10 +84,10 @@ func hopChild() int {
 	return 0
 }
 
-func startHopChild(t *testing.T, dir, remoteURL string) (*exec.Cmd, string) {
+func startHopChild(t *testing.T, dir, remoteURL string, env ...string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envHopChild+"="+remoteURL, envHopDir+"="+dir)
+	cmd.Env = append(append(os.Environ(), envHopChild+"="+remoteURL, envHopDir+"="+dir), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

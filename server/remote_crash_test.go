@@ -6,13 +6,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -351,5 +356,74 @@ func TestRemoteHopSurvivesSIGKILL(t *testing.T) {
 	}
 	if b := agency.Bookings(); len(b) != 1 {
 		t.Errorf("the agency has %d bookings (%v); want 1", len(b), b)
+	}
+}
+
+// TestRemoteHopRunIDWindow shows the window between the remote's creating
+// a run and the local durable save of its ID: a proxy in front of the
+// remote passes the task's run creation on but holds its response, the
+// local process is killed, and the next one creates the task's run again
+// on the same remote thread. Skipped until tool/remotegraph makes the
+// creation idempotent (see docs/architecture.md, "The hop's crash test
+// with the planner"); then it must pass with one remote run.
+func TestRemoteHopRunIDWindow(t *testing.T) {
+	t.Skip("known gap: a kill between the remote run's creation and the local save of its ID starts the run again; remove this skip with the fix in tool/remotegraph")
+	rs, err := New(context.Background(), Config{Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "r.db"), DataDir: t.TempDir(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rs.RegisterApps([]apps.Entry{planner.Entry()}, Models{}); err != nil {
+		t.Fatal(err)
+	}
+	remote := serveInBackground(t, rs)
+	target, _ := neturl.Parse(remote.url)
+	var hold atomic.Bool
+	hold.Store(true)
+	held := make(chan string, 1) // the remote thread whose run was created
+	rp := httputil.NewSingleHostReverseProxy(target)
+	rp.ErrorLog = log.New(io.Discard, "", 0)
+	rp.ModifyResponse = func(resp *http.Response) error {
+		r := resp.Request
+		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/runs") && hold.CompareAndSwap(true, false) {
+			held <- strings.Split(r.URL.Path, "/")[2]
+			<-r.Context().Done() // the caller dies before it reads the run's ID
+			return r.Context().Err()
+		}
+		return nil
+	}
+	proxy := &http.Server{Handler: rp}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = proxy.Serve(ln) }()
+	t.Cleanup(func() { _ = proxy.Close() })
+
+	dir := t.TempDir()
+	h := &hopSide{t: t, client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 60 * time.Second},
+		thread: "5c6d7e8f-9012-4b3c-8d4e-5f6a7b8c9d0e"}
+	first, url := startHopChild(t, dir, "http://"+ln.Addr().String())
+	h.url = url
+	run := h.run(map[string]any{"if_not_exists": "create", "input": map[string]any{"messages": []map[string]string{{"role": "user", "content": "Plan our team offsite."}}}})
+	var remoteThread string
+	select {
+	case remoteThread = <-held:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the local run did not create the remote run")
+	}
+	hopKill(t, first)
+	_, h.url = startHopChild(t, dir, "http://"+ln.Addr().String())
+	if status := h.ended(run); status != "interrupted" {
+		t.Fatalf("the taken-over run ended %q; want interrupted on the city question", status)
+	}
+	_, list, _ := get(t, remote.url+"/threads/"+remoteThread+"/runs")
+	var far []struct {
+		RunID string `json:"run_id"`
+	}
+	if err := json.Unmarshal([]byte(list), &far); err != nil {
+		t.Fatal(err)
+	}
+	if len(far) != 1 {
+		t.Errorf("the remote thread has %d runs of the one task; want 1:\n%s", len(far), list)
 	}
 }

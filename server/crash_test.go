@@ -122,8 +122,15 @@ func crashChild() int {
 // startChild runs a serving child and returns its URL.
 func startChild(t *testing.T, dir string) (*exec.Cmd, string) {
 	t.Helper()
+	return startChildEnv(t, envCrashChild+"=1", envCrashDir+"="+dir)
+}
+
+// startChildEnv runs this test binary with env added, as a serving child
+// that prints its URL, and returns it; the child is killed at cleanup.
+func startChildEnv(t *testing.T, env ...string) (*exec.Cmd, string) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envCrashChild+"=1", envCrashDir+"="+dir)
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -14,5 +14,8 @@ func TestMain(m *testing.M) {
 	if os.Getenv(envHopChild) != "" {
 		os.Exit(hopChild()) // the local server of the remote hop's crash test
 	}
+	if os.Getenv(envExpKillChild) != "" {
+		os.Exit(expKillChild()) // a replica the experiment kill test kills
+	}
 	goleak.VerifyTestMain(m)
 }

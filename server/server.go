@@ -20,6 +20,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -133,6 +134,11 @@ type Config struct {
 	// Workers is how many threads advance at once (the queue's default
 	// when 0).
 	Workers int
+	// UnitTimeout bounds one attempt of an experiment unit, its case and
+	// then its scoring (api.UnitTimeout + 2 min when 0). A unit held by a
+	// killed replica is tried again on another about twice this long (at
+	// most a minute more) after its attempt began; tests shorten it.
+	UnitTimeout time.Duration
 	// BodyLimit bounds request bodies (Limits.MaxBodyBytes, else the wire
 	// package's default, when 0).
 	BodyLimit int64
@@ -473,10 +479,11 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		}
 		return a.RunExperimentUnit(ctx, job.Tenant, job.ExperimentID, job.Index, job.Attempt)
 	}
+	unitTimeout := cmp.Or(s.cfg.UnitTimeout, api.UnitTimeout+2*time.Minute) // the case, then its scoring
 	q, err = queue.New(life, queue.Config{
 		Online: s.scoreSample(&s.sampleAPI),
 		SQLite: s.st.river, Postgres: s.st.pool,
-		Advance: advance, Workers: s.cfg.Workers, Unit: unit, UnitTimeout: api.UnitTimeout + 2*time.Minute, // the case, then its scoring
+		Advance: advance, Workers: s.cfg.Workers, Unit: unit, UnitTimeout: unitTimeout, RescueStuckJobsAfter: min(queue.DefaultRescueStuckJobsAfter, unitTimeout),
 		Webhook: s.sendWebhook, WebhookAttempts: s.cfg.Webhooks.Attempts, WebhookRetryBase: s.cfg.Webhooks.RetryBase,
 		Logger: slog.New(atLeast{s.log.Handler(), slog.LevelWarn}).With("component", "queue"),
 	})

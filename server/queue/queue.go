@@ -177,7 +177,9 @@ type Config struct {
 	RescueStuckJobsAfter time.Duration
 	// UnitTimeout bounds one attempt of an experiment unit
 	// (DefaultUnitTimeout); a unit whose replica was killed is tried
-	// again about this long after its attempt started.
+	// again about this long, plus a margin of a minute (or of UnitTimeout
+	// when shorter), after its attempt started, at River's next rescue
+	// (every 30 s) once RescueStuckJobsAfter has passed too.
 	UnitTimeout time.Duration
 	// BusySnooze is the snooze of a Busy result without a duration.
 	BusySnooze time.Duration

@@ -30,9 +30,11 @@ const (
 // Timeout is River's bound of a run job: JobTimeout plus the margin.
 func (w *worker) Timeout(*river.Job[args]) time.Duration { return w.q.cfg.JobTimeout + rescueMargin }
 
-// Timeout is River's bound of a unit: UnitTimeout plus the margin.
+// Timeout is River's bound of a unit: UnitTimeout plus the margin, or
+// plus UnitTimeout itself when that is shorter (a short bound, as tests
+// set, has a margin as long as the work it allows).
 func (w *unitWorker) Timeout(*river.Job[UnitJob]) time.Duration {
-	return w.q.cfg.UnitTimeout + rescueMargin
+	return w.q.cfg.UnitTimeout + min(rescueMargin, w.q.cfg.UnitTimeout)
 }
 
 // Timeout is River's bound of a webhook: webhookTimeout plus the margin.

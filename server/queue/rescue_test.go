@@ -100,3 +100,19 @@ func unitJobs(t *testing.T, q *Queue) map[int64]*rivertype.JobRow {
 	}
 	return out
 }
+
+// A unit's River bound is its UnitTimeout plus a margin of a minute, or of
+// UnitTimeout itself when that is shorter: a short bound (a test's) is
+// rescued soon after it, a production one keeps its minute.
+func TestUnitRescueMarginIsNoLongerThanItsBound(t *testing.T) {
+	for _, c := range []struct{ bound, want time.Duration }{
+		{10 * time.Second, 20 * time.Second},
+		{time.Minute, 2 * time.Minute},
+		{12 * time.Minute, 13 * time.Minute},
+	} {
+		w := &unitWorker{q: &Queue{cfg: Config{UnitTimeout: c.bound}}}
+		if got := w.Timeout(nil); got != c.want {
+			t.Errorf("UnitTimeout %s: River's bound is %s, want %s", c.bound, got, c.want)
+		}
+	}
+}

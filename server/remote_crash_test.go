@@ -362,12 +362,10 @@ func TestRemoteHopSurvivesSIGKILL(t *testing.T) {
 // TestRemoteHopRunIDWindow shows the window between the remote's creating
 // a run and the local durable save of its ID: a proxy in front of the
 // remote passes the task's run creation on but holds its response, the
-// local process is killed, and the next one creates the task's run again
-// on the same remote thread. Skipped until tool/remotegraph makes the
-// creation idempotent (see docs/architecture.md, "The hop's crash test
-// with the planner"); then it must pass with one remote run.
+// local process is killed, and the next one must find the run by its
+// round's key (remotegraph.MetaRunKey) and join it rather than create the
+// task's run again on the same remote thread: one remote run.
 func TestRemoteHopRunIDWindow(t *testing.T) {
-	t.Skip("known gap: a kill between the remote run's creation and the local save of its ID starts the run again; remove this skip with the fix in tool/remotegraph")
 	rs, err := New(context.Background(), Config{Addr: "127.0.0.1:0", Database: filepath.Join(t.TempDir(), "r.db"), DataDir: t.TempDir(), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+
+	"github.com/trellis-agents/trellis/graph"
 )
 
 // RunStatus is what Status reads of a run started with Start.
@@ -35,7 +37,12 @@ func (s RunStatus) Done() bool {
 // run's multitask strategy when the thread is busy ("" for the server's
 // default, "interrupt" to stop the current run and go on with this
 // input, "enqueue" to run after it). Call Start inside graph.Durable when
-// a re-run must not start another run.
+// a re-run must not start another run. Inside a graph node, the run is
+// tagged with a key of the task, the thread and the request (MetaRunKey),
+// and Start returns a run of the thread with that key instead of starting
+// another: a re-run whose durable step was not saved (the process died
+// after the server created the run) joins that run, and two identical
+// Starts in one task start one run.
 func (a *Agent) Start(ctx context.Context, thread string, input any, strategy string) (runID string, err error) {
 	if thread == "" {
 		return "", &Error{Agent: a.cfg.Name, Op: "start a run", Err: errors.New("the thread ID is empty")}
@@ -47,16 +54,15 @@ func (a *Agent) Start(ctx context.Context, thread string, input any, strategy st
 	if strategy != "" {
 		body["multitask_strategy"] = strategy
 	}
-	var r struct {
-		RunID string `json:"run_id"`
+	key := ""
+	if task := graph.TaskID(ctx); task != "" {
+		req, err := json.Marshal(body)
+		if err != nil {
+			return "", &Error{Agent: a.cfg.Name, Op: "start a run", Err: err}
+		}
+		key = runKey("start", a.cfg.Name, graph.ThreadID(ctx), graph.Namespace(ctx), task, thread, string(req))
 	}
-	if err := a.do(ctx, "POST", "/threads/"+thread+"/runs", body, &r, "start a run"); err != nil {
-		return "", err
-	}
-	if r.RunID == "" {
-		return "", &Error{Agent: a.cfg.Name, Op: "start a run", Err: errors.New("the server named no run")}
-	}
-	return r.RunID, nil
+	return a.createRun(ctx, thread, body, key)
 }
 
 // Status reads a run's status and its thread's last message and pending

@@ -7,7 +7,11 @@
 // remote run's ID is saved as a durable step (graph.Durable) as soon as
 // the run is created, before Call waits on it, so a node that runs again
 // (after an interrupt, a failure, a restart) joins that run instead of
-// starting another. A remote interrupt becomes a local graph.Interrupt
+// starting another. Each run is created with a key of its round in its
+// metadata (MetaRunKey), and a round whose ID was not saved looks for a
+// run with its key on the remote thread before creating one, so a
+// process that dies between the remote's creating the run and the save
+// does not leave the round's request sent twice. A remote interrupt becomes a local graph.Interrupt
 // with the remote's own payload and answer schema; the answer resumes the
 // remote thread with a Command. Cancelling the local run cancels the
 // remote run. Requests dial through the guarded dialer (internal/netguard)
@@ -212,17 +216,9 @@ func (a *Agent) Call(ctx context.Context, input any) (*Result, error) {
 	body := map[string]any{"assistant_id": a.cfg.Assistant, "input": input, "stream_mode": StreamModes, "stream_resumable": true}
 	for round := 0; ; round++ {
 		n := strconv.Itoa(round)
+		key := runKey("call", a.cfg.Name, graph.ThreadID(ctx), graph.Namespace(ctx), graph.TaskID(ctx), n)
 		run, err := graph.Durable(ctx, "lg:"+a.cfg.Name+":run:"+n, func(ctx context.Context) (string, error) {
-			var r struct {
-				RunID string `json:"run_id"`
-			}
-			if err := a.do(ctx, "POST", "/threads/"+thread+"/runs", body, &r, "start a run"); err != nil {
-				return "", err
-			}
-			if r.RunID == "" {
-				return "", &Error{Agent: a.cfg.Name, Op: "start a run", Err: errors.New("the server named no run")}
-			}
-			return r.RunID, nil
+			return a.createRun(ctx, thread, body, key)
 		})
 		if err != nil {
 			return nil, err

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -92,34 +91,7 @@ func hopChild() int {
 
 func startHopChild(t *testing.T, dir, remoteURL string) (*exec.Cmd, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envHopChild+"="+remoteURL, envHopDir+"="+dir)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	urls := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if u, ok := strings.CutPrefix(sc.Text(), "URL "); ok {
-				urls <- u
-			}
-		}
-		_, _ = io.Copy(io.Discard, out)
-	}()
-	select {
-	case u := <-urls:
-		return cmd, u
-	case <-time.After(60 * time.Second):
-		t.Fatal("the serving child did not start")
-	}
-	return nil, ""
+	return startChildEnv(t, envHopChild+"="+remoteURL, envHopDir+"="+dir)
 }
 
 // hopEvents reads the remote_run events of a local run's log so far

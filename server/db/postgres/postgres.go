@@ -185,6 +185,9 @@ CREATE TABLE trellis_crons (
 CREATE INDEX trellis_crons_thread ON trellis_crons (tenant, thread_id);
 CREATE INDEX trellis_crons_due ON trellis_crons (next_run_at) WHERE enabled AND next_run_at IS NOT NULL;
 `,
+	// 5: the assistant version a run names (NULL: the assistant's latest
+	// version when it runs).
+	`ALTER TABLE trellis_runs ADD COLUMN assistant_version integer;`,
 }
 
 // DB is the store of record on PostgreSQL. It is safe for concurrent use,

@@ -15,7 +15,7 @@ import (
 )
 
 const runCols = `run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
-	created_at, updated_at, not_before, cancel_requested`
+	created_at, updated_at, not_before, cancel_requested, assistant_version`
 
 // scanRun reads a row of runCols; an undecodable row is an error naming
 // it.
@@ -23,8 +23,9 @@ func scanRun(s scanner, tenant string) (db.Run, error) {
 	var r db.Run
 	var md, kwargs, usage []byte
 	var notBefore *time.Time
+	var version *int32
 	if err := s.Scan(&r.ID, &r.ThreadID, &r.AssistantID, &r.Status, &md, &kwargs, &r.MultitaskStrategy, &usage, &r.Error,
-		&r.CreatedAt, &r.UpdatedAt, &notBefore, &r.CancelRequested); err != nil {
+		&r.CreatedAt, &r.UpdatedAt, &notBefore, &r.CancelRequested, &version); err != nil {
 		return db.Run{}, err
 	}
 	var err error
@@ -35,6 +36,9 @@ func scanRun(s scanner, tenant string) (db.Run, error) {
 	r.CreatedAt, r.UpdatedAt = utc(r.CreatedAt), utc(r.UpdatedAt)
 	if notBefore != nil {
 		r.NotBefore = utc(*notBefore)
+	}
+	if version != nil {
+		r.AssistantVersion = int(*version)
 	}
 	return r, nil
 }
@@ -109,6 +113,7 @@ func (d *DB) ClassifyTxError(err error) error { return classify(err) }
 type runRow struct {
 	r          db.Run
 	md, kwargs []byte
+	version    any // the assistant version, NULL for none
 }
 
 // newRun checks r and encodes it (an empty ID gets a new one).
@@ -132,10 +137,14 @@ func newRun(tenant string, r db.Run) (runRow, error) {
 	if kwargs == nil {
 		kwargs = []byte("{}")
 	}
+	version, err := dbutil.RunVersion(r.AssistantVersion)
+	if err != nil {
+		return runRow{}, err
+	}
 	if r.ID == "" {
 		r.ID = dbutil.NewID()
 	}
-	return runRow{r: r, md: md, kwargs: kwargs}, nil
+	return runRow{r: r, md: md, kwargs: kwargs, version: version}, nil
 }
 
 // createThreadIfMissing stores a new idle thread with t's ID and metadata
@@ -177,8 +186,8 @@ func createRun(ctx context.Context, tx pgx.Tx, tenant string, nr runRow) (db.Run
 	}
 	now := dbutil.Now()
 	tag, err := tx.Exec(ctx, `INSERT INTO trellis_runs (tenant, `+runCols+`, lease_token, event_seq)
-		VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, NULL, '', $8, $8, $9, '', 0, 0) ON CONFLICT DO NOTHING`,
-		tenant, r.ID, r.ThreadID, r.AssistantID, nr.md, nr.kwargs, r.MultitaskStrategy, now, nullTime(r.NotBefore))
+		VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, NULL, '', $8, $8, $9, '', $10, 0, 0) ON CONFLICT DO NOTHING`,
+		tenant, r.ID, r.ThreadID, r.AssistantID, nr.md, nr.kwargs, r.MultitaskStrategy, now, nullTime(r.NotBefore), nr.version)
 	if err != nil {
 		return db.Run{}, wrap(err, "create run %q", r.ID)
 	}

@@ -13,7 +13,7 @@ import (
 )
 
 const runCols = `run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
-	created_at, updated_at, not_before, cancel_requested`
+	created_at, updated_at, not_before, cancel_requested, assistant_version`
 
 // scanRun reads a row of runCols; an undecodable row is an error naming
 // it.
@@ -21,9 +21,9 @@ func scanRun(s scanner, tenant string) (db.Run, error) {
 	var r db.Run
 	var md, kwargs, usage []byte
 	var created, updated int64
-	var notBefore sql.NullInt64
+	var notBefore, version sql.NullInt64
 	if err := s.Scan(&r.ID, &r.ThreadID, &r.AssistantID, &r.Status, &md, &kwargs, &r.MultitaskStrategy, &usage, &r.Error,
-		&created, &updated, &notBefore, &r.CancelRequested); err != nil {
+		&created, &updated, &notBefore, &r.CancelRequested, &version); err != nil {
 		return db.Run{}, err
 	}
 	var err error
@@ -35,6 +35,7 @@ func scanRun(s scanner, tenant string) (db.Run, error) {
 	if notBefore.Valid {
 		r.NotBefore = fromMicros(notBefore.Int64)
 	}
+	r.AssistantVersion = int(version.Int64)
 	return r, nil
 }
 
@@ -105,6 +106,7 @@ func (d *DB) ClassifyTxError(err error) error { return classify(err, d.sq.Path()
 type runRow struct {
 	r          db.Run
 	md, kwargs []byte
+	version    any // the assistant version, NULL for none
 }
 
 // newRun checks r and encodes it (an empty ID gets a new one).
@@ -128,10 +130,14 @@ func newRun(tenant string, r db.Run) (runRow, error) {
 	if kwargs == nil {
 		kwargs = []byte("{}")
 	}
+	version, err := dbutil.RunVersion(r.AssistantVersion)
+	if err != nil {
+		return runRow{}, err
+	}
 	if r.ID == "" {
 		r.ID = dbutil.NewID()
 	}
-	return runRow{r: r, md: md, kwargs: kwargs}, nil
+	return runRow{r: r, md: md, kwargs: kwargs, version: version}, nil
 }
 
 // createThreadIfMissing stores a new idle thread with t's ID and metadata
@@ -174,10 +180,10 @@ func createRun(ctx context.Context, tx *sql.Tx, tenant string, nr runRow) (db.Ru
 	}
 	now := micros(dbutil.Now())
 	if _, err := tx.ExecContext(ctx, `INSERT INTO trellis_runs (tenant, `+runCols+`, seq, lease_token, event_seq)
-		VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, NULL, '', ?, ?, ?, '',
+		VALUES (?, ?, ?, ?, 'pending', ?, ?, ?, NULL, '', ?, ?, ?, '', ?,
 		(SELECT coalesce(max(seq), 0) + 1 FROM trellis_runs WHERE tenant = ? AND thread_id = ?), 0, 0)`,
 		tenant, r.ID, r.ThreadID, r.AssistantID, nr.md, nr.kwargs, r.MultitaskStrategy, now, now, nullMicros(r.NotBefore),
-		tenant, r.ThreadID); err != nil {
+		nr.version, tenant, r.ThreadID); err != nil {
 		return db.Run{}, wrap(err, "create run %q", r.ID)
 	}
 	// A new run is activity: the thread's expiry moves on.

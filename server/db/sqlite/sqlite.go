@@ -183,6 +183,10 @@ CREATE TABLE trellis_crons (
 ) WITHOUT ROWID;
 CREATE INDEX trellis_crons_thread ON trellis_crons (tenant, thread_id);
 CREATE INDEX trellis_crons_due ON trellis_crons (next_run_at) WHERE enabled = 1 AND next_run_at IS NOT NULL;
+`}, {Version: 5, SQL: `
+-- The assistant version a run names (NULL: the assistant's latest version
+-- when it runs).
+ALTER TABLE trellis_runs ADD COLUMN assistant_version INTEGER;
 `}}
 
 // DB is the store of record on a SQLite file. It is safe for concurrent

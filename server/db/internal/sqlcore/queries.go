@@ -56,7 +56,8 @@ type Queries struct {
 	GetExperiment string
 	// InsertExperiment ($1 tenant, $2 ID, $3 name, $4 dataset ID, $5
 	// dataset version, $6 assistant ID, $7 repetitions, $8 concurrency, $9
-	// baseline ID, $10 metadata, $11 status, $12 total, $13 now).
+	// baseline ID, $10 metadata, $11 status, $12 total, $13 now, $14
+	// assistant version, $15 criteria or NULL).
 	InsertExperiment string
 	// SearchExperiments ($1 tenant, $2 dataset ID or "", $3 assistant ID or
 	// "", $4 limit, $5 offset), newest first.

@@ -35,7 +35,7 @@ type CreateRequest struct {
 	// the same assistant, else runs the latest (see runVersion).
 	AssistantVersion int
 	Kwargs           Kwargs
-	Metadata    db.Metadata
+	Metadata         db.Metadata
 	// MultitaskStrategy is Reject (default), Enqueue, Interrupt or Rollback.
 	MultitaskStrategy string
 	// CreateThread creates the thread when it does not exist

@@ -40,7 +40,7 @@ func usage(err error) error { return &terminal.ExitError{Code: evalExitUsage, Er
 type evalFlags struct {
 	assistant, url, apiKey, database, model, config  string
 	experiment, journal, junit, json, html, baseline string
-	repeat, concurrency                              int
+	repeat, concurrency, assistantVersion            int
 	timeout                                          time.Duration
 	tags                                             []string
 	verbose                                          bool
@@ -66,6 +66,7 @@ func targetFlags(c *cobra.Command, f *evalFlags) {
 	fs := c.Flags()
 	fs.StringVar(&f.assistant, "assistant", "", "the app (in-process) or the assistant ID or graph (with --url) to evaluate")
 	fs.StringVar(&f.url, "url", "", "evaluate an assistant on this Trellis server instead of in-process")
+	fs.IntVar(&f.assistantVersion, "assistant-version", 0, "with --url: run each case on this version of the assistant instead of its latest")
 	fs.StringVar(&f.apiKey, "api-key", "", "the server's API key (default $TRELLIS_API_KEY)")
 	fs.StringVar(&f.database, "database", terminal.DefaultDatabase, "in-process: the SQLite file keeping the threads")
 	fs.StringVar(&f.model, "model", "", "in-process: model spec (default: the config file's models.default, else OPENAI_API_KEY / ANTHROPIC_API_KEY, else the app's scripted model)")
@@ -131,12 +132,18 @@ func evalTarget(ctx context.Context, w io.Writer, f evalFlags) (eval.Target, fun
 	if f.assistant == "" {
 		return nil, nil, usage(errors.New("name the assistant to evaluate with --assistant"))
 	}
+	if f.assistantVersion < 0 {
+		return nil, nil, usage(fmt.Errorf("--assistant-version %d: a version is a positive number; list them with POST /assistants/{id}/versions", f.assistantVersion))
+	}
+	if f.assistantVersion > 0 && f.url == "" {
+		return nil, nil, usage(errors.New("--assistant-version needs --url: in-process apps have no versions"))
+	}
 	if f.url != "" {
 		key := f.apiKey
 		if key == "" {
 			key = os.Getenv("TRELLIS_API_KEY")
 		}
-		return &eval.ServerTarget{URL: f.url, APIKey: key, Assistant: f.assistant}, func() {}, nil
+		return &eval.ServerTarget{URL: f.url, APIKey: key, Assistant: f.assistant, AssistantVersion: f.assistantVersion}, func() {}, nil
 	}
 	e, err := catalog.Lookup(f.assistant)
 	if err != nil {

@@ -190,6 +190,8 @@ func TestEvalRunBadUsage(t *testing.T) {
 		{[]string{"eval", "run", ds, "--assistant", "planner", "--repeat", "0"}, "must be positive"},
 		{[]string{"eval", "run", ds, "--assistant", "planner", "--baseline", ds}, "not an experiment"},
 		{[]string{"eval"}, "run or record"},
+		{[]string{"eval", "run", ds, "--assistant", "planner", "--assistant-version", "2"}, "needs --url"},
+		{[]string{"eval", "run", ds, "--assistant", "planner", "--url", "http://127.0.0.1:1", "--assistant-version", "-1"}, "positive number"},
 	} {
 		out, errs, code := runEval(t, c.args...)
 		if strings.Contains(errs, "Model:") {
@@ -367,6 +369,15 @@ func TestEvalRunAgainstAServer(t *testing.T) {
 	ds2 := writeDataset(t, dir, `{"name":"remote","criteria":[{"evaluator":"cli_finished"},{"evaluator":"cli_contains","params":{"Text":"Quinta Verde"}}]}`+"\n"+string(line)+"\n")
 	if stdout, errs, code := runEval(t, "eval", "run", ds2, "--url", url, "--assistant", server.DefaultAssistantID("planner")); code != 0 {
 		t.Fatalf("the recorded case does not pass again: exit %d\n%s\n%s", code, stdout, errs)
+	}
+	// A pinned version runs: the bundled assistant's version 1 passes; a
+	// version it does not have fails the case with the server's reason.
+	if stdout, errs, code := runEval(t, "eval", "run", ds2, "--url", url, "--assistant", server.DefaultAssistantID("planner"), "--assistant-version", "1"); code != 0 {
+		t.Fatalf("--assistant-version 1: exit %d\n%s\n%s", code, stdout, errs)
+	}
+	stdout, errs, code = runEval(t, "eval", "run", ds2, "--url", url, "--assistant", server.DefaultAssistantID("planner"), "--assistant-version", "9", "--verbose")
+	if code != 1 || !strings.Contains(stdout+errs, "422 Unprocessable Entity") {
+		t.Fatalf("--assistant-version 9: exit %d, want 1 and the server's 422\n%s\n%s", code, stdout, errs)
 	}
 }
 

@@ -80,9 +80,10 @@ func evalRunCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run DATASET",
 		Short: "Run a dataset's cases against an assistant and report; exit 1 when a case fails",
-		Long: `Run every case of DATASET (a Trellis JSONL file) against --assistant: in-process
-on the configured model (the app's scripted one when none is configured), or on
-the server at --url. Progress goes to stderr, a table to stdout, reports to
+		Long: `Run every case of DATASET (a Trellis JSONL file, an ADK eval set, or with --url a
+dataset stored on that server, by ID or name, NAME@N for version N) against
+--assistant: in-process on the configured model (the app's scripted one when
+none is configured), or on the server at --url. Progress goes to stderr, a table to stdout, reports to
 --junit, --json and --html. Exit status: 0 when every case met its criteria in
 every repetition, 1 when one did not, 2 on bad usage or an unreadable dataset.
 
@@ -91,7 +92,7 @@ next to the database, and running the same command again runs only the trials
 without a result.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usage(fmt.Errorf("give one DATASET file (got %d arguments)", len(args)))
+				return usage(fmt.Errorf("give one DATASET (a file, or with --url a stored dataset; got %d arguments)", len(args)))
 			}
 			return terminal.Verbose(f.verbose, evalRun(c, args[0], f))
 		},
@@ -207,7 +208,7 @@ func evalRun(c *cobra.Command, path string, f evalFlags) error {
 	}
 	ctx = evaluators.WithJudges(ctx, judges)
 	stderr := c.ErrOrStderr()
-	ds, err := eval.Load(path) // Trellis JSONL, or ADK sets by name (eval/adk)
+	ds, err := loadEvalDataset(ctx, path, f)
 	if err != nil {
 		return usage(err)
 	}

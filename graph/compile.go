@@ -24,12 +24,13 @@ type Graph struct {
 
 type cnode struct {
 	*nodeSpec
-	idx   int
-	succ  []int
-	conds []*ccond
-	fans  []*cfan
-	joins []int          // joins this node is a source of
-	gotos map[string]int // allowed goto targets
+	idx    int
+	succ   []int
+	conds  []*ccond
+	fans   []*cfan
+	joins  []int          // joins this node is a source of
+	joinAt []int          // its place among each of those joins' sources
+	gotos  map[string]int // allowed goto targets
 	// wirePath is the path of the node's edge-triggered tasks in
 	// checkpoints ("node:" and its name), made once instead of per save
 	wirePath string
@@ -202,8 +203,9 @@ func (b *Builder) Compile(opts ...RunOption) (*Graph, error) {
 		if !valid {
 			continue
 		}
-		for _, f := range cj.from {
+		for at, f := range cj.from {
 			g.nodes[f].joins = append(g.nodes[f].joins, len(g.joins))
+			g.nodes[f].joinAt = append(g.nodes[f].joinAt, at)
 		}
 		g.joins = append(g.joins, cj)
 	}

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/trellis-agents/trellis/checkpoint"
 )
@@ -664,13 +666,12 @@ func (r *run) plan(tasks []*task) error {
 				return err
 			}
 		}
-		for _, j := range t.node.joins {
-			cj := r.g.joins[j]
+		for k, j := range t.node.joins {
 			seen := r.seen[j]
-			seen[slices.Index(cj.from, t.node.idx)] = true
-			if !slices.Contains(seen, false) {
+			seen[t.node.joinAt[k]] = true
+			if allSeen(seen) {
 				clear(seen)
-				if err := trigger(t, cj.to); err != nil {
+				if err := trigger(t, r.g.joins[j].to); err != nil {
 					return err
 				}
 			}
@@ -721,6 +722,16 @@ func (r *run) plan(tasks []*task) error {
 	}
 	r.next = next
 	return nil
+}
+
+// allSeen reports whether every source of a join has finished. A wide
+// join checks once per source that finishes, so the check reads the flags
+// as bytes (a bool is one byte, 0 or 1) and lets IndexByte scan them.
+func allSeen(seen []bool) bool {
+	if len(seen) == 0 {
+		return true
+	}
+	return bytes.IndexByte(unsafe.Slice((*byte)(unsafe.Pointer(&seen[0])), len(seen)), 0) < 0
 }
 
 // triggers records, for task events, which committed tasks scheduled each

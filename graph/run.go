@@ -250,7 +250,7 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		// task cancels only its step), so the caller's context serves.
 		r.ctx, r.cancel = ctx, func(error) {}
 	}
-	r.path = make([]NodeRun, 0, min(r.limit, len(g.nodes), 64))
+	r.path = make([]NodeRun, 0, min(r.limit, len(g.nodes), 128))
 	r.state = newState(g.sch)
 	r.tally = make([]keyTally, len(g.sch.keys))
 	if r.cfg.saver != nil {
@@ -650,6 +650,22 @@ func (r *run) plan(tasks []*task) error {
 		pull = append(pull, to)
 		return nil
 	}
+	// Size the buffers once for what the step can trigger (a fan-out's
+	// source triggers all its targets at once), not by doubling.
+	most, sends := 0, 0
+	for _, t := range tasks {
+		most += len(t.routes)
+		if !t.viaGoto {
+			most += len(t.node.succ) + len(t.node.joins)
+		}
+		for _, tg := range t.routes {
+			if tg.send {
+				sends++
+			}
+		}
+	}
+	pull = slices.Grow(pull, min(most, len(r.g.nodes)))
+	push = slices.Grow(push, sends)
 	for _, t := range tasks {
 		if t.viaGoto {
 			for _, tg := range t.routes {
@@ -686,7 +702,7 @@ func (r *run) plan(tasks []*task) error {
 	}
 	slices.Sort(pull)
 	r.touched = pull[:0]
-	next := r.spare[:0]
+	next := slices.Grow(r.spare[:0], len(pull)+len(push))
 	if len(tasks) > 0 && tasks[0].node.idx >= 0 {
 		r.spare = tasks // committed: the slice is free for the step after next
 	}

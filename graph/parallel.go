@@ -17,8 +17,8 @@ import (
 // A node that blocks (a model call, a channel, a sibling it waits for)
 // must not hold up the tasks queued behind it. The loop's goroutine, which
 // waits for the step anyway, checks on the workers every stallTick: when
-// none of them took a new task since the last check while tasks are still
-// queued, they are all stuck, and every queued task gets a worker of its
+// none of them took a new task since the step started or since the last
+// check while tasks are still queued, they are all stuck, and every queued task gets a worker of its
 // own (today's goroutine per task, up to WithMaxConcurrency). A step of
 // quick tasks never waits for the check; a step of slow ones starts its
 // queued tasks one tick later than a goroutine each would.
@@ -65,7 +65,7 @@ func (r *run) runParallel(base context.Context, tasks []*task) error {
 		tickC = tick.C
 		defer tick.Stop()
 	}
-	taken := int64(0)
+	taken := int64(workers) // what the first workers take at once
 	// The loop wakes for events, for the stall check and once at the end,
 	// not once per task.
 	for running := true; running; {

@@ -11,7 +11,7 @@ import (
 
 // TestParallelAllocations bounds what a parallel task allocates beyond its
 // node: a goroutine's closure per task was one allocation each; workers
-// cost one per worker.
+// cost one per worker (0.25 a task for fan-out-100 at this writing).
 func TestParallelAllocations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("counts allocations")
@@ -30,7 +30,7 @@ func TestParallelAllocations(t *testing.T) {
 		}
 	}) / n
 	t.Logf("allocations per parallel task: %.2f", per)
-	if per > 0.5 {
-		t.Errorf("a parallel task allocates %.2f times, want at most 0.5", per)
+	if per > 0.3 {
+		t.Errorf("a parallel task allocates %.2f times, want at most 0.3", per)
 	}
 }

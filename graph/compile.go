@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 const endIdx = -1
@@ -34,6 +35,10 @@ type cnode struct {
 	// wirePath is the path of the node's edge-triggered tasks in
 	// checkpoints ("node:" and its name), made once instead of per save
 	wirePath string
+	// slow is set while the node's last parallel task ran for slowTask or
+	// longer: its next parallel steps start a goroutine per task (see
+	// runParallel). Runs of the graph share it.
+	slow atomic.Bool
 }
 
 type ccond struct {

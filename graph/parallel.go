@@ -15,7 +15,12 @@ import (
 // CPU-bound tasks keep every processor busy and no more.
 //
 // A node that blocks (a model call, a channel, a sibling it waits for)
-// must not hold up the tasks queued behind it. The loop's goroutine, which
+// must not hold up the tasks queued behind it. A node whose last parallel
+// task ran for slowTask or longer is marked slow, and a step with a slow
+// node's task starts a goroutine per task at once, as before the workers:
+// next to a millisecond, a goroutine costs nothing. The mark goes when one
+// of its tasks is quick again. For a node not yet marked, the loop's
+// goroutine, which
 // waits for the step anyway, checks on the workers every stallTick: when
 // none of them took a new task since the step started or since the last
 // check while tasks are still queued, they are all stuck, and every queued task gets a worker of its
@@ -23,6 +28,12 @@ import (
 // quick tasks never waits for the check; a step of slow ones starts its
 // queued tasks one tick later than a goroutine each would.
 var stallTick = 100 * time.Microsecond // a variable so tests can rule stalls out
+
+// slowTask is how long a parallel task runs before its node is marked slow.
+// Go's timers wake an idle process in whole milliseconds, so the stall
+// check costs a blocking step about that much: a node that blocks pays it
+// on its first parallel step, not on every one.
+var slowTask = time.Millisecond // a variable for tests, as stallTick
 
 // stepSync coordinates the parallel tasks of one step.
 type stepSync struct {
@@ -54,6 +65,12 @@ func (r *run) runParallel(base context.Context, tasks []*task) error {
 		st.skip = true // as a task that waited for a slot did
 	}
 	workers := min(limit, runtime.GOMAXPROCS(0))
+	for _, t := range tasks {
+		if t.node.slow.Load() {
+			workers = limit
+			break
+		}
+	}
 	st.live.Store(int64(workers))
 	for range workers {
 		go r.worker(st)
@@ -149,6 +166,9 @@ func (r *run) runOne(t *task, st *stepSync) {
 		return
 	}
 	r.exec(t)
+	if slow := t.dur >= slowTask; t.node.slow.Load() != slow {
+		t.node.slow.Store(slow)
+	}
 	if err := r.saveTask(t); err != nil && t.err == nil {
 		t.err = err
 	}

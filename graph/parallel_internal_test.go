@@ -9,13 +9,13 @@ import (
 	"time"
 )
 
-// noStalls makes the stall check wait an hour for the test's duration, so
-// a loaded machine that leaves a worker unscheduled for a tick cannot add
-// workers to a step of quick tasks.
+// noStalls makes the stall check wait an hour and a task slow only after
+// an hour, for the test's duration: a loaded machine that leaves a worker
+// unscheduled for a while cannot add workers to a step of quick tasks.
 func noStalls(t *testing.T) {
-	old := stallTick
-	stallTick = time.Hour
-	t.Cleanup(func() { stallTick = old })
+	tick, slow := stallTick, slowTask
+	stallTick, slowTask = time.Hour, time.Hour
+	t.Cleanup(func() { stallTick, slowTask = tick, slow })
 }
 
 // quickFanout is a graph of n parallel tasks fed by START; each calls
@@ -71,5 +71,57 @@ func TestParallelWorkers(t *testing.T) {
 	}
 	if p, max := peak.Load(), int64(runtime.GOMAXPROCS(0)); p > max {
 		t.Fatalf("%d quick tasks ran at once, want at most GOMAXPROCS = %d", p, max)
+	}
+}
+
+// TestParallelSlowNodes checks that a node whose tasks block is marked
+// slow, so its next step starts every task at once instead of waiting for
+// the stall check (which this test rules out), and that the mark goes when
+// its tasks are quick again.
+func TestParallelSlowNodes(t *testing.T) {
+	noStalls(t)
+	slowTask = time.Millisecond
+	const n = 8
+	var running, peak atomic.Int64
+	var sleep atomic.Bool
+	sleep.Store(true)
+	g, sum := quickFanout(t, n, func() {
+		now := running.Add(1)
+		for {
+			p := peak.Load()
+			if now <= p || peak.CompareAndSwap(p, now) {
+				break
+			}
+		}
+		if sleep.Load() {
+			time.Sleep(20 * time.Millisecond)
+		}
+		running.Add(-1)
+	})
+	invoke := func() int64 {
+		t.Helper()
+		peak.Store(0)
+		res, err := g.Invoke(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sum.Get(res.State); got != n {
+			t.Fatalf("sum = %d, want %d", got, n)
+		}
+		return peak.Load()
+	}
+	procs := int64(runtime.GOMAXPROCS(0))
+	if p := invoke(); p > procs {
+		t.Fatalf("first run: %d tasks at once, want at most GOMAXPROCS = %d (no node is marked slow yet)", p, procs)
+	}
+	if p := invoke(); p != n {
+		t.Fatalf("second run: %d tasks at once, want all %d (their node blocked for 20 ms last time)", p, n)
+	}
+	sleep.Store(false)
+	slowTask = time.Hour // every task is quick now, however loaded the machine
+	invoke()             // clears the marks
+	sleep.Store(true)
+	if p := invoke(); p > procs {
+		t.Fatalf("after a quick run: %d tasks at once, want at most GOMAXPROCS = %d (the marks should be gone)", p, procs)
 	}
 }

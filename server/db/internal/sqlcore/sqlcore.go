@@ -88,6 +88,36 @@ type Dialect interface {
 	// Classify turns a storage failure (full disk, lost connection) into a
 	// *db.StorageError and returns other errors unchanged.
 	Classify(err error) error
+	// MemberArg is the argument naming the top-level key of a JSON object
+	// for MemberText and MemberMissing (a JSON path, or the key itself).
+	MemberArg(key string) any
+	// MemberText is the SQL expression "the member of the JSON object in
+	// column col that parameter param names (see MemberArg), as text".
+	MemberText(col, param string) string
+	// MemberMissing is the SQL condition "the JSON object in column col
+	// has no member named by parameter param".
+	MemberMissing(col, param string) string
+	// Columns is how the dialect reads and writes db.Table rows for
+	// export and import.
+	Columns
+}
+
+// Columns is how a dialect converts db.Table rows (see db.Exporter).
+type Columns interface {
+	// ExportDest is the scan destination for a value of column c.
+	ExportDest(c db.Column) any
+	// ExportValue is the value ExportDest's destination holds after a
+	// scan, as the column's Go type (nil for NULL).
+	ExportValue(c db.Column, dest any) (any, error)
+	// ColumnArg is the argument that stores v, a value of column c.
+	ColumnArg(c db.Column, v any) any
+	// ColumnParam is the text of parameter n (from 1) where it stores a
+	// value of column c.
+	ColumnParam(c db.Column, n int) string
+	// ImportClause is what an import's INSERT into table needs between its
+	// column list and VALUES ("" for nothing; PostgreSQL's runs keep their
+	// sequence numbers).
+	ImportClause(table string) string
 }
 
 // Driver is a backend's connection with its dialect.
@@ -102,10 +132,26 @@ type Driver interface {
 	// Exec runs a single write statement in a transaction of its own and
 	// returns how many rows it changed.
 	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	// WriteOne runs fn, which makes a single write statement, so that the
+	// statement commits alone: in a write transaction where the dialect
+	// needs one for its writes (SQLite's write connection), else on the
+	// pool.
+	WriteOne(ctx context.Context, fn func(Conn) error) error
+	// Wrap is a write transaction the caller opened on this database (a
+	// *sql.Tx for SQLite, a pgx.Tx for PostgreSQL) as a Conn; another type
+	// is an error naming what was wanted.
+	Wrap(tx any) (Conn, error)
+	// Unwrap is the transaction under a Conn that Write or Wrap gave: what
+	// the internal/txhook hooks receive.
+	Unwrap(c Conn) any
+	// AppendEventRows inserts events, their Seq and CreatedAt set, as rows
+	// of the run's event log in the transaction c.
+	AppendEventRows(ctx context.Context, c Conn, tenant, runID string, events []db.Event) error
 }
 
-// Store implements the parts of db.DB written once over a Driver and its
-// dialect's Queries. A backend's DB embeds it.
+// Store implements db.DB's stores (all but Ping and Close), db.Exporter
+// and the transaction folds of server/db/folds.go, written once over a
+// Driver and its dialect's Queries. A backend's DB embeds it.
 type Store struct {
 	d Driver
 	q *Queries

@@ -64,6 +64,39 @@ func (driver) JSONTextContains(col, key, param string) string { return "" }
 // null members, not PostgreSQL's top-level ||.
 func (driver) MergesInSQL() bool { return false }
 
+var _ sqlcore.Rewriter = driver{}
+
+// Rewrite turns a statement's numbered parameters into plain "?" when
+// they appear as ?1, ?2, … in order, each once: the driver binds a
+// numbered parameter by looking up its name, one allocation per parameter
+// and execution, and a plain one by position. Any other statement (a
+// parameter repeated or out of order) is returned as it is.
+func (driver) Rewrite(query string) string {
+	var b strings.Builder
+	next, inString := 1, false
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		if c == '\'' {
+			inString = !inString
+		}
+		if c != '?' || inString {
+			b.WriteByte(c)
+			continue
+		}
+		j := i + 1
+		for j < len(query) && query[j] >= '0' && query[j] <= '9' {
+			j++
+		}
+		if n, err := strconv.Atoi(query[i+1 : j]); err != nil || n != next {
+			return query
+		}
+		next++
+		b.WriteByte('?')
+		i = j - 1
+	}
+	return b.String()
+}
+
 // jsonList is a list as the JSON array json_each expands.
 func jsonList(s []string) string {
 	if s == nil {
@@ -186,8 +219,12 @@ func (driver) ColumnArg(_ db.Column, v any) any {
 	return v
 }
 
-func (x driver) ColumnParam(_ db.Column, n int) string { return x.Param(n) }
-func (driver) ImportClause(string) string              { return "" }
+// ColumnParam is a plain "?": an import's arguments come in column order,
+// and the driver binds a numbered parameter by looking up its name, one
+// allocation per parameter and row.
+func (driver) ColumnParam(db.Column, int) string { return "?" }
+
+func (driver) ImportClause(string) string { return "" }
 
 // microsDest scans stored Unix microseconds (or NULL, the zero time).
 type microsDest struct{ t *time.Time }
@@ -232,6 +269,36 @@ func (c conn) Query(ctx context.Context, query string, args ...any) (sqlcore.Row
 func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlcore.Row {
 	return c.q.QueryRowContext(ctx, query, args...)
 }
+
+var _ sqlcore.Preparer = conn{}
+
+// Prepare prepares query on the transaction (or pool) under c.
+func (c conn) Prepare(ctx context.Context, query string) (sqlcore.Stmt, error) {
+	p, ok := c.q.(interface {
+		PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+	})
+	if !ok {
+		return nil, fmt.Errorf("%T cannot prepare statements", c.q)
+	}
+	st, err := p.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return stmt{st}, nil
+}
+
+// stmt is a prepared *sql.Stmt as a sqlcore.Stmt.
+type stmt struct{ st *sql.Stmt }
+
+func (s stmt) Exec(ctx context.Context, args ...any) (int64, error) {
+	res, err := s.st.ExecContext(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (s stmt) Close() error { return s.st.Close() }
 
 // sqlRows drops the error of Close, which Err reports.
 type sqlRows struct{ *sql.Rows }

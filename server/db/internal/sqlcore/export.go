@@ -71,12 +71,21 @@ func (s *Store) ImportRows(ctx context.Context, t db.Table, rows []db.Row) (int,
 	n := 0
 	err := s.d.Write(ctx, func(tx Conn) error {
 		n = 0
+		exec := func(args ...any) (int64, error) { return tx.Exec(ctx, q, args...) }
+		if p, ok := tx.(Preparer); ok && len(rows) > 1 {
+			st, err := p.Prepare(ctx, q)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = st.Close() }()
+			exec = func(args ...any) (int64, error) { return st.Exec(ctx, args...) }
+		}
 		args := make([]any, len(t.Columns))
 		for _, r := range rows {
 			for i, c := range t.Columns {
 				args[i] = s.d.ColumnArg(c, r[i])
 			}
-			k, err := tx.Exec(ctx, q, args...)
+			k, err := exec(args...)
 			if err != nil {
 				return err
 			}

@@ -44,6 +44,21 @@ type Conn interface {
 	QueryRow(ctx context.Context, query string, args ...any) Row
 }
 
+// Preparer is a Conn that prepares a statement to run many times, where
+// that saves parsing it each time (database/sql on SQLite; pgx caches
+// statements itself). ImportRows uses it when the transaction's Conn is
+// one.
+type Preparer interface {
+	Prepare(ctx context.Context, query string) (Stmt, error)
+}
+
+// Stmt is a prepared statement.
+type Stmt interface {
+	// Exec runs the statement and returns how many rows it changed.
+	Exec(ctx context.Context, args ...any) (int64, error)
+	Close() error
+}
+
 // Dialect is how a backend stores values and reports errors.
 type Dialect interface {
 	// Name prefixes errors: "server/db/sqlite".
@@ -112,7 +127,7 @@ type Columns interface {
 	// ColumnArg is the argument that stores v, a value of column c.
 	ColumnArg(c db.Column, v any) any
 	// ColumnParam is the text of parameter n (from 1) where it stores a
-	// value of column c.
+	// value of column c, in a statement whose parameters come in order.
 	ColumnParam(c db.Column, n int) string
 	// ImportClause is what an import's INSERT into table needs between its
 	// column list and VALUES ("" for nothing; PostgreSQL's runs keep their
@@ -167,11 +182,22 @@ func Open(d Driver, fsys fs.FS, pattern string) (*Store, error) {
 	return New(d, q)
 }
 
-// New returns a Store running q's statements on d. It fails when q lacks a
-// statement (see Queries.Check).
+// Rewriter is a Driver that rewrites the text of each statement New is
+// given, keeping its meaning, into a form its database runs cheaper.
+type Rewriter interface {
+	Rewrite(query string) string
+}
+
+// New returns a Store running q's statements on d, rewritten when d is a
+// Rewriter. It fails when q lacks a statement (see Queries.Check).
 func New(d Driver, q *Queries) (*Store, error) {
 	if err := q.Check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Name(), err)
+	}
+	if r, ok := d.(Rewriter); ok {
+		for _, st := range q.statements() {
+			st.v.SetString(r.Rewrite(st.v.String()))
+		}
 	}
 	return &Store{d: d, q: q}, nil
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/trellis-agents/trellis/checkpoint/internal/savercheck"
 )
 
 // Memory is a Saver that keeps everything in process memory. It is meant for
@@ -400,14 +402,8 @@ func (m *Memory) CopyThread(ctx context.Context, from, to string) error {
 // With both limits 0 Prune removes nothing. It returns how many checkpoints
 // it removed.
 func (m *Memory) Prune(ctx context.Context, opts PruneOptions) (int, error) {
-	if err := ctx.Err(); err != nil {
+	if run, err := savercheck.Prune(ctx, "checkpoint", opts.KeepLatest, opts.OlderThan); !run {
 		return 0, err
-	}
-	if opts.KeepLatest < 0 || opts.OlderThan < 0 {
-		return 0, fmt.Errorf("checkpoint: prune: negative limit (keep latest %d, older than %s)", opts.KeepLatest, opts.OlderThan)
-	}
-	if opts.KeepLatest == 0 && opts.OlderThan == 0 {
-		return 0, nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()

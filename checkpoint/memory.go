@@ -69,6 +69,7 @@ type memNamespace struct {
 	ids   []string // checkpoint IDs, ascending
 	cps   map[string]*memCheckpoint
 	blobs map[blobID]memBlob
+	slab  memSlab // where Put carves what it stores; see memory_slab.go
 }
 
 // memBlob is a stored blob with its BlobChecksum.
@@ -83,10 +84,11 @@ type memWrite struct {
 	sum uint32
 }
 
-// memCheckpoint is a stored checkpoint; cp.Blobs is always nil, its blobs
-// live in the namespace.
+// memCheckpoint is a stored checkpoint; cp.Blobs and cp.Versions are always
+// nil: its blobs live in the namespace, its versions in vers.
 type memCheckpoint struct {
 	cp     Checkpoint
+	vers   []memVersion // the versions in force, in the order Put saw them
 	md     Metadata
 	writes map[string][]memWrite // task ID -> writes sorted by Index
 }
@@ -211,12 +213,16 @@ func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (
 	return m.put(ctx, ref, cp, md, false)
 }
 
-// PutOwned is Put for a caller that hands cp and md over: Memory keeps them
-// as they are instead of copying them, so neither the caller nor anyone it
-// shared them with may change or read their maps, slices and byte slices
-// afterwards. The engine calls it for the checkpoints it builds for one Put
-// when its saver is a *Memory itself (not a type that embeds one, whose Put
-// may do more). It is not part of Saver.
+// PutOwned is Put for a caller that hands what cp and md point to over:
+// Memory keeps the blobs' data, the tasks' payloads, cp.Waiting,
+// cp.Deferred and md.Extra as they are instead of copying them, so neither
+// the caller nor anyone it shared them with may change or read them
+// afterwards. The containers Put copies element by element in any case —
+// the cp.Versions map and the cp.Blobs and cp.Next slices — are not kept:
+// the caller may clear and reuse them once PutOwned returns. The engine
+// calls it for the checkpoints it builds for one Put when its saver is a
+// *Memory itself (not a type that embeds one, whose Put may do more). It is
+// not part of Saver.
 func (m *Memory) PutOwned(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (Ref, error) {
 	return m.put(ctx, ref, cp, md, true)
 }
@@ -276,20 +282,7 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata, o
 		}
 		m.threads[ref.ThreadID][ref.Namespace] = ns
 	}
-	for _, b := range cp.Blobs {
-		sum := BlobChecksum(b)
-		if !owned {
-			b = cloneBlob(b)
-		}
-		ns.blobs[blobID{b.Key, b.Version}] = memBlob{Blob: b, sum: sum}
-	}
-	stored := cp
-	if !owned {
-		stored, md = cloneCheckpoint(cp), cloneMetadata(md)
-	}
-	stored.Blobs = nil
-	ns.cps[cp.ID] = &memCheckpoint{cp: stored, md: md}
-	ns.ids = append(ns.ids, cp.ID)
+	ns.store(cp, md, owned)
 	return out, nil
 }
 
@@ -434,7 +427,7 @@ func (ns *memNamespace) prune(opts PruneOptions, cutoff time.Time) int {
 		drop := i < n-1 && ((opts.KeepLatest > 0 && i < n-opts.KeepLatest) ||
 			(opts.OlderThan > 0 && ns.cps[id].cp.Created.Before(cutoff)))
 		if drop {
-			delete(ns.cps, id)
+			ns.drop(id)
 		} else {
 			kept = append(kept, id)
 		}
@@ -452,7 +445,8 @@ func (ns *memNamespace) prune(opts PruneOptions, cutoff time.Time) int {
 func (ns *memNamespace) collect() {
 	needed := make(map[blobID]bool)
 	for _, c := range ns.cps {
-		for key, v := range c.cp.Versions {
+		for _, kv := range c.vers {
+			key, v := kv.key, kv.ver
 			// Mark the chain as far as it goes; a broken chain is reported
 			// by Get, not by Prune.
 			for {
@@ -480,7 +474,8 @@ func (ns *memNamespace) latest() string {
 func (ns *memNamespace) tuple(thread, namespace, id string, c *memCheckpoint) (*Tuple, error) {
 	ref := Ref{ThreadID: thread, Namespace: namespace, ID: id}
 	cp := cloneCheckpoint(c.cp)
-	for _, key := range slices.Sorted(maps.Keys(cp.Versions)) {
+	cp.Versions = c.versions()
+	for _, key := range c.sortedKeys() {
 		chain, err := ns.chain(key, cp.Versions[key])
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: %s: key %q: %w", ref, key, err)
@@ -541,7 +536,7 @@ func (ns *memNamespace) clone() *memNamespace {
 		out.blobs[id] = memBlob{Blob: cloneBlob(b.Blob), sum: b.sum}
 	}
 	for id, c := range ns.cps {
-		cc := &memCheckpoint{cp: cloneCheckpoint(c.cp), md: cloneMetadata(c.md)}
+		cc := &memCheckpoint{cp: cloneCheckpoint(c.cp), vers: slices.Clone(c.vers), md: cloneMetadata(c.md)}
 		if c.writes != nil {
 			cc.writes = make(map[string][]memWrite, len(c.writes))
 			for task, ws := range c.writes {
@@ -634,7 +629,7 @@ func (m *Memory) DeleteRun(ctx context.Context, threadID, runID string) (int, er
 		kept := ns.ids[:0:0]
 		for _, id := range ns.ids {
 			if ns.cps[id].md.RunID == runID {
-				delete(ns.cps, id)
+				ns.drop(id)
 				removed++
 			} else {
 				kept = append(kept, id)

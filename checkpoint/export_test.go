@@ -25,6 +25,7 @@ func CorruptMemory(m *Memory, ref Ref, kind, key string, version uint64, task st
 	switch kind {
 	case "checkpoint-empty-object", "checkpoint-null":
 		c.cp = Checkpoint{}
+		c.vers = nil
 		c.md = Metadata{}
 	case "blob-flip":
 		b, ok := ns.blobs[blobID{key, version}]

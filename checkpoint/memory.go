@@ -292,6 +292,19 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata, o
 // empty (it is then filled in), and no two writes may share an Index. Writing
 // an empty list removes the task's writes.
 func (m *Memory) PutWrites(ctx context.Context, ref Ref, taskID string, writes []PendingWrite) error {
+	return m.putWrites(ctx, ref, taskID, writes, false)
+}
+
+// PutWritesOwned is PutWrites for a caller that hands the writes' values
+// over: Memory keeps each Value as it is instead of copying it, so no one
+// may change it afterwards. The writes slice itself is not kept. Like
+// PutOwned, the engine calls it only when its saver is a *Memory itself;
+// it is not part of Saver.
+func (m *Memory) PutWritesOwned(ctx context.Context, ref Ref, taskID string, writes []PendingWrite) error {
+	return m.putWrites(ctx, ref, taskID, writes, true)
+}
+
+func (m *Memory) putWrites(ctx context.Context, ref Ref, taskID string, writes []PendingWrite, owned bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -305,23 +318,26 @@ func (m *Memory) PutWrites(ctx context.Context, ref Ref, taskID string, writes [
 		return fmt.Errorf("checkpoint: put writes for %s: task ID is empty", ref)
 	}
 	ws := make([]memWrite, len(writes))
-	indexes := make(map[int]bool, len(writes))
 	for i, w := range writes {
 		if w.TaskID != "" && w.TaskID != taskID {
 			return fmt.Errorf("checkpoint: put writes of task %q for %s: write %d belongs to task %q", taskID, ref, i, w.TaskID)
 		}
-		if indexes[w.Index] {
-			return fmt.Errorf("checkpoint: put writes of task %q for %s: index %d is used twice", taskID, ref, w.Index)
-		}
 		if err := CheckWriteSize(ref, "put writes", taskID, w, m.maxBytes); err != nil {
 			return err
 		}
-		indexes[w.Index] = true
-		ws[i].PendingWrite = cloneWrite(w)
+		if !owned {
+			w = cloneWrite(w)
+		}
+		ws[i].PendingWrite = w
 		ws[i].TaskID = taskID
 		ws[i].sum = WriteChecksum(ws[i].PendingWrite)
 	}
 	slices.SortFunc(ws, func(a, b memWrite) int { return cmp.Compare(a.Index, b.Index) })
+	for i := 1; i < len(ws); i++ { // sorted: a repeated index is next to itself
+		if ws[i].Index == ws[i-1].Index {
+			return fmt.Errorf("checkpoint: put writes of task %q for %s: index %d is used twice", taskID, ref, ws[i].Index)
+		}
+	}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -31,6 +31,21 @@ func (o owned) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Checkp
 	return out, err
 }
 
+// PutWrites hands a private copy of the values over to PutWritesOwned and
+// then scribbles over the writes slice, which Memory must not keep.
+func (o owned) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string, writes []checkpoint.PendingWrite) error {
+	ws := make([]checkpoint.PendingWrite, len(writes))
+	for i, w := range writes {
+		w.Value = append([]byte(nil), w.Value...)
+		ws[i] = w
+	}
+	err := o.Memory.PutWritesOwned(ctx, ref, taskID, ws)
+	for i := range ws {
+		ws[i] = checkpoint.PendingWrite{TaskID: "reused", Key: "reused", Value: []byte(`"reused"`)}
+	}
+	return err
+}
+
 func TestMemoryPutOwned(t *testing.T) {
 	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver { return owned{corruptible{checkpoint.NewMemory()}} })
 }

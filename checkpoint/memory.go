@@ -68,7 +68,7 @@ type blobID struct {
 type memNamespace struct {
 	ids   []string // checkpoint IDs, ascending
 	cps   map[string]*memCheckpoint
-	blobs map[blobID]memBlob
+	blobs memBlobs
 	slab  memSlab // where Put carves what it stores; see memory_slab.go
 }
 
@@ -269,14 +269,14 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata, o
 			return Ref{}, fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
 		}
 		for _, b := range cp.Blobs {
-			if old, ok := ns.blobs[blobID{b.Key, b.Version}]; ok && !old.Blob.Equal(b) {
+			if old, ok := ns.blobs.get(b.Key, b.Version); ok && !old.Blob.Equal(b) {
 				return Ref{}, fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)
 			}
 		}
 	}
 
 	if ns == nil {
-		ns = &memNamespace{cps: make(map[string]*memCheckpoint), blobs: make(map[blobID]memBlob)}
+		ns = &memNamespace{cps: make(map[string]*memCheckpoint), blobs: make(memBlobs)}
 		if m.threads[ref.ThreadID] == nil {
 			m.threads[ref.ThreadID] = make(map[string]*memNamespace)
 		}
@@ -466,7 +466,7 @@ func (ns *memNamespace) collect() {
 			// Mark the chain as far as it goes; a broken chain is reported
 			// by Get, not by Prune.
 			for {
-				b, ok := ns.blobs[blobID{key, v}]
+				b, ok := ns.blobs.get(key, v)
 				if !ok || needed[blobID{key, v}] {
 					break
 				}
@@ -478,7 +478,7 @@ func (ns *memNamespace) collect() {
 			}
 		}
 	}
-	maps.DeleteFunc(ns.blobs, func(id blobID, _ memBlob) bool { return !needed[id] })
+	ns.blobs.keep(func(key string, v uint64) bool { return needed[blobID{key, v}] })
 }
 
 func (ns *memNamespace) latest() string {
@@ -519,7 +519,7 @@ func (ns *memNamespace) tuple(thread, namespace, id string, c *memCheckpoint) (*
 func (ns *memNamespace) chain(key string, v uint64) ([]Blob, error) {
 	var chain []Blob
 	for {
-		b, ok := ns.blobs[blobID{key, v}]
+		b, ok := ns.blobs.get(key, v)
 		if !ok {
 			if len(chain) == 0 {
 				return nil, fmt.Errorf("no blob is stored for version %d", v)
@@ -546,10 +546,7 @@ func (ns *memNamespace) clone() *memNamespace {
 	out := &memNamespace{
 		ids:   slices.Clone(ns.ids),
 		cps:   make(map[string]*memCheckpoint, len(ns.cps)),
-		blobs: make(map[blobID]memBlob, len(ns.blobs)),
-	}
-	for id, b := range ns.blobs {
-		out.blobs[id] = memBlob{Blob: cloneBlob(b.Blob), sum: b.sum}
+		blobs: ns.blobs.clone(),
 	}
 	for id, c := range ns.cps {
 		cc := &memCheckpoint{cp: cloneCheckpoint(c.cp), vers: slices.Clone(c.vers), md: cloneMetadata(c.md)}

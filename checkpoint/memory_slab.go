@@ -69,7 +69,7 @@ func (ns *memNamespace) store(cp Checkpoint, md Metadata, owned bool) {
 		if !owned {
 			b = cloneBlob(b)
 		}
-		ns.blobs[blobID{b.Key, b.Version}] = memBlob{Blob: b, sum: sum}
+		ns.blobs.set(memBlob{Blob: b, sum: sum})
 	}
 	stored := len(ns.ids)
 	if len(ns.slab.cps) == cap(ns.slab.cps) {

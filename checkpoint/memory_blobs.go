@@ -13,7 +13,13 @@ import (
 // stored out of order (a fork's branch) is inserted in place.
 type memBlobs map[string]*blobList
 
-type blobList struct{ list []memBlob }
+// blobList is one key's blobs. Its first two live in the struct, so a key
+// costs one allocation until its third version (a wide state writes many
+// keys once or twice).
+type blobList struct {
+	list  []memBlob
+	first [2]memBlob
+}
 
 // find returns the position of version v in l, or where it would go.
 func (l *blobList) find(v uint64) (int, bool) {
@@ -41,6 +47,7 @@ func (bs memBlobs) set(b memBlob) {
 	l := bs[b.Key]
 	if l == nil {
 		l = &blobList{}
+		l.list = l.first[:0]
 		bs[b.Key] = l
 	}
 	i, ok := l.find(b.Version)

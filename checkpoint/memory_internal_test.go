@@ -155,3 +155,44 @@ func TestMemBlobsOrder(t *testing.T) {
 		t.Error("a key with no blob left is still indexed")
 	}
 }
+
+// TestMemorySlabRelease checks that removing checkpoints clears what they
+// held in the namespace's slabs, so a slab kept alive by a remaining
+// checkpoint does not keep the removed ones' tasks and payloads, and that
+// what remains still reads back.
+func TestMemorySlabRelease(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory()
+	parent := ""
+	var stored []*memCheckpoint
+	for i := range 4 {
+		v := uint64(i+1) << 32
+		cp := Checkpoint{ID: NewID(), Versions: map[string]uint64{"k": v}, Created: time.Now(),
+			Blobs: []Blob{{Key: "k", Version: v, Kind: Full, Data: json.RawMessage(`1`)}},
+			Next:  []Task{{ID: "t", Node: "n", Path: "send:0", Payload: json.RawMessage(`{"big":"payload"}`)}}}
+		if _, err := m.PutOwned(ctx, Ref{ThreadID: "t", ID: parent}, cp, Metadata{Step: i, RunID: "r"}); err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, m.threads["t"][""].cps[cp.ID])
+		parent = cp.ID
+	}
+	vers, next := stored[0].vers, stored[0].cp.Next // slices into the first slab
+	if n, err := m.Prune(ctx, PruneOptions{KeepLatest: 1}); err != nil || n != 3 {
+		t.Fatalf("Prune = %d, %v; want 3, nil", n, err)
+	}
+	for i, c := range stored[:3] {
+		if c.cp.ID != "" || c.vers != nil || c.cp.Next != nil || c.md.RunID != "" {
+			t.Errorf("removed checkpoint %d still holds %+v in its slab", i, *c)
+		}
+	}
+	if vers[0] != (memVersion{}) || next[0].Payload != nil {
+		t.Errorf("a removed checkpoint's versions %v or task %+v stay in the slab", vers, next[0])
+	}
+	got, err := m.Get(ctx, Ref{ThreadID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Ref.ID != parent || got.Checkpoint.Versions["k"] != 4<<32 || string(got.Checkpoint.Next[0].Payload) != `{"big":"payload"}` {
+		t.Errorf("the kept checkpoint reads back as %+v", got.Checkpoint)
+	}
+}

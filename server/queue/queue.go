@@ -168,6 +168,21 @@ type Config struct {
 
 	// Workers is how many jobs run at once in this Queue.
 	Workers int
+	// Handoffs is how many jobs EnqueueWith inserts may at once be worked
+	// by this process itself, without River's fetch and completion (the
+	// hand-off, see handoff.go); beyond it, jobs go through River as any
+	// other. Zero means Workers; a negative value turns the hand-off off.
+	Handoffs int
+	// HandoffWindow is how long a handed-off job waits, scheduled, before
+	// River may work it anyway: the time after which the job of a process
+	// that died is taken up elsewhere (sooner when the thread is enqueued
+	// again, as the service's sweeper does). A handed-off job still waiting
+	// (Busy) after half of it goes back to River. Zero means JobTimeout
+	// plus the rescue margin, the time River's rescuer gives a fetched job
+	// whose process died; shorter than JobTimeout, a long Advance may meet a
+	// second one of the same thread elsewhere, which Advance's leases make
+	// harmless.
+	HandoffWindow time.Duration
 	// JobTimeout bounds one Advance call (DefaultJobTimeout).
 	JobTimeout time.Duration
 	// RescueStuckJobsAfter is the least time a job stays marked running
@@ -204,6 +219,7 @@ type Queue struct {
 	eng     engine
 	kind    string // "sqlite" or "postgres", for messages
 	snoozes snoozeTracker
+	hand    handoffs
 }
 
 // engine is the driver-specific part of a Queue.
@@ -216,6 +232,11 @@ type engine interface {
 	// write transaction on the queue's database (*sql.Tx or pgx.Tx), so it
 	// commits with the caller's rows. A failure leaves tx usable.
 	completeIn(ctx context.Context, tx any, job *river.Job[args]) error
+	// deleteHandoff deletes the row of a handed-off job in tx (as
+	// completeIn) if it is still as inserted (handoffdb.go), reporting
+	// whether it was; deleteHandoffNow does so on its own.
+	deleteHandoff(ctx context.Context, tx any, id int64) (bool, error)
+	deleteHandoffNow(ctx context.Context, id int64) (bool, error)
 	stop(ctx context.Context) error
 	stopAndCancel(ctx context.Context) error
 }
@@ -231,6 +252,7 @@ func New(ctx context.Context, cfg Config) (*Queue, error) {
 		return nil, err
 	}
 	q := &Queue{cfg: cfg}
+	q.hand.init(max(cfg.Handoffs, 0))
 	rcfg := q.riverConfig()
 	var err error
 	switch {
@@ -242,6 +264,7 @@ func New(ctx context.Context, cfg Config) (*Queue, error) {
 		q.eng, err = newPostgresEngine(ctx, cfg, rcfg)
 	}
 	if err != nil {
+		q.hand.cancel()
 		return nil, err
 	}
 	return q, nil
@@ -271,6 +294,7 @@ func (c *Config) fill() error {
 	}{
 		{"JobTimeout", c.JobTimeout}, {"RescueStuckJobsAfter", c.RescueStuckJobsAfter}, {"UnitTimeout", c.UnitTimeout}, {"BusySnooze", c.BusySnooze},
 		{"FetchCooldown", c.FetchCooldown}, {"FetchPollInterval", c.FetchPollInterval}, {"CompletedRetention", c.CompletedRetention},
+		{"HandoffWindow", c.HandoffWindow},
 	} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s is %s; it must not be negative (zero means the default)", d.name, d.v))
@@ -293,6 +317,8 @@ func (c *Config) fill() error {
 	}
 	c.Workers = cmpOr(c.Workers, DefaultWorkers)
 	c.JobTimeout = cmpOr(c.JobTimeout, DefaultJobTimeout)
+	c.Handoffs = cmpOr(c.Handoffs, c.Workers)
+	c.HandoffWindow = cmpOr(c.HandoffWindow, c.JobTimeout+rescueMargin)
 	c.BusySnooze = cmpOr(c.BusySnooze, DefaultBusySnooze)
 	c.FetchCooldown = cmpOr(c.FetchCooldown, DefaultFetchCooldown)
 	poll := DefaultPostgresPollInterval
@@ -393,6 +419,7 @@ func (q *Queue) EnqueueAt(ctx context.Context, tenant, threadID string, at time.
 func (q *Queue) enqueue(ctx context.Context, m mode, tenant, threadID string) error {
 	ops := q.eng.ops()
 	ops.snoozes = &q.snoozes
+	ops.handoffs = &q.hand
 	if err := enqueue(ctx, ops, m, q.cfg.QueueName, tenant, threadID); err != nil {
 		return fmt.Errorf("queue: enqueue thread %q of tenant %q: %w", threadID, tenant, err)
 	}
@@ -435,13 +462,19 @@ func checkIDs(tenant, threadID string) error {
 }
 
 // Stop stops fetching jobs and waits for the running ones to return, up to
-// ctx. When ctx ends first, the running jobs' contexts are cancelled and
-// Stop waits (a bounded time) for them to return, then reports ctx's error:
-// their runs are left for the run service to resume. Calling Stop again
-// does nothing.
+// ctx, handed-off jobs included (one waiting on a busy thread goes back to
+// River at once). When ctx ends first, the running jobs' contexts are
+// cancelled and Stop waits (a bounded time) for them to return, then
+// reports ctx's error: their runs are left for the run service to resume.
+// Calling Stop again does nothing.
 func (q *Queue) Stop(ctx context.Context) error {
+	q.hand.beginStop()
 	err := q.eng.stop(ctx)
 	if err == nil {
+		err = q.hand.wait(ctx)
+	}
+	if err == nil {
+		q.hand.cancel()
 		return nil
 	}
 	if ctx.Err() == nil {
@@ -449,7 +482,12 @@ func (q *Queue) Stop(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopCancelWait)
 	defer cancel()
-	if cerr := q.eng.stopAndCancel(cctx); cerr != nil {
+	q.hand.cancel()
+	cerr := q.eng.stopAndCancel(cctx)
+	if cerr == nil {
+		cerr = q.hand.wait(cctx)
+	}
+	if cerr != nil {
 		return fmt.Errorf("queue: stop: running jobs did not return within %s of being cancelled: %w", stopCancelWait, cerr)
 	}
 	return fmt.Errorf("queue: stop: running jobs were cancelled after the stop deadline: %w", err)
@@ -459,6 +497,7 @@ func (q *Queue) Stop(ctx context.Context) error {
 type pgEngine struct {
 	client *river.Client[pgx.Tx]
 	pool   *pgxpool.Pool
+	schema string // Config.Schema
 }
 
 // Migrate applies River's migrations to the database of cfg (SQLite or
@@ -500,7 +539,7 @@ func newPostgresEngine(ctx context.Context, cfg Config, rcfg *river.Config) (*pg
 	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("queue: start the River client on PostgreSQL: %w", err)
 	}
-	return &pgEngine{client: client, pool: cfg.Postgres}, nil
+	return &pgEngine{client: client, pool: cfg.Postgres, schema: cfg.Schema}, nil
 }
 
 // maxSchemaLen is the longest schema name River works in: it names its

@@ -230,7 +230,7 @@ func (q *Queue) runHandoff(e *handoff) {
 		switch res.Outcome {
 		case Busy:
 			if deleted {
-				q.finishHandoff(e, true, log)
+				q.finishHandoff(e, true, rerun, log)
 				return
 			}
 			d := res.After
@@ -246,7 +246,9 @@ func (q *Queue) runHandoff(e *handoff) {
 			err := q.enqueue(ectx, replace, e.tenant, e.thread)
 			cancel()
 			if err == nil {
-				q.finishHandoff(e, deleted, log)
+				// The new job starts after this call: it stands for any
+				// request absorbed before.
+				q.finishHandoff(e, deleted, false, log)
 				return
 			}
 			log.ErrorContext(q.hand.ctx, "queue: enqueueing the thread's pending work failed; the handed-off job does it", slog.String("error", err.Error()))
@@ -257,7 +259,7 @@ func (q *Queue) runHandoff(e *handoff) {
 			// The row is gone: Advance again here after a pause (when the
 			// queue stops first, the service's sweeper finds the work).
 			if !q.busyWait(e, q.cfg.BusySnooze) {
-				q.finishHandoff(e, true, log)
+				q.finishHandoff(e, true, rerun, log)
 				return
 			}
 		default: // Done, or an unknown outcome
@@ -267,7 +269,7 @@ func (q *Queue) runHandoff(e *handoff) {
 			if rerun && !deleted {
 				continue // the row still stands for the absorbed request
 			}
-			q.finishHandoff(e, deleted, log)
+			q.finishHandoff(e, deleted, rerun, log)
 			return
 		}
 	}
@@ -318,8 +320,9 @@ func (q *Queue) busyWait(e *handoff, d time.Duration) bool {
 }
 
 // finishHandoff ends a hand-off whose Advance is done: the row is deleted
-// unless already, then a request absorbed meanwhile is enqueued.
-func (q *Queue) finishHandoff(e *handoff, deleted bool, log *slog.Logger) {
+// unless already, then a request absorbed during that Advance (rerun, as
+// take returned it) or since is enqueued.
+func (q *Queue) finishHandoff(e *handoff, deleted, rerun bool, log *slog.Logger) {
 	ctx, cancel := context.WithTimeout(context.Background(), reenqueueTimeout)
 	defer cancel()
 	if !deleted {
@@ -329,7 +332,7 @@ func (q *Queue) finishHandoff(e *handoff, deleted bool, log *slog.Logger) {
 			log.WarnContext(ctx, "queue: deleting the handed-off job failed; it runs once more at the end of its window", slog.String("error", err.Error()))
 		}
 	}
-	if q.hand.close(e) {
+	if q.hand.close(e) || rerun {
 		if err := q.enqueue(ctx, coalesce, e.tenant, e.thread); err != nil {
 			log.ErrorContext(ctx, "queue: enqueueing a request that arrived during the handed-off job failed", slog.String("error", err.Error()))
 		}

@@ -202,6 +202,7 @@ func (q *Queue) launch(job *rivertype.JobRow, tenant, thread string) {
 // worker.work treats it, with the row deleted instead of completed.
 func (q *Queue) runHandoff(e *handoff) {
 	defer q.hand.done(e)
+	defer q.keepScheduled(e)()
 	log := q.cfg.Logger.With(slog.String("tenant", e.tenant), slog.String("thread_id", e.thread), slog.Int64("job_id", e.job.ID))
 	w := &worker{q: q}
 	for {
@@ -275,6 +276,48 @@ func (q *Queue) runHandoff(e *handoff) {
 	}
 }
 
+// keepScheduled pushes the row's scheduled time a window ahead every
+// third of the window while the hand-off lasts, so that no River worker
+// fetches a job this process is still working; it stops when the row is no
+// longer as inserted. A run shorter than a third of the window writes
+// nothing for it. The returned function stops it, waiting for a write in
+// progress.
+func (q *Queue) keepScheduled(e *handoff) (stop func()) {
+	every := q.cfg.HandoffWindow / 3
+	var (
+		mu      sync.Mutex
+		stopped bool
+		t       *time.Timer
+	)
+	tick := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), every)
+		ours, err := q.eng.extendHandoff(ctx, e.job.ID, q.handoffUntil())
+		cancel()
+		switch {
+		case err != nil:
+			q.cfg.Logger.Warn("queue: pushing back a handed-off job failed; River may work it beside this process once its window ends",
+				slog.Int64("job_id", e.job.ID), slog.String("error", err.Error()))
+		case !ours:
+			return // River's now, or gone
+		}
+		t.Reset(every)
+	}
+	mu.Lock()
+	t = time.AfterFunc(every, tick)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
+}
+
 // advanceHandoff calls Advance once for e, with the end hook that deletes
 // the row in the run's finish transaction; deleted reports that the hook
 // did so (or found the row no longer ours).
@@ -303,6 +346,18 @@ func (q *Queue) advanceHandoff(w *worker, e *handoff) (res Result, err error, de
 	res, err = w.advance(actx, e.tenant, e.thread)
 	return res, err, del.Load()
 }
+
+// handoffUntil is the scheduled time of a handed-off row written now: the
+// window from now, plus River's scheduler interval, since the scheduler
+// makes jobs available that far ahead of their time.
+func (q *Queue) handoffUntil() time.Time {
+	return time.Now().Add(q.cfg.HandoffWindow + schedulerLookahead)
+}
+
+// schedulerLookahead is River's JobScheduler interval, by which it makes
+// scheduled jobs available ahead of their time (River's default, 5 s; a
+// fetch still waits for the time itself).
+const schedulerLookahead = 5 * time.Second
 
 // busyWait waits d, or less when a request is absorbed or the row is
 // released; false when the job must go back to River instead (the queue

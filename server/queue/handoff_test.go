@@ -197,6 +197,31 @@ func TestHandoffOfADeadProcessRunsAfterTheWindow(t *testing.T) {
 	})
 }
 
+// A hand-off that outlasts its window pushes its row back: River, which
+// makes due jobs available every 5 s, never works it meanwhile.
+func TestHandoffOutlastingItsWindowKeepsItsJob(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		cfg := b.open(t)
+		cfg.HandoffWindow = 600 * time.Millisecond
+		const hold = 6500 * time.Millisecond
+		q, visits := handoffQueue(t, cfg, func(ctx context.Context, n int32, thread string) (Result, error) {
+			if n == 1 {
+				time.Sleep(hold)
+			}
+			return Result{Outcome: Done}, nil
+		})
+		if _, err := q.EnqueueWith(context.Background(), "t", "long", noop); err != nil {
+			t.Fatal(err)
+		}
+		if v := take(t, visits); !v.handedOff() {
+			t.Fatalf("not handed off: %v", states(v.jobs))
+		}
+		noVisit(t, visits, hold)
+		waitNoJobs(t, q, "long")
+		noVisit(t, visits, 300*time.Millisecond)
+	})
+}
+
 // A request made while the handed-off job runs (Enqueue finds the job
 // waiting in its slot) is not lost: Advance runs again, here, after the
 // call in progress, and nothing else is queued.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -39,6 +40,30 @@ func sqliteDeleteHandoff(ctx context.Context, db interface {
 	}
 	n, err := res.RowsAffected()
 	return n == 1, err
+}
+
+// extendHandoff sets the scheduled time of a handed-off job's row to
+// until, if the row is still as inserted; it reports whether it was.
+func (e *sqliteEngine) extendHandoff(ctx context.Context, id int64, until time.Time) (bool, error) {
+	// River's SQLite driver stores times as this text, which compares
+	// with its own.
+	at := until.UTC().Round(time.Millisecond).Format("2006-01-02 15:04:05.000")
+	res, err := e.db.ExecContext(ctx, `UPDATE river_job SET scheduled_at = ?`+fmt.Sprintf(handoffRowSQL, "?"), at, id)
+	if err != nil {
+		return false, fmt.Errorf("queue: push back handed-off job %d: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// extendHandoff sets the scheduled time of a handed-off job's row to
+// until, if the row is still as inserted; it reports whether it was.
+func (e *pgEngine) extendHandoff(ctx context.Context, id int64, until time.Time) (bool, error) {
+	tag, err := e.pool.Exec(ctx, `UPDATE `+e.jobTable()+` SET scheduled_at = $2`+fmt.Sprintf(handoffRowSQL, "$1"), id, until)
+	if err != nil {
+		return false, fmt.Errorf("queue: push back handed-off job %d: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
 }
 
 // jobTable is River's job table, schema-qualified when Config.Schema is set.

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river"
@@ -148,7 +147,7 @@ func (q *Queue) EnqueueWith(ctx context.Context, tenant, threadID string, fn txF
 	insert := func(ctx context.Context, a river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
 		if handoff {
 			o := *opts
-			o.ScheduledAt = time.Now().Add(q.cfg.HandoffWindow)
+			o.ScheduledAt = q.handoffUntil()
 			opts = &o
 		}
 		res, err := rawInsert(ctx, a, opts)

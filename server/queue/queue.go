@@ -77,6 +77,11 @@ const (
 	// DefaultCompletedRetention is how long completed job rows are kept
 	// (they hold nothing the service needs once done).
 	DefaultCompletedRetention = time.Hour
+	// DefaultHandoffWindow is the default Config.HandoffWindow.
+	DefaultHandoffWindow = 30 * time.Second
+	// minHandoffWindow is the shortest HandoffWindow: the row is pushed
+	// back every third of it.
+	minHandoffWindow = 30 * time.Millisecond
 	// DefaultQueueName is the River queue the jobs go to.
 	DefaultQueueName = "trellis_runs"
 	// stopCancelWait bounds how long Stop waits, after its context ended
@@ -174,14 +179,12 @@ type Config struct {
 	// other. Zero means Workers; a negative value turns the hand-off off.
 	Handoffs int
 	// HandoffWindow is how long a handed-off job waits, scheduled, before
-	// River may work it anyway: the time after which the job of a process
-	// that died is taken up elsewhere (sooner when the thread is enqueued
-	// again, as the service's sweeper does). A handed-off job still waiting
-	// (Busy) after half of it goes back to River. Zero means JobTimeout
-	// plus the rescue margin, the time River's rescuer gives a fetched job
-	// whose process died; shorter than JobTimeout, a long Advance may meet a
-	// second one of the same thread elsewhere, which Advance's leases make
-	// harmless.
+	// River may work it anyway: about the longest a job of a process that
+	// died waits before it is taken up elsewhere (sooner when the thread is
+	// enqueued again, as the service's lease sweeper does). While this
+	// process works the job it pushes the time back every third of the
+	// window (one write each), and a job still waiting on a Busy thread
+	// after half of it goes back to River (DefaultHandoffWindow).
 	HandoffWindow time.Duration
 	// JobTimeout bounds one Advance call (DefaultJobTimeout).
 	JobTimeout time.Duration
@@ -237,6 +240,9 @@ type engine interface {
 	// whether it was; deleteHandoffNow does so on its own.
 	deleteHandoff(ctx context.Context, tx any, id int64) (bool, error)
 	deleteHandoffNow(ctx context.Context, id int64) (bool, error)
+	// extendHandoff moves the scheduled time of a handed-off job's row, if
+	// still as inserted, to until.
+	extendHandoff(ctx context.Context, id int64, until time.Time) (bool, error)
 	stop(ctx context.Context) error
 	stopAndCancel(ctx context.Context) error
 }
@@ -300,6 +306,9 @@ func (c *Config) fill() error {
 			errs = append(errs, fmt.Errorf("%s is %s; it must not be negative (zero means the default)", d.name, d.v))
 		}
 	}
+	if c.HandoffWindow > 0 && c.HandoffWindow < minHandoffWindow {
+		errs = append(errs, fmt.Errorf("HandoffWindow is %s; it must be at least %s (zero means %s)", c.HandoffWindow, minHandoffWindow, DefaultHandoffWindow))
+	}
 	if c.Workers < 0 || c.Workers > 10000 {
 		errs = append(errs, fmt.Errorf("the number of Workers is %d; it must be between 1 and 10000 (zero means %d)", c.Workers, DefaultWorkers))
 	}
@@ -318,7 +327,7 @@ func (c *Config) fill() error {
 	c.Workers = cmpOr(c.Workers, DefaultWorkers)
 	c.JobTimeout = cmpOr(c.JobTimeout, DefaultJobTimeout)
 	c.Handoffs = cmpOr(c.Handoffs, c.Workers)
-	c.HandoffWindow = cmpOr(c.HandoffWindow, c.JobTimeout+rescueMargin)
+	c.HandoffWindow = cmpOr(c.HandoffWindow, DefaultHandoffWindow)
 	c.BusySnooze = cmpOr(c.BusySnooze, DefaultBusySnooze)
 	c.FetchCooldown = cmpOr(c.FetchCooldown, DefaultFetchCooldown)
 	poll := DefaultPostgresPollInterval

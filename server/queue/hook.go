@@ -127,6 +127,11 @@ func (d pgDriver) UnwrapTx(execTx riverdriver.ExecutorTx) pgx.Tx {
 // stored, whatever the error says. When they did and err is not nil, the
 // job could not be made sure of afterwards (as when Enqueue fails after
 // the caller's own commit). fn is called once at most and must not keep tx.
+//
+// A job it inserts (rather than finding one waiting) is worked by this
+// process itself when one of Config.Handoffs is free: no River fetch, no
+// completion by River (the hand-off, handoff.go). Delivery is as for
+// Enqueue either way.
 func (q *Queue) EnqueueWith(ctx context.Context, tenant, threadID string, fn txFunc) (stored bool, err error) {
 	if err := checkIDs(tenant, threadID); err != nil {
 		return false, err

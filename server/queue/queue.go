@@ -18,6 +18,10 @@
 // before Enqueue is never stranded behind a job that is completing. Jobs of
 // one thread are deduplicated among waiting jobs only; see Enqueue.
 //
+// Hand-off: a job EnqueueWith inserts is worked by a goroutine of this
+// process without River's fetch, while River keeps it as a scheduled job
+// that any process works if this one dies (see handoff.go).
+//
 // Failures: each job is attempted once (MaxAttempts 1). An Advance that
 // returns an error, panics or is interrupted (JobTimeout, a hard stop)
 // completes its job and River never retries it: the run service records

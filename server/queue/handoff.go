@@ -135,6 +135,10 @@ func (h *handoffs) take(e *handoff) (rerun, released bool) {
 	defer h.mu.Unlock()
 	rerun, released = e.rerun, e.released
 	e.rerun = false
+	select {
+	case <-e.wake: // told already
+	default:
+	}
 	return rerun, released
 }
 

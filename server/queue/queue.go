@@ -180,7 +180,9 @@ type Config struct {
 	// Handoffs is how many jobs EnqueueWith inserts may at once be worked
 	// by this process itself, without River's fetch and completion (the
 	// hand-off, see handoff.go); beyond it, jobs go through River as any
-	// other. Zero means Workers; a negative value turns the hand-off off.
+	// other. They run beside the Workers River runs, so up to Workers +
+	// Handoffs Advance calls run at once. Zero means Workers; a negative
+	// value turns the hand-off off.
 	Handoffs int
 	// HandoffWindow is how long a handed-off job waits, scheduled, before
 	// River may work it anyway: about the longest a job of a process that
@@ -309,6 +311,9 @@ func (c *Config) fill() error {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s is %s; it must not be negative (zero means the default)", d.name, d.v))
 		}
+	}
+	if c.Handoffs > 10000 {
+		errs = append(errs, fmt.Errorf("Handoffs is %d; it must be at most 10000 (zero means Workers, negative none)", c.Handoffs))
 	}
 	if c.HandoffWindow > 0 && c.HandoffWindow < minHandoffWindow {
 		errs = append(errs, fmt.Errorf("HandoffWindow is %s; it must be at least %s (zero means %s)", c.HandoffWindow, minHandoffWindow, DefaultHandoffWindow))

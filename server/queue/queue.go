@@ -313,7 +313,7 @@ func (c *Config) fill() error {
 		}
 	}
 	if c.Handoffs > 10000 {
-		errs = append(errs, fmt.Errorf("Handoffs is %d; it must be at most 10000 (zero means Workers, negative none)", c.Handoffs))
+		errs = append(errs, fmt.Errorf("the number of Handoffs is %d; it must be at most 10000 (zero means Workers, negative none)", c.Handoffs))
 	}
 	if c.HandoffWindow > 0 && c.HandoffWindow < minHandoffWindow {
 		errs = append(errs, fmt.Errorf("HandoffWindow is %s; it must be at least %s (zero means %s)", c.HandoffWindow, minHandoffWindow, DefaultHandoffWindow))

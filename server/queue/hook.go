@@ -127,6 +127,11 @@ func (d pgDriver) UnwrapTx(execTx riverdriver.ExecutorTx) pgx.Tx {
 // stored, whatever the error says. When they did and err is not nil, the
 // job could not be made sure of afterwards (as when Enqueue fails after
 // the caller's own commit). fn is called once at most and must not keep tx.
+//
+// A job it inserts (rather than finding one waiting) is worked by this
+// process itself when one of Config.Handoffs is free: no River fetch, no
+// completion by River (the hand-off, handoff.go). Delivery is as for
+// Enqueue either way.
 func (q *Queue) EnqueueWith(ctx context.Context, tenant, threadID string, fn txFunc) (stored bool, err error) {
 	if err := checkIDs(tenant, threadID); err != nil {
 		return false, err
@@ -137,7 +142,25 @@ func (q *Queue) EnqueueWith(ctx context.Context, tenant, threadID string, fn txF
 	hctx, h := withCommitHook(ctx, fn)
 	ops := q.eng.ops()
 	ops.snoozes = &q.snoozes
-	insert := ops.insert
+	ops.handoffs = &q.hand
+	// A job inserted fresh is handed off when a slot is free: inserted
+	// scheduled at the end of the window, so that no River worker fetches
+	// it, and worked by a goroutine of this process (handoff.go).
+	handoff := q.hand.acquire()
+	var handed *rivertype.JobRow
+	rawInsert := ops.insert
+	insert := func(ctx context.Context, a river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+		if handoff {
+			o := *opts
+			o.ScheduledAt = q.handoffUntil()
+			opts = &o
+		}
+		res, err := rawInsert(ctx, a, opts)
+		if err == nil && handoff && !res.UniqueSkippedAsDuplicate {
+			handed = res.Job
+		}
+		return res, err
+	}
 	ops.insert = func(ctx context.Context, a river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
 		first := !h.used
 		res, err := insert(ctx, a, opts)
@@ -152,6 +175,12 @@ func (q *Queue) EnqueueWith(ctx context.Context, tenant, threadID string, fn txF
 	err = enqueue(hctx, ops, coalesce, q.cfg.QueueName, tenant, threadID)
 	if !h.used && err == nil {
 		err = errors.New("no transaction of the queue ran the function")
+	}
+	switch {
+	case handed != nil && h.committed:
+		q.launch(handed, tenant, threadID)
+	case handoff:
+		q.hand.unused()
 	}
 	if err != nil {
 		return h.committed, fmt.Errorf("queue: enqueue thread %q of tenant %q with the caller's writes: %w", threadID, tenant, err)

@@ -18,6 +18,10 @@
 // before Enqueue is never stranded behind a job that is completing. Jobs of
 // one thread are deduplicated among waiting jobs only; see Enqueue.
 //
+// Hand-off: a job EnqueueWith inserts is worked by a goroutine of this
+// process without River's fetch, while River keeps it as a scheduled job
+// that any process works if this one dies (see handoff.go).
+//
 // Failures: each job is attempted once (MaxAttempts 1). An Advance that
 // returns an error, panics or is interrupted (JobTimeout, a hard stop)
 // completes its job and River never retries it: the run service records
@@ -77,6 +81,11 @@ const (
 	// DefaultCompletedRetention is how long completed job rows are kept
 	// (they hold nothing the service needs once done).
 	DefaultCompletedRetention = time.Hour
+	// DefaultHandoffWindow is the default Config.HandoffWindow.
+	DefaultHandoffWindow = 30 * time.Second
+	// minHandoffWindow is the shortest HandoffWindow: the row is pushed
+	// back every third of it.
+	minHandoffWindow = 30 * time.Millisecond
 	// DefaultQueueName is the River queue the jobs go to.
 	DefaultQueueName = "trellis_runs"
 	// stopCancelWait bounds how long Stop waits, after its context ended
@@ -168,6 +177,21 @@ type Config struct {
 
 	// Workers is how many jobs run at once in this Queue.
 	Workers int
+	// Handoffs is how many jobs EnqueueWith inserts may at once be worked
+	// by this process itself, without River's fetch and completion (the
+	// hand-off, see handoff.go); beyond it, jobs go through River as any
+	// other. They run beside the Workers River runs, so up to Workers +
+	// Handoffs Advance calls run at once. Zero means Workers; a negative
+	// value turns the hand-off off.
+	Handoffs int
+	// HandoffWindow is how long a handed-off job waits, scheduled, before
+	// River may work it anyway: about the longest a job of a process that
+	// died waits before it is taken up elsewhere (sooner when the thread is
+	// enqueued again, as the service's lease sweeper does). While this
+	// process works the job it pushes the time back every third of the
+	// window (one write each), and a job still waiting on a Busy thread
+	// after half of it goes back to River (DefaultHandoffWindow).
+	HandoffWindow time.Duration
 	// JobTimeout bounds one Advance call (DefaultJobTimeout).
 	JobTimeout time.Duration
 	// RescueStuckJobsAfter is the least time a job stays marked running
@@ -204,6 +228,7 @@ type Queue struct {
 	eng     engine
 	kind    string // "sqlite" or "postgres", for messages
 	snoozes snoozeTracker
+	hand    handoffs
 }
 
 // engine is the driver-specific part of a Queue.
@@ -216,6 +241,14 @@ type engine interface {
 	// write transaction on the queue's database (*sql.Tx or pgx.Tx), so it
 	// commits with the caller's rows. A failure leaves tx usable.
 	completeIn(ctx context.Context, tx any, job *river.Job[args]) error
+	// deleteHandoff deletes the row of a handed-off job in tx (as
+	// completeIn) if it is still as inserted (handoffdb.go), reporting
+	// whether it was; deleteHandoffNow does so on its own.
+	deleteHandoff(ctx context.Context, tx any, id int64) (bool, error)
+	deleteHandoffNow(ctx context.Context, id int64) (bool, error)
+	// extendHandoff moves the scheduled time of a handed-off job's row, if
+	// still as inserted, to until.
+	extendHandoff(ctx context.Context, id int64, until time.Time) (bool, error)
 	stop(ctx context.Context) error
 	stopAndCancel(ctx context.Context) error
 }
@@ -231,6 +264,7 @@ func New(ctx context.Context, cfg Config) (*Queue, error) {
 		return nil, err
 	}
 	q := &Queue{cfg: cfg}
+	q.hand.init(max(cfg.Handoffs, 0))
 	rcfg := q.riverConfig()
 	var err error
 	switch {
@@ -242,6 +276,7 @@ func New(ctx context.Context, cfg Config) (*Queue, error) {
 		q.eng, err = newPostgresEngine(ctx, cfg, rcfg)
 	}
 	if err != nil {
+		q.hand.cancel()
 		return nil, err
 	}
 	return q, nil
@@ -271,10 +306,17 @@ func (c *Config) fill() error {
 	}{
 		{"JobTimeout", c.JobTimeout}, {"RescueStuckJobsAfter", c.RescueStuckJobsAfter}, {"UnitTimeout", c.UnitTimeout}, {"BusySnooze", c.BusySnooze},
 		{"FetchCooldown", c.FetchCooldown}, {"FetchPollInterval", c.FetchPollInterval}, {"CompletedRetention", c.CompletedRetention},
+		{"HandoffWindow", c.HandoffWindow},
 	} {
 		if d.v < 0 {
 			errs = append(errs, fmt.Errorf("%s is %s; it must not be negative (zero means the default)", d.name, d.v))
 		}
+	}
+	if c.Handoffs > 10000 {
+		errs = append(errs, fmt.Errorf("the number of Handoffs is %d; it must be at most 10000 (zero means Workers, negative none)", c.Handoffs))
+	}
+	if c.HandoffWindow > 0 && c.HandoffWindow < minHandoffWindow {
+		errs = append(errs, fmt.Errorf("HandoffWindow is %s; it must be at least %s (zero means %s)", c.HandoffWindow, minHandoffWindow, DefaultHandoffWindow))
 	}
 	if c.Workers < 0 || c.Workers > 10000 {
 		errs = append(errs, fmt.Errorf("the number of Workers is %d; it must be between 1 and 10000 (zero means %d)", c.Workers, DefaultWorkers))
@@ -293,6 +335,8 @@ func (c *Config) fill() error {
 	}
 	c.Workers = cmpOr(c.Workers, DefaultWorkers)
 	c.JobTimeout = cmpOr(c.JobTimeout, DefaultJobTimeout)
+	c.Handoffs = cmpOr(c.Handoffs, c.Workers)
+	c.HandoffWindow = cmpOr(c.HandoffWindow, DefaultHandoffWindow)
 	c.BusySnooze = cmpOr(c.BusySnooze, DefaultBusySnooze)
 	c.FetchCooldown = cmpOr(c.FetchCooldown, DefaultFetchCooldown)
 	poll := DefaultPostgresPollInterval
@@ -393,6 +437,7 @@ func (q *Queue) EnqueueAt(ctx context.Context, tenant, threadID string, at time.
 func (q *Queue) enqueue(ctx context.Context, m mode, tenant, threadID string) error {
 	ops := q.eng.ops()
 	ops.snoozes = &q.snoozes
+	ops.handoffs = &q.hand
 	if err := enqueue(ctx, ops, m, q.cfg.QueueName, tenant, threadID); err != nil {
 		return fmt.Errorf("queue: enqueue thread %q of tenant %q: %w", threadID, tenant, err)
 	}
@@ -435,13 +480,19 @@ func checkIDs(tenant, threadID string) error {
 }
 
 // Stop stops fetching jobs and waits for the running ones to return, up to
-// ctx. When ctx ends first, the running jobs' contexts are cancelled and
-// Stop waits (a bounded time) for them to return, then reports ctx's error:
-// their runs are left for the run service to resume. Calling Stop again
-// does nothing.
+// ctx, handed-off jobs included (one waiting on a busy thread goes back to
+// River at once). When ctx ends first, the running jobs' contexts are
+// cancelled and Stop waits (a bounded time) for them to return, then
+// reports ctx's error: their runs are left for the run service to resume.
+// Calling Stop again does nothing.
 func (q *Queue) Stop(ctx context.Context) error {
+	q.hand.beginStop()
 	err := q.eng.stop(ctx)
 	if err == nil {
+		err = q.hand.wait(ctx)
+	}
+	if err == nil {
+		q.hand.cancel()
 		return nil
 	}
 	if ctx.Err() == nil {
@@ -449,7 +500,12 @@ func (q *Queue) Stop(ctx context.Context) error {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopCancelWait)
 	defer cancel()
-	if cerr := q.eng.stopAndCancel(cctx); cerr != nil {
+	q.hand.cancel()
+	cerr := q.eng.stopAndCancel(cctx)
+	if cerr == nil {
+		cerr = q.hand.wait(cctx)
+	}
+	if cerr != nil {
 		return fmt.Errorf("queue: stop: running jobs did not return within %s of being cancelled: %w", stopCancelWait, cerr)
 	}
 	return fmt.Errorf("queue: stop: running jobs were cancelled after the stop deadline: %w", err)
@@ -459,6 +515,7 @@ func (q *Queue) Stop(ctx context.Context) error {
 type pgEngine struct {
 	client *river.Client[pgx.Tx]
 	pool   *pgxpool.Pool
+	schema string // Config.Schema
 }
 
 // Migrate applies River's migrations to the database of cfg (SQLite or
@@ -500,7 +557,7 @@ func newPostgresEngine(ctx context.Context, cfg Config, rcfg *river.Config) (*pg
 	if err := client.Start(context.WithoutCancel(ctx)); err != nil {
 		return nil, fmt.Errorf("queue: start the River client on PostgreSQL: %w", err)
 	}
-	return &pgEngine{client: client, pool: cfg.Postgres}, nil
+	return &pgEngine{client: client, pool: cfg.Postgres, schema: cfg.Schema}, nil
 }
 
 // maxSchemaLen is the longest schema name River works in: it names its

@@ -335,6 +335,9 @@ func TestBadInput(t *testing.T) {
 		{"queue name", Config{SQLite: one, Advance: advance, QueueName: "a b"}, `QueueName "a b"`},
 		{"poll below cooldown", Config{SQLite: one, Advance: advance, FetchCooldown: time.Second, FetchPollInterval: time.Millisecond}, "shorter than FetchCooldown"},
 		{"negative unit timeout", Config{SQLite: one, Advance: advance, UnitTimeout: -time.Minute}, "UnitTimeout is -1m0s"},
+		{"tiny hand-off window", Config{SQLite: one, Advance: advance, HandoffWindow: time.Millisecond}, "HandoffWindow is 1ms"},
+		{"negative hand-off window", Config{SQLite: one, Advance: advance, HandoffWindow: -time.Second}, "HandoffWindow is -1s"},
+		{"hand-offs", Config{SQLite: one, Advance: advance, Handoffs: 20000}, "Handoffs is 20000"},
 	} {
 		q, err := New(context.Background(), tc.cfg)
 		if err == nil {

@@ -96,6 +96,27 @@ func TestNeverStrandedAcrossProcesses(t *testing.T) {
 	hammer(t, []*Queue{start(t, cfg), start(t, second)}, ths, 100)
 }
 
+// The same with hand-offs: a request may find the thread's job worked by a
+// goroutine of this process (or of the other process, on PostgreSQL),
+// and must still be read.
+func TestHandoffsAreNeverStranded(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		ths := newThreads(6)
+		cfg := b.open(t)
+		cfg.Advance = ths.advance(time.Millisecond)
+		cfg.BusySnooze = time.Millisecond
+		hammerWith(t, []*Queue{start(t, cfg)}, ths, 150, true)
+	})
+	t.Run("two processes", func(t *testing.T) {
+		ths := newThreads(6)
+		cfg := openPostgres(t)
+		cfg.Advance = ths.advance(5 * time.Millisecond)
+		cfg.BusySnooze = time.Millisecond
+		second := cfg
+		hammerWith(t, []*Queue{start(t, cfg), start(t, second)}, ths, 100, true)
+	})
+}
+
 type threads []*thread
 
 // advance is an AdvanceFunc over the threads "race-<i>" that holds a
@@ -114,6 +135,12 @@ func (ths threads) advance(hold time.Duration) AdvanceFunc {
 // queues in turn, each as soon as the previous one was read, and fails the
 // test when one is never read.
 func hammer(t *testing.T, queues []*Queue, ths threads, rounds int64) {
+	hammerWith(t, queues, ths, rounds, false)
+}
+
+// hammerWith is hammer; with handoffs, every other request goes through
+// EnqueueWith, so that it is handed off when it inserts its job.
+func hammerWith(t *testing.T, queues []*Queue, ths threads, rounds int64, handoffs bool) {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(ths))
 	for i, th := range ths {
@@ -121,7 +148,14 @@ func hammer(t *testing.T, queues []*Queue, ths threads, rounds int64) {
 			id := fmt.Sprintf("race-%d", i)
 			for n := int64(1); n <= rounds; n++ {
 				th.requested.Store(n)
-				if err := queues[int(n)%len(queues)].Enqueue(context.Background(), "t", id); err != nil {
+				q := queues[int(n)%len(queues)]
+				var err error
+				if handoffs && n%2 == 1 {
+					_, err = q.EnqueueWith(context.Background(), "t", id, noop)
+				} else {
+					err = q.Enqueue(context.Background(), "t", id)
+				}
+				if err != nil {
 					errs <- err
 					return
 				}

@@ -1,0 +1,104 @@
+package queue
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// handoffRowSQL deletes a handed-off job's row if it is still as inserted:
+// scheduled and never attempted. A row another process made due (JobRetry),
+// or that River fetched since, is River's and is left alone. River's
+// JobDelete cannot say this: it deletes a row in any state but running.
+const handoffRowSQL = ` WHERE id = %s AND state = 'scheduled' AND attempted_at IS NULL`
+
+// deleteHandoff deletes the row of a handed-off job in tx, the caller's
+// open write transaction; it reports whether it was still ours. A failing
+// statement leaves a SQLite transaction usable.
+func (e *sqliteEngine) deleteHandoff(ctx context.Context, tx any, id int64) (bool, error) {
+	stx, ok := tx.(*sql.Tx)
+	if !ok || stx == nil {
+		return false, fmt.Errorf("queue: delete handed-off job %d: need a *sql.Tx, got %T", id, tx)
+	}
+	return sqliteDeleteHandoff(ctx, stx, id)
+}
+
+// deleteHandoffNow is deleteHandoff in a statement of its own.
+func (e *sqliteEngine) deleteHandoffNow(ctx context.Context, id int64) (bool, error) {
+	return sqliteDeleteHandoff(ctx, e.db, id)
+}
+
+func sqliteDeleteHandoff(ctx context.Context, db interface {
+	ExecContext(context.Context, string, ...any) (sql.Result, error)
+}, id int64) (bool, error) {
+	res, err := db.ExecContext(ctx, `DELETE FROM river_job`+fmt.Sprintf(handoffRowSQL, "?"), id)
+	if err != nil {
+		return false, fmt.Errorf("queue: delete handed-off job %d: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// extendHandoff sets the scheduled time of a handed-off job's row to
+// until, if the row is still as inserted; it reports whether it was.
+func (e *sqliteEngine) extendHandoff(ctx context.Context, id int64, until time.Time) (bool, error) {
+	// River's SQLite driver stores times as this text, which compares
+	// with its own.
+	at := until.UTC().Round(time.Millisecond).Format("2006-01-02 15:04:05.000")
+	res, err := e.db.ExecContext(ctx, `UPDATE river_job SET scheduled_at = ?`+fmt.Sprintf(handoffRowSQL, "?"), at, id)
+	if err != nil {
+		return false, fmt.Errorf("queue: push back handed-off job %d: %w", id, err)
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
+}
+
+// extendHandoff sets the scheduled time of a handed-off job's row to
+// until, if the row is still as inserted; it reports whether it was.
+func (e *pgEngine) extendHandoff(ctx context.Context, id int64, until time.Time) (bool, error) {
+	tag, err := e.pool.Exec(ctx, `UPDATE `+e.jobTable()+` SET scheduled_at = $2`+fmt.Sprintf(handoffRowSQL, "$1"), id, until)
+	if err != nil {
+		return false, fmt.Errorf("queue: push back handed-off job %d: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// jobTable is River's job table, schema-qualified when Config.Schema is set.
+func (e *pgEngine) jobTable() string {
+	if e.schema == "" {
+		return "river_job"
+	}
+	return pgx.Identifier{e.schema, "river_job"}.Sanitize()
+}
+
+// deleteHandoff deletes the row of a handed-off job in tx, the caller's
+// open write transaction, in a savepoint so that a failure leaves tx
+// usable; it reports whether the row was still ours.
+func (e *pgEngine) deleteHandoff(ctx context.Context, tx any, id int64) (bool, error) {
+	ptx, ok := tx.(pgx.Tx)
+	if !ok || ptx == nil {
+		return false, fmt.Errorf("queue: delete handed-off job %d: need a pgx.Tx, got %T", id, tx)
+	}
+	var n int64
+	err := pgx.BeginFunc(ctx, ptx, func(sp pgx.Tx) error {
+		tag, err := sp.Exec(ctx, `DELETE FROM `+e.jobTable()+fmt.Sprintf(handoffRowSQL, "$1"), id)
+		n = tag.RowsAffected()
+		return err
+	})
+	if err != nil {
+		return false, fmt.Errorf("queue: delete handed-off job %d: %w", id, err)
+	}
+	return n == 1, nil
+}
+
+// deleteHandoffNow is deleteHandoff in a statement of its own.
+func (e *pgEngine) deleteHandoffNow(ctx context.Context, id int64) (bool, error) {
+	tag, err := e.pool.Exec(ctx, `DELETE FROM `+e.jobTable()+fmt.Sprintf(handoffRowSQL, "$1"), id)
+	if err != nil {
+		return false, fmt.Errorf("queue: delete handed-off job %d: %w", id, err)
+	}
+	return tag.RowsAffected() == 1, nil
+}

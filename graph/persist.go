@@ -104,9 +104,20 @@ func (r *run) save(source checkpoint.Source) error {
 	md := checkpoint.Metadata{Source: source, Step: step, Parent: parent, RunID: r.cfg.runID}
 	if r.x != nil && r.x.holdCP {
 		r.x.holdCP, r.x.heldCP = false, &heldCheckpoint{cp: cp, md: md}
+		if r.x.pairCP && r.wants(EventCheckpoint) {
+			// Delivered where an unheld checkpoint's event would be, so
+			// the events keep their order.
+			r.deliver(Event{Kind: EventCheckpoint, Step: step, Namespace: r.ns, Checkpoint: checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: cp.ID}})
+		}
 		return nil
 	}
-	if err := r.putOwned(cp, md); err != nil { // built for this Put alone
+	var err error
+	if r.x != nil && r.x.pairCP && r.x.heldCP != nil {
+		err = r.putPair(cp, md)
+	} else {
+		err = r.putOwned(cp, md) // built for this Put alone
+	}
+	if err != nil {
 		r.cpID = parent
 		return err
 	}

@@ -285,6 +285,28 @@ func (f *fencedSaver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID 
 	})
 }
 
+// PutBatch stores a run's successive checkpoints (its pre-input
+// checkpoint and its input's) in one fenced transaction with the run's
+// buffered events and, for its first write, its claim, when the saver
+// stores batches (checkpoint.BatchPutter); otherwise the engine puts them
+// one by one.
+func (f *fencedSaver) PutBatch(ctx context.Context, ref checkpoint.Ref, entries []checkpoint.Entry) (checkpoint.Ref, error) {
+	b, ok := f.Saver.(checkpoint.BatchPutter)
+	if !ok {
+		return checkpoint.Ref{}, fmt.Errorf("runs: %T cannot store checkpoints in batches: %w", f.Saver, errors.ErrUnsupported)
+	}
+	var out checkpoint.Ref
+	err := f.joined(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = b.PutBatch(ctx, ref, entries)
+		return err
+	})
+	if err != nil {
+		return checkpoint.Ref{}, err
+	}
+	return out, nil
+}
+
 // AppendWrites appends a durable step's write in the fenced transaction
 // with the run's buffered events, when the saver can append
 // (checkpoint.WriteAppender); otherwise the engine uses PutWrites.

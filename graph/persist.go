@@ -112,9 +112,11 @@ func (r *run) save(source checkpoint.Source) error {
 		return nil
 	}
 	var err error
-	if r.x != nil && r.x.pairCP && r.x.heldCP != nil {
+	switch {
+	case r.x != nil && r.x.pairCP && r.x.heldCP != nil:
 		err = r.putPair(cp, md)
-	} else {
+	case r.holdFinal(cp, md):
+	default:
 		err = r.putOwned(cp, md) // built for this Put alone
 	}
 	if err != nil {

@@ -218,3 +218,79 @@ func testPreInputPairFails(t *testing.T, mode graph.Durability) {
 		t.Errorf("the turn run again: %v, err %v", msgs.Get(res.State), err)
 	}
 }
+
+// WithFinalWrite holds back the last checkpoint of a run that completes:
+// until its Put the thread reads as before the last step (a crash there
+// replays that step), and after it the thread is byte for byte the one a
+// run without the option writes. A run that stops at an interrupt writes
+// as usual and hands nothing over.
+func TestFinalWriteHeld(t *testing.T) {
+	for _, mode := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync} {
+		t.Run(mode.String(), func(t *testing.T) {
+			msgs := graph.NewKey("msgs", graph.Concat[string]())
+			g := echoChat(t, msgs)
+			ctx := context.Background()
+			held, plain := checkpoint.NewMemory(), checkpoint.NewMemory()
+			var fw *graph.FinalWrite
+			opt := graph.WithFinalWrite(func(f *graph.FinalWrite) { fw = f })
+			for turn, m := range []string{"hi", "again"} {
+				fw = nil
+				res, err := g.Invoke(ctx, graph.Writes(graph.Append(msgs, m)), append(threadOpts(held, "t"), opt, graph.WithDurability(mode))...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := g.Invoke(ctx, graph.Writes(graph.Append(msgs, m)), append(threadOpts(plain, "t"), graph.WithDurability(mode))...); err != nil {
+					t.Fatal(err)
+				}
+				if fw == nil {
+					t.Fatalf("turn %d: the completed run handed no final write over", turn)
+				}
+				if d := cmp.Diff(msgs.Get(res.State), msgs.Get(fw.State)); d != "" {
+					t.Errorf("turn %d: the final write's state is not the run's (-run +final):\n%s", turn, d)
+				}
+				before, err := g.GetState(ctx, threadOpts(held, "t")...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := msgs.Get(before.Values); len(got) != 2*turn+1 || !cmp.Equal(before.Next, []string{"reply"}) {
+					t.Errorf("turn %d: before the final Put the thread reads %v next %v, want the step before the last", turn, got, before.Next)
+				}
+				if err := fw.Put(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if err := fw.Put(ctx); err == nil {
+					t.Error("a second Put of the final write succeeded")
+				}
+				if d := cmp.Diff(normalThread(t, plain, "t"), normalThread(t, held, "t")); d != "" {
+					t.Errorf("turn %d: the thread with the final write differs (-without +with):\n%s", turn, d)
+				}
+			}
+
+			// An interrupted run writes its checkpoints itself.
+			b := graph.New(msgs)
+			b.AddNode("ask", func(ctx context.Context, s graph.State) (graph.Output, error) {
+				if _, err := graph.Interrupt[string](ctx, "ok?"); err != nil {
+					return nil, err
+				}
+				return graph.Writes(), nil
+			})
+			b.SetEntry("ask")
+			b.AddEdge("ask", graph.END)
+			ig := mustCompile(t, b)
+			fw = nil
+			s := checkpoint.NewMemory()
+			_, err := ig.Invoke(ctx, graph.Writes(graph.Append(msgs, "q")), append(threadOpts(s, "i"), opt, graph.WithDurability(mode))...)
+			var ie *graph.InterruptError
+			if !errors.As(err, &ie) {
+				t.Fatalf("the interrupting run: err = %v, want an interrupt", err)
+			}
+			if fw != nil {
+				t.Error("an interrupted run handed a final write over")
+			}
+			snap, err := ig.GetState(ctx, threadOpts(s, "i")...)
+			if err != nil || len(snap.Interrupts) != 1 {
+				t.Errorf("the interrupted thread: %d interrupts, err %v; want 1", len(snap.Interrupts), err)
+			}
+		})
+	}
+}

@@ -21,8 +21,8 @@ import (
 // completed the job itself; on PostgreSQL too, which the tracer counts
 // since it sees writes in WITH queries.
 var writeCeilings = map[string]map[string]int{
-	"sqlite":   {"echo": 6, "chain3": 8},
-	"postgres": {"echo": 6, "chain3": 8},
+	"sqlite":   {"echo": 5, "chain3": 7},
+	"postgres": {"echo": 5, "chain3": 7},
 }
 
 // chainGraph is k nodes in a line, each appending its name to the log.

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/db"
 )
@@ -38,6 +39,10 @@ type eventLog struct {
 	pending *deferredClaim
 	// unclaimed is the failure of that claim: nothing more is written.
 	unclaimed error
+	// final is the run's last checkpoint, held for the transaction that
+	// finishes the run (see finalfold.go); set by the engine, read once
+	// the run's stream has ended.
+	final *graph.FinalWrite
 	// timer flushes chunks left in the buffer when no event follows them
 	// within flushAfter (a model pausing mid-reply, or waiting on
 	// something), so a streaming client never waits on a quiet model.
@@ -233,7 +238,10 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 		}
 		evs, err := e.joint.AppendEventsTx(ctx, tx, l, buf)
 		written = evs
-		return err
+		if err != nil {
+			return err
+		}
+		return runFinish(ctx, tx) // a run's end, with its last checkpoint
 	}))
 	switch {
 	case err == nil && called:

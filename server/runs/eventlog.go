@@ -241,7 +241,7 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 		if err != nil {
 			return err
 		}
-		return runFinish(ctx, tx) // a run's end, with its last checkpoint
+		return runFinish(ctx, tx, l) // a run's end, with its last checkpoint
 	}))
 	switch {
 	case err == nil && called:

@@ -31,10 +31,15 @@ func (s *Service) foldsFinish(log *eventLog) bool {
 // after the run's events.
 type finishKey struct{}
 
-// runFinish calls the finish ctx carries, if any.
-func runFinish(ctx context.Context, tx any) error {
-	if fn, _ := ctx.Value(finishKey{}).(func(context.Context, any) error); fn != nil {
-		return fn(ctx, tx)
+// finishFunc finishes a run in tx under lease l.
+type finishFunc func(ctx context.Context, tx any, l db.Lease) error
+
+// runFinish calls the finish ctx carries, if any, with the run's lease
+// as the transaction holds it (claimed in it, when it is the run's first
+// write).
+func runFinish(ctx context.Context, tx any, l db.Lease) error {
+	if fn, _ := ctx.Value(finishKey{}).(finishFunc); fn != nil {
+		return fn(ctx, tx, l)
 	}
 	return nil
 }
@@ -86,20 +91,19 @@ func (s *Service) finishFinal(ctx context.Context, log *eventLog, status db.RunS
 	fw := log.final
 	log.final = nil
 	fin := s.cfg.DB.(db.TxResultFinisher)
-	l := log.lease()
 	var (
 		run db.Run
 		th  db.Thread
 		ran bool
 	)
-	fctx := context.WithValue(ctx, finishKey{}, func(ctx context.Context, tx any) error {
+	fctx := context.WithValue(ctx, finishKey{}, finishFunc(func(ctx context.Context, tx any, l db.Lease) error {
 		r, t, err := fin.FinishRunWithResultTx(ctx, tx, l, status, usage, errMsg, res)
 		if err != nil {
 			return err
 		}
 		run, th, ran = r, t, true
 		return nil
-	})
+	}))
 	if err := fw.Put(fctx); err != nil {
 		return db.Run{}, db.Thread{}, false, err
 	}

@@ -78,7 +78,10 @@ func TestLastStepCommitsWithFinish(t *testing.T) {
 		out    *[]runOutcome
 	}{{plain, "plain", &want}, {folded, "folded", &got}} {
 		e.svc = c.svc
-		for _, k := range []Kwargs{kw, ask, {Command: &Command{Resume: []byte(`"fine"`)}, StreamMode: []string{"values"}}, kw} {
+		// An update alone may make the run's only checkpoint its last:
+		// the claim, the step and the end then commit together.
+		update := Kwargs{Command: &Command{Update: []byte(`{"log":["more"]}`)}, StreamMode: []string{"values"}}
+		for _, k := range []Kwargs{kw, ask, {Command: &Command{Resume: []byte(`"fine"`)}, StreamMode: []string{"values"}}, kw, update} {
 			r := e.mustCreate("acme", c.thread, "chat-a", k, "")
 			rec.Take()
 			if res := e.advance("acme", c.thread); res != Idle {

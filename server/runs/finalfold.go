@@ -67,6 +67,23 @@ func settleFinal(ctx, outer context.Context, log *eventLog, streamErr error, int
 	return streamErr
 }
 
+// writeHeldFinal writes the run's held last checkpoint on its own, if
+// one is still held: the run did not finish as one that completed (its
+// stream failed after the engine handed the checkpoint over). A lost
+// lease writes nothing.
+func writeHeldFinal(ctx context.Context, log *eventLog) {
+	fw := log.final
+	if fw == nil {
+		return
+	}
+	log.final = nil
+	if !errors.Is(context.Cause(ctx), errLeaseLost) {
+		// A failure is the run's own already; the fenced saver refuses
+		// the write once the lease is lost.
+		_ = fw.Put(context.WithoutCancel(ctx))
+	}
+}
+
 // finalResult is the thread's result after a run that completed, from the
 // state its held checkpoint saves: what record reads back once it is
 // written.

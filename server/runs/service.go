@@ -285,6 +285,9 @@ func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, defe
 	status, usage, res, runErr := s.execute(ctx, outer, lease, run, log)
 	stopWatch()
 	wg.Wait()
+	if res == nil {
+		writeHeldFinal(ctx, log) // the run did not end as one that completed
+	}
 	if deferred {
 		// Unclaimed, the attempt wrote nothing and the run is not ours to
 		// finish; claimed only now (it wrote no step), it is.

@@ -25,14 +25,15 @@ func CorruptMemory(m *Memory, ref Ref, kind, key string, version uint64, task st
 	switch kind {
 	case "checkpoint-empty-object", "checkpoint-null":
 		c.cp = Checkpoint{}
+		c.vers = nil
 		c.md = Metadata{}
 	case "blob-flip":
-		b, ok := ns.blobs[blobID{key, version}]
+		b, ok := ns.blobs.get(key, version)
 		if !ok || len(b.Data) == 0 {
 			return fmt.Errorf("corrupt %s: no blob %q version %d with data", ref, key, version)
 		}
 		b.Data = flip(b.Data)
-		ns.blobs[blobID{key, version}] = b
+		ns.blobs.set(b)
 	case "write-flip":
 		ws := c.writes[task]
 		if len(ws) == 0 || len(ws[0].Value) == 0 {

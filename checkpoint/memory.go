@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/trellis-agents/trellis/checkpoint/internal/savercheck"
 )
 
 // Memory is a Saver that keeps everything in process memory. It is meant for
@@ -68,7 +70,8 @@ type blobID struct {
 type memNamespace struct {
 	ids   []string // checkpoint IDs, ascending
 	cps   map[string]*memCheckpoint
-	blobs map[blobID]memBlob
+	blobs memBlobs
+	slab  memSlab // where Put carves what it stores; see memory_slab.go
 }
 
 // memBlob is a stored blob with its BlobChecksum.
@@ -83,10 +86,11 @@ type memWrite struct {
 	sum uint32
 }
 
-// memCheckpoint is a stored checkpoint; cp.Blobs is always nil, its blobs
-// live in the namespace.
+// memCheckpoint is a stored checkpoint; cp.Blobs and cp.Versions are always
+// nil: its blobs live in the namespace, its versions in vers.
 type memCheckpoint struct {
 	cp     Checkpoint
+	vers   []memVersion // the versions in force, in the order Put saw them
 	md     Metadata
 	writes map[string][]memWrite // task ID -> writes sorted by Index
 }
@@ -211,12 +215,16 @@ func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (
 	return m.put(ctx, ref, cp, md, false)
 }
 
-// PutOwned is Put for a caller that hands cp and md over: Memory keeps them
-// as they are instead of copying them, so neither the caller nor anyone it
-// shared them with may change or read their maps, slices and byte slices
-// afterwards. The engine calls it for the checkpoints it builds for one Put
-// when its saver is a *Memory itself (not a type that embeds one, whose Put
-// may do more). It is not part of Saver.
+// PutOwned is Put for a caller that hands what cp and md point to over:
+// Memory keeps the blobs' data, the tasks' payloads, cp.Waiting,
+// cp.Deferred and md.Extra as they are instead of copying them, so neither
+// the caller nor anyone it shared them with may change or read them
+// afterwards. The containers Put copies element by element in any case —
+// the cp.Versions map and the cp.Blobs and cp.Next slices — are not kept:
+// the caller may clear and reuse them once PutOwned returns. The engine
+// calls it for the checkpoints it builds for one Put when its saver is a
+// *Memory itself (not a type that embeds one, whose Put may do more). It is
+// not part of Saver.
 func (m *Memory) PutOwned(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (Ref, error) {
 	return m.put(ctx, ref, cp, md, true)
 }
@@ -279,7 +287,7 @@ func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp Chec
 			return fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
 		}
 		for _, b := range cp.Blobs {
-			if old, ok := ns.blobs[blobID{b.Key, b.Version}]; ok && !old.Blob.Equal(b) {
+			if old, ok := ns.blobs.get(b.Key, b.Version); ok && !old.Blob.Equal(b) {
 				return fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)
 			}
 		}
@@ -291,26 +299,13 @@ func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp Chec
 // thread, creating it when ns is nil, and returns the namespace.
 func (m *Memory) store(ref Ref, ns *memNamespace, cp Checkpoint, md Metadata, owned bool) *memNamespace {
 	if ns == nil {
-		ns = &memNamespace{cps: make(map[string]*memCheckpoint), blobs: make(map[blobID]memBlob)}
+		ns = &memNamespace{cps: make(map[string]*memCheckpoint), blobs: make(memBlobs)}
 		if m.threads[ref.ThreadID] == nil {
 			m.threads[ref.ThreadID] = make(map[string]*memNamespace)
 		}
 		m.threads[ref.ThreadID][ref.Namespace] = ns
 	}
-	for _, b := range cp.Blobs {
-		sum := BlobChecksum(b)
-		if !owned {
-			b = cloneBlob(b)
-		}
-		ns.blobs[blobID{b.Key, b.Version}] = memBlob{Blob: b, sum: sum}
-	}
-	stored := cp
-	if !owned {
-		stored, md = cloneCheckpoint(cp), cloneMetadata(md)
-	}
-	stored.Blobs = nil
-	ns.cps[cp.ID] = &memCheckpoint{cp: stored, md: md}
-	ns.ids = append(ns.ids, cp.ID)
+	ns.store(cp, md, owned)
 	return ns
 }
 
@@ -320,6 +315,19 @@ func (m *Memory) store(ref Ref, ns *memNamespace, cp Checkpoint, md Metadata, ow
 // empty (it is then filled in), and no two writes may share an Index. Writing
 // an empty list removes the task's writes.
 func (m *Memory) PutWrites(ctx context.Context, ref Ref, taskID string, writes []PendingWrite) error {
+	return m.putWrites(ctx, ref, taskID, writes, false)
+}
+
+// PutWritesOwned is PutWrites for a caller that hands the writes' values
+// over: Memory keeps each Value as it is instead of copying it, so no one
+// may change it afterwards. The writes slice itself is not kept. Like
+// PutOwned, the engine calls it only when its saver is a *Memory itself;
+// it is not part of Saver.
+func (m *Memory) PutWritesOwned(ctx context.Context, ref Ref, taskID string, writes []PendingWrite) error {
+	return m.putWrites(ctx, ref, taskID, writes, true)
+}
+
+func (m *Memory) putWrites(ctx context.Context, ref Ref, taskID string, writes []PendingWrite, owned bool) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -333,23 +341,26 @@ func (m *Memory) PutWrites(ctx context.Context, ref Ref, taskID string, writes [
 		return fmt.Errorf("checkpoint: put writes for %s: task ID is empty", ref)
 	}
 	ws := make([]memWrite, len(writes))
-	indexes := make(map[int]bool, len(writes))
 	for i, w := range writes {
 		if w.TaskID != "" && w.TaskID != taskID {
 			return fmt.Errorf("checkpoint: put writes of task %q for %s: write %d belongs to task %q", taskID, ref, i, w.TaskID)
 		}
-		if indexes[w.Index] {
-			return fmt.Errorf("checkpoint: put writes of task %q for %s: index %d is used twice", taskID, ref, w.Index)
-		}
 		if err := CheckWriteSize(ref, "put writes", taskID, w, m.maxBytes); err != nil {
 			return err
 		}
-		indexes[w.Index] = true
-		ws[i].PendingWrite = cloneWrite(w)
+		if !owned {
+			w = cloneWrite(w)
+		}
+		ws[i].PendingWrite = w
 		ws[i].TaskID = taskID
 		ws[i].sum = WriteChecksum(ws[i].PendingWrite)
 	}
 	slices.SortFunc(ws, func(a, b memWrite) int { return cmp.Compare(a.Index, b.Index) })
+	for i := 1; i < len(ws); i++ { // sorted: a repeated index is next to itself
+		if ws[i].Index == ws[i-1].Index {
+			return fmt.Errorf("checkpoint: put writes of task %q for %s: index %d is used twice", taskID, ref, ws[i].Index)
+		}
+	}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -421,14 +432,8 @@ func (m *Memory) CopyThread(ctx context.Context, from, to string) error {
 // With both limits 0 Prune removes nothing. It returns how many checkpoints
 // it removed.
 func (m *Memory) Prune(ctx context.Context, opts PruneOptions) (int, error) {
-	if err := ctx.Err(); err != nil {
+	if run, err := savercheck.Prune(ctx, "checkpoint", opts.KeepLatest, opts.OlderThan); !run {
 		return 0, err
-	}
-	if opts.KeepLatest < 0 || opts.OlderThan < 0 {
-		return 0, fmt.Errorf("checkpoint: prune: negative limit (keep latest %d, older than %s)", opts.KeepLatest, opts.OlderThan)
-	}
-	if opts.KeepLatest == 0 && opts.OlderThan == 0 {
-		return 0, nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -455,7 +460,7 @@ func (ns *memNamespace) prune(opts PruneOptions, cutoff time.Time) int {
 		drop := i < n-1 && ((opts.KeepLatest > 0 && i < n-opts.KeepLatest) ||
 			(opts.OlderThan > 0 && ns.cps[id].cp.Created.Before(cutoff)))
 		if drop {
-			delete(ns.cps, id)
+			ns.drop(id)
 		} else {
 			kept = append(kept, id)
 		}
@@ -473,11 +478,12 @@ func (ns *memNamespace) prune(opts PruneOptions, cutoff time.Time) int {
 func (ns *memNamespace) collect() {
 	needed := make(map[blobID]bool)
 	for _, c := range ns.cps {
-		for key, v := range c.cp.Versions {
+		for _, kv := range c.vers {
+			key, v := kv.key, kv.ver
 			// Mark the chain as far as it goes; a broken chain is reported
 			// by Get, not by Prune.
 			for {
-				b, ok := ns.blobs[blobID{key, v}]
+				b, ok := ns.blobs.get(key, v)
 				if !ok || needed[blobID{key, v}] {
 					break
 				}
@@ -489,7 +495,7 @@ func (ns *memNamespace) collect() {
 			}
 		}
 	}
-	maps.DeleteFunc(ns.blobs, func(id blobID, _ memBlob) bool { return !needed[id] })
+	ns.blobs.keep(func(key string, v uint64) bool { return needed[blobID{key, v}] })
 }
 
 func (ns *memNamespace) latest() string {
@@ -501,7 +507,8 @@ func (ns *memNamespace) latest() string {
 func (ns *memNamespace) tuple(thread, namespace, id string, c *memCheckpoint) (*Tuple, error) {
 	ref := Ref{ThreadID: thread, Namespace: namespace, ID: id}
 	cp := cloneCheckpoint(c.cp)
-	for _, key := range slices.Sorted(maps.Keys(cp.Versions)) {
+	cp.Versions = c.versions()
+	for _, key := range c.sortedKeys() {
 		chain, err := ns.chain(key, cp.Versions[key])
 		if err != nil {
 			return nil, fmt.Errorf("checkpoint: %s: key %q: %w", ref, key, err)
@@ -529,7 +536,7 @@ func (ns *memNamespace) tuple(thread, namespace, id string, c *memCheckpoint) (*
 func (ns *memNamespace) chain(key string, v uint64) ([]Blob, error) {
 	var chain []Blob
 	for {
-		b, ok := ns.blobs[blobID{key, v}]
+		b, ok := ns.blobs.get(key, v)
 		if !ok {
 			if len(chain) == 0 {
 				return nil, fmt.Errorf("no blob is stored for version %d", v)
@@ -556,13 +563,10 @@ func (ns *memNamespace) clone() *memNamespace {
 	out := &memNamespace{
 		ids:   slices.Clone(ns.ids),
 		cps:   make(map[string]*memCheckpoint, len(ns.cps)),
-		blobs: make(map[blobID]memBlob, len(ns.blobs)),
-	}
-	for id, b := range ns.blobs {
-		out.blobs[id] = memBlob{Blob: cloneBlob(b.Blob), sum: b.sum}
+		blobs: ns.blobs.clone(),
 	}
 	for id, c := range ns.cps {
-		cc := &memCheckpoint{cp: cloneCheckpoint(c.cp), md: cloneMetadata(c.md)}
+		cc := &memCheckpoint{cp: cloneCheckpoint(c.cp), vers: slices.Clone(c.vers), md: cloneMetadata(c.md)}
 		if c.writes != nil {
 			cc.writes = make(map[string][]memWrite, len(c.writes))
 			for task, ws := range c.writes {
@@ -655,7 +659,7 @@ func (m *Memory) DeleteRun(ctx context.Context, threadID, runID string) (int, er
 		kept := ns.ids[:0:0]
 		for _, id := range ns.ids {
 			if ns.cps[id].md.RunID == runID {
-				delete(ns.cps, id)
+				ns.drop(id)
 				removed++
 			} else {
 				kept = append(kept, id)

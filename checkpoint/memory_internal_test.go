@@ -50,11 +50,11 @@ func TestMemoryPruneClock(t *testing.T) {
 	}
 	// a@1 and a@2 are no longer needed; a@3, a@4 and b@1 are.
 	want := map[blobID]bool{{"a", 3}: true, {"a", 4}: true, {"b", 1}: true}
-	if len(ns.blobs) != len(want) {
-		t.Errorf("kept %d blobs, want %d: %v", len(ns.blobs), len(want), ns.blobs)
+	if ns.blobs.count() != len(want) {
+		t.Errorf("kept %d blobs, want %d", ns.blobs.count(), len(want))
 	}
 	for id := range want {
-		if _, ok := ns.blobs[id]; !ok {
+		if _, ok := ns.blobs.get(id.key, id.version); !ok {
 			t.Errorf("blob %v was collected but a kept checkpoint needs it", id)
 		}
 	}
@@ -120,5 +120,79 @@ func TestChecksumHelpersAgree(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { BlobChecksum(b) }); n != 0 {
 		t.Errorf("BlobChecksum allocates %v times, want 0", n)
+	}
+}
+
+// TestMemBlobsOrder checks the per-key blob index with versions stored out
+// of order, as a fork's branch stores them, then thinned by keep.
+func TestMemBlobsOrder(t *testing.T) {
+	bs := make(memBlobs)
+	vers := []uint64{1 << 32, 2<<32 | 7, 3<<32 | 7, 2<<32 | 9, 1<<32 | 5, 4<<32 | 7, 3<<32 | 9}
+	for _, v := range vers {
+		bs.set(memBlob{Blob: Blob{Key: "k", Version: v, Kind: Full, Data: []byte("1")}})
+		bs.set(memBlob{Blob: Blob{Key: "j", Version: v, Kind: Full, Data: []byte("2")}})
+	}
+	bs.set(memBlob{Blob: Blob{Key: "k", Version: 2<<32 | 9, Kind: Full, Data: []byte("3")}}) // replaces
+	if got := bs.count(); got != 2*len(vers) {
+		t.Fatalf("count = %d, want %d", got, 2*len(vers))
+	}
+	for _, v := range vers {
+		if b, ok := bs.get("k", v); !ok || b.Version != v {
+			t.Errorf("get(k, %#x) = %#x, %v", v, b.Version, ok)
+		}
+	}
+	if b, _ := bs.get("k", 2<<32|9); string(b.Data) != "3" {
+		t.Errorf("the replaced blob holds %s, want 3", b.Data)
+	}
+	if _, ok := bs.get("k", 5<<32); ok {
+		t.Error("get found a version never stored")
+	}
+	bs.keep(func(key string, v uint64) bool { return key == "k" && v>>32 >= 3 })
+	if got := bs.count(); got != 3 {
+		t.Errorf("after keep: %d blobs, want 3", got)
+	}
+	if _, ok := bs["j"]; ok {
+		t.Error("a key with no blob left is still indexed")
+	}
+}
+
+// TestMemorySlabRelease checks that removing checkpoints clears what they
+// held in the namespace's slabs, so a slab kept alive by a remaining
+// checkpoint does not keep the removed ones' tasks and payloads, and that
+// what remains still reads back.
+func TestMemorySlabRelease(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory()
+	parent := ""
+	var stored []*memCheckpoint
+	for i := range 4 {
+		v := uint64(i+1) << 32
+		cp := Checkpoint{ID: NewID(), Versions: map[string]uint64{"k": v}, Created: time.Now(),
+			Blobs: []Blob{{Key: "k", Version: v, Kind: Full, Data: json.RawMessage(`1`)}},
+			Next:  []Task{{ID: "t", Node: "n", Path: "send:0", Payload: json.RawMessage(`{"big":"payload"}`)}}}
+		if _, err := m.PutOwned(ctx, Ref{ThreadID: "t", ID: parent}, cp, Metadata{Step: i, RunID: "r"}); err != nil {
+			t.Fatal(err)
+		}
+		stored = append(stored, m.threads["t"][""].cps[cp.ID])
+		parent = cp.ID
+	}
+	vers, next := stored[0].vers, stored[0].cp.Next // slices into the first slab
+	if n, err := m.Prune(ctx, PruneOptions{KeepLatest: 1}); err != nil || n != 3 {
+		t.Fatalf("Prune = %d, %v; want 3, nil", n, err)
+	}
+	for i, c := range stored[:3] {
+		if c.cp.ID != "" || c.vers != nil || c.cp.Next != nil || c.md.RunID != "" {
+			t.Errorf("removed checkpoint %d still holds %+v in its slab", i, *c)
+		}
+	}
+	if vers[0] != (memVersion{}) || next[0].Payload != nil {
+		t.Errorf("a removed checkpoint's versions %v or task %+v stay in the slab", vers, next[0])
+	}
+	got, err := m.Get(ctx, Ref{ThreadID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Ref.ID != parent || got.Checkpoint.Versions["k"] != 4<<32 || string(got.Checkpoint.Next[0].Payload) != `{"big":"payload"}` {
+		t.Errorf("the kept checkpoint reads back as %+v", got.Checkpoint)
 	}
 }

@@ -37,7 +37,7 @@ func (m *Memory) RemoveCheckpoints(ctx context.Context, ref Ref, ids []string) (
 	kept := ns.ids[:0:0]
 	for _, id := range ns.ids {
 		if drop[id] && id != latest {
-			delete(ns.cps, id)
+			ns.drop(id)
 		} else {
 			kept = append(kept, id)
 		}

@@ -39,6 +39,12 @@ type ServerTarget struct {
 	// given, the case's config merged over its "configurable" key by key
 	// (nil: none).
 	Config map[string]any
+	// AssistantVersion, when positive, is the assistant version a case's
+	// first run names (assistant_version, a Trellis server extension of
+	// the run API): that version's graph, config and context run it. The
+	// server keeps it for the thread's later runs (the answers to its
+	// interrupts). 0 runs the latest version.
+	AssistantVersion int
 	// Client is the HTTP client (default http.DefaultClient; runs/wait
 	// holds the request until the run ends, so give it no short timeout).
 	Client *http.Client
@@ -158,6 +164,9 @@ func (s *ServerTarget) Run(ctx context.Context, req RunRequest) (*RunOutcome, er
 		}
 		if cfg := s.runConfig(req.Input.Config); cfg != nil {
 			body["config"] = cfg
+		}
+		if s.AssistantVersion > 0 {
+			body["assistant_version"] = s.AssistantVersion
 		}
 	}
 	var res map[string]json.RawMessage

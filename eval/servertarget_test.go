@@ -57,6 +57,43 @@ func TestServerTargetErrors(t *testing.T) {
 	}
 }
 
+// A target's assistant version goes with a case's first run, and not with
+// the resume that answers its interrupt (the server keeps the thread's
+// version); a target without one sends none.
+func TestServerTargetAssistantVersion(t *testing.T) {
+	var bodies []map[string]any
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/runs/wait") {
+			b, _ := io.ReadAll(r.Body)
+			var body map[string]any
+			_ = json.Unmarshal(b, &body)
+			bodies = append(bodies, body)
+		}
+		w.Write([]byte(`{}`))
+	}))
+	defer srv.Close()
+	tg := &eval.ServerTarget{URL: srv.URL, Assistant: "a", AssistantVersion: 3, Client: srv.Client()}
+	if _, err := tg.Run(context.Background(), eval.RunRequest{ThreadID: "t1", Input: eval.Input{Message: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tg.Run(context.Background(), eval.RunRequest{ThreadID: "t1", Resume: map[string]json.RawMessage{"i1": json.RawMessage(`"yes"`)}}); err != nil {
+		t.Fatal(err)
+	}
+	tg.AssistantVersion = 0
+	if _, err := tg.Run(context.Background(), eval.RunRequest{ThreadID: "t2", Input: eval.Input{Message: "hi"}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(bodies) != 3 {
+		t.Fatalf("%d runs sent, want 3", len(bodies))
+	}
+	_, resumeHas := bodies[1]["assistant_version"]
+	_, latestHas := bodies[2]["assistant_version"]
+	if bodies[0]["assistant_version"] != float64(3) || resumeHas || latestHas {
+		t.Fatalf("assistant_version sent: first run %v, resume %v, unpinned %v; want 3, none, none",
+			bodies[0]["assistant_version"], bodies[1]["assistant_version"], bodies[2]["assistant_version"])
+	}
+}
+
 // A target's context and config (an assistant version's) go with every
 // first run, the case's own merged over them key by key; the target's
 // maps are left as they were.

@@ -34,7 +34,9 @@ func staticChain(t testing.TB, n int) (*graph.Graph, *graph.Key[int]) {
 // TestStepAllocations bounds what one step of a chain allocates: with no
 // saver, the task and the committed state come from slabs (it was two
 // allocations a step); with the in-memory saver, the checkpoint is encoded
-// into a pooled buffer and handed over without a copy (it was about 25).
+// into a pooled buffer and handed over without a copy (it was about 25),
+// its containers are reused and Memory carves what it keeps from slabs
+// (it was 10).
 func TestStepAllocations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("counts allocations")
@@ -58,10 +60,10 @@ func TestStepAllocations(t *testing.T) {
 		check(g.Invoke(ctx, nil, graph.WithCheckpointer(mem), graph.WithThread(fmt.Sprint("t", i))))
 	}) / n
 	t.Logf("allocations per step: %.2f with no saver, %.2f with the in-memory saver", engine, saved)
-	if engine > 1 {
-		t.Errorf("a step with no saver allocates %.2f times, want at most 1", engine)
+	if engine > 0.6 {
+		t.Errorf("a step with no saver allocates %.2f times, want at most 0.6", engine)
 	}
-	if saved > 14 {
-		t.Errorf("a step with the in-memory saver allocates %.2f times, want at most 14", saved)
+	if saved > 6 {
+		t.Errorf("a step with the in-memory saver allocates %.2f times, want at most 6", saved)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 const endIdx = -1
@@ -24,15 +25,20 @@ type Graph struct {
 
 type cnode struct {
 	*nodeSpec
-	idx   int
-	succ  []int
-	conds []*ccond
-	fans  []*cfan
-	joins []int          // joins this node is a source of
-	gotos map[string]int // allowed goto targets
+	idx    int
+	succ   []int
+	conds  []*ccond
+	fans   []*cfan
+	joins  []int          // joins this node is a source of
+	joinAt []int          // its place among each of those joins' sources
+	gotos  map[string]int // allowed goto targets
 	// wirePath is the path of the node's edge-triggered tasks in
 	// checkpoints ("node:" and its name), made once instead of per save
 	wirePath string
+	// slow is set while the node's last parallel task ran for slowTask or
+	// longer: its next parallel steps start a goroutine per task (see
+	// runParallel). Runs of the graph share it.
+	slow atomic.Bool
 }
 
 type ccond struct {
@@ -202,8 +208,9 @@ func (b *Builder) Compile(opts ...RunOption) (*Graph, error) {
 		if !valid {
 			continue
 		}
-		for _, f := range cj.from {
+		for at, f := range cj.from {
 			g.nodes[f].joins = append(g.nodes[f].joins, len(g.joins))
+			g.nodes[f].joinAt = append(g.nodes[f].joinAt, at)
 		}
 		g.joins = append(g.joins, cj)
 	}

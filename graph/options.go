@@ -100,7 +100,10 @@ func WithTimeout(d time.Duration) RunOption {
 }
 
 // WithMaxConcurrency bounds how many tasks of one step run at once; 0 (the
-// default) runs them all at once.
+// default) bounds nothing. Either way a step's tasks start on as many
+// goroutines as there are processors (GOMAXPROCS), and when all of those
+// are still busy a moment later (blocked on a model call, say), every
+// queued task gets a goroutine of its own, up to the bound.
 func WithMaxConcurrency(n int) RunOption {
 	return runOptionFunc(func(c *runConfig) { c.maxConc = n })
 }

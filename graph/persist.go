@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
@@ -32,7 +33,15 @@ func (r *run) save(source checkpoint.Source) error {
 	// DurabilityExit that was at the run's first commit, before its
 	// subgraphs saved theirs, and checkpoint IDs must sort by when they
 	// were saved (a Stateful subgraph's replay looks "before" one).
-	cp := checkpoint.Checkpoint{ID: checkpoint.NewID(), Versions: make(map[string]uint64, len(r.state.vals)), Created: time.Now()}
+	now := time.Now()
+	cp := checkpoint.Checkpoint{ID: checkpointID(now), Created: now}
+	sc := r.scratch()
+	if sc != nil {
+		cp.Versions, cp.Blobs, cp.Next = sc.versions, sc.blobs, sc.next
+	}
+	if cp.Versions == nil {
+		cp.Versions = make(map[string]uint64, len(r.state.vals))
+	}
 	r.nextTag = 0
 	parent := r.cpID
 	r.cpID = cp.ID // next tasks' IDs derive from the checkpoint they follow
@@ -114,10 +123,13 @@ func (r *run) save(source checkpoint.Source) error {
 	var err error
 	switch {
 	case r.x != nil && r.x.pairCP && r.x.heldCP != nil:
-		err = r.putPair(cp, md)
+		err = r.putPair(cp, md) // the saver copies what it keeps
+		sc.release(cp)
 	case r.holdFinal(cp, md):
+		// Handed over: its containers are not reused.
 	default:
 		err = r.putOwned(cp, md) // built for this Put alone
+		sc.release(cp)
 	}
 	if err != nil {
 		r.cpID = parent
@@ -128,6 +140,52 @@ func (r *run) save(source checkpoint.Source) error {
 		r.deliver(Event{Kind: EventCheckpoint, Step: step, Namespace: r.ns, Checkpoint: checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: cp.ID}})
 	}
 	return nil
+}
+
+// saveScratch holds the versions map and the blob and task slices of a
+// checkpoint that the in-memory saver copies and does not keep (see
+// checkpoint.Memory.PutOwned), for the next save to reuse: with
+// checkpoint.Memory a step's save then allocates no containers.
+type saveScratch struct {
+	versions map[string]uint64
+	blobs    []checkpoint.Blob
+	next     []checkpoint.Task
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(saveScratch) }}
+
+// maxScratch bounds the entries of a scratch map or slice kept for reuse,
+// so that one wide graph does not leave every pooled map wide.
+const maxScratch = 256
+
+// scratch returns reusable containers for a checkpoint that goes straight
+// to checkpoint.Memory's PutOwned, or nil when the checkpoint is held
+// (DurabilityExit), stored later (DurabilityAsync) or by another saver,
+// which may keep what it is given.
+func (r *run) scratch() *saveScratch {
+	if r.w != nil || r.x != nil && r.x.holdCP {
+		return nil
+	}
+	if _, ok := r.cfg.saver.(*checkpoint.Memory); !ok {
+		return nil
+	}
+	return scratchPool.Get().(*saveScratch)
+}
+
+// release clears cp's containers, which PutOwned has copied, and puts them
+// back for the next save. A nil scratch does nothing.
+func (sc *saveScratch) release(cp checkpoint.Checkpoint) {
+	if sc == nil {
+		return
+	}
+	if len(cp.Versions) > maxScratch || cap(cp.Blobs) > maxScratch || cap(cp.Next) > maxScratch {
+		return
+	}
+	clear(cp.Versions)
+	clear(cp.Blobs) // their data now belongs to the saver
+	clear(cp.Next)
+	sc.versions, sc.blobs, sc.next = cp.Versions, cp.Blobs[:0], cp.Next[:0]
+	scratchPool.Put(sc)
 }
 
 // fork starts a new branch before replaying from an older checkpoint: it

@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
-	"sync/atomic"
 	"time"
 )
 
@@ -238,39 +237,7 @@ func (r *run) runTasks(all []*task) (err error) {
 		}
 		return nil
 	}
-	ctx, cancel := context.WithCancelCause(base)
-	defer cancel(nil)
-	if r.kinds != 0 {
-		r.evch = make(chan Event) // tasks (and nested runs) emit through it
-	}
-	st := &stepSync{cancel: cancel, done: make(chan struct{})}
-	st.left.Store(int64(len(tasks)))
-	if r.cfg.maxConc > 0 && r.cfg.maxConc < len(tasks) {
-		st.sem = make(chan struct{}, r.cfg.maxConc)
-	}
-	for _, t := range tasks {
-		t.Context = ctx
-		go r.runAsync(t, st)
-	}
-	// The loop wakes for events and once at the end, not once per task.
-	for running := true; running; {
-		select {
-		case ev := <-r.evch:
-			r.deliver(ev)
-		case <-st.done:
-			running = false
-		}
-	}
-	r.evch = nil
-	for _, t := range tasks {
-		if !t.skipped {
-			r.runCounts()[t.node.idx]++
-		}
-	}
-	if f := st.first.Load(); f != nil {
-		return f.err
-	}
-	return nil
+	return r.runParallel(base, tasks)
 }
 
 // nestedInterrupts records the interrupts of a nested run the node
@@ -289,49 +256,6 @@ func waitingIn(tasks []*task) bool {
 		}
 	}
 	return false
-}
-
-// stepSync coordinates the parallel tasks of one step.
-type stepSync struct {
-	cancel context.CancelCauseFunc
-	first  atomic.Pointer[task] // the first task to fail
-	left   atomic.Int64         // tasks not yet finished
-	done   chan struct{}        // closed by the last task to finish
-	sem    chan struct{}        // WithMaxConcurrency slots, nil without a bound
-}
-
-// runAsync runs one task of a parallel step on its own goroutine. The first
-// task to fail cancels its siblings; a task still waiting for a concurrency
-// slot when that happens does not run.
-func (r *run) runAsync(t *task, st *stepSync) {
-	defer func() {
-		if st.left.Add(-1) == 0 {
-			close(st.done)
-		}
-	}()
-	if st.sem != nil {
-		select {
-		case st.sem <- struct{}{}:
-			defer func() { <-st.sem }()
-		case <-t.Done():
-			t.skipped = true
-			return
-		}
-		if t.Err() != nil {
-			t.skipped = true
-			return
-		}
-	}
-	r.exec(t)
-	if err := r.saveTask(t); err != nil && t.err == nil {
-		t.err = err
-	}
-	if t.err != nil && st.first.CompareAndSwap(nil, t) {
-		st.cancel(t.err)
-	}
-	if r.wants(EventTaskEnd) {
-		t.emit(Event{Kind: EventTaskEnd, Task: t.endInfo()})
-	}
 }
 
 func (r *run) taskEnd(t *task) {

@@ -86,6 +86,8 @@ func scripted20() *llmtest.Model {
 // step one model reply, no tools), without plan confirmation, on the
 // in-memory checkpointer: the framework's time per step (the scripted
 // model answers at once), allocations, and the bytes one thread stores.
+// cpu-ns/step is the process's CPU time per step (getrusage), which moves
+// far less than ns/step on a shared machine.
 func BenchmarkPlanExec20(b *testing.B) {
 	sm := &swapModel{}
 	sm.cur.Store(scripted20())
@@ -108,9 +110,12 @@ func BenchmarkPlanExec20(b *testing.B) {
 	counted := &countingSaver{Saver: checkpoint.NewMemory()}
 	run(counted, "counted")
 	b.ReportAllocs()
+	cpu0 := cpuTime()
 	for i := 0; b.Loop(); i++ {
 		run(checkpoint.NewMemory(), fmt.Sprint("bench-", i))
 	}
+	cpu := cpuTime() - cpu0
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/20, "ns/step")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/20, "cpu-ns/step")
 	b.ReportMetric(float64(counted.bytes.Load()), "checkpoint-B/thread")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/checkpoint/internal/savercheck"
 )
 
 // DeleteThread removes the thread with all its namespaces, checkpoints,
@@ -110,14 +111,8 @@ SELECT $2, ns, checkpoint_id, task_id, idx, key, value, sum FROM checkpoint_writ
 // decode stops Prune with an error naming it (Prune could not tell which
 // blobs it needs), and nothing is removed.
 func (s *Saver) Prune(ctx context.Context, opts checkpoint.PruneOptions) (int, error) {
-	if err := ctx.Err(); err != nil {
+	if run, err := savercheck.Prune(ctx, "checkpoint", opts.KeepLatest, opts.OlderThan); !run {
 		return 0, err
-	}
-	if opts.KeepLatest < 0 || opts.OlderThan < 0 {
-		return 0, fmt.Errorf("checkpoint: prune: negative limit (keep latest %d, older than %s)", opts.KeepLatest, opts.OlderThan)
-	}
-	if opts.KeepLatest == 0 && opts.OlderThan == 0 {
-		return 0, nil
 	}
 	cutoff := time.Now().Add(-opts.OlderThan)
 	where, args := "", []any{}

@@ -7,6 +7,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/checkpoint/internal/savercheck"
 )
 
 // scanBatch is how many thread IDs Prune and Size read from the thread index
@@ -147,14 +148,8 @@ func restoreArgs(dst string, items []any) ([]any, error) {
 // Prune walks the Saver's thread index; after an error it returns how many
 // checkpoints it had removed and the error.
 func (s *Saver) Prune(ctx context.Context, opts checkpoint.PruneOptions) (int, error) {
-	if err := ctx.Err(); err != nil {
+	if run, err := savercheck.Prune(ctx, "checkpoint/redis", opts.KeepLatest, opts.OlderThan); !run {
 		return 0, err
-	}
-	if opts.KeepLatest < 0 || opts.OlderThan < 0 {
-		return 0, fmt.Errorf("checkpoint/redis: prune: negative limit (keep latest %d, older than %s)", opts.KeepLatest, opts.OlderThan)
-	}
-	if opts.KeepLatest == 0 && opts.OlderThan == 0 {
-		return 0, nil
 	}
 	cutoff := ""
 	if opts.OlderThan > 0 {

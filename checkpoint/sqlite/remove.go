@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/checkpoint/internal/savercheck"
 )
 
 var _ checkpoint.Remover = (*Saver)(nil)
@@ -16,19 +17,8 @@ var _ checkpoint.Remover = (*Saver)(nil)
 // is never removed. See checkpoint.Remover. A remaining checkpoint that does
 // not decode fails the call, which then removes nothing.
 func (s *Saver) RemoveCheckpoints(ctx context.Context, ref checkpoint.Ref, ids []string) (int, error) {
-	if err := ctx.Err(); err != nil {
+	if run, err := savercheck.Remove(ctx, "checkpoint", ref, ref.ThreadID, errEmptyThread, ids); !run {
 		return 0, err
-	}
-	if ref.ThreadID == "" {
-		return 0, errEmptyThread
-	}
-	for _, id := range ids {
-		if id == "" {
-			return 0, fmt.Errorf("checkpoint: remove checkpoints of %s: an ID is empty", ref)
-		}
-	}
-	if len(ids) == 0 {
-		return 0, nil
 	}
 	removed := 0
 	err := s.inWriteTx(ctx, func(tx *sql.Tx) error {

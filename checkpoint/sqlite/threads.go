@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/checkpoint/internal/savercheck"
 )
 
 // DeleteThread removes the thread with all its namespaces, checkpoints,
@@ -102,14 +103,8 @@ func (s *Saver) CopyThread(ctx context.Context, from, to string) error {
 // decode fails the Prune, which then removes nothing. It returns how many
 // checkpoints it removed.
 func (s *Saver) Prune(ctx context.Context, opts checkpoint.PruneOptions) (int, error) {
-	if err := ctx.Err(); err != nil {
+	if run, err := savercheck.Prune(ctx, "checkpoint", opts.KeepLatest, opts.OlderThan); !run {
 		return 0, err
-	}
-	if opts.KeepLatest < 0 || opts.OlderThan < 0 {
-		return 0, fmt.Errorf("checkpoint: prune: negative limit (keep latest %d, older than %s)", opts.KeepLatest, opts.OlderThan)
-	}
-	if opts.KeepLatest == 0 && opts.OlderThan == 0 {
-		return 0, nil
 	}
 	cutoff := unixNano(s.now().Add(-opts.OlderThan))
 	removed := 0

@@ -40,7 +40,7 @@ func usage(err error) error { return &terminal.ExitError{Code: evalExitUsage, Er
 type evalFlags struct {
 	assistant, url, apiKey, database, model, config  string
 	experiment, journal, junit, json, html, baseline string
-	repeat, concurrency                              int
+	repeat, concurrency, assistantVersion            int
 	timeout                                          time.Duration
 	tags                                             []string
 	verbose                                          bool
@@ -66,6 +66,7 @@ func targetFlags(c *cobra.Command, f *evalFlags) {
 	fs := c.Flags()
 	fs.StringVar(&f.assistant, "assistant", "", "the app (in-process) or the assistant ID or graph (with --url) to evaluate")
 	fs.StringVar(&f.url, "url", "", "evaluate an assistant on this Trellis server instead of in-process")
+	fs.IntVar(&f.assistantVersion, "assistant-version", 0, "with --url: run each case on this version of the assistant instead of its latest")
 	fs.StringVar(&f.apiKey, "api-key", "", "the server's API key (default $TRELLIS_API_KEY)")
 	fs.StringVar(&f.database, "database", terminal.DefaultDatabase, "in-process: the SQLite file keeping the threads")
 	fs.StringVar(&f.model, "model", "", "in-process: model spec (default: the config file's models.default, else OPENAI_API_KEY / ANTHROPIC_API_KEY, else the app's scripted model)")
@@ -79,9 +80,10 @@ func evalRunCommand() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run DATASET",
 		Short: "Run a dataset's cases against an assistant and report; exit 1 when a case fails",
-		Long: `Run every case of DATASET (a Trellis JSONL file) against --assistant: in-process
-on the configured model (the app's scripted one when none is configured), or on
-the server at --url. Progress goes to stderr, a table to stdout, reports to
+		Long: `Run every case of DATASET (a Trellis JSONL file, an ADK eval set, or with --url a
+dataset stored on that server, by ID or name, NAME@N for version N) against
+--assistant: in-process on the configured model (the app's scripted one when
+none is configured), or on the server at --url. Progress goes to stderr, a table to stdout, reports to
 --junit, --json and --html. Exit status: 0 when every case met its criteria in
 every repetition, 1 when one did not, 2 on bad usage or an unreadable dataset.
 
@@ -90,7 +92,7 @@ next to the database, and running the same command again runs only the trials
 without a result.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usage(fmt.Errorf("give one DATASET file (got %d arguments)", len(args)))
+				return usage(fmt.Errorf("give one DATASET (a file, or with --url a stored dataset; got %d arguments)", len(args)))
 			}
 			return terminal.Verbose(f.verbose, evalRun(c, args[0], f))
 		},
@@ -131,12 +133,18 @@ func evalTarget(ctx context.Context, w io.Writer, f evalFlags) (eval.Target, fun
 	if f.assistant == "" {
 		return nil, nil, usage(errors.New("name the assistant to evaluate with --assistant"))
 	}
+	if f.assistantVersion < 0 {
+		return nil, nil, usage(fmt.Errorf("--assistant-version %d: a version is a positive number; list them with POST /assistants/{id}/versions", f.assistantVersion))
+	}
+	if f.assistantVersion > 0 && f.url == "" {
+		return nil, nil, usage(errors.New("--assistant-version needs --url: in-process apps have no versions"))
+	}
 	if f.url != "" {
 		key := f.apiKey
 		if key == "" {
 			key = os.Getenv("TRELLIS_API_KEY")
 		}
-		return &eval.ServerTarget{URL: f.url, APIKey: key, Assistant: f.assistant}, func() {}, nil
+		return &eval.ServerTarget{URL: f.url, APIKey: key, Assistant: f.assistant, AssistantVersion: f.assistantVersion}, func() {}, nil
 	}
 	e, err := catalog.Lookup(f.assistant)
 	if err != nil {
@@ -200,7 +208,7 @@ func evalRun(c *cobra.Command, path string, f evalFlags) error {
 	}
 	ctx = evaluators.WithJudges(ctx, judges)
 	stderr := c.ErrOrStderr()
-	ds, err := eval.Load(path) // Trellis JSONL, or ADK sets by name (eval/adk)
+	ds, err := loadEvalDataset(ctx, path, f)
 	if err != nil {
 		return usage(err)
 	}

@@ -190,6 +190,8 @@ func TestEvalRunBadUsage(t *testing.T) {
 		{[]string{"eval", "run", ds, "--assistant", "planner", "--repeat", "0"}, "must be positive"},
 		{[]string{"eval", "run", ds, "--assistant", "planner", "--baseline", ds}, "not an experiment"},
 		{[]string{"eval"}, "run or record"},
+		{[]string{"eval", "run", ds, "--assistant", "planner", "--assistant-version", "2"}, "needs --url"},
+		{[]string{"eval", "run", ds, "--assistant", "planner", "--url", "http://127.0.0.1:1", "--assistant-version", "-1"}, "positive number"},
 	} {
 		out, errs, code := runEval(t, c.args...)
 		if strings.Contains(errs, "Model:") {
@@ -367,6 +369,38 @@ func TestEvalRunAgainstAServer(t *testing.T) {
 	ds2 := writeDataset(t, dir, `{"name":"remote","criteria":[{"evaluator":"cli_finished"},{"evaluator":"cli_contains","params":{"Text":"Quinta Verde"}}]}`+"\n"+string(line)+"\n")
 	if stdout, errs, code := runEval(t, "eval", "run", ds2, "--url", url, "--assistant", server.DefaultAssistantID("planner")); code != 0 {
 		t.Fatalf("the recorded case does not pass again: exit %d\n%s\n%s", code, stdout, errs)
+	}
+	// A pinned version runs: the bundled assistant's version 1 passes; a
+	// version it does not have fails the case with the server's reason.
+	if stdout, errs, code := runEval(t, "eval", "run", ds2, "--url", url, "--assistant", server.DefaultAssistantID("planner"), "--assistant-version", "1"); code != 0 {
+		t.Fatalf("--assistant-version 1: exit %d\n%s\n%s", code, stdout, errs)
+	}
+	// A dataset stored on the server runs by its name (and NAME@VERSION);
+	// a name the server does not have is an unreadable dataset (exit 2).
+	stored := `{"name":"stored-set","criteria":[{"evaluator":"cli_finished"},{"evaluator":"cli_contains","params":{"Text":"Quinta Verde"}}]}` + "\n" + string(line) + "\n"
+	imp, err := http.Post(url+"/datasets/import", "application/x-ndjson", strings.NewReader(stored))
+	if err != nil {
+		t.Fatal(err)
+	}
+	imp.Body.Close()
+	if imp.StatusCode != http.StatusOK {
+		t.Fatalf("import: %s", imp.Status)
+	}
+	for _, ref := range []string{"stored-set", "stored-set@1"} {
+		stdout, errs, code := runEval(t, "eval", "run", ref, "--url", url, "--assistant", server.DefaultAssistantID("planner"))
+		if code != 0 || !strings.Contains(stdout+errs, "again") {
+			t.Fatalf("stored dataset %s: exit %d\n%s\n%s", ref, code, stdout, errs)
+		}
+	}
+	for ref, want := range map[string]string{"no-such-set": "no dataset with that ID or name", "stored-set@7": "version 7"} {
+		stdout, errs, code := runEval(t, "eval", "run", ref, "--url", url, "--assistant", server.DefaultAssistantID("planner"))
+		if code != 2 || !strings.Contains(errs, want) {
+			t.Fatalf("stored dataset %s: exit %d, want 2 and %q\n%s\n%s", ref, code, want, stdout, errs)
+		}
+	}
+	stdout, errs, code = runEval(t, "eval", "run", ds2, "--url", url, "--assistant", server.DefaultAssistantID("planner"), "--assistant-version", "9", "--verbose")
+	if code != 1 || !strings.Contains(stdout+errs, "422 Unprocessable Entity") {
+		t.Fatalf("--assistant-version 9: exit %d, want 1 and the server's 422\n%s\n%s", code, stdout, errs)
 	}
 }
 

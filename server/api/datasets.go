@@ -267,7 +267,7 @@ func (a *API) listDatasetCases(w http.ResponseWriter, r *http.Request) {
 	}
 	d, cases, err := a.datasetAt(r, id, q.Version)
 	if err != nil {
-		a.notFoundOr(w, r, err, "dataset", id)
+		a.datasetReadFailed(w, r, err, id)
 		return
 	}
 	out := wire.DatasetCases{DatasetID: id, Version: d.Version, Cases: make([]json.RawMessage, len(cases))}
@@ -275,6 +275,27 @@ func (a *API) listDatasetCases(w http.ResponseWriter, r *http.Request) {
 		out.Cases[i] = c.Data
 	}
 	wire.WriteJSON(w, r, http.StatusOK, out)
+}
+
+// noVersionError is a version a dataset does not have (yet).
+type noVersionError struct {
+	id              string
+	version, latest int
+}
+
+func (e noVersionError) Error() string {
+	return fmt.Sprintf("dataset %q has versions 1 to %d, not version %d; leave version out for the latest", e.id, e.latest, e.version)
+}
+
+// datasetReadFailed answers a failed datasetAt: 404 for a missing
+// dataset or version, saying which.
+func (a *API) datasetReadFailed(w http.ResponseWriter, r *http.Request, err error, id string) {
+	var nv noVersionError
+	if errors.As(err, &nv) {
+		wire.NewProblem(http.StatusNotFound, nv.Error()).Write(w, r)
+		return
+	}
+	a.notFoundOr(w, r, err, "dataset", id)
 }
 
 // datasetAt reads a dataset and its cases as of version (0: the latest);
@@ -287,6 +308,9 @@ func (a *API) datasetAt(r *http.Request, id string, version int) (db.Dataset, []
 	}
 	if version == 0 {
 		version = d.Version
+	}
+	if version > d.Version {
+		return d, nil, noVersionError{id: id, version: version, latest: d.Version}
 	}
 	cases, err := a.DB.DatasetCases(r.Context(), tenant, id, version)
 	d.Version = version
@@ -381,7 +405,7 @@ func (a *API) exportDataset(w http.ResponseWriter, r *http.Request) {
 	}
 	d, cases, err := a.datasetAt(r, id, q.Version)
 	if err != nil {
-		a.notFoundOr(w, r, err, "dataset", id)
+		a.datasetReadFailed(w, r, err, id)
 		return
 	}
 	ds := &eval.Dataset{Name: d.Name, Version: strconv.Itoa(d.Version), Description: d.Description}

@@ -88,7 +88,9 @@ func TestDatasetRoutes(t *testing.T) {
 			t.Errorf("version %s: %s (v%d), want %s", v, got, cs.Version, want)
 		}
 	}
-	e.problem(404, "", "GET", base+"/cases?version=9", nil)
+	if p := e.problem(404, "", "GET", base+"/cases?version=9", nil); !strings.Contains(p.Detail, "versions 1 to 4, not version 9") {
+		t.Errorf("a missing version's 404 says %q; want which versions there are", p.Detail)
+	}
 	e.problem(422, "version", "GET", base+"/cases?version=x", nil)
 
 	// Export: exactly the bytes eval.WriteDataset writes, and eval reads

@@ -11,6 +11,7 @@ import (
 	"github.com/trellis-agents/trellis/eval"
 	"github.com/trellis-agents/trellis/server/api/wire"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/runs"
 	"github.com/trellis-agents/trellis/server/sse"
 )
 
@@ -99,17 +100,13 @@ func (a *API) createExperiment(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if b.AssistantVersion > 0 {
-		v, err := a.assistantVersion(ctx, tenant, b.AssistantID, b.AssistantVersion)
-		if err != nil {
+		// Any version: its runs name it, so its own graph runs them.
+		if _, err := a.assistantVersion(ctx, tenant, latest.ID, b.AssistantVersion); err != nil {
 			if isNotFound(err) {
 				wire.Invalid(wire.FieldError{Pointer: "/assistant_version", Detail: fmt.Sprintf("assistant %q has no version %d; list its versions with POST /assistants/%s/versions", b.AssistantID, b.AssistantVersion, b.AssistantID)}).Write(w, r)
 				return
 			}
 			a.fail(w, r, err)
-			return
-		}
-		if v.GraphID != latest.GraphID {
-			wire.Invalid(wire.FieldError{Pointer: "/assistant_version", Detail: fmt.Sprintf("version %d of assistant %q runs graph %q, its latest version graph %q: runs use the latest version's graph, so only versions of the same graph can be pinned; make it the latest with POST /assistants/%s/latest, or create an assistant for it", v.Version, b.AssistantID, v.GraphID, latest.GraphID, b.AssistantID)}).Write(w, r)
 			return
 		}
 	}
@@ -146,7 +143,14 @@ func (a *API) createExperiment(w http.ResponseWriter, r *http.Request) {
 		}
 		name = fmt.Sprintf("%s-%s-%s", ds.Name, who, time.Now().UTC().Format("20060102T150405"))
 	}
-	e, err := a.DB.CreateExperiment(ctx, tenant, db.Experiment{Name: name, DatasetID: ds.ID, DatasetVersion: ds.Version, AssistantID: b.AssistantID, AssistantVersion: b.AssistantVersion,
+	// The criteria are pinned with the cases: a dataset's criteria are
+	// not versioned, and an edit must not change how this experiment
+	// scores.
+	criteria := ds.Criteria
+	if len(criteria) == 0 {
+		criteria = json.RawMessage("[]")
+	}
+	e, err := a.DB.CreateExperiment(ctx, tenant, db.Experiment{Name: name, DatasetID: ds.ID, DatasetVersion: ds.Version, AssistantID: b.AssistantID, AssistantVersion: b.AssistantVersion, Criteria: criteria,
 		Repetitions: b.Repetitions, Concurrency: conc, BaselineID: b.BaselineExperimentID, Metadata: db.Metadata(b.Metadata), Total: total})
 	if err != nil {
 		a.fail(w, r, err)
@@ -166,22 +170,7 @@ func (a *API) createExperiment(w http.ResponseWriter, r *http.Request) {
 // assistantVersion finds version v of an assistant among its versions
 // (db.ErrNotFound when it has none such).
 func (a *API) assistantVersion(ctx context.Context, tenant, id string, v int) (db.Assistant, error) {
-	const page = 100
-	for off := 0; ; off += page {
-		vs, err := a.DB.AssistantVersions(ctx, tenant, id, db.Query{Limit: page, Offset: off})
-		if err != nil {
-			return db.Assistant{}, err
-		}
-		for _, x := range vs {
-			if x.Version == v {
-				return x, nil
-			}
-		}
-		// Newest first: past v, or past the last page, there is none.
-		if len(vs) < page || vs[len(vs)-1].Version < v {
-			return db.Assistant{}, fmt.Errorf("assistant %s version %d: %w", id, v, db.ErrNotFound)
-		}
-	}
+	return runs.AssistantVersion(ctx, a.DB, tenant, id, v)
 }
 
 // checkRunnable checks every case decodes and its criteria build.

@@ -131,6 +131,9 @@ func (a *API) RunExperimentUnit(ctx context.Context, tenant, experimentID string
 		return a.failExperiment(ctx, tenant, e, err)
 	}
 	ds.Version = e.DatasetVersion
+	if e.Criteria != nil {
+		ds.Criteria = e.Criteria // as the experiment pinned them
+	}
 	set, err := evalDataset(ds, cases)
 	if err != nil {
 		return a.failExperiment(ctx, tenant, e, err)
@@ -151,14 +154,16 @@ func (a *API) RunExperimentUnit(ctx context.Context, tenant, experimentID string
 			return a.next(ctx, tenant, e, index)
 		}
 	}
-	pin, err := a.pinnedVersion(ctx, tenant, e)
-	if errors.Is(err, db.ErrNotFound) {
-		return a.failExperiment(ctx, tenant, e, fmt.Errorf("assistant %s has no version %d any more: %w", e.AssistantID, e.AssistantVersion, err))
+	if e.AssistantVersion > 0 {
+		_, err := a.assistantVersion(ctx, tenant, e.AssistantID, e.AssistantVersion)
+		if errors.Is(err, db.ErrNotFound) {
+			return a.failExperiment(ctx, tenant, e, fmt.Errorf("assistant %s has no version %d any more: %w", e.AssistantID, e.AssistantVersion, err))
+		}
+		if err != nil {
+			return err
+		}
 	}
-	if err != nil {
-		return err
-	}
-	res, run, err := a.runUnit(ctx, tenant, e, pin, set, c, rep, attempt)
+	res, run, err := a.runUnit(ctx, tenant, e, set, c, rep, attempt)
 	if err != nil {
 		return err
 	}
@@ -228,56 +233,18 @@ func (a *API) failExperiment(ctx context.Context, tenant string, e db.Experiment
 	return err
 }
 
-// versionRun is what a unit's runs are given to run a pinned assistant
-// version: its context and its config (nil, nil for the latest).
-type versionRun struct {
-	context, config map[string]any
-}
-
-// pinnedVersion returns the context and config of the assistant version
-// the experiment pinned. Runs take the assistant's latest version, so the
-// pinned one's context and config are passed to every run explicitly:
-// they are merged over the latest version's (see docs/eval.md).
-func (a *API) pinnedVersion(ctx context.Context, tenant string, e db.Experiment) (versionRun, error) {
-	if e.AssistantVersion == 0 {
-		return versionRun{}, nil
-	}
-	v, err := a.assistantVersion(ctx, tenant, e.AssistantID, e.AssistantVersion)
-	if err != nil {
-		return versionRun{}, err
-	}
-	var out versionRun
-	for _, f := range []struct {
-		raw  json.RawMessage
-		into *map[string]any
-		name string
-	}{{v.Context, &out.context, "context"}, {v.Config, &out.config, "config"}} {
-		if len(f.raw) == 0 {
-			continue
-		}
-		if err := json.Unmarshal(f.raw, f.into); err != nil {
-			return versionRun{}, fmt.Errorf("assistant %s version %d: stored %s: %w", e.AssistantID, v.Version, f.name, err)
-		}
-	}
-	if len(out.context) == 0 {
-		out.context = nil
-	}
-	if len(out.config) == 0 {
-		out.config = nil
-	}
-	return out, nil
-}
-
 // runUnit runs case c at repetition rep on a fresh thread through the
 // tenant's own handlers, scores it with the case's criteria (the
 // dataset's by default) and returns its result with the status of its
 // latest run ("" when it has none).
-func (a *API) runUnit(ctx context.Context, tenant string, e db.Experiment, pin versionRun, set *eval.Dataset, c eval.Case, rep, attempt int) (wire.ExperimentResult, db.RunStatus, error) {
+func (a *API) runUnit(ctx context.Context, tenant string, e db.Experiment, set *eval.Dataset, c eval.Case, rep, attempt int) (wire.ExperimentResult, db.RunStatus, error) {
 	h, err := a.tenantHandler(tenant)
 	if err != nil {
 		return wire.ExperimentResult{}, "", err
 	}
-	target := &eval.ServerTarget{URL: "http://trellis.internal", Assistant: e.AssistantID, Context: pin.context, Config: pin.config,
+	// A pinned version is named by the case's first run; the run service
+	// keeps it for the thread's later runs (the answers).
+	target := &eval.ServerTarget{URL: "http://trellis.internal", Assistant: e.AssistantID, AssistantVersion: e.AssistantVersion,
 		Client: &http.Client{Transport: handlerTransport{h}}}
 	runner := &eval.Runner{Target: target, Experiment: unitThreadExperiment(e.ID, rep, attempt), Repeat: 1, Concurrency: 1, Timeout: UnitTimeout}
 	one := &eval.Dataset{Name: set.Name, Version: set.Version, Criteria: set.Criteria, Cases: []eval.Case{c}}

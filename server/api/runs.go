@@ -137,7 +137,7 @@ func (a *API) createRequest(tenant, thread string, b *wire.RunCreate, stateless,
 		strategy = runs.Enqueue
 	}
 	return runs.CreateRequest{
-		Tenant: tenant, ThreadID: thread, AssistantID: b.AssistantID, Kwargs: kw,
+		Tenant: tenant, ThreadID: thread, AssistantID: b.AssistantID, AssistantVersion: b.AssistantVersion, Kwargs: kw,
 		Metadata: db.Metadata(b.Metadata), MultitaskStrategy: strategy,
 		CreateThread: stateless || b.IfNotExists == wire.IfNotExistsCreate,
 		After:        time.Duration(b.AfterSeconds * float64(time.Second)),
@@ -260,7 +260,7 @@ func toWireRun(r db.Run, sel []wire.RunSelectField) any {
 	}
 	out := wire.Run{
 		RunID: r.ID, ThreadID: r.ThreadID, AssistantID: r.AssistantID, CreatedAt: r.CreatedAt.UTC(),
-		UpdatedAt: r.UpdatedAt.UTC(), Status: wire.RunStatus(r.Status), Metadata: md,
+		UpdatedAt: r.UpdatedAt.UTC(), Status: wire.RunStatus(r.Status), Metadata: md, AssistantVersion: r.AssistantVersion,
 	}
 	if r.MultitaskStrategy != "" {
 		ms := wire.MultitaskStrategy(r.MultitaskStrategy)

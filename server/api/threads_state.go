@@ -40,14 +40,28 @@ func (a *API) graphForMetadata(ctx context.Context, tenant string, md db.Metadat
 	return db.Assistant{}, false
 }
 
-// threadGraph returns the compiled graph of thread t.
+// threadGraph returns the compiled graph of thread t. When the thread's
+// latest run named an assistant version (and the metadata names that
+// run's assistant, or none), the state is that version's graph's: the
+// graph that wrote it, not the assistant's latest.
 func (a *API) threadGraph(ctx context.Context, tenant string, t db.Thread) (*graph.Graph, error) {
+	rs, err := a.DB.ListRuns(ctx, tenant, t.ID, db.RunQuery{Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	if len(rs) > 0 && rs[0].AssistantVersion > 0 {
+		if id, _ := t.Metadata["assistant_id"].(string); id == "" || id == rs[0].AssistantID {
+			as, err := runs.AssistantVersion(ctx, a.DB, tenant, rs[0].AssistantID, rs[0].AssistantVersion)
+			if err == nil {
+				return a.Graphs.Graph(ctx, tenant, as)
+			}
+			if !errors.Is(err, db.ErrNotFound) {
+				return nil, err
+			}
+		}
+	}
 	as, ok := a.graphForMetadata(ctx, tenant, t.Metadata)
 	if !ok {
-		rs, err := a.DB.ListRuns(ctx, tenant, t.ID, db.RunQuery{Limit: 1})
-		if err != nil {
-			return nil, err
-		}
 		if len(rs) == 0 {
 			return nil, errNoGraph
 		}

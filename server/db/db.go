@@ -208,6 +208,11 @@ type Run struct {
 	// (input, command, config, context, stream modes...), opaque here.
 	Kwargs            json.RawMessage `json:"kwargs"`
 	MultitaskStrategy string          `json:"multitask_strategy"`
+	// AssistantVersion is the assistant version the run names (a Trellis
+	// extension of the run API): its graph, config and context run it. 0
+	// names none, and the run takes the assistant's latest version when
+	// it executes.
+	AssistantVersion int `json:"assistant_version,omitempty"`
 	// Usage is what the run's model calls cost (opaque JSON), set when it
 	// ends.
 	Usage json.RawMessage `json:"usage,omitempty"`

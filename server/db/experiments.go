@@ -47,6 +47,12 @@ type Experiment struct {
 	// the assistant's latest version at the time each unit runs.
 	AssistantVersion int
 	Repetitions      int
+	// Criteria is the dataset's default criteria (a JSON array of
+	// eval.Criterion) as they were when the experiment was created, so
+	// that editing the dataset's criteria later does not change how it
+	// scores. Nil for an experiment stored without them (before they were
+	// kept): it scores with the dataset's criteria when each unit runs.
+	Criteria json.RawMessage
 	// Concurrency is how many units run at once (at least 1).
 	Concurrency int
 	// BaselineID is the experiment it is compared with by default ("").

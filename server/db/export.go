@@ -117,7 +117,8 @@ var Tables = []Table{
 		"tenant", ColText, "run_id", ColText, "thread_id", ColText, "assistant_id", ColText, "status", ColText,
 		"metadata", ColJSON, "kwargs", ColJSON, "multitask_strategy", ColText, "usage?", ColJSON, "error", ColText,
 		"created_at", ColTime, "updated_at", ColTime, "ended_at?", ColTime, "not_before?", ColTime,
-		"cancel_requested", ColText, "seq", ColInt, "lease_token", ColInt, "event_seq", ColInt)},
+		"cancel_requested", ColText, "seq", ColInt, "lease_token", ColInt, "event_seq", ColInt,
+		"assistant_version?", ColInt)},
 	{Name: "trellis_run_events", Key: 3, Columns: cols(
 		"tenant", ColText, "run_id", ColText, "seq", ColInt, "event", ColText, "data", ColBytes, "created_at", ColTime)},
 	{Name: "trellis_leases", Key: 2, Columns: cols(
@@ -139,7 +140,7 @@ var Tables = []Table{
 		"tenant", ColText, "experiment_id", ColText, "name", ColText, "dataset_id", ColText, "dataset_version", ColInt,
 		"assistant_id", ColText, "repetitions", ColInt, "concurrency", ColInt, "baseline_id", ColText, "metadata", ColJSON,
 		"status", ColText, "total", ColInt, "summary?", ColJSON, "error", ColText, "created_at", ColTime, "updated_at", ColTime,
-		"assistant_version", ColInt)},
+		"assistant_version", ColInt, "criteria?", ColJSON)},
 	{Name: "trellis_experiment_results", Key: 4, Columns: cols(
 		"tenant", ColText, "experiment_id", ColText, "case_id", ColText, "repetition", ColInt, "passed", ColBool,
 		"data", ColJSON, "created_at", ColTime)},

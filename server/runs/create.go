@@ -30,8 +30,12 @@ type CreateRequest struct {
 	Tenant      string
 	ThreadID    string
 	AssistantID string // an assistant ID, or a graph ID (its latest assistant)
-	Kwargs      Kwargs
-	Metadata    db.Metadata
+	// AssistantVersion names the assistant version to run (a Trellis
+	// extension); 0 continues the version of the thread's latest run of
+	// the same assistant, else runs the latest (see runVersion).
+	AssistantVersion int
+	Kwargs           Kwargs
+	Metadata         db.Metadata
 	// MultitaskStrategy is Reject (default), Enqueue, Interrupt or Rollback.
 	MultitaskStrategy string
 	// CreateThread creates the thread when it does not exist
@@ -61,9 +65,15 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	default:
 		return db.Run{}, inputErr("/multitask_strategy", "must be reject, enqueue, interrupt or rollback, got %q", strategy)
 	}
-	a, err := s.assistant(ctx, req.Tenant, req.AssistantID)
+	latest, err := s.assistant(ctx, req.Tenant, req.AssistantID)
 	if err != nil {
 		return db.Run{}, err
+	}
+	th, err := s.cfg.DB.GetThread(ctx, req.Tenant, req.ThreadID)
+	existed := err == nil
+	a, version, verr := s.runVersion(ctx, req, latest, existed)
+	if verr != nil {
+		return db.Run{}, verr
 	}
 	if err := s.cfg.Graphs.checkClientTools(a, req.Kwargs.ClientTools); err != nil {
 		return db.Run{}, err // before the thread is made: a refusal leaves nothing behind
@@ -76,7 +86,6 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 		txe = *p
 	}
 	var newThread *db.Thread // created with the run
-	th, err := s.cfg.DB.GetThread(ctx, req.Tenant, req.ThreadID)
 	switch {
 	case errors.Is(err, db.ErrNotFound) && req.CreateThread && txe != nil:
 		th = db.Thread{ID: req.ThreadID, Status: db.ThreadIdle, Metadata: runnerMetadata(a)}
@@ -128,7 +137,7 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	}
 	run := db.Run{
 		ID: checkpoint.NewID(), ThreadID: req.ThreadID, AssistantID: a.ID, Status: db.RunPending,
-		Metadata: req.Metadata, Kwargs: kw, MultitaskStrategy: strategy,
+		Metadata: req.Metadata, Kwargs: kw, MultitaskStrategy: strategy, AssistantVersion: version,
 	}
 	if req.After > 0 {
 		run.NotBefore = time.Now().Add(req.After)

@@ -475,7 +475,7 @@ func (s *Service) execute(ctx, outer context.Context, lease db.Lease, run db.Run
 	if err != nil {
 		return fail(err)
 	}
-	a, err := s.cfg.DB.GetAssistant(ctx, lease.Tenant, run.AssistantID)
+	a, err := s.runAssistant(ctx, lease.Tenant, run)
 	if err != nil {
 		return fail(fmt.Errorf("assistant %s: %w", run.AssistantID, err))
 	}

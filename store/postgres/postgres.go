@@ -297,22 +297,9 @@ func (s *Store) Delete(ctx context.Context, namespace []string, key string) erro
 // element by element, then by key; q.Offset of them are skipped and at most
 // q.Limit (10 when 0) returned.
 func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*store.Item, error) {
-	if err := ctx.Err(); err != nil {
+	limit, err := sqlstore.CheckSearch(ctx, prefix, q, s.index != nil)
+	if err != nil {
 		return nil, err
-	}
-	if err := store.ValidatePrefix(prefix); err != nil {
-		return nil, fmt.Errorf("store: search: %w", err)
-	}
-	if q.Limit < 0 || q.Offset < 0 {
-		return nil, fmt.Errorf("store: search: negative limit %d or offset %d", q.Limit, q.Offset)
-	}
-	if q.Text != "" {
-		if s.index == nil {
-			return nil, fmt.Errorf("store: search: %w", store.ErrNoIndex)
-		}
-		if err := store.CheckRanked(q.Offset, cmp.Or(q.Limit, 10)); err != nil {
-			return nil, err
-		}
 	}
 	now := time.Now()
 	w := newWhere(now, prefix)
@@ -328,7 +315,7 @@ func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*
 		return s.searchText(ctx, prefix, q, w)
 	}
 	rows, _ := s.pool.Query(ctx, `SELECT namespace, key, value, created, updated, expires FROM store_items`+w.String()+
-		` ORDER BY namespace, key LIMIT `+w.arg(cmp.Or(q.Limit, 10))+` OFFSET `+w.arg(q.Offset), w.args...)
+		` ORDER BY namespace, key LIMIT `+w.arg(limit)+` OFFSET `+w.arg(q.Offset), w.args...)
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (*store.Item, error) {
 		// Fresh variables for every row: pgx may reuse the memory of a
 		// scan target.

@@ -23,23 +23,9 @@ import (
 // element by element, then by key; q.Offset of them are skipped and at most
 // q.Limit (10 when 0) returned.
 func (s *Store) Search(ctx context.Context, prefix []string, q store.Query) ([]*store.Item, error) {
-	if err := ctx.Err(); err != nil {
+	limit, err := sqlstore.CheckSearch(ctx, prefix, q, s.index != nil)
+	if err != nil {
 		return nil, err
-	}
-	if err := store.ValidatePrefix(prefix); err != nil {
-		return nil, fmt.Errorf("store: search: %w", err)
-	}
-	if q.Limit < 0 || q.Offset < 0 {
-		return nil, fmt.Errorf("store: search: negative limit %d or offset %d", q.Limit, q.Offset)
-	}
-	limit := cmp.Or(q.Limit, 10)
-	if q.Text != "" {
-		if s.index == nil {
-			return nil, fmt.Errorf("store: search: %w", store.ErrNoIndex)
-		}
-		if err := store.CheckRanked(q.Offset, limit); err != nil {
-			return nil, err
-		}
 	}
 	filter := make(map[string]any, len(q.Filter))
 	for field, v := range q.Filter {

@@ -132,6 +132,9 @@ var runHeaders = map[string]string{
 	"Content-Location": "the run: /threads/{thread_id}/runs/{run_id}",
 }
 
+// runVersionNote describes the run body's Trellis extension.
+const runVersionNote = "assistant_version (a Trellis extension) names the assistant version to run: its graph, config and context, whatever version is the latest. Left out, the run keeps the version of the thread's latest run of the same assistant, else runs the latest. A version the assistant does not have is a 422 at /assistant_version."
+
 // Routes returns the LangGraph-compatible API, in document order. Crons
 // and the v2 thread protocol (/threads/{id}/commands, .../stream/events)
 // are not part of it: those SDK calls get a 404.
@@ -173,9 +176,9 @@ func Routes() []Route {
 		{Method: "GET", Pattern: "/threads/{thread_id}/stream", OperationID: "joinThreadStream", Tag: "Threads", Summary: "Stream the events of every run on the thread", Description: "Last-Event-ID resumes after that event.", Query: t[wire.ThreadJoinStreamQuery](), Status: ok, Stream: true},
 
 		// Runs on a thread.
-		{Method: "POST", Pattern: "/threads/{thread_id}/runs", OperationID: "createRun", Tag: "Thread Runs", Summary: "Create a run in the background", Body: rc, Status: ok, Response: t[wire.Run](), Headers: runHeaders, Problems: []int{409}},
-		{Method: "POST", Pattern: "/threads/{thread_id}/runs/stream", OperationID: "streamRun", Tag: "Thread Runs", Summary: "Create a run and stream its events", Body: rc, Query: t[wire.RunStreamQuery](), Status: ok, Stream: true, Headers: runHeaders, Problems: []int{409}},
-		{Method: "POST", Pattern: "/threads/{thread_id}/runs/wait", OperationID: "waitRun", Tag: "Thread Runs", Summary: "Create a run and answer its final state values", Body: rc, Status: ok, Response: t[wire.RunResult](), Headers: runHeaders, Problems: []int{409}},
+		{Method: "POST", Pattern: "/threads/{thread_id}/runs", OperationID: "createRun", Tag: "Thread Runs", Summary: "Create a run in the background", Description: runVersionNote, Body: rc, Status: ok, Response: t[wire.Run](), Headers: runHeaders, Problems: []int{409}},
+		{Method: "POST", Pattern: "/threads/{thread_id}/runs/stream", OperationID: "streamRun", Tag: "Thread Runs", Summary: "Create a run and stream its events", Description: runVersionNote, Body: rc, Query: t[wire.RunStreamQuery](), Status: ok, Stream: true, Headers: runHeaders, Problems: []int{409}},
+		{Method: "POST", Pattern: "/threads/{thread_id}/runs/wait", OperationID: "waitRun", Tag: "Thread Runs", Summary: "Create a run and answer its final state values", Description: runVersionNote, Body: rc, Status: ok, Response: t[wire.RunResult](), Headers: runHeaders, Problems: []int{409}},
 		{Method: "GET", Pattern: "/threads/{thread_id}/runs", OperationID: "listRuns", Tag: "Thread Runs", Summary: "List the thread's runs, newest first", Query: t[wire.RunListQuery](), Status: ok, Response: t[[]wire.Run]()},
 		{Method: "GET", Pattern: "/threads/{thread_id}/runs/{run_id}", OperationID: "getRun", Tag: "Thread Runs", Summary: "Get a run", Status: ok, Response: t[wire.Run]()},
 		{Method: "DELETE", Pattern: "/threads/{thread_id}/runs/{run_id}", OperationID: "deleteRun", Tag: "Thread Runs", Summary: "Delete a finished run", Status: nc, Problems: []int{409}},

@@ -80,6 +80,12 @@ type RunCreate struct {
 	Durability Durability `json:"durability,omitempty"`
 	// LangsmithTracer is the SDK's tracing hint; accepted and ignored.
 	LangsmithTracer *LangsmithTracer `json:"langsmith_tracer,omitempty"`
+	// AssistantVersion is a Trellis extension: the assistant version to
+	// run (its graph, config and context), whatever version is the
+	// latest. Left out, a run on a thread whose latest run was of the same
+	// assistant continues that run's version; otherwise it runs the
+	// latest. A version the assistant does not have is a 422.
+	AssistantVersion int `json:"assistant_version,omitempty"`
 }
 
 // Validate checks the rules across fields.
@@ -101,6 +107,9 @@ func (b *RunCreate) validate(ptr string) []FieldError {
 	}
 	if b.Webhook != "" {
 		errs = append(errs, httpURL(ptr+"/webhook", b.Webhook)...)
+	}
+	if b.AssistantVersion < 0 {
+		errs = append(errs, FieldError{Pointer: ptr + "/assistant_version", Detail: fmt.Sprintf("must be 1 or more (or left out to run the latest version), not %d", b.AssistantVersion)})
 	}
 	return append(errs, objectOrNull(ptr+"/context", b.Context)...)
 }
@@ -164,6 +173,7 @@ var camelAliases = map[string]string{
 	"streamResumable": "stream_resumable", "feedbackKeys": "feedback_keys", "strictResume": "strict_resume",
 	"multitaskStrategy": "multitask_strategy", "onCompletion": "on_completion", "onDisconnect": "on_disconnect",
 	"afterSeconds": "after_seconds", "ifNotExists": "if_not_exists", "checkpointDuring": "checkpoint_during",
+	"assistantVersion": "assistant_version",
 }
 
 func (b *BatchRun) decodeWire(ptr string, v any) []FieldError {
@@ -301,6 +311,9 @@ type Run struct {
 	CancelReason *string `json:"cancel_reason,omitempty"`
 	// Usage is a Trellis extension: what the run consumed so far.
 	Usage *RunUsage `json:"usage,omitempty"`
+	// AssistantVersion is a Trellis extension: the assistant version the
+	// run executes, absent when it runs the latest.
+	AssistantVersion int `json:"assistant_version,omitempty"`
 }
 
 // RunUsage is what a run consumed (a Trellis extension field of Run).

@@ -36,16 +36,24 @@ func testExperiments(t *testing.T, d db.DB) {
 	pinTen := tenant(t, "p")
 	pds, err := d.CreateDataset(bg(), pinTen, db.Dataset{Name: "qa"}, []db.DatasetCase{dcase("a", "one")})
 	ok(t, "CreateDataset", err)
-	pin, err := d.CreateExperiment(bg(), pinTen, db.Experiment{DatasetID: pds.ID, DatasetVersion: 1, AssistantID: "x", AssistantVersion: 3, Repetitions: 1, Concurrency: 1, Total: 1})
+	pin, err := d.CreateExperiment(bg(), pinTen, db.Experiment{DatasetID: pds.ID, DatasetVersion: 1, AssistantID: "x", AssistantVersion: 3, Repetitions: 1, Concurrency: 1, Total: 1,
+		Criteria: json.RawMessage(`[{"evaluator":"contains"}]`)})
 	ok(t, "CreateExperiment pinned to a version", err)
 	if got, err := d.GetExperiment(bg(), pinTen, pin.ID); err != nil || got.AssistantVersion != 3 || pin.AssistantVersion != 3 {
 		t.Fatalf("pinned experiment: created %+v, read %+v, %v: want assistant version 3", pin, got, err)
 	}
+	if got, err := d.GetExperiment(bg(), pinTen, pin.ID); err != nil {
+		t.Fatal(err)
+	} else {
+		jsonEq(t, "pinned criteria", got.Criteria, `[{"evaluator":"contains"}]`)
+	}
+	_, err = d.CreateExperiment(bg(), pinTen, db.Experiment{DatasetID: pds.ID, DatasetVersion: 1, AssistantID: "x", Repetitions: 1, Concurrency: 1, Criteria: json.RawMessage(`[{`)})
+	isErr(t, "criteria that are not JSON", err, db.ErrInvalid)
 
 	e1 := mkExperiment(t, d, ten, ds.ID, "a1")
 	e2 := mkExperiment(t, d, ten, ds.ID, "a2")
 	if e1.ID == "" || e1.Status != db.ExperimentPending || e1.Repetitions != 2 || e1.Concurrency != 3 || e1.Total != 4 ||
-		e1.Metadata["k"] != "v" || e1.Summary != nil || e1.DatasetVersion != 1 {
+		e1.Metadata["k"] != "v" || e1.Summary != nil || e1.DatasetVersion != 1 || e1.Criteria != nil {
 		t.Fatalf("created %+v", e1)
 	}
 	got, err := d.GetExperiment(bg(), ten, e1.ID)

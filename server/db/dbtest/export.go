@@ -94,14 +94,16 @@ func testExport(t *testing.T, d db.DB) {
 	ok(t, "AppendEvents", err)
 	_, err = d.FinishRun(bg(), l, db.RunSuccess, json.RawMessage(`{"tokens":3}`), "")
 	ok(t, "FinishRun", err)
-	mkRun(t, d, src, "th", "r2")
+	_, err = d.CreateRun(bg(), src, db.Run{ID: "r2", ThreadID: "th", AssistantID: "a", AssistantVersion: 2})
+	ok(t, "CreateRun naming a version", err)
 	l2 := claim(t, d, src, "r2", "w") // running, with its lease
 	mkCron(t, d, src, db.Cron{ID: "c", ThreadID: "th", Payload: json.RawMessage(`{}`), NextRunAt: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC), Enabled: true})
 	_, err = d.CreateFeedback(bg(), src, db.Feedback{ID: "fb", ThreadID: "th", RunID: "r1", Key: "user_score", Comment: "ok", Value: json.RawMessage(`1`)})
 	ok(t, "CreateFeedback", err)
 	_, err = d.CreateDataset(bg(), src, db.Dataset{ID: "ds", Name: "qa", Criteria: json.RawMessage(`[{"evaluator":"exact"}]`)}, []db.DatasetCase{dcase("c", "q")})
 	ok(t, "CreateDataset", err)
-	_, err = d.CreateExperiment(bg(), src, db.Experiment{ID: "ex", DatasetID: "ds", DatasetVersion: 1, AssistantID: "a", Repetitions: 1, Concurrency: 1, Total: 1})
+	_, err = d.CreateExperiment(bg(), src, db.Experiment{ID: "ex", DatasetID: "ds", DatasetVersion: 1, AssistantID: "a", Repetitions: 1, Concurrency: 1, Total: 1,
+		Criteria: json.RawMessage(`[{"evaluator":"exact"}]`)})
 	ok(t, "CreateExperiment", err)
 	_, err = d.RecordExperimentResult(bg(), src, db.ExperimentResult{ExperimentID: "ex", CaseID: "c", Passed: true, Data: json.RawMessage(`{"pass":true}`)})
 	ok(t, "RecordExperimentResult", err)
@@ -168,6 +170,9 @@ func testExport(t *testing.T, d db.DB) {
 	r1, e1 := d.ListRuns(bg(), src, "th", db.RunQuery{})
 	r2, e2 := d.ListRuns(bg(), dst, "th", db.RunQuery{})
 	same("runs", r1, r2, e1, e2)
+	if len(r2) != 2 || r2[0].ID != "r2" || r2[0].AssistantVersion != 2 {
+		t.Errorf("copied runs %+v: want r2 first, naming assistant version 2", r2)
+	}
 	ev1, e1 := d.ReadEvents(bg(), src, "r1", 0, 0)
 	ev2, e2 := d.ReadEvents(bg(), dst, "r1", 0, 0)
 	same("events", ev1, ev2, e1, e2)

@@ -17,7 +17,7 @@ func testRunCreateGetList(t *testing.T, d db.DB) {
 	mkThread(t, d, ten, "other", nil)
 	before := time.Now()
 	r, err := d.CreateRun(bg(), ten, db.Run{ID: "r1", ThreadID: "t", AssistantID: "asst", Status: db.RunSuccess,
-		Metadata: db.Metadata{"m": 1}, Kwargs: json.RawMessage(`{"input":{"x":1},"stream_mode":["values"]}`), MultitaskStrategy: "enqueue"})
+		Metadata: db.Metadata{"m": 1}, Kwargs: json.RawMessage(`{"input":{"x":1},"stream_mode":["values"]}`), MultitaskStrategy: "enqueue", AssistantVersion: 3})
 	ok(t, "CreateRun", err)
 	after := time.Now()
 	if r.ID != "r1" || r.ThreadID != "t" || r.AssistantID != "asst" || r.Status != db.RunPending || r.MultitaskStrategy != "enqueue" {
@@ -34,6 +34,11 @@ func testRunCreateGetList(t *testing.T, d db.DB) {
 	if got.ID != "r1" || got.Status != db.RunPending || !got.CreatedAt.Equal(r.CreatedAt) {
 		t.Errorf("GetRun = %+v, want %+v", got, r)
 	}
+	if r.AssistantVersion != 3 || got.AssistantVersion != 3 {
+		t.Errorf("a run naming assistant version 3: created with %d, read back with %d", r.AssistantVersion, got.AssistantVersion)
+	}
+	_, err = d.CreateRun(bg(), ten, db.Run{ThreadID: "t", AssistantVersion: -1})
+	isErr(t, "CreateRun with assistant version -1", err, db.ErrInvalid)
 	_, err = d.GetRun(bg(), ten, "other", "r1")
 	isErr(t, "GetRun through another thread", err, db.ErrNotFound)
 	_, err = d.CreateRun(bg(), ten, db.Run{ID: "r1", ThreadID: "t"})
@@ -48,6 +53,9 @@ func testRunCreateGetList(t *testing.T, d db.DB) {
 		t.Error("a run created without ID has none")
 	}
 	jsonEq(t, "default kwargs", auto.Kwargs, `{}`)
+	if auto.AssistantVersion != 0 {
+		t.Errorf("a run naming no assistant version reads back version %d, want 0", auto.AssistantVersion)
+	}
 	mkRun(t, d, ten, "t", "r3")
 	mkRun(t, d, ten, "other", "elsewhere")
 

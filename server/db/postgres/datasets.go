@@ -63,4 +63,7 @@ CREATE INDEX trellis_run_feedback_run ON trellis_run_feedback (tenant, run_id, c
 UPDATE trellis_run_feedback SET source = 'evaluator' WHERE value->>'source' = 'evaluator';`,
 	// 4: the assistant version an experiment pinned (0: the latest).
 	`ALTER TABLE trellis_experiments ADD COLUMN assistant_version integer NOT NULL DEFAULT 0;`,
+	// 5: the dataset criteria an experiment was created with (NULL for
+	// experiments stored before: they read the dataset's).
+	`ALTER TABLE trellis_experiments ADD COLUMN criteria jsonb;`,
 }

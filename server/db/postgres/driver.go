@@ -4,6 +4,7 @@ import (
 	"context"
 	"embed"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/db/internal/sqlcore"
 )
 
@@ -74,6 +76,108 @@ func (driver) MergesInSQL() bool { return true }
 // Exec runs the statement on the pool: one statement commits alone.
 func (x driver) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	return conn{x.d.pool}.Exec(ctx, query, args...)
+}
+
+// WriteOne runs the statement on the pool: one statement commits alone.
+func (x driver) WriteOne(_ context.Context, fn func(sqlcore.Conn) error) error {
+	return fn(conn{x.d.pool})
+}
+
+func (driver) Wrap(tx any) (sqlcore.Conn, error) {
+	ptx, ok := tx.(pgx.Tx)
+	if !ok || ptx == nil {
+		return nil, fmt.Errorf("a pgx.Tx of the same database is needed, got %T", tx)
+	}
+	return conn{ptx}, nil
+}
+
+func (driver) Unwrap(c sqlcore.Conn) any { return c.(conn).q }
+
+// AppendEventRows inserts the events in one statement, as arrays.
+func (driver) AppendEventRows(ctx context.Context, c sqlcore.Conn, tenant, runID string, events []db.Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	names := make([]string, len(events))
+	datas := make([][]byte, len(events))
+	for i, e := range events {
+		names[i], datas[i] = e.Event, e.Data
+	}
+	_, err := c.Exec(ctx, `INSERT INTO trellis_run_events (tenant, run_id, seq, event, data, created_at)
+			SELECT $1, $2, $3 + u.ord - 1, u.event, u.data, $4 FROM unnest($5::text[], $6::bytea[]) WITH ORDINALITY AS u(event, data, ord)`,
+		tenant, runID, events[0].Seq, events[0].CreatedAt, names, datas)
+	return err
+}
+
+// MemberArg is the key itself.
+func (driver) MemberArg(key string) any { return key }
+
+func (driver) MemberText(col, param string) string    { return col + "->>" + param }
+func (driver) MemberMissing(col, param string) string { return col + "->" + param + " IS NULL" }
+
+// ExportDest scans into a pointer of the column's Go type (nil for NULL).
+func (driver) ExportDest(c db.Column) any {
+	switch c.Type {
+	case db.ColText:
+		return new(*string)
+	case db.ColInt:
+		return new(*int64)
+	case db.ColBool:
+		return new(*bool)
+	case db.ColTime:
+		return new(*time.Time)
+	}
+	return new([]byte)
+}
+
+func (driver) ExportValue(_ db.Column, dest any) (any, error) {
+	switch p := dest.(type) {
+	case **string:
+		if *p != nil {
+			return **p, nil
+		}
+	case **int64:
+		if *p != nil {
+			return **p, nil
+		}
+	case **bool:
+		if *p != nil {
+			return **p, nil
+		}
+	case **time.Time:
+		if *p != nil {
+			return (**p).UTC(), nil
+		}
+	case *[]byte:
+		if *p != nil {
+			return *p, nil
+		}
+	}
+	return nil, nil
+}
+
+// ColumnArg passes JSON as text, which ColumnParam casts.
+func (driver) ColumnArg(c db.Column, v any) any {
+	if b, ok := v.([]byte); ok && c.Type == db.ColJSON {
+		return string(b)
+	}
+	return v
+}
+
+func (x driver) ColumnParam(c db.Column, n int) string {
+	if c.Type == db.ColJSON {
+		return x.Param(n) + "::text::jsonb"
+	}
+	return x.Param(n)
+}
+
+// ImportClause keeps imported runs' sequence numbers, which the schema
+// otherwise generates (see ImportedRuns).
+func (driver) ImportClause(table string) string {
+	if table == "trellis_runs" {
+		return " OVERRIDING SYSTEM VALUE"
+	}
+	return ""
 }
 
 // utcDest scans a timestamptz in UTC (NULL: the zero time).

@@ -185,6 +185,9 @@ CREATE TABLE trellis_crons (
 CREATE INDEX trellis_crons_thread ON trellis_crons (tenant, thread_id);
 CREATE INDEX trellis_crons_due ON trellis_crons (next_run_at) WHERE enabled AND next_run_at IS NOT NULL;
 `,
+	// 5: the assistant version a run names (NULL: the assistant's latest
+	// version when it runs).
+	`ALTER TABLE trellis_runs ADD COLUMN assistant_version integer;`,
 }
 
 // DB is the store of record on PostgreSQL. It is safe for concurrent use,
@@ -192,8 +195,10 @@ CREATE INDEX trellis_crons_due ON trellis_crons (next_run_at) WHERE enabled AND 
 type DB struct {
 	pool  *pgxpool.Pool
 	owned bool // Close closes the pool
-	// Store holds the stores written once over this dialect's queries
-	// (datasets, experiments, feedback).
+	// Store is every store of db.DB, written once over this dialect's
+	// queries (queries/*.sql) and driver (driver.go), with export and
+	// import (db.Exporter) and the transaction folds (db.TxRunCreator,
+	// db.TxClaimer).
 	*sqlcore.Store
 }
 
@@ -313,34 +318,8 @@ type querier interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-type scanner interface{ Scan(dest ...any) error }
-
-// wrap prefixes err with the package and what was being done.
-func wrap(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	return classify(fmt.Errorf("server/db/postgres: %s: %w", fmt.Sprintf(format, args...), err))
-}
-
 // isUnique reports a unique violation, optionally of a named constraint.
 func isUnique(err error, constraint string) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505" && (constraint == "" || pgErr.ConstraintName == constraint)
-}
-
-// notFound is the error for a missing row.
-func notFound(what, id, tenant string) error {
-	return fmt.Errorf("server/db/postgres: %s %q (tenant %q): %w", what, id, tenant, db.ErrNotFound)
-}
-
-// utc returns t in UTC.
-func utc(t time.Time) time.Time { return t.UTC() }
-
-// nullTime stores a zero time as NULL.
-func nullTime(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t
 }

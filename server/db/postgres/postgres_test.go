@@ -60,3 +60,14 @@ func BenchmarkThreadCalls(b *testing.B) {
 	b.Cleanup(func() { _ = d.Close() })
 	dbtest.BenchmarkThreadCalls(b, d)
 }
+
+// BenchmarkImportRows: ImportRows of 500 threads in one transaction.
+func BenchmarkImportRows(b *testing.B) {
+	dsn, schema := pgdbtest.Schema(b)
+	d, err := postgres.Open(context.Background(), dsn, postgres.WithSchema(schema))
+	if err != nil {
+		b.Fatalf("Open: %v", err)
+	}
+	b.Cleanup(func() { _ = d.Close() })
+	dbtest.BenchmarkImportRows(b, d)
+}

@@ -25,7 +25,7 @@ func TestStorageErrorsAreClassified(t *testing.T) {
 		{"23505", nil},               // unique_violation: not storage
 	} {
 		pgErr := &pgconn.PgError{Code: c.code, Message: "boom"}
-		err := wrap(fmt.Errorf("insert: %w", pgErr), "create thread %q", "t")
+		err := driver{}.Classify(fmt.Errorf("server/db/postgres: create thread %q: insert: %w", "t", pgErr))
 		se, ok := db.AsStorage(err)
 		switch {
 		case c.want == nil && ok:

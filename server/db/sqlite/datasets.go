@@ -62,7 +62,7 @@ CREATE TABLE trellis_run_feedback (
 ) WITHOUT ROWID;
 CREATE INDEX trellis_run_feedback_run ON trellis_run_feedback (tenant, run_id, created_at);
 `}, {Version: 2, SQL: experimentsSchema}, {Version: 3, SQL: feedbackSourceSchema},
-	{Version: 4, SQL: experimentAssistantVersionSchema}}
+	{Version: 4, SQL: experimentAssistantVersionSchema}, {Version: 5, SQL: experimentCriteriaSchema}}
 
 // feedbackSourceSchema gives feedback a source column. Entries stored
 // before it are the API's, except the online evaluators', which said so
@@ -77,4 +77,11 @@ UPDATE trellis_run_feedback SET source = 'evaluator'
 // experiment pinned (0: it runs the assistant's latest version).
 const experimentAssistantVersionSchema = `
 ALTER TABLE trellis_experiments ADD COLUMN assistant_version INTEGER NOT NULL DEFAULT 0;
+`
+
+// experimentCriteriaSchema keeps the dataset criteria an experiment was
+// created with (NULL for experiments stored before: they read the
+// dataset's).
+const experimentCriteriaSchema = `
+ALTER TABLE trellis_experiments ADD COLUMN criteria BLOB;
 `

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
+	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/db/internal/sqlcore"
 )
 
@@ -62,6 +64,39 @@ func (driver) JSONTextContains(col, key, param string) string { return "" }
 // null members, not PostgreSQL's top-level ||.
 func (driver) MergesInSQL() bool { return false }
 
+var _ sqlcore.Rewriter = driver{}
+
+// Rewrite turns a statement's numbered parameters into plain "?" when
+// they appear as ?1, ?2, … in order, each once: the driver binds a
+// numbered parameter by looking up its name, one allocation per parameter
+// and execution, and a plain one by position. Any other statement (a
+// parameter repeated or out of order) is returned as it is.
+func (driver) Rewrite(query string) string {
+	var b strings.Builder
+	next, inString := 1, false
+	for i := 0; i < len(query); i++ {
+		c := query[i]
+		if c == '\'' {
+			inString = !inString
+		}
+		if c != '?' || inString {
+			b.WriteByte(c)
+			continue
+		}
+		j := i + 1
+		for j < len(query) && query[j] >= '0' && query[j] <= '9' {
+			j++
+		}
+		if n, err := strconv.Atoi(query[i+1 : j]); err != nil || n != next {
+			return query
+		}
+		next++
+		b.WriteByte('?')
+		i = j - 1
+	}
+	return b.String()
+}
+
 // jsonList is a list as the JSON array json_each expands.
 func jsonList(s []string) string {
 	if s == nil {
@@ -88,6 +123,108 @@ func (x driver) Exec(ctx context.Context, query string, args ...any) (int64, err
 	})
 	return n, err
 }
+
+func (x driver) WriteOne(ctx context.Context, fn func(sqlcore.Conn) error) error {
+	return x.Write(ctx, fn)
+}
+
+func (driver) Wrap(tx any) (sqlcore.Conn, error) {
+	stx, ok := tx.(*sql.Tx)
+	if !ok || stx == nil {
+		return nil, fmt.Errorf("a *sql.Tx of the same file is needed, got %T", tx)
+	}
+	return conn{stx}, nil
+}
+
+func (driver) Unwrap(c sqlcore.Conn) any { return c.(conn).q }
+
+// AppendEventRows inserts the events in statements of up to 100 rows.
+func (driver) AppendEventRows(ctx context.Context, c sqlcore.Conn, tenant, runID string, events []db.Event) error {
+	const cols = 6
+	for start := 0; start < len(events); start += 100 {
+		batch := events[start:min(start+100, len(events))]
+		args := make([]any, 0, cols*len(batch))
+		for _, e := range batch {
+			args = append(args, tenant, runID, e.Seq, e.Event, []byte(e.Data), micros(e.CreatedAt))
+		}
+		q := `INSERT INTO trellis_run_events (tenant, run_id, seq, event, data, created_at) VALUES ` +
+			strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?), `, len(batch)), ", ")
+		if _, err := c.Exec(ctx, q, args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// MemberArg is the JSON path of a top-level key.
+func (driver) MemberArg(key string) any { return `$."` + key + `"` }
+
+func (driver) MemberText(col, param string) string { return "json_extract(" + col + ", " + param + ")" }
+
+func (driver) MemberMissing(col, param string) string {
+	return "json_type(" + col + ", " + param + ") IS NULL"
+}
+
+// ExportDest scans any value; ExportValue converts it.
+func (driver) ExportDest(db.Column) any { return new(any) }
+
+// ExportValue converts a scanned SQLite value to the column's Go type.
+func (driver) ExportValue(c db.Column, dest any) (any, error) {
+	v := *dest.(*any)
+	if v == nil {
+		return nil, nil
+	}
+	switch c.Type {
+	case db.ColText:
+		switch s := v.(type) {
+		case string:
+			return s, nil
+		case []byte:
+			return string(s), nil
+		}
+	case db.ColInt, db.ColBool, db.ColTime:
+		n, ok := v.(int64)
+		if !ok {
+			break
+		}
+		switch c.Type {
+		case db.ColBool:
+			return n != 0, nil
+		case db.ColTime:
+			return fromMicros(n), nil
+		}
+		return n, nil
+	case db.ColJSON, db.ColBytes:
+		switch b := v.(type) {
+		case []byte:
+			return append([]byte(nil), b...), nil
+		case string:
+			return []byte(b), nil
+		}
+	}
+	return nil, fmt.Errorf("column %s holds a %T, not a value of its type", c.Name, v)
+}
+
+// ColumnArg stores times as Unix microseconds and booleans as 0 or 1.
+func (driver) ColumnArg(_ db.Column, v any) any {
+	switch x := v.(type) {
+	case time.Time:
+		return micros(x)
+	case bool:
+		if x {
+			return int64(1)
+		}
+		return int64(0)
+	}
+	return v
+}
+
+// ColumnParam is a plain "?": an import's arguments come in column order,
+// and the driver binds a numbered parameter by looking up its name, one
+// allocation per parameter and row.
+func (driver) ColumnParam(db.Column, int) string { return "?" }
+
+func (driver) ImportClause(string) string { return "" }
 
 // microsDest scans stored Unix microseconds (or NULL, the zero time).
 type microsDest struct{ t *time.Time }
@@ -133,16 +270,37 @@ func (c conn) QueryRow(ctx context.Context, query string, args ...any) sqlcore.R
 	return c.q.QueryRowContext(ctx, query, args...)
 }
 
+var _ sqlcore.Preparer = conn{}
+
+// Prepare prepares query on the transaction (or pool) under c.
+func (c conn) Prepare(ctx context.Context, query string) (sqlcore.Stmt, error) {
+	p, ok := c.q.(interface {
+		PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+	})
+	if !ok {
+		return nil, fmt.Errorf("%T cannot prepare statements", c.q)
+	}
+	st, err := p.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	return stmt{st}, nil
+}
+
+// stmt is a prepared *sql.Stmt as a sqlcore.Stmt.
+type stmt struct{ st *sql.Stmt }
+
+func (s stmt) Exec(ctx context.Context, args ...any) (int64, error) {
+	res, err := s.st.ExecContext(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+func (s stmt) Close() error { return s.st.Close() }
+
 // sqlRows drops the error of Close, which Err reports.
 type sqlRows struct{ *sql.Rows }
 
 func (r sqlRows) Close() { _ = r.Rows.Close() }
-
-// scanner is a row to scan.
-type scanner interface{ Scan(dest ...any) error }
-
-// querier is the read pool or a transaction.
-type querier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}

@@ -183,14 +183,20 @@ CREATE TABLE trellis_crons (
 ) WITHOUT ROWID;
 CREATE INDEX trellis_crons_thread ON trellis_crons (tenant, thread_id);
 CREATE INDEX trellis_crons_due ON trellis_crons (next_run_at) WHERE enabled = 1 AND next_run_at IS NOT NULL;
+`}, {Version: 5, SQL: `
+-- The assistant version a run names (NULL: the assistant's latest version
+-- when it runs).
+ALTER TABLE trellis_runs ADD COLUMN assistant_version INTEGER;
 `}}
 
 // DB is the store of record on a SQLite file. It is safe for concurrent
 // use, also by several processes sharing the file. Create one with Open.
 type DB struct {
 	sq *sqlitedb.DB
-	// Store holds the stores written once over this dialect's queries
-	// (datasets, experiments, feedback).
+	// Store is every store of db.DB, written once over this dialect's
+	// queries (queries/*.sql) and driver (driver.go), with export and
+	// import (db.Exporter) and the transaction folds (db.TxRunCreator,
+	// db.TxClaimer).
 	*sqlcore.Store
 }
 
@@ -276,29 +282,7 @@ func micros(t time.Time) int64 { return t.UnixMicro() }
 // fromMicros converts stored Unix microseconds to a UTC time.
 func fromMicros(us int64) time.Time { return time.UnixMicro(us).UTC() }
 
-// nullMicros stores a zero time as NULL.
-func nullMicros(t time.Time) any {
-	if t.IsZero() {
-		return nil
-	}
-	return t.UnixMicro()
-}
-
-// wrap prefixes err with the package and what was being done, keeping
-// context errors and sentinels unwrappable.
-func wrap(err error, format string, args ...any) error {
-	if err == nil {
-		return nil
-	}
-	return fmt.Errorf("server/db/sqlite: %s: %w", fmt.Sprintf(format, args...), err)
-}
-
 // isUnique reports a UNIQUE or PRIMARY KEY constraint failure.
 func isUnique(err error) bool {
 	return err != nil && strings.Contains(err.Error(), "UNIQUE constraint failed")
-}
-
-// notFound is the error for a missing row.
-func notFound(what, id, tenant string) error {
-	return fmt.Errorf("server/db/sqlite: %s %q (tenant %q): %w", what, id, tenant, db.ErrNotFound)
 }

@@ -53,3 +53,8 @@ func BenchmarkRunCycle(b *testing.B) {
 func BenchmarkThreadCalls(b *testing.B) {
 	dbtest.BenchmarkThreadCalls(b, open(b, filepath.Join(b.TempDir(), "bench.db")))
 }
+
+// BenchmarkImportRows: ImportRows of 500 threads in one transaction.
+func BenchmarkImportRows(b *testing.B) {
+	dbtest.BenchmarkImportRows(b, open(b, filepath.Join(b.TempDir(), "bench.db")))
+}

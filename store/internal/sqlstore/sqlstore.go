@@ -4,6 +4,7 @@
 package sqlstore
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -73,4 +74,30 @@ func CheckNamespaceQuery(ctx context.Context, q store.NamespaceQuery) error {
 		return fmt.Errorf("store: list namespaces: negative max depth %d, limit %d or offset %d", q.MaxDepth, q.Limit, q.Offset)
 	}
 	return nil
+}
+
+// CheckSearch checks a Search: the context, the prefix, no negative limit
+// or offset, and for a text query (q.Text) that the store has an index
+// (hasIndex; store.ErrNoIndex otherwise) and the page is one it ranks
+// (store.CheckRanked). It returns the page's limit (10 when q.Limit is 0).
+func CheckSearch(ctx context.Context, prefix []string, q store.Query, hasIndex bool) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	if err := store.ValidatePrefix(prefix); err != nil {
+		return 0, fmt.Errorf("store: search: %w", err)
+	}
+	if q.Limit < 0 || q.Offset < 0 {
+		return 0, fmt.Errorf("store: search: negative limit %d or offset %d", q.Limit, q.Offset)
+	}
+	limit := cmp.Or(q.Limit, 10)
+	if q.Text != "" {
+		if !hasIndex {
+			return 0, fmt.Errorf("store: search: %w", store.ErrNoIndex)
+		}
+		if err := store.CheckRanked(q.Offset, limit); err != nil {
+			return 0, err
+		}
+	}
+	return limit, nil
 }

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -54,5 +55,29 @@ func TestCheckImport(t *testing.T) {
 	err := CheckImport(context.Background(), []*store.Item{good, bad})
 	if err == nil || !strings.Contains(err.Error(), "store: import a/j: value is not valid JSON") {
 		t.Fatalf("CheckImport(bad) = %v", err)
+	}
+}
+
+func TestCheckSearch(t *testing.T) {
+	ctx := context.Background()
+	if limit, err := CheckSearch(ctx, []string{"a"}, store.Query{}, false); err != nil || limit != 10 {
+		t.Errorf("default page: %d, %v; want 10, nil", limit, err)
+	}
+	if limit, err := CheckSearch(ctx, nil, store.Query{Limit: 3}, false); err != nil || limit != 3 {
+		t.Errorf("limit 3: %d, %v; want 3, nil", limit, err)
+	}
+	if _, err := CheckSearch(ctx, nil, store.Query{Offset: -1}, false); err == nil || !strings.Contains(err.Error(), "negative limit 0 or offset -1") {
+		t.Errorf("negative offset: %v", err)
+	}
+	if _, err := CheckSearch(ctx, nil, store.Query{Text: "x"}, false); !errors.Is(err, store.ErrNoIndex) {
+		t.Errorf("text without an index: %v; want store.ErrNoIndex", err)
+	}
+	if _, err := CheckSearch(ctx, []string{""}, store.Query{}, true); err == nil {
+		t.Error("an empty prefix element passed")
+	}
+	done, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := CheckSearch(done, nil, store.Query{}, true); !errors.Is(err, context.Canceled) {
+		t.Errorf("done context: %v", err)
 	}
 }

@@ -99,6 +99,8 @@ func Experiment(e db.Experiment) (md []byte, err error) {
 		return nil, Invalid("repetitions %d and concurrency %d must be positive", e.Repetitions, e.Concurrency)
 	case e.Total < 0 || e.Total > db.MaxExperimentUnits:
 		return nil, Invalid("an experiment has at most %d units, this one %d", db.MaxExperimentUnits, e.Total)
+	case e.Criteria != nil && !json.Valid(e.Criteria):
+		return nil, Invalid("the experiment's criteria are not JSON")
 	}
 	return EncodeMetadata(e.Metadata)
 }

@@ -413,3 +413,15 @@ func RunSearch(q db.RunSearch) (limit int, keys []string, err error) {
 	}
 	return limit, slices.Sorted(maps.Keys(q.Metadata)), nil
 }
+
+// RunVersion checks a run's assistant version and returns it as a column
+// value: nil (NULL) for 0, which runs the assistant's latest version.
+func RunVersion(v int) (any, error) {
+	if v < 0 {
+		return nil, Invalid("a run's assistant version is 1 or more (0: the latest), not %d", v)
+	}
+	if v == 0 {
+		return nil, nil
+	}
+	return int64(v), nil
+}

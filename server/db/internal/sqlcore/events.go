@@ -64,3 +64,78 @@ func (s *Store) PruneEvents(ctx context.Context, endedBefore time.Time) (int, er
 	}
 	return int(n), nil
 }
+
+// AppendEvents appends events to the lease's run, fenced by the lease,
+// with Seq following the run's last one (gap-free even when the holder
+// appends from several goroutines or processes: the append holds the
+// write lock, or the lease row's lock); it returns them with Seq and
+// CreatedAt set. Every event needs a name; Data must be JSON (null when
+// empty) and is stored as given.
+func (s *Store) AppendEvents(ctx context.Context, l db.Lease, events []db.Event) ([]db.Event, error) {
+	out, err := eventRows(l, events)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.d.Write(ctx, func(tx Conn) error { return s.appendEvents(ctx, tx, l, out) }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// AppendEventsTx is AppendEvents inside tx, the database's own open write
+// transaction (another backend's, see internal/txhook), which the caller
+// commits. With no events it checks the lease alone.
+func (s *Store) AppendEventsTx(ctx context.Context, tx any, l db.Lease, events []db.Event) ([]db.Event, error) {
+	c, err := s.d.Wrap(tx)
+	if err != nil {
+		return nil, s.wrap(err, "AppendEventsTx")
+	}
+	out, err := eventRows(l, events)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.appendEvents(ctx, c, l, out); err != nil {
+		return nil, s.d.Classify(err)
+	}
+	return out, nil
+}
+
+// eventRows checks events and returns them as they are stored.
+func eventRows(l db.Lease, events []db.Event) ([]db.Event, error) {
+	out := make([]db.Event, len(events))
+	for i, e := range events {
+		if e.Event == "" {
+			return nil, dbutil.Invalid("event %d has no name", i)
+		}
+		data, err := dbutil.OptionalJSON("event data", e.Data)
+		if err != nil {
+			return nil, err
+		}
+		if data == nil {
+			data = []byte("null")
+		}
+		out[i] = db.Event{RunID: l.RunID, Event: e.Event, Data: data}
+	}
+	return out, nil
+}
+
+// appendEvents checks the lease and appends out in c, setting their Seq
+// and CreatedAt.
+func (s *Store) appendEvents(ctx context.Context, c Conn, l db.Lease, out []db.Event) error {
+	if err := s.fence(ctx, c, l); err != nil {
+		return err
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	var last int64
+	if err := c.QueryRow(ctx, s.q.BumpEventSeq, len(out), l.Tenant, l.RunID).Scan(&last); err != nil {
+		return s.wrap(err, "append events to run %q", l.RunID)
+	}
+	now := dbutil.Now()
+	first := last - int64(len(out)) + 1
+	for i := range out {
+		out[i].Seq, out[i].CreatedAt = first+int64(i), now
+	}
+	return s.wrap(s.d.AppendEventRows(ctx, c, l.Tenant, l.RunID, out), "append events to run %q", l.RunID)
+}

@@ -9,18 +9,22 @@ import (
 
 // scanExperiment reads ID, name, dataset ID and version, assistant ID,
 // repetitions, concurrency, baseline ID, metadata, status, total, summary,
-// error, creation and update times, and the pinned assistant version.
+// error, creation and update times, the pinned assistant version and the
+// pinned criteria.
 func (s *Store) scanExperiment(r Row, tenant string) (db.Experiment, error) {
 	var e db.Experiment
-	var md, summary []byte
+	var md, summary, criteria []byte
 	var status string
 	if err := r.Scan(&e.ID, &e.Name, &e.DatasetID, &e.DatasetVersion, &e.AssistantID, &e.Repetitions, &e.Concurrency, &e.BaselineID,
-		&md, &status, &e.Total, &summary, &e.Error, s.d.ScanTime(&e.CreatedAt), s.d.ScanTime(&e.UpdatedAt), &e.AssistantVersion); err != nil {
+		&md, &status, &e.Total, &summary, &e.Error, s.d.ScanTime(&e.CreatedAt), s.d.ScanTime(&e.UpdatedAt), &e.AssistantVersion, &criteria); err != nil {
 		return db.Experiment{}, err
 	}
 	e.Status = db.ExperimentStatus(status)
 	if len(summary) > 0 {
 		e.Summary = summary
+	}
+	if len(criteria) > 0 {
+		e.Criteria = criteria
 	}
 	var err error
 	if e.Metadata, err = dbutil.DecodeMetadata(md); err != nil {
@@ -43,6 +47,10 @@ func (s *Store) CreateExperiment(ctx context.Context, tenant string, e db.Experi
 	if err != nil {
 		return db.Experiment{}, err
 	}
+	var criteria []byte // NULL: the dataset's criteria when it runs
+	if e.Criteria != nil {
+		criteria = e.Criteria
+	}
 	if e.ID == "" {
 		e.ID = dbutil.NewID()
 	}
@@ -52,7 +60,7 @@ func (s *Store) CreateExperiment(ctx context.Context, tenant string, e db.Experi
 			return err
 		}
 		_, err := tx.Exec(ctx, s.q.InsertExperiment, tenant, e.ID, e.Name, e.DatasetID, e.DatasetVersion, e.AssistantID,
-			e.Repetitions, e.Concurrency, e.BaselineID, md, string(db.ExperimentPending), e.Total, s.d.Time(dbutil.Now()), e.AssistantVersion)
+			e.Repetitions, e.Concurrency, e.BaselineID, md, string(db.ExperimentPending), e.Total, s.d.Time(dbutil.Now()), e.AssistantVersion, criteria)
 		if s.d.IsUnique(err) {
 			return s.wrap(db.ErrConflict, "experiment %q", e.ID)
 		}

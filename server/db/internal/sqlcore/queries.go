@@ -56,7 +56,8 @@ type Queries struct {
 	GetExperiment string
 	// InsertExperiment ($1 tenant, $2 ID, $3 name, $4 dataset ID, $5
 	// dataset version, $6 assistant ID, $7 repetitions, $8 concurrency, $9
-	// baseline ID, $10 metadata, $11 status, $12 total, $13 now).
+	// baseline ID, $10 metadata, $11 status, $12 total, $13 now, $14
+	// assistant version, $15 criteria or NULL).
 	InsertExperiment string
 	// SearchExperiments ($1 tenant, $2 dataset ID or "", $3 assistant ID or
 	// "", $4 limit, $5 offset), newest first.
@@ -234,27 +235,68 @@ type Queries struct {
 	ListFeedback string
 	// DeleteFeedback ($1 tenant, $2 thread ID, $3 run ID, $4 feedback ID).
 	DeleteFeedback string
+
+	runQueries
+}
+
+// statement is one statement field of Queries.
+type statement struct {
+	name     string
+	optional bool // tagged `sql:"optional"`: a dialect may give no text
+	v        reflect.Value
+}
+
+// statements lists Queries' statement fields in order, those of embedded
+// groups in their place.
+func (q *Queries) statements() []statement {
+	var out []statement
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		t := v.Type()
+		for i := range v.NumField() {
+			f := t.Field(i)
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				walk(v.Field(i))
+				continue
+			}
+			if f.IsExported() && f.Type.Kind() == reflect.String {
+				out = append(out, statement{f.Name, f.Tag.Get("sql") == "optional", v.Field(i)})
+			}
+		}
+	}
+	walk(reflect.ValueOf(q).Elem())
+	return out
 }
 
 // All yields each statement's name and text, in the order of Queries'
-// fields.
+// fields; an optional statement the dialect left out is skipped.
 func (q *Queries) All() iter.Seq2[string, string] {
 	return func(yield func(string, string) bool) {
-		v := reflect.ValueOf(q).Elem()
-		for i := range v.NumField() {
-			if !yield(v.Type().Field(i).Name, v.Field(i).String()) {
+		for _, st := range q.statements() {
+			if st.optional && st.v.String() == "" {
+				continue
+			}
+			if !yield(st.name, st.v.String()) {
 				return
 			}
 		}
 	}
 }
 
+// Names lists every statement's name, optional ones included.
+func (q *Queries) Names() []string {
+	var out []string
+	for _, st := range q.statements() {
+		out = append(out, st.name)
+	}
+	return out
+}
+
 // Check reports the first statement q lacks.
 func (q *Queries) Check() error {
-	v := reflect.ValueOf(q).Elem()
-	for i := range v.NumField() {
-		if strings.TrimSpace(v.Field(i).String()) == "" {
-			return fmt.Errorf("query %s is missing from the dialect's query files", v.Type().Field(i).Name)
+	for _, st := range q.statements() {
+		if !st.optional && strings.TrimSpace(st.v.String()) == "" {
+			return fmt.Errorf("query %s is missing from the dialect's query files", st.name)
 		}
 	}
 	return nil
@@ -297,7 +339,10 @@ func Load(fsys fs.FS, pattern string) (*Queries, error) {
 		return nil, fmt.Errorf("no query files match %q", pattern)
 	}
 	q := &Queries{}
-	v := reflect.ValueOf(q).Elem()
+	fields := map[string]reflect.Value{}
+	for _, st := range q.statements() {
+		fields[st.name] = st.v
+	}
 	seen := map[string]string{}
 	for _, name := range files {
 		text, err := fs.ReadFile(fsys, name)
@@ -325,15 +370,15 @@ func Load(fsys fs.FS, pattern string) (*Queries, error) {
 			}
 			flush()
 			key = strings.TrimSpace(key)
-			f, known := v.Type().FieldByName(key)
-			if !known || !f.IsExported() || f.Type.Kind() != reflect.String {
+			f, known := fields[key]
+			if !known {
 				return nil, fmt.Errorf("query file %s:%d: %q is not a statement of sqlcore.Queries", name, line, key)
 			}
 			if prev, dup := seen[key]; dup {
 				return nil, fmt.Errorf("query file %s:%d: %s is given again (first in %s)", name, line, key, prev)
 			}
 			seen[key] = name
-			field = v.FieldByName(key)
+			field = f
 		}
 		flush()
 		if err := sc.Err(); err != nil {

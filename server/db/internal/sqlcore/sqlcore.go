@@ -44,6 +44,21 @@ type Conn interface {
 	QueryRow(ctx context.Context, query string, args ...any) Row
 }
 
+// Preparer is a Conn that prepares a statement to run many times, where
+// that saves parsing it each time (database/sql on SQLite; pgx caches
+// statements itself). ImportRows uses it when the transaction's Conn is
+// one.
+type Preparer interface {
+	Prepare(ctx context.Context, query string) (Stmt, error)
+}
+
+// Stmt is a prepared statement.
+type Stmt interface {
+	// Exec runs the statement and returns how many rows it changed.
+	Exec(ctx context.Context, args ...any) (int64, error)
+	Close() error
+}
+
 // Dialect is how a backend stores values and reports errors.
 type Dialect interface {
 	// Name prefixes errors: "server/db/sqlite".
@@ -88,6 +103,36 @@ type Dialect interface {
 	// Classify turns a storage failure (full disk, lost connection) into a
 	// *db.StorageError and returns other errors unchanged.
 	Classify(err error) error
+	// MemberArg is the argument naming the top-level key of a JSON object
+	// for MemberText and MemberMissing (a JSON path, or the key itself).
+	MemberArg(key string) any
+	// MemberText is the SQL expression "the member of the JSON object in
+	// column col that parameter param names (see MemberArg), as text".
+	MemberText(col, param string) string
+	// MemberMissing is the SQL condition "the JSON object in column col
+	// has no member named by parameter param".
+	MemberMissing(col, param string) string
+	// Columns is how the dialect reads and writes db.Table rows for
+	// export and import.
+	Columns
+}
+
+// Columns is how a dialect converts db.Table rows (see db.Exporter).
+type Columns interface {
+	// ExportDest is the scan destination for a value of column c.
+	ExportDest(c db.Column) any
+	// ExportValue is the value ExportDest's destination holds after a
+	// scan, as the column's Go type (nil for NULL).
+	ExportValue(c db.Column, dest any) (any, error)
+	// ColumnArg is the argument that stores v, a value of column c.
+	ColumnArg(c db.Column, v any) any
+	// ColumnParam is the text of parameter n (from 1) where it stores a
+	// value of column c, in a statement whose parameters come in order.
+	ColumnParam(c db.Column, n int) string
+	// ImportClause is what an import's INSERT into table needs between its
+	// column list and VALUES ("" for nothing; PostgreSQL's runs keep their
+	// sequence numbers).
+	ImportClause(table string) string
 }
 
 // Driver is a backend's connection with its dialect.
@@ -102,10 +147,26 @@ type Driver interface {
 	// Exec runs a single write statement in a transaction of its own and
 	// returns how many rows it changed.
 	Exec(ctx context.Context, query string, args ...any) (int64, error)
+	// WriteOne runs fn, which makes a single write statement, so that the
+	// statement commits alone: in a write transaction where the dialect
+	// needs one for its writes (SQLite's write connection), else on the
+	// pool.
+	WriteOne(ctx context.Context, fn func(Conn) error) error
+	// Wrap is a write transaction the caller opened on this database (a
+	// *sql.Tx for SQLite, a pgx.Tx for PostgreSQL) as a Conn; another type
+	// is an error naming what was wanted.
+	Wrap(tx any) (Conn, error)
+	// Unwrap is the transaction under a Conn that Write or Wrap gave: what
+	// the internal/txhook hooks receive.
+	Unwrap(c Conn) any
+	// AppendEventRows inserts events, their Seq and CreatedAt set, as rows
+	// of the run's event log in the transaction c.
+	AppendEventRows(ctx context.Context, c Conn, tenant, runID string, events []db.Event) error
 }
 
-// Store implements the parts of db.DB written once over a Driver and its
-// dialect's Queries. A backend's DB embeds it.
+// Store implements db.DB's stores (all but Ping and Close), db.Exporter
+// and the transaction folds of server/db/folds.go, written once over a
+// Driver and its dialect's Queries. A backend's DB embeds it.
 type Store struct {
 	d Driver
 	q *Queries
@@ -121,11 +182,22 @@ func Open(d Driver, fsys fs.FS, pattern string) (*Store, error) {
 	return New(d, q)
 }
 
-// New returns a Store running q's statements on d. It fails when q lacks a
-// statement (see Queries.Check).
+// Rewriter is a Driver that rewrites the text of each statement New is
+// given, keeping its meaning, into a form its database runs cheaper.
+type Rewriter interface {
+	Rewrite(query string) string
+}
+
+// New returns a Store running q's statements on d, rewritten when d is a
+// Rewriter. It fails when q lacks a statement (see Queries.Check).
 func New(d Driver, q *Queries) (*Store, error) {
 	if err := q.Check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", d.Name(), err)
+	}
+	if r, ok := d.(Rewriter); ok {
+		for _, st := range q.statements() {
+			st.v.SetString(r.Rewrite(st.v.String()))
+		}
 	}
 	return &Store{d: d, q: q}, nil
 }

@@ -18,7 +18,7 @@ import (
 func full(t *testing.T) string {
 	t.Helper()
 	var b strings.Builder
-	for name := range (&Queries{}).All() {
+	for _, name := range (&Queries{}).Names() {
 		b.WriteString("-- name: " + name + "\nSELECT '" + name + "'\n-- a comment kept in the statement\n\n")
 	}
 	return b.String()
@@ -100,6 +100,16 @@ func (f fakeDialect) JSONContains(c, p string) string {
 	return ""
 }
 func (f fakeDialect) JSONTextContains(c, k, p string) string { return "" }
+func (fakeDialect) MemberArg(k string) any                   { return k }
+func (fakeDialect) MemberText(c, p string) string            { return c + "->>" + p }
+func (fakeDialect) MemberMissing(c, p string) string         { return c + "->" + p + " IS NULL" }
+func (fakeDialect) ExportDest(db.Column) any                 { return new(any) }
+func (fakeDialect) ExportValue(_ db.Column, d any) (any, error) {
+	return *d.(*any), nil
+}
+func (fakeDialect) ColumnArg(_ db.Column, v any) any        { return v }
+func (f fakeDialect) ColumnParam(_ db.Column, n int) string { return f.Param(n) }
+func (fakeDialect) ImportClause(string) string              { return "" }
 
 // fakeDriver runs everything on a fakeConn.
 type fakeDriver struct {
@@ -112,6 +122,12 @@ func (d fakeDriver) Write(_ context.Context, fn func(Conn) error) error { return
 func (d fakeDriver) Reader() Conn                                       { return d.c }
 func (d fakeDriver) Exec(ctx context.Context, q string, args ...any) (int64, error) {
 	return d.c.Exec(ctx, q, args...)
+}
+func (d fakeDriver) WriteOne(_ context.Context, fn func(Conn) error) error { return fn(d.c) }
+func (d fakeDriver) Wrap(tx any) (Conn, error)                             { return d.c, nil }
+func (d fakeDriver) Unwrap(Conn) any                                       { return nil }
+func (d fakeDriver) AppendEventRows(context.Context, Conn, string, string, []db.Event) error {
+	return nil
 }
 
 // fakeConn answers every query with its rows (name, metadata JSON) and
@@ -210,5 +226,41 @@ func TestSearchInSQL(t *testing.T) {
 	}
 	if len(f.args) != 3 {
 		t.Errorf("search changed the filter's arguments: %q", f.args)
+	}
+}
+
+// An optional statement (`sql:"optional"`) may be left out of a dialect's
+// files: Check accepts that and All skips it; given, it loads like any
+// other. A required one of the run group is still required.
+func TestOptionalStatements(t *testing.T) {
+	var b strings.Builder
+	for _, name := range (&Queries{}).Names() {
+		if name == "LockRunSlots" || name == "ImportedRuns" {
+			continue
+		}
+		b.WriteString("-- name: " + name + "\nSELECT 1\n")
+	}
+	q, err := Load(fstest.MapFS{"q.sql": {Data: []byte(b.String())}}, "*.sql")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	if err := q.Check(); err != nil {
+		t.Fatalf("Check without the optional statements: %v", err)
+	}
+	for name := range q.All() {
+		if name == "LockRunSlots" || name == "ImportedRuns" {
+			t.Errorf("All yields the missing optional statement %s", name)
+		}
+	}
+	q, err = Load(fstest.MapFS{"q.sql": {Data: []byte(b.String() + "-- name: LockRunSlots\nSELECT 2\n")}}, "*.sql")
+	if err != nil {
+		t.Fatalf("Load with LockRunSlots: %v", err)
+	}
+	if q.LockRunSlots != "SELECT 2" {
+		t.Errorf("LockRunSlots = %q, want the file's text", q.LockRunSlots)
+	}
+	q.EndRun = ""
+	if err := q.Check(); err == nil || !strings.Contains(err.Error(), "EndRun") {
+		t.Errorf("Check without EndRun = %v, want an error naming it", err)
 	}
 }

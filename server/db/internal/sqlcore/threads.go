@@ -153,33 +153,57 @@ func (s *Store) metadataPatch(md db.Metadata, old func() (db.Metadata, error)) (
 // when empty); Values and Interrupts replace the stored ones when not nil
 // and are kept when nil.
 func (s *Store) SetThreadResult(ctx context.Context, tenant, id string, r db.ThreadResult) (db.Thread, error) {
-	if err := dbutil.ThreadStatus(r.Status, false); err != nil {
-		return db.Thread{}, err
-	}
-	values, err := dbutil.OptionalJSON("values", r.Values)
+	tr, err := newThreadResult(r)
 	if err != nil {
 		return db.Thread{}, err
 	}
-	var interrupts []byte
-	if r.Interrupts != nil {
-		if interrupts, err = dbutil.Object("interrupts", r.Interrupts); err != nil {
-			return db.Thread{}, err
-		}
-	}
 	var out db.Thread
 	err = s.d.Write(ctx, func(tx Conn) error {
-		n, err := tx.Exec(ctx, s.q.SetThreadResult, string(r.Status), r.Error, r.Values != nil, nullBytes(values), nullBytes(interrupts),
-			s.d.Time(dbutil.Now()), tenant, id)
-		if err != nil {
-			return s.wrap(err, "set the result of thread %q", id)
+		if err := s.setThreadResult(ctx, tx, tenant, id, tr); err != nil {
+			return err
 		}
-		if n == 0 {
-			return s.notFound("thread", id, tenant)
-		}
+		var err error
 		out, err = s.getThread(ctx, tx, tenant, id)
 		return err
 	})
 	return out, err
+}
+
+// threadResult is a thread's result checked and encoded.
+type threadResult struct {
+	db.ThreadResult
+	values, interrupts []byte
+}
+
+// newThreadResult checks r and encodes its values and interrupts.
+func newThreadResult(r db.ThreadResult) (threadResult, error) {
+	if err := dbutil.ThreadStatus(r.Status, false); err != nil {
+		return threadResult{}, err
+	}
+	values, err := dbutil.OptionalJSON("values", r.Values)
+	if err != nil {
+		return threadResult{}, err
+	}
+	var interrupts []byte
+	if r.Interrupts != nil {
+		if interrupts, err = dbutil.Object("interrupts", r.Interrupts); err != nil {
+			return threadResult{}, err
+		}
+	}
+	return threadResult{r, values, interrupts}, nil
+}
+
+// setThreadResult stores r as thread id's result in c.
+func (s *Store) setThreadResult(ctx context.Context, c Conn, tenant, id string, r threadResult) error {
+	n, err := c.Exec(ctx, s.q.SetThreadResult, string(r.Status), r.Error, r.Values != nil, nullBytes(r.values), nullBytes(r.interrupts),
+		s.d.Time(dbutil.Now()), tenant, id)
+	if err != nil {
+		return s.wrap(err, "set the result of thread %q", id)
+	}
+	if n == 0 {
+		return s.notFound("thread", id, tenant)
+	}
+	return nil
 }
 
 // DeleteThread deletes the thread with its runs, their events and leases

@@ -2,17 +2,17 @@
 
 -- name: GetExperiment
 SELECT experiment_id, name, dataset_id, dataset_version, assistant_id, repetitions, concurrency, baseline_id,
-	metadata, status, total, summary, error, created_at, updated_at, assistant_version
+	metadata, status, total, summary, error, created_at, updated_at, assistant_version, criteria
 FROM trellis_experiments WHERE tenant = ?1 AND experiment_id = ?2
 
 -- name: InsertExperiment
 INSERT INTO trellis_experiments (tenant, experiment_id, name, dataset_id, dataset_version, assistant_id,
-	repetitions, concurrency, baseline_id, metadata, status, total, summary, error, created_at, updated_at, assistant_version)
-VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, NULL, '', ?13, ?13, ?14)
+	repetitions, concurrency, baseline_id, metadata, status, total, summary, error, created_at, updated_at, assistant_version, criteria)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, NULL, '', ?13, ?13, ?14, ?15)
 
 -- name: SearchExperiments
 SELECT experiment_id, name, dataset_id, dataset_version, assistant_id, repetitions, concurrency, baseline_id,
-	metadata, status, total, summary, error, created_at, updated_at, assistant_version
+	metadata, status, total, summary, error, created_at, updated_at, assistant_version, criteria
 FROM trellis_experiments
 WHERE tenant = ?1 AND (?2 = '' OR dataset_id = ?2) AND (?3 = '' OR assistant_id = ?3)
 ORDER BY created_at DESC, experiment_id DESC LIMIT ?4 OFFSET ?5

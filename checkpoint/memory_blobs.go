@@ -1,0 +1,94 @@
+package checkpoint
+
+import (
+	"cmp"
+	"slices"
+)
+
+// memBlobs indexes a namespace's stored blobs: per key, the blobs sorted
+// by version. It replaced one map keyed by (key, version): a run's step
+// adds the next version of a key, which lands at the end of its list (no
+// hashing of the key and version, no rehashing as a thread grows), and a
+// chain walks back through one key's list by binary search. A version
+// stored out of order (a fork's branch) is inserted in place.
+type memBlobs map[string]*blobList
+
+// blobList is one key's blobs. Its first two live in the struct, so a key
+// costs one allocation until its third version (a wide state writes many
+// keys once or twice).
+type blobList struct {
+	list  []memBlob
+	first [2]memBlob
+}
+
+// find returns the position of version v in l, or where it would go.
+func (l *blobList) find(v uint64) (int, bool) {
+	if n := len(l.list); n > 0 && l.list[n-1].Version < v {
+		return n, false // the common case: a new version after the others
+	}
+	return slices.BinarySearchFunc(l.list, v, func(b memBlob, v uint64) int { return cmp.Compare(b.Version, v) })
+}
+
+// get returns the blob of key at version v.
+func (bs memBlobs) get(key string, v uint64) (memBlob, bool) {
+	l := bs[key]
+	if l == nil {
+		return memBlob{}, false
+	}
+	i, ok := l.find(v)
+	if !ok {
+		return memBlob{}, false
+	}
+	return l.list[i], true
+}
+
+// set stores b, replacing the blob of its key and version if there is one.
+func (bs memBlobs) set(b memBlob) {
+	l := bs[b.Key]
+	if l == nil {
+		l = &blobList{}
+		l.list = l.first[:0]
+		bs[b.Key] = l
+	}
+	i, ok := l.find(b.Version)
+	switch {
+	case ok:
+		l.list[i] = b
+	case i == len(l.list):
+		l.list = append(l.list, b)
+	default:
+		l.list = slices.Insert(l.list, i, b)
+	}
+}
+
+// count returns how many blobs are stored.
+func (bs memBlobs) count() int {
+	n := 0
+	for _, l := range bs {
+		n += len(l.list)
+	}
+	return n
+}
+
+// keep removes the blobs for which needed is false.
+func (bs memBlobs) keep(needed func(key string, v uint64) bool) {
+	for key, l := range bs {
+		l.list = slices.DeleteFunc(l.list, func(b memBlob) bool { return !needed(key, b.Version) })
+		if len(l.list) == 0 {
+			delete(bs, key)
+		}
+	}
+}
+
+// clone returns a deep copy.
+func (bs memBlobs) clone() memBlobs {
+	out := make(memBlobs, len(bs))
+	for key, l := range bs {
+		list := make([]memBlob, len(l.list))
+		for i, b := range l.list {
+			list[i] = memBlob{Blob: cloneBlob(b.Blob), sum: b.sum}
+		}
+		out[key] = &blobList{list: list}
+	}
+	return out
+}

@@ -1,0 +1,142 @@
+package checkpoint
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+)
+
+// How Memory lays out what it stores. A graph run saves a checkpoint per
+// step, and each used to cost Memory three allocations of its own (the
+// stored checkpoint, and the versions map and task list the caller built,
+// kept or copied) plus a map that the garbage collector walked for ever
+// after. Put now copies the versions and the tasks, element by element,
+// into slabs owned by the namespace, and carves the stored checkpoint from
+// a slab too: a step costs a fraction of an allocation, the caller may
+// reuse its map and slices, and the stored versions are a flat slice.
+//
+// Slabs double from a few entries up to slabMax checkpoints' worth, so a
+// namespace of three checkpoints (a plan step's nested run) does not hold
+// a slab sized for a thousand. A slab is never written twice: removing a
+// checkpoint clears its entries (so what they referenced can be
+// collected) and leaves the space unused until every checkpoint carved
+// from that slab is gone.
+
+// slabMax is the most checkpoints one slab is sized for.
+const slabMax = 32
+
+// memVersion is one entry of a stored checkpoint's versions.
+type memVersion struct {
+	key string
+	ver uint64
+}
+
+// memSlab holds the current slab of each kind a namespace carves from.
+type memSlab struct {
+	cps   []memCheckpoint
+	vers  []memVersion
+	tasks []Task
+}
+
+// slabSize is how many checkpoints the next slab of a namespace holding n
+// checkpoints is sized for: as many again, from 2 to slabMax.
+func slabSize(n int) int { return min(slabMax, max(2, n)) }
+
+// carve returns n fresh entries of *slab, starting a new slab of at least
+// per*slabSize(stored) entries when the current one has no room. The
+// result has no spare capacity, so an append to it never writes into the
+// slab.
+func carve[T any](slab *[]T, n, per, stored int) []T {
+	if n == 0 {
+		return nil
+	}
+	s := *slab
+	if cap(s)-len(s) < n {
+		s = make([]T, 0, max(n, per*slabSize(stored)))
+	}
+	out := s[len(s) : len(s)+n : len(s)+n]
+	*slab = s[:len(s)+n]
+	return out
+}
+
+// store adds cp (already checked by put) as the namespace's latest
+// checkpoint. Unless owned, it copies every byte slice and map it keeps;
+// either way it copies cp.Versions, cp.Blobs and cp.Next element by
+// element, so the caller keeps those containers.
+func (ns *memNamespace) store(cp Checkpoint, md Metadata, owned bool) {
+	for _, b := range cp.Blobs {
+		sum := BlobChecksum(b)
+		if !owned {
+			b = cloneBlob(b)
+		}
+		ns.blobs.set(memBlob{Blob: b, sum: sum})
+	}
+	stored := len(ns.ids)
+	if len(ns.slab.cps) == cap(ns.slab.cps) {
+		ns.slab.cps = make([]memCheckpoint, 0, slabSize(stored))
+	}
+	ns.slab.cps = ns.slab.cps[:len(ns.slab.cps)+1]
+	c := &ns.slab.cps[len(ns.slab.cps)-1]
+
+	vers := carve(&ns.slab.vers, len(cp.Versions), len(cp.Versions), stored)
+	i := 0
+	for k, v := range cp.Versions {
+		vers[i] = memVersion{k, v}
+		i++
+	}
+	next := carve(&ns.slab.tasks, len(cp.Next), len(cp.Next), stored)
+	copy(next, cp.Next)
+	if !owned {
+		for i := range next {
+			next[i].Payload = bytes.Clone(next[i].Payload)
+		}
+		cp.Waiting, cp.Deferred, md = cloneWaiting(cp.Waiting), slices.Clone(cp.Deferred), cloneMetadata(md)
+	}
+	cp.Versions, cp.Blobs, cp.Next = nil, nil, next
+	*c = memCheckpoint{cp: cp, vers: vers, md: md}
+	ns.cps[cp.ID] = c
+	ns.ids = append(ns.ids, cp.ID)
+}
+
+// drop removes checkpoint id from the index and clears what it held in
+// the slabs; the caller updates ns.ids.
+func (ns *memNamespace) drop(id string) {
+	c := ns.cps[id]
+	if c == nil {
+		return
+	}
+	delete(ns.cps, id)
+	clear(c.vers)
+	clear(c.cp.Next)
+	*c = memCheckpoint{}
+}
+
+// versions returns a new map of the checkpoint's versions.
+func (c *memCheckpoint) versions() map[string]uint64 {
+	out := make(map[string]uint64, len(c.vers))
+	for _, kv := range c.vers {
+		out[kv.key] = kv.ver
+	}
+	return out
+}
+
+// sortedKeys returns the checkpoint's keys in ascending order.
+func (c *memCheckpoint) sortedKeys() []string {
+	keys := make([]string, len(c.vers))
+	for i, kv := range c.vers {
+		keys[i] = kv.key
+	}
+	slices.SortFunc(keys, strings.Compare)
+	return keys
+}
+
+func cloneWaiting(w map[string][]string) map[string][]string {
+	if w == nil {
+		return nil
+	}
+	out := make(map[string][]string, len(w))
+	for k, v := range w {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}

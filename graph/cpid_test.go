@@ -1,0 +1,90 @@
+package graph
+
+import (
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/trellis-agents/trellis/checkpoint"
+)
+
+// TestCheckpointIDLayout checks that the engine's IDs are UUIDv7 strings
+// whose time stamp is the checkpoint's Created, like checkpoint.NewID's.
+func TestCheckpointIDLayout(t *testing.T) {
+	time.Sleep(2 * time.Millisecond) // past the time stamps of the IDs made so far
+	now := time.Now()
+	id := checkpointID(now)
+	u, err := uuid.Parse(id)
+	if err != nil {
+		t.Fatalf("ID %q: %v", id, err)
+	}
+	if u.Version() != 7 || u.Variant() != uuid.RFC4122 || u.String() != id {
+		t.Fatalf("ID %q: version %d, variant %s, canonical %q; want a canonical RFC 4122 version 7 UUID", id, u.Version(), u.Variant(), u.String())
+	}
+	sec, nsec := u.Time().UnixTime()
+	if got := time.Unix(sec, nsec).UnixMilli(); got != now.UnixMilli() {
+		t.Errorf("ID %q holds millisecond %d, want %d", id, got, now.UnixMilli())
+	}
+	ref, _ := uuid.Parse(checkpoint.NewID())
+	if len(id) != len(ref.String()) {
+		t.Errorf("ID %q is not as long as checkpoint.NewID's %q", id, ref)
+	}
+}
+
+// TestCheckpointIDOrder checks that IDs sort by when they were made: after
+// one another, when the clock stands still or steps back, from concurrent
+// runs, and interleaved with checkpoint.NewID a millisecond apart.
+func TestCheckpointIDOrder(t *testing.T) {
+	base := time.Now()
+	var ids []string
+	for i := range 2000 { // moves the generator at most 2000 × 256 ns past real time
+		at := base
+		if i%7 == 3 {
+			at = base.Add(-time.Second) // the clock stepped back
+		}
+		ids = append(ids, checkpointID(at))
+	}
+	if !slices.IsSorted(ids) {
+		t.Fatal("IDs made one after another do not sort in that order")
+	}
+	if len(slices.Compact(slices.Clone(ids))) != len(ids) {
+		t.Fatal("IDs repeat")
+	}
+
+	var wg sync.WaitGroup
+	per := make([][]string, 4)
+	for g := range per {
+		wg.Go(func() {
+			for range 500 {
+				per[g] = append(per[g], checkpointID(time.Now()))
+			}
+		})
+	}
+	wg.Wait()
+	seen := map[string]bool{}
+	for g, got := range per {
+		if !slices.IsSorted(got) {
+			t.Errorf("goroutine %d: its IDs do not sort in the order it made them", g)
+		}
+		for _, id := range got {
+			if seen[id] {
+				t.Fatalf("ID %s made twice", id)
+			}
+			seen[id] = true
+		}
+	}
+
+	// Against the checkpoint package's IDs, once real time has passed
+	// this generator's.
+	time.Sleep(3 * time.Millisecond)
+	a := checkpointID(time.Now())
+	time.Sleep(2 * time.Millisecond)
+	b := checkpoint.NewID()
+	time.Sleep(2 * time.Millisecond)
+	c := checkpointID(time.Now())
+	if !(a < b && b < c) {
+		t.Errorf("IDs made 2 ms apart sort %s, %s, %s; want that order", a, b, c)
+	}
+}

@@ -1,0 +1,181 @@
+package graph
+
+import (
+	"context"
+	"runtime"
+	"sync/atomic"
+	"time"
+)
+
+// A parallel step's tasks run on a few worker goroutines that take the
+// step's tasks in order, not on a goroutine each: starting a goroutine
+// (and growing its stack to a node's depth) was most of what a parallel
+// task cost beyond a chain's node. A step starts as many workers as the
+// process has processors (GOMAXPROCS), fewer with WithMaxConcurrency, so
+// CPU-bound tasks keep every processor busy and no more.
+//
+// A node that blocks (a model call, a channel, a sibling it waits for)
+// must not hold up the tasks queued behind it. A node whose last parallel
+// task ran for slowTask or longer is marked slow, and a step with a slow
+// node's task starts a goroutine per task at once, as before the workers:
+// next to a millisecond, a goroutine costs nothing. The mark goes when one
+// of its tasks is quick again. For a node not yet marked, the loop's
+// goroutine, which
+// waits for the step anyway, checks on the workers every stallTick: when
+// none of them took a new task since the step started or since the last
+// check while tasks are still queued, they are all stuck, and every queued task gets a worker of its
+// own (today's goroutine per task, up to WithMaxConcurrency). A step of
+// quick tasks never waits for the check; a step of slow ones starts its
+// queued tasks one tick later than a goroutine each would.
+var stallTick = 100 * time.Microsecond // a variable so tests can rule stalls out
+
+// slowTask is how long a parallel task runs before its node is marked slow.
+// Go's timers wake an idle process in whole milliseconds, so the stall
+// check costs a blocking step about that much: a node that blocks pays it
+// on its first parallel step, not on every one.
+var slowTask = time.Millisecond // a variable for tests, as stallTick
+
+// stepSync coordinates the parallel tasks of one step.
+type stepSync struct {
+	tasks  []*task
+	cancel context.CancelCauseFunc
+	first  atomic.Pointer[task] // the first task to fail
+	next   atomic.Int64         // the next task to take: tasks taken so far
+	live   atomic.Int64         // workers running; the last to stop closes done
+	done   chan struct{}        // closed when every task has stopped and every worker with it
+	skip   bool                 // a task taken after the step was cancelled does not run
+}
+
+// runParallel runs a step's tasks on workers and delivers their events
+// until every task and worker has stopped. The first failure cancels the
+// step's context.
+func (r *run) runParallel(base context.Context, tasks []*task) error {
+	ctx, cancel := context.WithCancelCause(base)
+	defer cancel(nil)
+	if r.kinds != 0 {
+		r.evch = make(chan Event) // tasks (and nested runs) emit through it
+	}
+	for _, t := range tasks {
+		t.Context = ctx
+	}
+	st := &stepSync{tasks: tasks, cancel: cancel, done: make(chan struct{})}
+	limit := len(tasks)
+	if r.cfg.maxConc > 0 && r.cfg.maxConc < limit {
+		limit = r.cfg.maxConc
+		st.skip = true // as a task that waited for a slot did
+	}
+	workers := min(limit, runtime.GOMAXPROCS(0))
+	for _, t := range tasks {
+		if t.node.slow.Load() {
+			workers = limit
+			break
+		}
+	}
+	st.live.Store(int64(workers))
+	for range workers {
+		go r.worker(st)
+	}
+	var tick *time.Timer
+	var tickC <-chan time.Time
+	if workers < limit {
+		tick = time.NewTimer(stallTick)
+		tickC = tick.C
+		defer tick.Stop()
+	}
+	taken := int64(workers) // what the first workers take at once
+	// The loop wakes for events, for the stall check and once at the end,
+	// not once per task.
+	for running := true; running; {
+		select {
+		case ev := <-r.evch:
+			r.deliver(ev)
+		case <-tickC:
+			now := st.next.Load()
+			if now >= int64(len(tasks)) {
+				tickC = nil // every task has a worker
+				continue
+			}
+			if now == taken { // no worker took a task for a whole tick
+				more := min(int64(len(tasks))-now, int64(limit-workers))
+				if st.grow(more) {
+					for range more {
+						go r.worker(st)
+					}
+					workers += int(more)
+				}
+				if workers >= limit {
+					tickC = nil
+					continue
+				}
+			}
+			taken = now
+			tick.Reset(stallTick)
+		case <-st.done:
+			running = false
+		}
+	}
+	r.evch = nil
+	for _, t := range tasks {
+		if !t.skipped {
+			r.runCounts()[t.node.idx]++
+		}
+	}
+	if f := st.first.Load(); f != nil {
+		return f.err
+	}
+	return nil
+}
+
+// grow adds n workers to the count of those running, unless all have
+// stopped already (then every task was taken and done is closed).
+func (st *stepSync) grow(n int64) bool {
+	for {
+		l := st.live.Load()
+		if l == 0 {
+			return false
+		}
+		if st.live.CompareAndSwap(l, l+n) {
+			return true
+		}
+	}
+}
+
+// worker runs the step's tasks, taking the next one in order until none is
+// left. The last worker to stop closes done.
+func (r *run) worker(st *stepSync) {
+	defer func() {
+		if st.live.Add(-1) == 0 {
+			close(st.done)
+		}
+	}()
+	for {
+		i := st.next.Add(1) - 1
+		if i >= int64(len(st.tasks)) {
+			return
+		}
+		r.runOne(st.tasks[i], st)
+	}
+}
+
+// runOne runs one task of a parallel step on a worker. The first task to
+// fail cancels its siblings; under WithMaxConcurrency, a task not started
+// when that happens does not run.
+func (r *run) runOne(t *task, st *stepSync) {
+	if st.skip && t.Err() != nil {
+		t.skipped = true
+		return
+	}
+	r.exec(t)
+	if slow := t.dur >= slowTask; t.node.slow.Load() != slow {
+		t.node.slow.Store(slow)
+	}
+	if err := r.saveTask(t); err != nil && t.err == nil {
+		t.err = err
+	}
+	if t.err != nil && st.first.CompareAndSwap(nil, t) {
+		st.cancel(t.err)
+	}
+	if r.wants(EventTaskEnd) {
+		t.emit(Event{Kind: EventTaskEnd, Task: t.endInfo()})
+	}
+}

@@ -1,0 +1,96 @@
+package sqlcore
+
+// runQueries are the statements of the run path (runs, leases, events,
+// the finish, export and import), a group of Queries' fields; each field's
+// comment says its numbered parameters and the columns it returns.
+type runQueries struct {
+	// GetRun ($1 tenant, $2 run ID, $3 thread ID or "" for any) returns a
+	// run's columns (see scanRun).
+	GetRun string
+	// GetRunForUpdate is GetRun locking the run's row until the
+	// transaction ends where the dialect needs it.
+	GetRunForUpdate string
+	// SelectRuns is the start of a run search, to which WHERE, ORDER BY and
+	// LIMIT are added: the columns of GetRun.
+	SelectRuns string
+	// LockRunThread ($1 tenant, $2 thread ID) returns a row when the
+	// thread exists, keeping it from being deleted until the transaction
+	// ends where the dialect needs it.
+	LockRunThread string
+	// InsertRun ($1 tenant, $2 run ID, $3 thread ID, $4 assistant ID, $5
+	// metadata, $6 kwargs, $7 multitask strategy, $8 now, $9 not-before or
+	// NULL, $10 assistant version or NULL) stores a pending run numbered
+	// after the thread's others, or nothing when the ID is taken.
+	InsertRun string
+	// ExtendThreadExpiry ($1 now, $2 tenant, $3 thread ID) moves the
+	// thread's expiry to its TTL after now.
+	ExtendThreadExpiry string
+	// ListRuns ($1 tenant, $2 thread ID, $3 status or "" for any, $4
+	// limit, $5 offset) returns runs' columns, newest first.
+	ListRuns string
+	// DeleteRun ($1 tenant, $2 run ID).
+	DeleteRun string
+	// NextPending ($1 tenant, $2 thread ID, $3 now) returns the columns of
+	// the thread's oldest pending run that may start at now.
+	NextPending string
+	// RunningRun ($1 tenant, $2 thread ID) returns the ID of the thread's
+	// running run.
+	RunningRun string
+	// LockRunSlots ($1 tenant) makes the claims of one tenant take turns
+	// until the transaction ends, where the dialect's writers do not
+	// already; a dialect whose writers are serialized gives no text.
+	LockRunSlots string `sql:"optional"`
+	// CountRunning ($1 tenant) counts the tenant's running runs.
+	CountRunning string
+	// ClaimRun ($1 now, $2 tenant, $3 run ID) sets the run running with
+	// its next lease token and returns the token.
+	ClaimRun string
+	// UpsertLease ($1 tenant, $2 run ID, $3 thread ID, $4 owner, $5 token,
+	// $6 expiry) stores or replaces the run's lease.
+	UpsertLease string
+	// MarkThreadBusy ($1 tenant, $2 thread ID).
+	MarkThreadBusy string
+	// LeaseToken ($1 tenant, $2 run ID) returns the token of the run's
+	// lease, locking the lease row until the transaction ends where the
+	// dialect needs it (so a take-over waits for a fenced write).
+	LeaseToken string
+	// RenewLease ($1 new expiry, $2 tenant, $3 run ID, $4 token) sets the
+	// lease's expiry to the later of $1 and a microsecond after the old
+	// one, and returns it; no row when the token does not hold the run.
+	RenewLease string
+	// ExpiredLeases ($1 now, $2 limit or NULL for all) returns tenant, run
+	// ID, thread ID, owner, token and expiry of the leases expired at now,
+	// the soonest expired first.
+	ExpiredLeases string
+	// TakeOverLease ($1 owner, $2 expiry, $3 tenant, $4 run ID, $5 token,
+	// $6 expiry read) gives the lease to owner with the next token when it
+	// is unchanged, returning the token and thread ID.
+	TakeOverLease string
+	// SetRunLeaseToken ($1 token, $2 now, $3 tenant, $4 run ID).
+	SetRunLeaseToken string
+	// EndRun ($1 status, $2 usage or NULL, $3 error, $4 now, $5 tenant, $6
+	// run ID) records a run's end.
+	EndRun string
+	// DeleteLease ($1 tenant, $2 run ID).
+	DeleteLease string
+	// FreeThread ($1 status, $2 tenant, $3 thread ID) sets the status of
+	// the thread if it is still busy.
+	FreeThread string
+	// CancelRun ($1 status, $2 now, $3 tenant, $4 run ID) ends a run that
+	// never started.
+	CancelRun string
+	// RequestCancel ($1 action, $2 now, $3 tenant, $4 run ID).
+	RequestCancel string
+	// PendingThreads ($1 tenant, $2 thread ID, $3 limit) returns tenant,
+	// thread ID and earliest start (NULL when a run may start now) of the
+	// threads with pending runs after ($1, $2) in byte order, in that
+	// order.
+	PendingThreads string
+	// BumpEventSeq ($1 count, $2 tenant, $3 run ID) adds count to the
+	// run's last event Seq and returns the new one.
+	BumpEventSeq string
+	// ImportedRuns runs after runs are imported with their sequence
+	// numbers, where the dialect must move the sequence that numbers new
+	// runs past them; other dialects give no text.
+	ImportedRuns string `sql:"optional"`
+}

@@ -1,0 +1,112 @@
+-- Runs, leases and their events on SQLite (see datasets.sql). Writes go
+-- through the file's single write connection (BEGIN IMMEDIATE), so no
+-- statement here locks rows: a read-check-write transaction cannot be
+-- interleaved with another writer. For the same reason there is no
+-- LockRunSlots: a count of running runs holds until the commit. Nor is
+-- there an ImportedRuns: seq is a plain column, imported as it is.
+
+-- name: GetRun
+SELECT run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
+	created_at, updated_at, not_before, cancel_requested, assistant_version
+FROM trellis_runs WHERE tenant = ?1 AND run_id = ?2 AND ?3 IN ('', thread_id)
+
+-- name: GetRunForUpdate
+SELECT run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
+	created_at, updated_at, not_before, cancel_requested, assistant_version
+FROM trellis_runs WHERE tenant = ?1 AND run_id = ?2 AND ?3 IN ('', thread_id)
+
+-- name: SelectRuns
+SELECT run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
+	created_at, updated_at, not_before, cancel_requested, assistant_version
+FROM trellis_runs
+
+-- name: LockRunThread
+SELECT 1 FROM trellis_threads WHERE tenant = ?1 AND thread_id = ?2
+
+-- name: InsertRun
+INSERT INTO trellis_runs (tenant, run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
+	created_at, updated_at, not_before, cancel_requested, assistant_version, seq, lease_token, event_seq)
+VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, NULL, '', ?8, ?8, ?9, '', ?10,
+	(SELECT coalesce(max(seq), 0) + 1 FROM trellis_runs WHERE tenant = ?1 AND thread_id = ?3), 0, 0)
+ON CONFLICT DO NOTHING
+
+-- name: ExtendThreadExpiry
+UPDATE trellis_threads SET expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE ?1 + ttl_us END
+WHERE tenant = ?2 AND thread_id = ?3
+
+-- name: ListRuns
+SELECT run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
+	created_at, updated_at, not_before, cancel_requested, assistant_version
+FROM trellis_runs WHERE tenant = ?1 AND thread_id = ?2 AND ?3 IN ('', status)
+ORDER BY seq DESC LIMIT ?4 OFFSET ?5
+
+-- name: DeleteRun
+DELETE FROM trellis_runs WHERE tenant = ?1 AND run_id = ?2
+
+-- name: NextPending
+SELECT run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
+	created_at, updated_at, not_before, cancel_requested, assistant_version
+FROM trellis_runs
+WHERE tenant = ?1 AND thread_id = ?2 AND status = 'pending' AND (not_before IS NULL OR not_before <= ?3)
+ORDER BY seq LIMIT 1
+
+-- name: RunningRun
+SELECT run_id FROM trellis_runs WHERE tenant = ?1 AND thread_id = ?2 AND status = 'running'
+
+-- name: CountRunning
+SELECT count(*) FROM trellis_runs WHERE tenant = ?1 AND status = 'running'
+
+-- name: ClaimRun
+UPDATE trellis_runs SET status = 'running', updated_at = ?1, lease_token = lease_token + 1
+WHERE tenant = ?2 AND run_id = ?3 RETURNING lease_token
+
+-- name: UpsertLease
+INSERT INTO trellis_leases (tenant, run_id, thread_id, owner, token, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+ON CONFLICT (tenant, run_id) DO UPDATE SET owner = excluded.owner, token = excluded.token, expires_at = excluded.expires_at
+
+-- name: MarkThreadBusy
+UPDATE trellis_threads SET status = 'busy' WHERE tenant = ?1 AND thread_id = ?2
+
+-- name: LeaseToken
+SELECT token FROM trellis_leases WHERE tenant = ?1 AND run_id = ?2
+
+-- name: RenewLease
+UPDATE trellis_leases SET expires_at = max(?1, expires_at + 1)
+WHERE tenant = ?2 AND run_id = ?3 AND token = ?4 RETURNING expires_at
+
+-- name: ExpiredLeases
+SELECT tenant, run_id, thread_id, owner, token, expires_at FROM trellis_leases
+WHERE expires_at <= ?1 ORDER BY expires_at, tenant, run_id LIMIT coalesce(?2, -1)
+
+-- name: TakeOverLease
+UPDATE trellis_leases SET owner = ?1, token = token + 1, expires_at = ?2
+WHERE tenant = ?3 AND run_id = ?4 AND token = ?5 AND expires_at = ?6 RETURNING token, thread_id
+
+-- name: SetRunLeaseToken
+UPDATE trellis_runs SET lease_token = ?1, updated_at = ?2 WHERE tenant = ?3 AND run_id = ?4
+
+-- name: EndRun
+UPDATE trellis_runs SET status = ?1, usage = ?2, error = ?3, updated_at = ?4, ended_at = ?4
+WHERE tenant = ?5 AND run_id = ?6
+
+-- name: DeleteLease
+DELETE FROM trellis_leases WHERE tenant = ?1 AND run_id = ?2
+
+-- name: FreeThread
+UPDATE trellis_threads SET status = ?1 WHERE tenant = ?2 AND thread_id = ?3 AND status = 'busy'
+
+-- name: CancelRun
+UPDATE trellis_runs SET status = ?1, updated_at = ?2, ended_at = ?2 WHERE tenant = ?3 AND run_id = ?4
+
+-- name: RequestCancel
+UPDATE trellis_runs SET cancel_requested = ?1, updated_at = ?2 WHERE tenant = ?3 AND run_id = ?4
+
+-- name: PendingThreads
+-- A thread whose pending runs include one without a start time may start
+-- now (NULL).
+SELECT tenant, thread_id, CASE WHEN min(coalesce(not_before, 0)) > 0 THEN min(not_before) END FROM trellis_runs
+WHERE status = 'pending' AND (tenant > ?1 OR (tenant = ?1 AND thread_id > ?2))
+GROUP BY tenant, thread_id ORDER BY tenant, thread_id LIMIT ?3
+
+-- name: BumpEventSeq
+UPDATE trellis_runs SET event_seq = event_seq + ?1 WHERE tenant = ?2 AND run_id = ?3 RETURNING event_seq

@@ -243,10 +243,7 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata, o
 	if _, err := CheckBlobs(cp.Blobs); err != nil {
 		return Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
-	if err := CheckSize(out, "put", "the checkpoint", rowBytes(cp, md), m.maxBytes); err != nil {
-		return Ref{}, err
-	}
-	if err := CheckBlobSizes(out, "put", cp.Blobs, m.maxBytes); err != nil {
+	if err := m.checkSizes(out, cp, md); err != nil {
 		return Ref{}, err
 	}
 
@@ -257,26 +254,50 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata, o
 	if ns != nil {
 		latest = ns.latest()
 	}
+	if err := m.checkPut(ns, ref, out, latest, cp); err != nil {
+		return Ref{}, err
+	}
+	m.store(ref, ns, cp, md, owned)
+	return out, nil
+}
+
+// checkSizes checks a checkpoint's row and blobs against the size limit.
+func (m *Memory) checkSizes(out Ref, cp Checkpoint, md Metadata) error {
+	if err := CheckSize(out, "put", "the checkpoint", rowBytes(cp, md), m.maxBytes); err != nil {
+		return err
+	}
+	return CheckBlobSizes(out, "put", cp.Blobs, m.maxBytes)
+}
+
+// checkPut checks, under m.mu, that cp (whose reference is out) may follow
+// latest in namespace ns (nil when it has none) for a writer that read
+// ref.ID as the latest.
+func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp Checkpoint) error {
 	if ref.ID != latest {
 		if latest == "" {
-			return Ref{}, fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the namespace has none: %w", out, ref.ID, ErrConflict)
+			return fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the namespace has none: %w", out, ref.ID, ErrConflict)
 		}
-		return Ref{}, fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the latest is %s: %w", out, ref.ID, latest, ErrConflict)
+		return fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the latest is %s: %w", out, ref.ID, latest, ErrConflict)
 	}
 	if ns != nil {
 		if _, ok := ns.cps[cp.ID]; ok {
-			return Ref{}, fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)
+			return fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)
 		}
 		if cp.ID < latest {
-			return Ref{}, fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
+			return fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
 		}
 		for _, b := range cp.Blobs {
 			if old, ok := ns.blobs.get(b.Key, b.Version); ok && !old.Blob.Equal(b) {
-				return Ref{}, fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)
+				return fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)
 			}
 		}
 	}
+	return nil
+}
 
+// store stores a checked checkpoint under m.mu in namespace ns of ref's
+// thread, creating it when ns is nil, and returns the namespace.
+func (m *Memory) store(ref Ref, ns *memNamespace, cp Checkpoint, md Metadata, owned bool) *memNamespace {
 	if ns == nil {
 		ns = &memNamespace{cps: make(map[string]*memCheckpoint), blobs: make(memBlobs)}
 		if m.threads[ref.ThreadID] == nil {
@@ -285,7 +306,7 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata, o
 		m.threads[ref.ThreadID][ref.Namespace] = ns
 	}
 	ns.store(cp, md, owned)
-	return out, nil
+	return ns
 }
 
 // PutWrites replaces the pending writes of task taskID after the checkpoint

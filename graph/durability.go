@@ -150,6 +150,9 @@ func (r *run) putNow(ref checkpoint.Ref, cp checkpoint.Checkpoint, md checkpoint
 // started from go there, and a new checkpoint is saved only if a step
 // committed.
 func (r *run) finish(runErr error) error {
+	if err := r.putUnpaired(); err != nil {
+		return err
+	}
 	if r.cfg.saver != nil && r.cfg.durability == DurabilityExit && r.dirty {
 		x := r.extra()
 		x.finishing = true

@@ -63,6 +63,7 @@ type rareConfig struct {
 	cache          cache.Cache
 	namespace      string
 	observer       Observer
+	finalWrite     func(*FinalWrite)
 }
 
 var noRare rareConfig // read-only: what get returns when no rare option was set

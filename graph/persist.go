@@ -113,10 +113,24 @@ func (r *run) save(source checkpoint.Source) error {
 	md := checkpoint.Metadata{Source: source, Step: step, Parent: parent, RunID: r.cfg.runID}
 	if r.x != nil && r.x.holdCP {
 		r.x.holdCP, r.x.heldCP = false, &heldCheckpoint{cp: cp, md: md}
+		if r.x.pairCP && r.wants(EventCheckpoint) {
+			// Delivered where an unheld checkpoint's event would be, so
+			// the events keep their order.
+			r.deliver(Event{Kind: EventCheckpoint, Step: step, Namespace: r.ns, Checkpoint: checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: cp.ID}})
+		}
 		return nil
 	}
-	err := r.putOwned(cp, md) // built for this Put alone
-	sc.release(cp)
+	var err error
+	switch {
+	case r.x != nil && r.x.pairCP && r.x.heldCP != nil:
+		err = r.putPair(cp, md) // the saver copies what it keeps
+		sc.release(cp)
+	case r.holdFinal(cp, md):
+		// Handed over: its containers are not reused.
+	default:
+		err = r.putOwned(cp, md) // built for this Put alone
+		sc.release(cp)
+	}
 	if err != nil {
 		r.cpID = parent
 		return err

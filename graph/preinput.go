@@ -76,7 +76,8 @@ func (r *run) preInput(input Update) bool {
 
 // savePreInput saves the pre-input checkpoint for input at r.step. Under
 // DurabilityExit it is held and written when the run ends, before the
-// run's last checkpoint.
+// run's last checkpoint; otherwise, when the saver stores batches, it is
+// held until the input's step is saved and written with it (putPair).
 func (r *run) savePreInput(input Update) error {
 	x := r.extra()
 	x.pending = &pendingInput{input: input}
@@ -85,7 +86,49 @@ func (r *run) savePreInput(input Update) error {
 	r.next = nil // a new input drops what was pending
 	defer func() { r.next = saved }()
 	x.holdCP = r.cfg.durability == DurabilityExit
+	if !x.holdCP {
+		// Held for the step that applies the input: both are written in
+		// one transaction when the saver stores batches (putPair).
+		_, x.pairCP = r.cfg.saver.(checkpoint.BatchPutter)
+		x.holdCP = x.pairCP
+	}
 	return r.save(checkpoint.SourceInput)
+}
+
+// putPair writes the held pre-input checkpoint and cp, the checkpoint of
+// the step that applied its input, in one call (checkpoint.BatchPutter):
+// one transaction, whose hook runs once, instead of two. The checkpoints,
+// their IDs, parents and blobs are those two Puts would write. It writes
+// before it returns under DurabilityAsync too, as the pre-input checkpoint
+// was: no node runs before the run's first write has committed (the
+// service claims the run in it).
+func (r *run) putPair(cp checkpoint.Checkpoint, md checkpoint.Metadata) error {
+	h := r.x.heldCP
+	r.x.heldCP, r.x.pairCP = nil, false
+	if r.w != nil {
+		if err := r.w.flush(); err != nil {
+			return err
+		}
+	}
+	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.headID}
+	entries := []checkpoint.Entry{{Checkpoint: h.cp, Metadata: h.md}, {Checkpoint: cp, Metadata: md}}
+	if _, err := checkpoint.PutAll(r.ctx, r.cfg.saver, ref, entries); err != nil {
+		return fmt.Errorf("graph: save the checkpoints of thread %q at steps %d and %d: %w", r.cfg.thread, h.md.Step, md.Step, err)
+	}
+	r.headID = cp.ID
+	return nil
+}
+
+// putUnpaired writes a pre-input checkpoint held for putPair alone, when
+// the run ends before the step that applies its input is saved (an input
+// that fails to apply): it is written then as without the fold.
+func (r *run) putUnpaired() error {
+	if r.x == nil || !r.x.pairCP || r.x.heldCP == nil {
+		return nil
+	}
+	h := r.x.heldCP
+	r.x.heldCP, r.x.pairCP = nil, false
+	return r.put(h.cp, h.md)
 }
 
 // startTask is the START task of a pre-input checkpoint, as Next lists it.

@@ -174,6 +174,7 @@ type runExtra struct {
 	pending   *pendingInput
 	holdCP    bool
 	heldCP    *heldCheckpoint
+	pairCP    bool       // heldCP waits for the next checkpoint (putPair)
 	heldMu    sync.Mutex // parallel tasks hold writes at once
 	held      []heldWrites
 	finishing bool

@@ -108,6 +108,7 @@ func Run(t *testing.T, newSaver func(t *testing.T) checkpoint.Saver) {
 		{"ListBreak", testListBreak},
 		{"PutWrites", testPutWrites},
 		{"AppendWrites", testAppendWrites},
+		{"PutBatch", testPutBatch},
 		{"DeleteThread", testDeleteThread},
 		{"CopyThread", testCopyThread},
 		{"PruneByCount", testPruneByCount},

@@ -43,20 +43,8 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 	if _, err := checkpoint.CheckBlobs(cp.Blobs); err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
-	stored := cp
-	stored.Blobs = nil
-	cpJSON, err := json.Marshal(stored)
+	p, err := s.preparePut(out, cp, md)
 	if err != nil {
-		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: encode checkpoint: %w", out, err)
-	}
-	mdJSON, err := json.Marshal(md)
-	if err != nil {
-		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: encode metadata: %w", out, err)
-	}
-	if err := checkpoint.CheckSize(out, "put", "the checkpoint row", len(cpJSON)+len(mdJSON), s.maxBytes); err != nil {
-		return checkpoint.Ref{}, err
-	}
-	if err := checkpoint.CheckBlobSizes(out, "put", cp.Blobs, s.maxBytes); err != nil {
 		return checkpoint.Ref{}, err
 	}
 	if ref.ID != "" && cp.ID <= ref.ID {
@@ -64,66 +52,22 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 		// both are errors, and reading tells which.
 		return checkpoint.Ref{}, s.explainBadID(ctx, ref, out)
 	}
-
-	blobs := uniqueBlobs(cp.Blobs)
 	var conflict bool
 	err = s.inTx(ctx, readWrite, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
-		if ref.ID == "" {
-			b.Queue(`INSERT INTO checkpoint_heads (thread, ns, latest_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
-				ref.ThreadID, ref.Namespace, cp.ID)
-		} else {
-			b.Queue(`UPDATE checkpoint_heads SET latest_id = $3 WHERE thread = $1 AND ns = $2 AND latest_id = $4`,
-				ref.ThreadID, ref.Namespace, cp.ID, ref.ID)
-		}
-		if len(blobs) > 0 {
-			cols := blobColumns(blobs)
-			b.Queue(`INSERT INTO checkpoint_blobs (thread, ns, key, version, kind, base, data, sum)
-SELECT $1, $2, u.key, u.version, u.kind, u.base, u.data, u.sum
-FROM unnest($3::text[], $4::bigint[], $5::smallint[], $6::bigint[], $7::bytea[], $8::bigint[]) AS u(key, version, kind, base, data, sum)
-ON CONFLICT DO NOTHING
-RETURNING key, version`,
-				ref.ThreadID, ref.Namespace, cols.keys, cols.versions, cols.kinds, cols.bases, cols.data, cols.sums)
-		}
-		b.Queue(`INSERT INTO checkpoints (thread, ns, id, parent, step, source, run_id, metadata, checkpoint, created, sum)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, md5($9::jsonb::text || ' ' || $8::jsonb::text))`,
-			ref.ThreadID, ref.Namespace, cp.ID, md.Parent, int64(md.Step), string(md.Source), md.RunID, mdJSON, cpJSON, cp.Created)
+		queuePut(b, ref, p)
 		br := tx.SendBatch(ctx, b)
 		defer func() { _ = br.Close() }()
-
-		tag, err := br.Exec()
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			conflict = true
-			return errConflictMarker
-		}
-		inserted := make(map[blobKey]bool, len(blobs))
-		if len(blobs) > 0 {
-			rows, _ := br.Query()
-			var key string
-			var version int64
-			if _, err := pgx.ForEachRow(rows, []any{&key, &version}, func() error {
-				inserted[blobKey{key, uint64(version)}] = true
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-		if _, err := br.Exec(); err != nil {
-			if isCode(err, uniqueViolation) {
-				return &putErr{fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)}
-			}
+		inserted, c, err := readPut(br, p)
+		if c || err != nil {
+			conflict = c
 			return err
 		}
 		if err := br.Close(); err != nil {
 			return err
 		}
-		if len(inserted) < len(blobs) {
-			if err := checkStoredBlobs(ctx, tx, out, cp.Blobs, blobs, inserted); err != nil {
-				return err
-			}
+		if err := p.checkStored(ctx, tx, inserted); err != nil {
+			return err
 		}
 		return txhook.Run(ctx, tx)
 	})
@@ -134,6 +78,179 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, md5($9::jsonb::text || ' ' || $
 		return checkpoint.Ref{}, putError(out, err)
 	}
 	return out, nil
+}
+
+// preparedPut is a checkpoint encoded and checked for queuePut.
+type preparedPut struct {
+	out    checkpoint.Ref
+	cp     checkpoint.Checkpoint
+	md     checkpoint.Metadata
+	cpJSON []byte
+	mdJSON []byte
+	blobs  []checkpoint.Blob // without repeats
+}
+
+// preparePut encodes cp and md for the checkpoint out names and checks
+// their sizes.
+func (s *Saver) preparePut(out checkpoint.Ref, cp checkpoint.Checkpoint, md checkpoint.Metadata) (preparedPut, error) {
+	p := preparedPut{out: out, cp: cp, md: md}
+	stored := cp
+	stored.Blobs = nil
+	var err error
+	if p.cpJSON, err = json.Marshal(stored); err != nil {
+		return p, fmt.Errorf("checkpoint: put %s: encode checkpoint: %w", out, err)
+	}
+	if p.mdJSON, err = json.Marshal(md); err != nil {
+		return p, fmt.Errorf("checkpoint: put %s: encode metadata: %w", out, err)
+	}
+	if err := checkpoint.CheckSize(out, "put", "the checkpoint row", len(p.cpJSON)+len(p.mdJSON), s.maxBytes); err != nil {
+		return p, err
+	}
+	if err := checkpoint.CheckBlobSizes(out, "put", cp.Blobs, s.maxBytes); err != nil {
+		return p, err
+	}
+	p.blobs = uniqueBlobs(cp.Blobs)
+	return p, nil
+}
+
+// queuePut queues the statements that store p after ref.ID: the heads
+// row moves with a compare-and-set (its row lock serializes the writers
+// of one namespace), the new blobs are inserted with ON CONFLICT DO
+// NOTHING, and the checkpoint row is inserted. readPut reads their
+// results.
+func queuePut(b *pgx.Batch, ref checkpoint.Ref, p preparedPut) {
+	cp, md := p.cp, p.md
+	if ref.ID == "" {
+		b.Queue(`INSERT INTO checkpoint_heads (thread, ns, latest_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`,
+			ref.ThreadID, ref.Namespace, cp.ID)
+	} else {
+		b.Queue(`UPDATE checkpoint_heads SET latest_id = $3 WHERE thread = $1 AND ns = $2 AND latest_id = $4`,
+			ref.ThreadID, ref.Namespace, cp.ID, ref.ID)
+	}
+	if len(p.blobs) > 0 {
+		cols := blobColumns(p.blobs)
+		b.Queue(`INSERT INTO checkpoint_blobs (thread, ns, key, version, kind, base, data, sum)
+SELECT $1, $2, u.key, u.version, u.kind, u.base, u.data, u.sum
+FROM unnest($3::text[], $4::bigint[], $5::smallint[], $6::bigint[], $7::bytea[], $8::bigint[]) AS u(key, version, kind, base, data, sum)
+ON CONFLICT DO NOTHING
+RETURNING key, version`,
+			ref.ThreadID, ref.Namespace, cols.keys, cols.versions, cols.kinds, cols.bases, cols.data, cols.sums)
+	}
+	b.Queue(`INSERT INTO checkpoints (thread, ns, id, parent, step, source, run_id, metadata, checkpoint, created, sum)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, md5($9::jsonb::text || ' ' || $8::jsonb::text))`,
+		ref.ThreadID, ref.Namespace, cp.ID, md.Parent, int64(md.Step), string(md.Source), md.RunID, p.mdJSON, p.cpJSON, cp.Created)
+}
+
+// readPut reads the results of queuePut's statements: the blobs it
+// inserted, and whether the heads row did not move (a conflict, returned
+// with errConflictMarker).
+func readPut(br pgx.BatchResults, p preparedPut) (map[blobKey]bool, bool, error) {
+	tag, err := br.Exec()
+	if err != nil {
+		return nil, false, err
+	}
+	if tag.RowsAffected() == 0 {
+		return nil, true, errConflictMarker
+	}
+	inserted := make(map[blobKey]bool, len(p.blobs))
+	if len(p.blobs) > 0 {
+		rows, _ := br.Query()
+		var key string
+		var version int64
+		if _, err := pgx.ForEachRow(rows, []any{&key, &version}, func() error {
+			inserted[blobKey{key, uint64(version)}] = true
+			return nil
+		}); err != nil {
+			return nil, false, err
+		}
+	}
+	if _, err := br.Exec(); err != nil {
+		if isCode(err, uniqueViolation) {
+			return nil, false, &putErr{fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", p.out)}
+		}
+		return nil, false, err
+	}
+	return inserted, false, nil
+}
+
+// checkStored compares p's blobs that were stored already (not in
+// inserted) with the stored ones.
+func (p preparedPut) checkStored(ctx context.Context, tx pgx.Tx, inserted map[blobKey]bool) error {
+	if len(inserted) < len(p.blobs) {
+		return checkStoredBlobs(ctx, tx, p.out, p.cp.Blobs, p.blobs, inserted)
+	}
+	return nil
+}
+
+// PutBatch stores entries in one transaction (checkpoint.BatchPutter),
+// each as Put would after the one before it, all their statements in one
+// batch (BEGIN, the batch, COMMIT when no blob was stored already), and
+// runs the context's transaction hook once, before the commit.
+func (s *Saver) PutBatch(ctx context.Context, ref checkpoint.Ref, entries []checkpoint.Entry) (checkpoint.Ref, error) {
+	if err := ctx.Err(); err != nil {
+		return checkpoint.Ref{}, err
+	}
+	if err := checkpoint.CheckBatch(ref, entries); err != nil {
+		return checkpoint.Ref{}, err
+	}
+	ps := make([]preparedPut, len(entries))
+	for i, e := range entries {
+		out := checkpoint.Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: e.Checkpoint.ID}
+		p, err := s.preparePut(out, e.Checkpoint, e.Metadata)
+		if err != nil {
+			return checkpoint.Ref{}, err
+		}
+		ps[i] = p
+	}
+	first := ps[0].out
+	if ref.ID != "" && first.ID <= ref.ID {
+		return checkpoint.Ref{}, s.explainBadID(ctx, ref, first)
+	}
+	last := ps[len(ps)-1].out
+	conflict := -1
+	err := s.inTx(ctx, readWrite, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		at := ref
+		for _, p := range ps {
+			queuePut(b, at, p)
+			at = p.out
+		}
+		br := tx.SendBatch(ctx, b)
+		defer func() { _ = br.Close() }()
+		inserted := make([]map[blobKey]bool, len(ps))
+		for i, p := range ps {
+			in, c, err := readPut(br, p)
+			if c {
+				conflict = i
+			}
+			if err != nil {
+				return &putErr{putError(p.out, err)}
+			}
+			inserted[i] = in
+		}
+		if err := br.Close(); err != nil {
+			return err
+		}
+		for i, p := range ps {
+			if err := p.checkStored(ctx, tx, inserted[i]); err != nil {
+				return &putErr{putError(p.out, err)}
+			}
+		}
+		return txhook.Run(ctx, tx)
+	})
+	switch {
+	case conflict == 0:
+		return checkpoint.Ref{}, s.conflictError(ctx, ref, first)
+	case conflict > 0:
+		return checkpoint.Ref{}, conflictMessage(ps[conflict].out, ps[conflict-1].out.ID, "")
+	case err != nil:
+		var own *putErr
+		if errors.As(err, &own) {
+			return checkpoint.Ref{}, own.err
+		}
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put batch ending %s: %w", last, err)
+	}
+	return last, nil
 }
 
 // errConflictMarker aborts Put's transaction when the heads row did not

@@ -69,52 +69,17 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 	if cp.ID == "" {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put in %s: checkpoint ID is empty; assign one with NewID", out)
 	}
-	blobs, err := checkpoint.CheckBlobs(cp.Blobs)
+	p, err := s.preparePut(ctx, out, cp, md)
 	if err != nil {
-		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
-	}
-	rec, err := encodeJSON(record{Versions: cp.Versions, Next: cp.Next, Waiting: cp.Waiting, Deferred: cp.Deferred, Created: &cp.Created})
-	if err != nil {
-		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: encode: %w", out, err)
-	}
-	var extra []byte
-	if len(md.Extra) > 0 {
-		if extra, err = encodeJSON(md.Extra); err != nil {
-			return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: encode metadata: %w", out, err)
-		}
-	}
-	if err := checkpoint.CheckSize(out, "put", "the checkpoint row", len(rec)+len(extra), s.maxBytes); err != nil {
 		return checkpoint.Ref{}, err
 	}
-	if err := checkpoint.CheckBlobSizes(out, "put", blobs, s.maxBytes); err != nil {
-		return checkpoint.Ref{}, err
-	}
-
-	// The statements must be prepared before the transaction holds the
-	// only write connection.
-	inserts, err := s.blobInserts(ctx, len(blobs))
-	if err != nil {
-		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
-	}
-
 	tx, err := s.db.Write.BeginTx(ctx, nil)
 	if err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
 	defer tx.Rollback()
-	res, err := tx.StmtContext(ctx, s.insertCP).ExecContext(ctx, ref.ThreadID, ref.Namespace, cp.ID,
-		md.Parent, md.Step, string(md.Source), md.RunID, extra, rec, unixNano(cp.Created), ref.ID,
-		int64(rowSum(md.Parent, md.Step, string(md.Source), md.RunID, extra, rec)))
-	if err != nil {
-		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
-	}
-	if n, err := res.RowsAffected(); err != nil {
-		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
-	} else if n == 0 {
-		return checkpoint.Ref{}, s.refused(ctx, tx, ref, out)
-	}
-	if err := s.insertBlobsTx(ctx, tx, inserts, ref, blobs); err != nil {
-		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
+	if err := s.putTx(ctx, tx, ref, p); err != nil {
+		return checkpoint.Ref{}, err
 	}
 	if err := txhook.Run(ctx, tx); err != nil {
 		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
@@ -124,6 +89,112 @@ func (s *Saver) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Check
 	}
 	s.db.Committed()
 	return out, nil
+}
+
+// preparedPut is a checkpoint encoded and checked for putTx, with the
+// statements that insert its blobs.
+type preparedPut struct {
+	out     checkpoint.Ref
+	cp      checkpoint.Checkpoint
+	md      checkpoint.Metadata
+	blobs   []checkpoint.Blob
+	rec     []byte
+	extra   []byte
+	inserts []*sql.Stmt
+}
+
+// preparePut encodes and checks cp for the checkpoint out names, and
+// prepares its blob statements: they must be prepared before a
+// transaction holds the only write connection.
+func (s *Saver) preparePut(ctx context.Context, out checkpoint.Ref, cp checkpoint.Checkpoint, md checkpoint.Metadata) (preparedPut, error) {
+	p := preparedPut{out: out, cp: cp, md: md}
+	blobs, err := checkpoint.CheckBlobs(cp.Blobs)
+	if err != nil {
+		return p, fmt.Errorf("checkpoint: put %s: %w", out, err)
+	}
+	p.blobs = blobs
+	if p.rec, err = encodeJSON(record{Versions: cp.Versions, Next: cp.Next, Waiting: cp.Waiting, Deferred: cp.Deferred, Created: &cp.Created}); err != nil {
+		return p, fmt.Errorf("checkpoint: put %s: encode: %w", out, err)
+	}
+	if len(md.Extra) > 0 {
+		if p.extra, err = encodeJSON(md.Extra); err != nil {
+			return p, fmt.Errorf("checkpoint: put %s: encode metadata: %w", out, err)
+		}
+	}
+	if err := checkpoint.CheckSize(out, "put", "the checkpoint row", len(p.rec)+len(p.extra), s.maxBytes); err != nil {
+		return p, err
+	}
+	if err := checkpoint.CheckBlobSizes(out, "put", blobs, s.maxBytes); err != nil {
+		return p, err
+	}
+	if p.inserts, err = s.blobInserts(ctx, len(blobs)); err != nil {
+		return p, fmt.Errorf("checkpoint: put %s: %w", out, err)
+	}
+	return p, nil
+}
+
+// putTx inserts a prepared checkpoint after ref.ID in tx, a write
+// transaction: the row only if ref.ID is still the namespace's latest,
+// then its new blobs.
+func (s *Saver) putTx(ctx context.Context, tx *sql.Tx, ref checkpoint.Ref, p preparedPut) error {
+	cp, md, out := p.cp, p.md, p.out
+	res, err := tx.StmtContext(ctx, s.insertCP).ExecContext(ctx, ref.ThreadID, ref.Namespace, cp.ID,
+		md.Parent, md.Step, string(md.Source), md.RunID, p.extra, p.rec, unixNano(cp.Created), ref.ID,
+		int64(rowSum(md.Parent, md.Step, string(md.Source), md.RunID, p.extra, p.rec)))
+	if err != nil {
+		return fmt.Errorf("checkpoint: put %s: %w", out, err)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("checkpoint: put %s: %w", out, err)
+	} else if n == 0 {
+		return s.refused(ctx, tx, ref, out)
+	}
+	if err := s.insertBlobsTx(ctx, tx, p.inserts, ref, p.blobs); err != nil {
+		return fmt.Errorf("checkpoint: put %s: %w", out, err)
+	}
+	return nil
+}
+
+// PutBatch stores entries in one write transaction (checkpoint.BatchPutter),
+// each as Put would after the one before it, and runs the context's
+// transaction hook once, before the commit.
+func (s *Saver) PutBatch(ctx context.Context, ref checkpoint.Ref, entries []checkpoint.Entry) (checkpoint.Ref, error) {
+	if err := ctx.Err(); err != nil {
+		return checkpoint.Ref{}, err
+	}
+	if err := checkpoint.CheckBatch(ref, entries); err != nil {
+		return checkpoint.Ref{}, err
+	}
+	ps := make([]preparedPut, len(entries))
+	for i, e := range entries {
+		out := checkpoint.Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: e.Checkpoint.ID}
+		p, err := s.preparePut(ctx, out, e.Checkpoint, e.Metadata)
+		if err != nil {
+			return checkpoint.Ref{}, err
+		}
+		ps[i] = p
+	}
+	last := ps[len(ps)-1].out
+	tx, err := s.db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put batch ending %s: %w", last, err)
+	}
+	defer tx.Rollback()
+	at := ref
+	for _, p := range ps {
+		if err := s.putTx(ctx, tx, at, p); err != nil {
+			return checkpoint.Ref{}, err
+		}
+		at = p.out
+	}
+	if err := txhook.Run(ctx, tx); err != nil {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put batch ending %s: %w", last, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put batch ending %s: %w", last, err)
+	}
+	s.db.Committed()
+	return last, nil
 }
 
 // refused returns the error of a Put whose checkpoint was not inserted:

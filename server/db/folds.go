@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -33,4 +34,19 @@ type TxClaimer interface {
 	// caller commits or rolls back tx; the lease holds only once it
 	// commits.
 	ClaimRunTx(ctx context.Context, tx any, tenant, runID, owner string, ttl time.Duration) (Run, Lease, error)
+}
+
+// TxResultFinisher is implemented by a DB that can finish a run with its
+// thread's result (ResultFinisher) inside a write transaction someone else
+// opened on the same database: the checkpoint saver's, so that a run's
+// last checkpoint, its last events, its end and its job's completion
+// commit together.
+type TxResultFinisher interface {
+	// FinishRunWithResultTx is FinishRunWithResult inside tx, the
+	// database's own open write transaction (a *sql.Tx for SQLite, a
+	// pgx.Tx for PostgreSQL), fenced by the lease (ErrLeaseLost, and tx
+	// must then be rolled back), running ctx's internal/txhook end hook
+	// as FinishRunWithResult does. The caller commits or rolls back tx;
+	// the run has ended only once it commits.
+	FinishRunWithResultTx(ctx context.Context, tx any, l Lease, status RunStatus, usage json.RawMessage, errMsg string, r ThreadResult) (Run, Thread, error)
 }

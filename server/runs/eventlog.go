@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/db"
 )
@@ -38,6 +39,10 @@ type eventLog struct {
 	pending *deferredClaim
 	// unclaimed is the failure of that claim: nothing more is written.
 	unclaimed error
+	// final is the run's last checkpoint, held for the transaction that
+	// finishes the run (see finalfold.go); set by the engine, read once
+	// the run's stream has ended.
+	final *graph.FinalWrite
 	// timer flushes chunks left in the buffer when no event follows them
 	// within flushAfter (a model pausing mid-reply, or waiting on
 	// something), so a streaming client never waits on a quiet model.
@@ -233,7 +238,10 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 		}
 		evs, err := e.joint.AppendEventsTx(ctx, tx, l, buf)
 		written = evs
-		return err
+		if err != nil {
+			return err
+		}
+		return runFinish(ctx, tx, l) // a run's end, with its last checkpoint
 	}))
 	switch {
 	case err == nil && called:
@@ -283,6 +291,28 @@ func (f *fencedSaver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID 
 	return f.joined(ctx, func(ctx context.Context) error {
 		return f.Saver.PutWrites(ctx, ref, taskID, writes)
 	})
+}
+
+// PutBatch stores a run's successive checkpoints (its pre-input
+// checkpoint and its input's) in one fenced transaction with the run's
+// buffered events and, for its first write, its claim, when the saver
+// stores batches (checkpoint.BatchPutter); otherwise the engine puts them
+// one by one.
+func (f *fencedSaver) PutBatch(ctx context.Context, ref checkpoint.Ref, entries []checkpoint.Entry) (checkpoint.Ref, error) {
+	b, ok := f.Saver.(checkpoint.BatchPutter)
+	if !ok {
+		return checkpoint.Ref{}, fmt.Errorf("runs: %T cannot store checkpoints in batches: %w", f.Saver, errors.ErrUnsupported)
+	}
+	var out checkpoint.Ref
+	err := f.joined(ctx, func(ctx context.Context) error {
+		var err error
+		out, err = b.PutBatch(ctx, ref, entries)
+		return err
+	})
+	if err != nil {
+		return checkpoint.Ref{}, err
+	}
+	return out, nil
 }
 
 // AppendWrites appends a durable step's write in the fenced transaction

@@ -285,6 +285,9 @@ func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, defe
 	status, usage, res, runErr := s.execute(ctx, outer, lease, run, log)
 	stopWatch()
 	wg.Wait()
+	if res == nil {
+		writeHeldFinal(ctx, log) // the run did not end as one that completed
+	}
 	if deferred {
 		// Unclaimed, the attempt wrote nothing and the run is not ours to
 		// finish; claimed only now (it wrote no step), it is.
@@ -307,8 +310,10 @@ func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, defe
 	} else {
 		end(status, runErr)
 	}
-	if err := log.flush(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, db.ErrLeaseLost) {
-		return err
+	if log.final == nil { // else the events commit with the last checkpoint
+		if err := log.flush(context.WithoutCancel(ctx)); err != nil && !errors.Is(err, db.ErrLeaseLost) {
+			return err
+		}
 	}
 	errMsg := ""
 	if runErr != nil {
@@ -328,10 +333,34 @@ func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, defe
 		th       db.Thread
 		err      error
 	)
-	if res != nil {
+	folded := false
+	if res != nil && log.final != nil {
+		// The last checkpoint, its events, the thread's result and the
+		// run's end commit together.
+		finished, th, folded, err = s.finishFinal(done, log, status, usage, errMsg, *res)
+		switch {
+		case errors.Is(err, errFenced):
+			err = db.ErrLeaseLost
+		case err != nil:
+			// Nothing of the last step was written: the run failed.
+			status, errMsg, err = db.RunError, err.Error(), nil
+			log.add(done, "error", errorEvent("RunError", errors.New(errMsg)))
+			if ferr := log.flush(done); ferr != nil && !errors.Is(ferr, db.ErrLeaseLost) {
+				return ferr
+			}
+			// The thread keeps the values of its last written step.
+			*res = db.ThreadResult{Status: db.ThreadError, Error: errMsg}
+		case !folded:
+			// The saver ran no hook: the events are flushed, the end
+			// is written on its own.
+		}
+	}
+	switch {
+	case folded || errors.Is(err, db.ErrLeaseLost):
+	case res != nil:
 		// The thread's result and the run's end commit together.
 		finished, th, err = s.cfg.DB.(db.ResultFinisher).FinishRunWithResult(done, log.lease(), status, usage, errMsg, *res)
-	} else {
+	default:
 		finished, err = s.cfg.DB.FinishRun(done, log.lease(), status, usage, errMsg)
 	}
 	s.cfg.Broker.End(run.ID)
@@ -495,6 +524,10 @@ func (s *Service) execute(ctx, outer context.Context, lease db.Lease, run db.Run
 	// Task ends always: they carry the usage the run reports.
 	// Task starts too, so that the log knows when a node runs.
 	opts := append(append(base, plan.Options...), graph.WithEvents(ms.kinds()|graph.EventTasks))
+	if s.foldsFinish(log) {
+		// The last checkpoint commits with the run's end (finalfold.go).
+		opts = append(opts, graph.WithFinalWrite(func(f *graph.FinalWrite) { log.final = f }))
+	}
 	if h := s.cfg.Hooks.Graph; h != nil {
 		opts = append(opts, h(ctx, a.GraphID)...)
 	}
@@ -521,6 +554,7 @@ func (s *Service) execute(ctx, outer context.Context, lease db.Lease, run db.Run
 			return fail(err)
 		}
 	}
+	streamErr = settleFinal(ctx, outer, log, streamErr, len(interrupts) > 0)
 	ub, _ := json.Marshal(RunUsage{Usage: usage, DurationMS: time.Since(started).Milliseconds()})
 	status := db.RunSuccess
 	cause := context.Cause(ctx)
@@ -546,7 +580,12 @@ func (s *Service) execute(ctx, outer context.Context, lease db.Lease, run db.Run
 	case len(interrupts) > 0:
 		status = db.RunInterrupted
 	}
-	res, err := s.record(context.WithoutCancel(ctx), lease, run, g, base, status, streamErr)
+	var res *db.ThreadResult
+	if log.final != nil {
+		res, err = s.finalResult(log.final)
+	} else {
+		res, err = s.record(context.WithoutCancel(ctx), lease, run, g, base, status, streamErr)
+	}
 	if err != nil {
 		return db.RunError, ub, nil, err
 	}

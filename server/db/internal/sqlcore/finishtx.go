@@ -1,0 +1,46 @@
+package sqlcore
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/trellis-agents/trellis/internal/txhook"
+	"github.com/trellis-agents/trellis/server/db"
+)
+
+// FinishRunWithResultTx is FinishRunWithResult inside tx, a write
+// transaction of the same database someone else opened
+// (db.TxResultFinisher): the checkpoint saver's, whose commit then also
+// stores the run's last step. The lease fences it as it fences
+// FinishRunWithResult (db.ErrLeaseLost: tx must be rolled back).
+func (s *Store) FinishRunWithResultTx(ctx context.Context, tx any, l db.Lease, status db.RunStatus, usage json.RawMessage, errMsg string, r db.ThreadResult) (db.Run, db.Thread, error) {
+	c, err := s.d.Wrap(tx)
+	if err != nil {
+		return db.Run{}, db.Thread{}, s.wrap(err, "FinishRunWithResultTx")
+	}
+	u, err := checkFinish(status, usage)
+	if err != nil {
+		return db.Run{}, db.Thread{}, err
+	}
+	if err := s.finishRun(ctx, c, l, status, u, errMsg); err != nil {
+		return db.Run{}, db.Thread{}, err
+	}
+	tr, err := newThreadResult(r)
+	if err != nil {
+		return db.Run{}, db.Thread{}, err
+	}
+	if err := s.setThreadResult(ctx, c, l.Tenant, l.ThreadID, tr); err != nil {
+		return db.Run{}, db.Thread{}, err
+	}
+	run, err := s.getRun(ctx, c, l.Tenant, "", l.RunID, false)
+	if err != nil {
+		return db.Run{}, db.Thread{}, err
+	}
+	th, err := s.getThread(ctx, c, l.Tenant, l.ThreadID)
+	if err != nil {
+		return db.Run{}, db.Thread{}, err
+	}
+	// What ends with the run commits with it: the queue's job, the run's
+	// online evaluator samples.
+	return run, th, txhook.RunEndOf(ctx, tx, run)
+}

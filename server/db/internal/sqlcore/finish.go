@@ -22,20 +22,16 @@ func (s *Store) FinishRunWithResult(ctx context.Context, l db.Lease, status db.R
 		th  db.Thread
 	)
 	err = s.d.Write(ctx, func(tx Conn) error {
-		if err := s.finishRun(ctx, tx, l, status, u, errMsg); err != nil {
-			return err
-		}
 		tr, err := newThreadResult(r)
 		if err != nil {
 			return err
 		}
-		if err := s.setThreadResult(ctx, tx, l.Tenant, l.ThreadID, tr); err != nil {
+		// The thread's result sets its status, so finishRun need not
+		// free it first.
+		if run, err = s.finishRun(ctx, tx, l, status, u, errMsg, false); err != nil {
 			return err
 		}
-		if run, err = s.getRun(ctx, tx, l.Tenant, "", l.RunID, false); err != nil {
-			return err
-		}
-		if th, err = s.getThread(ctx, tx, l.Tenant, l.ThreadID); err != nil {
+		if th, err = s.setThreadResult(ctx, tx, l.Tenant, l.ThreadID, tr); err != nil {
 			return err
 		}
 		// What ends with the run commits with it: the queue's job, the

@@ -22,21 +22,16 @@ func (s *Store) FinishRunWithResultTx(ctx context.Context, tx any, l db.Lease, s
 	if err != nil {
 		return db.Run{}, db.Thread{}, err
 	}
-	if err := s.finishRun(ctx, c, l, status, u, errMsg); err != nil {
-		return db.Run{}, db.Thread{}, err
-	}
 	tr, err := newThreadResult(r)
 	if err != nil {
 		return db.Run{}, db.Thread{}, err
 	}
-	if err := s.setThreadResult(ctx, c, l.Tenant, l.ThreadID, tr); err != nil {
-		return db.Run{}, db.Thread{}, err
-	}
-	run, err := s.getRun(ctx, c, l.Tenant, "", l.RunID, false)
+	// The thread's result sets its status: no FreeThread before it.
+	run, err := s.finishRun(ctx, c, l, status, u, errMsg, false)
 	if err != nil {
 		return db.Run{}, db.Thread{}, err
 	}
-	th, err := s.getThread(ctx, c, l.Tenant, l.ThreadID)
+	th, err := s.setThreadResult(ctx, c, l.Tenant, l.ThreadID, tr)
 	if err != nil {
 		return db.Run{}, db.Thread{}, err
 	}

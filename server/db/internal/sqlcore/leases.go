@@ -104,7 +104,10 @@ func (s *Store) claimRun(ctx context.Context, c Conn, tenant, runID, owner strin
 		}
 	}
 	var token int64
-	if err := c.QueryRow(ctx, s.q.ClaimRun, s.d.Time(now), tenant, runID).Scan(&token); err != nil {
+	// The claim returns the run as it leaves it (the statements after it
+	// do not change the run's row), so the claim reads it no second time.
+	run, err := s.scanRun(c.QueryRow(ctx, s.q.ClaimRun, s.d.Time(now), tenant, runID), tenant, &token)
+	if err != nil {
 		if s.d.IsUnique(err) {
 			return db.Run{}, db.Lease{}, s.fail(db.ErrBusy, "claim run %q: thread %q has a running run", runID, r.ThreadID)
 		}
@@ -116,10 +119,6 @@ func (s *Store) claimRun(ctx context.Context, c Conn, tenant, runID, owner strin
 	}
 	if _, err := c.Exec(ctx, s.q.MarkThreadBusy, tenant, r.ThreadID); err != nil {
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q: mark its thread busy", runID)
-	}
-	run, err := s.getRun(ctx, c, tenant, "", runID, false)
-	if err != nil {
-		return db.Run{}, db.Lease{}, err
 	}
 	return run, lease, nil
 }
@@ -226,11 +225,8 @@ func (s *Store) FinishRun(ctx context.Context, l db.Lease, status db.RunStatus, 
 	}
 	var out db.Run
 	err = s.d.Write(ctx, func(tx Conn) error {
-		if err := s.finishRun(ctx, tx, l, status, u, errMsg); err != nil {
-			return err
-		}
 		var err error
-		out, err = s.getRun(ctx, tx, l.Tenant, "", l.RunID, false)
+		out, err = s.finishRun(ctx, tx, l, status, u, errMsg, true)
 		return err
 	})
 	return out, err
@@ -244,22 +240,32 @@ func checkFinish(status db.RunStatus, usage json.RawMessage) ([]byte, error) {
 	return dbutil.OptionalJSON("usage", usage)
 }
 
-// finishRun checks the lease and ends its run in c, freeing its thread
-// when still busy.
-func (s *Store) finishRun(ctx context.Context, c Conn, l db.Lease, status db.RunStatus, u []byte, errMsg string) error {
+// finishRun checks the lease and ends its run in c, returning the run as
+// stored. With free it also frees the thread when still busy; a caller
+// that sets the thread's result in the same transaction passes false,
+// since that result's status replaces whatever this would set.
+func (s *Store) finishRun(ctx context.Context, c Conn, l db.Lease, status db.RunStatus, u []byte, errMsg string, free bool) (db.Run, error) {
 	if err := s.fence(ctx, c, l); err != nil {
-		return err
+		return db.Run{}, err
 	}
-	if _, err := c.Exec(ctx, s.q.EndRun, string(status), u, errMsg, s.d.Time(dbutil.Now()), l.Tenant, l.RunID); err != nil {
-		return s.wrap(err, "finish run %q", l.RunID)
+	run, err := s.scanRun(c.QueryRow(ctx, s.q.EndRun, string(status), u, errMsg, s.d.Time(dbutil.Now()), l.Tenant, l.RunID), l.Tenant)
+	if s.d.IsNoRows(err) {
+		// The lease held, so the run exists: only a broken invariant
+		// gets here.
+		return db.Run{}, s.notFound("run", l.RunID, l.Tenant)
+	}
+	if err != nil {
+		return db.Run{}, s.wrap(err, "finish run %q", l.RunID)
 	}
 	if _, err := c.Exec(ctx, s.q.DeleteLease, l.Tenant, l.RunID); err != nil {
-		return s.wrap(err, "finish run %q", l.RunID)
+		return db.Run{}, s.wrap(err, "finish run %q", l.RunID)
 	}
-	// A thread still busy (its outcome not recorded with
-	// SetThreadResult) is no longer.
-	if _, err := c.Exec(ctx, s.q.FreeThread, string(dbutil.AfterRun(status)), l.Tenant, l.ThreadID); err != nil {
-		return s.wrap(err, "finish run %q: free its thread", l.RunID)
+	if free {
+		// A thread still busy (its outcome not recorded with
+		// SetThreadResult) is no longer.
+		if _, err := c.Exec(ctx, s.q.FreeThread, string(dbutil.AfterRun(status)), l.Tenant, l.ThreadID); err != nil {
+			return db.Run{}, s.wrap(err, "finish run %q: free its thread", l.RunID)
+		}
 	}
-	return nil
+	return run, nil
 }

@@ -172,7 +172,8 @@ type Queries struct {
 	UpdateThreadMetadata string
 	// SetThreadResult ($1 status, $2 error, $3 whether to set the values,
 	// $4 values, $5 interrupts or NULL to keep, $6 now, $7 tenant, $8 ID)
-	// also moves the expiry to the TTL after now.
+	// also moves the expiry to the TTL after now, and returns the thread's
+	// columns (those of GetThread).
 	SetThreadResult string
 	// DeleteThread ($1 tenant, $2 ID).
 	DeleteThread string

@@ -43,7 +43,8 @@ type runQueries struct {
 	// CountRunning ($1 tenant) counts the tenant's running runs.
 	CountRunning string
 	// ClaimRun ($1 now, $2 tenant, $3 run ID) sets the run running with
-	// its next lease token and returns the token.
+	// its next lease token and returns the run's columns (those of GetRun)
+	// followed by the token.
 	ClaimRun string
 	// UpsertLease ($1 tenant, $2 run ID, $3 thread ID, $4 owner, $5 token,
 	// $6 expiry) stores or replaces the run's lease.
@@ -69,7 +70,8 @@ type runQueries struct {
 	// SetRunLeaseToken ($1 token, $2 now, $3 tenant, $4 run ID).
 	SetRunLeaseToken string
 	// EndRun ($1 status, $2 usage or NULL, $3 error, $4 now, $5 tenant, $6
-	// run ID) records a run's end.
+	// run ID) records a run's end and returns the run's columns (those of
+	// GetRun), so the finish need not read the run again.
 	EndRun string
 	// DeleteLease ($1 tenant, $2 run ID).
 	DeleteLease string

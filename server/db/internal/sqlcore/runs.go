@@ -17,14 +17,16 @@ var (
 // scanRun reads a run's ID, thread ID, assistant ID, status, metadata,
 // kwargs, multitask strategy, usage, error, creation and update times,
 // not-before (NULL: none), cancel request and assistant version (NULL:
-// none); an undecodable row is an error naming it.
-func (s *Store) scanRun(r Row, tenant string) (db.Run, error) {
+// none), then into extra the columns a statement returns after those;
+// an undecodable row is an error naming it.
+func (s *Store) scanRun(r Row, tenant string, extra ...any) (db.Run, error) {
 	var run db.Run
 	var status string
 	var md, kwargs, usage []byte
 	var version *int64
-	if err := r.Scan(&run.ID, &run.ThreadID, &run.AssistantID, &status, &md, &kwargs, &run.MultitaskStrategy, &usage, &run.Error,
-		s.d.ScanTime(&run.CreatedAt), s.d.ScanTime(&run.UpdatedAt), s.d.ScanTime(&run.NotBefore), &run.CancelRequested, &version); err != nil {
+	dest := append([]any{&run.ID, &run.ThreadID, &run.AssistantID, &status, &md, &kwargs, &run.MultitaskStrategy, &usage, &run.Error,
+		s.d.ScanTime(&run.CreatedAt), s.d.ScanTime(&run.UpdatedAt), s.d.ScanTime(&run.NotBefore), &run.CancelRequested, &version}, extra...)
+	if err := r.Scan(dest...); err != nil {
 		return db.Run{}, err
 	}
 	run.Status = db.RunStatus(status)

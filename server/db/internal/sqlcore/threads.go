@@ -159,11 +159,8 @@ func (s *Store) SetThreadResult(ctx context.Context, tenant, id string, r db.Thr
 	}
 	var out db.Thread
 	err = s.d.Write(ctx, func(tx Conn) error {
-		if err := s.setThreadResult(ctx, tx, tenant, id, tr); err != nil {
-			return err
-		}
 		var err error
-		out, err = s.getThread(ctx, tx, tenant, id)
+		out, err = s.setThreadResult(ctx, tx, tenant, id, tr)
 		return err
 	})
 	return out, err
@@ -193,17 +190,18 @@ func newThreadResult(r db.ThreadResult) (threadResult, error) {
 	return threadResult{r, values, interrupts}, nil
 }
 
-// setThreadResult stores r as thread id's result in c.
-func (s *Store) setThreadResult(ctx context.Context, c Conn, tenant, id string, r threadResult) error {
-	n, err := c.Exec(ctx, s.q.SetThreadResult, string(r.Status), r.Error, r.Values != nil, nullBytes(r.values), nullBytes(r.interrupts),
-		s.d.Time(dbutil.Now()), tenant, id)
+// setThreadResult stores r as thread id's result in c and returns the
+// thread as stored (the statement returns it: no second read).
+func (s *Store) setThreadResult(ctx context.Context, c Conn, tenant, id string, r threadResult) (db.Thread, error) {
+	th, _, err := s.scanThread(c.QueryRow(ctx, s.q.SetThreadResult, string(r.Status), r.Error, r.Values != nil, nullBytes(r.values),
+		nullBytes(r.interrupts), s.d.Time(dbutil.Now()), tenant, id), tenant)
+	if s.d.IsNoRows(err) {
+		return db.Thread{}, s.notFound("thread", id, tenant)
+	}
 	if err != nil {
-		return s.wrap(err, "set the result of thread %q", id)
+		return db.Thread{}, s.wrap(err, "set the result of thread %q", id)
 	}
-	if n == 0 {
-		return s.notFound("thread", id, tenant)
-	}
-	return nil
+	return th, nil
 }
 
 // DeleteThread deletes the thread with its runs, their events and leases

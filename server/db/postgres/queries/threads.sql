@@ -20,6 +20,7 @@ UPDATE trellis_threads SET status = $1, error = $2,
 	thread_values = CASE WHEN $3 THEN $4::jsonb ELSE thread_values END,
 	interrupts = coalesce($5::jsonb, interrupts), updated_at = $6, expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE $6::timestamptz + ttl_us * interval '1 microsecond' END
 WHERE tenant = $7 AND thread_id = $8
+RETURNING thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at, ttl_us, ttl_strategy, expires_at
 
 -- name: DeleteThread
 DELETE FROM trellis_threads WHERE tenant = $1 AND thread_id = $2

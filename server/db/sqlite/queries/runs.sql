@@ -58,7 +58,9 @@ SELECT count(*) FROM trellis_runs WHERE tenant = ?1 AND status = 'running'
 
 -- name: ClaimRun
 UPDATE trellis_runs SET status = 'running', updated_at = ?1, lease_token = lease_token + 1
-WHERE tenant = ?2 AND run_id = ?3 RETURNING lease_token
+WHERE tenant = ?2 AND run_id = ?3
+RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
+	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token
 
 -- name: UpsertLease
 INSERT INTO trellis_leases (tenant, run_id, thread_id, owner, token, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
@@ -88,6 +90,8 @@ UPDATE trellis_runs SET lease_token = ?1, updated_at = ?2 WHERE tenant = ?3 AND 
 -- name: EndRun
 UPDATE trellis_runs SET status = ?1, usage = ?2, error = ?3, updated_at = ?4, ended_at = ?4
 WHERE tenant = ?5 AND run_id = ?6
+RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
+	created_at, updated_at, not_before, cancel_requested, assistant_version
 
 -- name: DeleteLease
 DELETE FROM trellis_leases WHERE tenant = ?1 AND run_id = ?2

@@ -12,7 +12,10 @@
 // database may be joined this way, which the caller arranges.
 package txhook
 
-import "context"
+import (
+	"context"
+	"reflect"
+)
 
 // Func adds its statements to tx, the backend's open write transaction.
 type Func func(ctx context.Context, tx any) error
@@ -90,4 +93,37 @@ func RunEndOf(ctx context.Context, tx any, ended any) error {
 // passed it to RunEndOf; nil when it said nothing.
 func Ended(ctx context.Context) any {
 	return ctx.Value(endedKey{})
+}
+
+type fencedKey struct{}
+
+// fenced is the lease a transaction already checked or wrote.
+type fenced struct {
+	tx            any
+	tenant, runID string
+	token         int64
+}
+
+// WithFenced returns ctx saying that tx, an open write transaction, has
+// already checked (or itself written) the lease of tenant's run runID
+// with token. Nothing but tx can change that lease before tx ends (the
+// check locks the lease's row, or the database has one writer), so a
+// backend asked to check the same lease again in the same transaction may
+// skip the read (see Fenced).
+func WithFenced(ctx context.Context, tx any, tenant, runID string, token int64) context.Context {
+	return context.WithValue(ctx, fencedKey{}, fenced{tx, tenant, runID, token})
+}
+
+// Fenced reports whether ctx says (WithFenced) that tx already checked
+// the lease of tenant's run runID with token. A tx of a type that cannot
+// be compared is never reported fenced.
+func Fenced(ctx context.Context, tx any, tenant, runID string, token int64) bool {
+	f, ok := ctx.Value(fencedKey{}).(fenced)
+	if !ok || tx == nil || f.tenant != tenant || f.runID != runID || f.token != token {
+		return false
+	}
+	if t := reflect.TypeOf(tx); t != reflect.TypeOf(f.tx) || !t.Comparable() {
+		return false
+	}
+	return f.tx == tx
 }

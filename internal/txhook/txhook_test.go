@@ -48,3 +48,31 @@ func TestEndChain(t *testing.T) {
 		t.Error("Ended outside an end hook is not nil")
 	}
 }
+
+// Fenced holds only for the transaction and the lease (tenant, run and
+// token) WithFenced named; a transaction of a type that cannot be
+// compared is never fenced, and comparing it does not panic.
+func TestFenced(t *testing.T) {
+	tx, other := new(int), new(int)
+	ctx := WithFenced(context.Background(), tx, "t", "r", 3)
+	if !Fenced(ctx, tx, "t", "r", 3) {
+		t.Fatal("the fenced lease in its transaction is not reported fenced")
+	}
+	for name, ok := range map[string]bool{
+		"no mark":           Fenced(context.Background(), tx, "t", "r", 3),
+		"other transaction": Fenced(ctx, other, "t", "r", 3),
+		"nil transaction":   Fenced(ctx, nil, "t", "r", 3),
+		"other tenant":      Fenced(ctx, tx, "u", "r", 3),
+		"other run":         Fenced(ctx, tx, "t", "s", 3),
+		"other token":       Fenced(ctx, tx, "t", "r", 4),
+		"other type":        Fenced(ctx, "tx", "t", "r", 3),
+	} {
+		if ok {
+			t.Errorf("%s: reported fenced", name)
+		}
+	}
+	slice := []int{1}
+	if Fenced(WithFenced(context.Background(), slice, "t", "r", 3), slice, "t", "r", 3) {
+		t.Error("an uncomparable transaction is reported fenced")
+	}
+}

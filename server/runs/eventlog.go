@@ -235,12 +235,18 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 				return err
 			}
 			l = nl
+			// The claim wrote the lease in tx: the checks after it
+			// need not read it back.
+			ctx = txhook.WithFenced(ctx, tx, l.Tenant, l.RunID, l.Token)
 		}
 		evs, err := e.joint.AppendEventsTx(ctx, tx, l, buf)
 		written = evs
 		if err != nil {
 			return err
 		}
+		// The append checked the lease (and holds it until tx ends): the
+		// finish's check would read the same row again.
+		ctx = txhook.WithFenced(ctx, tx, l.Tenant, l.RunID, l.Token)
 		return runFinish(ctx, tx, l) // a run's end, with its last checkpoint
 	}))
 	switch {

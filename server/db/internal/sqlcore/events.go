@@ -76,7 +76,7 @@ func (s *Store) AppendEvents(ctx context.Context, l db.Lease, events []db.Event)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.d.Write(ctx, func(tx Conn) error { return s.appendEvents(ctx, tx, l, out) }); err != nil {
+	if err := s.d.Write(ctx, func(tx Conn) error { return s.appendEvents(ctx, tx, nil, l, out) }); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -84,7 +84,8 @@ func (s *Store) AppendEvents(ctx context.Context, l db.Lease, events []db.Event)
 
 // AppendEventsTx is AppendEvents inside tx, the database's own open write
 // transaction (another backend's, see internal/txhook), which the caller
-// commits. With no events it checks the lease alone.
+// commits. With no events it checks the lease alone; it skips that check
+// when ctx says tx already made it (txhook.WithFenced).
 func (s *Store) AppendEventsTx(ctx context.Context, tx any, l db.Lease, events []db.Event) ([]db.Event, error) {
 	c, err := s.d.Wrap(tx)
 	if err != nil {
@@ -94,7 +95,7 @@ func (s *Store) AppendEventsTx(ctx context.Context, tx any, l db.Lease, events [
 	if err != nil {
 		return nil, err
 	}
-	if err := s.appendEvents(ctx, c, l, out); err != nil {
+	if err := s.appendEvents(ctx, c, tx, l, out); err != nil {
 		return nil, s.d.Classify(err)
 	}
 	return out, nil
@@ -119,10 +120,10 @@ func eventRows(l db.Lease, events []db.Event) ([]db.Event, error) {
 	return out, nil
 }
 
-// appendEvents checks the lease and appends out in c, setting their Seq
-// and CreatedAt.
-func (s *Store) appendEvents(ctx context.Context, c Conn, l db.Lease, out []db.Event) error {
-	if err := s.fence(ctx, c, l); err != nil {
+// appendEvents checks the lease (raw as fence takes it) and appends out
+// in c, setting their Seq and CreatedAt.
+func (s *Store) appendEvents(ctx context.Context, c Conn, raw any, l db.Lease, out []db.Event) error {
+	if err := s.fence(ctx, c, raw, l); err != nil {
 		return err
 	}
 	if len(out) == 0 {

@@ -12,7 +12,8 @@ import (
 // transaction of the same database someone else opened
 // (db.TxResultFinisher): the checkpoint saver's, whose commit then also
 // stores the run's last step. The lease fences it as it fences
-// FinishRunWithResult (db.ErrLeaseLost: tx must be rolled back).
+// FinishRunWithResult (db.ErrLeaseLost: tx must be rolled back), unless
+// ctx says tx already checked the same lease (txhook.WithFenced).
 func (s *Store) FinishRunWithResultTx(ctx context.Context, tx any, l db.Lease, status db.RunStatus, usage json.RawMessage, errMsg string, r db.ThreadResult) (db.Run, db.Thread, error) {
 	c, err := s.d.Wrap(tx)
 	if err != nil {
@@ -27,7 +28,7 @@ func (s *Store) FinishRunWithResultTx(ctx context.Context, tx any, l db.Lease, s
 		return db.Run{}, db.Thread{}, err
 	}
 	// The thread's result sets its status: no FreeThread before it.
-	run, err := s.finishRun(ctx, c, l, status, u, errMsg, false)
+	run, err := s.finishRun(ctx, c, tx, l, status, u, errMsg, false)
 	if err != nil {
 		return db.Run{}, db.Thread{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
 )
@@ -130,8 +131,14 @@ func (s *Store) leaseLost(l db.Lease) error {
 
 // fence checks, inside a write transaction, that l still holds its run,
 // locking the lease row until the transaction ends where the dialect
-// needs it, so a take-over waits for the fenced write.
-func (s *Store) fence(ctx context.Context, c Conn, l db.Lease) error {
+// needs it, so a take-over waits for the fenced write. raw is the
+// caller's own transaction handle (nil when this store opened it): when
+// ctx says raw already checked l (txhook.WithFenced), the lease row is
+// already held for the rest of raw and the check reads nothing.
+func (s *Store) fence(ctx context.Context, c Conn, raw any, l db.Lease) error {
+	if raw != nil && txhook.Fenced(ctx, raw, l.Tenant, l.RunID, l.Token) {
+		return nil
+	}
 	var token int64
 	err := c.QueryRow(ctx, s.q.LeaseToken, l.Tenant, l.RunID).Scan(&token)
 	if s.d.IsNoRows(err) || (err == nil && token != l.Token) {
@@ -226,7 +233,7 @@ func (s *Store) FinishRun(ctx context.Context, l db.Lease, status db.RunStatus, 
 	var out db.Run
 	err = s.d.Write(ctx, func(tx Conn) error {
 		var err error
-		out, err = s.finishRun(ctx, tx, l, status, u, errMsg, true)
+		out, err = s.finishRun(ctx, tx, nil, l, status, u, errMsg, true)
 		return err
 	})
 	return out, err
@@ -241,11 +248,11 @@ func checkFinish(status db.RunStatus, usage json.RawMessage) ([]byte, error) {
 }
 
 // finishRun checks the lease and ends its run in c, returning the run as
-// stored. With free it also frees the thread when still busy; a caller
+// stored (raw as fence takes it). With free it also frees the thread when still busy; a caller
 // that sets the thread's result in the same transaction passes false,
 // since that result's status replaces whatever this would set.
-func (s *Store) finishRun(ctx context.Context, c Conn, l db.Lease, status db.RunStatus, u []byte, errMsg string, free bool) (db.Run, error) {
-	if err := s.fence(ctx, c, l); err != nil {
+func (s *Store) finishRun(ctx context.Context, c Conn, raw any, l db.Lease, status db.RunStatus, u []byte, errMsg string, free bool) (db.Run, error) {
+	if err := s.fence(ctx, c, raw, l); err != nil {
 		return db.Run{}, err
 	}
 	run, err := s.scanRun(c.QueryRow(ctx, s.q.EndRun, string(status), u, errMsg, s.d.Time(dbutil.Now()), l.Tenant, l.RunID), l.Tenant)

@@ -20,7 +20,8 @@ type runQueries struct {
 	// InsertRun ($1 tenant, $2 run ID, $3 thread ID, $4 assistant ID, $5
 	// metadata, $6 kwargs, $7 multitask strategy, $8 now, $9 not-before or
 	// NULL, $10 assistant version or NULL) stores a pending run numbered
-	// after the thread's others, or nothing when the ID is taken.
+	// after the thread's others and returns its columns (those of GetRun),
+	// or stores and returns nothing when the ID is taken.
 	InsertRun string
 	// ExtendThreadExpiry ($1 now, $2 tenant, $3 thread ID) moves the
 	// thread's expiry to its TTL after now.

@@ -74,7 +74,7 @@ func (s *Store) CreateRun(ctx context.Context, tenant string, r db.Run) (db.Run,
 	var out db.Run
 	err = s.d.Write(ctx, func(tx Conn) error {
 		var err error
-		out, err = s.createRun(ctx, tx, tenant, nr)
+		out, err = s.createRun(ctx, tx, tenant, nr, false)
 		return err
 	})
 	return out, err
@@ -93,15 +93,18 @@ func (s *Store) CreateRunTx(ctx context.Context, tx any, tenant string, thread *
 	if err != nil {
 		return db.Run{}, err
 	}
+	held := false // whether tx itself created the run's thread
 	if thread != nil {
 		if thread.ID != r.ThreadID {
 			return db.Run{}, dbutil.Invalid("the new thread %q is not the run's thread %q", thread.ID, r.ThreadID)
 		}
-		if err := s.createThreadIfMissing(ctx, c, tenant, *thread); err != nil {
+		created, err := s.createThreadIfMissing(ctx, c, tenant, *thread)
+		if err != nil {
 			return db.Run{}, s.d.Classify(err)
 		}
+		held = created
 	}
-	out, err := s.createRun(ctx, c, tenant, nr)
+	out, err := s.createRun(ctx, c, tenant, nr, held)
 	return out, s.d.Classify(err)
 }
 
@@ -149,55 +152,62 @@ func newRun(tenant string, r db.Run) (runRow, error) {
 }
 
 // createThreadIfMissing stores a new idle thread with t's ID and metadata
-// unless the thread exists.
-func (s *Store) createThreadIfMissing(ctx context.Context, c Conn, tenant string, t db.Thread) error {
+// unless the thread exists, and reports whether it stored it.
+func (s *Store) createThreadIfMissing(ctx context.Context, c Conn, tenant string, t db.Thread) (bool, error) {
 	if err := db.CheckID("thread", t.ID); err != nil {
-		return err
+		return false, err
 	}
 	md, err := dbutil.EncodeMetadata(t.Metadata)
 	if err != nil {
-		return err
+		return false, err
 	}
 	interrupts, err := dbutil.Object("interrupts", nil)
 	if err != nil {
-		return err
+		return false, err
 	}
 	ttl, strategy, err := dbutil.ThreadTTL(nil)
 	if err != nil {
-		return err
+		return false, err
 	}
-	if _, err := c.Exec(ctx, s.q.InsertThread, tenant, t.ID, string(db.ThreadIdle), md, nil, interrupts, "",
-		s.d.Time(dbutil.Now()), ttl, strategy, nil); err != nil {
-		return s.wrap(err, "create thread %q", t.ID)
+	n, err := c.Exec(ctx, s.q.InsertThread, tenant, t.ID, string(db.ThreadIdle), md, nil, interrupts, "",
+		s.d.Time(dbutil.Now()), ttl, strategy, nil)
+	if err != nil {
+		return false, s.wrap(err, "create thread %q", t.ID)
 	}
-	return nil
+	return n > 0, nil
 }
 
-// createRun stores the pending run nr in c.
-func (s *Store) createRun(ctx context.Context, c Conn, tenant string, nr runRow) (db.Run, error) {
+// createRun stores the pending run nr in c. held says c itself created
+// the run's thread: no other transaction can see it, let alone delete
+// it, so the thread needs no check or lock.
+func (s *Store) createRun(ctx context.Context, c Conn, tenant string, nr runRow, held bool) (db.Run, error) {
 	r := nr.r
-	var one int
-	err := c.QueryRow(ctx, s.q.LockRunThread, tenant, r.ThreadID).Scan(&one)
-	if s.d.IsNoRows(err) {
-		return db.Run{}, s.notFound("thread", r.ThreadID, tenant)
-	}
-	if err != nil {
-		return db.Run{}, s.wrap(err, "create run %q", r.ID)
+	if !held {
+		var one int
+		err := c.QueryRow(ctx, s.q.LockRunThread, tenant, r.ThreadID).Scan(&one)
+		if s.d.IsNoRows(err) {
+			return db.Run{}, s.notFound("thread", r.ThreadID, tenant)
+		}
+		if err != nil {
+			return db.Run{}, s.wrap(err, "create run %q", r.ID)
+		}
 	}
 	now := s.d.Time(dbutil.Now())
-	n, err := c.Exec(ctx, s.q.InsertRun, tenant, r.ID, r.ThreadID, r.AssistantID, nr.md, nr.kwargs, r.MultitaskStrategy, now, s.nullTime(r.NotBefore),
-		nr.version)
+	// The insert returns the run as stored (the expiry's update below
+	// leaves the run's row alone), so the run is not read again.
+	out, err := s.scanRun(c.QueryRow(ctx, s.q.InsertRun, tenant, r.ID, r.ThreadID, r.AssistantID, nr.md, nr.kwargs, r.MultitaskStrategy, now,
+		s.nullTime(r.NotBefore), nr.version), tenant)
+	if s.d.IsNoRows(err) {
+		return db.Run{}, s.fail(db.ErrConflict, "run %q exists", r.ID)
+	}
 	if err != nil {
 		return db.Run{}, s.wrap(err, "create run %q", r.ID)
-	}
-	if n == 0 {
-		return db.Run{}, s.fail(db.ErrConflict, "run %q exists", r.ID)
 	}
 	// A new run is activity: the thread's expiry moves on.
 	if _, err := c.Exec(ctx, s.q.ExtendThreadExpiry, now, tenant, r.ThreadID); err != nil {
 		return db.Run{}, s.wrap(err, "create run %q", r.ID)
 	}
-	return s.getRun(ctx, c, tenant, "", r.ID, false)
+	return out, nil
 }
 
 // GetRun returns the run of the thread.

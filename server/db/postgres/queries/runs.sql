@@ -28,6 +28,8 @@ INSERT INTO trellis_runs (tenant, run_id, thread_id, assistant_id, status, metad
 	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq)
 VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, NULL, '', $8, $8, $9, '', $10, 0, 0)
 ON CONFLICT DO NOTHING
+RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
+	created_at, updated_at, not_before, cancel_requested, assistant_version
 
 -- name: ExtendThreadExpiry
 UPDATE trellis_threads SET expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE $1::timestamptz + ttl_us * interval '1 microsecond' END

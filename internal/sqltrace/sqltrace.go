@@ -10,6 +10,7 @@
 package sqltrace
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -208,6 +209,34 @@ func Breakdown(txs []Tx, skip func(Tx) bool, width int) string {
 			b.WriteString(OneLine(s.SQL, width))
 			b.WriteString("\n")
 		}
+	}
+	return b.String()
+}
+
+// Reads lists the statements of the transactions of txs that wrote
+// nothing (reads, outside the write transactions), one line each with the
+// number of times that text ran, most frequent first, for a test's log:
+// a statement run several times in one request is a candidate for passing
+// its result along instead.
+func Reads(txs []Tx, skip func(Tx) bool, width int) string {
+	count := map[string]int{}
+	var order []string
+	for _, t := range txs {
+		if (skip != nil && skip(t)) || t.Wrote() {
+			continue
+		}
+		for _, st := range t.Stmts {
+			line := OneLine(st.SQL, width)
+			if count[line] == 0 {
+				order = append(order, line)
+			}
+			count[line]++
+		}
+	}
+	sort.SliceStable(order, func(i, j int) bool { return count[order[i]] > count[order[j]] })
+	var b strings.Builder
+	for _, line := range order {
+		b.WriteString("    " + itoa(count[line]) + "x " + line + "\n")
 	}
 	return b.String()
 }

@@ -50,3 +50,17 @@ func TestRecorderGroupsTransactions(t *testing.T) {
 		t.Error("the observer is still set after stop")
 	}
 }
+
+// Reads lists only the statements of transactions that wrote nothing,
+// counted by text, the most frequent first.
+func TestReads(t *testing.T) {
+	txs := []Tx{
+		{Stmts: []Stmt{{SQL: "SELECT a"}, {SQL: "SELECT  b"}}},
+		{Stmts: []Stmt{{SQL: "SELECT b"}}},
+		{Committed: true, Changed: 1, Stmts: []Stmt{{SQL: "SELECT c"}, {SQL: "UPDATE x", Changed: 1}}},
+	}
+	want := "    2x SELECT b\n    1x SELECT a\n"
+	if got := Reads(txs, nil, 0); got != want {
+		t.Errorf("Reads = %q, want %q", got, want)
+	}
+}

@@ -59,7 +59,7 @@ func (s *swapModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.
 
 // twentySteps is a plan of 4 levels of 5 parallel steps; each step
 // depends on the step in the same column of the level before.
-var twentySteps = func() llmtest.Turn {
+var twentyStepList = func() []planexec.Step {
 	var steps []planexec.Step
 	for level := range 4 {
 		for col := range 5 {
@@ -70,8 +70,10 @@ var twentySteps = func() llmtest.Turn {
 			steps = append(steps, s)
 		}
 	}
-	return llmtest.JSON(map[string]any{"complexity": "simple", "task": "twenty steps", "steps": steps})
+	return steps
 }()
+
+var twentySteps = llmtest.JSON(map[string]any{"complexity": "simple", "task": "twenty steps", "steps": twentyStepList})
 
 func scripted20() *llmtest.Model {
 	m := llmtest.New()
@@ -80,6 +82,52 @@ func scripted20() *llmtest.Model {
 	m.When(llmtest.Node(react.ModelNode), llmtest.Text("step done")).Repeat()
 	m.When(llmtest.Node(planexec.DeliverNode), llmtest.Text("all done")).Repeat()
 	return m
+}
+
+// replyModel is a scripted model that costs next to nothing: one fixed
+// reply per node, no matching rules and no record of the requests (which
+// llmtest.Model keeps, copying every request). BenchmarkPlanExec20Framework
+// uses it to measure the framework alone.
+type replyModel struct {
+	byNode map[string]llm.Message // the reply's parts; the ID is new each time
+}
+
+func (m *replyModel) Name() string { return "reply-model" }
+
+func (m *replyModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	node := graph.NodeName(ctx)
+	r, ok := m.byNode[node]
+	if !ok {
+		return nil, fmt.Errorf("replyModel: no reply for node %q", node)
+	}
+	r.ID = llm.NewID()
+	return &llm.Response{Message: r, Usage: llm.Usage{InputTokens: 100, OutputTokens: 10}, FinishReason: llm.FinishStop, Model: "reply-model"}, nil
+}
+
+func (m *replyModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		resp, err := m.Generate(ctx, req)
+		if err != nil {
+			yield(llm.Chunk{}, err)
+			return
+		}
+		yield(llm.Chunk{Text: resp.Message.Text(), Usage: &resp.Usage, FinishReason: resp.FinishReason, Model: resp.Model}, nil)
+	}
+}
+
+// replies20 is scripted20's replies for replyModel.
+func replies20(b *testing.B) *replyModel {
+	text := func(s string) llm.Message { return llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{llm.Text(s)}} }
+	plan, err := json.Marshal(map[string]any{"complexity": "simple", "task": "twenty steps", "steps": twentyStepList})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &replyModel{byNode: map[string]llm.Message{
+		planexec.IntentNode:  text(`{"intent":"task"}`),
+		planexec.PlanNode:    text(string(plan)),
+		react.ModelNode:      text("step done"),
+		planexec.DeliverNode: text("all done"),
+	}}
 }
 
 // BenchmarkPlanExec20 runs a 20-step plan in 4 parallel levels of 5 (each
@@ -91,13 +139,24 @@ func scripted20() *llmtest.Model {
 func BenchmarkPlanExec20(b *testing.B) {
 	sm := &swapModel{}
 	sm.cur.Store(scripted20())
-	g, err := planexec.New(planexec.Config{Model: sm, PlanMode: true})
+	benchPlanExec20(b, sm, func() { sm.cur.Store(scripted20()) })
+}
+
+// BenchmarkPlanExec20Framework is BenchmarkPlanExec20 with replyModel, a
+// scripted model that neither matches rules nor records requests: what is
+// left is the framework's own time.
+func BenchmarkPlanExec20Framework(b *testing.B) {
+	benchPlanExec20(b, replies20(b), func() {})
+}
+
+func benchPlanExec20(b *testing.B, model llm.Model, fresh func()) {
+	g, err := planexec.New(planexec.Config{Model: model, PlanMode: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
 	run := func(saver checkpoint.Saver, thread string) {
-		sm.cur.Store(scripted20())
+		fresh()
 		res, err := g.Invoke(ctx, planexec.Input("go"), graph.WithCheckpointer(saver), graph.WithThread(thread))
 		if err != nil {
 			b.Fatal(err)

@@ -26,12 +26,13 @@ type stepTask struct {
 	Attempt int `json:"attempt,omitempty"`
 }
 
-type stepKey struct{}
-
-// stepFrom returns the ID of the step whose loop is running, or "".
+// stepFrom returns the ID of the step whose loop is running, or "". The
+// step's meter carries it, so a step's context holds one value.
 func stepFrom(ctx context.Context) string {
-	id, _ := ctx.Value(stepKey{}).(string)
-	return id
+	if m, ok := ctx.Value(meterKey{}).(*meter); ok {
+		return m.step
+	}
+	return ""
 }
 
 // dispatchNode decides what happens after planning and after each level:
@@ -172,8 +173,8 @@ func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.
 	}
 	note := retryKey.Get(s)[st.ID]
 	prompt := a.stepPrompt(ctx, plan, st, Steps.Get(s), note)
-	m := &meter{tokens: int64(t.Tokens)}
-	sctx := context.WithValue(context.WithValue(ctx, stepKey{}, st.ID), meterKey{}, m)
+	m := &meter{step: st.ID, tokens: int64(t.Tokens)}
+	sctx := context.WithValue(ctx, meterKey{}, m)
 	var ws graph.Update
 	if deadline, fresh := a.deadline(ctx, s); !deadline.IsZero() {
 		if fresh { // a step resumed by a new run: the run's clock starts now

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -179,4 +180,69 @@ func benchPlanExec20(b *testing.B, model llm.Model, fresh func()) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/20, "ns/step")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/20, "cpu-ns/step")
 	b.ReportMetric(float64(counted.bytes.Load()), "checkpoint-B/thread")
+}
+
+// BenchmarkStepShape20 is the engine's part of BenchmarkPlanExec20Framework
+// alone: the same 20 steps in 4 levels of 5, each a Send task from a
+// dispatch node that invokes a compiled one-node loop in its namespace
+// with a step prompt of the same size as input, and writes a StepResult
+// into planexec.Steps, on the in-memory checkpointer. No planexec code
+// runs: this is the floor a step as a nested durable run costs today.
+func BenchmarkStepShape20(b *testing.B) {
+	inner := graph.New(react.Messages)
+	inner.AddNode(react.ModelNode, func(ctx context.Context, s graph.State) (graph.Output, error) {
+		return graph.Writes(graph.Append(react.Messages, llm.Assistant("step done"))), nil
+	})
+	inner.SetEntry(react.ModelNode)
+	inner.AddEdge(react.ModelNode, graph.END)
+	loop, err := inner.Compile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt := strings.Repeat("p", 560) // a step prompt of the planexec benchmark is about this long
+	type task struct {
+		ID string `json:"id"`
+	}
+	outer := graph.New(planexec.Steps, planexec.Rounds, planexec.Tokens)
+	outer.AddNode(planexec.DispatchNode, func(ctx context.Context, s graph.State) (graph.Output, error) {
+		done := len(planexec.Steps.Get(s))
+		if done == 20 {
+			return graph.Command{Goto: []graph.Target{graph.To(graph.END)}}, nil
+		}
+		targets := make([]graph.Target, 5)
+		for col := range 5 {
+			targets[col] = graph.Send(planexec.StepNode, task{ID: fmt.Sprintf("s%d%d", done/5, col)})
+		}
+		return graph.Command{Goto: targets}, nil
+	}, graph.Destinations(planexec.StepNode, graph.END))
+	graph.AddSendNode(outer, planexec.StepNode, func(ctx context.Context, s graph.State, t task) (graph.Output, error) {
+		res, err := loop.Invoke(ctx, graph.Writes(graph.Append(react.Messages, llm.User(prompt))))
+		if err != nil {
+			return nil, err
+		}
+		answer, _ := react.AnswerFrom(react.Messages.Get(res.State))
+		r := planexec.StepResult{Status: planexec.StepDone, Result: answer, Requests: 1, Tokens: 110}
+		return graph.Writes(planexec.Steps.Set(map[string]planexec.StepResult{t.ID: r}), planexec.Rounds.Set(1), planexec.Tokens.Set(110)), nil
+	})
+	outer.SetEntry(planexec.DispatchNode)
+	outer.AddEdge(planexec.StepNode, planexec.DispatchNode)
+	g, err := outer.Compile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for i := 0; b.Loop(); i++ {
+		res, err := g.Invoke(ctx, graph.Update{}, graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread(fmt.Sprint("shape-", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n := len(planexec.Steps.Get(res.State)); n != 20 {
+			b.Fatalf("%d steps finished; want 20", n)
+		}
+	}
+	cpu := cpuTime() - cpu0
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/20, "ns/step")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/20, "cpu-ns/step")
 }

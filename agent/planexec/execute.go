@@ -166,27 +166,65 @@ func (a *agent) skips(ctx context.Context, plan Plan, results map[string]StepRes
 // retry, and the dispatcher runs it again (a new task, so a fresh loop)
 // with the earlier result and what it missed.
 func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.Output, error) {
+	var sr stepRun
+	if err := a.stepStart(ctx, s, t, &sr); err != nil {
+		return nil, err
+	}
+	if sr.cancel != nil {
+		defer sr.cancel()
+	}
+	res, err := a.steps.Invoke(sr.ctx, sr.input, graph.WithStepLimit(sr.limit))
+	return a.stepEnded(ctx, &sr, res, err)
+}
+
+// stepRun is what a step's loop is started with and what its end needs.
+type stepRun struct {
+	ctx    context.Context // the loop's: the step's meter, the run's deadline
+	cancel context.CancelFunc
+	plan   Plan
+	st     Step
+	note   retryNote
+	m      *meter
+	ws     graph.Update // writes of the step's task whatever its end
+	input  graph.Update // the loop's input: the step's prompt
+	limit  int          // the loop's step limit
+}
+
+// stepStart prepares a step's loop (see stepNode). It and stepEnded are
+// functions of their own so that stepNode's stack frame, which is on the
+// stack for the whole of the step's loop, stays small: a step's goroutine
+// that outgrows its stack copies it, and the events, results and
+// messages built before and after the loop took 2.7 KB of it.
+//
+//go:noinline
+func (a *agent) stepStart(ctx context.Context, s graph.State, t stepTask, sr *stepRun) error {
 	plan := CurrentPlan.Get(s)
 	st, ok := plan.Step(t.ID)
 	if !ok {
-		return nil, fmt.Errorf("planexec: step %q is not in the current plan (its steps are %s); the plan changed under a running step", t.ID, idList(plan.Steps))
+		return fmt.Errorf("planexec: step %q is not in the current plan (its steps are %s); the plan changed under a running step", t.ID, idList(plan.Steps))
 	}
-	note := retryKey.Get(s)[st.ID]
-	prompt := a.stepPrompt(ctx, plan, st, Steps.Get(s), note)
-	m := &meter{step: st.ID, tokens: int64(t.Tokens)}
-	sctx := context.WithValue(ctx, meterKey{}, m)
-	var ws graph.Update
+	*sr = stepRun{plan: plan, st: st, note: retryKey.Get(s)[st.ID]}
+	prompt := a.stepPrompt(ctx, plan, st, Steps.Get(s), sr.note)
+	sr.m = &meter{step: st.ID, tokens: int64(t.Tokens)}
+	sr.ctx = context.WithValue(ctx, meterKey{}, sr.m)
 	if deadline, fresh := a.deadline(ctx, s); !deadline.IsZero() {
 		if fresh { // a step resumed by a new run: the run's clock starts now
-			ws = append(ws, clockKey.Set(clock{Run: runMark(ctx), Deadline: deadline}))
+			sr.ws = append(sr.ws, clockKey.Set(clock{Run: runMark(ctx), Deadline: deadline}))
 		}
-		m.deadline = deadline
-		var cancel context.CancelFunc
-		sctx, cancel = context.WithDeadline(sctx, deadline)
-		defer cancel()
+		sr.m.deadline = deadline
+		sr.ctx, sr.cancel = context.WithDeadline(sr.ctx, deadline)
 	}
-	limit := 2*max(t.Rounds, 1) - 1 // a model step per round, a tool step between two
-	res, err := a.steps.Invoke(sctx, graph.Writes(graph.Append(react.Messages, llm.User(prompt))), graph.WithStepLimit(limit))
+	sr.limit = 2*max(t.Rounds, 1) - 1 // a model step per round, a tool step between two
+	sr.input = graph.Writes(graph.Append(react.Messages, llm.User(prompt)))
+	return nil
+}
+
+// stepEnded turns what a step's loop returned into the step's writes (see
+// stepNode and stepStart).
+//
+//go:noinline
+func (a *agent) stepEnded(ctx context.Context, sr *stepRun, res *graph.Result, err error) (graph.Output, error) {
+	sctx, plan, st, note, m, ws := sr.ctx, sr.plan, sr.st, sr.note, sr.m, sr.ws
 	if errors.Is(err, graph.ErrInterrupted) {
 		emitWaiting(ctx, st.ID, err)
 		return nil, err

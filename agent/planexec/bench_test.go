@@ -117,7 +117,7 @@ func (m *replyModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm
 }
 
 // replies20 is scripted20's replies for replyModel.
-func replies20(b *testing.B) *replyModel {
+func replies20(b testing.TB) *replyModel {
 	text := func(s string) llm.Message {
 		return llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{llm.Text(s)}}
 	}

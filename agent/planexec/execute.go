@@ -52,9 +52,12 @@ func (a *agent) dispatchNode(ctx context.Context, s graph.State) (graph.Output, 
 		_, skipped := skips[id]
 		return done || skipped
 	}
-	failed := map[string]string{}
+	var failed map[string]string // made when a step failed
 	for id, r := range results {
 		if r.Status == StepFailed && r.Budget == "" { // a budget is a limit, not an error: deliver
+			if failed == nil {
+				failed = map[string]string{}
+			}
 			failed[id] = r.Error
 		}
 	}
@@ -121,9 +124,9 @@ func (a *agent) dispatchNode(ctx context.Context, s graph.State) (graph.Output, 
 }
 
 // skips marks the steps that cannot run because a step they depend on
-// failed or was skipped, transitively.
+// failed or was skipped, transitively (nil when none is).
 func (a *agent) skips(ctx context.Context, plan Plan, results map[string]StepResult) map[string]StepResult {
-	out := map[string]StepResult{}
+	var out map[string]StepResult // made when a step is skipped
 	status := func(id string) (StepStatus, bool) {
 		if r, ok := results[id]; ok {
 			return r.Status, true
@@ -139,6 +142,9 @@ func (a *agent) skips(ctx context.Context, plan Plan, results map[string]StepRes
 			}
 			for _, d := range st.DependsOn {
 				if ds, ok := status(d); ok && ds != StepDone {
+					if out == nil {
+						out = map[string]StepResult{}
+					}
 					out[st.ID] = StepResult{Status: StepSkipped, Error: fmt.Sprintf("step %q, which it depends on, %s", d, ds)}
 					changed = true
 					break

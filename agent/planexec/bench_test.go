@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -59,7 +60,7 @@ func (s *swapModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.
 
 // twentySteps is a plan of 4 levels of 5 parallel steps; each step
 // depends on the step in the same column of the level before.
-var twentySteps = func() llmtest.Turn {
+var twentyStepList = func() []planexec.Step {
 	var steps []planexec.Step
 	for level := range 4 {
 		for col := range 5 {
@@ -70,8 +71,10 @@ var twentySteps = func() llmtest.Turn {
 			steps = append(steps, s)
 		}
 	}
-	return llmtest.JSON(map[string]any{"complexity": "simple", "task": "twenty steps", "steps": steps})
+	return steps
 }()
+
+var twentySteps = llmtest.JSON(map[string]any{"complexity": "simple", "task": "twenty steps", "steps": twentyStepList})
 
 func scripted20() *llmtest.Model {
 	m := llmtest.New()
@@ -80,6 +83,54 @@ func scripted20() *llmtest.Model {
 	m.When(llmtest.Node(react.ModelNode), llmtest.Text("step done")).Repeat()
 	m.When(llmtest.Node(planexec.DeliverNode), llmtest.Text("all done")).Repeat()
 	return m
+}
+
+// replyModel is a scripted model that costs next to nothing: one fixed
+// reply per node, no matching rules and no record of the requests (which
+// llmtest.Model keeps, copying every request). BenchmarkPlanExec20Framework
+// uses it to measure the framework alone.
+type replyModel struct {
+	byNode map[string]llm.Message // the reply's parts; the ID is new each time
+}
+
+func (m *replyModel) Name() string { return "reply-model" }
+
+func (m *replyModel) Generate(ctx context.Context, req *llm.Request) (*llm.Response, error) {
+	node := graph.NodeName(ctx)
+	r, ok := m.byNode[node]
+	if !ok {
+		return nil, fmt.Errorf("replyModel: no reply for node %q", node)
+	}
+	r.ID = llm.NewID()
+	return &llm.Response{Message: r, Usage: llm.Usage{InputTokens: 100, OutputTokens: 10}, FinishReason: llm.FinishStop, Model: "reply-model"}, nil
+}
+
+func (m *replyModel) Stream(ctx context.Context, req *llm.Request) iter.Seq2[llm.Chunk, error] {
+	return func(yield func(llm.Chunk, error) bool) {
+		resp, err := m.Generate(ctx, req)
+		if err != nil {
+			yield(llm.Chunk{}, err)
+			return
+		}
+		yield(llm.Chunk{Text: resp.Message.Text(), Usage: &resp.Usage, FinishReason: resp.FinishReason, Model: resp.Model}, nil)
+	}
+}
+
+// replies20 is scripted20's replies for replyModel.
+func replies20(b testing.TB) *replyModel {
+	text := func(s string) llm.Message {
+		return llm.Message{Role: llm.RoleAssistant, Parts: []llm.Part{llm.Text(s)}}
+	}
+	plan, err := json.Marshal(map[string]any{"complexity": "simple", "task": "twenty steps", "steps": twentyStepList})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &replyModel{byNode: map[string]llm.Message{
+		planexec.IntentNode:  text(`{"intent":"task"}`),
+		planexec.PlanNode:    text(string(plan)),
+		react.ModelNode:      text("step done"),
+		planexec.DeliverNode: text("all done"),
+	}}
 }
 
 // BenchmarkPlanExec20 runs a 20-step plan in 4 parallel levels of 5 (each
@@ -91,13 +142,24 @@ func scripted20() *llmtest.Model {
 func BenchmarkPlanExec20(b *testing.B) {
 	sm := &swapModel{}
 	sm.cur.Store(scripted20())
-	g, err := planexec.New(planexec.Config{Model: sm, PlanMode: true})
+	benchPlanExec20(b, sm, func() { sm.cur.Store(scripted20()) })
+}
+
+// BenchmarkPlanExec20Framework is BenchmarkPlanExec20 with replyModel, a
+// scripted model that neither matches rules nor records requests: what is
+// left is the framework's own time.
+func BenchmarkPlanExec20Framework(b *testing.B) {
+	benchPlanExec20(b, replies20(b), func() {})
+}
+
+func benchPlanExec20(b *testing.B, model llm.Model, fresh func()) {
+	g, err := planexec.New(planexec.Config{Model: model, PlanMode: true})
 	if err != nil {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
 	run := func(saver checkpoint.Saver, thread string) {
-		sm.cur.Store(scripted20())
+		fresh()
 		res, err := g.Invoke(ctx, planexec.Input("go"), graph.WithCheckpointer(saver), graph.WithThread(thread))
 		if err != nil {
 			b.Fatal(err)
@@ -118,4 +180,69 @@ func BenchmarkPlanExec20(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/20, "ns/step")
 	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/20, "cpu-ns/step")
 	b.ReportMetric(float64(counted.bytes.Load()), "checkpoint-B/thread")
+}
+
+// BenchmarkStepShape20 is the engine's part of BenchmarkPlanExec20Framework
+// alone: the same 20 steps in 4 levels of 5, each a Send task from a
+// dispatch node that invokes a compiled one-node loop in its namespace
+// with a step prompt of the same size as input, and writes a StepResult
+// into planexec.Steps, on the in-memory checkpointer. No planexec code
+// runs: this is the floor a step as a nested durable run costs today.
+func BenchmarkStepShape20(b *testing.B) {
+	inner := graph.New(react.Messages)
+	inner.AddNode(react.ModelNode, func(ctx context.Context, s graph.State) (graph.Output, error) {
+		return graph.Writes(graph.Append(react.Messages, llm.Assistant("step done"))), nil
+	})
+	inner.SetEntry(react.ModelNode)
+	inner.AddEdge(react.ModelNode, graph.END)
+	loop, err := inner.Compile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	prompt := strings.Repeat("p", 560) // a step prompt of the planexec benchmark is about this long
+	type task struct {
+		ID string `json:"id"`
+	}
+	outer := graph.New(planexec.Steps, planexec.Rounds, planexec.Tokens)
+	outer.AddNode(planexec.DispatchNode, func(ctx context.Context, s graph.State) (graph.Output, error) {
+		done := len(planexec.Steps.Get(s))
+		if done == 20 {
+			return graph.Command{Goto: []graph.Target{graph.To(graph.END)}}, nil
+		}
+		targets := make([]graph.Target, 5)
+		for col := range 5 {
+			targets[col] = graph.Send(planexec.StepNode, task{ID: fmt.Sprintf("s%d%d", done/5, col)})
+		}
+		return graph.Command{Goto: targets}, nil
+	}, graph.Destinations(planexec.StepNode, graph.END))
+	graph.AddSendNode(outer, planexec.StepNode, func(ctx context.Context, s graph.State, t task) (graph.Output, error) {
+		res, err := loop.Invoke(ctx, graph.Writes(graph.Append(react.Messages, llm.User(prompt))))
+		if err != nil {
+			return nil, err
+		}
+		answer, _ := react.AnswerFrom(react.Messages.Get(res.State))
+		r := planexec.StepResult{Status: planexec.StepDone, Result: answer, Requests: 1, Tokens: 110}
+		return graph.Writes(planexec.Steps.Set(map[string]planexec.StepResult{t.ID: r}), planexec.Rounds.Set(1), planexec.Tokens.Set(110)), nil
+	})
+	outer.SetEntry(planexec.DispatchNode)
+	outer.AddEdge(planexec.StepNode, planexec.DispatchNode)
+	g, err := outer.Compile()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	cpu0 := cpuTime()
+	for i := 0; b.Loop(); i++ {
+		res, err := g.Invoke(ctx, graph.Update{}, graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread(fmt.Sprint("shape-", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n := len(planexec.Steps.Get(res.State)); n != 20 {
+			b.Fatalf("%d steps finished; want 20", n)
+		}
+	}
+	cpu := cpuTime() - cpu0
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/20, "ns/step")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/20, "cpu-ns/step")
 }

@@ -46,6 +46,7 @@ var ErrBudget = errors.New("planexec: budget used up")
 // go through the budget middleware, which reads the meter from the
 // context.
 type meter struct {
+	step     string // the step's ID (stepFrom)
 	mu       sync.Mutex
 	tokens   int64 // the step's token share, 0 for none
 	deadline time.Time

@@ -66,15 +66,25 @@ func (a *agent) deliverNode(ctx context.Context, s graph.State) (graph.Output, e
 // and what a step's result missed of its done_when.
 func (a *agent) deliveryReport(plan Plan, results map[string]StepResult, stop string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "The task: %s\n\nThe steps and their results:\n", plan.Task)
+	b.WriteString("The task: ")
+	b.WriteString(plan.Task)
+	b.WriteString("\n\nThe steps and their results:\n")
 	undone := false
 	for _, st := range plan.Steps {
 		r, ok := results[st.ID]
+		b.WriteString("\n[")
+		b.WriteString(st.ID)
+		b.WriteString("] ")
+		b.WriteString(st.Title)
 		if !ok {
-			fmt.Fprintf(&b, "\n[%s] %s: not run\n", st.ID, st.Title)
+			b.WriteString(": not run\n")
 			continue
 		}
-		fmt.Fprintf(&b, "\n[%s] %s: %s\n%s\n", st.ID, st.Title, r.Status, cmpOr(r.Result, r.Error))
+		b.WriteString(": ")
+		b.WriteString(string(r.Status))
+		b.WriteByte('\n')
+		b.WriteString(cmpOr(r.Result, r.Error))
+		b.WriteByte('\n')
 		if r.Budget != "" {
 			fmt.Fprintf(&b, "(This step was cut short: %s.)\n", a.budgetText(r.Budget, true))
 		}

@@ -26,12 +26,13 @@ type stepTask struct {
 	Attempt int `json:"attempt,omitempty"`
 }
 
-type stepKey struct{}
-
-// stepFrom returns the ID of the step whose loop is running, or "".
+// stepFrom returns the ID of the step whose loop is running, or "". The
+// step's meter carries it, so a step's context holds one value.
 func stepFrom(ctx context.Context) string {
-	id, _ := ctx.Value(stepKey{}).(string)
-	return id
+	if m, ok := ctx.Value(meterKey{}).(*meter); ok {
+		return m.step
+	}
+	return ""
 }
 
 // dispatchNode decides what happens after planning and after each level:
@@ -51,9 +52,12 @@ func (a *agent) dispatchNode(ctx context.Context, s graph.State) (graph.Output, 
 		_, skipped := skips[id]
 		return done || skipped
 	}
-	failed := map[string]string{}
+	var failed map[string]string // made when a step failed
 	for id, r := range results {
 		if r.Status == StepFailed && r.Budget == "" { // a budget is a limit, not an error: deliver
+			if failed == nil {
+				failed = map[string]string{}
+			}
 			failed[id] = r.Error
 		}
 	}
@@ -120,9 +124,9 @@ func (a *agent) dispatchNode(ctx context.Context, s graph.State) (graph.Output, 
 }
 
 // skips marks the steps that cannot run because a step they depend on
-// failed or was skipped, transitively.
+// failed or was skipped, transitively (nil when none is).
 func (a *agent) skips(ctx context.Context, plan Plan, results map[string]StepResult) map[string]StepResult {
-	out := map[string]StepResult{}
+	var out map[string]StepResult // made when a step is skipped
 	status := func(id string) (StepStatus, bool) {
 		if r, ok := results[id]; ok {
 			return r.Status, true
@@ -138,6 +142,9 @@ func (a *agent) skips(ctx context.Context, plan Plan, results map[string]StepRes
 			}
 			for _, d := range st.DependsOn {
 				if ds, ok := status(d); ok && ds != StepDone {
+					if out == nil {
+						out = map[string]StepResult{}
+					}
 					out[st.ID] = StepResult{Status: StepSkipped, Error: fmt.Sprintf("step %q, which it depends on, %s", d, ds)}
 					changed = true
 					break
@@ -165,27 +172,65 @@ func (a *agent) skips(ctx context.Context, plan Plan, results map[string]StepRes
 // retry, and the dispatcher runs it again (a new task, so a fresh loop)
 // with the earlier result and what it missed.
 func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.Output, error) {
+	var sr stepRun
+	if err := a.stepStart(ctx, s, t, &sr); err != nil {
+		return nil, err
+	}
+	if sr.cancel != nil {
+		defer sr.cancel()
+	}
+	res, err := a.steps.Invoke(sr.ctx, sr.input, graph.WithStepLimit(sr.limit))
+	return a.stepEnded(ctx, &sr, res, err)
+}
+
+// stepRun is what a step's loop is started with and what its end needs.
+type stepRun struct {
+	ctx    context.Context // the loop's: the step's meter, the run's deadline
+	cancel context.CancelFunc
+	plan   Plan
+	st     Step
+	note   retryNote
+	m      *meter
+	ws     graph.Update // writes of the step's task whatever its end
+	input  graph.Update // the loop's input: the step's prompt
+	limit  int          // the loop's step limit
+}
+
+// stepStart prepares a step's loop (see stepNode). It and stepEnded are
+// functions of their own so that stepNode's stack frame, which is on the
+// stack for the whole of the step's loop, stays small: a step's goroutine
+// that outgrows its stack copies it, and the events, results and
+// messages built before and after the loop took 2.7 KB of it.
+//
+//go:noinline
+func (a *agent) stepStart(ctx context.Context, s graph.State, t stepTask, sr *stepRun) error {
 	plan := CurrentPlan.Get(s)
 	st, ok := plan.Step(t.ID)
 	if !ok {
-		return nil, fmt.Errorf("planexec: step %q is not in the current plan (its steps are %s); the plan changed under a running step", t.ID, idList(plan.Steps))
+		return fmt.Errorf("planexec: step %q is not in the current plan (its steps are %s); the plan changed under a running step", t.ID, idList(plan.Steps))
 	}
-	note := retryKey.Get(s)[st.ID]
-	prompt := a.stepPrompt(ctx, plan, st, Steps.Get(s), note)
-	m := &meter{tokens: int64(t.Tokens)}
-	sctx := context.WithValue(context.WithValue(ctx, stepKey{}, st.ID), meterKey{}, m)
-	var ws graph.Update
+	*sr = stepRun{plan: plan, st: st, note: retryKey.Get(s)[st.ID]}
+	prompt := a.stepPrompt(ctx, plan, st, Steps.Get(s), sr.note)
+	sr.m = &meter{step: st.ID, tokens: int64(t.Tokens)}
+	sr.ctx = context.WithValue(ctx, meterKey{}, sr.m)
 	if deadline, fresh := a.deadline(ctx, s); !deadline.IsZero() {
 		if fresh { // a step resumed by a new run: the run's clock starts now
-			ws = append(ws, clockKey.Set(clock{Run: runMark(ctx), Deadline: deadline}))
+			sr.ws = append(sr.ws, clockKey.Set(clock{Run: runMark(ctx), Deadline: deadline}))
 		}
-		m.deadline = deadline
-		var cancel context.CancelFunc
-		sctx, cancel = context.WithDeadline(sctx, deadline)
-		defer cancel()
+		sr.m.deadline = deadline
+		sr.ctx, sr.cancel = context.WithDeadline(sr.ctx, deadline)
 	}
-	limit := 2*max(t.Rounds, 1) - 1 // a model step per round, a tool step between two
-	res, err := a.steps.Invoke(sctx, graph.Writes(graph.Append(react.Messages, llm.User(prompt))), graph.WithStepLimit(limit))
+	sr.limit = 2*max(t.Rounds, 1) - 1 // a model step per round, a tool step between two
+	sr.input = graph.Writes(graph.Append(react.Messages, llm.User(prompt)))
+	return nil
+}
+
+// stepEnded turns what a step's loop returned into the step's writes (see
+// stepNode and stepStart).
+//
+//go:noinline
+func (a *agent) stepEnded(ctx context.Context, sr *stepRun, res *graph.Result, err error) (graph.Output, error) {
+	sctx, plan, st, note, m, ws := sr.ctx, sr.plan, sr.st, sr.note, sr.m, sr.ws
 	if errors.Is(err, graph.ErrInterrupted) {
 		emitWaiting(ctx, st.ID, err)
 		return nil, err

@@ -110,45 +110,53 @@ func (p Plan) problems() []string {
 
 // cycle returns the IDs along a dependency cycle (the first repeated at
 // the end), or nil. Unknown and self dependencies are left to problems.
+// A repeated ID stands for its last step (duplicates are problems too).
+// It works on step indexes, without maps of its own: dispatch validates
+// the plan before every level.
 func (p Plan) cycle() []string {
-	deps := make(map[string][]string, len(p.Steps))
-	for _, s := range p.Steps {
-		deps[s.ID] = s.DependsOn
+	at := make(map[string]int, len(p.Steps))
+	for i, s := range p.Steps {
+		at[s.ID] = i
 	}
 	const (
 		unseen = iota
 		open
 		closed
 	)
-	state := make(map[string]int, len(p.Steps))
-	var path []string
-	var visit func(id string) []string
-	visit = func(id string) []string {
-		state[id] = open
-		path = append(path, id)
-		for _, d := range deps[id] {
-			if _, known := deps[d]; !known || d == id {
+	state := make([]uint8, len(p.Steps))
+	var path []int
+	var found []string
+	var visit func(i int) bool
+	visit = func(i int) bool {
+		state[i] = open
+		path = append(path, i)
+		id := p.Steps[i].ID
+		for _, d := range p.Steps[i].DependsOn {
+			j, known := at[d]
+			if !known || d == id {
 				continue
 			}
-			switch state[d] {
+			switch state[j] {
 			case open:
-				start := slices.Index(path, d)
-				return append(slices.Clone(path[start:]), d)
+				start := slices.Index(path, j)
+				for _, k := range path[start:] {
+					found = append(found, p.Steps[k].ID)
+				}
+				found = append(found, d)
+				return true
 			case unseen:
-				if c := visit(d); c != nil {
-					return c
+				if visit(j) {
+					return true
 				}
 			}
 		}
 		path = path[:len(path)-1]
-		state[id] = closed
-		return nil
+		state[i] = closed
+		return false
 	}
 	for _, s := range p.Steps {
-		if state[s.ID] == unseen {
-			if c := visit(s.ID); c != nil {
-				return c
-			}
+		if i := at[s.ID]; state[i] == unseen && visit(i) {
+			return found
 		}
 	}
 	return nil

@@ -242,7 +242,13 @@ func stepTaskText(d PromptData) string {
 	if len(d.Results) > 0 {
 		b.WriteString("\nResults of the steps it depends on:\n")
 		for _, r := range d.Results {
-			fmt.Fprintf(&b, "\n[%s] %s:\n%s\n", r.ID, r.Title, r.Result)
+			b.WriteString("\n[")
+			b.WriteString(r.ID)
+			b.WriteString("] ")
+			b.WriteString(r.Title)
+			b.WriteString(":\n")
+			b.WriteString(r.Result)
+			b.WriteByte('\n')
 			for _, c := range r.Undone {
 				fmt.Fprintf(&b, "(Did not happen: %s.)\n", c)
 			}

@@ -1,0 +1,43 @@
+package planexec_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/trellis-agents/trellis/agent/planexec"
+	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/graph"
+)
+
+// TestStepAllocations bounds the allocations of a plan step: the task of
+// BenchmarkPlanExec20Framework (20 steps in 4 levels of 5, a model that
+// answers from a fixed reply per node, the in-memory checkpointer), whole
+// task ÷ 20. Most of them are the engine's (BenchmarkStepShape20 makes
+// about 99 a step with no planexec code); the bound catches the agent's
+// own share growing back.
+func TestStepAllocations(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("counts allocations (not under -short or the race detector)")
+	}
+	g, err := planexec.New(planexec.Config{Model: replies20(t), PlanMode: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	i := 0
+	perStep := testing.AllocsPerRun(10, func() {
+		i++
+		res, err := g.Invoke(ctx, planexec.Input("go"), graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread(fmt.Sprint("t", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(planexec.Steps.Get(res.State)); n != 20 {
+			t.Fatalf("%d steps finished; want 20", n)
+		}
+	}) / 20
+	t.Logf("allocations per step: %.1f", perStep)
+	if perStep > 163 {
+		t.Errorf("a plan step allocates %.1f times, want at most 163 (the step's node, prompt, events and result; see docs/architecture.md)", perStep)
+	}
+}

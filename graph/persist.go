@@ -223,13 +223,25 @@ func (r *run) blob(i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, erro
 			return b, nil
 		}
 	}
-	data, err := k.encodeValue(sl.v)
+	data, err := encodeFull(k, sl.v)
 	if err != nil {
 		return b, err
 	}
 	r.chain[i] = chainInfo{fullBytes: len(data)}
 	b.Kind, b.Data = checkpoint.Full, data
 	return b, nil
+}
+
+// encodeFull encodes a key's value for a full blob: the same JSON as
+// k.encodeValue (json.Marshal's), encoded into a pooled buffer and copied
+// out with carveBytes, so a small value costs no allocation of its own.
+func encodeFull(k keyImpl, v any) ([]byte, error) {
+	e := getWireEncoder()
+	defer e.release()
+	if err := e.value(v); err != nil {
+		return nil, fmt.Errorf("state key %q: encode %T: %w", k.Name(), v, err)
+	}
+	return carveBytes(e.buf.Bytes()), nil
 }
 
 // chainInfo tracks a key's blob chain since its last full snapshot.

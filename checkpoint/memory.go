@@ -68,8 +68,8 @@ type blobID struct {
 // least one checkpoint: it is created by the first Put and only removed with
 // its thread.
 type memNamespace struct {
-	ids   []string // checkpoint IDs, ascending
-	cps   map[string]*memCheckpoint
+	ids   []string         // checkpoint IDs, ascending
+	cps   []*memCheckpoint // cps[i] is checkpoint ids[i]; see get
 	blobs memBlobs
 	slab  memSlab // where Put carves what it stores; see memory_slab.go
 }
@@ -130,7 +130,7 @@ func (m *Memory) Get(ctx context.Context, ref Ref) (*Tuple, error) {
 	if id == "" {
 		id = ns.latest()
 	}
-	c := ns.cps[id]
+	c := ns.get(id)
 	if c == nil {
 		return nil, notFound(ref)
 	}
@@ -183,14 +183,14 @@ func (m *Memory) list(ref Ref, opts ListOptions) ([]*Tuple, error) {
 		return nil, nil
 	}
 	var out []*Tuple
-	for _, id := range slices.Backward(ns.ids) {
+	for i, id := range slices.Backward(ns.ids) {
 		if opts.Limit > 0 && len(out) >= opts.Limit {
 			break
 		}
 		if opts.Before != "" && id >= opts.Before {
 			continue
 		}
-		c := ns.cps[id]
+		c := ns.cps[i]
 		if !c.md.Matches(opts.Filter) {
 			continue
 		}
@@ -280,7 +280,7 @@ func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp Chec
 		return fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the latest is %s: %w", out, ref.ID, latest, ErrConflict)
 	}
 	if ns != nil {
-		if _, ok := ns.cps[cp.ID]; ok {
+		if ns.get(cp.ID) != nil {
 			return fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)
 		}
 		if cp.ID < latest {
@@ -299,7 +299,7 @@ func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp Chec
 // thread, creating it when ns is nil, and returns the namespace.
 func (m *Memory) store(ref Ref, ns *memNamespace, cp Checkpoint, md Metadata, owned bool) *memNamespace {
 	if ns == nil {
-		ns = &memNamespace{cps: make(map[string]*memCheckpoint), blobs: make(memBlobs)}
+		ns = &memNamespace{blobs: make(memBlobs)}
 		if m.threads[ref.ThreadID] == nil {
 			m.threads[ref.ThreadID] = make(map[string]*memNamespace)
 		}
@@ -365,10 +365,10 @@ func (m *Memory) putWrites(ctx context.Context, ref Ref, taskID string, writes [
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ns := m.threads[ref.ThreadID][ref.Namespace]
-	if ns == nil || ns.cps[ref.ID] == nil {
+	c := ns.get(ref.ID)
+	if c == nil {
 		return notFound(ref)
 	}
-	c := ns.cps[ref.ID]
 	if len(ws) == 0 {
 		delete(c.writes, taskID)
 		return nil
@@ -455,22 +455,13 @@ func (m *Memory) Prune(ctx context.Context, opts PruneOptions) (int, error) {
 // checkpoints it removed.
 func (ns *memNamespace) prune(opts PruneOptions, cutoff time.Time) int {
 	n := len(ns.ids)
-	kept := make([]string, 0, n)
-	for i, id := range ns.ids {
-		drop := i < n-1 && ((opts.KeepLatest > 0 && i < n-opts.KeepLatest) ||
-			(opts.OlderThan > 0 && ns.cps[id].cp.Created.Before(cutoff)))
-		if drop {
-			ns.drop(id)
-		} else {
-			kept = append(kept, id)
-		}
+	removed := ns.remove(func(i int, c *memCheckpoint) bool {
+		return i < n-1 && ((opts.KeepLatest > 0 && i < n-opts.KeepLatest) ||
+			(opts.OlderThan > 0 && c.cp.Created.Before(cutoff)))
+	})
+	if removed > 0 {
+		ns.collect()
 	}
-	removed := n - len(kept)
-	ns.ids = kept
-	if removed == 0 {
-		return 0
-	}
-	ns.collect()
 	return removed
 }
 
@@ -562,10 +553,10 @@ func (ns *memNamespace) chain(key string, v uint64) ([]Blob, error) {
 func (ns *memNamespace) clone() *memNamespace {
 	out := &memNamespace{
 		ids:   slices.Clone(ns.ids),
-		cps:   make(map[string]*memCheckpoint, len(ns.cps)),
+		cps:   make([]*memCheckpoint, len(ns.cps)),
 		blobs: ns.blobs.clone(),
 	}
-	for id, c := range ns.cps {
+	for i, c := range ns.cps {
 		cc := &memCheckpoint{cp: cloneCheckpoint(c.cp), vers: slices.Clone(c.vers), md: cloneMetadata(c.md)}
 		if c.writes != nil {
 			cc.writes = make(map[string][]memWrite, len(c.writes))
@@ -577,7 +568,7 @@ func (ns *memNamespace) clone() *memNamespace {
 				cc.writes[task] = cws
 			}
 		}
-		out.cps[id] = cc
+		out.cps[i] = cc
 	}
 	return out
 }
@@ -656,20 +647,12 @@ func (m *Memory) DeleteRun(ctx context.Context, threadID, runID string) (int, er
 	removed := 0
 	nss := m.threads[threadID]
 	for name, ns := range nss {
-		kept := ns.ids[:0:0]
-		for _, id := range ns.ids {
-			if ns.cps[id].md.RunID == runID {
-				ns.drop(id)
-				removed++
-			} else {
-				kept = append(kept, id)
-			}
-		}
-		if len(kept) == len(ns.ids) {
+		n := ns.remove(func(_ int, c *memCheckpoint) bool { return c.md.RunID == runID })
+		if n == 0 {
 			continue
 		}
-		ns.ids = kept
-		if len(kept) == 0 {
+		removed += n
+		if len(ns.ids) == 0 {
 			delete(nss, name)
 			continue
 		}

@@ -173,7 +173,7 @@ func TestMemorySlabRelease(t *testing.T) {
 		if _, err := m.PutOwned(ctx, Ref{ThreadID: "t", ID: parent}, cp, Metadata{Step: i, RunID: "r"}); err != nil {
 			t.Fatal(err)
 		}
-		stored = append(stored, m.threads["t"][""].cps[cp.ID])
+		stored = append(stored, m.threads["t"][""].get(cp.ID))
 		parent = cp.ID
 	}
 	vers, next := stored[0].vers, stored[0].cp.Next // slices into the first slab

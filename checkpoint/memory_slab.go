@@ -94,21 +94,46 @@ func (ns *memNamespace) store(cp Checkpoint, md Metadata, owned bool) {
 	}
 	cp.Versions, cp.Blobs, cp.Next = nil, nil, next
 	*c = memCheckpoint{cp: cp, vers: vers, md: md}
-	ns.cps[cp.ID] = c
+	ns.cps = append(ns.cps, c)
 	ns.ids = append(ns.ids, cp.ID)
 }
 
-// drop removes checkpoint id from the index and clears what it held in
-// the slabs; the caller updates ns.ids.
-func (ns *memNamespace) drop(id string) {
-	c := ns.cps[id]
-	if c == nil {
-		return
+// get returns the stored checkpoint whose ID is id, nil when there is
+// none. The IDs are sorted, so it searches them; most calls name the
+// latest, the last.
+func (ns *memNamespace) get(id string) *memCheckpoint {
+	if ns == nil || len(ns.ids) == 0 {
+		return nil
 	}
-	delete(ns.cps, id)
-	clear(c.vers)
-	clear(c.cp.Next)
-	*c = memCheckpoint{}
+	if n := len(ns.ids) - 1; ns.ids[n] == id {
+		return ns.cps[n]
+	}
+	if i, ok := slices.BinarySearch(ns.ids, id); ok {
+		return ns.cps[i]
+	}
+	return nil
+}
+
+// remove removes the checkpoints for which drop (given the position and
+// the checkpoint) is true, clearing what they held in the slabs, and
+// returns how many it removed. Removing is rare: the index is rebuilt.
+func (ns *memNamespace) remove(drop func(i int, c *memCheckpoint) bool) int {
+	ids := make([]string, 0, len(ns.ids))
+	cps := make([]*memCheckpoint, 0, len(ns.cps))
+	for i, c := range ns.cps {
+		if drop(i, c) {
+			clear(c.vers)
+			clear(c.cp.Next)
+			*c = memCheckpoint{}
+			continue
+		}
+		ids, cps = append(ids, ns.ids[i]), append(cps, c)
+	}
+	removed := len(ns.ids) - len(ids)
+	if removed > 0 {
+		ns.ids, ns.cps = ids, cps
+	}
+	return removed
 }
 
 // versions returns a new map of the checkpoint's versions.

@@ -24,9 +24,9 @@ func CorruptMemory(m *Memory, ref Ref, kind, key string, version uint64, task st
 	}
 	switch kind {
 	case "checkpoint-empty-object", "checkpoint-null":
-		c.cp = Checkpoint{}
-		c.vers = nil
-		c.md = Metadata{}
+		writes := c.writes
+		c.set(Checkpoint{}, nil, Metadata{})
+		c.writes = writes
 	case "blob-flip":
 		b, ok := ns.blobs.get(key, version)
 		if !ok || len(b.Data) == 0 {

@@ -86,13 +86,44 @@ type memWrite struct {
 	sum uint32
 }
 
-// memCheckpoint is a stored checkpoint; cp.Blobs and cp.Versions are always
-// nil: its blobs live in the namespace, its versions in vers.
+// memCheckpoint is a stored checkpoint. It keeps a Checkpoint's fields
+// but not the struct (168 bytes instead of 224, most of what Memory keeps
+// per step): its blobs live in the namespace, its versions in vers, and
+// the join barriers and deferred nodes, which most checkpoints lack, in
+// joins.
 type memCheckpoint struct {
-	cp     Checkpoint
-	vers   []memVersion // the versions in force, in the order Put saw them
-	md     Metadata
-	writes map[string][]memWrite // task ID -> writes sorted by Index
+	id      string
+	created time.Time
+	next    []Task
+	vers    []memVersion // the versions in force, in the order Put saw them
+	md      Metadata
+	joins   *memJoins             // nil when cp.Waiting and cp.Deferred were both nil
+	writes  map[string][]memWrite // task ID -> writes sorted by Index
+}
+
+// memJoins holds a stored checkpoint's Waiting and Deferred.
+type memJoins struct {
+	waiting  map[string][]string
+	deferred []string
+}
+
+// set fills c from cp (whose Versions and Blobs it ignores), vers and md,
+// keeping them as they are.
+func (c *memCheckpoint) set(cp Checkpoint, vers []memVersion, md Metadata) {
+	*c = memCheckpoint{id: cp.ID, created: cp.Created, next: cp.Next, vers: vers, md: md}
+	if cp.Waiting != nil || cp.Deferred != nil {
+		c.joins = &memJoins{waiting: cp.Waiting, deferred: cp.Deferred}
+	}
+}
+
+// checkpoint returns the stored checkpoint without its versions and
+// blobs, sharing what c holds.
+func (c *memCheckpoint) checkpoint() Checkpoint {
+	cp := Checkpoint{ID: c.id, Next: c.next, Created: c.created}
+	if c.joins != nil {
+		cp.Waiting, cp.Deferred = c.joins.waiting, c.joins.deferred
+	}
+	return cp
 }
 
 var _ Saver = (*Memory)(nil)
@@ -457,7 +488,7 @@ func (ns *memNamespace) prune(opts PruneOptions, cutoff time.Time) int {
 	n := len(ns.ids)
 	removed := ns.remove(func(i int, c *memCheckpoint) bool {
 		return i < n-1 && ((opts.KeepLatest > 0 && i < n-opts.KeepLatest) ||
-			(opts.OlderThan > 0 && c.cp.Created.Before(cutoff)))
+			(opts.OlderThan > 0 && c.created.Before(cutoff)))
 	})
 	if removed > 0 {
 		ns.collect()
@@ -497,7 +528,7 @@ func (ns *memNamespace) latest() string {
 // blob chains and writes, as deep copies, and checks it.
 func (ns *memNamespace) tuple(thread, namespace, id string, c *memCheckpoint) (*Tuple, error) {
 	ref := Ref{ThreadID: thread, Namespace: namespace, ID: id}
-	cp := cloneCheckpoint(c.cp)
+	cp := cloneCheckpoint(c.checkpoint())
 	cp.Versions = c.versions()
 	for _, key := range c.sortedKeys() {
 		chain, err := ns.chain(key, cp.Versions[key])
@@ -557,7 +588,8 @@ func (ns *memNamespace) clone() *memNamespace {
 		blobs: ns.blobs.clone(),
 	}
 	for i, c := range ns.cps {
-		cc := &memCheckpoint{cp: cloneCheckpoint(c.cp), vers: slices.Clone(c.vers), md: cloneMetadata(c.md)}
+		cc := &memCheckpoint{}
+		cc.set(cloneCheckpoint(c.checkpoint()), slices.Clone(c.vers), cloneMetadata(c.md))
 		if c.writes != nil {
 			cc.writes = make(map[string][]memWrite, len(c.writes))
 			for task, ws := range c.writes {

@@ -93,7 +93,7 @@ func (ns *memNamespace) store(cp Checkpoint, md Metadata, owned bool) {
 		cp.Waiting, cp.Deferred, md = cloneWaiting(cp.Waiting), slices.Clone(cp.Deferred), cloneMetadata(md)
 	}
 	cp.Versions, cp.Blobs, cp.Next = nil, nil, next
-	*c = memCheckpoint{cp: cp, vers: vers, md: md}
+	c.set(cp, vers, md)
 	ns.cps = append(ns.cps, c)
 	ns.ids = append(ns.ids, cp.ID)
 }
@@ -123,7 +123,7 @@ func (ns *memNamespace) remove(drop func(i int, c *memCheckpoint) bool) int {
 	for i, c := range ns.cps {
 		if drop(i, c) {
 			clear(c.vers)
-			clear(c.cp.Next)
+			clear(c.next)
 			*c = memCheckpoint{}
 			continue
 		}

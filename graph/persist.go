@@ -210,9 +210,9 @@ func (r *run) blob(i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, erro
 	for _, w := range ws {
 		full = full || w.op == opOverwrite
 	}
-	if !full {
-		c := &r.chain[i]
-		data, fits, err := deltaData(k, ws, deltaFactor*c.fullBytes-c.deltaBytes)
+	c := &r.chain[i]
+	if limit := deltaFactor*c.fullBytes - c.deltaBytes; !full && limit >= minDelta {
+		data, fits, err := deltaData(k, ws, limit)
 		if err != nil {
 			return b, err
 		}
@@ -231,6 +231,11 @@ func (r *run) blob(i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, erro
 	b.Kind, b.Data = checkpoint.Full, data
 	return b, nil
 }
+
+// minDelta is the length of the shortest delta data, one write of a
+// one-byte value: [{"v":1}]. A delta allowed less is not encoded at all (a
+// small counter's full value is shorter than its delta).
+const minDelta = len(`[{"v":1}]`)
 
 // encodeFull encodes a key's value for a full blob: the same JSON as
 // k.encodeValue (json.Marshal's), encoded into a pooled buffer and copied

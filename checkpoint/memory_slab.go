@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"strings"
+	"time"
 )
 
 // How Memory lays out what it stores. A graph run saves a checkpoint per
@@ -29,6 +30,46 @@ const slabMax = 32
 type memVersion struct {
 	key string
 	ver uint64
+}
+
+// memCheckpoint is a stored checkpoint. It keeps a Checkpoint's fields
+// but not the struct (168 bytes instead of 224, most of what Memory keeps
+// per step): its blobs live in the namespace, its versions in vers, and
+// the join barriers and deferred nodes, which most checkpoints lack, in
+// joins.
+type memCheckpoint struct {
+	id      string
+	created time.Time
+	next    []Task
+	vers    []memVersion // the versions in force, in the order Put saw them
+	md      Metadata
+	joins   *memJoins             // nil when cp.Waiting and cp.Deferred were both nil
+	writes  map[string][]memWrite // task ID -> writes sorted by Index
+}
+
+// memJoins holds a stored checkpoint's Waiting and Deferred.
+type memJoins struct {
+	waiting  map[string][]string
+	deferred []string
+}
+
+// set fills c from cp (whose Versions and Blobs it ignores), vers and md,
+// keeping them as they are.
+func (c *memCheckpoint) set(cp Checkpoint, vers []memVersion, md Metadata) {
+	*c = memCheckpoint{id: cp.ID, created: cp.Created, next: cp.Next, vers: vers, md: md}
+	if cp.Waiting != nil || cp.Deferred != nil {
+		c.joins = &memJoins{waiting: cp.Waiting, deferred: cp.Deferred}
+	}
+}
+
+// checkpoint returns the stored checkpoint without its versions and
+// blobs, sharing what c holds.
+func (c *memCheckpoint) checkpoint() Checkpoint {
+	cp := Checkpoint{ID: c.id, Next: c.next, Created: c.created}
+	if c.joins != nil {
+		cp.Waiting, cp.Deferred = c.joins.waiting, c.joins.deferred
+	}
+	return cp
 }
 
 // memSlab holds the current slab of each kind a namespace carves from.

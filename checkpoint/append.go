@@ -74,10 +74,10 @@ func (m *Memory) AppendWrites(ctx context.Context, ref Ref, taskID string, write
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ns := m.threads[ref.ThreadID][ref.Namespace]
-	if ns == nil || ns.cps[ref.ID] == nil {
+	c := ns.get(ref.ID)
+	if c == nil {
 		return notFound(ref)
 	}
-	c := ns.cps[ref.ID]
 	old := c.writes[taskID]
 	for _, w := range ws {
 		if slices.ContainsFunc(old, func(o memWrite) bool { return o.Index == w.Index }) {

@@ -18,15 +18,15 @@ func CorruptMemory(m *Memory, ref Ref, kind, key string, version uint64, task st
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ns := m.threads[ref.ThreadID][ref.Namespace]
-	if ns == nil || ns.cps[ref.ID] == nil {
+	c := ns.get(ref.ID)
+	if c == nil {
 		return fmt.Errorf("corrupt %s: no such checkpoint", ref)
 	}
-	c := ns.cps[ref.ID]
 	switch kind {
 	case "checkpoint-empty-object", "checkpoint-null":
-		c.cp = Checkpoint{}
-		c.vers = nil
-		c.md = Metadata{}
+		writes := c.writes
+		c.set(Checkpoint{}, nil, Metadata{})
+		c.writes = writes
 	case "blob-flip":
 		b, ok := ns.blobs.get(key, version)
 		if !ok || len(b.Data) == 0 {

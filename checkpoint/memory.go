@@ -68,8 +68,8 @@ type blobID struct {
 // least one checkpoint: it is created by the first Put and only removed with
 // its thread.
 type memNamespace struct {
-	ids   []string // checkpoint IDs, ascending
-	cps   map[string]*memCheckpoint
+	ids   []string         // checkpoint IDs, ascending
+	cps   []*memCheckpoint // cps[i] is checkpoint ids[i]; see get
 	blobs memBlobs
 	slab  memSlab // where Put carves what it stores; see memory_slab.go
 }
@@ -84,15 +84,6 @@ type memBlob struct {
 type memWrite struct {
 	PendingWrite
 	sum uint32
-}
-
-// memCheckpoint is a stored checkpoint; cp.Blobs and cp.Versions are always
-// nil: its blobs live in the namespace, its versions in vers.
-type memCheckpoint struct {
-	cp     Checkpoint
-	vers   []memVersion // the versions in force, in the order Put saw them
-	md     Metadata
-	writes map[string][]memWrite // task ID -> writes sorted by Index
 }
 
 var _ Saver = (*Memory)(nil)
@@ -130,7 +121,7 @@ func (m *Memory) Get(ctx context.Context, ref Ref) (*Tuple, error) {
 	if id == "" {
 		id = ns.latest()
 	}
-	c := ns.cps[id]
+	c := ns.get(id)
 	if c == nil {
 		return nil, notFound(ref)
 	}
@@ -183,14 +174,14 @@ func (m *Memory) list(ref Ref, opts ListOptions) ([]*Tuple, error) {
 		return nil, nil
 	}
 	var out []*Tuple
-	for _, id := range slices.Backward(ns.ids) {
+	for i, id := range slices.Backward(ns.ids) {
 		if opts.Limit > 0 && len(out) >= opts.Limit {
 			break
 		}
 		if opts.Before != "" && id >= opts.Before {
 			continue
 		}
-		c := ns.cps[id]
+		c := ns.cps[i]
 		if !c.md.Matches(opts.Filter) {
 			continue
 		}
@@ -280,7 +271,7 @@ func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp Chec
 		return fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the latest is %s: %w", out, ref.ID, latest, ErrConflict)
 	}
 	if ns != nil {
-		if _, ok := ns.cps[cp.ID]; ok {
+		if ns.get(cp.ID) != nil {
 			return fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)
 		}
 		if cp.ID < latest {
@@ -299,7 +290,7 @@ func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp Chec
 // thread, creating it when ns is nil, and returns the namespace.
 func (m *Memory) store(ref Ref, ns *memNamespace, cp Checkpoint, md Metadata, owned bool) *memNamespace {
 	if ns == nil {
-		ns = &memNamespace{cps: make(map[string]*memCheckpoint), blobs: make(memBlobs)}
+		ns = &memNamespace{blobs: make(memBlobs)}
 		if m.threads[ref.ThreadID] == nil {
 			m.threads[ref.ThreadID] = make(map[string]*memNamespace)
 		}
@@ -365,10 +356,10 @@ func (m *Memory) putWrites(ctx context.Context, ref Ref, taskID string, writes [
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ns := m.threads[ref.ThreadID][ref.Namespace]
-	if ns == nil || ns.cps[ref.ID] == nil {
+	c := ns.get(ref.ID)
+	if c == nil {
 		return notFound(ref)
 	}
-	c := ns.cps[ref.ID]
 	if len(ws) == 0 {
 		delete(c.writes, taskID)
 		return nil
@@ -455,22 +446,13 @@ func (m *Memory) Prune(ctx context.Context, opts PruneOptions) (int, error) {
 // checkpoints it removed.
 func (ns *memNamespace) prune(opts PruneOptions, cutoff time.Time) int {
 	n := len(ns.ids)
-	kept := make([]string, 0, n)
-	for i, id := range ns.ids {
-		drop := i < n-1 && ((opts.KeepLatest > 0 && i < n-opts.KeepLatest) ||
-			(opts.OlderThan > 0 && ns.cps[id].cp.Created.Before(cutoff)))
-		if drop {
-			ns.drop(id)
-		} else {
-			kept = append(kept, id)
-		}
+	removed := ns.remove(func(i int, c *memCheckpoint) bool {
+		return i < n-1 && ((opts.KeepLatest > 0 && i < n-opts.KeepLatest) ||
+			(opts.OlderThan > 0 && c.created.Before(cutoff)))
+	})
+	if removed > 0 {
+		ns.collect()
 	}
-	removed := n - len(kept)
-	ns.ids = kept
-	if removed == 0 {
-		return 0
-	}
-	ns.collect()
 	return removed
 }
 
@@ -506,7 +488,7 @@ func (ns *memNamespace) latest() string {
 // blob chains and writes, as deep copies, and checks it.
 func (ns *memNamespace) tuple(thread, namespace, id string, c *memCheckpoint) (*Tuple, error) {
 	ref := Ref{ThreadID: thread, Namespace: namespace, ID: id}
-	cp := cloneCheckpoint(c.cp)
+	cp := cloneCheckpoint(c.checkpoint())
 	cp.Versions = c.versions()
 	for _, key := range c.sortedKeys() {
 		chain, err := ns.chain(key, cp.Versions[key])
@@ -562,11 +544,12 @@ func (ns *memNamespace) chain(key string, v uint64) ([]Blob, error) {
 func (ns *memNamespace) clone() *memNamespace {
 	out := &memNamespace{
 		ids:   slices.Clone(ns.ids),
-		cps:   make(map[string]*memCheckpoint, len(ns.cps)),
+		cps:   make([]*memCheckpoint, len(ns.cps)),
 		blobs: ns.blobs.clone(),
 	}
-	for id, c := range ns.cps {
-		cc := &memCheckpoint{cp: cloneCheckpoint(c.cp), vers: slices.Clone(c.vers), md: cloneMetadata(c.md)}
+	for i, c := range ns.cps {
+		cc := &memCheckpoint{}
+		cc.set(cloneCheckpoint(c.checkpoint()), slices.Clone(c.vers), cloneMetadata(c.md))
 		if c.writes != nil {
 			cc.writes = make(map[string][]memWrite, len(c.writes))
 			for task, ws := range c.writes {
@@ -577,7 +560,7 @@ func (ns *memNamespace) clone() *memNamespace {
 				cc.writes[task] = cws
 			}
 		}
-		out.cps[id] = cc
+		out.cps[i] = cc
 	}
 	return out
 }
@@ -656,20 +639,12 @@ func (m *Memory) DeleteRun(ctx context.Context, threadID, runID string) (int, er
 	removed := 0
 	nss := m.threads[threadID]
 	for name, ns := range nss {
-		kept := ns.ids[:0:0]
-		for _, id := range ns.ids {
-			if ns.cps[id].md.RunID == runID {
-				ns.drop(id)
-				removed++
-			} else {
-				kept = append(kept, id)
-			}
-		}
-		if len(kept) == len(ns.ids) {
+		n := ns.remove(func(_ int, c *memCheckpoint) bool { return c.md.RunID == runID })
+		if n == 0 {
 			continue
 		}
-		ns.ids = kept
-		if len(kept) == 0 {
+		removed += n
+		if len(ns.ids) == 0 {
 			delete(nss, name)
 			continue
 		}

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"bytes"
 	"cmp"
 	"slices"
 )
@@ -17,16 +18,34 @@ type memBlobs map[string]*blobList
 // costs one allocation until its third version (a wide state writes many
 // keys once or twice).
 type blobList struct {
-	list  []memBlob
-	first [2]memBlob
+	list  []storedBlob
+	first [2]storedBlob
+}
+
+// storedBlob is a memBlob as a blobList keeps it: without its key, which
+// is the list's (48 bytes instead of 72: a step's blob is most of what
+// Memory keeps per step after the checkpoint itself).
+type storedBlob struct {
+	version, base uint64
+	data          []byte
+	sum           uint32
+	kind          BlobKind
+}
+
+func (b storedBlob) blob(key string) memBlob {
+	return memBlob{Blob: Blob{Key: key, Version: b.version, Kind: b.kind, Base: b.base, Data: b.data}, sum: b.sum}
+}
+
+func stored(b memBlob) storedBlob {
+	return storedBlob{version: b.Version, base: b.Base, data: b.Data, sum: b.sum, kind: b.Kind}
 }
 
 // find returns the position of version v in l, or where it would go.
 func (l *blobList) find(v uint64) (int, bool) {
-	if n := len(l.list); n > 0 && l.list[n-1].Version < v {
+	if n := len(l.list); n > 0 && l.list[n-1].version < v {
 		return n, false // the common case: a new version after the others
 	}
-	return slices.BinarySearchFunc(l.list, v, func(b memBlob, v uint64) int { return cmp.Compare(b.Version, v) })
+	return slices.BinarySearchFunc(l.list, v, func(b storedBlob, v uint64) int { return cmp.Compare(b.version, v) })
 }
 
 // get returns the blob of key at version v.
@@ -39,7 +58,7 @@ func (bs memBlobs) get(key string, v uint64) (memBlob, bool) {
 	if !ok {
 		return memBlob{}, false
 	}
-	return l.list[i], true
+	return l.list[i].blob(key), true
 }
 
 // set stores b, replacing the blob of its key and version if there is one.
@@ -53,11 +72,11 @@ func (bs memBlobs) set(b memBlob) {
 	i, ok := l.find(b.Version)
 	switch {
 	case ok:
-		l.list[i] = b
+		l.list[i] = stored(b)
 	case i == len(l.list):
-		l.list = append(l.list, b)
+		l.list = append(l.list, stored(b))
 	default:
-		l.list = slices.Insert(l.list, i, b)
+		l.list = slices.Insert(l.list, i, stored(b))
 	}
 }
 
@@ -73,7 +92,7 @@ func (bs memBlobs) count() int {
 // keep removes the blobs for which needed is false.
 func (bs memBlobs) keep(needed func(key string, v uint64) bool) {
 	for key, l := range bs {
-		l.list = slices.DeleteFunc(l.list, func(b memBlob) bool { return !needed(key, b.Version) })
+		l.list = slices.DeleteFunc(l.list, func(b storedBlob) bool { return !needed(key, b.version) })
 		if len(l.list) == 0 {
 			delete(bs, key)
 		}
@@ -84,9 +103,10 @@ func (bs memBlobs) keep(needed func(key string, v uint64) bool) {
 func (bs memBlobs) clone() memBlobs {
 	out := make(memBlobs, len(bs))
 	for key, l := range bs {
-		list := make([]memBlob, len(l.list))
+		list := make([]storedBlob, len(l.list))
 		for i, b := range l.list {
-			list[i] = memBlob{Blob: cloneBlob(b.Blob), sum: b.sum}
+			b.data = bytes.Clone(b.data)
+			list[i] = b
 		}
 		out[key] = &blobList{list: list}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestMemoryPruneClock prunes by age against Memory's clock rather than the
@@ -173,15 +174,15 @@ func TestMemorySlabRelease(t *testing.T) {
 		if _, err := m.PutOwned(ctx, Ref{ThreadID: "t", ID: parent}, cp, Metadata{Step: i, RunID: "r"}); err != nil {
 			t.Fatal(err)
 		}
-		stored = append(stored, m.threads["t"][""].cps[cp.ID])
+		stored = append(stored, m.threads["t"][""].get(cp.ID))
 		parent = cp.ID
 	}
-	vers, next := stored[0].vers, stored[0].cp.Next // slices into the first slab
+	vers, next := stored[0].vers, stored[0].next // slices into the first slab
 	if n, err := m.Prune(ctx, PruneOptions{KeepLatest: 1}); err != nil || n != 3 {
 		t.Fatalf("Prune = %d, %v; want 3, nil", n, err)
 	}
 	for i, c := range stored[:3] {
-		if c.cp.ID != "" || c.vers != nil || c.cp.Next != nil || c.md.RunID != "" {
+		if c.id != "" || c.vers != nil || c.next != nil || c.md.RunID != "" {
 			t.Errorf("removed checkpoint %d still holds %+v in its slab", i, *c)
 		}
 	}
@@ -194,5 +195,22 @@ func TestMemorySlabRelease(t *testing.T) {
 	}
 	if got.Ref.ID != parent || got.Checkpoint.Versions["k"] != 4<<32 || string(got.Checkpoint.Next[0].Payload) != `{"big":"payload"}` {
 		t.Errorf("the kept checkpoint reads back as %+v", got.Checkpoint)
+	}
+}
+
+// TestMemoryStoredSizes keeps what Memory stores per step small: the
+// collector walks every stored checkpoint and blob, and the in-memory
+// saver's cost per step follows their size.
+func TestMemoryStoredSizes(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"memCheckpoint", unsafe.Sizeof(memCheckpoint{}), 168},
+		{"storedBlob", unsafe.Sizeof(storedBlob{}), 48},
+	} {
+		if c.got > c.want {
+			t.Errorf("%s is %d bytes, want at most %d", c.name, c.got, c.want)
+		}
 	}
 }

@@ -33,18 +33,9 @@ func (m *Memory) RemoveCheckpoints(ctx context.Context, ref Ref, ids []string) (
 		}
 		drop[id] = true
 	}
-	latest := ns.latest()
-	kept := ns.ids[:0:0]
-	for _, id := range ns.ids {
-		if drop[id] && id != latest {
-			ns.drop(id)
-		} else {
-			kept = append(kept, id)
-		}
-	}
-	removed := len(ns.ids) - len(kept)
+	last := len(ns.ids) - 1
+	removed := ns.remove(func(i int, _ *memCheckpoint) bool { return drop[ns.ids[i]] && i != last })
 	if removed > 0 {
-		ns.ids = kept
 		ns.collect()
 	}
 	return removed, nil

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"strings"
+	"time"
 )
 
 // How Memory lays out what it stores. A graph run saves a checkpoint per
@@ -29,6 +30,46 @@ const slabMax = 32
 type memVersion struct {
 	key string
 	ver uint64
+}
+
+// memCheckpoint is a stored checkpoint. It keeps a Checkpoint's fields
+// but not the struct (168 bytes instead of 224, most of what Memory keeps
+// per step): its blobs live in the namespace, its versions in vers, and
+// the join barriers and deferred nodes, which most checkpoints lack, in
+// joins.
+type memCheckpoint struct {
+	id      string
+	created time.Time
+	next    []Task
+	vers    []memVersion // the versions in force, in the order Put saw them
+	md      Metadata
+	joins   *memJoins             // nil when cp.Waiting and cp.Deferred were both nil
+	writes  map[string][]memWrite // task ID -> writes sorted by Index
+}
+
+// memJoins holds a stored checkpoint's Waiting and Deferred.
+type memJoins struct {
+	waiting  map[string][]string
+	deferred []string
+}
+
+// set fills c from cp (whose Versions and Blobs it ignores), vers and md,
+// keeping them as they are.
+func (c *memCheckpoint) set(cp Checkpoint, vers []memVersion, md Metadata) {
+	*c = memCheckpoint{id: cp.ID, created: cp.Created, next: cp.Next, vers: vers, md: md}
+	if cp.Waiting != nil || cp.Deferred != nil {
+		c.joins = &memJoins{waiting: cp.Waiting, deferred: cp.Deferred}
+	}
+}
+
+// checkpoint returns the stored checkpoint without its versions and
+// blobs, sharing what c holds.
+func (c *memCheckpoint) checkpoint() Checkpoint {
+	cp := Checkpoint{ID: c.id, Next: c.next, Created: c.created}
+	if c.joins != nil {
+		cp.Waiting, cp.Deferred = c.joins.waiting, c.joins.deferred
+	}
+	return cp
 }
 
 // memSlab holds the current slab of each kind a namespace carves from.
@@ -93,22 +134,47 @@ func (ns *memNamespace) store(cp Checkpoint, md Metadata, owned bool) {
 		cp.Waiting, cp.Deferred, md = cloneWaiting(cp.Waiting), slices.Clone(cp.Deferred), cloneMetadata(md)
 	}
 	cp.Versions, cp.Blobs, cp.Next = nil, nil, next
-	*c = memCheckpoint{cp: cp, vers: vers, md: md}
-	ns.cps[cp.ID] = c
+	c.set(cp, vers, md)
+	ns.cps = append(ns.cps, c)
 	ns.ids = append(ns.ids, cp.ID)
 }
 
-// drop removes checkpoint id from the index and clears what it held in
-// the slabs; the caller updates ns.ids.
-func (ns *memNamespace) drop(id string) {
-	c := ns.cps[id]
-	if c == nil {
-		return
+// get returns the stored checkpoint whose ID is id, nil when there is
+// none. The IDs are sorted, so it searches them; most calls name the
+// latest, the last.
+func (ns *memNamespace) get(id string) *memCheckpoint {
+	if ns == nil || len(ns.ids) == 0 {
+		return nil
 	}
-	delete(ns.cps, id)
-	clear(c.vers)
-	clear(c.cp.Next)
-	*c = memCheckpoint{}
+	if n := len(ns.ids) - 1; ns.ids[n] == id {
+		return ns.cps[n]
+	}
+	if i, ok := slices.BinarySearch(ns.ids, id); ok {
+		return ns.cps[i]
+	}
+	return nil
+}
+
+// remove removes the checkpoints for which drop (given the position and
+// the checkpoint) is true, clearing what they held in the slabs, and
+// returns how many it removed. Removing is rare: the index is rebuilt.
+func (ns *memNamespace) remove(drop func(i int, c *memCheckpoint) bool) int {
+	ids := make([]string, 0, len(ns.ids))
+	cps := make([]*memCheckpoint, 0, len(ns.cps))
+	for i, c := range ns.cps {
+		if drop(i, c) {
+			clear(c.vers)
+			clear(c.next)
+			*c = memCheckpoint{}
+			continue
+		}
+		ids, cps = append(ids, ns.ids[i]), append(cps, c)
+	}
+	removed := len(ns.ids) - len(ids)
+	if removed > 0 {
+		ns.ids, ns.cps = ids, cps
+	}
+	return removed
 }
 
 // versions returns a new map of the checkpoint's versions.

@@ -36,7 +36,8 @@ func staticChain(t testing.TB, n int) (*graph.Graph, *graph.Key[int]) {
 // allocations a step); with the in-memory saver, the checkpoint is encoded
 // into a pooled buffer and handed over without a copy (it was about 25),
 // its containers are reused and Memory carves what it keeps from slabs
-// (it was 10).
+// (it was 10), and the checkpoint ID, task IDs and small blob data are
+// carved from shared chunks (it was 4.5).
 func TestStepAllocations(t *testing.T) {
 	if testing.Short() {
 		t.Skip("counts allocations")
@@ -63,7 +64,7 @@ func TestStepAllocations(t *testing.T) {
 	if engine > 0.6 {
 		t.Errorf("a step with no saver allocates %.2f times, want at most 0.6", engine)
 	}
-	if saved > 6 {
-		t.Errorf("a step with the in-memory saver allocates %.2f times, want at most 6", saved)
+	if saved > 2 {
+		t.Errorf("a step with the in-memory saver allocates %.2f times, want at most 2", saved)
 	}
 }

@@ -19,7 +19,8 @@ var lastIDTime atomic.Int64
 // step: the time stamp then moves one step past the last.
 //
 // It is the engine's own so that a step's save reads the clock once (for
-// the ID and Created) and allocates only the string; checkpoint.NewID
+// the ID and Created) and allocates nothing of its own (the string is
+// carved from a shared chunk, see carveString); checkpoint.NewID
 // reads crypto/rand and allocates twice. Only the engine makes the IDs of
 // the checkpoints it saves, so no other generator's IDs interleave with
 // these in a namespace. The random bits come from the runtime's ChaCha8
@@ -59,5 +60,5 @@ func checkpointID(now time.Time) string {
 		s[j], s[j+1] = hexDigits[b>>4], hexDigits[b&0xf]
 		j += 2
 	}
-	return string(s[:])
+	return carveString(s[:])
 }

@@ -210,9 +210,9 @@ func (r *run) blob(i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, erro
 	for _, w := range ws {
 		full = full || w.op == opOverwrite
 	}
-	if !full {
-		c := &r.chain[i]
-		data, fits, err := deltaData(k, ws, deltaFactor*c.fullBytes-c.deltaBytes)
+	c := &r.chain[i]
+	if limit := deltaFactor*c.fullBytes - c.deltaBytes; !full && limit >= minDelta {
+		data, fits, err := deltaData(k, ws, limit)
 		if err != nil {
 			return b, err
 		}
@@ -223,13 +223,30 @@ func (r *run) blob(i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, erro
 			return b, nil
 		}
 	}
-	data, err := k.encodeValue(sl.v)
+	data, err := encodeFull(k, sl.v)
 	if err != nil {
 		return b, err
 	}
 	r.chain[i] = chainInfo{fullBytes: len(data)}
 	b.Kind, b.Data = checkpoint.Full, data
 	return b, nil
+}
+
+// minDelta is the length of the shortest delta data, one write of a
+// one-byte value: [{"v":1}]. A delta allowed less is not encoded at all (a
+// small counter's full value is shorter than its delta).
+const minDelta = len(`[{"v":1}]`)
+
+// encodeFull encodes a key's value for a full blob: the same JSON as
+// k.encodeValue (json.Marshal's), encoded into a pooled buffer and copied
+// out with carveBytes, so a small value costs no allocation of its own.
+func encodeFull(k keyImpl, v any) ([]byte, error) {
+	e := getWireEncoder()
+	defer e.release()
+	if err := e.value(v); err != nil {
+		return nil, fmt.Errorf("state key %q: encode %T: %w", k.Name(), v, err)
+	}
+	return carveBytes(e.buf.Bytes()), nil
 }
 
 // chainInfo tracks a key's blob chain since its last full snapshot.

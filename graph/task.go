@@ -572,5 +572,5 @@ func (h fnv128) hex() string {
 		buf[i] = digits[h.a>>(60-4*i)&0xf]
 		buf[16+i] = digits[h.b>>(60-4*i)&0xf]
 	}
-	return string(buf[:])
+	return carveString(buf[:]) // saved with every checkpoint's next tasks
 }

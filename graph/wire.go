@@ -79,5 +79,5 @@ func deltaData(k keyImpl, ws []Write, limit int) ([]byte, bool, error) {
 	if e.buf.Len() > limit {
 		return nil, false, nil
 	}
-	return bytes.Clone(e.buf.Bytes()), true, nil
+	return carveBytes(e.buf.Bytes()), true, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/checkpoint/internal/putbatch"
 	"github.com/trellis-agents/trellis/internal/txhook"
 )
 
@@ -187,20 +188,11 @@ func (p preparedPut) checkStored(ctx context.Context, tx pgx.Tx, inserted map[bl
 // batch (BEGIN, the batch, COMMIT when no blob was stored already), and
 // runs the context's transaction hook once, before the commit.
 func (s *Saver) PutBatch(ctx context.Context, ref checkpoint.Ref, entries []checkpoint.Entry) (checkpoint.Ref, error) {
-	if err := ctx.Err(); err != nil {
+	ps, err := putbatch.Prepare(ctx, ref, entries, func(out checkpoint.Ref, e checkpoint.Entry) (preparedPut, error) {
+		return s.preparePut(out, e.Checkpoint, e.Metadata)
+	})
+	if err != nil {
 		return checkpoint.Ref{}, err
-	}
-	if err := checkpoint.CheckBatch(ref, entries); err != nil {
-		return checkpoint.Ref{}, err
-	}
-	ps := make([]preparedPut, len(entries))
-	for i, e := range entries {
-		out := checkpoint.Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: e.Checkpoint.ID}
-		p, err := s.preparePut(out, e.Checkpoint, e.Metadata)
-		if err != nil {
-			return checkpoint.Ref{}, err
-		}
-		ps[i] = p
 	}
 	first := ps[0].out
 	if ref.ID != "" && first.ID <= ref.ID {
@@ -208,7 +200,7 @@ func (s *Saver) PutBatch(ctx context.Context, ref checkpoint.Ref, entries []chec
 	}
 	last := ps[len(ps)-1].out
 	conflict := -1
-	err := s.inTx(ctx, readWrite, func(tx pgx.Tx) error {
+	err = s.inTx(ctx, readWrite, func(tx pgx.Tx) error {
 		b := &pgx.Batch{}
 		at := ref
 		for _, p := range ps {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/checkpoint/internal/putbatch"
 	"github.com/trellis-agents/trellis/internal/txhook"
 )
 
@@ -159,20 +160,11 @@ func (s *Saver) putTx(ctx context.Context, tx *sql.Tx, ref checkpoint.Ref, p pre
 // each as Put would after the one before it, and runs the context's
 // transaction hook once, before the commit.
 func (s *Saver) PutBatch(ctx context.Context, ref checkpoint.Ref, entries []checkpoint.Entry) (checkpoint.Ref, error) {
-	if err := ctx.Err(); err != nil {
+	ps, err := putbatch.Prepare(ctx, ref, entries, func(out checkpoint.Ref, e checkpoint.Entry) (preparedPut, error) {
+		return s.preparePut(ctx, out, e.Checkpoint, e.Metadata)
+	})
+	if err != nil {
 		return checkpoint.Ref{}, err
-	}
-	if err := checkpoint.CheckBatch(ref, entries); err != nil {
-		return checkpoint.Ref{}, err
-	}
-	ps := make([]preparedPut, len(entries))
-	for i, e := range entries {
-		out := checkpoint.Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: e.Checkpoint.ID}
-		p, err := s.preparePut(ctx, out, e.Checkpoint, e.Metadata)
-		if err != nil {
-			return checkpoint.Ref{}, err
-		}
-		ps[i] = p
 	}
 	last := ps[len(ps)-1].out
 	tx, err := s.db.Write.BeginTx(ctx, nil)

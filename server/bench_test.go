@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/trellis-agents/trellis/graph"
@@ -49,17 +51,40 @@ func BenchmarkRunsWaitParallel(b *testing.B) {
 	}
 }
 
-// BenchmarkRunsWaitPostgres is runs/wait from 1 and 10 concurrent
+// BenchmarkRunsWaitPostgres is runs/wait from 1, 10 and 50 concurrent
 // clients with the service on PostgreSQL (TRELLIS_TEST_PG_DSN, a fresh
-// schema each); it reports runs per second and latency.
+// schema each); it reports runs per second, latency and how long runs
+// waited for the pool's connections (reportPool).
+// TRELLIS_BENCH_PG_PARAMS adds URL parameters to the service's database
+// URL, e.g. pool_max_conns=64 to compare pool sizes.
 func BenchmarkRunsWaitPostgres(b *testing.B) {
-	for _, clients := range []int{1, 10} {
+	for _, clients := range []int{1, 10, 50} {
 		b.Run(fmt.Sprintf("clients=%d", clients), func(b *testing.B) {
 			url, _, _ := pgSchema(b, "bench")
+			if extra := os.Getenv("TRELLIS_BENCH_PG_PARAMS"); extra != "" {
+				url += "&" + extra
+			}
 			var blocked atomic.Int32
-			waitParallel(b, start(b, Config{Database: url}, &blocked), clients)
+			r := start(b, Config{Database: url}, &blocked)
+			before := r.s.st.pool.Stat()
+			waitParallel(b, r, clients)
+			reportPool(b, before, r.s.st.pool.Stat())
 		})
 	}
+}
+
+// reportPool reports how long a run waited for the PostgreSQL pool's
+// connections between two of its Stats: the total acquire wait per run,
+// and the share of acquires that found no idle connection.
+func reportPool(b *testing.B, before, after *pgxpool.Stat) {
+	acquires := after.AcquireCount() - before.AcquireCount()
+	if acquires <= 0 || b.N == 0 {
+		return
+	}
+	wait := after.AcquireDuration() - before.AcquireDuration()
+	b.ReportMetric(float64(wait.Microseconds())/1000/float64(b.N), "pool-wait-ms/run")
+	b.ReportMetric(float64(after.EmptyAcquireCount()-before.EmptyAcquireCount())/float64(acquires), "pool-empty/acquire")
+	b.ReportMetric(float64(acquires)/float64(b.N), "acquires/run")
 }
 
 // waitParallel runs runs/wait against r from clients concurrent clients,

@@ -3,10 +3,12 @@ package queue
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // handoffRowSQL deletes a handed-off job's row if it is still as inserted:
@@ -74,24 +76,66 @@ func (e *pgEngine) jobTable() string {
 	return pgx.Identifier{e.schema, "river_job"}.Sanitize()
 }
 
+// handoffSavepoint is the savepoint deleteHandoff's statement runs in.
+const handoffSavepoint = "trellis_handoff_delete"
+
 // deleteHandoff deletes the row of a handed-off job in tx, the caller's
 // open write transaction, in a savepoint so that a failure leaves tx
 // usable; it reports whether the row was still ours.
+//
+// The savepoint, the delete and the savepoint's release go as one batch:
+// one round trip instead of three, in the run's finish transaction, whose
+// connection other runs wait for when the pool is busy. A delete that
+// fails once the savepoint is made (a lock or statement timeout, a
+// deadlock with River's own statements on the row) makes the server skip
+// the release, and a second batch rolls back to the savepoint and
+// releases it, as pgx's nested transaction did: tx stays usable. The one
+// difference from three round trips: pgx prepares a batch's statements
+// before it runs any of them (once per connection), so a delete that
+// cannot even be prepared (River's table is gone) aborts tx before the
+// savepoint exists, and the caller's commit fails.
 func (e *pgEngine) deleteHandoff(ctx context.Context, tx any, id int64) (bool, error) {
 	ptx, ok := tx.(pgx.Tx)
 	if !ok || ptx == nil {
 		return false, fmt.Errorf("queue: delete handed-off job %d: need a pgx.Tx, got %T", id, tx)
 	}
+	b := &pgx.Batch{}
+	b.Queue(`SAVEPOINT ` + handoffSavepoint)
+	b.Queue(`DELETE FROM `+e.jobTable()+fmt.Sprintf(handoffRowSQL, "$1"), id)
+	b.Queue(`RELEASE SAVEPOINT ` + handoffSavepoint)
+	br := ptx.SendBatch(ctx, b)
 	var n int64
-	err := pgx.BeginFunc(ctx, ptx, func(sp pgx.Tx) error {
-		tag, err := sp.Exec(ctx, `DELETE FROM `+e.jobTable()+fmt.Sprintf(handoffRowSQL, "$1"), id)
+	_, err := br.Exec()
+	saved := err == nil
+	if saved {
+		var tag pgconn.CommandTag
+		tag, err = br.Exec()
 		n = tag.RowsAffected()
-		return err
-	})
+		if err == nil {
+			_, err = br.Exec()
+		}
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
 	if err != nil {
+		if saved {
+			err = errors.Join(err, rollbackHandoffSavepoint(ctx, ptx))
+		}
 		return false, fmt.Errorf("queue: delete handed-off job %d: %w", id, err)
 	}
 	return n == 1, nil
+}
+
+// rollbackHandoffSavepoint undoes what deleteHandoff's savepoint holds and
+// releases it, leaving tx as it was before the savepoint: one statement
+// string without arguments, which pgx sends as a simple query (an aborted
+// transaction refuses to prepare the release).
+func rollbackHandoffSavepoint(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `ROLLBACK TO SAVEPOINT `+handoffSavepoint+`; RELEASE SAVEPOINT `+handoffSavepoint); err != nil {
+		return fmt.Errorf("roll back to the savepoint: %w", err)
+	}
+	return nil
 }
 
 // deleteHandoffNow is deleteHandoff in a statement of its own.

@@ -96,6 +96,24 @@ func waitNoJobs(t *testing.T, q *Queue, thread string) {
 	}
 }
 
+// waitFreeSlots waits until the queue has n hand-off slots free.
+func waitFreeSlots(t *testing.T, q *Queue, n int) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for {
+		q.hand.mu.Lock()
+		free := q.hand.free
+		q.hand.mu.Unlock()
+		if free == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d hand-off slots free, want %d", free, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // A job EnqueueWith inserts fresh is worked here without River's fetch,
 // and the run's finish deletes it in its own transaction: nothing of the
 // job is left, and River never calls Advance for it again. Without a
@@ -156,7 +174,9 @@ func TestHandoffFallsBackWhenFull(t *testing.T) {
 			t.Fatalf("with the slot taken the job ran as %v, want one job River fetched", states(v.jobs))
 		}
 		waitNoJobs(t, q, "held")
-		// The slot is free again.
+		// The row goes in the finish, the slot a moment later, when the
+		// hand-off's goroutine returns: wait for the slot, not the row.
+		waitFreeSlots(t, q, 1)
 		if _, err := q.EnqueueWith(ctx, "t", "third", noop); err != nil {
 			t.Fatal(err)
 		}

@@ -60,8 +60,13 @@ func DecodeInto(r *http.Request, limit int64, dst any) *Problem {
 		}
 	}
 	var body []byte
-	if r.Body != nil {
-		b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if mem, ok := r.Body.(*Body); ok {
+		body = mem.rest()
+		if int64(len(body)) > limit {
+			return NewProblem(http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes, the limit for %s %s; send less (large inputs belong in the store or a file the graph reads)", limit, r.Method, r.URL.Path))
+		}
+	} else if r.Body != nil {
+		b, err := ReadBody(r.Body, r.ContentLength, limit)
 		if err != nil {
 			return BadRequest("reading the body failed: " + err.Error())
 		}

@@ -77,18 +77,37 @@ func (m *routeMux) HandleFunc(pattern string, fn func(http.ResponseWriter, *http
 }
 
 // logRequests logs each request's method, path, status and duration at
-// debug level, and 5xx answers as errors.
+// debug level, and 5xx answers as errors. Under the telemetry middleware
+// (the server's wiring) it reads the status its writer already records
+// rather than wrapping the writer again, and a record the logger would
+// drop is not built.
 func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		rec := &statusRecorder{ResponseWriter: w}
-		next.ServeHTTP(rec, r)
+		var code int
+		if st, ok := w.(statusCoder); ok {
+			next.ServeHTTP(w, r)
+			code = st.StatusCode()
+		} else {
+			rec := &statusRecorder{ResponseWriter: w}
+			next.ServeHTTP(rec, r)
+			code = rec.code()
+		}
 		level := slog.LevelDebug
-		if rec.status >= 500 {
+		if code >= 500 {
 			level = slog.LevelError
 		}
-		log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "status", rec.code(), "duration", time.Since(start))
+		if log.Enabled(r.Context(), level) {
+			log.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "status", code, "duration", time.Since(start))
+		}
 	})
+}
+
+// statusCoder is a ResponseWriter that records the status it answered
+// (the telemetry middleware's).
+type statusCoder interface {
+	http.ResponseWriter
+	StatusCode() int
 }
 
 // statusRecorder notes the status; Unwrap lets http.ResponseController

@@ -645,7 +645,14 @@ func (s *Server) handler(enqueue runs.Enqueuer, forceAuth bool) (http.Handler, *
 	s.mux = mux
 	s.a2a = aa
 	s.mu.Unlock()
-	return s.tel.Middleware(logRequests(s.log, openAIErrors(s.security(mux, forceAuth)))), a, nil
+	return s.middleware(mux, forceAuth), a, nil
+}
+
+// middleware wraps the mux in what every request passes through:
+// telemetry, the request log, OpenAI-shaped errors, CORS, auth, the rate
+// limit and the body limit.
+func (s *Server) middleware(mux http.Handler, forceAuth bool) http.Handler {
+	return s.tel.Middleware(logRequests(s.log, openAIErrors(s.security(mux, forceAuth))))
 }
 
 // runSlotWait is how long a job waits for a free run slot of its tenant

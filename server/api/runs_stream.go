@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -226,11 +227,14 @@ func (a *API) rejoin(w http.ResponseWriter, r *http.Request, run db.Run) {
 // result collects what /wait and /join answer: the run's last root
 // values (with a trailing interrupt merged in) and its error.
 type result struct {
-	values    map[string]json.RawMessage
+	values    json.RawMessage // the last values event's data: an object, or null
 	interrupt json.RawMessage
 	failure   json.RawMessage
 }
 
+// add takes one event. Only an event that may have an "__interrupt__"
+// member is parsed as it comes; the values are parsed, if at all, when
+// answered (wire.WriteJSONObject).
 func (c *result) add(ev db.Event) {
 	base, ns, _ := strings.Cut(ev.Event, "|")
 	if ns != "" {
@@ -238,6 +242,15 @@ func (c *result) add(ev db.Event) {
 	}
 	switch base {
 	case "values", "updates":
+		if !mayInterrupt(ev.Data) {
+			// An update without an interrupt changes nothing; values
+			// replace the answer when they decode into a map (an object,
+			// or null).
+			if base == "values" && objectOrNull(ev.Data) {
+				c.values, c.interrupt = ev.Data, nil
+			}
+			return
+		}
 		var obj map[string]json.RawMessage
 		if json.Unmarshal(ev.Data, &obj) != nil {
 			return
@@ -247,16 +260,31 @@ func (c *result) add(ev db.Event) {
 			return
 		}
 		if base == "values" {
-			c.values, c.interrupt = obj, nil
+			c.values, c.interrupt = ev.Data, nil
 		}
 	case "error":
 		c.failure = ev.Data
 	}
 }
 
+// mayInterrupt reports whether data can have an "__interrupt__" member:
+// the name appears as it is, or data has a \u escape that could spell it.
+func mayInterrupt(data []byte) bool {
+	return bytes.Contains(data, []byte("__interrupt__")) || bytes.Contains(data, []byte(`\u`))
+}
+
+// objectOrNull reports whether data decodes into a map: a JSON object or
+// null.
+func objectOrNull(data []byte) bool {
+	t := bytes.TrimLeft(data, " \t\r\n")
+	return len(t) > 0 && (t[0] == '{' || t[0] == 'n') && json.Valid(data)
+}
+
 // answer waits for the run and writes the thread's final values, with
 // "__interrupt__" when it stopped at an interrupt and "__error__" when it
-// failed (the SDK's wait raises "error: message" from it).
+// failed (the SDK's wait raises "error: message" from it). Values with
+// nothing to merge in are written as the run stored them when that is
+// already their encoding.
 func (a *API) answer(w http.ResponseWriter, r *http.Request, run db.Run, cancelOnLeave bool) {
 	ctx, tenant := r.Context(), a.tenant(r)
 	var c result
@@ -270,20 +298,44 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, run db.Run, cancelO
 		fail(w, r, err)
 		return
 	}
-	out := c.values
+	c.write(w, r, func() json.RawMessage {
+		if fin, err := a.DB.GetRun(ctx, tenant, run.ThreadID, run.ID); err == nil && (fin.Status == db.RunError || fin.Status == db.RunTimeout) {
+			b, _ := json.Marshal(wire.RunFailure{Error: "RunError", Message: fin.Error})
+			return b
+		}
+		return nil
+	}, func() []byte {
+		if th, err := a.DB.GetThread(ctx, tenant, run.ThreadID); err == nil {
+			return th.Values
+		}
+		return nil
+	})
+}
+
+// write answers c: the values, with "__interrupt__" and "__error__"
+// merged in. runFailure is the error of a run that failed without an
+// error event (nil when it did not fail); thread is the thread's values,
+// the answer when no values event came.
+func (c *result) write(w http.ResponseWriter, r *http.Request, runFailure func() json.RawMessage, thread func() []byte) {
+	if c.failure == nil {
+		c.failure = runFailure()
+	}
+	if c.interrupt == nil && c.failure == nil && bytes.HasPrefix(bytes.TrimLeft(c.values, " \t\r\n"), []byte("{")) {
+		wire.WriteJSONObject(w, r, http.StatusOK, c.values)
+		return
+	}
+	var out map[string]json.RawMessage
+	if c.values != nil {
+		_ = json.Unmarshal(c.values, &out) // add took only what decodes
+	}
 	if out == nil {
 		out = map[string]json.RawMessage{}
-		if th, err := a.DB.GetThread(ctx, tenant, run.ThreadID); err == nil && len(th.Values) > 0 {
-			_ = json.Unmarshal(th.Values, &out)
+		if tv := thread(); len(tv) > 0 {
+			_ = json.Unmarshal(tv, &out)
 		}
 	}
 	if c.interrupt != nil {
 		out["__interrupt__"] = c.interrupt
-	}
-	if c.failure == nil {
-		if fin, err := a.DB.GetRun(ctx, tenant, run.ThreadID, run.ID); err == nil && (fin.Status == db.RunError || fin.Status == db.RunTimeout) {
-			c.failure, _ = json.Marshal(wire.RunFailure{Error: "RunError", Message: fin.Error})
-		}
 	}
 	if c.failure != nil {
 		out["__error__"] = c.failure

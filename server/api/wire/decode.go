@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"mime"
 	"net/http"
@@ -59,8 +60,13 @@ func DecodeInto(r *http.Request, limit int64, dst any) *Problem {
 		}
 	}
 	var body []byte
-	if r.Body != nil {
-		b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if mem, ok := r.Body.(*Body); ok {
+		body = mem.rest()
+		if int64(len(body)) > limit {
+			return NewProblem(http.StatusRequestEntityTooLarge, fmt.Sprintf("the body is larger than %d bytes, the limit for %s %s; send less (large inputs belong in the store or a file the graph reads)", limit, r.Method, r.URL.Path))
+		}
+	} else if r.Body != nil {
+		b, err := ReadBody(r.Body, r.ContentLength, limit)
 		if err != nil {
 			return BadRequest("reading the body failed: " + err.Error())
 		}
@@ -144,11 +150,55 @@ type validator interface{ Validate() []FieldError }
 type strict interface{ Strict() }
 
 // walker assigns a parsed JSON tree to a Go value, collecting errors.
-type walker struct{ errs []FieldError }
+// Where it is in the tree is a stack of steps under the pointer root; the
+// JSON Pointer string is built only when an error or a wire decoder needs
+// it, not for every value a decode visits.
+type walker struct {
+	errs []FieldError
+	root string
+	path []step
+}
 
-func (d *walker) fail(ptr, format string, args ...any) {
+// step is one level under the root: a member key or (key "" and index
+// >= 0) an array index.
+type step struct {
+	key   string
+	index int // -1: a member named key
+}
+
+// start puts the walker at the root ptr, with room for a body's usual depth.
+func (d *walker) start(ptr string) {
+	d.root = ptr
+	if d.path == nil {
+		d.path = make([]step, 0, 8)
+	}
+	d.path = d.path[:0]
+}
+
+func (d *walker) push(key string, index int) { d.path = append(d.path, step{key, index}) }
+func (d *walker) pop()                       { d.path = d.path[:len(d.path)-1] }
+
+// pointer is the JSON Pointer of where the walker is ("/command/goto/0/node").
+func (d *walker) pointer() string {
+	if len(d.path) == 0 {
+		return d.root
+	}
+	var b strings.Builder
+	b.WriteString(d.root)
+	for _, s := range d.path {
+		b.WriteByte('/')
+		if s.index >= 0 {
+			b.WriteString(strconv.Itoa(s.index))
+		} else {
+			b.WriteString(escapePointer(s.key))
+		}
+	}
+	return b.String()
+}
+
+func (d *walker) fail(format string, args ...any) {
 	if len(d.errs) < maxErrors {
-		d.errs = append(d.errs, FieldError{Pointer: ptr, Detail: fmt.Sprintf(format, args...)})
+		d.errs = append(d.errs, FieldError{Pointer: d.pointer(), Detail: fmt.Sprintf(format, args...)})
 	}
 }
 
@@ -157,6 +207,7 @@ var (
 	anyType  = reflect.TypeFor[any]()
 	wireDecT = reflect.TypeFor[wireDecoder]()
 	enumT    = reflect.TypeFor[enum]()
+	strictT  = reflect.TypeFor[strict]()
 )
 
 // kindOf names a parsed JSON value's type for messages.
@@ -178,13 +229,44 @@ func kindOf(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
+// typeInfo is what the walker asks of a type on every value it assigns,
+// worked out once per type: reflect's Implements and an enum's value list
+// (a new slice per call) are not free.
+type typeInfo struct {
+	wireDec bool     // *T decodes itself (wireDecoder)
+	strict  bool     // *T is a Strict body
+	enum    []string // T's allowed values, when T is an enum
+}
+
+var typeCache sync.Map // reflect.Type → *typeInfo
+
+func infoOf(t reflect.Type) *typeInfo {
+	if c, ok := typeCache.Load(t); ok {
+		return c.(*typeInfo)
+	}
+	pt := reflect.PointerTo(t)
+	info := &typeInfo{wireDec: pt.Implements(wireDecT), strict: pt.Implements(strictT)}
+	if t.Kind() == reflect.String && t.Implements(enumT) {
+		info.enum = reflect.Zero(t).Interface().(enum).Values()
+	}
+	c, _ := typeCache.LoadOrStore(t, info)
+	return c.(*typeInfo)
+}
+
+// assign assigns v to rv; errors carry pointers under ptr.
 func (d *walker) assign(ptr string, v any, rv reflect.Value) {
+	d.start(ptr)
+	d.assignAt(v, rv)
+}
+
+func (d *walker) assignAt(v any, rv reflect.Value) {
 	t := rv.Type()
-	if reflect.PointerTo(t).Implements(wireDecT) {
+	ti := infoOf(t)
+	if ti.wireDec {
 		if v == nil && t.Kind() != reflect.Struct {
 			return
 		}
-		for _, e := range rv.Addr().Interface().(wireDecoder).decodeWire(ptr, v) {
+		for _, e := range rv.Addr().Interface().(wireDecoder).decodeWire(d.pointer(), v) {
 			if len(d.errs) < maxErrors {
 				d.errs = append(d.errs, e)
 			}
@@ -202,69 +284,70 @@ func (d *walker) assign(ptr string, v any, rv reflect.Value) {
 	switch t.Kind() {
 	case reflect.Pointer:
 		nv := reflect.New(t.Elem())
-		d.assign(ptr, v, nv.Elem())
+		d.assignAt(v, nv.Elem())
 		rv.Set(nv)
 	case reflect.Interface:
 		if t != anyType {
-			d.fail(ptr, "cannot decode into %s", t)
+			d.fail("cannot decode into %s", t)
 			return
 		}
 		rv.Set(reflect.ValueOf(plain(v)))
 	case reflect.Struct:
-		d.assignStruct(ptr, v, rv)
+		d.assignStructAt(v, rv, ti)
 	case reflect.Map:
 		m, ok := v.(map[string]any)
 		if !ok {
-			d.fail(ptr, "must be an object, not %s", kindOf(v))
+			d.fail("must be an object, not %s", kindOf(v))
 			return
 		}
 		if t.Key().Kind() != reflect.String {
-			d.fail(ptr, "cannot decode into %s", t)
+			d.fail("cannot decode into %s", t)
 			return
 		}
 		out := reflect.MakeMapWithSize(t, len(m))
 		for _, k := range sortedKeys(m) {
 			ev := reflect.New(t.Elem()).Elem()
-			d.assign(ptr+"/"+escapePointer(k), m[k], ev)
+			d.push(k, -1)
+			d.assignAt(m[k], ev)
+			d.pop()
 			out.SetMapIndex(reflect.ValueOf(k).Convert(t.Key()), ev)
 		}
 		rv.Set(out)
 	case reflect.Slice:
 		a, ok := v.([]any)
 		if !ok {
-			d.fail(ptr, "must be an array, not %s", kindOf(v))
+			d.fail("must be an array, not %s", kindOf(v))
 			return
 		}
 		out := reflect.MakeSlice(t, len(a), len(a))
 		for i, ev := range a {
-			d.assign(ptr+"/"+strconv.Itoa(i), ev, out.Index(i))
+			d.push("", i)
+			d.assignAt(ev, out.Index(i))
+			d.pop()
 		}
 		rv.Set(out)
 	case reflect.String:
 		s, ok := v.(string)
 		if !ok {
-			d.fail(ptr, "must be a string, not %s", kindOf(v))
+			d.fail("must be a string, not %s", kindOf(v))
 			return
 		}
-		if t.Implements(enumT) {
-			allowed := reflect.Zero(t).Interface().(enum).Values()
-			if !slices.Contains(allowed, s) {
-				d.fail(ptr, "%q is not one of %s", s, quoteList(allowed))
-				return
-			}
+		if ti.enum != nil && !slices.Contains(ti.enum, s) {
+			d.fail("%q is not one of %s", s, quoteList(ti.enum))
+			return
 		}
 		rv.SetString(s)
 	case reflect.Bool:
 		b, ok := v.(bool)
 		if !ok {
-			d.fail(ptr, "must be true or false, not %s", kindOf(v))
+			d.fail("must be true or false, not %s", kindOf(v))
 			return
 		}
 		rv.SetBool(b)
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		n, ok := v.(json.Number)
 		if !ok {
-			d.fail(ptr, "must be an integer, not %s", kindOf(v))
+			d.fail("must be an integer, not %s", kindOf(v))
 			return
 		}
 		i, err := strconv.ParseInt(string(n), 10, t.Bits())
@@ -274,52 +357,74 @@ func (d *walker) assign(ptr string, v any, rv reflect.Value) {
 			}
 		}
 		if err != nil || rv.OverflowInt(i) {
-			d.fail(ptr, "must be an integer between %d and %d, not %s", minInt(t.Bits()), maxInt(t.Bits()), n)
+			d.fail("must be an integer between %d and %d, not %s", minInt(t.Bits()), maxInt(t.Bits()), n)
 			return
 		}
 		rv.SetInt(i)
 	case reflect.Float32, reflect.Float64:
 		n, ok := v.(json.Number)
 		if !ok {
-			d.fail(ptr, "must be a number, not %s", kindOf(v))
+			d.fail("must be a number, not %s", kindOf(v))
 			return
 		}
 		f, err := strconv.ParseFloat(string(n), t.Bits())
 		if err != nil {
-			d.fail(ptr, "the number %s is out of range", n)
+			d.fail("the number %s is out of range", n)
 			return
 		}
 		rv.SetFloat(f)
 	default:
-		d.fail(ptr, "cannot decode into %s", t)
+		d.fail("cannot decode into %s", t)
 	}
 }
 
 func minInt(bits int) int64 { return -1 << (bits - 1) }
 func maxInt(bits int) int64 { return 1<<(bits-1) - 1 }
 
+// assignStruct assigns the object v to the struct rv; errors carry
+// pointers under ptr.
 func (d *walker) assignStruct(ptr string, v any, rv reflect.Value) {
+	d.start(ptr)
+	d.assignStructAt(v, rv, infoOf(rv.Type()))
+}
+
+// assignStructAt assigns v's members in the order of their names (so
+// errors come in that order), then reports the required ones missing. A
+// body that is not strict ignores members the struct lacks, so its known
+// fields are visited in name order without sorting the object's keys.
+func (d *walker) assignStructAt(v any, rv reflect.Value, ti *typeInfo) {
 	m, ok := v.(map[string]any)
 	if !ok {
-		d.fail(ptr, "must be an object, not %s", kindOf(v))
+		d.fail("must be an object, not %s", kindOf(v))
 		return
 	}
 	info := fieldsOf(rv.Type())
-	isStrict := reflect.PointerTo(rv.Type()).Implements(reflect.TypeFor[strict]())
-	for _, k := range sortedKeys(m) {
-		f, ok := info.byName[k]
-		if !ok {
-			if isStrict {
-				d.fail(ptr+"/"+escapePointer(k), "unknown field; the fields of this object are %s", quoteList(info.names))
+	if ti.strict {
+		for _, k := range sortedKeys(m) {
+			f, ok := info.byName[k]
+			d.push(k, -1)
+			if ok {
+				d.assignAt(m[k], rv.Field(f.index))
+			} else {
+				d.fail("unknown field; the fields of this object are %s", quoteList(info.names))
 			}
-			continue
+			d.pop()
 		}
-		d.assign(ptr+"/"+escapePointer(k), m[k], rv.Field(f.index))
+	} else {
+		for _, f := range info.sorted {
+			if e, ok := m[f.name]; ok {
+				d.push(f.name, -1)
+				d.assignAt(e, rv.Field(f.index))
+				d.pop()
+			}
+		}
 	}
 	for _, f := range info.list {
 		if f.required {
 			if _, ok := m[f.name]; !ok {
-				d.fail(ptr+"/"+escapePointer(f.name), "required field is missing")
+				d.push(f.name, -1)
+				d.fail("required field is missing")
+				d.pop()
 			}
 		}
 	}
@@ -336,6 +441,7 @@ type structInfo struct {
 	list   []field
 	byName map[string]field
 	names  []string
+	sorted []field // list in the order of the names (sort.Strings)
 }
 
 var fieldCache sync.Map // reflect.Type → *structInfo
@@ -364,6 +470,9 @@ func fieldsOf(t reflect.Type) *structInfo {
 		info.list = append(info.list, f)
 		info.byName[name] = f
 		info.names = append(info.names, name)
+	}
+	for _, name := range slices.Sorted(maps.Keys(info.byName)) {
+		info.sorted = append(info.sorted, info.byName[name])
 	}
 	c, _ := fieldCache.LoadOrStore(t, info)
 	return c.(*structInfo)

@@ -1,8 +1,10 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
+	"unicode/utf8"
 
 	"github.com/trellis-agents/trellis/server/db"
 )
@@ -54,4 +56,78 @@ func WriteJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// WriteJSONObject answers status with obj, a JSON object, as WriteJSON
+// would answer it decoded into a map[string]json.RawMessage: as it is
+// when it is already what json.Marshal writes for that map
+// (CanonicalObject), which saves parsing and encoding it again (a run's
+// values can be large), and decoded and encoded otherwise.
+func WriteJSONObject(w http.ResponseWriter, r *http.Request, status int, obj json.RawMessage) {
+	if !CanonicalObject(obj) {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(obj, &m); err != nil {
+			NewProblem(http.StatusInternalServerError, "the answer could not be encoded (a bug in Trellis, please report it)").Write(w, r)
+			return
+		}
+		WriteJSON(w, r, status, m)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(obj)
+}
+
+// CanonicalObject reports whether b is a JSON object exactly as
+// json.Marshal writes a map[string]json.RawMessage holding it: compact,
+// member names in sorted order, unique, valid UTF-8 and without escapes,
+// and none of the characters Marshal escapes anywhere (<, >, &, U+2028,
+// U+2029). Then decoding b into such a map and encoding it again gives b.
+func CanonicalObject(b []byte) bool {
+	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
+		return false
+	}
+	depth, wantName := 0, false
+	var prev []byte
+	first := true
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; c {
+		case ' ', '\t', '\n', '\r', '<', '>', '&':
+			return false // not compact, or escaped by Marshal
+		case '{', '[':
+			depth++
+			wantName = depth == 1
+		case '}', ']':
+			depth--
+		case ',':
+			wantName = depth == 1
+		case '"':
+			j, escaped := i+1, false
+			for ; j < len(b) && b[j] != '"'; j++ {
+				switch b[j] {
+				case '\\':
+					escaped = true
+					j++
+				case '<', '>', '&':
+					return false
+				case 0xE2: // U+2028 and U+2029 are E2 80 A8 and E2 80 A9
+					if j+2 < len(b) && b[j+1] == 0x80 && (b[j+2] == 0xA8 || b[j+2] == 0xA9) {
+						return false
+					}
+				}
+			}
+			if j >= len(b) {
+				return false
+			}
+			if wantName {
+				name := b[i+1 : j]
+				if escaped || !utf8.Valid(name) || (!first && bytes.Compare(prev, name) >= 0) {
+					return false
+				}
+				prev, first, wantName = name, false, false
+			}
+			i = j
+		}
+	}
+	return json.Valid(b)
 }

@@ -12,10 +12,8 @@
 package limit
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net/http"
 	"os"
@@ -234,7 +232,7 @@ func Body(maxBytes int64, timeout time.Duration, refused Refused, next http.Hand
 		if timeout > 0 {
 			_ = rc.SetReadDeadline(time.Now().Add(timeout))
 		}
-		b, err := io.ReadAll(io.LimitReader(r.Body, maxBytes+1))
+		b, err := wire.ReadBody(r.Body, r.ContentLength, maxBytes)
 		if timeout > 0 {
 			_ = rc.SetReadDeadline(time.Time{})
 		}
@@ -251,7 +249,7 @@ func Body(maxBytes int64, timeout time.Duration, refused Refused, next http.Hand
 			tooLarge()
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.Body = wire.NewBody(b)
 		next.ServeHTTP(w, r)
 	})
 }

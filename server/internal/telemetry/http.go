@@ -4,7 +4,9 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -18,8 +20,10 @@ import (
 // requests and the open-streams gauge.
 func (t *Telemetry) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f := &logFields{}
-		ctx := withLogFields(r.Context(), f)
+		// The log fields and the recorder in one allocation.
+		st := &requestState{rec: recorder{ResponseWriter: w, t: t}}
+		rec := &st.rec
+		ctx := withLogFields(r.Context(), &st.f)
 		var span trace.Span
 		method := knownMethod(r.Method)
 		if t.tracer != nil {
@@ -27,7 +31,6 @@ func (t *Telemetry) Middleware(next http.Handler) http.Handler {
 			ctx, span = t.tracer.Start(ctx, method, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(
 				semconv.HTTPRequestMethodKey.String(method), semconv.URLPath(r.URL.Path)))
 		}
-		rec := &recorder{ResponseWriter: w, t: t}
 		defer func() {
 			if rec.stream {
 				t.m.streams.Dec()
@@ -35,11 +38,11 @@ func (t *Telemetry) Middleware(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(rec, r.WithContext(ctx))
 		code := rec.code()
-		route := f.route
+		route := st.f.route
 		if route == "" {
 			route = "unmatched"
 		}
-		t.m.requests.WithLabelValues(method, route, strconv.Itoa(code)).Inc()
+		t.requests.counter(method, route, code).Inc()
 		if span != nil {
 			span.SetAttributes(semconv.HTTPResponseStatusCode(code))
 			if code >= 500 {
@@ -48,6 +51,42 @@ func (t *Telemetry) Middleware(next http.Handler) http.Handler {
 			span.End()
 		}
 	})
+}
+
+// requestState is what Middleware keeps per request.
+type requestState struct {
+	f   logFields
+	rec recorder
+}
+
+// requestCounters hands out trellis_http_requests_total's counter of a
+// method, route and status, each found in the vector once: the vector's
+// own lookup hashes the three labels (and the status is formatted) on
+// every request.
+type requestCounters struct {
+	vec *prometheus.CounterVec // method, route, code
+	mu  sync.RWMutex
+	m   map[requestKey]prometheus.Counter
+}
+
+type requestKey struct {
+	method, route string
+	code          int
+}
+
+func (c *requestCounters) counter(method, route string, code int) prometheus.Counter {
+	k := requestKey{method, route, code}
+	c.mu.RLock()
+	ctr, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return ctr
+	}
+	ctr = c.vec.WithLabelValues(method, route, strconv.Itoa(code))
+	c.mu.Lock()
+	c.m[k] = ctr
+	c.mu.Unlock()
+	return ctr
 }
 
 // knownMethod keeps the method label and attribute to the standard
@@ -134,6 +173,11 @@ func (r *recorder) Flush() {
 }
 
 func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }
+
+// StatusCode is the status answered so far: 200 when the handler wrote
+// nothing or only a body, 0 never. The request log reads it instead of
+// wrapping the writer again.
+func (r *recorder) StatusCode() int { return r.code() }
 
 func (r *recorder) code() int {
 	if r.status == 0 {

@@ -37,6 +37,8 @@ type Telemetry struct {
 	prop   propagation.TraceContext
 	reg    *prometheus.Registry
 	m      metrics
+	// requests is m.requests with its counters kept by label.
+	requests *requestCounters
 }
 
 // metrics are the service's Prometheus metrics.
@@ -100,6 +102,7 @@ func New(cfg Config) *Telemetry {
 			Name: "trellis_runs_held_at_limit_total", Help: "Times a run ready to start was held back because its tenant had limits.max_concurrent_runs runs running; it stays pending and is tried again, and counts at each try.",
 		}),
 	}
+	t.requests = &requestCounters{vec: t.m.requests, m: map[requestKey]prometheus.Counter{}}
 	for _, l := range cfg.Limits {
 		t.m.refused.WithLabelValues(l)
 	}

@@ -89,9 +89,15 @@ func (r *run) plan(tasks []*task) error {
 	}
 	slices.Sort(pull)
 	r.touched = pull[:0]
-	next := slices.Grow(r.spare[:0], len(pull)+len(push))
-	if len(tasks) > 0 && tasks[0].node.idx >= 0 {
-		r.spare = tasks // committed: the slice is free for the step after next
+	var next []*task
+	if w := len(pull) + len(push); cap(r.spare) == 0 && w > 0 {
+		// A run's first plan: one allocation for this step's slice and
+		// the next step's (superstep hands this one back as spare).
+		buf := make([]*task, 2*w)
+		next, r.spare = buf[:0:w], buf[w:w]
+	} else {
+		next = slices.Grow(r.spare[:0], w)
+		r.spare = nil // next owns it now
 	}
 	for j, i := range pull {
 		t := r.newTask(len(pull) - j)

@@ -45,12 +45,24 @@ type NodeRun struct {
 	Node     string
 	Attempts int
 	Duration time.Duration
-	id       fnv128
+	// id is the task ID's hash when full, or else the hash of its
+	// prefix (thread, checkpoint, namespace), which TaskID finishes with
+	// the step and the node: most callers never read an ID, so the run
+	// hashes each step's prefix once instead of every task's ID.
+	id   fnv128
+	full bool
 }
 
 // TaskID returns the task's deterministic ID, as events and checkpoints
-// show it. (It is formatted on demand: most callers never read it.)
-func (n NodeRun) TaskID() string { return n.id.hex() }
+// show it. (It is computed on demand: most callers never read it.)
+func (n NodeRun) TaskID() string {
+	if n.full {
+		return n.id.hex()
+	}
+	h := n.id
+	finishID(&h, n.Step, false, 0, n.Node)
+	return h.hex()
+}
 
 // Invoke runs the graph to the end and returns the final state. input is
 // applied as step 0 through the keys' reducers; nil starts from an empty
@@ -95,14 +107,16 @@ type run struct {
 	state    State
 	step     int // absolute step number (continues across a thread's runs)
 	stepsRun int // steps executed by this run
-	limit    int
-	next     []*task
-	spare    []*task // the previous step's task slice, reused by plan
-	taskSlab []task  // fresh tasks not yet handed out (see newTask)
-	valSlab  []slot  // fresh state slots not yet handed out (see newVals)
-	pushBuf  []Target
-	deferred []int
-	seen     [][]bool // join barriers: per join, which sources have finished
+	// tasks and states carved from slabs so far (see slabHints)
+	tasksMade, statesMade int32
+	limit                 int
+	next                  []*task
+	spare                 []*task // the previous step's task slice, reused by plan
+	taskSlab              []task  // fresh tasks not yet handed out (see newTask)
+	valSlab               []slot  // fresh state slots not yet handed out (see newVals)
+	pushBuf               []Target
+	deferred              []int
+	seen                  [][]bool // join barriers: per join, which sources have finished
 	// per node, twice: marks[i] is step+1 when node i was triggered this
 	// step, marks[n+i] its executions in this run (see runCounts)
 	marks []int
@@ -249,8 +263,9 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		// task cancels only its step), so the caller's context serves.
 		r.ctx, r.cancel = ctx, func(error) {}
 	}
-	r.path = make([]NodeRun, 0, min(r.limit, len(g.nodes), 128))
-	r.state = newState(g.sch)
+	r.path = make([]NodeRun, 0, r.pathCap())
+	r.state = State{sch: g.sch}
+	r.state.vals = r.newVals(len(g.sch.keys)) // fresh slots are zero
 	r.tally = make([]keyTally, len(g.sch.keys))
 	if r.cfg.saver != nil {
 		r.chain = make([]chainInfo, len(g.sch.keys))
@@ -267,6 +282,16 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 	return r, nil
 }
 
+// pathCap is the capacity of a run's path: what the graph's last run
+// recorded, or else a task per node, within the step limit.
+func (r *run) pathCap() int {
+	n := min(r.limit, len(r.g.nodes), 128)
+	if h := int(r.g.hints.path.Load()); h > n {
+		n = min(h, 1024)
+	}
+	return n
+}
+
 // runCounts returns, per node, how many times it ran in this run.
 func (r *run) runCounts() []int { return r.marks[len(r.g.nodes):] }
 
@@ -280,6 +305,17 @@ func (r *run) deliver(ev Event) {
 		r.stopped = true
 		r.cancel(errStopped)
 	}
+}
+
+// runInterrupt returns err's InterruptError when the run as a whole is
+// interrupted, or nil. (Its own function, so that the error target is
+// allocated only for a run that ends with an error.)
+func runInterrupt(err error) *InterruptError {
+	var ie *InterruptError
+	if errors.As(err, &ie) && ie.run {
+		return ie
+	}
+	return nil
 }
 
 // execute runs the loop and settles the status.
@@ -298,16 +334,16 @@ func (r *run) execute(input Update) (*Result, error) {
 		}
 	}
 	err := r.loop(input)
+	r.remember()
 	if ferr := r.finish(err); ferr != nil && (err == nil || errors.Is(err, ErrInterrupted)) {
 		err = ferr
 	}
 	status := StatusCompleted
 	var interrupts []InterruptInfo
-	var ie *InterruptError
 	switch {
 	case err == nil:
-	case errors.As(err, &ie) && ie.run:
-		status, interrupts = StatusInterrupted, ie.Interrupts
+	case runInterrupt(err) != nil:
+		status, interrupts = StatusInterrupted, runInterrupt(err).Interrupts
 	case errors.Is(err, ErrAborted) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errStopped):
 		status = StatusCancelled
 	default:
@@ -479,10 +515,25 @@ func (r *run) superstep() error {
 	if err := r.commit(tasks); err != nil {
 		return err
 	}
-	if len(r.cfg.get().after) > 0 && len(r.next) > 0 {
-		return r.breakAfter(tasks)
+	if cap(r.spare) == 0 {
+		r.spare = tasks[:0] // committed: the slice is free for the step after next
 	}
+	if len(r.cfg.get().after) > 0 && len(r.next) > 0 {
+		if err := r.breakAfter(tasks); err != nil {
+			return err
+		}
+	}
+	release(tasks)
 	return nil
+}
+
+// release drops what committed tasks refer to: their writes are in the
+// state (and in the checkpoint, and were handed to the events), so a task
+// slab, or a context a node kept, keeps no old values alive.
+func release(tasks []*task) {
+	for _, t := range tasks {
+		t.writes, t.routes, t.payload = nil, nil, nil
+	}
 }
 
 // commit applies the tasks' writes in task order, plans the next step,
@@ -538,7 +589,7 @@ func (r *run) apply(tasks []*task) error {
 			tl.next++
 		}
 	}
-	vals := r.newVals()
+	vals := r.newVals(len(r.state.vals))
 	copy(vals, r.state.vals)
 	for _, i := range touched {
 		tl, k, sl := r.tally[i], r.g.sch.keys[i], &vals[i]
@@ -568,9 +619,20 @@ func (r *run) afterCommit(tasks []*task) error {
 		return err
 	}
 	r.path = slices.Grow(r.path, len(tasks))
+	var pre fnv128
+	prefixed := false
 	for _, t := range tasks {
 		if t.node.idx >= 0 && !t.done {
-			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, Attempts: int(t.attempts), Duration: t.dur, id: t.sum()})
+			nr := NodeRun{Step: r.step, Node: t.node.name, Attempts: int(t.attempts), Duration: t.dur}
+			if t.hashed || t.push || t.step != r.step {
+				nr.id, nr.full = t.sum(), true
+			} else {
+				if !prefixed {
+					pre, prefixed = r.idPrefix(), true
+				}
+				nr.id = pre
+			}
+			r.path = append(r.path, nr)
 		}
 		t.settleUsage()
 	}

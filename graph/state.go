@@ -10,6 +10,9 @@ import (
 type schema struct {
 	keys  []keyImpl
 	index map[int64]int // key id -> slot
+	// small: every key's values are small and pointer-free, so old states
+	// keep nothing alive but their slots (see valGens)
+	small bool
 }
 
 func newSchema(keys []AnyKey) (*schema, []error) {
@@ -36,6 +39,10 @@ func newSchema(keys []AnyKey) (*schema, []error) {
 		names[k.Name()] = true
 		s.index[k.keyID()] = len(s.keys)
 		s.keys = append(s.keys, k)
+	}
+	s.small = true
+	for _, k := range s.keys {
+		s.small = s.small && smallValue(k.valueType())
 	}
 	return s, errs
 }
@@ -67,11 +74,6 @@ type slot struct {
 type State struct {
 	sch  *schema
 	vals []slot
-}
-
-func newState(sch *schema) State {
-	st := State{sch: sch, vals: make([]slot, len(sch.keys))}
-	return st
 }
 
 func (s State) slot(id int64, name string) slot {

@@ -134,22 +134,33 @@ func (t *task) ID() string { return t.sum().hex() }
 // sum computes the ID's hash without formatting it.
 func (t *task) sum() fnv128 {
 	if !t.hashed {
-		r := t.r
-		h := newFNV128()
-		h.add(r.cfg.thread)
-		h.add(r.cpID)
-		h.add(r.ns)
-		h.addInt(t.step)
-		if t.push {
-			h.add("send")
-			h.addInt(int(t.seq))
-		} else {
-			h.add("node")
-			h.add(t.node.name)
-		}
+		h := t.r.idPrefix()
+		finishID(&h, t.step, t.push, t.seq, t.node.name)
 		t.hash, t.hashed = h, true
 	}
 	return t.hash
+}
+
+// idPrefix hashes what the IDs of a step's tasks share: the thread, the
+// checkpoint the step started from and the namespace.
+func (r *run) idPrefix() fnv128 {
+	h := newFNV128()
+	h.add(r.cfg.thread)
+	h.add(r.cpID)
+	h.add(r.ns)
+	return h
+}
+
+// finishID adds a task's step and path to its ID's prefix.
+func finishID(h *fnv128, step int, push bool, seq int32, node string) {
+	h.addInt(step)
+	if push {
+		h.add("send")
+		h.addInt(int(seq))
+	} else {
+		h.add("node")
+		h.add(node)
+	}
 }
 
 func (t *task) childNamespace() string {

@@ -107,21 +107,17 @@ type run struct {
 	state    State
 	step     int // absolute step number (continues across a thread's runs)
 	stepsRun int // steps executed by this run
-	// tasks and states carved from slabs so far (see slabHints)
+	// tasks and states carved from slabs so far (see runMemo)
 	tasksMade, statesMade int32
 	limit                 int
 	next                  []*task
 	spare                 []*task // the previous step's task slice, reused by plan
 	taskSlab              []task  // fresh tasks not yet handed out (see newTask)
 	valSlab               []slot  // fresh state slots not yet handed out (see newVals)
-	pushBuf               []Target
 	deferred              []int
-	seen                  [][]bool // join barriers: per join, which sources have finished
-	// per node, twice: marks[i] is step+1 when node i was triggered this
-	// step, marks[n+i] its executions in this run (see runCounts)
-	marks []int
-	path  []NodeRun
-	usage atomic.Pointer[usageLedger] // allocated by the first RecordUsage
+	b                     *runBufs // working buffers, from the graph's pool (see runBufs)
+	path                  []NodeRun
+	usage                 atomic.Pointer[usageLedger] // allocated by the first RecordUsage
 
 	kinds EventKind
 	sink  func(Event) bool
@@ -134,11 +130,6 @@ type run struct {
 	uncommitted bool // the step in progress has not committed (see save)
 
 	// checkpointing
-	tally []keyTally // per key: this step's writes (reset after each commit)
-	// keys written this step, in order of first write, while apply runs;
-	// then, while plan runs, the nodes triggered (one buffer for both)
-	touched  []int
-	wsBuf    []Write // this step's writes grouped by key (reused)
 	cpID     string
 	headID   string // the namespace's latest checkpoint, as this run knows it
 	nextTag  uint64 // 1<<32 | the tag of the next checkpoint's versions, 0 until drawn (see tag)
@@ -266,19 +257,12 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 	r.path = make([]NodeRun, 0, r.pathCap())
 	r.state = State{sch: g.sch}
 	r.state.vals = r.newVals(len(g.sch.keys)) // fresh slots are zero
-	r.tally = make([]keyTally, len(g.sch.keys))
 	if r.cfg.saver != nil {
 		r.chain = make([]chainInfo, len(g.sch.keys))
 		r.stepLog = make([][]Write, len(g.sch.keys))
 		r.savedVer = make([]uint64, len(g.sch.keys))
 	}
-	r.marks = make([]int, 2*len(g.nodes))
-	if len(g.joins) > 0 {
-		r.seen = make([][]bool, len(g.joins))
-		for i, j := range g.joins {
-			r.seen[i] = make([]bool, len(j.from))
-		}
-	}
+	r.b = g.memo.buffers(g)
 	return r, nil
 }
 
@@ -286,14 +270,14 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 // recorded, or else a task per node, within the step limit.
 func (r *run) pathCap() int {
 	n := min(r.limit, len(r.g.nodes), 128)
-	if h := int(r.g.hints.path.Load()); h > n {
+	if h := int(r.g.memo.path.Load()); h > n {
 		n = min(h, 1024)
 	}
 	return n
 }
 
 // runCounts returns, per node, how many times it ran in this run.
-func (r *run) runCounts() []int { return r.marks[len(r.g.nodes):] }
+func (r *run) runCounts() []int { return r.b.marks[len(r.g.nodes):] }
 
 func (r *run) wants(k EventKind) bool { return r.kinds&k != 0 }
 
@@ -335,6 +319,7 @@ func (r *run) execute(input Update) (*Result, error) {
 	}
 	err := r.loop(input)
 	r.remember()
+	defer r.putBuffers() // after finish, which still plans
 	if ferr := r.finish(err); ferr != nil && (err == nil || errors.Is(err, ErrInterrupted)) {
 		err = ferr
 	}
@@ -375,7 +360,7 @@ func (r *run) loop(input Update) error {
 			// its namespace belongs to an invocation that was given up
 			// (or, on a branch back in time, to the state it had then).
 			r.next, r.deferred = nil, r.deferred[:0]
-			for _, seen := range r.seen {
+			for _, seen := range r.b.seen {
 				clear(seen)
 			}
 			r.x.logRestart = true
@@ -550,17 +535,17 @@ func (r *run) commit(tasks []*task) error {
 // apply applies the tasks' writes to the state in task order, bumping the
 // versions of the keys they touch, without planning or saving.
 func (r *run) apply(tasks []*task) error {
-	touched, n := r.touched[:0], 0
+	touched, n := r.b.touched[:0], 0
 	defer func() {
 		for _, i := range touched {
-			r.tally[i] = keyTally{}
+			r.b.tally[i] = keyTally{}
 		}
-		r.touched = touched[:0]
+		r.b.touched = touched[:0]
 	}()
 	for ti, t := range tasks {
 		for _, w := range t.writes {
 			i := r.g.sch.index[w.key.keyID()]
-			tl := &r.tally[i]
+			tl := &r.b.tally[i]
 			if tl.count == 0 {
 				touched = append(touched, i)
 				tl.first = int32(ti)
@@ -576,15 +561,15 @@ func (r *run) apply(tasks []*task) error {
 	}
 	off := int32(0)
 	for _, i := range touched {
-		tl := &r.tally[i]
+		tl := &r.b.tally[i]
 		tl.start, tl.next = off, off
 		off += tl.count
 	}
-	ws := slices.Grow(r.wsBuf[:0], n)[:n]
-	defer func() { clear(ws); r.wsBuf = ws[:0] }()
+	ws := slices.Grow(r.b.ws[:0], n)[:n]
+	defer func() { clear(ws); r.b.ws = ws[:0] }()
 	for _, t := range tasks {
 		for _, w := range t.writes {
-			tl := &r.tally[r.g.sch.index[w.key.keyID()]]
+			tl := &r.b.tally[r.g.sch.index[w.key.keyID()]]
 			ws[tl.next] = w
 			tl.next++
 		}
@@ -592,7 +577,7 @@ func (r *run) apply(tasks []*task) error {
 	vals := r.newVals(len(r.state.vals))
 	copy(vals, r.state.vals)
 	for _, i := range touched {
-		tl, k, sl := r.tally[i], r.g.sch.keys[i], &vals[i]
+		tl, k, sl := r.b.tally[i], r.g.sch.keys[i], &vals[i]
 		kws := ws[tl.start : tl.start+tl.count]
 		v, err := k.apply(sl.v, sl.set, kws)
 		if err != nil {

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"reflect"
+	"sync"
 	"sync/atomic"
 )
 
@@ -11,7 +12,7 @@ import (
 // State or a task context kept by a node stays what it was.
 //
 // A graph remembers how many tasks and states its last run carved (see
-// slabHints), and a run's first slabs are that size, so a run shaped like
+// runMemo), and a run's first slabs are that size, so a run shaped like
 // the one before it allocates one slab of each (a 100-node chain made nine
 // task slabs and 25 state slabs before). What a slab keeps alive bounds
 // its size: a committed task lets go of its writes (see release), so a task
@@ -27,14 +28,67 @@ const (
 	maxSmallSlab = 256 // slots per slab at most when every value is small and pointer-free
 )
 
-// slabHints is what a graph's last run carved, for the next run's slabs.
-type slabHints struct {
+// runMemo is what a graph's runs share: what the last run carved, for
+// the next run's slabs, and a pool of working buffers.
+type runMemo struct {
 	tasks, states, path atomic.Int32
+	bufs                sync.Pool // of *runBufs
+}
+
+// runBufs are the buffers a run's loop works in and nothing outside it
+// sees: they go back to the graph's pool when the run ends, zeroed, so a
+// run of a graph in steady use allocates none of them.
+type runBufs struct {
+	tally []keyTally // per key: this step's writes (reset after each commit)
+	// keys written this step, in order of first write, while apply runs;
+	// then, while plan runs, the nodes triggered (one buffer for both)
+	touched []int
+	ws      []Write  // this step's writes grouped by key (reused)
+	push    []Target // this step's Sends, while plan runs
+	seen    [][]bool // join barriers: per join, which sources have finished
+	// per node, twice: marks[i] is step+1 when node i was triggered this
+	// step, marks[n+i] its executions in this run (see runCounts)
+	marks []int
+}
+
+// buffers returns zeroed working buffers for a run of g.
+func (m *runMemo) buffers(g *Graph) *runBufs {
+	if b, ok := m.bufs.Get().(*runBufs); ok {
+		return b
+	}
+	b := &runBufs{tally: make([]keyTally, len(g.sch.keys)), marks: make([]int, 2*len(g.nodes))}
+	if len(g.joins) > 0 {
+		b.seen = make([][]bool, len(g.joins))
+		for i, j := range g.joins {
+			b.seen[i] = make([]bool, len(j.from))
+		}
+	}
+	return b
+}
+
+// putBuffers zeroes the run's buffers and gives them back to the graph's
+// pool. The run keeps none of them: a context a node kept cannot reach
+// another run's buffers through it.
+func (r *run) putBuffers() {
+	b := r.b
+	if b == nil {
+		return
+	}
+	r.b = nil
+	clear(b.tally)
+	clear(b.marks)
+	for _, s := range b.seen {
+		clear(s)
+	}
+	clear(b.ws[:cap(b.ws)])
+	clear(b.push[:cap(b.push)])
+	b.touched, b.ws, b.push = b.touched[:0], b.ws[:0], b.push[:0]
+	r.g.memo.bufs.Put(b)
 }
 
 // remember records what the run carved, for the graph's next runs.
 func (r *run) remember() {
-	h := r.g.hints
+	h := r.g.memo
 	h.tasks.Store(r.tasksMade)
 	h.states.Store(r.statesMade)
 	h.path.Store(int32(min(len(r.path), 1<<20)))
@@ -50,7 +104,7 @@ func (r *run) newTask(want int) *task {
 	if len(r.taskSlab) == 0 {
 		// the steps left bound what a slab can expect of the next steps
 		n := min(max(want, min(r.stepsRun, r.limit-r.stepsRun), 1), maxTaskSlab)
-		if h := int(r.g.hints.tasks.Load() - r.tasksMade); h > n {
+		if h := int(r.g.memo.tasks.Load() - r.tasksMade); h > n {
 			n = min(h, maxHintSlab)
 		}
 		r.taskSlab = make([]task, n)
@@ -78,7 +132,7 @@ func (r *run) newVals(n int) []slot {
 func (r *run) valGens(n int) int {
 	n = max(n, 1)
 	gens := min(maxValSlab/n, maxValGens, r.limit-r.stepsRun)
-	if h := int(r.g.hints.states.Load() - r.statesMade); h > gens {
+	if h := int(r.g.memo.states.Load() - r.statesMade); h > gens {
 		most := min(maxValSlab/n, maxValGens)
 		if r.g.sch.small {
 			most = maxSmallSlab / n

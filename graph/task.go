@@ -288,9 +288,13 @@ func (t *task) endInfo() TaskInfo {
 // exec runs one task with its retry policy and timeout, then checks its
 // writes and evaluates its outgoing edges. It sets t.err rather than
 // returning it.
-func (r *run) exec(t *task) {
-	start := monotonic()
-	defer func() { t.dur = monotonic() - start }()
+func (r *run) exec(t *task) { r.execAt(t, monotonic()) }
+
+// execAt is exec for a task whose duration counts from start (a reading
+// of monotonic), and returns the clock when it ended: a worker that runs
+// tasks back to back starts the next one at this one's end (see worker).
+func (r *run) execAt(t *task, start time.Duration) (end time.Duration) {
+	defer func() { end = monotonic(); t.dur = end - start }()
 	if o := r.observer(); o != nil {
 		var end func(OpEnd)
 		t.Context, end = o.Start(t.Context, Op{Kind: OpTask, Step: r.step, Namespace: r.ns, Node: t.node.name, TaskID: t.ID()})
@@ -397,6 +401,7 @@ func (r *run) exec(t *task) {
 		}
 	}
 	r.route(t)
+	return // end is set by the deferred call
 }
 
 // route evaluates a finished task's conditional and fan-out edges (not

@@ -262,7 +262,7 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		r.stepLog = make([][]Write, len(g.sch.keys))
 		r.savedVer = make([]uint64, len(g.sch.keys))
 	}
-	r.b = g.memo.buffers(g)
+	r.b = g.memo.buffers(g, r)
 	return r, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Tasks and the states commit makes are carved from slabs: a step that
@@ -49,20 +50,30 @@ type runBufs struct {
 	// per node, twice: marks[i] is step+1 when node i was triggered this
 	// step, marks[n+i] its executions in this run (see runCounts)
 	marks []int
+	// a parallel step's bookkeeping, its workers' function (made once:
+	// a go statement with arguments allocates a closure) and its stall
+	// check's timer (see runParallel); r is the run using the buffers
+	step stepSync
+	work func()
+	tick *time.Timer
+	r    *run
 }
 
-// buffers returns zeroed working buffers for a run of g.
-func (m *runMemo) buffers(g *Graph) *runBufs {
+// buffers returns zeroed working buffers for run r of g.
+func (m *runMemo) buffers(g *Graph, r *run) *runBufs {
 	if b, ok := m.bufs.Get().(*runBufs); ok {
+		b.r = r
 		return b
 	}
-	b := &runBufs{tally: make([]keyTally, len(g.sch.keys)), marks: make([]int, 2*len(g.nodes))}
+	b := &runBufs{tally: make([]keyTally, len(g.sch.keys)), marks: make([]int, 2*len(g.nodes)), r: r}
 	if len(g.joins) > 0 {
 		b.seen = make([][]bool, len(g.joins))
 		for i, j := range g.joins {
 			b.seen[i] = make([]bool, len(j.from))
 		}
 	}
+	b.step.done = make(chan struct{}, 1)
+	b.work = func() { b.r.worker(&b.step) }
 	return b
 }
 
@@ -83,6 +94,7 @@ func (r *run) putBuffers() {
 	clear(b.ws[:cap(b.ws)])
 	clear(b.push[:cap(b.push)])
 	b.touched, b.ws, b.push = b.touched[:0], b.ws[:0], b.push[:0]
+	b.r = nil
 	r.g.memo.bufs.Put(b)
 }
 

@@ -96,3 +96,51 @@ func TestRunAllocationsFlat(t *testing.T) {
 		t.Errorf("a run allocates %.0f times for 16 steps and %.0f for 128; want at most 8, and at most 2 more for the longer run", short, long)
 	}
 }
+
+// TestAddWritesAllocations checks that a node writing through AddWrites
+// allocates once a step (its task's copy of the write), where returning
+// graph.Writes(k.Set(v)) allocates twice.
+func TestAddWritesAllocations(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts allocations")
+	}
+	const n = 64
+	sum := graph.NewKey("sum", graph.Sum[int]())
+	build := func(node graph.NodeFunc) *graph.Graph {
+		b := graph.New(sum)
+		prev := graph.START
+		for i := range n {
+			name := fmt.Sprint("n", i)
+			b.AddNode(name, node)
+			b.AddEdge(prev, name)
+			prev = name
+		}
+		b.AddEdge(prev, graph.END)
+		return mustCompile(t, b, graph.WithStepLimit(n+1))
+	}
+	ctx := context.Background()
+	per := func(g *graph.Graph) float64 {
+		return testing.AllocsPerRun(20, func() {
+			res, err := g.Invoke(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := sum.Get(res.State); got != n {
+				t.Fatalf("sum = %d, want %d", got, n)
+			}
+		}) / n
+	}
+	added := per(build(func(ctx context.Context, _ graph.State) (graph.Output, error) {
+		return nil, graph.AddWrites(ctx, sum.Set(1))
+	}))
+	returned := per(build(func(context.Context, graph.State) (graph.Output, error) {
+		return graph.Writes(sum.Set(1)), nil
+	}))
+	t.Logf("allocations per step: %.2f with AddWrites, %.2f returning Writes", added, returned)
+	if added > 1.12 {
+		t.Errorf("a step whose node uses AddWrites allocates %.2f times, want at most 1.12", added)
+	}
+	if returned > 2.12 {
+		t.Errorf("a step whose node returns Writes allocates %.2f times, want at most 2.12", returned)
+	}
+}

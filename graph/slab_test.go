@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 	"weak"
 
 	"github.com/trellis-agents/trellis/checkpoint"
@@ -226,5 +227,52 @@ func TestPooledBuffersAfterFailure(t *testing.T) {
 		if last := res.Path[len(res.Path)-1]; last.Node != "join" || last.Step != 4 {
 			t.Errorf("run %d: the path ends with %s at step %d, want join at step 4", i, last.Node, last.Step)
 		}
+	}
+}
+
+// TestAddWrites checks writes a node adds through its context: applied
+// ahead of those it returns, dropped when an attempt fails and is retried,
+// refused outside a running node.
+func TestAddWrites(t *testing.T) {
+	log := graph.NewKey("log", graph.Concat[string]())
+	var attempts atomic.Int32
+	var kept context.Context
+	b := graph.New(log)
+	b.AddNode("a", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+		if err := graph.AddWrites(ctx, graph.Append(log, "a1"), graph.Append(log, "a2")); err != nil {
+			return nil, err
+		}
+		return graph.Writes(graph.Append(log, "a3")), nil
+	})
+	b.AddNode("flaky", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+		n := attempts.Add(1)
+		if err := graph.AddWrites(ctx, graph.Append(log, fmt.Sprint("try", n))); err != nil {
+			return nil, err
+		}
+		if n == 1 {
+			return nil, errors.New("first attempt fails")
+		}
+		kept = ctx
+		return graph.Command{Update: graph.Writes(graph.Append(log, "cmd"))}, nil
+	}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Millisecond, RetryOn: func(error) bool { return true }}))
+	b.AddEdge(graph.START, "a")
+	b.AddEdge("a", "flaky")
+	b.AddEdge("flaky", graph.END)
+	g := mustCompile(t, b)
+	res, err := g.Invoke(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := fmt.Sprint(log.Get(res.State)), "[a1 a2 a3 try2 cmd]"; got != want {
+		t.Errorf("log = %s, want %s", got, want)
+	}
+	if err := graph.AddWrites(kept, graph.Append(log, "late")); err == nil {
+		t.Error("AddWrites after the node returned: want an error")
+	}
+	if err := graph.AddWrites(context.Background(), graph.Append(log, "x")); err == nil {
+		t.Error("AddWrites outside a node: want an error")
+	}
+	if err := graph.AddWrites(kept, graph.Write{}); err == nil {
+		t.Error("AddWrites of a zero Write: want an error")
 	}
 }

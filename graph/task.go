@@ -336,6 +336,7 @@ func (r *run) execAt(t *task, start time.Duration) (end time.Duration) {
 		if t.in != nil {
 			t.in.calls, t.in.stepCalls, t.in.inStep = 0, 0, ""
 		}
+		t.writes = nil // what an earlier attempt added (see AddWrites)
 		out, err = t.call()
 		if err == nil || len(t.in.raisedList()) > 0 || n.retry == nil || t.Err() != nil {
 			break
@@ -349,6 +350,8 @@ func (r *run) execAt(t *task, start time.Duration) (end time.Duration) {
 		}
 	}
 	t.ran = true
+	added := t.writes // kept only if the node succeeds
+	t.writes = nil
 	if err != nil {
 		t.nestedInterrupts(err)
 		if cmd, ok := t.fromChild(err); ok {
@@ -369,15 +372,16 @@ func (r *run) execAt(t *task, start time.Duration) (end time.Duration) {
 	}
 	switch o := out.(type) {
 	case nil, *Command:
+		t.writes = added
 	case Update:
-		t.writes = o
+		t.writes = joinWrites(added, o)
 	case Command:
 		if o.Parent {
 			// At the root too: the caller sees where it tried to go.
 			t.err = &ParentCommandError{Command: o, Namespace: r.ns, Node: n.name}
 			return
 		}
-		t.writes = o.Update
+		t.writes = joinWrites(added, o.Update)
 		if len(o.Goto) > 0 {
 			t.routes, t.viaGoto = o.Goto, true
 		}

@@ -535,6 +535,9 @@ func (r *run) commit(tasks []*task) error {
 // apply applies the tasks' writes to the state in task order, bumping the
 // versions of the keys they touch, without planning or saving.
 func (r *run) apply(tasks []*task) error {
+	if len(tasks) == 1 && len(tasks[0].writes) == 1 {
+		return r.applyOne(tasks[0])
+	}
 	touched, n := r.b.touched[:0], 0
 	defer func() {
 		for _, i := range touched {
@@ -591,6 +594,30 @@ func (r *run) apply(tasks []*task) error {
 		if r.shared != nil && r.shared[i] {
 			r.log = append(r.log, kws...)
 		}
+	}
+	r.state = State{sch: r.g.sch, vals: vals}
+	return nil
+}
+
+// applyOne is apply for a step whose only write is its one task's one
+// write (a chain's node, say): nothing to group or count.
+func (r *run) applyOne(t *task) error {
+	w := t.writes[:1:1]
+	i := r.g.sch.index[w[0].key.keyID()]
+	vals := r.newVals(len(r.state.vals))
+	copy(vals, r.state.vals)
+	k, sl := r.g.sch.keys[i], &vals[i]
+	v, err := k.apply(sl.v, sl.set, w)
+	if err != nil {
+		return fmt.Errorf("graph: step %d: applying the writes of %s: %w", r.step, writers([]*task{t}, k), err)
+	}
+	sl.v, sl.set = v, true
+	sl.ver = (sl.ver>>32+1)<<32 | uint64(r.tag())
+	if r.stepLog != nil {
+		r.stepLog[i] = append(r.stepLog[i], w...)
+	}
+	if r.shared != nil && r.shared[i] {
+		r.log = append(r.log, w...)
 	}
 	r.state = State{sch: r.g.sch, vals: vals}
 	return nil

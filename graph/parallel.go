@@ -61,6 +61,7 @@ func (r *run) runParallel(base context.Context, tasks []*task) error {
 	// The step's bookkeeping, its workers' function and its timer are the
 	// run's, reused from step to step (and run to run, with the buffers):
 	// when done receives, no worker touches st any more.
+	r.b.parallel()
 	st := &r.b.step
 	st.tasks, st.cancel, st.skip = tasks, cancel, false
 	st.first.Store(nil)

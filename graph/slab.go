@@ -72,9 +72,16 @@ func (m *runMemo) buffers(g *Graph, r *run) *runBufs {
 			b.seen[i] = make([]bool, len(j.from))
 		}
 	}
-	b.step.done = make(chan struct{}, 1)
-	b.work = func() { b.r.worker(&b.step) }
 	return b
+}
+
+// parallel readies the buffers for a parallel step: its done channel and
+// its workers' function are made on the first one.
+func (b *runBufs) parallel() {
+	if b.work == nil {
+		b.step.done = make(chan struct{}, 1)
+		b.work = func() { b.r.worker(&b.step) }
+	}
 }
 
 // putBuffers zeroes the run's buffers and gives them back to the graph's

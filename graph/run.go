@@ -547,7 +547,7 @@ func (r *run) apply(tasks []*task) error {
 	}()
 	for ti, t := range tasks {
 		for _, w := range t.writes {
-			i := r.g.sch.index[w.key.keyID()]
+			i, _ := r.g.sch.slotOf(w.key.keyID())
 			tl := &r.b.tally[i]
 			if tl.count == 0 {
 				touched = append(touched, i)
@@ -572,7 +572,8 @@ func (r *run) apply(tasks []*task) error {
 	defer func() { clear(ws); r.b.ws = ws[:0] }()
 	for _, t := range tasks {
 		for _, w := range t.writes {
-			tl := &r.b.tally[r.g.sch.index[w.key.keyID()]]
+			i, _ := r.g.sch.slotOf(w.key.keyID())
+			tl := &r.b.tally[i]
 			ws[tl.next] = w
 			tl.next++
 		}
@@ -603,7 +604,7 @@ func (r *run) apply(tasks []*task) error {
 // write (a chain's node, say): nothing to group or count.
 func (r *run) applyOne(t *task) error {
 	w := t.writes[:1:1]
-	i := r.g.sch.index[w[0].key.keyID()]
+	i, _ := r.g.sch.slotOf(w[0].key.keyID())
 	vals := r.newVals(len(r.state.vals))
 	copy(vals, r.state.vals)
 	k, sl := r.g.sch.keys[i], &vals[i]

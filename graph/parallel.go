@@ -41,7 +41,7 @@ type stepSync struct {
 	cancel context.CancelCauseFunc
 	first  atomic.Pointer[task] // the first task to fail
 	next   atomic.Int64         // the next task to take: tasks taken so far
-	live   atomic.Int64         // workers running; the last to stop closes done
+	live   atomic.Int64         // workers running; the last to stop signals done
 	done   chan struct{}        // gets one value when every task has stopped and every worker with it
 	skip   bool                 // a task taken after the step was cancelled does not run
 }

@@ -19,12 +19,20 @@ func incr(context.Context, graph.State) (graph.Output, error) {
 	return graph.Writes(count.Set(1)), nil
 }
 
-func chain(n int) *graph.Graph {
+// addIncr is incr writing through graph.AddWrites: one allocation where
+// incr's graph.Writes makes two.
+func addIncr(ctx context.Context, _ graph.State) (graph.Output, error) {
+	return nil, graph.AddWrites(ctx, count.Set(1))
+}
+
+func chain(n int) *graph.Graph { return chainOf(n, incr) }
+
+func chainOf(n int, node graph.NodeFunc) *graph.Graph {
 	b := graph.New(count)
 	prev := graph.START
 	for i := range n {
 		name := fmt.Sprintf("n%d", i)
-		b.AddNode(name, incr)
+		b.AddNode(name, node)
 		b.AddEdge(prev, name)
 		prev = name
 	}
@@ -36,14 +44,16 @@ func chain(n int) *graph.Graph {
 	return g
 }
 
-func fanout(n int) *graph.Graph {
+func fanout(n int) *graph.Graph { return fanoutOf(n, incr) }
+
+func fanoutOf(n int, node graph.NodeFunc) *graph.Graph {
 	b := graph.New(count)
 	b.AddNode("source", incr)
 	b.SetEntry("source")
 	from := make([]string, n)
 	for i := range n {
 		from[i] = fmt.Sprintf("w%d", i)
-		b.AddNode(from[i], incr)
+		b.AddNode(from[i], node)
 		b.AddEdge("source", from[i])
 	}
 	b.AddNode("join", incr)
@@ -257,6 +267,16 @@ func BenchmarkChainStatic100Saver(b *testing.B) {
 }
 
 func fanoutShape() shape { return shape{"Fanout100", fanout(100), nil, 102, counted(102)} }
+
+// ChainAdd100 and FanoutAdd100 are Chain100 and Fanout100 with nodes that
+// write through graph.AddWrites (Fanout100's source and join keep incr).
+func BenchmarkChainAdd100(b *testing.B) {
+	run(b, shape{"ChainAdd100", chainOf(100, addIncr), nil, 100, counted(100)}, false)
+}
+
+func BenchmarkFanoutAdd100(b *testing.B) {
+	run(b, shape{"FanoutAdd100", fanoutOf(100, addIncr), nil, 102, counted(102)}, false)
+}
 
 func BenchmarkFanout100(b *testing.B)      { run(b, fanoutShape(), false) }
 func BenchmarkFanout100Saver(b *testing.B) { run(b, fanoutShape(), true) }

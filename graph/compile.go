@@ -21,6 +21,7 @@ type Graph struct {
 	start    *cnode // the START pseudo-node's routing (idx -2)
 	joins    []*cjoin
 	defaults []RunOption
+	memo     *runMemo // what its runs share: slab sizes, buffers (see slab.go); copies share it
 }
 
 type cnode struct {
@@ -81,7 +82,7 @@ func (b *Builder) Compile(opts ...RunOption) (*Graph, error) {
 
 	specs := slices.Clone(b.nodes)
 	slices.SortFunc(specs, func(x, y *nodeSpec) int { return strings.Compare(x.name, y.name) })
-	g := &Graph{name: b.name, sch: sch, byName: make(map[string]int, len(specs)), defaults: opts}
+	g := &Graph{name: b.name, sch: sch, byName: make(map[string]int, len(specs)), defaults: opts, memo: &runMemo{}}
 	for i, s := range specs {
 		g.nodes = append(g.nodes, &cnode{nodeSpec: s, idx: i, wirePath: "node:" + s.name})
 		g.byName[s.name] = i

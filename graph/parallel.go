@@ -41,8 +41,8 @@ type stepSync struct {
 	cancel context.CancelCauseFunc
 	first  atomic.Pointer[task] // the first task to fail
 	next   atomic.Int64         // the next task to take: tasks taken so far
-	live   atomic.Int64         // workers running; the last to stop closes done
-	done   chan struct{}        // closed when every task has stopped and every worker with it
+	live   atomic.Int64         // workers running; the last to stop signals done
+	done   chan struct{}        // gets one value when every task has stopped and every worker with it
 	skip   bool                 // a task taken after the step was cancelled does not run
 }
 
@@ -58,7 +58,15 @@ func (r *run) runParallel(base context.Context, tasks []*task) error {
 	for _, t := range tasks {
 		t.Context = ctx
 	}
-	st := &stepSync{tasks: tasks, cancel: cancel, done: make(chan struct{})}
+	// The step's bookkeeping, its workers' function and its timer are the
+	// run's, reused from step to step (and run to run, with the buffers):
+	// when done receives, no worker touches st any more.
+	r.b.parallel()
+	st := &r.b.step
+	st.tasks, st.cancel, st.skip = tasks, cancel, false
+	st.first.Store(nil)
+	st.next.Store(0)
+	defer func() { st.tasks, st.cancel = nil, nil }()
 	limit := len(tasks)
 	if r.cfg.maxConc > 0 && r.cfg.maxConc < limit {
 		limit = r.cfg.maxConc
@@ -73,12 +81,17 @@ func (r *run) runParallel(base context.Context, tasks []*task) error {
 	}
 	st.live.Store(int64(workers))
 	for range workers {
-		go r.worker(st)
+		go r.b.work()
 	}
 	var tick *time.Timer
 	var tickC <-chan time.Time
 	if workers < limit {
-		tick = time.NewTimer(stallTick)
+		if r.b.tick == nil {
+			r.b.tick = time.NewTimer(stallTick)
+		} else {
+			r.b.tick.Reset(stallTick)
+		}
+		tick = r.b.tick
 		tickC = tick.C
 		defer tick.Stop()
 	}
@@ -99,7 +112,7 @@ func (r *run) runParallel(base context.Context, tasks []*task) error {
 				more := min(int64(len(tasks))-now, int64(limit-workers))
 				if st.grow(more) {
 					for range more {
-						go r.worker(st)
+						go r.b.work()
 					}
 					workers += int(more)
 				}
@@ -127,7 +140,7 @@ func (r *run) runParallel(base context.Context, tasks []*task) error {
 }
 
 // grow adds n workers to the count of those running, unless all have
-// stopped already (then every task was taken and done is closed).
+// stopped already (then every task was taken and done signalled).
 func (st *stepSync) grow(n int64) bool {
 	for {
 		l := st.live.Load()
@@ -141,31 +154,42 @@ func (st *stepSync) grow(n int64) bool {
 }
 
 // worker runs the step's tasks, taking the next one in order until none is
-// left. The last worker to stop closes done.
+// left. The last worker to stop signals done (which has room for it).
 func (r *run) worker(st *stepSync) {
 	defer func() {
 		if st.live.Add(-1) == 0 {
-			close(st.done)
+			st.done <- struct{}{}
 		}
 	}()
+	var at time.Duration // when the last task ended, if the next starts then
 	for {
 		i := st.next.Add(1) - 1
 		if i >= int64(len(st.tasks)) {
 			return
 		}
-		r.runOne(st.tasks[i], st)
+		at = r.runOne(st.tasks[i], st, at)
 	}
 }
 
 // runOne runs one task of a parallel step on a worker. The first task to
 // fail cancels its siblings; under WithMaxConcurrency, a task not started
 // when that happens does not run.
-func (r *run) runOne(t *task, st *stepSync) {
+//
+// A task's duration starts at at, when the worker's previous task ended,
+// if nothing that can wait ran since (0: read the clock): between two tasks
+// a worker without a saver, task events or an observer only updates a
+// flag and takes the next task, so one clock reading serves as the end of
+// one task and the start of the next (two readings were a tenth of a
+// task's CPU time). runOne returns the end of t on those terms.
+func (r *run) runOne(t *task, st *stepSync, at time.Duration) time.Duration {
 	if st.skip && t.Err() != nil {
 		t.skipped = true
-		return
+		return 0
 	}
-	r.exec(t)
+	if at == 0 {
+		at = monotonic()
+	}
+	end := r.execAt(t, at)
 	if slow := t.dur >= slowTask; t.node.slow.Load() != slow {
 		t.node.slow.Store(slow)
 	}
@@ -178,4 +202,8 @@ func (r *run) runOne(t *task, st *stepSync) {
 	if r.wants(EventTaskEnd) {
 		t.emit(Event{Kind: EventTaskEnd, Task: t.endInfo()})
 	}
+	if t.err != nil || r.cfg.saver != nil || r.wants(EventTaskEnd) || r.observer() != nil {
+		return 0 // it may have waited: the next task reads the clock
+	}
+	return end
 }

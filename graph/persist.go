@@ -92,7 +92,7 @@ func (r *run) save(source checkpoint.Source) error {
 		}
 		cp.Next = append(cp.Next, st)
 	}
-	for j, seen := range r.seen {
+	for j, seen := range r.b.seen {
 		for s, ok := range seen {
 			if ok {
 				if cp.Waiting == nil {
@@ -439,7 +439,7 @@ func (r *run) restoreFrom(tup *checkpoint.Tuple, withWrites bool) (bool, error) 
 			for s, f := range cj.from {
 				for _, name := range froms {
 					if r.g.nodes[f].name == name {
-						r.seen[j][s] = true
+						r.b.seen[j][s] = true
 					}
 				}
 			}

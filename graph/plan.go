@@ -15,7 +15,7 @@ func (r *run) plan(tasks []*task) error {
 	if r.keepNext {
 		return nil
 	}
-	pull, push := r.touched[:0], r.pushBuf[:0] // apply is done with touched
+	pull, push := r.b.touched[:0], r.b.push[:0] // apply is done with touched
 	trigger := func(from *task, to int) error {
 		if to == endIdx {
 			return nil
@@ -24,10 +24,10 @@ func (r *run) plan(tasks []*task) error {
 		if n.takesPayload {
 			return fmt.Errorf("graph: node %q triggered %q by an edge, but %q takes a payload; reach it with graph.Send", from.node.name, n.name, n.name)
 		}
-		if r.marks[to] == r.step+1 {
+		if r.b.marks[to] == r.step+1 {
 			return nil
 		}
-		r.marks[to] = r.step + 1
+		r.b.marks[to] = r.step + 1
 		if n.deferred {
 			if !slices.Contains(r.deferred, to) {
 				r.deferred = append(r.deferred, to)
@@ -70,7 +70,7 @@ func (r *run) plan(tasks []*task) error {
 			}
 		}
 		for k, j := range t.node.joins {
-			seen := r.seen[j]
+			seen := r.b.seen[j]
 			seen[t.node.joinAt[k]] = true
 			if allSeen(seen) {
 				clear(seen)
@@ -88,10 +88,16 @@ func (r *run) plan(tasks []*task) error {
 		}
 	}
 	slices.Sort(pull)
-	r.touched = pull[:0]
-	next := slices.Grow(r.spare[:0], len(pull)+len(push))
-	if len(tasks) > 0 && tasks[0].node.idx >= 0 {
-		r.spare = tasks // committed: the slice is free for the step after next
+	r.b.touched = pull[:0]
+	var next []*task
+	if w := len(pull) + len(push); cap(r.spare) == 0 && w > 0 {
+		// A run's first plan: one allocation for this step's slice and
+		// the next step's (superstep hands this one back as spare).
+		buf := make([]*task, 2*w)
+		next, r.spare = buf[:0:w], buf[w:w]
+	} else {
+		next = slices.Grow(r.spare[:0], w)
+		r.spare = nil // next owns it now
 	}
 	for j, i := range pull {
 		t := r.newTask(len(pull) - j)
@@ -112,7 +118,7 @@ func (r *run) plan(tasks []*task) error {
 			}
 		}
 		clear(push) // drop payload references
-		r.pushBuf = push[:0]
+		r.b.push = push[:0]
 	}
 	if len(next) == 0 && len(r.deferred) > 0 {
 		slices.Sort(r.deferred)

@@ -22,7 +22,8 @@ import (
 // with pre, after saving the pre-input checkpoint at r.step, in the step
 // after it.
 func (r *run) applyInput(input Update, pre bool) error {
-	in := &task{r: r, node: r.g.start, writes: input, step: r.step}
+	in := r.newTask(1)
+	in.r, in.node, in.writes, in.step = r, r.g.start, input, r.step
 	if err := r.checkWrites(in); err != nil {
 		return err
 	}

@@ -45,12 +45,24 @@ type NodeRun struct {
 	Node     string
 	Attempts int
 	Duration time.Duration
-	id       fnv128
+	// id is the task ID's hash when full, or else the hash of its
+	// prefix (thread, checkpoint, namespace), which TaskID finishes with
+	// the step and the node: most callers never read an ID, so the run
+	// hashes each step's prefix once instead of every task's ID.
+	id   fnv128
+	full bool
 }
 
 // TaskID returns the task's deterministic ID, as events and checkpoints
-// show it. (It is formatted on demand: most callers never read it.)
-func (n NodeRun) TaskID() string { return n.id.hex() }
+// show it. (It is computed on demand: most callers never read it.)
+func (n NodeRun) TaskID() string {
+	if n.full {
+		return n.id.hex()
+	}
+	h := n.id
+	finishID(&h, n.Step, false, 0, n.Node)
+	return h.hex()
+}
 
 // Invoke runs the graph to the end and returns the final state. input is
 // applied as step 0 through the keys' reducers; nil starts from an empty
@@ -95,19 +107,17 @@ type run struct {
 	state    State
 	step     int // absolute step number (continues across a thread's runs)
 	stepsRun int // steps executed by this run
-	limit    int
-	next     []*task
-	spare    []*task // the previous step's task slice, reused by plan
-	taskSlab []task  // fresh tasks not yet handed out (see newTask)
-	valSlab  []slot  // fresh state slots not yet handed out (see newVals)
-	pushBuf  []Target
-	deferred []int
-	seen     [][]bool // join barriers: per join, which sources have finished
-	// per node, twice: marks[i] is step+1 when node i was triggered this
-	// step, marks[n+i] its executions in this run (see runCounts)
-	marks []int
-	path  []NodeRun
-	usage atomic.Pointer[usageLedger] // allocated by the first RecordUsage
+	// tasks and states carved from slabs so far (see runMemo)
+	tasksMade, statesMade int32
+	limit                 int
+	next                  []*task
+	spare                 []*task // the previous step's task slice, reused by plan
+	taskSlab              []task  // fresh tasks not yet handed out (see newTask)
+	valSlab               []slot  // fresh state slots not yet handed out (see newVals)
+	deferred              []int
+	b                     *runBufs // working buffers, from the graph's pool (see runBufs)
+	path                  []NodeRun
+	usage                 atomic.Pointer[usageLedger] // allocated by the first RecordUsage
 
 	kinds EventKind
 	sink  func(Event) bool
@@ -120,11 +130,6 @@ type run struct {
 	uncommitted bool // the step in progress has not committed (see save)
 
 	// checkpointing
-	tally []keyTally // per key: this step's writes (reset after each commit)
-	// keys written this step, in order of first write, while apply runs;
-	// then, while plan runs, the nodes triggered (one buffer for both)
-	touched  []int
-	wsBuf    []Write // this step's writes grouped by key (reused)
 	cpID     string
 	headID   string // the namespace's latest checkpoint, as this run knows it
 	nextTag  uint64 // 1<<32 | the tag of the next checkpoint's versions, 0 until drawn (see tag)
@@ -249,26 +254,30 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		// task cancels only its step), so the caller's context serves.
 		r.ctx, r.cancel = ctx, func(error) {}
 	}
-	r.path = make([]NodeRun, 0, min(r.limit, len(g.nodes), 128))
-	r.state = newState(g.sch)
-	r.tally = make([]keyTally, len(g.sch.keys))
+	r.path = make([]NodeRun, 0, r.pathCap())
+	r.state = State{sch: g.sch}
+	r.state.vals = r.newVals(len(g.sch.keys)) // fresh slots are zero
 	if r.cfg.saver != nil {
 		r.chain = make([]chainInfo, len(g.sch.keys))
 		r.stepLog = make([][]Write, len(g.sch.keys))
 		r.savedVer = make([]uint64, len(g.sch.keys))
 	}
-	r.marks = make([]int, 2*len(g.nodes))
-	if len(g.joins) > 0 {
-		r.seen = make([][]bool, len(g.joins))
-		for i, j := range g.joins {
-			r.seen[i] = make([]bool, len(j.from))
-		}
-	}
+	r.b = g.memo.buffers(g, r)
 	return r, nil
 }
 
+// pathCap is the capacity of a run's path: what the graph's last run
+// recorded, or else a task per node, within the step limit.
+func (r *run) pathCap() int {
+	n := min(r.limit, len(r.g.nodes), 128)
+	if h := int(r.g.memo.path.Load()); h > n {
+		n = min(h, 1024)
+	}
+	return n
+}
+
 // runCounts returns, per node, how many times it ran in this run.
-func (r *run) runCounts() []int { return r.marks[len(r.g.nodes):] }
+func (r *run) runCounts() []int { return r.b.marks[len(r.g.nodes):] }
 
 func (r *run) wants(k EventKind) bool { return r.kinds&k != 0 }
 
@@ -280,6 +289,17 @@ func (r *run) deliver(ev Event) {
 		r.stopped = true
 		r.cancel(errStopped)
 	}
+}
+
+// runInterrupt returns err's InterruptError when the run as a whole is
+// interrupted, or nil. (Its own function, so that the error target is
+// allocated only for a run that ends with an error.)
+func runInterrupt(err error) *InterruptError {
+	var ie *InterruptError
+	if errors.As(err, &ie) && ie.run {
+		return ie
+	}
+	return nil
 }
 
 // execute runs the loop and settles the status.
@@ -298,16 +318,17 @@ func (r *run) execute(input Update) (*Result, error) {
 		}
 	}
 	err := r.loop(input)
+	r.remember()
+	defer r.putBuffers() // after finish, which still plans
 	if ferr := r.finish(err); ferr != nil && (err == nil || errors.Is(err, ErrInterrupted)) {
 		err = ferr
 	}
 	status := StatusCompleted
 	var interrupts []InterruptInfo
-	var ie *InterruptError
 	switch {
 	case err == nil:
-	case errors.As(err, &ie) && ie.run:
-		status, interrupts = StatusInterrupted, ie.Interrupts
+	case runInterrupt(err) != nil:
+		status, interrupts = StatusInterrupted, runInterrupt(err).Interrupts
 	case errors.Is(err, ErrAborted) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, errStopped):
 		status = StatusCancelled
 	default:
@@ -339,7 +360,7 @@ func (r *run) loop(input Update) error {
 			// its namespace belongs to an invocation that was given up
 			// (or, on a branch back in time, to the state it had then).
 			r.next, r.deferred = nil, r.deferred[:0]
-			for _, seen := range r.seen {
+			for _, seen := range r.b.seen {
 				clear(seen)
 			}
 			r.x.logRestart = true
@@ -479,10 +500,25 @@ func (r *run) superstep() error {
 	if err := r.commit(tasks); err != nil {
 		return err
 	}
-	if len(r.cfg.get().after) > 0 && len(r.next) > 0 {
-		return r.breakAfter(tasks)
+	if cap(r.spare) == 0 {
+		r.spare = tasks[:0] // committed: the slice is free for the step after next
 	}
+	if len(r.cfg.get().after) > 0 && len(r.next) > 0 {
+		if err := r.breakAfter(tasks); err != nil {
+			return err
+		}
+	}
+	release(tasks)
 	return nil
+}
+
+// release drops what committed tasks refer to: their writes are in the
+// state (and in the checkpoint, and were handed to the events), so a task
+// slab, or a context a node kept, keeps no old values alive.
+func release(tasks []*task) {
+	for _, t := range tasks {
+		t.writes, t.routes, t.payload = nil, nil, nil
+	}
 }
 
 // commit applies the tasks' writes in task order, plans the next step,
@@ -499,17 +535,20 @@ func (r *run) commit(tasks []*task) error {
 // apply applies the tasks' writes to the state in task order, bumping the
 // versions of the keys they touch, without planning or saving.
 func (r *run) apply(tasks []*task) error {
-	touched, n := r.touched[:0], 0
+	if len(tasks) == 1 && len(tasks[0].writes) == 1 {
+		return r.applyOne(tasks[0])
+	}
+	touched, n := r.b.touched[:0], 0
 	defer func() {
 		for _, i := range touched {
-			r.tally[i] = keyTally{}
+			r.b.tally[i] = keyTally{}
 		}
-		r.touched = touched[:0]
+		r.b.touched = touched[:0]
 	}()
 	for ti, t := range tasks {
 		for _, w := range t.writes {
-			i := r.g.sch.index[w.key.keyID()]
-			tl := &r.tally[i]
+			i, _ := r.g.sch.slotOf(w.key.keyID())
+			tl := &r.b.tally[i]
 			if tl.count == 0 {
 				touched = append(touched, i)
 				tl.first = int32(ti)
@@ -525,23 +564,24 @@ func (r *run) apply(tasks []*task) error {
 	}
 	off := int32(0)
 	for _, i := range touched {
-		tl := &r.tally[i]
+		tl := &r.b.tally[i]
 		tl.start, tl.next = off, off
 		off += tl.count
 	}
-	ws := slices.Grow(r.wsBuf[:0], n)[:n]
-	defer func() { clear(ws); r.wsBuf = ws[:0] }()
+	ws := slices.Grow(r.b.ws[:0], n)[:n]
+	defer func() { clear(ws); r.b.ws = ws[:0] }()
 	for _, t := range tasks {
 		for _, w := range t.writes {
-			tl := &r.tally[r.g.sch.index[w.key.keyID()]]
+			i, _ := r.g.sch.slotOf(w.key.keyID())
+			tl := &r.b.tally[i]
 			ws[tl.next] = w
 			tl.next++
 		}
 	}
-	vals := r.newVals()
+	vals := r.newVals(len(r.state.vals))
 	copy(vals, r.state.vals)
 	for _, i := range touched {
-		tl, k, sl := r.tally[i], r.g.sch.keys[i], &vals[i]
+		tl, k, sl := r.b.tally[i], r.g.sch.keys[i], &vals[i]
 		kws := ws[tl.start : tl.start+tl.count]
 		v, err := k.apply(sl.v, sl.set, kws)
 		if err != nil {
@@ -560,6 +600,30 @@ func (r *run) apply(tasks []*task) error {
 	return nil
 }
 
+// applyOne is apply for a step whose only write is its one task's one
+// write (a chain's node, say): nothing to group or count.
+func (r *run) applyOne(t *task) error {
+	w := t.writes[:1:1]
+	i, _ := r.g.sch.slotOf(w[0].key.keyID())
+	vals := r.newVals(len(r.state.vals))
+	copy(vals, r.state.vals)
+	k, sl := r.g.sch.keys[i], &vals[i]
+	v, err := k.apply(sl.v, sl.set, w)
+	if err != nil {
+		return fmt.Errorf("graph: step %d: applying the writes of %s: %w", r.step, writers([]*task{t}, k), err)
+	}
+	sl.v, sl.set = v, true
+	sl.ver = (sl.ver>>32+1)<<32 | uint64(r.tag())
+	if r.stepLog != nil {
+		r.stepLog[i] = append(r.stepLog[i], w...)
+	}
+	if r.shared != nil && r.shared[i] {
+		r.log = append(r.log, w...)
+	}
+	r.state = State{sch: r.g.sch, vals: vals}
+	return nil
+}
+
 // afterCommit plans the next step, records the path, sends events and saves
 // a checkpoint.
 func (r *run) afterCommit(tasks []*task) error {
@@ -568,9 +632,20 @@ func (r *run) afterCommit(tasks []*task) error {
 		return err
 	}
 	r.path = slices.Grow(r.path, len(tasks))
+	var pre fnv128
+	prefixed := false
 	for _, t := range tasks {
 		if t.node.idx >= 0 && !t.done {
-			r.path = append(r.path, NodeRun{Step: r.step, Node: t.node.name, Attempts: int(t.attempts), Duration: t.dur, id: t.sum()})
+			nr := NodeRun{Step: r.step, Node: t.node.name, Attempts: int(t.attempts), Duration: t.dur}
+			if t.hashed || t.push || t.step != r.step {
+				nr.id, nr.full = t.sum(), true
+			} else {
+				if !prefixed {
+					pre, prefixed = r.idPrefix(), true
+				}
+				nr.id = pre
+			}
+			r.path = append(r.path, nr)
 		}
 		t.settleUsage()
 	}

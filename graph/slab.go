@@ -1,90 +1,187 @@
 package graph
 
 import (
-	"bytes"
+	"reflect"
 	"sync"
-	"unsafe"
+	"sync/atomic"
+	"time"
 )
 
 // Tasks and the states commit makes are carved from slabs: a step that
 // runs one node then costs no allocation for either. A slab is never
 // reused: each task and each state gets memory no one else has seen, so a
 // State or a task context kept by a node stays what it was.
+//
+// A graph remembers how many tasks and states its last run carved (see
+// runMemo), and a run's first slabs are that size, so a run shaped like
+// the one before it allocates one slab of each (a 100-node chain made nine
+// task slabs and 25 state slabs before). What a slab keeps alive bounds
+// its size: a committed task lets go of its writes (see release), so a task
+// slab keeps only its own bytes; a state slab keeps every value its states
+// hold, so it holds at most maxValGens states unless all the schema's
+// values are small and pointer-free (counters, flags), which keep nothing
+// alive beyond the slab itself.
 const (
-	maxTaskSlab = 32 // tasks per slab at most (176 bytes each)
-	maxValSlab  = 64 // slots per slab at most (32 bytes each)
-	maxValGens  = 4  // states per slab at most: bounds the old values a slab keeps alive
+	maxTaskSlab  = 32  // tasks per slab at most while a run doubles them (176 bytes each)
+	maxHintSlab  = 128 // tasks per slab at most when the last run's count says more
+	maxValSlab   = 64  // slots per slab at most (32 bytes each)
+	maxValGens   = 4   // states per slab at most: bounds the old values a slab keeps alive
+	maxSmallSlab = 256 // slots per slab at most when every value is small and pointer-free
 )
+
+// runMemo is what a graph's runs share: what the last run carved, for
+// the next run's slabs, and a pool of working buffers.
+type runMemo struct {
+	tasks, states, path atomic.Int32
+	bufs                sync.Pool // of *runBufs
+}
+
+// runBufs are the buffers a run's loop works in and nothing outside it
+// sees: they go back to the graph's pool when the run ends, zeroed, so a
+// run of a graph in steady use allocates none of them.
+type runBufs struct {
+	tally []keyTally // per key: this step's writes (reset after each commit)
+	// keys written this step, in order of first write, while apply runs;
+	// then, while plan runs, the nodes triggered (one buffer for both)
+	touched []int
+	ws      []Write  // this step's writes grouped by key (reused)
+	push    []Target // this step's Sends, while plan runs
+	seen    [][]bool // join barriers: per join, which sources have finished
+	// per node, twice: marks[i] is step+1 when node i was triggered this
+	// step, marks[n+i] its executions in this run (see runCounts)
+	marks []int
+	// a parallel step's bookkeeping, its workers' function (made once:
+	// a go statement with arguments allocates a closure) and its stall
+	// check's timer (see runParallel); r is the run using the buffers
+	step stepSync
+	work func()
+	tick *time.Timer
+	r    *run
+}
+
+// buffers returns zeroed working buffers for run r of g.
+func (m *runMemo) buffers(g *Graph, r *run) *runBufs {
+	if b, ok := m.bufs.Get().(*runBufs); ok {
+		b.r = r
+		return b
+	}
+	b := &runBufs{tally: make([]keyTally, len(g.sch.keys)), marks: make([]int, 2*len(g.nodes)), r: r}
+	if len(g.joins) > 0 {
+		b.seen = make([][]bool, len(g.joins))
+		for i, j := range g.joins {
+			b.seen[i] = make([]bool, len(j.from))
+		}
+	}
+	return b
+}
+
+// parallel readies the buffers for a parallel step: its done channel and
+// its workers' function are made on the first one.
+func (b *runBufs) parallel() {
+	if b.work == nil {
+		b.step.done = make(chan struct{}, 1)
+		b.work = func() { b.r.worker(&b.step) }
+	}
+}
+
+// putBuffers zeroes the run's buffers and gives them back to the graph's
+// pool. The run keeps none of them: a context a node kept cannot reach
+// another run's buffers through it.
+func (r *run) putBuffers() {
+	b := r.b
+	if b == nil {
+		return
+	}
+	r.b = nil
+	clear(b.tally)
+	clear(b.marks)
+	for _, s := range b.seen {
+		clear(s)
+	}
+	clear(b.ws[:cap(b.ws)])
+	clear(b.push[:cap(b.push)])
+	b.touched, b.ws, b.push = b.touched[:0], b.ws[:0], b.push[:0]
+	b.r = nil
+	r.g.memo.bufs.Put(b)
+}
+
+// remember records what the run carved, for the graph's next runs.
+func (r *run) remember() {
+	h := r.g.memo
+	h.tasks.Store(r.tasksMade)
+	h.states.Store(r.statesMade)
+	h.path.Store(int32(min(len(r.path), 1<<20)))
+}
 
 // newTask returns a zeroed task; want is how many the caller still needs.
 // A slab holds what the step needs, or as many tasks as the run has run
 // steps (so a chain's slabs double) but no more than it has steps left, up
-// to maxTaskSlab: a short run allocates about as much as before.
+// to maxTaskSlab: a short run allocates about as much as before. When the
+// graph's last run carved more tasks than this one has so far, the slab
+// holds the difference, up to maxHintSlab.
 func (r *run) newTask(want int) *task {
 	if len(r.taskSlab) == 0 {
 		// the steps left bound what a slab can expect of the next steps
-		r.taskSlab = make([]task, min(max(want, min(r.stepsRun, r.limit-r.stepsRun), 1), maxTaskSlab))
+		n := min(max(want, min(r.stepsRun, r.limit-r.stepsRun), 1), maxTaskSlab)
+		if h := int(r.g.memo.tasks.Load() - r.tasksMade); h > n {
+			n = min(h, maxHintSlab)
+		}
+		r.taskSlab = make([]task, n)
 	}
+	r.tasksMade++
 	t := &r.taskSlab[0]
 	r.taskSlab = r.taskSlab[1:]
 	return t
 }
 
-// newVals returns the slots of a new state, to be filled by the caller.
-// Each state's slice is capped at its length, so appending to one never
-// writes into the next.
-func (r *run) newVals() []slot {
-	n := len(r.state.vals)
+// newVals returns the n zeroed slots of a new state, to be filled by the
+// caller. Each state's slice is capped at its length, so appending to one
+// never writes into the next.
+func (r *run) newVals(n int) []slot {
 	if len(r.valSlab) < n || n == 0 {
-		gens := max(min(maxValSlab/max(n, 1), maxValGens, r.limit-r.stepsRun), 1)
-		r.valSlab = make([]slot, gens*n)
+		r.valSlab = make([]slot, r.valGens(n)*n)
 	}
+	r.statesMade++
 	vals := r.valSlab[:n:n]
 	r.valSlab = r.valSlab[n:]
 	return vals
 }
 
-// Checkpoint IDs, task IDs and small blob data are copied into shared
-// chunks of bytes instead of each getting an allocation of its own (two
-// or three per saved step). A chunk is only ever appended to: the bytes
-// handed out are never written again, so a string made of them with
-// unsafe.String is as immutable as any, and a []byte is capped at its
-// length, so an append to it copies. A chunk is freed when nothing handed
-// out of it is referenced any more; a long-lived value can so keep up to
-// byteChunk bytes of others' alive, which bounds the cost at a few times
-// the small values kept, nothing for the large ones (never carved).
-const (
-	byteChunk   = 1024 // bytes per chunk
-	maxCarvable = 128  // longer values get an allocation of their own
-)
-
-// byteChunks hands a goroutine a chunk to append to; chunks are per P in
-// effect, so concurrent runs do not contend.
-var byteChunks = sync.Pool{New: func() any { return new([]byte) }}
-
-// carveBytes returns a copy of b that no one else uses, capped at its
-// length, carved from a shared chunk when it is small.
-func carveBytes(b []byte) []byte {
-	if len(b) == 0 || len(b) > maxCarvable {
-		return bytes.Clone(b)
+// valGens is how many states of n slots the next slab holds.
+func (r *run) valGens(n int) int {
+	n = max(n, 1)
+	gens := min(maxValSlab/n, maxValGens, r.limit-r.stepsRun)
+	if h := int(r.g.memo.states.Load() - r.statesMade); h > gens {
+		most := min(maxValSlab/n, maxValGens)
+		if r.g.sch.small {
+			most = maxSmallSlab / n
+		}
+		gens = max(gens, min(h, most))
 	}
-	c := byteChunks.Get().(*[]byte)
-	if cap(*c)-len(*c) < len(b) {
-		*c = make([]byte, 0, byteChunk)
-	}
-	start := len(*c)
-	*c = append(*c, b...)
-	out := (*c)[start:len(*c):len(*c)]
-	byteChunks.Put(c)
-	return out
+	return max(gens, 1)
 }
 
-// carveString returns b as a string carved from a shared chunk (see
-// carveBytes); b may be reused afterwards.
-func carveString(b []byte) string {
-	if len(b) == 0 || len(b) > maxCarvable {
-		return string(b)
+// smallValue reports whether a value of type t, boxed in a state slot,
+// keeps nothing alive but a few bytes of its own: no pointers, at most 64
+// bytes.
+func smallValue(t reflect.Type) bool {
+	if t == nil || t.Size() > 64 {
+		return false
 	}
-	out := carveBytes(b)
-	return unsafe.String(&out[0], len(out))
+	switch t.Kind() {
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Complex64, reflect.Complex128:
+		return true
+	case reflect.Array:
+		return smallValue(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !smallValue(t.Field(i).Type) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }

@@ -10,6 +10,31 @@ import (
 type schema struct {
 	keys  []keyImpl
 	index map[int64]int // key id -> slot
+	// small: every key's values are small and pointer-free, so old states
+	// keep nothing alive but their slots (see valGens)
+	small bool
+	// dense maps key id - lo to slot + 1 (0: not in the schema) when the
+	// schema's ids are close together, as keys declared together are:
+	// reading and writing a key then costs an index, not a map lookup
+	lo    int64
+	dense []int32
+}
+
+// maxDense bounds the span of key ids a dense index covers.
+const maxDense = 1 << 12
+
+// slotOf returns the slot of the key with this id.
+func (s *schema) slotOf(id int64) (int, bool) {
+	if s.dense != nil {
+		if d := uint64(id - s.lo); d < uint64(len(s.dense)) {
+			if i := s.dense[d]; i > 0 {
+				return int(i - 1), true
+			}
+		}
+		return 0, false
+	}
+	i, ok := s.index[id]
+	return i, ok
 }
 
 func newSchema(keys []AnyKey) (*schema, []error) {
@@ -36,6 +61,22 @@ func newSchema(keys []AnyKey) (*schema, []error) {
 		names[k.Name()] = true
 		s.index[k.keyID()] = len(s.keys)
 		s.keys = append(s.keys, k)
+	}
+	s.small = true
+	for _, k := range s.keys {
+		s.small = s.small && smallValue(k.valueType())
+	}
+	if len(s.keys) > 0 {
+		lo, hi := s.keys[0].keyID(), s.keys[0].keyID()
+		for _, k := range s.keys {
+			lo, hi = min(lo, k.keyID()), max(hi, k.keyID())
+		}
+		if hi-lo < maxDense {
+			s.lo, s.dense = lo, make([]int32, hi-lo+1)
+			for i, k := range s.keys {
+				s.dense[k.keyID()-lo] = int32(i + 1)
+			}
+		}
 	}
 	return s, errs
 }
@@ -69,16 +110,11 @@ type State struct {
 	vals []slot
 }
 
-func newState(sch *schema) State {
-	st := State{sch: sch, vals: make([]slot, len(sch.keys))}
-	return st
-}
-
 func (s State) slot(id int64, name string) slot {
 	if s.sch == nil {
 		panic(fmt.Sprintf("graph: key %q read from a zero State", name))
 	}
-	i, ok := s.sch.index[id]
+	i, ok := s.sch.slotOf(id)
 	if !ok {
 		panic(fmt.Sprintf("graph: key %q is not in this graph's schema; list it in graph.New", name))
 	}

@@ -134,22 +134,33 @@ func (t *task) ID() string { return t.sum().hex() }
 // sum computes the ID's hash without formatting it.
 func (t *task) sum() fnv128 {
 	if !t.hashed {
-		r := t.r
-		h := newFNV128()
-		h.add(r.cfg.thread)
-		h.add(r.cpID)
-		h.add(r.ns)
-		h.addInt(t.step)
-		if t.push {
-			h.add("send")
-			h.addInt(int(t.seq))
-		} else {
-			h.add("node")
-			h.add(t.node.name)
-		}
+		h := t.r.idPrefix()
+		finishID(&h, t.step, t.push, t.seq, t.node.name)
 		t.hash, t.hashed = h, true
 	}
 	return t.hash
+}
+
+// idPrefix hashes what the IDs of a step's tasks share: the thread, the
+// checkpoint the step started from and the namespace.
+func (r *run) idPrefix() fnv128 {
+	h := newFNV128()
+	h.add(r.cfg.thread)
+	h.add(r.cpID)
+	h.add(r.ns)
+	return h
+}
+
+// finishID adds a task's step and path to its ID's prefix.
+func finishID(h *fnv128, step int, push bool, seq int32, node string) {
+	h.addInt(step)
+	if push {
+		h.add("send")
+		h.addInt(int(seq))
+	} else {
+		h.add("node")
+		h.add(node)
+	}
 }
 
 func (t *task) childNamespace() string {
@@ -277,9 +288,13 @@ func (t *task) endInfo() TaskInfo {
 // exec runs one task with its retry policy and timeout, then checks its
 // writes and evaluates its outgoing edges. It sets t.err rather than
 // returning it.
-func (r *run) exec(t *task) {
-	start := monotonic()
-	defer func() { t.dur = monotonic() - start }()
+func (r *run) exec(t *task) { r.execAt(t, monotonic()) }
+
+// execAt is exec for a task whose duration counts from start (a reading
+// of monotonic), and returns the clock when it ended: a worker that runs
+// tasks back to back starts the next one at this one's end (see worker).
+func (r *run) execAt(t *task, start time.Duration) (end time.Duration) {
+	defer func() { end = monotonic(); t.dur = end - start }()
 	if o := r.observer(); o != nil {
 		var end func(OpEnd)
 		t.Context, end = o.Start(t.Context, Op{Kind: OpTask, Step: r.step, Namespace: r.ns, Node: t.node.name, TaskID: t.ID()})
@@ -321,6 +336,7 @@ func (r *run) exec(t *task) {
 		if t.in != nil {
 			t.in.calls, t.in.stepCalls, t.in.inStep = 0, 0, ""
 		}
+		t.writes = nil // what an earlier attempt added (see AddWrites)
 		out, err = t.call()
 		if err == nil || len(t.in.raisedList()) > 0 || n.retry == nil || t.Err() != nil {
 			break
@@ -334,6 +350,8 @@ func (r *run) exec(t *task) {
 		}
 	}
 	t.ran = true
+	added := t.writes // kept only if the node succeeds
+	t.writes = nil
 	if err != nil {
 		t.nestedInterrupts(err)
 		if cmd, ok := t.fromChild(err); ok {
@@ -354,15 +372,16 @@ func (r *run) exec(t *task) {
 	}
 	switch o := out.(type) {
 	case nil, *Command:
+		t.writes = added
 	case Update:
-		t.writes = o
+		t.writes = joinWrites(added, o)
 	case Command:
 		if o.Parent {
 			// At the root too: the caller sees where it tried to go.
 			t.err = &ParentCommandError{Command: o, Namespace: r.ns, Node: n.name}
 			return
 		}
-		t.writes = o.Update
+		t.writes = joinWrites(added, o.Update)
 		if len(o.Goto) > 0 {
 			t.routes, t.viaGoto = o.Goto, true
 		}
@@ -386,6 +405,7 @@ func (r *run) exec(t *task) {
 		}
 	}
 	r.route(t)
+	return // end is set by the deferred call
 }
 
 // route evaluates a finished task's conditional and fan-out edges (not
@@ -489,7 +509,7 @@ func (r *run) checkWrites(t *task) error {
 		if w.key == nil {
 			return fmt.Errorf("it returned a zero graph.Write; build writes with Key.Set, Append, Remove or Overwrite")
 		}
-		if _, ok := r.g.sch.index[w.key.keyID()]; !ok {
+		if _, ok := r.g.sch.slotOf(w.key.keyID()); !ok {
 			return fmt.Errorf("it wrote key %q, which is not in the graph's schema; list it in graph.New", w.key.Name())
 		}
 	}
@@ -500,7 +520,7 @@ func (r *run) checkWrites(t *task) error {
 // see the snapshot plus their own node's writes.
 func (r *run) applyOwn(view State, t *task) error {
 	for _, w := range t.writes {
-		i := r.g.sch.index[w.key.keyID()]
+		i, _ := r.g.sch.slotOf(w.key.keyID())
 		sl := &view.vals[i]
 		v, err := w.key.apply(sl.v, sl.set, []Write{w})
 		if err != nil {

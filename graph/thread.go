@@ -183,7 +183,7 @@ func (g *Graph) UpdateState(ctx context.Context, update Update, asNode string, o
 		t := &task{r: r, node: r.g.start, writes: update, step: r.step, done: true, viaGoto: true}
 		if err = r.checkWrites(t); err == nil {
 			r.deferred = r.deferred[:0]
-			for _, seen := range r.seen {
+			for _, seen := range r.b.seen {
 				clear(seen)
 			}
 			err = r.commit([]*task{t})

@@ -105,6 +105,13 @@ type Queries struct {
 	// SelectAssistantVersions is SelectAssistants over the versions, the
 	// version's creation time as both creation and update times.
 	SelectAssistantVersions string
+	// GetAssistantVersion ($1 tenant, $2 ID, $3 version) returns one
+	// version's columns as SelectAssistantVersions does.
+	GetAssistantVersion string
+	// ResolveAssistant ($1 tenant, $2 an assistant ID or a graph ID)
+	// returns the assistant with that ID, else the graph's first
+	// assistant (creation order, ties by ID), as GetAssistant does.
+	ResolveAssistant string
 	// SetLatestVersion ($1 now, $2 tenant, $3 ID, $4 version) copies a
 	// version onto the assistant; no row changes when there is no such
 	// version.

@@ -1,0 +1,61 @@
+package sqlcore
+
+import (
+	"context"
+	"time"
+
+	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
+)
+
+// GetAssistantVersion returns version v of the assistant (one read of its
+// versions' primary key; db.AssistantVersionGetter); ErrNotFound when the
+// assistant or the version does not exist. Its CreatedAt and UpdatedAt
+// are when the version was made, as AssistantVersions shows them.
+func (s *Store) GetAssistantVersion(ctx context.Context, tenant, id string, v int) (db.Assistant, error) {
+	a, _, err := s.scanAssistant(s.d.Reader().QueryRow(ctx, s.q.GetAssistantVersion, tenant, id, v), tenant)
+	if s.d.IsNoRows(err) {
+		return db.Assistant{}, s.fail(db.ErrNotFound, "assistant %q version %d (tenant %q)", id, v, tenant)
+	}
+	if err != nil {
+		return db.Assistant{}, s.wrap(err, "get version %d of assistant %q", v, id)
+	}
+	return a, nil
+}
+
+// ResolveAssistant returns the assistant whose ID is idOrGraph, else the
+// first assistant (creation order, ties by ID) of the graph idOrGraph, in
+// one read (db.AssistantResolver); ErrNotFound when there is neither.
+func (s *Store) ResolveAssistant(ctx context.Context, tenant, idOrGraph string) (db.Assistant, error) {
+	return getOne(ctx, s, s.d.Reader(), "assistant or graph", tenant, idOrGraph, rowOnly(s.assistantScan(tenant)), s.q.ResolveAssistant)
+}
+
+// NextPendingRun is NextPending that also reports whether a run of the
+// thread is running and returns the run's assistant as it is now, all in
+// one statement (db.PendingReader). ok is false when the run names an
+// assistant version (its assistant is that version, read apart) or its
+// assistant is gone.
+func (s *Store) NextPendingRun(ctx context.Context, tenant, threadID string, now time.Time) (db.Run, bool, db.Assistant, bool, error) {
+	var (
+		running        bool
+		a              db.Assistant
+		config, cx, md []byte
+	)
+	r, err := s.scanRun(s.d.Reader().QueryRow(ctx, s.q.NextPendingRun, tenant, threadID, s.d.Time(now)), tenant,
+		&running, &a.ID, &a.GraphID, &a.Name, &a.Description, &config, &cx, &md, &a.Version,
+		s.d.ScanTime(&a.CreatedAt), s.d.ScanTime(&a.UpdatedAt))
+	if s.d.IsNoRows(err) {
+		return db.Run{}, false, db.Assistant{}, false, s.fail(db.ErrNotFound, "no pending run of thread %q (tenant %q) is due", threadID, tenant)
+	}
+	if err != nil {
+		return db.Run{}, false, db.Assistant{}, false, s.wrap(err, "next pending run of thread %q", threadID)
+	}
+	if a.ID == "" || r.AssistantVersion > 0 {
+		return r, running, db.Assistant{}, false, nil
+	}
+	if a.Metadata, err = dbutil.DecodeMetadata(md); err != nil {
+		return db.Run{}, false, db.Assistant{}, false, s.fail(err, "assistant %q (tenant %q)", a.ID, tenant)
+	}
+	a.Config, a.Context = config, cx
+	return r, running, a, true, nil
+}

@@ -113,10 +113,14 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	}
 	var waiting []graph.InterruptInfo
 	if len(live) == 0 {
-		if snap, err := g.GetState(ctx, stateOpts(s, req.Tenant, req.ThreadID)...); err == nil {
-			waiting = snap.Interrupts
-		} else if !errors.Is(err, checkpoint.ErrNotFound) {
-			return db.Run{}, err
+		// A thread this request creates (newThread) has no checkpoint
+		// to read.
+		if newThread == nil {
+			if snap, err := g.GetState(ctx, stateOpts(s, req.Tenant, req.ThreadID)...); err == nil {
+				waiting = snap.Interrupts
+			} else if !errors.Is(err, checkpoint.ErrNotFound) {
+				return db.Run{}, err
+			}
 		}
 		if _, err := PlanRun(g, req.Kwargs, waiting, a.Context, s.cfg.Converter); err != nil {
 			return db.Run{}, err
@@ -198,6 +202,14 @@ func (s *Service) tagThread(ctx context.Context, tenant string, th db.Thread, a 
 // assistant finds an assistant by ID, or the latest assistant of a graph
 // when id is a graph ID (as LangGraph allows).
 func (s *Service) assistant(ctx context.Context, tenant, id string) (db.Assistant, error) {
+	if r, ok := s.cfg.DB.(db.AssistantResolver); ok {
+		// One read for both.
+		a, err := r.ResolveAssistant(ctx, tenant, id)
+		if errors.Is(err, db.ErrNotFound) {
+			return db.Assistant{}, fmt.Errorf("assistant %q: %w (neither an assistant ID nor a graph with an assistant)", id, db.ErrNotFound)
+		}
+		return a, err
+	}
 	a, err := s.cfg.DB.GetAssistant(ctx, tenant, id)
 	if err == nil || !errors.Is(err, db.ErrNotFound) {
 		return a, err

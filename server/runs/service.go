@@ -140,7 +140,7 @@ var (
 // calls it; a run that fails or is interrupted is a normal outcome (the
 // run's status says it), and only infrastructure errors are returned.
 func (s *Service) Advance(ctx context.Context, tenant, thread string) (AdvanceResult, error) {
-	run, err := s.cfg.DB.NextPending(ctx, tenant, thread, time.Now())
+	run, busy, pre, err := s.nextPending(ctx, tenant, thread)
 	switch {
 	case errors.Is(err, db.ErrNotFound):
 		return Idle, nil
@@ -149,13 +149,17 @@ func (s *Service) Advance(ctx context.Context, tenant, thread string) (AdvanceRe
 	}
 	if s.deferClaims() {
 		// Executed first and claimed with its first write (deferredClaim).
-		switch busy, err := s.threadRunning(ctx, tenant, thread); {
-		case err != nil:
-			return Idle, err
-		case busy:
+		if busy == nil {
+			b, err := s.threadRunning(ctx, tenant, thread)
+			if err != nil {
+				return Idle, err
+			}
+			busy = &b
+		}
+		if *busy {
 			return Busy, nil
 		}
-		err := s.execute0(ctx, db.Lease{Tenant: tenant, RunID: run.ID, ThreadID: run.ThreadID, Owner: s.cfg.Owner}, run, true)
+		err := s.execute0(ctx, db.Lease{Tenant: tenant, RunID: run.ID, ThreadID: run.ThreadID, Owner: s.cfg.Owner}, run, true, pre)
 		switch {
 		case errors.Is(err, errUnclaimed) && errors.Is(err, db.ErrBusy):
 			return Busy, nil
@@ -186,7 +190,7 @@ func (s *Service) Advance(ctx context.Context, tenant, thread string) (AdvanceRe
 	case err != nil:
 		return Idle, err
 	}
-	if err := s.Execute(ctx, lease, claimed); err != nil {
+	if err := s.execute0(ctx, lease, claimed, false, pre); err != nil {
 		return Idle, err
 	}
 	if _, err := s.cfg.DB.NextPending(ctx, tenant, thread, time.Now()); err == nil {
@@ -235,14 +239,35 @@ func cancelCause(action string) error {
 // it stays running under a lease that expires, and a worker takes it over
 // from its last checkpoint.
 func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error {
-	return s.execute0(ctx, lease, run, false)
+	return s.execute0(ctx, lease, run, false, nil)
+}
+
+// nextPending reads the thread's next due run. When the DB reads it with
+// more (db.PendingReader), busy says whether another run of the thread is
+// running and pre is the run's assistant as it is now (nil when the run
+// names a version); otherwise both are nil and the caller reads them.
+func (s *Service) nextPending(ctx context.Context, tenant, thread string) (run db.Run, busy *bool, pre *db.Assistant, err error) {
+	pr, ok := s.cfg.DB.(db.PendingReader)
+	if !ok {
+		run, err = s.cfg.DB.NextPending(ctx, tenant, thread, time.Now())
+		return run, nil, nil, err
+	}
+	run, running, a, aok, err := pr.NextPendingRun(ctx, tenant, thread, time.Now())
+	if err != nil {
+		return db.Run{}, nil, nil, err
+	}
+	if aok {
+		pre = &a
+	}
+	return run, &running, pre, nil
 }
 
 // execute0 is Execute; with deferred set, run is still pending and lease
 // names it without a token: the claim commits with the run's first write
 // (deferredClaim), and a failed claim ends the attempt with an error
-// wrapping errUnclaimed, the run left as it is.
-func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, deferred bool) error {
+// wrapping errUnclaimed, the run left as it is. pre, when not nil, is the
+// run's assistant as read with the run (nextPending).
+func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, deferred bool, pre *db.Assistant) error {
 	outer := ctx
 	if s.cfg.RunContext != nil {
 		ctx = s.cfg.RunContext(ctx, lease.Tenant, run.ThreadID)
@@ -282,7 +307,7 @@ func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, defe
 	wg.Add(1)
 	go func() { defer wg.Done(); s.watch(watchCtx, cancel, &lease, log) }()
 
-	status, usage, res, runErr := s.execute(ctx, outer, lease, run, log)
+	status, usage, res, runErr := s.execute(ctx, outer, lease, run, log, pre)
 	stopWatch()
 	wg.Wait()
 	if res == nil {
@@ -363,7 +388,13 @@ func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, defe
 	default:
 		finished, err = s.cfg.DB.FinishRun(done, log.lease(), status, usage, errMsg)
 	}
-	s.cfg.Broker.End(run.ID)
+	if err == nil && finished.Status.Terminal() {
+		// Subscribers here that saw every event up to the last need
+		// read neither the log's tail nor the run back.
+		s.cfg.Broker.endWith(run.ID, runFinal{seq: log.lastSeq(), end: db.RunEnd{Status: finished.Status, Error: finished.Error}})
+	} else {
+		s.cfg.Broker.End(run.ID)
+	}
 	if errors.Is(err, db.ErrLeaseLost) {
 		s.cfg.Log.WarnContext(ctx, "run lost its lease before finishing; another worker took it over", "run", run.ID, "thread", run.ThreadID)
 		return nil
@@ -459,7 +490,7 @@ type RunUsage struct {
 // execute runs the graph and reports the run's terminal status. outer is
 // Execute's own context: when it ends the worker is stopping, and the run
 // is left to be taken over rather than ended.
-func (s *Service) execute(ctx, outer context.Context, lease db.Lease, run db.Run, log *eventLog) (db.RunStatus, json.RawMessage, *db.ThreadResult, error) {
+func (s *Service) execute(ctx, outer context.Context, lease db.Lease, run db.Run, log *eventLog, pre *db.Assistant) (db.RunStatus, json.RawMessage, *db.ThreadResult, error) {
 	started := time.Now()
 	fail := func(err error) (db.RunStatus, json.RawMessage, *db.ThreadResult, error) {
 		log.add(ctx, "error", errorEvent("RunError", err))
@@ -475,7 +506,7 @@ func (s *Service) execute(ctx, outer context.Context, lease db.Lease, run db.Run
 	if err != nil {
 		return fail(err)
 	}
-	a, err := s.runAssistant(ctx, lease.Tenant, run)
+	a, err := s.runAssistant(ctx, lease.Tenant, run, pre)
 	if err != nil {
 		return fail(fmt.Errorf("assistant %s: %w", run.AssistantID, err))
 	}

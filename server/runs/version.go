@@ -20,6 +20,13 @@ import (
 // (a version's content never changes once made). It wraps db.ErrNotFound
 // when the assistant or the version does not exist.
 func AssistantVersion(ctx context.Context, d db.Assistants, tenant, id string, v int) (db.Assistant, error) {
+	if g, ok := d.(db.AssistantVersionGetter); ok {
+		a, err := g.GetAssistantVersion(ctx, tenant, id, v)
+		if err != nil {
+			return db.Assistant{}, fmt.Errorf("assistant %s version %d: %w", id, v, err)
+		}
+		return a, nil
+	}
 	const page = 100
 	for off := 0; ; off += page {
 		vs, err := d.AssistantVersions(ctx, tenant, id, db.Query{Limit: page, Offset: off})
@@ -74,8 +81,12 @@ func (s *Service) runVersion(ctx context.Context, req CreateRequest, latest db.A
 }
 
 // runAssistant returns the assistant as of the version run executes: the
-// one it names, else the latest.
-func (s *Service) runAssistant(ctx context.Context, tenant string, run db.Run) (db.Assistant, error) {
+// one it names, else the latest (pre, when the worker read it with the
+// run).
+func (s *Service) runAssistant(ctx context.Context, tenant string, run db.Run, pre *db.Assistant) (db.Assistant, error) {
+	if pre != nil && run.AssistantVersion <= 0 {
+		return *pre, nil
+	}
 	if run.AssistantVersion > 0 {
 		return AssistantVersion(ctx, s.cfg.DB, tenant, run.AssistantID, run.AssistantVersion)
 	}

@@ -50,3 +50,32 @@ type AssistantResolver interface {
 	// idOrGraph; ErrNotFound when there is neither.
 	ResolveAssistant(ctx context.Context, tenant, idOrGraph string) (Assistant, error)
 }
+
+// PendingPeeker is implemented by a DB that tells, in one read, whether a
+// thread has a pending run due and when its earliest delayed one may
+// start. Both backends implement it.
+type PendingPeeker interface {
+	// PendingAfter reports whether a pending run of the thread is due at
+	// now, and the earliest NotBefore after now of its pending runs (zero:
+	// none). A thread that does not exist has neither.
+	PendingAfter(ctx context.Context, tenant, threadID string, now time.Time) (due bool, next time.Time, err error)
+}
+
+// ThreadRuns is what a new run of a thread needs to know of its runs.
+type ThreadRuns struct {
+	// LatestAssistant and LatestVersion are the assistant and version
+	// (0: none named) of the thread's newest run ("" with no run).
+	LatestAssistant string
+	LatestVersion   int
+	// Live says whether a run of the thread is pending or running.
+	Live bool
+}
+
+// ThreadRunReader is implemented by a DB that reads a thread with what a
+// new run of it needs to know of its runs, in one statement. Both backends
+// implement it.
+type ThreadRunReader interface {
+	// GetThreadForRun is GetThread that also returns ThreadRuns, as of
+	// the same read.
+	GetThreadForRun(ctx context.Context, tenant, id string) (Thread, ThreadRuns, error)
+}

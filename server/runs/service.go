@@ -140,38 +140,53 @@ var (
 // calls it; a run that fails or is interrupted is a normal outcome (the
 // run's status says it), and only infrastructure errors are returned.
 func (s *Service) Advance(ctx context.Context, tenant, thread string) (AdvanceResult, error) {
+	res, _, err := s.AdvanceUntil(ctx, tenant, thread)
+	return res, err
+}
+
+// Next is when a thread left Idle by AdvanceUntil has its next run.
+type Next struct {
+	// Known says whether At was read: false, the caller reads it.
+	Known bool
+	// At is when the thread's earliest delayed run may start (zero:
+	// none).
+	At time.Time
+}
+
+// AdvanceUntil is Advance that, when it runs a run and finds nothing else
+// due, also says when the thread's earliest delayed run may start, from
+// the same read (db.PendingPeeker), so that the caller can queue a job for
+// it without reading the thread's runs again.
+func (s *Service) AdvanceUntil(ctx context.Context, tenant, thread string) (AdvanceResult, Next, error) {
 	run, busy, pre, err := s.nextPending(ctx, tenant, thread)
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		return Idle, nil
+		return Idle, Next{}, nil
 	case err != nil:
-		return Idle, err
+		return Idle, Next{}, err
 	}
 	if s.deferClaims() {
 		// Executed first and claimed with its first write (deferredClaim).
 		if busy == nil {
 			b, err := s.threadRunning(ctx, tenant, thread)
 			if err != nil {
-				return Idle, err
+				return Idle, Next{}, err
 			}
 			busy = &b
 		}
 		if *busy {
-			return Busy, nil
+			return Busy, Next{}, nil
 		}
 		err := s.execute0(ctx, db.Lease{Tenant: tenant, RunID: run.ID, ThreadID: run.ThreadID, Owner: s.cfg.Owner}, run, true, pre)
 		switch {
 		case errors.Is(err, errUnclaimed) && errors.Is(err, db.ErrBusy):
-			return Busy, nil
+			return Busy, Next{}, nil
 		case errors.Is(err, errUnclaimed):
-			return More, nil // taken or ended meanwhile: look again
+			return More, Next{}, nil // taken or ended meanwhile: look again
 		case err != nil:
-			return Idle, err
+			return Idle, Next{}, err
 		}
-		if _, err := s.cfg.DB.NextPending(ctx, tenant, thread, time.Now()); err == nil {
-			return More, nil
-		}
-		return Idle, nil
+		return s.afterRun(ctx, tenant, thread)
 	}
 	var claimed db.Run
 	var lease db.Lease
@@ -182,21 +197,38 @@ func (s *Service) Advance(ctx context.Context, tenant, thread string) (AdvanceRe
 	}
 	switch {
 	case errors.Is(err, db.ErrTenantBusy):
-		return AtLimit, nil
+		return AtLimit, Next{}, nil
 	case errors.Is(err, db.ErrBusy):
-		return Busy, nil
+		return Busy, Next{}, nil
 	case errors.Is(err, db.ErrConflict):
-		return More, nil // taken by another worker meanwhile: look again
+		return More, Next{}, nil // taken by another worker meanwhile: look again
 	case err != nil:
-		return Idle, err
+		return Idle, Next{}, err
 	}
 	if err := s.execute0(ctx, lease, claimed, false, pre); err != nil {
-		return Idle, err
+		return Idle, Next{}, err
+	}
+	return s.afterRun(ctx, tenant, thread)
+}
+
+// afterRun says what the thread has left once a run of it is done: More
+// when a pending run is due, else Idle, with when its earliest delayed
+// run may start when the DB tells that in the same read.
+func (s *Service) afterRun(ctx context.Context, tenant, thread string) (AdvanceResult, Next, error) {
+	if p, ok := s.cfg.DB.(db.PendingPeeker); ok {
+		due, at, err := p.PendingAfter(ctx, tenant, thread, time.Now())
+		switch {
+		case err != nil:
+			return Idle, Next{}, nil // as below: the caller looks again
+		case due:
+			return More, Next{}, nil
+		}
+		return Idle, Next{Known: true, At: at}, nil
 	}
 	if _, err := s.cfg.DB.NextPending(ctx, tenant, thread, time.Now()); err == nil {
-		return More, nil
+		return More, Next{}, nil
 	}
-	return Idle, nil
+	return Idle, Next{}, nil
 }
 
 // Cancel cancels a run with action "interrupt" or "rollback": at once when

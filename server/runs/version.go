@@ -50,12 +50,18 @@ func AssistantVersion(ctx context.Context, d db.Assistants, tenant, id string, v
 // the same assistant (existed: the thread was stored before this request),
 // else none (0: the latest when it runs). It returns the assistant as of
 // that version. A version the assistant does not have is an *InputError.
-func (s *Service) runVersion(ctx context.Context, req CreateRequest, latest db.Assistant, existed bool) (db.Assistant, int, error) {
+func (s *Service) runVersion(ctx context.Context, req CreateRequest, latest db.Assistant, existed bool, tr *db.ThreadRuns) (db.Assistant, int, error) {
 	v, named := req.AssistantVersion, req.AssistantVersion > 0
 	if req.AssistantVersion < 0 {
 		return db.Assistant{}, 0, inputErr("/assistant_version", "must be 1 or more (or left out), not %d", req.AssistantVersion)
 	}
-	if !named && existed {
+	switch {
+	case named || !existed:
+	case tr != nil: // read with the thread
+		if tr.LatestAssistant == latest.ID {
+			v = tr.LatestVersion
+		}
+	default:
 		rs, err := s.cfg.DB.ListRuns(ctx, req.Tenant, req.ThreadID, db.RunQuery{Limit: 1})
 		if err != nil {
 			return db.Assistant{}, 0, err

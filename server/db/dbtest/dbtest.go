@@ -97,6 +97,8 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"AssistantResolve", testAssistantResolve},
 		{"NextPendingRun", testNextPendingRun},
 		{"EventsStatus", testEventsStatus},
+		{"PendingAfter", testPendingAfter},
+		{"ThreadForRun", testThreadForRun},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

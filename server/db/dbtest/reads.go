@@ -134,3 +134,67 @@ func testEventsStatus(t *testing.T, d db.DB) {
 	_, _, err = sr.ReadEventsStatus(bg(), tenant(t, "other"), "r", 0, 0)
 	isErr(t, "ReadEventsStatus of another tenant's run", err, db.ErrNotFound)
 }
+
+// testPendingAfter checks PendingAfter: whether a pending run is due, and
+// the earliest start of those that are not yet.
+func testPendingAfter(t *testing.T, d db.DB) {
+	pp, isPeeker := d.(db.PendingPeeker)
+	if !isPeeker {
+		t.Fatalf("%T does not implement db.PendingPeeker", d)
+	}
+	ten := tenant(t, "pa")
+	now := time.Now()
+	check := func(what string, wantDue bool, wantNext time.Time) {
+		t.Helper()
+		due, next, err := pp.PendingAfter(bg(), ten, "t", now)
+		ok(t, "PendingAfter "+what, err)
+		if due != wantDue || !next.Equal(wantNext) {
+			t.Errorf("PendingAfter %s = %v, %v; want %v, %v", what, due, next, wantDue, wantNext)
+		}
+	}
+	check("of a missing thread", false, time.Time{})
+	mkThread(t, d, ten, "t", nil)
+	check("of a thread with no run", false, time.Time{})
+	later, soon := now.Add(time.Hour).Truncate(time.Microsecond), now.Add(time.Minute).Truncate(time.Microsecond)
+	for id, at := range map[string]time.Time{"later": later, "soon": soon} {
+		_, err := d.CreateRun(bg(), ten, db.Run{ID: id, ThreadID: "t", AssistantID: "asst", Kwargs: json.RawMessage(`{}`), NotBefore: at})
+		ok(t, "CreateRun "+id, err)
+	}
+	check("with delayed runs only", false, soon)
+	mkRun(t, d, ten, "t", "now")
+	check("with a due run", true, soon)
+	claim(t, d, ten, "now", "w")
+	check("with the due run running", false, soon)
+}
+
+// testThreadForRun checks GetThreadForRun: the thread as GetThread reads
+// it, its newest run's assistant and version, and whether a run is live.
+func testThreadForRun(t *testing.T, d db.DB) {
+	tr, isReader := d.(db.ThreadRunReader)
+	if !isReader {
+		t.Fatalf("%T does not implement db.ThreadRunReader", d)
+	}
+	ten := tenant(t, "tr")
+	_, _, err := tr.GetThreadForRun(bg(), ten, "t")
+	isErr(t, "GetThreadForRun of a missing thread", err, db.ErrNotFound)
+	want := mkThread(t, d, ten, "t", db.Metadata{"k": "v"})
+	check := func(what string, wantRuns db.ThreadRuns) {
+		t.Helper()
+		th, runs, err := tr.GetThreadForRun(bg(), ten, "t")
+		ok(t, "GetThreadForRun "+what, err)
+		if th.ID != want.ID || th.Metadata["k"] != "v" || !th.CreatedAt.Equal(want.CreatedAt) || runs != wantRuns {
+			t.Errorf("GetThreadForRun %s = %+v, %+v; want thread %s, %+v", what, th, runs, want.ID, wantRuns)
+		}
+	}
+	check("with no run", db.ThreadRuns{})
+	_, err = d.CreateRun(bg(), ten, db.Run{ID: "r1", ThreadID: "t", AssistantID: "a1", AssistantVersion: 2, Kwargs: json.RawMessage(`{}`)})
+	ok(t, "CreateRun r1", err)
+	check("with a pending run", db.ThreadRuns{LatestAssistant: "a1", LatestVersion: 2, Live: true})
+	l := claim(t, d, ten, "r1", "w")
+	check("with a running run", db.ThreadRuns{LatestAssistant: "a1", LatestVersion: 2, Live: true})
+	_, err = d.FinishRun(bg(), l, db.RunSuccess, nil, "")
+	ok(t, "FinishRun", err)
+	check("with an ended run", db.ThreadRuns{LatestAssistant: "a1", LatestVersion: 2})
+	mkRun(t, d, ten, "t", "r2") // assistant "asst", no version named
+	check("with a newer run", db.ThreadRuns{LatestAssistant: "asst", Live: true})
+}

@@ -168,6 +168,11 @@ type Queries struct {
 	// GetThread ($1 tenant, $2 ID) returns a thread's columns (see
 	// scanThread).
 	GetThread string
+	// GetThreadForRun ($1 tenant, $2 ID) is GetThread followed by the
+	// assistant ID and version (NULL: none) of the thread's newest run
+	// (NULL, NULL without runs) and whether a run of it is pending or
+	// running.
+	GetThreadForRun string
 	// InsertThread ($1 tenant, $2 ID, $3 status, $4 metadata, $5 values or
 	// NULL, $6 interrupts, $7 error, $8 now, $9 TTL in microseconds or
 	// NULL, $10 TTL strategy, $11 expiry or NULL) stores a thread, or

@@ -59,3 +59,51 @@ func (s *Store) NextPendingRun(ctx context.Context, tenant, threadID string, now
 	a.Config, a.Context = config, cx
 	return r, running, a, true, nil
 }
+
+// PendingAfter reports whether a pending run of the thread is due now and
+// when the earliest of those not yet due may start (zero: none), in one
+// statement (db.PendingPeeker). A thread that does not exist has neither.
+func (s *Store) PendingAfter(ctx context.Context, tenant, threadID string, now time.Time) (bool, time.Time, error) {
+	var (
+		due  bool
+		next time.Time
+	)
+	err := s.d.Reader().QueryRow(ctx, s.q.PendingAfter, tenant, threadID, s.d.Time(now)).Scan(&due, s.d.ScanTime(&next))
+	return due, next, s.wrap(err, "pending runs of thread %q", threadID)
+}
+
+// extraRow is a Row whose Scan also fills extra, after the columns its
+// caller asks for: a scan of a table's columns reused for a statement that
+// returns more.
+type extraRow struct {
+	Row
+	extra []any
+}
+
+func (r extraRow) Scan(dest ...any) error { return r.Row.Scan(append(dest, r.extra...)...) }
+
+// GetThreadForRun is GetThread with what a new run of the thread needs to
+// know of its runs, in one statement (db.ThreadRunReader): the assistant
+// and version of its newest run, and whether a run of it is live.
+func (s *Store) GetThreadForRun(ctx context.Context, tenant, id string) (db.Thread, db.ThreadRuns, error) {
+	var (
+		assistant *string
+		version   *int64
+		tr        db.ThreadRuns
+	)
+	row := extraRow{s.d.Reader().QueryRow(ctx, s.q.GetThreadForRun, tenant, id), []any{&assistant, &version, &tr.Live}}
+	t, _, err := s.scanThread(row, tenant)
+	if s.d.IsNoRows(err) {
+		return db.Thread{}, db.ThreadRuns{}, s.notFound("thread", id, tenant)
+	}
+	if err != nil {
+		return db.Thread{}, db.ThreadRuns{}, s.wrap(err, "get thread %q", id)
+	}
+	if assistant != nil {
+		tr.LatestAssistant = *assistant
+	}
+	if version != nil {
+		tr.LatestVersion = int(*version)
+	}
+	return t, tr, nil
+}

@@ -39,6 +39,10 @@ type runQueries struct {
 	// run's assistant's columns as GetAssistant returns them (empty ID,
 	// and NULL or empty values, when it is gone).
 	NextPendingRun string
+	// PendingAfter ($1 tenant, $2 thread ID, $3 now) returns whether a
+	// pending run of the thread is due and the earliest NotBefore of
+	// those that are not yet (NULL: none).
+	PendingAfter string
 	// RunningRun ($1 tenant, $2 thread ID) returns the ID of the thread's
 	// running run.
 	RunningRun string

@@ -61,6 +61,11 @@ FROM trellis_runs r LEFT JOIN trellis_assistants a ON a.tenant = r.tenant AND a.
 WHERE r.tenant = $1 AND r.thread_id = $2 AND r.status = 'pending' AND (r.not_before IS NULL OR r.not_before <= $3)
 ORDER BY r.seq LIMIT 1
 
+-- name: PendingAfter
+SELECT EXISTS (SELECT 1 FROM trellis_runs WHERE tenant = $1 AND thread_id = $2 AND status = 'pending'
+		AND (not_before IS NULL OR not_before <= $3)),
+	(SELECT min(not_before) FROM trellis_runs WHERE tenant = $1 AND thread_id = $2 AND status = 'pending' AND not_before > $3)
+
 -- name: RunningRun
 SELECT run_id FROM trellis_runs WHERE tenant = $1 AND thread_id = $2 AND status = 'running'
 

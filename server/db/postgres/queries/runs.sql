@@ -62,9 +62,8 @@ WHERE r.tenant = $1 AND r.thread_id = $2 AND r.status = 'pending' AND (r.not_bef
 ORDER BY r.seq LIMIT 1
 
 -- name: PendingAfter
-SELECT EXISTS (SELECT 1 FROM trellis_runs WHERE tenant = $1 AND thread_id = $2 AND status = 'pending'
-		AND (not_before IS NULL OR not_before <= $3)),
-	(SELECT min(not_before) FROM trellis_runs WHERE tenant = $1 AND thread_id = $2 AND status = 'pending' AND not_before > $3)
+SELECT coalesce(bool_or(not_before IS NULL OR not_before <= $3), false), min(not_before) FILTER (WHERE not_before > $3)
+FROM trellis_runs WHERE tenant = $1 AND thread_id = $2 AND status = 'pending'
 
 -- name: RunningRun
 SELECT run_id FROM trellis_runs WHERE tenant = $1 AND thread_id = $2 AND status = 'running'

@@ -63,9 +63,11 @@ WHERE r.tenant = ?1 AND r.thread_id = ?2 AND r.status = 'pending' AND (r.not_bef
 ORDER BY r.seq LIMIT 1
 
 -- name: PendingAfter
-SELECT EXISTS (SELECT 1 FROM trellis_runs WHERE tenant = ?1 AND thread_id = ?2 AND status = 'pending'
-		AND (not_before IS NULL OR not_before <= ?3)),
-	(SELECT min(not_before) FROM trellis_runs WHERE tenant = ?1 AND thread_id = ?2 AND status = 'pending' AND not_before > ?3)
+-- One pass over the thread's pending runs; INDEXED BY, as the planner
+-- would otherwise search the primary key by tenant alone.
+SELECT coalesce(max(not_before IS NULL OR not_before <= ?3), 0), min(CASE WHEN not_before > ?3 THEN not_before END)
+FROM trellis_runs INDEXED BY trellis_runs_thread
+WHERE tenant = ?1 AND thread_id = ?2 AND status = 'pending'
 
 -- name: RunningRun
 SELECT run_id FROM trellis_runs WHERE tenant = ?1 AND thread_id = ?2 AND status = 'running'

@@ -465,7 +465,13 @@ func (s *Server) Run(ctx context.Context) (err error) {
 	// them after the grace period).
 	life := context.WithoutCancel(ctx)
 	var q *queue.Queue
-	advance := advanceFunc(s.svc, func(ctx context.Context, tenant, thread string) error {
+	advance := advanceFunc(s.svc, func(ctx context.Context, tenant, thread string, next runs.Next) error {
+		if next.Known { // read with the run's last look at its thread
+			if next.At.IsZero() {
+				return nil
+			}
+			return q.EnqueueAt(ctx, tenant, thread, next.At)
+		}
 		return s.scheduleDelayed(ctx, q, tenant, thread)
 	}, func() { s.heldAtLimit.Add(1); s.tel.HeldAtLimit() })
 	advance = s.onlineAtFinish(advance)
@@ -663,12 +669,13 @@ const runSlotWait = 500 * time.Millisecond
 
 // advanceFunc adapts the run service's Advance to the queue's. When a
 // thread has nothing left to run now, idle asks for a job at the start of
-// its next delayed run (after_seconds), if any.
+// its next delayed run (after_seconds), if any: next says when, when the
+// service read it already.
 // atLimit is called each time a run is held back by its tenant's
 // max_concurrent_runs.
-func advanceFunc(svc *runs.Service, idle func(ctx context.Context, tenant, thread string) error, atLimit func()) queue.AdvanceFunc {
+func advanceFunc(svc *runs.Service, idle func(ctx context.Context, tenant, thread string, next runs.Next) error, atLimit func()) queue.AdvanceFunc {
 	return func(ctx context.Context, tenant, thread string) (queue.Result, error) {
-		res, err := svc.Advance(ctx, tenant, thread)
+		res, next, err := svc.AdvanceUntil(ctx, tenant, thread)
 		switch res {
 		case runs.Busy:
 			return queue.Result{Outcome: queue.Busy}, err
@@ -679,7 +686,7 @@ func advanceFunc(svc *runs.Service, idle func(ctx context.Context, tenant, threa
 			return queue.Result{Outcome: queue.More}, err
 		}
 		if err == nil {
-			err = idle(ctx, tenant, thread)
+			err = idle(ctx, tenant, thread, next)
 		}
 		return queue.Result{Outcome: queue.Done}, err
 	}

@@ -288,7 +288,8 @@ func objectOrNull(data []byte) bool {
 func (a *API) answer(w http.ResponseWriter, r *http.Request, run db.Run, cancelOnLeave bool) {
 	ctx, tenant := r.Context(), a.tenant(r)
 	var c result
-	if _, err := a.follow(ctx, tenant, run.ThreadID, run.ID, 0, func(ev db.Event) error { c.add(ev); return nil }); err != nil {
+	f, err := runs.FollowRun(ctx, a.DB, a.Runs.Broker(), tenant, run.ThreadID, run.ID, 0, followPoll, func(ev db.Event) error { c.add(ev); return nil })
+	if err != nil {
 		if ctx.Err() != nil {
 			if cancelOnLeave {
 				a.leave(r, run)
@@ -299,7 +300,14 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, run db.Run, cancelO
 		return
 	}
 	c.write(w, r, func() json.RawMessage {
-		if fin, err := a.DB.GetRun(ctx, tenant, run.ThreadID, run.ID); err == nil && (fin.Status == db.RunError || fin.Status == db.RunTimeout) {
+		// How the run ended, as the follow learned it, else read back.
+		fin := f.End
+		if fin.Status == "" {
+			if r, err := a.DB.GetRun(ctx, tenant, run.ThreadID, run.ID); err == nil {
+				fin = db.RunEnd{Status: r.Status, Error: r.Error}
+			}
+		}
+		if fin.Status == db.RunError || fin.Status == db.RunTimeout {
 			b, _ := json.Marshal(wire.RunFailure{Error: "RunError", Message: fin.Error})
 			return b
 		}

@@ -69,6 +69,7 @@ type Subscription struct {
 	mu     sync.Mutex
 	lagged bool          // events were dropped: re-read the durable log
 	ended  bool          // the run ended: nothing more will be published
+	final  *runFinal     // how it ended, when it ended in this process
 	wake   chan struct{} // signalled on lag or end (capacity 1)
 }
 
@@ -158,6 +159,27 @@ func (b *Broker) ended(runID string) {
 	}
 }
 
+// runFinal is what the process that executed a run knows as it ends it:
+// the Seq of the run's last event (0: unknown) and how the run ended.
+type runFinal struct {
+	seq int64
+	end db.RunEnd
+}
+
+// endWith is End from the process that executed the run, with how it
+// ended: a subscriber here that has every event up to f.seq then has the
+// whole log and the run's status without reading either back.
+func (b *Broker) endWith(runID string, f runFinal) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.relay != nil {
+		b.relay.End(runID)
+	}
+	for s := range b.subs[runID] {
+		s.signal(func() { s.ended, s.final = true, &f })
+	}
+}
+
 // Subscribers reports how many subscriptions runID has (for tests and
 // metrics).
 func (b *Broker) Subscribers(runID string) int {
@@ -176,11 +198,12 @@ func (s *Subscription) signal(set func()) {
 	}
 }
 
-func (s *Subscription) state() (lagged, ended bool) {
+func (s *Subscription) state() (lagged, ended bool, final *runFinal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	final = s.final
 	lagged, s.lagged = s.lagged, false
-	return lagged, s.ended
+	return lagged, s.ended, final
 }
 
 // Close stops the subscription.
@@ -213,8 +236,30 @@ const joinPage = 256
 // after the log is read) or ctx is done. A subscriber that lags is caught
 // up from the log. ended reports whether the run is over (its status is
 // terminal); it is asked once the log has been read, so a run that ends
-// between the read and the subscription is not waited on forever.
+// between the read and the subscription is not waited on forever. When
+// log is a db.EventsStatusReader, the status read with the log answers
+// instead, and ended is not called.
 func Join(ctx context.Context, log Log, b *Broker, tenant, runID string, after int64, ended func(context.Context) (bool, error)) iter.Seq2[db.Event, error] {
+	return join(ctx, log, b, tenant, runID, after, ended, nil)
+}
+
+// joinEnd is how a join ended, when it knows: complete says it yielded
+// the run's whole log and the run has ended as end says, so a reader
+// need not read the log's tail or the run's status again.
+type joinEnd struct {
+	complete bool
+	end      db.RunEnd
+}
+
+// join is Join, reporting in out (when not nil) whether it yielded the
+// whole log of an ended run: its status was read, terminal, with the log
+// (db.EventsStatusReader), or the run ended in this process and every
+// event up to its last was yielded.
+func join(ctx context.Context, log Log, b *Broker, tenant, runID string, after int64, ended func(context.Context) (bool, error), out *joinEnd) iter.Seq2[db.Event, error] {
+	if out == nil {
+		out = &joinEnd{}
+	}
+	sl, _ := log.(db.EventsStatusReader)
 	return func(yield func(db.Event, error) bool) {
 		sub := b.Subscribe(runID) // before reading, so nothing falls between
 		defer sub.Close()
@@ -227,32 +272,56 @@ func Join(ctx context.Context, log Log, b *Broker, tenant, runID string, after i
 		}
 		b.mu.Unlock()
 		last := after
-		catchUp := func() bool {
+		// catchUp reads the log past last; with sl it also reports the
+		// run's status as of its last read (else the zero RunEnd).
+		catchUp := func() (db.RunEnd, bool) {
 			for {
-				evs, err := log.ReadEvents(ctx, tenant, runID, last, joinPage)
+				var (
+					evs []db.Event
+					st  db.RunEnd
+					err error
+				)
+				if sl != nil {
+					evs, st, err = sl.ReadEventsStatus(ctx, tenant, runID, last, joinPage)
+				} else {
+					evs, err = log.ReadEvents(ctx, tenant, runID, last, joinPage)
+				}
 				if err != nil {
 					yield(db.Event{}, err)
-					return false
+					return db.RunEnd{}, false
 				}
 				for _, ev := range evs {
 					last = ev.Seq
 					if !yield(ev, nil) {
-						return false
+						return db.RunEnd{}, false
 					}
 				}
 				if len(evs) < joinPage {
-					return true
+					return st, true
 				}
 			}
 		}
-		if !catchUp() {
-			return
+		// over reports whether the run has ended, after a catchUp that
+		// read st; when it has, the log is read to its end.
+		over := func(st db.RunEnd) bool {
+			if sl != nil {
+				if st.Status.Terminal() {
+					out.complete, out.end = true, st
+					return true
+				}
+				return false
+			}
+			if done, err := ended(ctx); err != nil {
+				yield(db.Event{}, err)
+				return true
+			} else if done {
+				catchUp()
+				return true
+			}
+			return false
 		}
-		if done, err := ended(ctx); err != nil {
-			yield(db.Event{}, err)
-			return
-		} else if done {
-			catchUp()
+		st, ok := catchUp()
+		if !ok || over(st) {
 			return
 		}
 		for {
@@ -264,7 +333,7 @@ func Join(ctx context.Context, log Log, b *Broker, tenant, runID string, after i
 				case ev.Seq <= last:
 					continue // read from the log already
 				case ev.Seq > last+1:
-					if !catchUp() { // a gap: the log has what was missed
+					if _, ok := catchUp(); !ok { // a gap: the log has what was missed
 						return
 					}
 					if ev.Seq <= last {
@@ -276,21 +345,27 @@ func Join(ctx context.Context, log Log, b *Broker, tenant, runID string, after i
 					return
 				}
 			case <-poll:
-				if !catchUp() {
-					return
-				}
-				if done, err := ended(ctx); err != nil {
-					yield(db.Event{}, err)
-					return
-				} else if done {
-					catchUp()
+				st, ok := catchUp()
+				if !ok || over(st) {
 					return
 				}
 			case <-sub.wake:
-				lagged, isEnded := sub.state()
+				lagged, isEnded, final := sub.state()
 				if lagged || isEnded {
-					if !drain(sub.ch, &last, func(ev db.Event) bool { return yield(ev, nil) }) || !catchUp() {
+					if !drain(sub.ch, &last, func(ev db.Event) bool { return yield(ev, nil) }) {
 						return
+					}
+					if isEnded && !lagged && final != nil && final.seq > 0 && last >= final.seq && final.end.Status.Terminal() {
+						// Ended here, and every event came live.
+						out.complete, out.end = true, final.end
+						return
+					}
+					st, ok := catchUp()
+					if !ok {
+						return
+					}
+					if isEnded && st.Status.Terminal() {
+						out.complete, out.end = true, st
 					}
 				}
 				if isEnded {

@@ -69,9 +69,12 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	if err != nil {
 		return db.Run{}, err
 	}
-	th, err := s.cfg.DB.GetThread(ctx, req.Tenant, req.ThreadID)
+	th, tr, err := s.threadForRun(ctx, req.Tenant, req.ThreadID)
 	existed := err == nil
-	a, version, verr := s.runVersion(ctx, req, latest, existed)
+	if !existed {
+		tr = nil // what it says is of no thread
+	}
+	a, version, verr := s.runVersion(ctx, req, latest, existed, tr)
 	if verr != nil {
 		return db.Run{}, verr
 	}
@@ -105,18 +108,27 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	// Validate now, so a bad request gets a 4xx and no run. (A command's
 	// resume is checked against what waits now; enqueued behind another
 	// run, it is checked again when it runs.)
-	var live []db.Run // a thread not stored yet has none
-	if newThread == nil {
-		if live, err = s.live(ctx, req.Tenant, req.ThreadID); err != nil {
+	live := false // a thread not stored yet has no live run
+	switch {
+	case tr != nil:
+		live = tr.Live // read with the thread
+	case newThread == nil:
+		rs, err := s.live(ctx, req.Tenant, req.ThreadID)
+		if err != nil {
 			return db.Run{}, err
 		}
+		live = len(rs) > 0
 	}
 	var waiting []graph.InterruptInfo
-	if len(live) == 0 {
-		if snap, err := g.GetState(ctx, stateOpts(s, req.Tenant, req.ThreadID)...); err == nil {
-			waiting = snap.Interrupts
-		} else if !errors.Is(err, checkpoint.ErrNotFound) {
-			return db.Run{}, err
+	if !live {
+		// A thread this request creates (newThread) has no checkpoint
+		// to read.
+		if newThread == nil {
+			if snap, err := g.GetState(ctx, stateOpts(s, req.Tenant, req.ThreadID)...); err == nil {
+				waiting = snap.Interrupts
+			} else if !errors.Is(err, checkpoint.ErrNotFound) {
+				return db.Run{}, err
+			}
 		}
 		if _, err := PlanRun(g, req.Kwargs, waiting, a.Context, s.cfg.Converter); err != nil {
 			return db.Run{}, err
@@ -125,7 +137,7 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	if _, err := parseModes(req.Kwargs.StreamMode); err != nil {
 		return db.Run{}, err
 	}
-	if len(live) > 0 && strategy == Reject {
+	if live && strategy == Reject {
 		return db.Run{}, ErrThreadBusy
 	}
 	if h := s.cfg.Hooks.TraceContext; h != nil {
@@ -176,6 +188,20 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	return created, nil
 }
 
+// threadForRun reads the thread a run is asked for; when the DB reads
+// what the run needs to know of the thread's runs with it
+// (db.ThreadRunReader), tr holds that, else it is nil and the caller
+// reads them.
+func (s *Service) threadForRun(ctx context.Context, tenant, thread string) (th db.Thread, tr *db.ThreadRuns, err error) {
+	r, ok := s.cfg.DB.(db.ThreadRunReader)
+	if !ok {
+		th, err = s.cfg.DB.GetThread(ctx, tenant, thread)
+		return th, nil, err
+	}
+	th, runs, err := r.GetThreadForRun(ctx, tenant, thread)
+	return th, &runs, err
+}
+
 // runnerMetadata is what a run records in its thread's metadata: the
 // graph and the assistant that last ran on it (LangGraph's keys, by which
 // clients such as Agent Chat UI list a graph's threads).
@@ -198,6 +224,14 @@ func (s *Service) tagThread(ctx context.Context, tenant string, th db.Thread, a 
 // assistant finds an assistant by ID, or the latest assistant of a graph
 // when id is a graph ID (as LangGraph allows).
 func (s *Service) assistant(ctx context.Context, tenant, id string) (db.Assistant, error) {
+	if r, ok := s.cfg.DB.(db.AssistantResolver); ok {
+		// One read for both.
+		a, err := r.ResolveAssistant(ctx, tenant, id)
+		if errors.Is(err, db.ErrNotFound) {
+			return db.Assistant{}, fmt.Errorf("assistant %q: %w (neither an assistant ID nor a graph with an assistant)", id, db.ErrNotFound)
+		}
+		return a, err
+	}
 	a, err := s.cfg.DB.GetAssistant(ctx, tenant, id)
 	if err == nil || !errors.Is(err, db.ErrNotFound) {
 		return a, err

@@ -39,6 +39,8 @@ type eventLog struct {
 	pending *deferredClaim
 	// unclaimed is the failure of that claim: nothing more is written.
 	unclaimed error
+	// seq is the Seq of the last event this log appended (0: none).
+	seq int64
 	// final is the run's last checkpoint, held for the transaction that
 	// finishes the run (see finalfold.go); set by the engine, read once
 	// the run's stream has ended.
@@ -135,6 +137,21 @@ func (e *eventLog) taskEnded() {
 	e.mu.Unlock()
 }
 
+// noteSeqLocked records the Seq of the last of evs, just appended. e.mu
+// is held.
+func (e *eventLog) noteSeqLocked(evs []db.Event) {
+	if len(evs) > 0 {
+		e.seq = evs[len(evs)-1].Seq
+	}
+}
+
+// lastSeq returns the Seq of the last event the log appended (0: none).
+func (e *eventLog) lastSeq() int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.seq
+}
+
 func isChunk(name string) bool {
 	return name == "messages" || len(name) > 9 && name[:9] == "messages|"
 }
@@ -167,6 +184,7 @@ func (e *eventLog) flush(ctx context.Context) error {
 		return err
 	}
 	e.buf = e.buf[:0]
+	e.noteSeqLocked(evs)
 	e.broker.Publish(e.l.RunID, evs...)
 	return nil
 }
@@ -256,6 +274,7 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 		}
 		e.buf = e.buf[:0]
 		e.last = time.Now()
+		e.noteSeqLocked(written)
 		// Published under the lock, as flush does: subscribers must get
 		// the events in their order.
 		e.broker.Publish(l.RunID, written...)

@@ -29,6 +29,24 @@ const DefaultFollowPoll = 500 * time.Millisecond
 // and is returned. It returns the last Seq handed over. Every wire (the
 // LangGraph API, OpenAI, AG-UI, MCP) reads runs through it.
 func Follow(ctx context.Context, log FollowLog, b *Broker, tenant, thread, runID string, after int64, poll time.Duration, fn func(db.Event) error) (int64, error) {
+	f, err := FollowRun(ctx, log, b, tenant, thread, runID, after, poll, fn)
+	return f.Last, err
+}
+
+// Followed is what FollowRun learned of the run it followed.
+type Followed struct {
+	// Last is the Seq of the last event handed over.
+	Last int64
+	// End is how the run ended, when FollowRun learned it without a read
+	// of its own (from the log's read, or from this process's executor);
+	// its Status is empty when it did not, and the caller reads the run.
+	End db.RunEnd
+}
+
+// FollowRun is Follow, also reporting how the run ended when it knows.
+// When the join saw the whole log of the ended run (see join), the log's
+// tail is not read again.
+func FollowRun(ctx context.Context, log FollowLog, b *Broker, tenant, thread, runID string, after int64, poll time.Duration, fn func(db.Event) error) (Followed, error) {
 	if poll <= 0 {
 		poll = DefaultFollowPoll
 	}
@@ -62,35 +80,39 @@ func Follow(ctx context.Context, log FollowLog, b *Broker, tenant, thread, runID
 		}
 	})
 	last := after
-	for ev, err := range Join(jctx, log, b, tenant, runID, after, ended) {
+	var je joinEnd
+	for ev, err := range join(jctx, log, b, tenant, runID, after, ended, &je) {
 		if err != nil {
 			if jctx.Err() != nil || errors.Is(err, db.ErrNotFound) {
 				break // ended, or deleted with its thread
 			}
-			return last, err
+			return Followed{Last: last}, err
 		}
 		if err := fn(ev); err != nil {
-			return last, err
+			return Followed{Last: last}, err
 		}
 		last = ev.Seq
 	}
 	if err := ctx.Err(); err != nil {
-		return last, err
+		return Followed{Last: last}, err
+	}
+	if je.complete {
+		return Followed{Last: last, End: je.end}, nil
 	}
 	// The run ended: hand over what the log has past last (the watcher
 	// may have stopped the join before the tail was read).
 	evs, err := log.ReadEvents(ctx, tenant, runID, last, 0)
 	if errors.Is(err, db.ErrNotFound) {
-		return last, nil // deleted with its thread
+		return Followed{Last: last}, nil // deleted with its thread
 	}
 	if err != nil {
-		return last, err
+		return Followed{Last: last}, err
 	}
 	for _, ev := range evs {
 		if err := fn(ev); err != nil {
-			return last, err
+			return Followed{Last: last}, err
 		}
 		last = ev.Seq
 	}
-	return last, nil
+	return Followed{Last: last}, nil
 }

@@ -140,34 +140,53 @@ var (
 // calls it; a run that fails or is interrupted is a normal outcome (the
 // run's status says it), and only infrastructure errors are returned.
 func (s *Service) Advance(ctx context.Context, tenant, thread string) (AdvanceResult, error) {
-	run, err := s.cfg.DB.NextPending(ctx, tenant, thread, time.Now())
+	res, _, err := s.AdvanceUntil(ctx, tenant, thread)
+	return res, err
+}
+
+// Next is when a thread left Idle by AdvanceUntil has its next run.
+type Next struct {
+	// Known says whether At was read: false, the caller reads it.
+	Known bool
+	// At is when the thread's earliest delayed run may start (zero:
+	// none).
+	At time.Time
+}
+
+// AdvanceUntil is Advance that, when it runs a run and finds nothing else
+// due, also says when the thread's earliest delayed run may start, from
+// the same read (db.PendingPeeker), so that the caller can queue a job for
+// it without reading the thread's runs again.
+func (s *Service) AdvanceUntil(ctx context.Context, tenant, thread string) (AdvanceResult, Next, error) {
+	run, busy, pre, err := s.nextPending(ctx, tenant, thread)
 	switch {
 	case errors.Is(err, db.ErrNotFound):
-		return Idle, nil
+		return Idle, Next{}, nil
 	case err != nil:
-		return Idle, err
+		return Idle, Next{}, err
 	}
 	if s.deferClaims() {
 		// Executed first and claimed with its first write (deferredClaim).
-		switch busy, err := s.threadRunning(ctx, tenant, thread); {
-		case err != nil:
-			return Idle, err
-		case busy:
-			return Busy, nil
+		if busy == nil {
+			b, err := s.threadRunning(ctx, tenant, thread)
+			if err != nil {
+				return Idle, Next{}, err
+			}
+			busy = &b
 		}
-		err := s.execute0(ctx, db.Lease{Tenant: tenant, RunID: run.ID, ThreadID: run.ThreadID, Owner: s.cfg.Owner}, run, true)
+		if *busy {
+			return Busy, Next{}, nil
+		}
+		err := s.execute0(ctx, db.Lease{Tenant: tenant, RunID: run.ID, ThreadID: run.ThreadID, Owner: s.cfg.Owner}, run, true, pre)
 		switch {
 		case errors.Is(err, errUnclaimed) && errors.Is(err, db.ErrBusy):
-			return Busy, nil
+			return Busy, Next{}, nil
 		case errors.Is(err, errUnclaimed):
-			return More, nil // taken or ended meanwhile: look again
+			return More, Next{}, nil // taken or ended meanwhile: look again
 		case err != nil:
-			return Idle, err
+			return Idle, Next{}, err
 		}
-		if _, err := s.cfg.DB.NextPending(ctx, tenant, thread, time.Now()); err == nil {
-			return More, nil
-		}
-		return Idle, nil
+		return s.afterRun(ctx, tenant, thread)
 	}
 	var claimed db.Run
 	var lease db.Lease
@@ -178,21 +197,18 @@ func (s *Service) Advance(ctx context.Context, tenant, thread string) (AdvanceRe
 	}
 	switch {
 	case errors.Is(err, db.ErrTenantBusy):
-		return AtLimit, nil
+		return AtLimit, Next{}, nil
 	case errors.Is(err, db.ErrBusy):
-		return Busy, nil
+		return Busy, Next{}, nil
 	case errors.Is(err, db.ErrConflict):
-		return More, nil // taken by another worker meanwhile: look again
+		return More, Next{}, nil // taken by another worker meanwhile: look again
 	case err != nil:
-		return Idle, err
+		return Idle, Next{}, err
 	}
-	if err := s.Execute(ctx, lease, claimed); err != nil {
-		return Idle, err
+	if err := s.execute0(ctx, lease, claimed, false, pre); err != nil {
+		return Idle, Next{}, err
 	}
-	if _, err := s.cfg.DB.NextPending(ctx, tenant, thread, time.Now()); err == nil {
-		return More, nil
-	}
-	return Idle, nil
+	return s.afterRun(ctx, tenant, thread)
 }
 
 // Cancel cancels a run with action "interrupt" or "rollback": at once when
@@ -235,14 +251,15 @@ func cancelCause(action string) error {
 // it stays running under a lease that expires, and a worker takes it over
 // from its last checkpoint.
 func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error {
-	return s.execute0(ctx, lease, run, false)
+	return s.execute0(ctx, lease, run, false, nil)
 }
 
 // execute0 is Execute; with deferred set, run is still pending and lease
 // names it without a token: the claim commits with the run's first write
 // (deferredClaim), and a failed claim ends the attempt with an error
-// wrapping errUnclaimed, the run left as it is.
-func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, deferred bool) error {
+// wrapping errUnclaimed, the run left as it is. pre, when not nil, is the
+// run's assistant as read with the run (nextPending).
+func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, deferred bool, pre *db.Assistant) error {
 	outer := ctx
 	if s.cfg.RunContext != nil {
 		ctx = s.cfg.RunContext(ctx, lease.Tenant, run.ThreadID)
@@ -282,7 +299,7 @@ func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, defe
 	wg.Add(1)
 	go func() { defer wg.Done(); s.watch(watchCtx, cancel, &lease, log) }()
 
-	status, usage, res, runErr := s.execute(ctx, outer, lease, run, log)
+	status, usage, res, runErr := s.execute(ctx, outer, lease, run, log, pre)
 	stopWatch()
 	wg.Wait()
 	if res == nil {
@@ -363,7 +380,13 @@ func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, defe
 	default:
 		finished, err = s.cfg.DB.FinishRun(done, log.lease(), status, usage, errMsg)
 	}
-	s.cfg.Broker.End(run.ID)
+	if err == nil && finished.Status.Terminal() {
+		// Subscribers here that saw every event up to the last need
+		// read neither the log's tail nor the run back.
+		s.cfg.Broker.endWith(run.ID, runFinal{seq: log.lastSeq(), end: db.RunEnd{Status: finished.Status, Error: finished.Error}})
+	} else {
+		s.cfg.Broker.End(run.ID)
+	}
 	if errors.Is(err, db.ErrLeaseLost) {
 		s.cfg.Log.WarnContext(ctx, "run lost its lease before finishing; another worker took it over", "run", run.ID, "thread", run.ThreadID)
 		return nil
@@ -459,7 +482,7 @@ type RunUsage struct {
 // execute runs the graph and reports the run's terminal status. outer is
 // Execute's own context: when it ends the worker is stopping, and the run
 // is left to be taken over rather than ended.
-func (s *Service) execute(ctx, outer context.Context, lease db.Lease, run db.Run, log *eventLog) (db.RunStatus, json.RawMessage, *db.ThreadResult, error) {
+func (s *Service) execute(ctx, outer context.Context, lease db.Lease, run db.Run, log *eventLog, pre *db.Assistant) (db.RunStatus, json.RawMessage, *db.ThreadResult, error) {
 	started := time.Now()
 	fail := func(err error) (db.RunStatus, json.RawMessage, *db.ThreadResult, error) {
 		log.add(ctx, "error", errorEvent("RunError", err))
@@ -475,7 +498,7 @@ func (s *Service) execute(ctx, outer context.Context, lease db.Lease, run db.Run
 	if err != nil {
 		return fail(err)
 	}
-	a, err := s.runAssistant(ctx, lease.Tenant, run)
+	a, err := s.runAssistant(ctx, lease.Tenant, run, pre)
 	if err != nil {
 		return fail(fmt.Errorf("assistant %s: %w", run.AssistantID, err))
 	}

@@ -20,6 +20,13 @@ import (
 // (a version's content never changes once made). It wraps db.ErrNotFound
 // when the assistant or the version does not exist.
 func AssistantVersion(ctx context.Context, d db.Assistants, tenant, id string, v int) (db.Assistant, error) {
+	if g, ok := d.(db.AssistantVersionGetter); ok {
+		a, err := g.GetAssistantVersion(ctx, tenant, id, v)
+		if err != nil {
+			return db.Assistant{}, fmt.Errorf("assistant %s version %d: %w", id, v, err)
+		}
+		return a, nil
+	}
 	const page = 100
 	for off := 0; ; off += page {
 		vs, err := d.AssistantVersions(ctx, tenant, id, db.Query{Limit: page, Offset: off})
@@ -43,12 +50,18 @@ func AssistantVersion(ctx context.Context, d db.Assistants, tenant, id string, v
 // the same assistant (existed: the thread was stored before this request),
 // else none (0: the latest when it runs). It returns the assistant as of
 // that version. A version the assistant does not have is an *InputError.
-func (s *Service) runVersion(ctx context.Context, req CreateRequest, latest db.Assistant, existed bool) (db.Assistant, int, error) {
+func (s *Service) runVersion(ctx context.Context, req CreateRequest, latest db.Assistant, existed bool, tr *db.ThreadRuns) (db.Assistant, int, error) {
 	v, named := req.AssistantVersion, req.AssistantVersion > 0
 	if req.AssistantVersion < 0 {
 		return db.Assistant{}, 0, inputErr("/assistant_version", "must be 1 or more (or left out), not %d", req.AssistantVersion)
 	}
-	if !named && existed {
+	switch {
+	case named || !existed:
+	case tr != nil: // read with the thread
+		if tr.LatestAssistant == latest.ID {
+			v = tr.LatestVersion
+		}
+	default:
 		rs, err := s.cfg.DB.ListRuns(ctx, req.Tenant, req.ThreadID, db.RunQuery{Limit: 1})
 		if err != nil {
 			return db.Assistant{}, 0, err
@@ -74,8 +87,12 @@ func (s *Service) runVersion(ctx context.Context, req CreateRequest, latest db.A
 }
 
 // runAssistant returns the assistant as of the version run executes: the
-// one it names, else the latest.
-func (s *Service) runAssistant(ctx context.Context, tenant string, run db.Run) (db.Assistant, error) {
+// one it names, else the latest (pre, when the worker read it with the
+// run).
+func (s *Service) runAssistant(ctx context.Context, tenant string, run db.Run, pre *db.Assistant) (db.Assistant, error) {
+	if pre != nil && run.AssistantVersion <= 0 {
+		return *pre, nil
+	}
 	if run.AssistantVersion > 0 {
 		return AssistantVersion(ctx, s.cfg.DB, tenant, run.AssistantID, run.AssistantVersion)
 	}

@@ -93,6 +93,12 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"ExperimentResultsOnce", testExperimentResultsOnce},
 		{"Export", testExport},
 		{"ClaimWithin", testClaimWithin},
+		{"AssistantVersionGet", testAssistantVersionGet},
+		{"AssistantResolve", testAssistantResolve},
+		{"NextPendingRun", testNextPendingRun},
+		{"EventsStatus", testEventsStatus},
+		{"PendingAfter", testPendingAfter},
+		{"ThreadForRun", testThreadForRun},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,33 +11,47 @@ import (
 // ReadEvents returns the run's events with Seq > after, in order, at most
 // limit (0: all); an unknown run is ErrNotFound.
 func (s *Store) ReadEvents(ctx context.Context, tenant, runID string, after int64, limit int) ([]db.Event, error) {
+	out, _, err := s.ReadEventsStatus(ctx, tenant, runID, after, limit)
+	return out, err
+}
+
+// ReadEventsStatus is ReadEvents that also returns the run's status as of
+// the same statement (db.EventsStatusReader): the run's row is joined to
+// its events, so whether it exists and how it stands cost no read of
+// their own.
+func (s *Store) ReadEventsStatus(ctx context.Context, tenant, runID string, after int64, limit int) ([]db.Event, db.RunEnd, error) {
 	if limit < 0 {
-		return nil, dbutil.Invalid("limit %d must not be negative", limit)
+		return nil, db.RunEnd{}, dbutil.Invalid("limit %d must not be negative", limit)
 	}
 	var lim any
 	if limit > 0 {
 		lim = limit
 	}
-	var out []db.Event
-	err := s.d.Read(ctx, func(tx Conn) error {
-		if err := s.runExists(ctx, tx, tenant, "", runID, false); err != nil {
-			return err
-		}
-		scan := func(r Row) (db.Event, error) {
-			e := db.Event{RunID: runID}
-			var data []byte
-			err := r.Scan(&e.Seq, &e.Event, &data, s.d.ScanTime(&e.CreatedAt))
-			e.Data = data
-			return e, err
-		}
-		var err error
-		out, err = collect(ctx, tx, scan, s.q.ReadEvents, tenant, runID, after, lim)
-		return s.wrap(err, "read the events of run %q", runID)
-	})
-	if err != nil {
-		return nil, err
+	var (
+		end    db.RunEnd
+		status string
+		rows   int
+	)
+	scan := func(r Row) (db.Event, error) {
+		e := db.Event{RunID: runID}
+		var data []byte
+		err := r.Scan(&status, &end.Error, &e.Seq, &e.Event, &data, s.d.ScanTime(&e.CreatedAt))
+		e.Data = data
+		rows++
+		return e, err
 	}
-	return out, nil
+	out, err := collect(ctx, s.d.Reader(), scan, s.q.ReadEvents, tenant, runID, after, lim)
+	if err != nil {
+		return nil, db.RunEnd{}, s.wrap(err, "read the events of run %q", runID)
+	}
+	if rows == 0 {
+		return nil, db.RunEnd{}, s.notFound("run", runID, tenant)
+	}
+	end.Status = db.RunStatus(status)
+	if len(out) == 1 && out[0].Seq == 0 { // the run's row alone: no event
+		out = out[:0]
+	}
+	return out, end, nil
 }
 
 // DeleteEvents removes the run's events and reports how many; later

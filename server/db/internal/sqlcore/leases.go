@@ -68,6 +68,9 @@ func checkClaim(owner string, ttl time.Duration) error {
 
 // claimRun is the claim of ClaimRunWithin in c.
 func (s *Store) claimRun(ctx context.Context, c Conn, tenant, runID, owner string, ttl time.Duration, max int) (db.Run, db.Lease, error) {
+	if max <= 0 {
+		return s.claimPending(ctx, c, tenant, runID, owner, ttl)
+	}
 	r, err := s.getRun(ctx, c, tenant, "", runID, true)
 	if err != nil {
 		return db.Run{}, db.Lease{}, err
@@ -119,6 +122,41 @@ func (s *Store) claimRun(ctx context.Context, c Conn, tenant, runID, owner strin
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
 	}
 	if _, err := c.Exec(ctx, s.q.MarkThreadBusy, tenant, r.ThreadID); err != nil {
+		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q: mark its thread busy", runID)
+	}
+	return run, lease, nil
+}
+
+// claimPending is claimRun with no cap on the tenant's running runs: the
+// run is set running only if it is pending and due, in one statement that
+// needs no read before it (the one-running index refuses a second running
+// run of the thread). The run is read only when it was not claimed, to
+// say why.
+func (s *Store) claimPending(ctx context.Context, c Conn, tenant, runID, owner string, ttl time.Duration) (db.Run, db.Lease, error) {
+	now := dbutil.Now()
+	var token int64
+	run, err := s.scanRun(c.QueryRow(ctx, s.q.ClaimPendingRun, s.d.Time(now), tenant, runID), tenant, &token)
+	switch {
+	case err != nil && s.d.IsUnique(err):
+		return db.Run{}, db.Lease{}, s.fail(db.ErrBusy, "claim run %q: its thread has a running run", runID)
+	case err != nil && s.d.IsNoRows(err):
+		r, err := s.getRun(ctx, c, tenant, "", runID, false)
+		switch {
+		case err != nil:
+			return db.Run{}, db.Lease{}, err
+		case r.Status != db.RunPending:
+			return db.Run{}, db.Lease{}, s.fail(db.ErrConflict, "claim run %q: it is %s, not pending", runID, r.Status)
+		default:
+			return db.Run{}, db.Lease{}, s.fail(db.ErrConflict, "claim run %q: it may not start before %s", runID, r.NotBefore.Format(time.RFC3339Nano))
+		}
+	case err != nil:
+		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
+	}
+	lease := db.Lease{Tenant: tenant, RunID: runID, ThreadID: run.ThreadID, Owner: owner, Token: token, ExpiresAt: now.Add(ttl).Truncate(time.Microsecond)}
+	if _, err := c.Exec(ctx, s.q.UpsertLease, tenant, runID, run.ThreadID, owner, token, s.d.Time(lease.ExpiresAt)); err != nil {
+		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
+	}
+	if _, err := c.Exec(ctx, s.q.MarkThreadBusy, tenant, run.ThreadID); err != nil {
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q: mark its thread busy", runID)
 	}
 	return run, lease, nil

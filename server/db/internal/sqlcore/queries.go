@@ -105,6 +105,13 @@ type Queries struct {
 	// SelectAssistantVersions is SelectAssistants over the versions, the
 	// version's creation time as both creation and update times.
 	SelectAssistantVersions string
+	// GetAssistantVersion ($1 tenant, $2 ID, $3 version) returns one
+	// version's columns as SelectAssistantVersions does.
+	GetAssistantVersion string
+	// ResolveAssistant ($1 tenant, $2 an assistant ID or a graph ID)
+	// returns the assistant with that ID, else the graph's first
+	// assistant (creation order, ties by ID), as GetAssistant does.
+	ResolveAssistant string
 	// SetLatestVersion ($1 now, $2 tenant, $3 ID, $4 version) copies a
 	// version onto the assistant; no row changes when there is no such
 	// version.
@@ -161,6 +168,11 @@ type Queries struct {
 	// GetThread ($1 tenant, $2 ID) returns a thread's columns (see
 	// scanThread).
 	GetThread string
+	// GetThreadForRun ($1 tenant, $2 ID) is GetThread followed by the
+	// assistant ID and version (NULL: none) of the thread's newest run
+	// (NULL, NULL without runs) and whether a run of it is pending or
+	// running.
+	GetThreadForRun string
 	// InsertThread ($1 tenant, $2 ID, $3 status, $4 metadata, $5 values or
 	// NULL, $6 interrupts, $7 error, $8 now, $9 TTL in microseconds or
 	// NULL, $10 TTL strategy, $11 expiry or NULL) stores a thread, or

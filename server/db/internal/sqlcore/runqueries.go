@@ -34,6 +34,15 @@ type runQueries struct {
 	// NextPending ($1 tenant, $2 thread ID, $3 now) returns the columns of
 	// the thread's oldest pending run that may start at now.
 	NextPending string
+	// NextPendingRun ($1 tenant, $2 thread ID, $3 now) is NextPending's
+	// run followed by whether a run of the thread is running and the
+	// run's assistant's columns as GetAssistant returns them (empty ID,
+	// and NULL or empty values, when it is gone).
+	NextPendingRun string
+	// PendingAfter ($1 tenant, $2 thread ID, $3 now) returns whether a
+	// pending run of the thread is due and the earliest NotBefore of
+	// those that are not yet (NULL: none).
+	PendingAfter string
 	// RunningRun ($1 tenant, $2 thread ID) returns the ID of the thread's
 	// running run.
 	RunningRun string
@@ -47,6 +56,10 @@ type runQueries struct {
 	// its next lease token and returns the run's columns (those of GetRun)
 	// followed by the token.
 	ClaimRun string
+	// ClaimPendingRun is ClaimRun only when the run is pending and due
+	// ($1 now): no row otherwise. A run of the thread already running
+	// makes it fail on the one-running index.
+	ClaimPendingRun string
 	// UpsertLease ($1 tenant, $2 run ID, $3 thread ID, $4 owner, $5 token,
 	// $6 expiry) stores or replaces the run's lease.
 	UpsertLease string

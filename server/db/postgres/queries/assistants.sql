@@ -46,3 +46,12 @@ UPDATE trellis_assistants a SET graph_id = v.graph_id, name = v.name, descriptio
 	config = v.config, context = v.context, metadata = v.metadata, version = v.version, updated_at = $1
 FROM trellis_assistant_versions v
 WHERE a.tenant = $2 AND a.assistant_id = $3 AND v.tenant = a.tenant AND v.assistant_id = a.assistant_id AND v.version = $4
+
+-- name: GetAssistantVersion
+SELECT assistant_id, graph_id, name, description, config, context, metadata, version, created_at, created_at
+FROM trellis_assistant_versions WHERE tenant = $1 AND assistant_id = $2 AND version = $3
+
+-- name: ResolveAssistant
+SELECT assistant_id, graph_id, name, description, config, context, metadata, version, created_at, updated_at
+FROM trellis_assistants WHERE tenant = $1 AND (assistant_id = $2 OR graph_id = $2)
+ORDER BY assistant_id = $2 DESC, created_at, assistant_id LIMIT 1

@@ -2,8 +2,14 @@
 -- appending goes with the run's lease (events.go).
 
 -- name: ReadEvents
-SELECT seq, event, data, created_at FROM trellis_run_events
-WHERE tenant = $1 AND run_id = $2 AND seq > $3 ORDER BY seq LIMIT $4
+-- The run's row comes with its events (one row with no event when there
+-- are none): whether it exists, and its status as of the same read.
+SELECT r.status, r.error, coalesce(e.seq, 0), coalesce(e.event, ''), e.data, coalesce(e.created_at, r.created_at)
+FROM trellis_runs r LEFT JOIN (
+	SELECT seq, event, data, created_at FROM trellis_run_events
+	WHERE tenant = $1 AND run_id = $2 AND seq > $3 ORDER BY seq LIMIT $4
+) e ON true
+WHERE r.tenant = $1 AND r.run_id = $2 ORDER BY e.seq
 
 -- name: DeleteEvents
 DELETE FROM trellis_run_events WHERE tenant = $1 AND run_id = $2

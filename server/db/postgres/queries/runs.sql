@@ -51,6 +51,20 @@ FROM trellis_runs
 WHERE tenant = $1 AND thread_id = $2 AND status = 'pending' AND (not_before IS NULL OR not_before <= $3)
 ORDER BY seq LIMIT 1
 
+-- name: NextPendingRun
+SELECT r.run_id, r.thread_id, r.assistant_id, r.status, r.metadata, r.kwargs, r.multitask_strategy, r.usage, r.error,
+	r.created_at, r.updated_at, r.not_before, r.cancel_requested, r.assistant_version,
+	EXISTS (SELECT 1 FROM trellis_runs x WHERE x.tenant = $1 AND x.thread_id = $2 AND x.status = 'running'),
+	coalesce(a.assistant_id, ''), coalesce(a.graph_id, ''), coalesce(a.name, ''), coalesce(a.description, ''),
+	a.config, a.context, a.metadata, coalesce(a.version, 0), coalesce(a.created_at, r.created_at), coalesce(a.updated_at, r.created_at)
+FROM trellis_runs r LEFT JOIN trellis_assistants a ON a.tenant = r.tenant AND a.assistant_id = r.assistant_id
+WHERE r.tenant = $1 AND r.thread_id = $2 AND r.status = 'pending' AND (r.not_before IS NULL OR r.not_before <= $3)
+ORDER BY r.seq LIMIT 1
+
+-- name: PendingAfter
+SELECT coalesce(bool_or(not_before IS NULL OR not_before <= $3), false), min(not_before) FILTER (WHERE not_before > $3)
+FROM trellis_runs WHERE tenant = $1 AND thread_id = $2 AND status = 'pending'
+
 -- name: RunningRun
 SELECT run_id FROM trellis_runs WHERE tenant = $1 AND thread_id = $2 AND status = 'running'
 
@@ -66,6 +80,12 @@ SELECT count(*) FROM trellis_runs WHERE tenant = $1 AND status = 'running'
 -- name: ClaimRun
 UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1
 WHERE tenant = $2 AND run_id = $3
+RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
+	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token
+
+-- name: ClaimPendingRun
+UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1
+WHERE tenant = $2 AND run_id = $3 AND status = 'pending' AND (not_before IS NULL OR not_before <= $1)
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token
 

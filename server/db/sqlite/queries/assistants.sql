@@ -47,3 +47,12 @@ UPDATE trellis_assistants SET
 	 WHERE tenant = ?2 AND assistant_id = ?3 AND version = ?4)
 WHERE tenant = ?2 AND assistant_id = ?3 AND EXISTS (SELECT 1 FROM trellis_assistant_versions
 	 WHERE tenant = ?2 AND assistant_id = ?3 AND version = ?4)
+
+-- name: GetAssistantVersion
+SELECT assistant_id, graph_id, name, description, config, context, metadata, version, created_at, created_at
+FROM trellis_assistant_versions WHERE tenant = ?1 AND assistant_id = ?2 AND version = ?3
+
+-- name: ResolveAssistant
+SELECT assistant_id, graph_id, name, description, config, context, metadata, version, created_at, updated_at
+FROM trellis_assistants WHERE tenant = ?1 AND (assistant_id = ?2 OR graph_id = ?2)
+ORDER BY assistant_id = ?2 DESC, created_at, assistant_id LIMIT 1

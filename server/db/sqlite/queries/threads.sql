@@ -5,6 +5,17 @@
 SELECT thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at, ttl_us, ttl_strategy, expires_at
 FROM trellis_threads WHERE tenant = ?1 AND thread_id = ?2
 
+-- name: GetThreadForRun
+-- INDEXED BY: the planner would otherwise search the runs' primary key
+-- by tenant alone.
+SELECT t.thread_id, t.status, t.metadata, t.thread_values, t.interrupts, t.error, t.created_at, t.updated_at,
+	t.ttl_us, t.ttl_strategy, t.expires_at,
+	(SELECT r.assistant_id FROM trellis_runs r WHERE r.tenant = ?1 AND r.thread_id = ?2 ORDER BY r.seq DESC LIMIT 1),
+	(SELECT r.assistant_version FROM trellis_runs r WHERE r.tenant = ?1 AND r.thread_id = ?2 ORDER BY r.seq DESC LIMIT 1),
+	EXISTS (SELECT 1 FROM trellis_runs r INDEXED BY trellis_runs_thread
+		WHERE r.tenant = ?1 AND r.thread_id = ?2 AND r.status IN ('pending', 'running'))
+FROM trellis_threads t WHERE t.tenant = ?1 AND t.thread_id = ?2
+
 -- name: InsertThread
 INSERT INTO trellis_threads (tenant, thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at,
 	ttl_us, ttl_strategy, expires_at)

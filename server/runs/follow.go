@@ -51,8 +51,6 @@ func FollowRun(ctx context.Context, log FollowLog, b *Broker, tenant, thread, ru
 		poll = DefaultFollowPoll
 	}
 	jctx, cancel := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	defer wg.Wait()
 	defer cancel()
 	ended := func(c context.Context) (bool, error) {
 		r, err := log.GetRun(c, tenant, thread, runID)
@@ -64,21 +62,14 @@ func FollowRun(ctx context.Context, log FollowLog, b *Broker, tenant, thread, ru
 		}
 		return r.Status.Terminal(), nil
 	}
-	wg.Go(func() {
-		t := time.NewTicker(poll)
-		defer t.Stop()
-		for {
-			select {
-			case <-jctx.Done():
-				return
-			case <-t.C:
-				if done, err := ended(jctx); err == nil && done {
-					cancel()
-					return
-				}
-			}
-		}
-	})
+	// The status is looked at from a timer, not a goroutine of its own:
+	// a follow that starts beside its run (runs/wait) must not put one more
+	// goroutine ahead of the run's own on a busy processor.
+	stopPoll := pollEnd(jctx, poll, ended, cancel)
+	defer func() {
+		cancel() // first: a status read in progress returns at once
+		stopPoll()
+	}()
 	last := after
 	var je joinEnd
 	for ev, err := range join(jctx, log, b, tenant, runID, after, ended, &je) {
@@ -115,4 +106,36 @@ func FollowRun(ctx context.Context, log FollowLog, b *Broker, tenant, thread, ru
 		last = ev.Seq
 	}
 	return Followed{Last: last}, nil
+}
+
+// pollEnd calls ended every poll until it reports the run over (then
+// cancel) or ctx ends. The returned function stops it, waiting for a call
+// in progress, so ctx should end first.
+func pollEnd(ctx context.Context, poll time.Duration, ended func(context.Context) (bool, error), cancel context.CancelFunc) (stop func()) {
+	var (
+		mu      sync.Mutex
+		stopped bool
+		t       *time.Timer
+	)
+	tick := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if stopped || ctx.Err() != nil {
+			return
+		}
+		if done, err := ended(ctx); err == nil && done {
+			cancel()
+			return
+		}
+		t.Reset(poll)
+	}
+	mu.Lock()
+	t = time.AfterFunc(poll, tick)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
+	}
 }

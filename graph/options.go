@@ -64,6 +64,7 @@ type rareConfig struct {
 	namespace      string
 	observer       Observer
 	finalWrite     func(*FinalWrite)
+	start          *startCheckpoint // see WithStartCheckpoint
 }
 
 var noRare rareConfig // read-only: what get returns when no rare option was set

@@ -295,7 +295,15 @@ func (r *run) adopt(tup *checkpoint.Tuple) error {
 // for an empty namespace.
 func (r *run) load() (*checkpoint.Tuple, error) {
 	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns}
-	head, err := r.cfg.saver.Get(r.ctx, ref)
+	head, given, err := r.givenHead(ref)
+	switch {
+	case err != nil:
+		return nil, err
+	case given && head == nil:
+		err = fmt.Errorf("graph: load %s: %w", ref, checkpoint.ErrNotFound)
+	case !given:
+		head, err = r.cfg.saver.Get(r.ctx, ref)
+	}
 	switch {
 	case errors.Is(err, checkpoint.ErrNotFound):
 		if r.cfg.get().checkpointID != "" && r.parent == nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -513,7 +514,17 @@ func (s *Service) execute(ctx, outer context.Context, lease db.Lease, run db.Run
 		base = append(base, graph.WithStore(TenantStore(s.cfg.Store, lease.Tenant)))
 	}
 	var waiting []graph.InterruptInfo
-	snap, err := g.GetState(ctx, base...)
+	// The worker reads the thread's latest checkpoint (a state update may
+	// have landed while the run was pending) and hands that same read to
+	// the engine, which starts from it instead of reading it again. record
+	// uses base without it: after the run it reads afresh.
+	startRef := checkpoint.Ref{ThreadID: ThreadKey(lease.Tenant, run.ThreadID)}
+	head, err := saver.Get(ctx, startRef)
+	if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+		return fail(err)
+	}
+	start := graph.WithStartCheckpoint(startRef, head)
+	snap, err := g.GetState(ctx, append(slices.Clip(base), start)...)
 	if lease.Token > 1 && ms[ModeMessages] {
 		// Taken over: tell clients which partial messages of the dead
 		// worker's attempt will not be completed.
@@ -546,7 +557,7 @@ func (s *Service) execute(ctx, outer context.Context, lease db.Lease, run db.Run
 	}
 	// Task ends always: they carry the usage the run reports.
 	// Task starts too, so that the log knows when a node runs.
-	opts := append(append(base, plan.Options...), graph.WithEvents(ms.kinds()|graph.EventTasks))
+	opts := append(append(slices.Clip(base), plan.Options...), start, graph.WithEvents(ms.kinds()|graph.EventTasks))
 	if s.foldsFinish(log) {
 		// The last checkpoint commits with the run's end (finalfold.go).
 		opts = append(opts, graph.WithFinalWrite(func(f *graph.FinalWrite) { log.final = f }))

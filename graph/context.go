@@ -70,15 +70,36 @@ func Namespace(ctx context.Context) string {
 	return ""
 }
 
+// Emitting reports whether Emit with ctx would deliver anything: whether
+// the running task's run streams custom events (or ctx is a parallel
+// durable step's, whose events its node delivers). Passing a value to Emit
+// boxes it into an interface, an allocation for any value larger than a
+// word, even when nobody listens; a caller that emits per step or builds
+// its event at some cost checks Emitting first:
+//
+//	if graph.Emitting(ctx) {
+//		graph.Emit(ctx, Progress{...})
+//	}
+func Emitting(ctx context.Context) bool {
+	if t := taskFrom(ctx); t != nil {
+		return t.r.wants(EventCustom)
+	}
+	if ps := parStepFrom(ctx); ps != nil {
+		return ps.t.r.wants(EventCustom)
+	}
+	return false
+}
+
 // Emit sends v to the run's stream as an EventCustom event, stamped with the
 // task's step, node, ID and namespace. It does nothing when nobody streams
-// custom events. Call it only while the node runs.
+// custom events (see Emitting to skip building v then). Call it only while
+// the node runs.
 func Emit(ctx context.Context, v any) {
 	if t := taskFrom(ctx); t != nil {
 		if t.r.wants(EventCustom) {
 			t.emit(Event{Kind: EventCustom, Custom: v})
 		}
-	} else if ps := parStepFrom(ctx); ps != nil {
+	} else if ps := parStepFrom(ctx); ps != nil && ps.t.r.wants(EventCustom) {
 		ps.emit(v) // delivered by the node's goroutine
 	}
 }

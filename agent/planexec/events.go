@@ -85,7 +85,14 @@ func EventFrom(ev graph.Event) (Event, bool) {
 	return e, ok
 }
 
-func emit(ctx context.Context, e Event) { graph.Emit(ctx, e) }
+// emit streams e when the run streams custom events. Checking first keeps
+// the Event (hundreds of bytes) from being boxed for graph.Emit on every
+// step and tool call of a run nobody listens to.
+func emit(ctx context.Context, e Event) {
+	if graph.Emitting(ctx) {
+		graph.Emit(ctx, e)
+	}
+}
 
 // emitWaiting reports the interrupts a nested run or a node stopped with.
 func emitWaiting(ctx context.Context, step string, err error) {
@@ -110,6 +117,9 @@ func (w *watched) Info() tool.Info { return w.info }
 func (w *watched) Call(ctx context.Context, args json.RawMessage) (string, error) {
 	if w.pack != "" && !w.packs.activeIn(ctx, w.pack) {
 		return "", packInactiveError(w.info.Name, w.pack)
+	}
+	if !graph.Emitting(ctx) { // nobody listens: build no events
+		return w.inner.Call(ctx, args)
 	}
 	id, _ := tool.CallID(ctx)
 	te := ToolEvent{CallID: id, Name: w.info.Name, Arguments: args}

@@ -130,13 +130,6 @@ func (c *contract) decode(reply string, dst any) *DecodeError {
 	if len(k.problems) > 0 {
 		return fail(k.problems...)
 	}
-	if c.plain && members(raw) == treeMembers(inst) {
-		v := reflect.ValueOf(dst).Elem()
-		if fillValue(v, inst) {
-			return nil // one parse: the checked tree filled dst
-		}
-		v.SetZero() // json.Unmarshal decides, and words any error
-	}
 	if err := json.Unmarshal(raw, dst); err != nil {
 		return fail(unmarshalProblem(err))
 	}

@@ -83,9 +83,6 @@ type contract struct {
 	// is not an object (providers only take objects).
 	format *ResponseFormat
 	shape  string // the compact shape restated in corrections
-	// plain is set when Decode may fill a T from the tree it checked
-	// instead of parsing the reply again (see plainType).
-	plain bool
 }
 
 // schemaInfo holds what the checker precomputes for one (sub)schema.
@@ -156,7 +153,6 @@ func buildContract(t reflect.Type) (*contract, error) {
 	if err := c.prepare(s, 0); err != nil {
 		return fail(err)
 	}
-	c.plain = plainType(t, map[reflect.Type]bool{})
 	switch {
 	case s.Type == "object" || slices.Contains(s.Types, "object"):
 		c.object = true

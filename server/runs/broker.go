@@ -80,6 +80,10 @@ type Subscription struct {
 // channel of subBuffer events was 6.5 KB allocated per runs/wait.
 const subBuffer = 64
 
+// subFirst is the queue's capacity at its first delivery (a one-node run
+// publishes a handful of events).
+const subFirst = 4
+
 // Subscribe starts receiving runID's events. Call Close when done.
 func (b *Broker) Subscribe(runID string) *Subscription {
 	s := &Subscription{b: b, runID: runID, wake: make(chan struct{}, 1)}
@@ -128,6 +132,9 @@ func (b *Broker) Deliver(runID string, events []db.Event) {
 func (b *Broker) deliver(runID string, events []db.Event) {
 	for s := range b.subs[runID] {
 		s.mu.Lock()
+		if cap(s.queue) == 0 { // the first delivery: room for a short run's events at once
+			s.queue = make([]db.Event, 0, min(subBuffer, max(subFirst, len(events))))
+		}
 		for _, ev := range events {
 			if len(s.queue) == subBuffer {
 				s.lagged = true

@@ -65,21 +65,28 @@ func (b *Broker) SetRelay(r Relay, poll time.Duration) {
 type Subscription struct {
 	b      *Broker
 	runID  string
-	ch     chan db.Event
 	mu     sync.Mutex
+	queue  []db.Event    // delivered, not yet taken (at most subBuffer)
+	spare  []db.Event    // the array of the batch taken before, reused
 	lagged bool          // events were dropped: re-read the durable log
 	ended  bool          // the run ended: nothing more will be published
 	final  *runFinal     // how it ended, when it ended in this process
-	wake   chan struct{} // signalled on lag or end (capacity 1)
+	wake   chan struct{} // signalled on delivery, lag or end (capacity 1)
 }
 
 // subBuffer is how many events a subscriber may fall behind before it is
-// marked lagging. Idle, a subscription holds only its empty channel.
+// marked lagging. The queue grows to what the subscriber has not taken
+// yet, so a run of a few events costs a few slots, not subBuffer: a
+// channel of subBuffer events was 6.5 KB allocated per runs/wait.
 const subBuffer = 64
+
+// subFirst is the queue's capacity at its first delivery (a one-node run
+// publishes a handful of events).
+const subFirst = 4
 
 // Subscribe starts receiving runID's events. Call Close when done.
 func (b *Broker) Subscribe(runID string) *Subscription {
-	s := &Subscription{b: b, runID: runID, ch: make(chan db.Event, subBuffer), wake: make(chan struct{}, 1)}
+	s := &Subscription{b: b, runID: runID, wake: make(chan struct{}, 1)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.subs[runID] == nil {
@@ -124,13 +131,19 @@ func (b *Broker) Deliver(runID string, events []db.Event) {
 
 func (b *Broker) deliver(runID string, events []db.Event) {
 	for s := range b.subs[runID] {
-		for _, ev := range events {
-			select {
-			case s.ch <- ev:
-			default:
-				s.signal(func() { s.lagged = true })
-			}
+		s.mu.Lock()
+		if cap(s.queue) == 0 { // the first delivery: room for a short run's events at once
+			s.queue = make([]db.Event, 0, min(subBuffer, max(subFirst, len(events))))
 		}
+		for _, ev := range events {
+			if len(s.queue) == subBuffer {
+				s.lagged = true
+				break
+			}
+			s.queue = append(s.queue, ev)
+		}
+		s.mu.Unlock()
+		s.notify()
 	}
 }
 
@@ -192,18 +205,28 @@ func (s *Subscription) signal(set func()) {
 	s.mu.Lock()
 	set()
 	s.mu.Unlock()
+	s.notify()
+}
+
+// notify wakes the subscriber, unless it is woken already.
+func (s *Subscription) notify() {
 	select {
 	case s.wake <- struct{}{}:
 	default:
 	}
 }
 
-func (s *Subscription) state() (lagged, ended bool, final *runFinal) {
+// take returns the events delivered since the last take, in order, and
+// the subscription's state as of them. The returned slice is valid until
+// the next take: its array then takes further deliveries.
+func (s *Subscription) take() (evs []db.Event, lagged, ended bool, final *runFinal) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	final = s.final
+	evs = s.queue
+	clear(s.spare) // let the events taken before go
+	s.queue, s.spare = s.spare[:0], evs
 	lagged, s.lagged = s.lagged, false
-	return lagged, s.ended, final
+	return evs, lagged, s.ended, s.final
 }
 
 // Close stops the subscription.
@@ -328,69 +351,52 @@ func join(ctx context.Context, log Log, b *Broker, tenant, runID string, after i
 			select {
 			case <-ctx.Done():
 				return
-			case ev := <-sub.ch:
-				switch {
-				case ev.Seq <= last:
-					continue // read from the log already
-				case ev.Seq > last+1:
-					if _, ok := catchUp(); !ok { // a gap: the log has what was missed
-						return
-					}
-					if ev.Seq <= last {
-						continue
-					}
-				}
-				last = ev.Seq
-				if !yield(ev, nil) {
-					return
-				}
 			case <-poll:
 				st, ok := catchUp()
 				if !ok || over(st) {
 					return
 				}
 			case <-sub.wake:
-				lagged, isEnded, final := sub.state()
-				if lagged || isEnded {
-					if !drain(sub.ch, &last, func(ev db.Event) bool { return yield(ev, nil) }) {
+				evs, lagged, isEnded, final := sub.take()
+				for _, ev := range evs {
+					switch {
+					case ev.Seq <= last:
+						continue // read from the log already
+					case ev.Seq > last+1:
+						if lagged || isEnded {
+							continue // the log read that follows fills any gap
+						}
+						if _, ok := catchUp(); !ok { // a gap: the log has what was missed
+							return
+						}
+						if ev.Seq <= last {
+							continue
+						}
+					}
+					last = ev.Seq
+					if !yield(ev, nil) {
 						return
 					}
-					if isEnded && !lagged && final != nil && final.seq > 0 && last >= final.seq && final.end.Status.Terminal() {
-						// Ended here, and every event came live.
-						out.complete, out.end = true, final.end
-						return
-					}
-					st, ok := catchUp()
-					if !ok {
-						return
-					}
-					if isEnded && st.Status.Terminal() {
-						out.complete, out.end = true, st
-					}
+				}
+				if !lagged && !isEnded {
+					continue
+				}
+				if isEnded && !lagged && final != nil && final.seq > 0 && last >= final.seq && final.end.Status.Terminal() {
+					// Ended here, and every event came live.
+					out.complete, out.end = true, final.end
+					return
+				}
+				st, ok := catchUp()
+				if !ok {
+					return
+				}
+				if isEnded && st.Status.Terminal() {
+					out.complete, out.end = true, st
 				}
 				if isEnded {
 					return
 				}
 			}
-		}
-	}
-}
-
-// drain yields what is buffered in order, skipping what was seen; it
-// reports false when the consumer stopped.
-func drain(ch chan db.Event, last *int64, yield func(db.Event) bool) bool {
-	for {
-		select {
-		case ev := <-ch:
-			if ev.Seq != *last+1 {
-				continue // the log read that follows fills any gap
-			}
-			*last = ev.Seq
-			if !yield(ev) {
-				return false
-			}
-		default:
-			return true
 		}
 	}
 }

@@ -165,3 +165,30 @@ func TestJoinConsumerStops(t *testing.T) {
 		t.Fatal("Join did not return when its context ended")
 	}
 }
+
+// A subscription holds only the events it has not taken: delivering past
+// subBuffer marks it lagging instead of growing its queue, and what was
+// taken is handed back in order.
+func TestSubscriptionQueueBounded(t *testing.T) {
+	b := NewBroker()
+	sub := b.Subscribe("r")
+	defer sub.Close()
+	for i := range subBuffer + 10 {
+		b.Publish("r", db.Event{RunID: "r", Seq: int64(i + 1)})
+	}
+	evs, lagged, ended, _ := sub.take()
+	if len(evs) != subBuffer || !lagged || ended {
+		t.Fatalf("took %d events (lagged %v, ended %v), want %d and lagging", len(evs), lagged, ended, subBuffer)
+	}
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d, want %d", i, ev.Seq, i+1)
+		}
+	}
+	b.Publish("r", db.Event{RunID: "r", Seq: 100})
+	b.End("r")
+	evs, lagged, ended, _ = sub.take()
+	if len(evs) != 1 || evs[0].Seq != 100 || lagged || !ended {
+		t.Fatalf("second take: %d events (lagged %v, ended %v), want seq 100 and ended", len(evs), lagged, ended)
+	}
+}

@@ -42,15 +42,20 @@ func TestEventLogFlushesChunksLeftWaiting(t *testing.T) {
 	l := newEventLog(&appendLog{}, b, db.Lease{RunID: "r"})
 	l.add(context.Background(), "values", []byte(`{}`)) // flushed at once
 	l.add(context.Background(), "messages", []byte(`["chunk"]`))
-	for _, want := range []string{"values", "messages"} {
+	var got []string
+	for len(got) < 2 {
 		select {
-		case ev := <-sub.ch:
-			if ev.Event != want {
-				t.Fatalf("got %s, want %s", ev.Event, want)
+		case <-sub.wake:
+			evs, _, _, _ := sub.take()
+			for _, ev := range evs {
+				got = append(got, ev.Event)
 			}
 		case <-time.After(10 * time.Second):
-			t.Fatalf("the %s event never reached the subscriber", want)
+			t.Fatalf("only %v reached the subscriber, want values and messages", got)
 		}
+	}
+	if len(got) != 2 || got[0] != "values" || got[1] != "messages" {
+		t.Fatalf("got %v, want [values messages]", got)
 	}
 }
 

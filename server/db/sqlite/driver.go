@@ -138,18 +138,36 @@ func (driver) Wrap(tx any) (sqlcore.Conn, error) {
 
 func (driver) Unwrap(c sqlcore.Conn) any { return c.(conn).q }
 
-// AppendEventRows inserts the events in statements of up to 100 rows.
+// eventRowsMax is how many events one INSERT of AppendEventRows carries.
+const eventRowsMax = 100
+
+// eventInsert is the INSERT of eventRowsMax events; the statement for n
+// events is its first eventRowsLen(n) bytes, so no statement text is
+// built per append (and the statement cache sees the same strings).
+var eventInsert = `INSERT INTO trellis_run_events (tenant, run_id, seq, event, data, created_at) VALUES ` +
+	strings.TrimSuffix(strings.Repeat(eventRow+`, `, eventRowsMax), ", ")
+
+const (
+	eventRow       = `(?, ?, ?, ?, ?, ?)`
+	eventInsertCol = 6 // the parameters of an eventRow
+)
+
+// eventRowsLen is the length of eventInsert's prefix holding n rows.
+func eventRowsLen(n int) int {
+	return len(eventInsert) - (eventRowsMax-n)*len(eventRow+`, `)
+}
+
+// AppendEventRows inserts the events in statements of up to eventRowsMax
+// rows.
 func (driver) AppendEventRows(ctx context.Context, c sqlcore.Conn, tenant, runID string, events []db.Event) error {
-	const cols = 6
-	for start := 0; start < len(events); start += 100 {
-		batch := events[start:min(start+100, len(events))]
-		args := make([]any, 0, cols*len(batch))
+	var t, r any = tenant, runID // boxed once, not per row
+	for start := 0; start < len(events); start += eventRowsMax {
+		batch := events[start:min(start+eventRowsMax, len(events))]
+		args := make([]any, 0, eventInsertCol*len(batch))
 		for _, e := range batch {
-			args = append(args, tenant, runID, e.Seq, e.Event, []byte(e.Data), micros(e.CreatedAt))
+			args = append(args, t, r, e.Seq, e.Event, []byte(e.Data), micros(e.CreatedAt))
 		}
-		q := `INSERT INTO trellis_run_events (tenant, run_id, seq, event, data, created_at) VALUES ` +
-			strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?), `, len(batch)), ", ")
-		if _, err := c.Exec(ctx, q, args...); err != nil {
+		if _, err := c.Exec(ctx, eventInsert[:eventRowsLen(len(batch))], args...); err != nil {
 			return err
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/trellis-agents/trellis/internal/txhook"
+	"github.com/trellis-agents/trellis/server/internal/repeat"
 )
 
 // The in-process hand-off: a job EnqueueWith inserts fresh is worked by a
@@ -288,38 +289,17 @@ func (q *Queue) runHandoff(e *handoff) {
 // progress.
 func (q *Queue) keepScheduled(e *handoff) (stop func()) {
 	every := q.cfg.HandoffWindow / 3
-	var (
-		mu      sync.Mutex
-		stopped bool
-		t       *time.Timer
-	)
-	tick := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped {
-			return
-		}
+	return repeat.Every(every, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), every)
 		ours, err := q.eng.extendHandoff(ctx, e.job.ID, q.handoffUntil())
 		cancel()
-		switch {
-		case err != nil:
+		if err != nil {
 			q.cfg.Logger.Warn("queue: pushing back a handed-off job failed; River may work it beside this process once its window ends",
 				slog.Int64("job_id", e.job.ID), slog.String("error", err.Error()))
-		case !ours:
-			return // River's now, or gone
+			return true
 		}
-		t.Reset(every)
-	}
-	mu.Lock()
-	t = time.AfterFunc(every, tick)
-	mu.Unlock()
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = true
-		t.Stop()
-	}
+		return ours // not ours: River's now, or gone
+	})
 }
 
 // advanceHandoff calls Advance once for e, with the end hook that deletes

@@ -3,10 +3,10 @@ package runs
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/internal/repeat"
 )
 
 // FollowLog is what Follow reads: the event log and the run's status.
@@ -112,30 +112,14 @@ func FollowRun(ctx context.Context, log FollowLog, b *Broker, tenant, thread, ru
 // cancel) or ctx ends. The returned function stops it, waiting for a call
 // in progress, so ctx should end first.
 func pollEnd(ctx context.Context, poll time.Duration, ended func(context.Context) (bool, error), cancel context.CancelFunc) (stop func()) {
-	var (
-		mu      sync.Mutex
-		stopped bool
-		t       *time.Timer
-	)
-	tick := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		if stopped || ctx.Err() != nil {
-			return
+	return repeat.Every(poll, func() bool {
+		if ctx.Err() != nil {
+			return false
 		}
 		if done, err := ended(ctx); err == nil && done {
 			cancel()
-			return
+			return false
 		}
-		t.Reset(poll)
-	}
-	mu.Lock()
-	t = time.AfterFunc(poll, tick)
-	mu.Unlock()
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = true
-		t.Stop()
-	}
+		return true
+	})
 }

@@ -201,7 +201,7 @@ func (a *Agency) Tools() []tool.Tool {
 		tool.MustFunc(EstimateBudget, "Estimate an offsite's cost: the venue, catering for everyone and an optional activity.", a.estimateBudget, tool.ReadOnly()),
 		tool.MustFunc(BookVenue, "Book a venue for the group from a free start day. Needs approval.", a.bookVenue,
 			tool.Summary(func(b bookArgs) string {
-				return fmt.Sprintf("Book %s for %d people, %d days from %s", b.Venue, b.People, b.Days, b.Start)
+				return fmt.Sprintf("Book %s for %d people, %d %s from %s", b.Venue, b.People, b.Days, plural(b.Days, "day", "days"), b.Start)
 			})),
 	}
 }

@@ -102,6 +102,9 @@ func TestBooking(t *testing.T) {
 			if !ok || s.Summarize(json.RawMessage(book)) != "Book Quinta Verde for 12 people, 2 days from jun 9" {
 				t.Errorf("the booking's summary is missing or wrong")
 			}
+			if got := s.Summarize(json.RawMessage(`{"venue":"Old Town Rooms","people":5,"days":1,"start":"Jun 3"}`)); got != "Book Old Town Rooms for 5 people, 1 day from Jun 3" {
+				t.Errorf("a one-day booking's summary = %q, want \"1 day\" in the singular", got)
+			}
 		}
 	}
 }

@@ -12,7 +12,9 @@ var ErrDamageNotApplicable = errors.New("this damage does not apply to the in-me
 // CorruptMemory damages what m stores for the conformance suite's Corrupter
 // (see checkpointtest.Damage for the kinds). Memory keeps Go values, not
 // bytes: a checkpoint payload replaced by "{}" or "null" becomes the zero
-// Checkpoint; a flipped byte of a checkpoint row cannot happen to a value
+// Checkpoint but for its ID, which is also the namespace's index, and its
+// metadata names the checkpoint as its own parent (what Validate rejects of
+// a row that decodes to nothing); a flipped byte of a checkpoint row cannot happen to a value
 // that is never encoded, so that kind returns ErrDamageNotApplicable.
 func CorruptMemory(m *Memory, ref Ref, kind, key string, version uint64, task string) error {
 	m.mu.Lock()
@@ -25,7 +27,7 @@ func CorruptMemory(m *Memory, ref Ref, kind, key string, version uint64, task st
 	switch kind {
 	case "checkpoint-empty-object", "checkpoint-null":
 		writes := c.writes
-		c.set(Checkpoint{}, nil, Metadata{})
+		c.set(Checkpoint{ID: c.id}, nil, Metadata{Parent: c.id})
 		c.writes = writes
 	case "blob-flip":
 		b, ok := ns.blobs.get(key, version)

@@ -63,14 +63,32 @@ func ChecksumString(sum uint32, parts ...string) uint32 {
 }
 
 // checksumUint64 continues sum over v's 8 little-endian bytes.
+// It takes the eight bytes at once (slicing-by-8, as hash/crc32 does for
+// long inputs): byte by byte, the three words of each blob's checksum were
+// 24 dependent table lookups, a few percent of a step saved in memory.
 func checksumUint64(sum uint32, v uint64) uint32 {
-	sum = ^sum
-	for range 8 {
-		sum = castagnoli[byte(sum)^byte(v)] ^ (sum >> 8)
-		v >>= 8
-	}
-	return ^sum
+	t := &castagnoli8
+	crc := ^sum ^ uint32(v)
+	hi := uint32(v >> 32)
+	crc = t[0][hi>>24] ^ t[1][hi>>16&0xff] ^ t[2][hi>>8&0xff] ^ t[3][hi&0xff] ^
+		t[4][crc>>24] ^ t[5][crc>>16&0xff] ^ t[6][crc>>8&0xff] ^ t[7][crc&0xff]
+	return ^crc
 }
+
+// castagnoli8 is the CRC-32C table for slicing-by-8: castagnoli8[0] is
+// castagnoli, and castagnoli8[j][i] is the CRC of byte i followed by j
+// zero bytes.
+var castagnoli8 = func() (t [8][256]uint32) {
+	t[0] = *castagnoli
+	for i := range 256 {
+		crc := t[0][i]
+		for j := 1; j < 8; j++ {
+			crc = t[0][crc&0xff] ^ crc>>8
+			t[j][i] = crc
+		}
+	}
+	return t
+}()
 
 // ChecksumUint64 continues sum over the 8 little-endian bytes of each of
 // vs, without allocating.

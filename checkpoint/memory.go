@@ -68,8 +68,7 @@ type blobID struct {
 // least one checkpoint: it is created by the first Put and only removed with
 // its thread.
 type memNamespace struct {
-	ids   []string         // checkpoint IDs, ascending
-	cps   []*memCheckpoint // cps[i] is checkpoint ids[i]; see get
+	cps   []*memCheckpoint // the checkpoints by ID, ascending; see get
 	blobs memBlobs
 	slab  memSlab // where Put carves what it stores; see memory_slab.go
 }
@@ -174,14 +173,14 @@ func (m *Memory) list(ref Ref, opts ListOptions) ([]*Tuple, error) {
 		return nil, nil
 	}
 	var out []*Tuple
-	for i, id := range slices.Backward(ns.ids) {
+	for _, c := range slices.Backward(ns.cps) {
+		id := c.id
 		if opts.Limit > 0 && len(out) >= opts.Limit {
 			break
 		}
 		if opts.Before != "" && id >= opts.Before {
 			continue
 		}
-		c := ns.cps[i]
 		if !c.md.Matches(opts.Filter) {
 			continue
 		}
@@ -271,10 +270,12 @@ func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp Chec
 		return fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the latest is %s: %w", out, ref.ID, latest, ErrConflict)
 	}
 	if ns != nil {
-		if ns.get(cp.ID) != nil {
-			return fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)
-		}
-		if cp.ID < latest {
+		// The IDs are sorted and latest is the last: an ID after it is new,
+		// which is every Put of a run, so only the others are searched.
+		if cp.ID <= latest {
+			if ns.get(cp.ID) != nil {
+				return fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)
+			}
 			return fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
 		}
 		for _, b := range cp.Blobs {
@@ -445,7 +446,7 @@ func (m *Memory) Prune(ctx context.Context, opts PruneOptions) (int, error) {
 // now - OlderThan), collects unneeded blobs, and returns how many
 // checkpoints it removed.
 func (ns *memNamespace) prune(opts PruneOptions, cutoff time.Time) int {
-	n := len(ns.ids)
+	n := len(ns.cps)
 	removed := ns.remove(func(i int, c *memCheckpoint) bool {
 		return i < n-1 && ((opts.KeepLatest > 0 && i < n-opts.KeepLatest) ||
 			(opts.OlderThan > 0 && c.created.Before(cutoff)))
@@ -481,7 +482,7 @@ func (ns *memNamespace) collect() {
 }
 
 func (ns *memNamespace) latest() string {
-	return ns.ids[len(ns.ids)-1]
+	return ns.cps[len(ns.cps)-1].id
 }
 
 // tuple builds the Tuple of a stored checkpoint (whose ID is id), with its
@@ -543,7 +544,6 @@ func (ns *memNamespace) chain(key string, v uint64) ([]Blob, error) {
 
 func (ns *memNamespace) clone() *memNamespace {
 	out := &memNamespace{
-		ids:   slices.Clone(ns.ids),
 		cps:   make([]*memCheckpoint, len(ns.cps)),
 		blobs: ns.blobs.clone(),
 	}
@@ -644,7 +644,7 @@ func (m *Memory) DeleteRun(ctx context.Context, threadID, runID string) (int, er
 			continue
 		}
 		removed += n
-		if len(ns.ids) == 0 {
+		if len(ns.cps) == 0 {
 			delete(nss, name)
 			continue
 		}
@@ -730,9 +730,13 @@ func (m *Memory) CheckpointIDs(ctx context.Context, ref Ref, limit int) ([]strin
 	if ns == nil {
 		return nil, nil
 	}
-	i, _ := slices.BinarySearch(ns.ids, ref.ID)
-	for i < len(ns.ids) && ns.ids[i] <= ref.ID {
+	i, _ := ns.search(ref.ID)
+	for i < len(ns.cps) && ns.cps[i].id <= ref.ID {
 		i++
 	}
-	return slices.Clone(ns.ids[i:min(len(ns.ids), i+limit)]), nil
+	ids := make([]string, 0, min(len(ns.cps)-i, limit))
+	for _, c := range ns.cps[i:min(len(ns.cps), i+limit)] {
+		ids = append(ids, c.id)
+	}
+	return ids, nil
 }

@@ -33,8 +33,8 @@ func (m *Memory) RemoveCheckpoints(ctx context.Context, ref Ref, ids []string) (
 		}
 		drop[id] = true
 	}
-	last := len(ns.ids) - 1
-	removed := ns.remove(func(i int, _ *memCheckpoint) bool { return drop[ns.ids[i]] && i != last })
+	last := len(ns.cps) - 1
+	removed := ns.remove(func(i int, c *memCheckpoint) bool { return drop[c.id] && i != last })
 	if removed > 0 {
 		ns.collect()
 	}

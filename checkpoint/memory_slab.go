@@ -45,6 +45,12 @@ type memCheckpoint struct {
 	md      Metadata
 	joins   *memJoins             // nil when cp.Waiting and cp.Deferred were both nil
 	writes  map[string][]memWrite // task ID -> writes sorted by Index
+
+	// A checkpoint of one key and one next task (a chain's step) keeps
+	// them here, not in the namespace's slabs: two carvings and, per 64
+	// steps, a dozen slab allocations fewer.
+	oneVer  [1]memVersion
+	oneTask [1]Task
 }
 
 // memJoins holds a stored checkpoint's Waiting and Deferred.
@@ -112,54 +118,69 @@ func (ns *memNamespace) store(cp Checkpoint, md Metadata, owned bool) {
 		}
 		ns.blobs.set(memBlob{Blob: b, sum: sum})
 	}
-	stored := len(ns.ids)
+	stored := len(ns.cps)
 	if len(ns.slab.cps) == cap(ns.slab.cps) {
 		ns.slab.cps = make([]memCheckpoint, 0, slabSize(stored))
 	}
 	ns.slab.cps = ns.slab.cps[:len(ns.slab.cps)+1]
 	c := &ns.slab.cps[len(ns.slab.cps)-1]
 
-	vers := carve(&ns.slab.vers, len(cp.Versions), len(cp.Versions), stored)
+	versions, tasks := cp.Versions, cp.Next
+	if !owned {
+		cp.Waiting, cp.Deferred, md = cloneWaiting(cp.Waiting), slices.Clone(cp.Deferred), cloneMetadata(md)
+	}
+	cp.Versions, cp.Blobs, cp.Next = nil, nil, nil
+	c.set(cp, nil, md) // before filling oneVer and oneTask, which it clears
+
+	vers := c.oneVer[:]
+	if len(versions) != 1 {
+		vers = carve(&ns.slab.vers, len(versions), len(versions), stored)
+	}
 	i := 0
-	for k, v := range cp.Versions {
+	for k, v := range versions {
 		vers[i] = memVersion{k, v}
 		i++
 	}
-	next := carve(&ns.slab.tasks, len(cp.Next), len(cp.Next), stored)
-	copy(next, cp.Next)
+	next := c.oneTask[:]
+	if len(tasks) != 1 {
+		next = carve(&ns.slab.tasks, len(tasks), len(tasks), stored)
+	}
+	copy(next, tasks)
 	if !owned {
 		for i := range next {
 			next[i].Payload = bytes.Clone(next[i].Payload)
 		}
-		cp.Waiting, cp.Deferred, md = cloneWaiting(cp.Waiting), slices.Clone(cp.Deferred), cloneMetadata(md)
 	}
-	cp.Versions, cp.Blobs, cp.Next = nil, nil, next
-	c.set(cp, vers, md)
+	c.vers, c.next = vers, next
 	ns.cps = append(ns.cps, c)
-	ns.ids = append(ns.ids, cp.ID)
 }
 
 // get returns the stored checkpoint whose ID is id, nil when there is
-// none. The IDs are sorted, so it searches them; most calls name the
-// latest, the last.
+// none. The checkpoints are sorted by ID, so it searches them; most calls
+// name the latest, the last.
 func (ns *memNamespace) get(id string) *memCheckpoint {
-	if ns == nil || len(ns.ids) == 0 {
+	if ns == nil || len(ns.cps) == 0 {
 		return nil
 	}
-	if n := len(ns.ids) - 1; ns.ids[n] == id {
-		return ns.cps[n]
+	if c := ns.cps[len(ns.cps)-1]; c.id == id {
+		return c
 	}
-	if i, ok := slices.BinarySearch(ns.ids, id); ok {
+	if i, ok := ns.search(id); ok {
 		return ns.cps[i]
 	}
 	return nil
+}
+
+// search returns the position of the checkpoint whose ID is id, or where
+// it would go.
+func (ns *memNamespace) search(id string) (int, bool) {
+	return slices.BinarySearchFunc(ns.cps, id, func(c *memCheckpoint, id string) int { return strings.Compare(c.id, id) })
 }
 
 // remove removes the checkpoints for which drop (given the position and
 // the checkpoint) is true, clearing what they held in the slabs, and
 // returns how many it removed. Removing is rare: the index is rebuilt.
 func (ns *memNamespace) remove(drop func(i int, c *memCheckpoint) bool) int {
-	ids := make([]string, 0, len(ns.ids))
 	cps := make([]*memCheckpoint, 0, len(ns.cps))
 	for i, c := range ns.cps {
 		if drop(i, c) {
@@ -168,11 +189,11 @@ func (ns *memNamespace) remove(drop func(i int, c *memCheckpoint) bool) int {
 			*c = memCheckpoint{}
 			continue
 		}
-		ids, cps = append(ids, ns.ids[i]), append(cps, c)
+		cps = append(cps, c)
 	}
-	removed := len(ns.ids) - len(ids)
+	removed := len(ns.cps) - len(cps)
 	if removed > 0 {
-		ns.ids, ns.cps = ids, cps
+		ns.cps = cps
 	}
 	return removed
 }

@@ -146,7 +146,7 @@ func (t *task) sum() fnv128 {
 func (r *run) idPrefix() fnv128 {
 	h := newFNV128()
 	h.add(r.cfg.thread)
-	h.add(r.cpID)
+	mixWords(&h, r.cpID)
 	h.add(r.ns)
 	return h
 }
@@ -571,6 +571,25 @@ func mix[S string | []byte](h *fnv128, s S) {
 	}
 	h.a = (h.a ^ 0xff) * 1099511628211 // separator
 	h.b = (h.b ^ 0xfe) * 0x100000001b3
+}
+
+// mixWords is mix taking eight bytes at a time, each folded back so its
+// high bits reach the low ones: the checkpoint ID (36 bytes) is most of
+// what a task's ID hashes, and byte by byte it cost about a tenth of a
+// step saved with the in-memory saver. The IDs it gives differ from mix's;
+// a task ID is only ever derived again from the same inputs by the same
+// code (a restored task keeps the ID stored with it, see parseTaskID).
+func mixWords(h *fnv128, s string) {
+	for len(s) >= 8 {
+		w := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		h.a = (h.a ^ w) * 1099511628211
+		h.a ^= h.a >> 32
+		h.b = (h.b ^ w) * 0x100000001b3
+		h.b ^= h.b >> 29
+		s = s[8:]
+	}
+	mix(h, s)
 }
 
 func (h *fnv128) addInt(n int) {

@@ -91,7 +91,7 @@ func (m *Memory) PutBatch(ctx context.Context, ref Ref, entries []Entry) (Ref, e
 	}
 	for _, e := range entries {
 		out := Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: e.Checkpoint.ID}
-		if err := m.checkSizes(out, e.Checkpoint, e.Metadata); err != nil {
+		if err := m.checkSizes(out, e.Checkpoint, 0, e.Metadata); err != nil {
 			return Ref{}, err
 		}
 	}
@@ -124,7 +124,7 @@ func (m *Memory) PutBatch(ctx context.Context, ref Ref, entries []Entry) (Ref, e
 		at = out
 	}
 	for _, e := range entries {
-		ns = m.store(ref, ns, e.Checkpoint, e.Metadata, false)
+		ns = m.store(ref, ns, e.Checkpoint, nil, e.Metadata, false)
 	}
 	return at, nil
 }

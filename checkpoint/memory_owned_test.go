@@ -46,6 +46,43 @@ func (o owned) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string,
 	return err
 }
 
+// ownedVersions is owned with the versions handed to PutOwnedVersions as a
+// slice, which it then scribbles over, as the engine reuses it.
+type ownedVersions struct{ owned }
+
+func (o ownedVersions) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Checkpoint, md checkpoint.Metadata) (checkpoint.Ref, error) {
+	cp, md = checkpoint.CloneForPut(cp, md)
+	var vers []checkpoint.KeyVersion
+	for k, v := range cp.Versions {
+		vers = append(vers, checkpoint.KeyVersion{Key: k, Version: v})
+	}
+	cp.Versions = nil
+	out, err := o.Memory.PutOwnedVersions(ctx, ref, cp, vers, md)
+	for i := range vers {
+		vers[i] = checkpoint.KeyVersion{Key: "reused", Version: 1<<64 - 1}
+	}
+	for i := range cp.Blobs {
+		cp.Blobs[i] = checkpoint.Blob{Key: "reused", Version: 1}
+	}
+	return out, err
+}
+
+func TestMemoryPutOwnedVersions(t *testing.T) {
+	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver {
+		return ownedVersions{owned{corruptible{checkpoint.NewMemory()}}}
+	})
+	ctx := context.Background()
+	m := checkpoint.NewMemory()
+	cp := checkpoint.Checkpoint{ID: checkpoint.NewID(), Versions: map[string]uint64{"a": 1}}
+	if _, err := m.PutOwnedVersions(ctx, checkpoint.Ref{ThreadID: "t"}, cp, []checkpoint.KeyVersion{{Key: "b", Version: 1}}, checkpoint.Metadata{}); err == nil {
+		t.Error("PutOwnedVersions took versions both as a map and as a slice")
+	}
+	cp.Versions = nil
+	if _, err := m.PutOwnedVersions(ctx, checkpoint.Ref{ThreadID: "t"}, cp, []checkpoint.KeyVersion{{Version: 1}}, checkpoint.Metadata{}); err == nil {
+		t.Error("PutOwnedVersions took a version with an empty key")
+	}
+}
+
 func TestMemoryPutOwned(t *testing.T) {
 	checkpointtest.Run(t, func(t *testing.T) checkpoint.Saver { return owned{corruptible{checkpoint.NewMemory()}} })
 }

@@ -27,10 +27,7 @@ import (
 const slabMax = 32
 
 // memVersion is one entry of a stored checkpoint's versions.
-type memVersion struct {
-	key string
-	ver uint64
-}
+type memVersion = KeyVersion
 
 // memCheckpoint is a stored checkpoint. It keeps a Checkpoint's fields
 // but not the struct (168 bytes instead of 224, most of what Memory keeps
@@ -110,7 +107,7 @@ func carve[T any](slab *[]T, n, per, stored int) []T {
 // checkpoint. Unless owned, it copies every byte slice and map it keeps;
 // either way it copies cp.Versions, cp.Blobs and cp.Next element by
 // element, so the caller keeps those containers.
-func (ns *memNamespace) store(cp Checkpoint, md Metadata, owned bool) {
+func (ns *memNamespace) store(cp Checkpoint, kvs []KeyVersion, md Metadata, owned bool) {
 	for _, b := range cp.Blobs {
 		sum := BlobChecksum(b)
 		if !owned {
@@ -132,11 +129,12 @@ func (ns *memNamespace) store(cp Checkpoint, md Metadata, owned bool) {
 	cp.Versions, cp.Blobs, cp.Next = nil, nil, nil
 	c.set(cp, nil, md) // before filling oneVer and oneTask, which it clears
 
+	nv := len(versions) + len(kvs)
 	vers := c.oneVer[:]
-	if len(versions) != 1 {
-		vers = carve(&ns.slab.vers, len(versions), len(versions), stored)
+	if nv != 1 {
+		vers = carve(&ns.slab.vers, nv, nv, stored)
 	}
-	i := 0
+	i := copy(vers, kvs)
 	for k, v := range versions {
 		vers[i] = memVersion{k, v}
 		i++
@@ -202,7 +200,7 @@ func (ns *memNamespace) remove(drop func(i int, c *memCheckpoint) bool) int {
 func (c *memCheckpoint) versions() map[string]uint64 {
 	out := make(map[string]uint64, len(c.vers))
 	for _, kv := range c.vers {
-		out[kv.key] = kv.ver
+		out[kv.Key] = kv.Version
 	}
 	return out
 }
@@ -211,7 +209,7 @@ func (c *memCheckpoint) versions() map[string]uint64 {
 func (c *memCheckpoint) sortedKeys() []string {
 	keys := make([]string, len(c.vers))
 	for i, kv := range c.vers {
-		keys[i] = kv.key
+		keys[i] = kv.Key
 	}
 	slices.SortFunc(keys, strings.Compare)
 	return keys

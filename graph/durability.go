@@ -128,6 +128,17 @@ func (r *run) store(cp checkpoint.Checkpoint, md checkpoint.Metadata, owned bool
 	return nil
 }
 
+// putMemory stores a checkpoint built for this Put alone, whose versions
+// are vers, with the run's saver, a *checkpoint.Memory (see scratch).
+func (r *run) putMemory(cp checkpoint.Checkpoint, vers []checkpoint.KeyVersion, md checkpoint.Metadata) error {
+	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.headID}
+	r.headID = cp.ID // as store does, whether the Put fails or not
+	if _, err := r.cfg.saver.(*checkpoint.Memory).PutOwnedVersions(r.ctx, ref, cp, vers, md); err != nil {
+		return fmt.Errorf("graph: save checkpoint of thread %q at step %d: %w", r.cfg.thread, md.Step, err)
+	}
+	return nil
+}
+
 // putNow stores a checkpoint with the run's saver.
 func (r *run) putNow(ref checkpoint.Ref, cp checkpoint.Checkpoint, md checkpoint.Metadata, owned bool) error {
 	var err error

@@ -55,12 +55,10 @@ func WithFinalWrite(fn func(*FinalWrite)) RunOption {
 // holdFinal reports whether the checkpoint save is about to write is the
 // run's last and WithFinalWrite wants it; if so it hands it over.
 func (r *run) holdFinal(cp checkpoint.Checkpoint, md checkpoint.Metadata) bool {
-	fn := r.cfg.get().finalWrite
-	if fn == nil || r.parent != nil || r.ns != "" || len(r.next) > 0 || r.uncommitted ||
-		r.cfg.durability == DurabilityExit || md.Source != checkpoint.SourceLoop && md.Source != checkpoint.SourceInput ||
-		r.x != nil && (r.x.heldCP != nil || r.x.pending != nil) {
+	if !r.mayHoldFinal(md) {
 		return false
 	}
+	fn := r.cfg.get().finalWrite
 	if r.w != nil {
 		// The writer's queue goes first; a failure there is the run's.
 		if err := r.w.flush(); err != nil {
@@ -71,4 +69,12 @@ func (r *run) holdFinal(cp checkpoint.Checkpoint, md checkpoint.Metadata) bool {
 	fn(&FinalWrite{State: r.state, saver: r.cfg.saver, ref: ref, cp: cp, md: md})
 	r.headID = cp.ID
 	return true
+}
+
+// mayHoldFinal reports whether holdFinal would take a checkpoint with
+// metadata md, but for a failure to flush the async writer.
+func (r *run) mayHoldFinal(md checkpoint.Metadata) bool {
+	return r.cfg.get().finalWrite != nil && r.parent == nil && r.ns == "" && len(r.next) == 0 && !r.uncommitted &&
+		r.cfg.durability != DurabilityExit && (md.Source == checkpoint.SourceLoop || md.Source == checkpoint.SourceInput) &&
+		(r.x == nil || r.x.heldCP == nil && r.x.pending == nil)
 }

@@ -36,11 +36,15 @@ func (r *run) save(source checkpoint.Source) error {
 	now := time.Now()
 	cp := checkpoint.Checkpoint{ID: checkpointID(now), Created: now}
 	sc := r.scratch()
+	// The versions are gathered in a slice: checkpoint.Memory takes it as
+	// it is (PutOwnedVersions), any other route gets a map (versionMap).
+	var vers []checkpoint.KeyVersion
+	var vp *[]checkpoint.KeyVersion
 	if sc != nil {
-		cp.Versions, cp.Blobs, cp.Next = sc.versions, sc.blobs, sc.next
-	}
-	if cp.Versions == nil {
-		cp.Versions = make(map[string]uint64, len(r.state.vals))
+		vers, cp.Blobs, cp.Next = sc.vers, sc.blobs, sc.next
+	} else {
+		vp = versPool.Get().(*[]checkpoint.KeyVersion)
+		vers = (*vp)[:0]
 	}
 	r.nextTag = 0
 	parent := r.cpID
@@ -50,7 +54,7 @@ func (r *run) save(source checkpoint.Source) error {
 			continue
 		}
 		k := r.g.sch.keys[i]
-		cp.Versions[k.Name()] = sl.ver
+		vers = append(vers, checkpoint.KeyVersion{Key: k.Name(), Version: sl.ver})
 		ws := r.stepLog[i]
 		if len(ws) == 0 {
 			continue
@@ -71,9 +75,17 @@ func (r *run) save(source checkpoint.Source) error {
 		cp.Blobs = append(cp.Blobs, b)
 	}
 	if r.logVer > 0 {
-		cp.Versions[logKey] = r.logVer
+		vers = append(vers, checkpoint.KeyVersion{Key: logKey, Version: r.logVer})
 	}
-	r.contextBlob(&cp)
+	vers = r.contextBlob(&cp, vers)
+	if sc == nil {
+		cp.Versions = versionMap(vers)
+		if cap(vers) <= maxScratch {
+			clear(vers)
+			*vp = vers[:0]
+			versPool.Put(vp)
+		}
+	}
 	for _, t := range r.next {
 		ct := checkpoint.Task{ID: t.ID(), Node: t.node.name, Path: t.path()}
 		if t.push {
@@ -112,6 +124,7 @@ func (r *run) save(source checkpoint.Source) error {
 	}
 	md := checkpoint.Metadata{Source: source, Step: step, Parent: parent, RunID: r.cfg.runID}
 	if r.x != nil && r.x.holdCP {
+		// (sc is nil here: see scratch)
 		r.x.holdCP, r.x.heldCP = false, &heldCheckpoint{cp: cp, md: md}
 		if r.x.pairCP && r.wants(EventCheckpoint) {
 			// Delivered where an unheld checkpoint's event would be, so
@@ -123,13 +136,20 @@ func (r *run) save(source checkpoint.Source) error {
 	var err error
 	switch {
 	case r.x != nil && r.x.pairCP && r.x.heldCP != nil:
+		if sc != nil {
+			cp.Versions = versionMap(vers)
+		}
 		err = r.putPair(cp, md) // the saver copies what it keeps
-		sc.release(cp)
-	case r.holdFinal(cp, md):
+		sc.release(cp, vers)
+	case sc == nil && r.holdFinal(cp, md):
 		// Handed over: its containers are not reused.
+	case sc != nil && r.mayHoldFinal(md) && r.holdFinal(withVersions(cp, vers), md):
+		// Handed over with a map of its own; the rest is not reused.
+	case sc != nil:
+		err = r.putMemory(cp, vers, md) // built for this Put alone
+		sc.release(cp, vers)
 	default:
 		err = r.putOwned(cp, md) // built for this Put alone
-		sc.release(cp)
 	}
 	if err != nil {
 		r.cpID = parent
@@ -147,12 +167,16 @@ func (r *run) save(source checkpoint.Source) error {
 // checkpoint.Memory.PutOwned), for the next save to reuse: with
 // checkpoint.Memory a step's save then allocates no containers.
 type saveScratch struct {
-	versions map[string]uint64
-	blobs    []checkpoint.Blob
-	next     []checkpoint.Task
+	vers  []checkpoint.KeyVersion
+	blobs []checkpoint.Blob
+	next  []checkpoint.Task
 }
 
 var scratchPool = sync.Pool{New: func() any { return new(saveScratch) }}
+
+// versPool holds the slices a save gathers its versions in when the
+// checkpoint gets a map of them (any saver but checkpoint.Memory).
+var versPool = sync.Pool{New: func() any { return new([]checkpoint.KeyVersion) }}
 
 // maxScratch bounds the entries of a scratch map or slice kept for reuse,
 // so that one wide graph does not leave every pooled map wide.
@@ -174,18 +198,34 @@ func (r *run) scratch() *saveScratch {
 
 // release clears cp's containers, which PutOwned has copied, and puts them
 // back for the next save. A nil scratch does nothing.
-func (sc *saveScratch) release(cp checkpoint.Checkpoint) {
+func (sc *saveScratch) release(cp checkpoint.Checkpoint, vers []checkpoint.KeyVersion) {
 	if sc == nil {
 		return
 	}
-	if len(cp.Versions) > maxScratch || cap(cp.Blobs) > maxScratch || cap(cp.Next) > maxScratch {
+	if cap(vers) > maxScratch || cap(cp.Blobs) > maxScratch || cap(cp.Next) > maxScratch {
 		return
 	}
-	clear(cp.Versions)
+	clear(vers)
 	clear(cp.Blobs) // their data now belongs to the saver
 	clear(cp.Next)
-	sc.versions, sc.blobs, sc.next = cp.Versions, cp.Blobs[:0], cp.Next[:0]
+	sc.vers, sc.blobs, sc.next = vers[:0], cp.Blobs[:0], cp.Next[:0]
 	scratchPool.Put(sc)
+}
+
+// versionMap returns a checkpoint's versions as Checkpoint.Versions holds
+// them.
+func versionMap(vers []checkpoint.KeyVersion) map[string]uint64 {
+	m := make(map[string]uint64, len(vers))
+	for _, kv := range vers {
+		m[kv.Key] = kv.Version
+	}
+	return m
+}
+
+// withVersions returns cp with its versions, vers, as a map.
+func withVersions(cp checkpoint.Checkpoint, vers []checkpoint.KeyVersion) checkpoint.Checkpoint {
+	cp.Versions = versionMap(vers)
+	return cp
 }
 
 // fork starts a new branch before replaying from an older checkpoint: it

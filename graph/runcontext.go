@@ -85,16 +85,16 @@ func (r *run) setRunContext() error {
 }
 
 // contextBlob adds the run context to a checkpoint being saved.
-func (r *run) contextBlob(cp *checkpoint.Checkpoint) {
+func (r *run) contextBlob(cp *checkpoint.Checkpoint, vers []checkpoint.KeyVersion) []checkpoint.KeyVersion {
 	if r.x == nil || r.x.ctxJSON == nil || r.parent != nil && !r.cfg.get().runCtxSet {
-		return // a nested run without its own context reads its parent's
+		return vers // a nested run without its own context reads its parent's
 	}
 	if r.x.ctxDirty {
 		r.x.ctxVer = (r.x.ctxVer>>32+1)<<32 | uint64(r.tag())
 		cp.Blobs = append(cp.Blobs, checkpoint.Blob{Key: ctxKey, Version: r.x.ctxVer, Kind: checkpoint.Full, Data: r.x.ctxJSON})
 		r.x.ctxDirty = false
 	}
-	cp.Versions[ctxKey] = r.x.ctxVer
+	return append(vers, checkpoint.KeyVersion{Key: ctxKey, Version: r.x.ctxVer})
 }
 
 // restoreContext reads a saved run context.

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"bytes"
 	"cmp"
+	"hash/crc32"
 	"slices"
 )
 
@@ -18,8 +19,9 @@ type memBlobs map[string]*blobList
 // costs one allocation until its third version (a wide state writes many
 // keys once or twice).
 type blobList struct {
-	list  []storedBlob
-	first [2]storedBlob
+	list   []storedBlob
+	first  [2]storedBlob
+	keySum uint32 // ChecksumString(0, key): where each blob's checksum starts
 }
 
 // storedBlob is a memBlob as a blobList keeps it: without its key, which
@@ -62,21 +64,34 @@ func (bs memBlobs) get(key string, v uint64) (memBlob, bool) {
 }
 
 // set stores b, replacing the blob of its key and version if there is one.
-func (bs memBlobs) set(b memBlob) {
-	l := bs[b.Key]
+func (bs memBlobs) set(b memBlob) { bs.list(b.Key).set(stored(b)) }
+
+// list returns key's list, adding an empty one if there is none.
+func (bs memBlobs) list(key string) *blobList {
+	l := bs[key]
 	if l == nil {
-		l = &blobList{}
+		l = &blobList{keySum: ChecksumString(0, key)}
 		l.list = l.first[:0]
-		bs[b.Key] = l
+		bs[key] = l
 	}
-	i, ok := l.find(b.Version)
+	return l
+}
+
+// sum returns BlobChecksum(b) for a blob of l's key.
+func (l *blobList) sum(b Blob) uint32 {
+	return crc32.Update(ChecksumUint64(l.keySum, b.Version, uint64(b.Kind), b.Base), castagnoli, b.Data)
+}
+
+// set stores b, replacing the blob of its version if there is one.
+func (l *blobList) set(b storedBlob) {
+	i, ok := l.find(b.version)
 	switch {
 	case ok:
-		l.list[i] = stored(b)
+		l.list[i] = b
 	case i == len(l.list):
-		l.list = append(l.list, stored(b))
+		l.list = append(l.list, b)
 	default:
-		l.list = slices.Insert(l.list, i, stored(b))
+		l.list = slices.Insert(l.list, i, b)
 	}
 }
 
@@ -108,7 +123,7 @@ func (bs memBlobs) clone() memBlobs {
 			b.data = bytes.Clone(b.data)
 			list[i] = b
 		}
-		out[key] = &blobList{list: list}
+		out[key] = &blobList{list: list, keySum: l.keySum}
 	}
 	return out
 }

@@ -109,15 +109,16 @@ func carve[T any](slab *[]T, n, per, stored int) []T {
 // element, so the caller keeps those containers.
 func (ns *memNamespace) store(cp Checkpoint, kvs []KeyVersion, md Metadata, owned bool) {
 	for _, b := range cp.Blobs {
-		sum := BlobChecksum(b)
+		l := ns.blobs.list(b.Key)
+		sum := l.sum(b)
 		if !owned {
 			b = cloneBlob(b)
 		}
-		ns.blobs.set(memBlob{Blob: b, sum: sum})
+		l.set(stored(memBlob{Blob: b, sum: sum}))
 	}
-	stored := len(ns.cps)
+	held := len(ns.cps)
 	if len(ns.slab.cps) == cap(ns.slab.cps) {
-		ns.slab.cps = make([]memCheckpoint, 0, slabSize(stored))
+		ns.slab.cps = make([]memCheckpoint, 0, slabSize(held))
 	}
 	ns.slab.cps = ns.slab.cps[:len(ns.slab.cps)+1]
 	c := &ns.slab.cps[len(ns.slab.cps)-1]
@@ -127,12 +128,16 @@ func (ns *memNamespace) store(cp Checkpoint, kvs []KeyVersion, md Metadata, owne
 		cp.Waiting, cp.Deferred, md = cloneWaiting(cp.Waiting), slices.Clone(cp.Deferred), cloneMetadata(md)
 	}
 	cp.Versions, cp.Blobs, cp.Next = nil, nil, nil
-	c.set(cp, nil, md) // before filling oneVer and oneTask, which it clears
+	// c is a fresh slab entry, all zero: set only what is not.
+	c.id, c.created, c.md = cp.ID, cp.Created, md
+	if cp.Waiting != nil || cp.Deferred != nil {
+		c.joins = &memJoins{waiting: cp.Waiting, deferred: cp.Deferred}
+	}
 
 	nv := len(versions) + len(kvs)
 	vers := c.oneVer[:]
 	if nv != 1 {
-		vers = carve(&ns.slab.vers, nv, nv, stored)
+		vers = carve(&ns.slab.vers, nv, nv, held)
 	}
 	i := copy(vers, kvs)
 	for k, v := range versions {
@@ -141,7 +146,7 @@ func (ns *memNamespace) store(cp Checkpoint, kvs []KeyVersion, md Metadata, owne
 	}
 	next := c.oneTask[:]
 	if len(tasks) != 1 {
-		next = carve(&ns.slab.tasks, len(tasks), len(tasks), stored)
+		next = carve(&ns.slab.tasks, len(tasks), len(tasks), held)
 	}
 	copy(next, tasks)
 	if !owned {

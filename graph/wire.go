@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"sync"
 )
 
@@ -37,8 +38,15 @@ func (e *wireEncoder) release() {
 	}
 }
 
-// value appends v's JSON encoding.
+// value appends v's JSON encoding. Integers, booleans and strings with
+// nothing to escape are written directly, byte for byte what
+// encoding/json writes: a counter's or a label's value is then encoded
+// without reflection (about a tenth of a step saved in memory).
 func (e *wireEncoder) value(v any) error {
+	if b, ok := appendScalar(e.buf.AvailableBuffer(), v); ok {
+		e.buf.Write(b)
+		return nil
+	}
 	if err := e.enc.Encode(v); err != nil {
 		return err // Encode writes nothing when it fails
 	}
@@ -80,4 +88,38 @@ func deltaData(k keyImpl, ws []Write, limit int) ([]byte, bool, error) {
 		return nil, false, nil
 	}
 	return carveBytes(e.buf.Bytes()), true, nil
+}
+
+// appendScalar appends v's JSON encoding to b when v is an integer, a
+// boolean or a string of printable ASCII that encoding/json leaves as it
+// is (no quote, backslash or HTML character), and reports whether it did.
+// Only those exact types: a named type may have its own MarshalJSON.
+func appendScalar(b []byte, v any) ([]byte, bool) {
+	switch v := v.(type) {
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), true
+	case int64:
+		return strconv.AppendInt(b, v, 10), true
+	case int32:
+		return strconv.AppendInt(b, int64(v), 10), true
+	case uint64:
+		return strconv.AppendUint(b, v, 10), true
+	case uint:
+		return strconv.AppendUint(b, uint64(v), 10), true
+	case bool:
+		return strconv.AppendBool(b, v), true
+	case string:
+		if len(v) > 256 {
+			return b, false
+		}
+		for i := 0; i < len(v); i++ {
+			if c := v[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+				return b, false
+			}
+		}
+		b = append(b, '"')
+		b = append(b, v...)
+		return append(b, '"'), true
+	}
+	return b, false
 }

@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -83,5 +84,32 @@ func TestWireFormError(t *testing.T) {
 	got, err := k.encodeWrite(k.Set(1))
 	if err != nil || string(got) != `{"v":1}` {
 		t.Fatalf("after an error: %s, %v", got, err)
+	}
+}
+
+// TestWireScalars checks the encoder's direct path for integers, booleans
+// and plain strings against encoding/json, and that what it does not take
+// (escapes, floats, named types) still encodes as encoding/json does.
+func TestWireScalars(t *testing.T) {
+	type named int
+	vals := []any{0, -1, 42, int64(-1 << 63), int32(7), uint64(1<<64 - 1), uint(3), true, false,
+		"", "plain text 123", `quote"`, `back\slash`, "<tag>", "a&b", "tab\t", "é", "\x7f",
+		strings.Repeat("x", 300), 1.5, named(5), nil, []int{1}}
+	for _, v := range vals {
+		want, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := getWireEncoder()
+		if err := e.value(v); err != nil {
+			t.Fatal(err)
+		}
+		if got := e.buf.String(); got != string(want) {
+			t.Errorf("%T %v encodes as %s, encoding/json as %s", v, v, got, want)
+		}
+		e.release()
+	}
+	if _, ok := appendScalar(nil, named(5)); ok {
+		t.Error("a named integer type took the direct path; it may have its own MarshalJSON")
 	}
 }

@@ -26,6 +26,14 @@ var lastIDTime atomic.Int64
 // these in a namespace. The random bits come from the runtime's ChaCha8
 // generator: an ID needs to be unique, not secret.
 func checkpointID(now time.Time) string {
+	var cv carver
+	id := cv.checkpointID(now)
+	cv.release()
+	return id
+}
+
+// checkpointID is checkpointID carving from cv's chunk.
+func (cv *carver) checkpointID(now time.Time) string {
 	nano := now.UnixNano()
 	ms := nano / int64(time.Millisecond)
 	t := ms<<12 | (nano-ms*int64(time.Millisecond))>>8
@@ -60,5 +68,5 @@ func checkpointID(now time.Time) string {
 		s[j], s[j+1] = hexDigits[b>>4], hexDigits[b&0xf]
 		j += 2
 	}
-	return carveString(s[:])
+	return cv.string(s[:])
 }

@@ -34,7 +34,9 @@ func (r *run) save(source checkpoint.Source) error {
 	// subgraphs saved theirs, and checkpoint IDs must sort by when they
 	// were saved (a Stateful subgraph's replay looks "before" one).
 	now := time.Now()
-	cp := checkpoint.Checkpoint{ID: checkpointID(now), Created: now}
+	var cv carver // the save's small strings and data share one chunk
+	defer cv.release()
+	cp := checkpoint.Checkpoint{ID: cv.checkpointID(now), Created: now}
 	sc := r.scratch()
 	// The versions are gathered in a slice: checkpoint.Memory takes it as
 	// it is (PutOwnedVersions), any other route gets a map (versionMap).
@@ -60,7 +62,7 @@ func (r *run) save(source checkpoint.Source) error {
 			continue
 		}
 		r.stepLog[i] = ws[:0]
-		b, err := r.blob(i, k, sl, ws)
+		b, err := r.blob(&cv, i, k, sl, ws)
 		r.savedVer[i] = sl.ver
 		if err != nil {
 			return fmt.Errorf("graph: checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)
@@ -87,7 +89,7 @@ func (r *run) save(source checkpoint.Source) error {
 		}
 	}
 	for _, t := range r.next {
-		ct := checkpoint.Task{ID: t.ID(), Node: t.node.name, Path: t.path()}
+		ct := checkpoint.Task{ID: t.sum().carveHex(&cv), Node: t.node.name, Path: t.path()}
 		if t.push {
 			p, err := t.node.encodePayload(t.payload)
 			if err != nil {
@@ -242,7 +244,7 @@ func (r *run) fork() error {
 	return r.save(checkpoint.SourceFork)
 }
 
-func (r *run) blob(i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, error) {
+func (r *run) blob(cv *carver, i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, error) {
 	b := checkpoint.Blob{Key: k.Name(), Version: sl.ver}
 	// A delta must follow the saved version directly (under DurabilityExit
 	// several steps may have passed since the last save).
@@ -263,7 +265,7 @@ func (r *run) blob(i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, erro
 			return b, nil
 		}
 	}
-	data, err := encodeFull(k, sl.v)
+	data, err := encodeFull(cv, k, sl.v)
 	if err != nil {
 		return b, err
 	}
@@ -280,13 +282,17 @@ const minDelta = len(`[{"v":1}]`)
 // encodeFull encodes a key's value for a full blob: the same JSON as
 // k.encodeValue (json.Marshal's), encoded into a pooled buffer and copied
 // out with carveBytes, so a small value costs no allocation of its own.
-func encodeFull(k keyImpl, v any) ([]byte, error) {
+func encodeFull(cv *carver, k keyImpl, v any) ([]byte, error) {
+	var buf [24]byte
+	if b, ok := appendScalar(buf[:0], v); ok {
+		return cv.bytes(b), nil // (a long string gets its own copy)
+	}
 	e := getWireEncoder()
 	defer e.release()
 	if err := e.value(v); err != nil {
 		return nil, fmt.Errorf("state key %q: encode %T: %w", k.Name(), v, err)
 	}
-	return carveBytes(e.buf.Bytes()), nil
+	return cv.bytes(e.buf.Bytes()), nil
 }
 
 // chainInfo tracks a key's blob chain since its last full snapshot.

@@ -625,11 +625,19 @@ func parseTaskID(s string) (fnv128, bool) {
 }
 
 func (h fnv128) hex() string {
+	var cv carver
+	s := h.carveHex(&cv)
+	cv.release()
+	return s
+}
+
+// carveHex is hex carving from cv's chunk.
+func (h fnv128) carveHex(cv *carver) string {
 	const digits = "0123456789abcdef"
 	var buf [32]byte
 	for i := range 16 {
 		buf[i] = digits[h.a>>(60-4*i)&0xf]
 		buf[16+i] = digits[h.b>>(60-4*i)&0xf]
 	}
-	return carveString(buf[:]) // saved with every checkpoint's next tasks
+	return cv.string(buf[:]) // saved with every checkpoint's next tasks
 }

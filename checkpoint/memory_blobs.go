@@ -15,14 +15,23 @@ import (
 // stored out of order (a fork's branch) is inserted in place.
 type memBlobs map[string]*blobList
 
-// blobList is one key's blobs. Its first two live in the struct, so a key
-// costs one allocation until its third version (a wide state writes many
-// keys once or twice).
+// blobList is one key's blobs, sorted by version, in chunks: head, then
+// rest. head starts as first (a key costs one allocation until its third
+// version: a wide state writes many keys once or twice) and doubles up to
+// blobChunk; later blobs go into chunks of blobChunk. A long list so grows
+// without copying what it holds: doubling one slice allocated about twice
+// what it kept and copied all of it on the way, some 120 bytes a step
+// saved. A chunk may hold more than blobChunk after an insertion (a
+// fork's version) or a clone; no chunk in rest is empty.
 type blobList struct {
-	list   []storedBlob
+	head   []storedBlob
+	rest   [][]storedBlob
 	first  [2]storedBlob
 	keySum uint32 // ChecksumString(0, key): where each blob's checksum starts
 }
+
+// blobChunk is how many blobs a chunk after the head is made for.
+const blobChunk = 32
 
 // storedBlob is a memBlob as a blobList keeps it: without its key, which
 // is the list's (48 bytes instead of 72: a step's blob is most of what
@@ -42,12 +51,54 @@ func stored(b memBlob) storedBlob {
 	return storedBlob{version: b.Version, base: b.Base, data: b.Data, sum: b.sum, kind: b.Kind}
 }
 
-// find returns the position of version v in l, or where it would go.
-func (l *blobList) find(v uint64) (int, bool) {
-	if n := len(l.list); n > 0 && l.list[n-1].version < v {
-		return n, false // the common case: a new version after the others
+// chunks returns how many chunks l has (the head counts, even empty).
+func (l *blobList) chunks() int { return 1 + len(l.rest) }
+
+// chunk returns chunk c: the head for 0, else rest[c-1].
+func (l *blobList) chunk(c int) []storedBlob {
+	if c == 0 {
+		return l.head
 	}
-	return slices.BinarySearchFunc(l.list, v, func(b storedBlob, v uint64) int { return cmp.Compare(b.version, v) })
+	return l.rest[c-1]
+}
+
+func (l *blobList) setChunk(c int, s []storedBlob) {
+	if c == 0 {
+		l.head = s
+	} else {
+		l.rest[c-1] = s
+	}
+}
+
+// find returns the chunk and position of version v in l, or where it
+// would go.
+func (l *blobList) find(v uint64) (c, i int, ok bool) {
+	last := l.chunk(l.chunks() - 1)
+	if n := len(last); n == 0 || last[n-1].version < v {
+		return l.chunks() - 1, n, false // the common case: a new version after the others
+	}
+	// The first chunk whose last version is v or later holds v, if any.
+	lo, hi := 0, l.chunks()-1
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if s := l.chunk(mid); len(s) > 0 && s[len(s)-1].version < v {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	c = lo
+	i, ok = slices.BinarySearchFunc(l.chunk(c), v, func(b storedBlob, v uint64) int { return cmp.Compare(b.version, v) })
+	return c, i, ok
+}
+
+// count returns how many blobs l holds.
+func (l *blobList) count() int {
+	n := len(l.head)
+	for _, s := range l.rest {
+		n += len(s)
+	}
+	return n
 }
 
 // get returns the blob of key at version v.
@@ -56,11 +107,11 @@ func (bs memBlobs) get(key string, v uint64) (memBlob, bool) {
 	if l == nil {
 		return memBlob{}, false
 	}
-	i, ok := l.find(v)
+	c, i, ok := l.find(v)
 	if !ok {
 		return memBlob{}, false
 	}
-	return l.list[i].blob(key), true
+	return l.chunk(c)[i].blob(key), true
 }
 
 // set stores b, replacing the blob of its key and version if there is one.
@@ -71,7 +122,7 @@ func (bs memBlobs) list(key string) *blobList {
 	l := bs[key]
 	if l == nil {
 		l = &blobList{keySum: ChecksumString(0, key)}
-		l.list = l.first[:0]
+		l.head = l.first[:0]
 		bs[key] = l
 	}
 	return l
@@ -84,14 +135,19 @@ func (l *blobList) sum(b Blob) uint32 {
 
 // set stores b, replacing the blob of its version if there is one.
 func (l *blobList) set(b storedBlob) {
-	i, ok := l.find(b.version)
+	c, i, ok := l.find(b.version)
+	s := l.chunk(c)
 	switch {
 	case ok:
-		l.list[i] = b
-	case i == len(l.list):
-		l.list = append(l.list, b)
+		s[i] = b
+	case i < len(s):
+		l.setChunk(c, slices.Insert(s, i, b))
+	case len(s) < cap(s) || c == 0 && cap(s) < blobChunk:
+		l.setChunk(c, append(s, b)) // in place, or the head doubling
 	default:
-		l.list = slices.Insert(l.list, i, b)
+		n := make([]storedBlob, 1, blobChunk)
+		n[0] = b
+		l.rest = append(l.rest, n)
 	}
 }
 
@@ -99,7 +155,7 @@ func (l *blobList) set(b storedBlob) {
 func (bs memBlobs) count() int {
 	n := 0
 	for _, l := range bs {
-		n += len(l.list)
+		n += l.count()
 	}
 	return n
 }
@@ -107,23 +163,37 @@ func (bs memBlobs) count() int {
 // keep removes the blobs for which needed is false.
 func (bs memBlobs) keep(needed func(key string, v uint64) bool) {
 	for key, l := range bs {
-		l.list = slices.DeleteFunc(l.list, func(b storedBlob) bool { return !needed(key, b.version) })
-		if len(l.list) == 0 {
+		drop := func(b storedBlob) bool { return !needed(key, b.version) }
+		l.head = slices.DeleteFunc(l.head, drop)
+		rest := l.rest[:0]
+		for _, s := range l.rest {
+			if s = slices.DeleteFunc(s, drop); len(s) > 0 {
+				rest = append(rest, s)
+			}
+		}
+		clear(l.rest[len(rest):])
+		l.rest = rest
+		if len(l.head) == 0 && len(l.rest) > 0 {
+			l.head, l.rest = l.rest[0], l.rest[1:]
+		}
+		if len(l.head) == 0 {
 			delete(bs, key)
 		}
 	}
 }
 
-// clone returns a deep copy.
+// clone returns a deep copy, each key's blobs in one chunk.
 func (bs memBlobs) clone() memBlobs {
 	out := make(memBlobs, len(bs))
 	for key, l := range bs {
-		list := make([]storedBlob, len(l.list))
-		for i, b := range l.list {
-			b.data = bytes.Clone(b.data)
-			list[i] = b
+		list := make([]storedBlob, 0, l.count())
+		for c := range l.chunks() {
+			for _, b := range l.chunk(c) {
+				b.data = bytes.Clone(b.data)
+				list = append(list, b)
+			}
 		}
-		out[key] = &blobList{list: list, keySum: l.keySum}
+		out[key] = &blobList{head: list, keySum: l.keySum}
 	}
 	return out
 }

@@ -233,3 +233,65 @@ func TestMemoryStoredSizes(t *testing.T) {
 		}
 	}
 }
+
+// TestBlobListChunks fills a key's list past several chunks, in order and
+// out of it (a fork's versions land between stored ones), and checks
+// lookups, removal and a clone against a plain sorted set.
+func TestBlobListChunks(t *testing.T) {
+	bs := make(memBlobs)
+	want := map[uint64]bool{}
+	add := func(v uint64) {
+		bs.set(memBlob{Blob: Blob{Key: "k", Version: v, Kind: Full, Data: []byte{byte(v)}}})
+		want[v] = true
+	}
+	for v := uint64(2); v <= 400; v += 2 {
+		add(v)
+	}
+	for _, v := range []uint64{1, 3, 65, 127, 129, 399, 401, 200} {
+		add(v)
+	}
+	check := func(bs memBlobs) {
+		t.Helper()
+		if got := bs.count(); got != len(want) {
+			t.Fatalf("count = %d, want %d", got, len(want))
+		}
+		var prev uint64
+		l := bs["k"]
+		for c := range l.chunks() {
+			if c > 0 && len(l.chunk(c)) == 0 {
+				t.Fatalf("chunk %d is empty", c)
+			}
+			for _, b := range l.chunk(c) {
+				if b.version <= prev {
+					t.Fatalf("version %d after %d", b.version, prev)
+				}
+				prev = b.version
+			}
+		}
+		for v := uint64(0); v <= 402; v++ {
+			b, ok := bs.get("k", v)
+			if ok != want[v] || ok && (b.Version != v || b.Data[0] != byte(v)) {
+				t.Fatalf("get %d = %+v, %v; want it stored: %v", v, b, ok, want[v])
+			}
+		}
+	}
+	check(bs)
+	if bs["k"].chunks() < 5 {
+		t.Errorf("%d chunks for %d blobs, want chunks of at most about %d", bs["k"].chunks(), len(want), blobChunk)
+	}
+	bs.keep(func(_ string, v uint64) bool { return v%3 == 0 || v > 300 })
+	for v := range want {
+		if v%3 != 0 && v <= 300 {
+			delete(want, v)
+		}
+	}
+	check(bs)
+	check(bs.clone())
+	add(1000)
+	add(4)
+	check(bs)
+	bs.keep(func(string, uint64) bool { return false })
+	if len(bs) != 0 {
+		t.Errorf("a key with no blobs left is still listed")
+	}
+}

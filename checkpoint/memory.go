@@ -489,7 +489,7 @@ func (ns *memNamespace) prune(opts PruneOptions, cutoff time.Time) int {
 func (ns *memNamespace) collect() {
 	needed := make(map[blobID]bool)
 	for _, c := range ns.cps {
-		for _, kv := range c.vers {
+		for _, kv := range c.versList() {
 			key, v := kv.Key, kv.Version
 			// Mark the chain as far as it goes; a broken chain is reported
 			// by Get, not by Prune.
@@ -577,7 +577,7 @@ func (ns *memNamespace) clone() *memNamespace {
 	}
 	for i, c := range ns.cps {
 		cc := &memCheckpoint{}
-		cc.set(cloneCheckpoint(c.checkpoint()), slices.Clone(c.vers), cloneMetadata(c.md))
+		cc.set(cloneCheckpoint(c.checkpoint()), slices.Clone(c.versList()), cloneMetadata(c.md))
 		if c.writes != nil {
 			cc.writes = make(map[string][]memWrite, len(c.writes))
 			for task, ws := range c.writes {

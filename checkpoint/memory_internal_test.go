@@ -194,12 +194,12 @@ func TestMemorySlabRelease(t *testing.T) {
 		stored = append(stored, m.threads["t"][""].get(cp.ID))
 		parent = cp.ID
 	}
-	vers, next := stored[0].vers, stored[0].next // slices into the first slab
+	vers, next := stored[0].versList(), stored[0].tasks() // slices into the first slab
 	if n, err := m.Prune(ctx, PruneOptions{KeepLatest: 1}); err != nil || n != 3 {
 		t.Fatalf("Prune = %d, %v; want 3, nil", n, err)
 	}
 	for i, c := range stored[:3] {
-		if c.id != "" || c.vers != nil || c.next != nil || c.md.RunID != "" {
+		if c.id != "" || c.more != nil || c.oneVer[0] != (memVersion{}) || c.oneTask[0].ID != "" || c.oneTask[0].Payload != nil || c.md.RunID != "" {
 			t.Errorf("removed checkpoint %d still holds %+v in its slab", i, *c)
 		}
 	}
@@ -223,9 +223,11 @@ func TestMemoryStoredSizes(t *testing.T) {
 		name      string
 		got, want uintptr
 	}{
-		// 168 bytes and, inline, the one version (24) and next task
-		// (72) a chain's step stores, which were carved from slabs.
-		{"memCheckpoint", unsafe.Sizeof(memCheckpoint{}), 168 + 24 + 72},
+		// 168 bytes less the versions' and tasks' slice headers (48)
+		// and the join barriers' pointer, plus the pointer to the rest
+		// and, inline, the one version (24) and next task (72) a chain's
+		// step stores, which were carved from slabs.
+		{"memCheckpoint", unsafe.Sizeof(memCheckpoint{}), 168 - 48 + 24 + 72},
 		{"storedBlob", unsafe.Sizeof(storedBlob{}), 48},
 	} {
 		if c.got > c.want {

@@ -30,47 +30,78 @@ const slabMax = 32
 type memVersion = KeyVersion
 
 // memCheckpoint is a stored checkpoint. It keeps a Checkpoint's fields
-// but not the struct (168 bytes instead of 224, most of what Memory keeps
-// per step): its blobs live in the namespace, its versions in vers, and
-// the join barriers and deferred nodes, which most checkpoints lack, in
-// joins.
+// but not the struct (216 bytes with its one version and task, most of
+// what Memory keeps per step): its blobs live in the namespace. A
+// checkpoint of at most one version and one next task and no join
+// barriers or deferred nodes (a chain's step) keeps them inline, in
+// oneVer and oneTask, with no slice pointing at them: no carving from
+// slabs, and fewer bytes and pointers for the collector to walk. Any other
+// keeps them in more, carved from a slab of the namespace.
 type memCheckpoint struct {
 	id      string
 	created time.Time
-	next    []Task
-	vers    []memVersion // the versions in force, in the order Put saw them
 	md      Metadata
-	joins   *memJoins             // nil when cp.Waiting and cp.Deferred were both nil
+	more    *memMore              // nil when the checkpoint fits inline
 	writes  map[string][]memWrite // task ID -> writes sorted by Index
-
-	// A checkpoint of one key and one next task (a chain's step) keeps
-	// them here, not in the namespace's slabs: two carvings and, per 64
-	// steps, a dozen slab allocations fewer.
-	oneVer  [1]memVersion
-	oneTask [1]Task
+	oneVer  [1]memVersion         // with more nil: the version, if its key is not empty
+	oneTask [1]Task               // with more nil: the next task, if its node is not empty
 }
 
-// memJoins holds a stored checkpoint's Waiting and Deferred.
-type memJoins struct {
+// memMore holds what a checkpoint that does not fit inline stores.
+type memMore struct {
+	vers     []memVersion // the versions in force, in the order Put saw them
+	next     []Task
 	waiting  map[string][]string
 	deferred []string
 }
 
+// fitsInline reports whether a checkpoint with versions vers, next tasks
+// next and cp's Waiting and Deferred is stored inline.
+func fitsInline(vers []memVersion, next []Task, cp Checkpoint) bool {
+	return len(vers) <= 1 && len(next) <= 1 && cp.Waiting == nil && cp.Deferred == nil &&
+		(len(vers) == 0 || vers[0].Key != "") && (len(next) == 0 || next[0].Node != "")
+}
+
 // set fills c from cp (whose Versions and Blobs it ignores), vers and md,
-// keeping them as they are.
+// keeping them as they are (or copying them inline).
 func (c *memCheckpoint) set(cp Checkpoint, vers []memVersion, md Metadata) {
-	*c = memCheckpoint{id: cp.ID, created: cp.Created, next: cp.Next, vers: vers, md: md}
-	if cp.Waiting != nil || cp.Deferred != nil {
-		c.joins = &memJoins{waiting: cp.Waiting, deferred: cp.Deferred}
+	*c = memCheckpoint{id: cp.ID, created: cp.Created, md: md}
+	if fitsInline(vers, cp.Next, cp) {
+		copy(c.oneVer[:], vers)
+		copy(c.oneTask[:], cp.Next)
+		return
 	}
+	c.more = &memMore{vers: vers, next: cp.Next, waiting: cp.Waiting, deferred: cp.Deferred}
+}
+
+// versList returns the checkpoint's versions, sharing what c holds.
+func (c *memCheckpoint) versList() []memVersion {
+	switch {
+	case c.more != nil:
+		return c.more.vers
+	case c.oneVer[0].Key != "":
+		return c.oneVer[:]
+	}
+	return nil
+}
+
+// tasks returns the checkpoint's next tasks, sharing what c holds.
+func (c *memCheckpoint) tasks() []Task {
+	switch {
+	case c.more != nil:
+		return c.more.next
+	case c.oneTask[0].Node != "":
+		return c.oneTask[:]
+	}
+	return nil
 }
 
 // checkpoint returns the stored checkpoint without its versions and
 // blobs, sharing what c holds.
 func (c *memCheckpoint) checkpoint() Checkpoint {
-	cp := Checkpoint{ID: c.id, Next: c.next, Created: c.created}
-	if c.joins != nil {
-		cp.Waiting, cp.Deferred = c.joins.waiting, c.joins.deferred
+	cp := Checkpoint{ID: c.id, Next: c.tasks(), Created: c.created}
+	if c.more != nil {
+		cp.Waiting, cp.Deferred = c.more.waiting, c.more.deferred
 	}
 	return cp
 }
@@ -78,6 +109,7 @@ func (c *memCheckpoint) checkpoint() Checkpoint {
 // memSlab holds the current slab of each kind a namespace carves from.
 type memSlab struct {
 	cps   []memCheckpoint
+	more  []memMore
 	vers  []memVersion
 	tasks []Task
 }
@@ -123,38 +155,38 @@ func (ns *memNamespace) store(cp Checkpoint, kvs []KeyVersion, md Metadata, owne
 	ns.slab.cps = ns.slab.cps[:len(ns.slab.cps)+1]
 	c := &ns.slab.cps[len(ns.slab.cps)-1]
 
-	versions, tasks := cp.Versions, cp.Next
 	if !owned {
 		cp.Waiting, cp.Deferred, md = cloneWaiting(cp.Waiting), slices.Clone(cp.Deferred), cloneMetadata(md)
 	}
-	cp.Versions, cp.Blobs, cp.Next = nil, nil, nil
 	// c is a fresh slab entry, all zero: set only what is not.
 	c.id, c.created, c.md = cp.ID, cp.Created, md
-	if cp.Waiting != nil || cp.Deferred != nil {
-		c.joins = &memJoins{waiting: cp.Waiting, deferred: cp.Deferred}
-	}
 
-	nv := len(versions) + len(kvs)
-	vers := c.oneVer[:]
-	if nv != 1 {
+	nv := len(cp.Versions) + len(kvs)
+	var vers []memVersion
+	var next []Task
+	inline := false
+	if nv <= 1 && len(cp.Next) <= 1 {
+		vers, next = c.oneVer[:nv], c.oneTask[:len(cp.Next)]
+		fillVersions(vers, kvs, cp.Versions)
+		copy(next, cp.Next)
+		if inline = fitsInline(vers, next, cp); !inline {
+			clear(c.oneVer[:])
+			clear(c.oneTask[:])
+		}
+	}
+	if !inline {
+		c.more = &carve(&ns.slab.more, 1, 1, held)[0]
 		vers = carve(&ns.slab.vers, nv, nv, held)
+		fillVersions(vers, kvs, cp.Versions)
+		next = carve(&ns.slab.tasks, len(cp.Next), len(cp.Next), held)
+		copy(next, cp.Next)
+		*c.more = memMore{vers: vers, next: next, waiting: cp.Waiting, deferred: cp.Deferred}
 	}
-	i := copy(vers, kvs)
-	for k, v := range versions {
-		vers[i] = memVersion{k, v}
-		i++
-	}
-	next := c.oneTask[:]
-	if len(tasks) != 1 {
-		next = carve(&ns.slab.tasks, len(tasks), len(tasks), held)
-	}
-	copy(next, tasks)
 	if !owned {
 		for i := range next {
 			next[i].Payload = bytes.Clone(next[i].Payload)
 		}
 	}
-	c.vers, c.next = vers, next
 	ns.cps = append(ns.cps, c)
 }
 
@@ -187,8 +219,11 @@ func (ns *memNamespace) remove(drop func(i int, c *memCheckpoint) bool) int {
 	cps := make([]*memCheckpoint, 0, len(ns.cps))
 	for i, c := range ns.cps {
 		if drop(i, c) {
-			clear(c.vers)
-			clear(c.next)
+			if c.more != nil {
+				clear(c.more.vers)
+				clear(c.more.next)
+				*c.more = memMore{}
+			}
 			*c = memCheckpoint{}
 			continue
 		}
@@ -203,8 +238,9 @@ func (ns *memNamespace) remove(drop func(i int, c *memCheckpoint) bool) int {
 
 // versions returns a new map of the checkpoint's versions.
 func (c *memCheckpoint) versions() map[string]uint64 {
-	out := make(map[string]uint64, len(c.vers))
-	for _, kv := range c.vers {
+	vers := c.versList()
+	out := make(map[string]uint64, len(vers))
+	for _, kv := range vers {
 		out[kv.Key] = kv.Version
 	}
 	return out
@@ -212,8 +248,9 @@ func (c *memCheckpoint) versions() map[string]uint64 {
 
 // sortedKeys returns the checkpoint's keys in ascending order.
 func (c *memCheckpoint) sortedKeys() []string {
-	keys := make([]string, len(c.vers))
-	for i, kv := range c.vers {
+	vers := c.versList()
+	keys := make([]string, len(vers))
+	for i, kv := range vers {
 		keys[i] = kv.Key
 	}
 	slices.SortFunc(keys, strings.Compare)
@@ -229,4 +266,13 @@ func cloneWaiting(w map[string][]string) map[string][]string {
 		out[k] = slices.Clone(v)
 	}
 	return out
+}
+
+// fillVersions fills vers with kvs and then the entries of m.
+func fillVersions(vers, kvs []memVersion, m map[string]uint64) {
+	i := copy(vers, kvs)
+	for k, v := range m {
+		vers[i] = memVersion{k, v}
+		i++
+	}
 }

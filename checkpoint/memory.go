@@ -280,11 +280,19 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp Checkpoint, vers []KeyVers
 
 // checkSizes checks a checkpoint's row (with nvers versions besides
 // cp.Versions) and blobs against the size limit.
+// Only a checkpoint over the limit goes through CheckSize and
+// CheckBlobSizes, which build the error: the check is a comparison a step.
 func (m *Memory) checkSizes(out Ref, cp Checkpoint, nvers int, md Metadata) error {
-	if err := CheckSize(out, "put", "the checkpoint", rowBytes(cp, md)+88*nvers, m.maxBytes); err != nil {
-		return err
+	limit := m.maxBytes // NewMemory makes it positive
+	if n := rowBytes(cp, md) + 88*nvers; n > limit {
+		return CheckSize(out, "put", "the checkpoint", n, limit)
 	}
-	return CheckBlobSizes(out, "put", cp.Blobs, m.maxBytes)
+	for _, b := range cp.Blobs {
+		if len(b.Data) > limit {
+			return CheckBlobSizes(out, "put", cp.Blobs, limit)
+		}
+	}
+	return nil
 }
 
 // checkPut checks, under m.mu, that cp (whose reference is out) may follow

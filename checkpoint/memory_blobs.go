@@ -22,12 +22,22 @@ type memBlobs map[string]*blobList
 // without copying what it holds: doubling one slice allocated about twice
 // what it kept and copied all of it on the way, some 120 bytes a step
 // saved. A chunk may hold more than blobChunk after an insertion (a
-// fork's version) or a clone; no chunk in rest is empty.
+// fork's version) or a clone; no chunk in rest is empty. rest is behind
+// a pointer, set at the first chunk after the head, so a key of one or two
+// blobs costs no more than before chunks (a 144-byte size class).
 type blobList struct {
 	head   []storedBlob
-	rest   [][]storedBlob
+	more   *[][]storedBlob // the chunks after the head, rest
 	first  [2]storedBlob
 	keySum uint32 // ChecksumString(0, key): where each blob's checksum starts
+}
+
+// rest returns the chunks after the head.
+func (l *blobList) rest() [][]storedBlob {
+	if l.more == nil {
+		return nil
+	}
+	return *l.more
 }
 
 // blobChunk is how many blobs a chunk after the head is made for.
@@ -52,21 +62,21 @@ func stored(b memBlob) storedBlob {
 }
 
 // chunks returns how many chunks l has (the head counts, even empty).
-func (l *blobList) chunks() int { return 1 + len(l.rest) }
+func (l *blobList) chunks() int { return 1 + len(l.rest()) }
 
 // chunk returns chunk c: the head for 0, else rest[c-1].
 func (l *blobList) chunk(c int) []storedBlob {
 	if c == 0 {
 		return l.head
 	}
-	return l.rest[c-1]
+	return (*l.more)[c-1]
 }
 
 func (l *blobList) setChunk(c int, s []storedBlob) {
 	if c == 0 {
 		l.head = s
 	} else {
-		l.rest[c-1] = s
+		(*l.more)[c-1] = s
 	}
 }
 
@@ -95,7 +105,7 @@ func (l *blobList) find(v uint64) (c, i int, ok bool) {
 // count returns how many blobs l holds.
 func (l *blobList) count() int {
 	n := len(l.head)
-	for _, s := range l.rest {
+	for _, s := range l.rest() {
 		n += len(s)
 	}
 	return n
@@ -147,7 +157,10 @@ func (l *blobList) set(b storedBlob) {
 	default:
 		n := make([]storedBlob, 1, blobChunk)
 		n[0] = b
-		l.rest = append(l.rest, n)
+		if l.more == nil {
+			l.more = new([][]storedBlob)
+		}
+		*l.more = append(*l.more, n)
 	}
 }
 
@@ -165,16 +178,18 @@ func (bs memBlobs) keep(needed func(key string, v uint64) bool) {
 	for key, l := range bs {
 		drop := func(b storedBlob) bool { return !needed(key, b.version) }
 		l.head = slices.DeleteFunc(l.head, drop)
-		rest := l.rest[:0]
-		for _, s := range l.rest {
-			if s = slices.DeleteFunc(s, drop); len(s) > 0 {
-				rest = append(rest, s)
+		if l.more != nil {
+			rest := (*l.more)[:0]
+			for _, s := range *l.more {
+				if s = slices.DeleteFunc(s, drop); len(s) > 0 {
+					rest = append(rest, s)
+				}
 			}
-		}
-		clear(l.rest[len(rest):])
-		l.rest = rest
-		if len(l.head) == 0 && len(l.rest) > 0 {
-			l.head, l.rest = l.rest[0], l.rest[1:]
+			clear((*l.more)[len(rest):])
+			if len(l.head) == 0 && len(rest) > 0 {
+				l.head, rest = rest[0], rest[1:]
+			}
+			*l.more = rest
 		}
 		if len(l.head) == 0 {
 			delete(bs, key)

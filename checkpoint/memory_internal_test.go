@@ -229,6 +229,9 @@ func TestMemoryStoredSizes(t *testing.T) {
 		// step stores, which were carved from slabs.
 		{"memCheckpoint", unsafe.Sizeof(memCheckpoint{}), 168 - 48 + 24 + 72},
 		{"storedBlob", unsafe.Sizeof(storedBlob{}), 48},
+		// Two blobs inline, the head, a pointer to the later chunks and
+		// the key's checksum: a wide state's keys hold one or two blobs.
+		{"blobList", unsafe.Sizeof(blobList{}), 136},
 	} {
 		if c.got > c.want {
 			t.Errorf("%s is %d bytes, want at most %d", c.name, c.got, c.want)
@@ -295,5 +298,63 @@ func TestBlobListChunks(t *testing.T) {
 	bs.keep(func(string, uint64) bool { return false })
 	if len(bs) != 0 {
 		t.Errorf("a key with no blobs left is still listed")
+	}
+}
+
+// TestMemoryInlineLayout stores checkpoints that keep their versions and
+// tasks inline, in more, or split between the two, and checks that each
+// reads back as it was put.
+func TestMemoryInlineLayout(t *testing.T) {
+	ctx := context.Background()
+	one := map[string]uint64{"a": 1}
+	three := map[string]uint64{"a": 1, "b": 1, "c": 1}
+	task := []Task{{ID: "t1", Node: "n", Path: "p"}}
+	tasks := []Task{{ID: "t1", Node: "n"}, {ID: "t2", Node: "m", Payload: json.RawMessage(`1`)}}
+	for _, c := range []struct {
+		name     string
+		vers     map[string]uint64
+		next     []Task
+		waiting  map[string][]string
+		deferred []string
+		inline   bool
+	}{
+		{"nothing", nil, nil, nil, nil, true},
+		{"one of each", one, task, nil, nil, true},
+		{"versions only", three, task, nil, nil, false},
+		{"tasks only", one, tasks, nil, nil, false},
+		{"both", three, tasks, nil, nil, false},
+		{"joins", one, task, map[string][]string{"j": {"a"}}, []string{"d"}, false},
+		{"task without node", one, []Task{{ID: "t"}}, nil, nil, false},
+	} {
+		m := NewMemory()
+		var blobs []Blob
+		for k, v := range c.vers {
+			blobs = append(blobs, Blob{Key: k, Version: v, Kind: Full, Data: []byte(`0`)})
+		}
+		cp := Checkpoint{ID: NewID(), Versions: c.vers, Blobs: blobs, Next: c.next, Waiting: c.waiting, Deferred: c.deferred}
+		if _, err := m.Put(ctx, Ref{ThreadID: "t"}, cp, Metadata{}); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if got := m.threads["t"][""].cps[0].more == nil; got != c.inline {
+			t.Errorf("%s: kept inline %v, want %v", c.name, got, c.inline)
+		}
+		got, err := m.Get(ctx, Ref{ThreadID: "t"})
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		g := got.Checkpoint
+		if len(g.Versions) != len(c.vers) || len(g.Next) != len(c.next) || len(g.Waiting) != len(c.waiting) || len(g.Deferred) != len(c.deferred) {
+			t.Fatalf("%s: read back %+v, put %+v", c.name, g, cp)
+		}
+		for k, v := range c.vers {
+			if g.Versions[k] != v {
+				t.Errorf("%s: version of %q = %d, want %d", c.name, k, g.Versions[k], v)
+			}
+		}
+		for i, task := range c.next {
+			if g.Next[i].ID != task.ID || g.Next[i].Node != task.Node || string(g.Next[i].Payload) != string(task.Payload) {
+				t.Errorf("%s: task %d = %+v, want %+v", c.name, i, g.Next[i], task)
+			}
+		}
 	}
 }

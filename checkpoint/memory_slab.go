@@ -31,53 +31,73 @@ type memVersion = KeyVersion
 
 // memCheckpoint is a stored checkpoint. It keeps a Checkpoint's fields
 // but not the struct (216 bytes with its one version and task, most of
-// what Memory keeps per step): its blobs live in the namespace. A
-// checkpoint of at most one version and one next task and no join
-// barriers or deferred nodes (a chain's step) keeps them inline, in
-// oneVer and oneTask, with no slice pointing at them: no carving from
-// slabs, and fewer bytes and pointers for the collector to walk. Any other
-// keeps them in more, carved from a slab of the namespace.
+// what Memory keeps per step): its blobs live in the namespace. One
+// version (with a key) is kept inline, in oneVer, and so is one next task
+// (with a node), in oneTask, with no slice pointing at them: a chain's
+// step carves nothing from slabs, and the collector walks fewer bytes and
+// pointers. Other versions or tasks, and the join barriers and deferred
+// nodes, which most checkpoints lack, are kept in more, carved from a
+// slab of the namespace.
 type memCheckpoint struct {
 	id      string
 	created time.Time
 	md      Metadata
-	more    *memMore              // nil when the checkpoint fits inline
+	more    *memMore              // nil when everything fits inline
 	writes  map[string][]memWrite // task ID -> writes sorted by Index
-	oneVer  [1]memVersion         // with more nil: the version, if its key is not empty
-	oneTask [1]Task               // with more nil: the next task, if its node is not empty
+	oneVer  [1]memVersion         // the version unless more.vers is not nil; none if its key is empty
+	oneTask [1]Task               // the task unless more.next is not nil; none if its node is empty
 }
 
-// memMore holds what a checkpoint that does not fit inline stores.
+// memMore holds what a checkpoint does not keep inline.
 type memMore struct {
-	vers     []memVersion // the versions in force, in the order Put saw them
-	next     []Task
+	vers  []memVersion // the versions in force, in the order Put saw them; nil if inline
+	next  []Task       // nil if inline
+	joins *memJoins    // nil when cp.Waiting and cp.Deferred were both nil
+}
+
+// memJoins holds a stored checkpoint's Waiting and Deferred.
+type memJoins struct {
 	waiting  map[string][]string
 	deferred []string
 }
 
-// fitsInline reports whether a checkpoint with versions vers, next tasks
-// next and cp's Waiting and Deferred is stored inline.
-func fitsInline(vers []memVersion, next []Task, cp Checkpoint) bool {
-	return len(vers) <= 1 && len(next) <= 1 && cp.Waiting == nil && cp.Deferred == nil &&
-		(len(vers) == 0 || vers[0].Key != "") && (len(next) == 0 || next[0].Node != "")
+// versInline reports whether versions vers are kept inline.
+func versInline(vers []memVersion) bool {
+	return len(vers) == 0 || len(vers) == 1 && vers[0].Key != ""
+}
+
+// tasksInline reports whether next tasks next are kept inline.
+func tasksInline(next []Task) bool {
+	return len(next) == 0 || len(next) == 1 && next[0].Node != ""
 }
 
 // set fills c from cp (whose Versions and Blobs it ignores), vers and md,
 // keeping them as they are (or copying them inline).
 func (c *memCheckpoint) set(cp Checkpoint, vers []memVersion, md Metadata) {
 	*c = memCheckpoint{id: cp.ID, created: cp.Created, md: md}
-	if fitsInline(vers, cp.Next, cp) {
+	var more memMore
+	if versInline(vers) {
 		copy(c.oneVer[:], vers)
-		copy(c.oneTask[:], cp.Next)
-		return
+	} else {
+		more.vers = vers
 	}
-	c.more = &memMore{vers: vers, next: cp.Next, waiting: cp.Waiting, deferred: cp.Deferred}
+	if tasksInline(cp.Next) {
+		copy(c.oneTask[:], cp.Next)
+	} else {
+		more.next = cp.Next
+	}
+	if cp.Waiting != nil || cp.Deferred != nil {
+		more.joins = &memJoins{waiting: cp.Waiting, deferred: cp.Deferred}
+	}
+	if more.vers != nil || more.next != nil || more.joins != nil {
+		c.more = &more
+	}
 }
 
 // versList returns the checkpoint's versions, sharing what c holds.
 func (c *memCheckpoint) versList() []memVersion {
 	switch {
-	case c.more != nil:
+	case c.more != nil && c.more.vers != nil:
 		return c.more.vers
 	case c.oneVer[0].Key != "":
 		return c.oneVer[:]
@@ -88,7 +108,7 @@ func (c *memCheckpoint) versList() []memVersion {
 // tasks returns the checkpoint's next tasks, sharing what c holds.
 func (c *memCheckpoint) tasks() []Task {
 	switch {
-	case c.more != nil:
+	case c.more != nil && c.more.next != nil:
 		return c.more.next
 	case c.oneTask[0].Node != "":
 		return c.oneTask[:]
@@ -100,8 +120,8 @@ func (c *memCheckpoint) tasks() []Task {
 // blobs, sharing what c holds.
 func (c *memCheckpoint) checkpoint() Checkpoint {
 	cp := Checkpoint{ID: c.id, Next: c.tasks(), Created: c.created}
-	if c.more != nil {
-		cp.Waiting, cp.Deferred = c.more.waiting, c.more.deferred
+	if c.more != nil && c.more.joins != nil {
+		cp.Waiting, cp.Deferred = c.more.joins.waiting, c.more.joins.deferred
 	}
 	return cp
 }
@@ -161,26 +181,30 @@ func (ns *memNamespace) store(cp Checkpoint, kvs []KeyVersion, md Metadata, owne
 	// c is a fresh slab entry, all zero: set only what is not.
 	c.id, c.created, c.md = cp.ID, cp.Created, md
 
+	var more memMore
 	nv := len(cp.Versions) + len(kvs)
-	var vers []memVersion
-	var next []Task
-	inline := false
-	if nv <= 1 && len(cp.Next) <= 1 {
-		vers, next = c.oneVer[:nv], c.oneTask[:len(cp.Next)]
-		fillVersions(vers, kvs, cp.Versions)
-		copy(next, cp.Next)
-		if inline = fitsInline(vers, next, cp); !inline {
-			clear(c.oneVer[:])
-			clear(c.oneTask[:])
-		}
+	if nv <= 1 {
+		fillVersions(c.oneVer[:nv], kvs, cp.Versions)
 	}
-	if !inline {
-		c.more = &carve(&ns.slab.more, 1, 1, held)[0]
-		vers = carve(&ns.slab.vers, nv, nv, held)
-		fillVersions(vers, kvs, cp.Versions)
+	if nv > 1 || !versInline(c.oneVer[:nv]) {
+		clear(c.oneVer[:])
+		more.vers = carve(&ns.slab.vers, nv, nv, held)
+		fillVersions(more.vers, kvs, cp.Versions)
+	}
+	var next []Task
+	if tasksInline(cp.Next) {
+		next = c.oneTask[:len(cp.Next)]
+	} else {
 		next = carve(&ns.slab.tasks, len(cp.Next), len(cp.Next), held)
-		copy(next, cp.Next)
-		*c.more = memMore{vers: vers, next: next, waiting: cp.Waiting, deferred: cp.Deferred}
+		more.next = next
+	}
+	copy(next, cp.Next)
+	if cp.Waiting != nil || cp.Deferred != nil {
+		more.joins = &memJoins{waiting: cp.Waiting, deferred: cp.Deferred}
+	}
+	if more.vers != nil || more.next != nil || more.joins != nil {
+		c.more = &carve(&ns.slab.more, 1, 1, held)[0]
+		*c.more = more
 	}
 	if !owned {
 		for i := range next {

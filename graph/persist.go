@@ -43,8 +43,9 @@ func (r *run) save(source checkpoint.Source) error {
 		cp.Versions = make(map[string]uint64, len(r.state.vals))
 	}
 	r.nextTag = 0
-	parent := r.cpID
+	parent, parentOwn := r.cpID, r.ownCP
 	r.cpID = cp.ID // next tasks' IDs derive from the checkpoint they follow
+	r.ownCP = true // drawn here: no other run's tasks derive IDs from it
 	for i, sl := range r.state.vals {
 		if !sl.set {
 			continue
@@ -132,7 +133,7 @@ func (r *run) save(source checkpoint.Source) error {
 		sc.release(cp)
 	}
 	if err != nil {
-		r.cpID = parent
+		r.cpID, r.ownCP = parent, parentOwn
 		return err
 	}
 	r.dirty = false
@@ -259,8 +260,8 @@ type chainInfo struct {
 // restore loads the thread's checkpoint — the latest, or the one named by
 // WithCheckpointID — if any. It reports whether there was one.
 func (r *run) restore() (bool, error) {
-	if r.cfg.saver == nil {
-		return false, nil
+	if r.cfg.saver == nil || r.freshNS {
+		return false, nil // nothing to read (see freshChild)
 	}
 	tup, err := r.load()
 	if err != nil || tup == nil {
@@ -404,7 +405,7 @@ func (r *run) restoreFrom(tup *checkpoint.Tuple, withWrites bool) (bool, error) 
 			return fail(fmt.Errorf("key %q: version %d in force, but its blobs rebuild version %d", name, ver, vals[i].ver))
 		}
 	}
-	r.step, r.cpID = tup.Metadata.Step, tup.Ref.ID
+	r.step, r.cpID, r.ownCP = tup.Metadata.Step, tup.Ref.ID, false
 	for _, ct := range tup.Checkpoint.Next {
 		if ct.Node == START {
 			if err := r.restoreStart(ct); err != nil {

@@ -233,6 +233,11 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		r.kinds = r.cfg.events
 	}
 	if pt := taskFrom(ctx); pt != nil {
+		// The namespace derives from the parent task's ID, which derives
+		// from a checkpoint the parent may still hold (see flushInput).
+		if err := pt.r.flushInput(); err != nil {
+			return nil, err
+		}
 		r.parent = pt
 		r.ns = pt.childNamespace()
 		r.freshNS = r.cfg.saver != nil && pt.freshChild() && !r.cfg.saverSet && r.cfg.thread == pt.r.cfg.thread
@@ -430,6 +435,9 @@ func (r *run) loop(input Update) error {
 		r.source = checkpoint.SourceInput
 		if pre || reuse {
 			r.source = checkpoint.SourceLoop // the input checkpoint came first
+		}
+		if !resumed && r.foldsInput() {
+			r.holdInput() // written with the first step's (see nestedfold.go)
 		}
 		if err := r.applyInput(input, pre); err != nil {
 			return err

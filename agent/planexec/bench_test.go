@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/trellis-agents/trellis/agent/planexec"
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/checkpoint/sqlite"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
@@ -189,6 +191,23 @@ func benchPlanExec20(b *testing.B, model llm.Model, fresh func()) {
 // into planexec.Steps, on the in-memory checkpointer. No planexec code
 // runs: this is the floor a step as a nested durable run costs today.
 func BenchmarkStepShape20(b *testing.B) {
+	benchStepShape20(b, func() checkpoint.Saver { return checkpoint.NewMemory() })
+}
+
+// BenchmarkStepShape20SQLite is BenchmarkStepShape20 on the SQLite
+// checkpointer (a file in a temporary directory, one thread per
+// iteration): what a step's saves and reads cost when each is a
+// statement or a transaction.
+func BenchmarkStepShape20SQLite(b *testing.B) {
+	s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "cp.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	benchStepShape20(b, func() checkpoint.Saver { return s })
+}
+
+func benchStepShape20(b *testing.B, saver func() checkpoint.Saver) {
 	inner := graph.New(react.Messages)
 	inner.AddNode(react.ModelNode, func(ctx context.Context, s graph.State) (graph.Output, error) {
 		return graph.Writes(graph.Append(react.Messages, llm.Assistant("step done"))), nil
@@ -234,7 +253,7 @@ func BenchmarkStepShape20(b *testing.B) {
 	b.ReportAllocs()
 	cpu0 := cpuTime()
 	for i := 0; b.Loop(); i++ {
-		res, err := g.Invoke(ctx, graph.Update{}, graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread(fmt.Sprint("shape-", i)))
+		res, err := g.Invoke(ctx, graph.Update{}, graph.WithCheckpointer(saver()), graph.WithThread(fmt.Sprint("shape-", i)))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/trellis-agents/trellis/agent/planexec"
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/checkpoint/postgres"
 	"github.com/trellis-agents/trellis/checkpoint/sqlite"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
@@ -205,6 +208,49 @@ func BenchmarkStepShape20SQLite(b *testing.B) {
 	}
 	defer s.Close()
 	benchStepShape20(b, func() checkpoint.Saver { return s })
+}
+
+// BenchmarkStepShape20Postgres is BenchmarkStepShape20 on the PostgreSQL
+// checkpointer named by TRELLIS_TEST_PG_DSN (skipped without it), in a
+// schema of its own.
+func BenchmarkStepShape20Postgres(b *testing.B) {
+	dsn := os.Getenv("TRELLIS_TEST_PG_DSN")
+	if dsn == "" {
+		b.Skip("TRELLIS_TEST_PG_DSN is not set")
+	}
+	s, err := postgres.Open(context.Background(), dsn, postgres.WithSchema("bench_step_shape"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	run := fmt.Sprintf("%d-", time.Now().UnixNano()) // threads of earlier runs stay apart
+	benchStepShape20(b, func() checkpoint.Saver { return prefixed{s, run} })
+}
+
+// prefixed gives a saver's thread IDs a prefix (see BenchmarkStepShape20Postgres).
+type prefixed struct {
+	checkpoint.Saver
+	prefix string
+}
+
+func (p prefixed) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Tuple, error) {
+	ref.ThreadID = p.prefix + ref.ThreadID
+	return p.Saver.Get(ctx, ref)
+}
+
+func (p prefixed) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Checkpoint, md checkpoint.Metadata) (checkpoint.Ref, error) {
+	ref.ThreadID = p.prefix + ref.ThreadID
+	return p.Saver.Put(ctx, ref, cp, md)
+}
+
+func (p prefixed) PutBatch(ctx context.Context, ref checkpoint.Ref, es []checkpoint.Entry) (checkpoint.Ref, error) {
+	ref.ThreadID = p.prefix + ref.ThreadID
+	return p.Saver.(checkpoint.BatchPutter).PutBatch(ctx, ref, es)
+}
+
+func (p prefixed) PutWrites(ctx context.Context, ref checkpoint.Ref, task string, ws []checkpoint.PendingWrite) error {
+	ref.ThreadID = p.prefix + ref.ThreadID
+	return p.Saver.PutWrites(ctx, ref, task, ws)
 }
 
 func benchStepShape20(b *testing.B, saver func() checkpoint.Saver) {

@@ -10,16 +10,17 @@ import (
 // the node had returned them ahead of its own: the node's writes are those
 // it added, in order, then those of the Update (or Command) it returns.
 //
-// It is the cheap way to write: returning graph.Writes(k.Set(v)) costs two
-// allocations in the node (the variadic slice, which the Update keeps, and
-// the Update's conversion to Output), where
+// It writes without converting an Update to Output: returning
+// graph.Writes(k.Set(v)) costs one allocation in the node (the Update's
+// conversion to Output), where
 //
 //	if err := graph.AddWrites(ctx, k.Set(v)); err != nil {
 //		return nil, err
 //	}
 //	return nil, nil
 //
-// costs one: the task's copy of its writes.
+// costs none beyond the task's copy of its writes, which for writes of
+// small values comes from the same shared slabs as Writes' (see Writes).
 //
 // Added writes are the node's like returned ones in every respect: they
 // go through the keys' reducers with the step's other writes, are checked
@@ -48,6 +49,10 @@ func AddWrites(ctx context.Context, ws ...Write) error {
 		if w.key == nil {
 			return errors.New("graph: AddWrites got a zero graph.Write; build writes with Key.Set, Append, Remove or Overwrite")
 		}
+	}
+	if len(t.writes) == 0 && len(ws) > 0 {
+		t.writes = copyWrites(ws)
+		return nil
 	}
 	t.writes = append(t.writes, ws...)
 	return nil

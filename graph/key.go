@@ -24,7 +24,10 @@ type Key[T any] struct {
 	red    Reducer[T]
 	def    T
 	hasDef bool
-	err    error
+	// small: T is small and pointer-free (see smallValue), so a write's
+	// value keeps nothing else alive (see Writes)
+	small bool
+	err   error
 }
 
 // KeyOption configures a key in NewKey: a Reducer or Default.
@@ -44,7 +47,7 @@ func Default[T any](v T) KeyOption[T] { return defaultOption[T]{v} }
 // last value written (see LastValue). Names must be non-empty and must not
 // start with "__" (reserved); a bad name is reported by Compile.
 func NewKey[T any](name string, opts ...KeyOption[T]) *Key[T] {
-	k := &Key[T]{id: keySeq.Add(1), name: name, red: LastValue[T]()}
+	k := &Key[T]{id: keySeq.Add(1), name: name, red: LastValue[T](), small: smallValue(reflect.TypeFor[T]())}
 	for _, o := range opts {
 		o.applyKey(k)
 	}
@@ -88,11 +91,13 @@ func (k *Key[T]) Version(s State) uint64 { return s.slot(k.id, k.name).ver >> 32
 
 // Set writes v through the key's reducer: a last-value key takes v, an
 // append key appends v's items, a sum key adds v, and so on.
-func (k *Key[T]) Set(v T) Write { return Write{key: k, op: opReduce, val: v} }
+func (k *Key[T]) Set(v T) Write { return Write{key: k, op: opReduce, small: k.small, val: v} }
 
 // Overwrite replaces the key's value with v, bypassing its reducer (for
 // example, to clear an append key).
-func (k *Key[T]) Overwrite(v T) Write { return Write{key: k, op: opOverwrite, val: v} }
+func (k *Key[T]) Overwrite(v T) Write {
+	return Write{key: k, op: opOverwrite, small: k.small, val: v}
+}
 
 // In returns the value that u writes to the key (the last such write), and
 // whether u writes it at all. It lets code that reads update events stay
@@ -254,7 +259,7 @@ func (k *Key[T]) decodeSet(b []byte) (Write, error) {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return Write{}, fmt.Errorf("does not decode as %T: %w", v, err)
 	}
-	return Write{key: k, op: opReduce, val: v}, nil
+	return Write{key: k, op: opReduce, small: k.small, val: v}, nil
 }
 
 // encodeWrite returns w's wire form, the JSON of a wireWrite.
@@ -300,7 +305,7 @@ func (k *Key[T]) decodeWrite(b []byte) (Write, error) {
 		if err := json.Unmarshal(ww.Value, &v); err != nil {
 			return Write{}, fmt.Errorf("state key %q: decode %s write as %T: %w", k.name, ww.Op, v, err)
 		}
-		w.val = v
+		w.val, w.small = v, k.small
 	case opRemove.String():
 		if k.red.decodeRemoval == nil {
 			return Write{}, fmt.Errorf("state key %q: a remove write for a %s reducer", k.name, k.red.name)
@@ -342,7 +347,10 @@ func (o writeOp) String() string {
 type Write struct {
 	key keyImpl
 	op  writeOp
-	val any
+	// small: a set or overwrite of a key whose values are small and
+	// pointer-free (Key.small), so Writes may carve it from a shared slab
+	small bool
+	val   any
 }
 
 // Key returns the name of the key written ("" for the zero Write).

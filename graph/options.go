@@ -35,6 +35,7 @@ type runConfig struct {
 	runID      string
 	x          *rareConfig // options few runs use; see rare and get
 	durability Durability
+	saverSet   bool // WithCheckpointer was given (a nested run's saver may differ from its parent's)
 }
 
 // WithCheckpointID starts from this checkpoint of the thread instead of its
@@ -120,7 +121,7 @@ func WithControl(ctl *Control) RunOption {
 // that were next; with an input it applies the input on top of the saved
 // state and starts again from START.
 func WithCheckpointer(s checkpoint.Saver) RunOption {
-	return runOptionFunc(func(c *runConfig) { c.saver = s })
+	return runOptionFunc(func(c *runConfig) { c.saver, c.saverSet = s, true })
 }
 
 // WithThread names the thread whose checkpoints the run reads and writes.

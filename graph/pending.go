@@ -169,6 +169,9 @@ func (r *run) hold(h heldWrites) {
 // putTaskWrites stores a task's pending writes now, or through the async
 // writer.
 func (r *run) putTaskWrites(t *task) error {
+	if err := r.flushInput(); err != nil { // they refer to it (see nestedfold.go)
+		return err
+	}
 	ws, err := r.taskWrites(t)
 	if err != nil {
 		return fmt.Errorf("graph: encode the pending writes of node %q: %w", t.node.name, err)

@@ -49,8 +49,9 @@ func (r *run) save(source checkpoint.Source) error {
 		vers = (*vp)[:0]
 	}
 	r.nextTag = 0
-	parent := r.cpID
+	parent, parentOwn := r.cpID, r.ownCP
 	r.cpID = cp.ID // next tasks' IDs derive from the checkpoint they follow
+	r.ownCP = true // drawn here: no other run's tasks derive IDs from it
 	for i, sl := range r.state.vals {
 		if !sl.set {
 			continue
@@ -154,7 +155,7 @@ func (r *run) save(source checkpoint.Source) error {
 		err = r.putOwned(cp, md) // built for this Put alone
 	}
 	if err != nil {
-		r.cpID = parent
+		r.cpID, r.ownCP = parent, parentOwn
 		return err
 	}
 	r.dirty = false
@@ -305,8 +306,8 @@ type chainInfo struct {
 // restore loads the thread's checkpoint — the latest, or the one named by
 // WithCheckpointID — if any. It reports whether there was one.
 func (r *run) restore() (bool, error) {
-	if r.cfg.saver == nil {
-		return false, nil
+	if r.cfg.saver == nil || r.freshNS {
+		return false, nil // nothing to read (see freshChild)
 	}
 	tup, err := r.load()
 	if err != nil || tup == nil {
@@ -450,7 +451,7 @@ func (r *run) restoreFrom(tup *checkpoint.Tuple, withWrites bool) (bool, error) 
 			return fail(fmt.Errorf("key %q: version %d in force, but its blobs rebuild version %d", name, ver, vals[i].ver))
 		}
 	}
-	r.step, r.cpID = tup.Metadata.Step, tup.Ref.ID
+	r.step, r.cpID, r.ownCP = tup.Metadata.Step, tup.Ref.ID, false
 	for _, ct := range tup.Checkpoint.Next {
 		if ct.Node == START {
 			if err := r.restoreStart(ct); err != nil {

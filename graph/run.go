@@ -128,6 +128,9 @@ type run struct {
 	keepNext    bool // UpdateState without a node: commit leaves r.next alone
 	dirty       bool // DurabilityExit: something is not saved yet
 	uncommitted bool // the step in progress has not committed (see save)
+	ownCP       bool // cpID was drawn by this run's save (see task.freshChild)
+	freshNS     bool // a nested run whose namespace is known empty: restore reads nothing
+	forwards    bool // a nested Invoke: events go to the parent task's stream
 
 	// checkpointing
 	cpID     string
@@ -230,12 +233,18 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		r.kinds = r.cfg.events
 	}
 	if pt := taskFrom(ctx); pt != nil {
+		// The namespace derives from the parent task's ID, which derives
+		// from a checkpoint the parent may still hold (see flushInput).
+		if err := pt.r.flushInput(); err != nil {
+			return nil, err
+		}
 		r.parent = pt
 		r.ns = pt.childNamespace()
+		r.freshNS = r.cfg.saver != nil && pt.freshChild() && !r.cfg.saverSet && r.cfg.thread == pt.r.cfg.thread
 		if !streaming {
-			// A nested Invoke forwards its events to the parent's stream.
-			r.kinds = pt.r.kinds
-			r.sink = func(ev Event) bool { pt.forward(ev); return pt.r.ctx.Err() == nil }
+			// A nested Invoke forwards its events to the parent's stream
+			// (see deliver).
+			r.kinds, r.forwards = pt.r.kinds, true
 		}
 	}
 	if r.cfg.runID == "" && r.cfg.saver != nil {
@@ -282,10 +291,21 @@ func (r *run) runCounts() []int { return r.b.marks[len(r.g.nodes):] }
 func (r *run) wants(k EventKind) bool { return r.kinds&k != 0 }
 
 func (r *run) deliver(ev Event) {
-	if r.stopped || r.sink == nil {
+	if r.stopped {
 		return
 	}
-	if !r.sink(ev) {
+	var ok bool
+	switch {
+	case r.sink != nil:
+		ok = r.sink(ev)
+	case r.forwards:
+		// A nested Invoke's events (no closure per nested run).
+		r.parent.forward(ev)
+		ok = r.parent.r.ctx.Err() == nil
+	default:
+		return
+	}
+	if !ok {
 		r.stopped = true
 		r.cancel(errStopped)
 	}
@@ -415,6 +435,9 @@ func (r *run) loop(input Update) error {
 		r.source = checkpoint.SourceInput
 		if pre || reuse {
 			r.source = checkpoint.SourceLoop // the input checkpoint came first
+		}
+		if !resumed && r.foldsInput() {
+			r.holdInput() // written with the first step's (see nestedfold.go)
 		}
 		if err := r.applyInput(input, pre); err != nil {
 			return err

@@ -161,15 +161,5 @@ type Update []Write
 
 func (Update) output() {}
 
-// Writes builds an Update from writes. Writes() with none is an empty,
-// non-nil Update: as Invoke's input it starts a new run from START on the
-// thread's state, where a nil input resumes the thread instead.
-func Writes(ws ...Write) Update {
-	if ws == nil {
-		return Update{}
-	}
-	return ws
-}
-
 // Output is what a node returns: an Update or a Command.
 type Output interface{ output() }

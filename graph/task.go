@@ -42,6 +42,7 @@ type task struct {
 	skipped  bool // a parallel task that never ran: its step failed first
 	viaGoto  bool
 	restored bool // scheduled by the checkpoint the run started from, not by this run
+	child    bool // a nested run with a checkpointer started in the task's context (see freshChild)
 }
 
 // taskInterrupts is a task's interrupt bookkeeping, kept apart so that the
@@ -139,6 +140,26 @@ func (t *task) sum() fnv128 {
 		t.hash, t.hashed = h, true
 	}
 	return t.hash
+}
+
+// freshChild records a nested run with a checkpointer started in the
+// task's context and reports whether its namespace (childNamespace) is
+// certainly empty, so that the nested run need not read its latest
+// checkpoint. It is when the task's ID derives from a checkpoint ID this
+// very run drew (no earlier run, crashed or not, can have used it: a task
+// this run scheduled got its ID in the save that drew r.cpID, which stays
+// until the step commits), and this is the first nested run of the task's
+// first attempt (a retry, or a second Invoke from the same node, finds
+// what the first one saved). A Stateful subgraph's namespace outlives its
+// invocations. Should the assumption ever be wrong, the nested run's first
+// Put names no head and the saver refuses it (checkpoint.ErrConflict):
+// nothing is overwritten. Called from the task's goroutine; nested runs
+// with a checkpointer started concurrently from one task would share a
+// namespace, which their Puts refuse already.
+func (t *task) freshChild() bool {
+	first := !t.child
+	t.child = true
+	return first && t.r.ownCP && t.r.cpID != "" && !t.restored && !t.done && t.attempts <= 1 && !t.node.stateful
 }
 
 // idPrefix hashes what the IDs of a step's tasks share: the thread, the

@@ -14,8 +14,9 @@ import (
 // BenchmarkPlanExec20Framework (20 steps in 4 levels of 5, a model that
 // answers from a fixed reply per node, the in-memory checkpointer), whole
 // task ÷ 20. Most of them are the engine's (BenchmarkStepShape20 makes
-// about 99 a step with no planexec code); the bound catches the agent's
-// own share growing back.
+// about 77 a step with no planexec code); the bound catches the agent's
+// own share growing back. 134.5: a step's nested run reads no head and
+// forwards events without a closure (133.5; 135.5 before).
 func TestStepAllocations(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("counts allocations (not under -short or the race detector)")
@@ -37,7 +38,7 @@ func TestStepAllocations(t *testing.T) {
 		}
 	}) / 20
 	t.Logf("allocations per step: %.1f", perStep)
-	if perStep > 163 {
-		t.Errorf("a plan step allocates %.1f times, want at most 163 (the step's node, prompt, events and result; see docs/architecture.md)", perStep)
+	if perStep > 134.5 {
+		t.Errorf("a plan step allocates %.1f times, want at most 134.5 (the step's node, prompt, events and result; see docs/architecture.md)", perStep)
 	}
 }

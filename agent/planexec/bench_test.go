@@ -5,13 +5,18 @@ import (
 	"encoding/json"
 	"fmt"
 	"iter"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/trellis-agents/trellis/agent/planexec"
 	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/checkpoint/postgres"
+	"github.com/trellis-agents/trellis/checkpoint/sqlite"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/llm"
 	"github.com/trellis-agents/trellis/llm/llmtest"
@@ -189,6 +194,66 @@ func benchPlanExec20(b *testing.B, model llm.Model, fresh func()) {
 // into planexec.Steps, on the in-memory checkpointer. No planexec code
 // runs: this is the floor a step as a nested durable run costs today.
 func BenchmarkStepShape20(b *testing.B) {
+	benchStepShape20(b, func() checkpoint.Saver { return checkpoint.NewMemory() })
+}
+
+// BenchmarkStepShape20SQLite is BenchmarkStepShape20 on the SQLite
+// checkpointer (a file in a temporary directory, one thread per
+// iteration): what a step's saves and reads cost when each is a
+// statement or a transaction.
+func BenchmarkStepShape20SQLite(b *testing.B) {
+	s, err := sqlite.Open(context.Background(), filepath.Join(b.TempDir(), "cp.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	benchStepShape20(b, func() checkpoint.Saver { return s })
+}
+
+// BenchmarkStepShape20Postgres is BenchmarkStepShape20 on the PostgreSQL
+// checkpointer named by TRELLIS_TEST_PG_DSN (skipped without it), in a
+// schema of its own.
+func BenchmarkStepShape20Postgres(b *testing.B) {
+	dsn := os.Getenv("TRELLIS_TEST_PG_DSN")
+	if dsn == "" {
+		b.Skip("TRELLIS_TEST_PG_DSN is not set")
+	}
+	s, err := postgres.Open(context.Background(), dsn, postgres.WithSchema("bench_step_shape"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	run := fmt.Sprintf("%d-", time.Now().UnixNano()) // threads of earlier runs stay apart
+	benchStepShape20(b, func() checkpoint.Saver { return prefixed{s, run} })
+}
+
+// prefixed gives a saver's thread IDs a prefix (see BenchmarkStepShape20Postgres).
+type prefixed struct {
+	checkpoint.Saver
+	prefix string
+}
+
+func (p prefixed) Get(ctx context.Context, ref checkpoint.Ref) (*checkpoint.Tuple, error) {
+	ref.ThreadID = p.prefix + ref.ThreadID
+	return p.Saver.Get(ctx, ref)
+}
+
+func (p prefixed) Put(ctx context.Context, ref checkpoint.Ref, cp checkpoint.Checkpoint, md checkpoint.Metadata) (checkpoint.Ref, error) {
+	ref.ThreadID = p.prefix + ref.ThreadID
+	return p.Saver.Put(ctx, ref, cp, md)
+}
+
+func (p prefixed) PutBatch(ctx context.Context, ref checkpoint.Ref, es []checkpoint.Entry) (checkpoint.Ref, error) {
+	ref.ThreadID = p.prefix + ref.ThreadID
+	return p.Saver.(checkpoint.BatchPutter).PutBatch(ctx, ref, es)
+}
+
+func (p prefixed) PutWrites(ctx context.Context, ref checkpoint.Ref, task string, ws []checkpoint.PendingWrite) error {
+	ref.ThreadID = p.prefix + ref.ThreadID
+	return p.Saver.PutWrites(ctx, ref, task, ws)
+}
+
+func benchStepShape20(b *testing.B, saver func() checkpoint.Saver) {
 	inner := graph.New(react.Messages)
 	inner.AddNode(react.ModelNode, func(ctx context.Context, s graph.State) (graph.Output, error) {
 		return graph.Writes(graph.Append(react.Messages, llm.Assistant("step done"))), nil
@@ -234,7 +299,7 @@ func BenchmarkStepShape20(b *testing.B) {
 	b.ReportAllocs()
 	cpu0 := cpuTime()
 	for i := 0; b.Loop(); i++ {
-		res, err := g.Invoke(ctx, graph.Update{}, graph.WithCheckpointer(checkpoint.NewMemory()), graph.WithThread(fmt.Sprint("shape-", i)))
+		res, err := g.Invoke(ctx, graph.Update{}, graph.WithCheckpointer(saver()), graph.WithThread(fmt.Sprint("shape-", i)))
 		if err != nil {
 			b.Fatal(err)
 		}

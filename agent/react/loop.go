@@ -61,7 +61,7 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 			// limit with EndRun): end the turn with its message.
 			msg := llm.Assistant(text)
 			msg.Name = a.voice
-			return graph.Writes(append(clear, graph.Append(a.msgs, msg))...), nil
+			return graph.Update(append(clear, graph.Append(a.msgs, msg))), nil
 		}
 		specs, err := a.enabled(s)
 		if err != nil {
@@ -86,7 +86,7 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 			}
 			return graph.Command{
 				Goto:   []graph.Target{graph.To(next)},
-				Update: graph.Writes(append(append(turnW, callW...), graph.Append(a.msgs, msg), w)...),
+				Update: graph.Update(append(append(turnW, callW...), graph.Append(a.msgs, msg), w)),
 			}, nil
 		}
 		call := &middleware.ModelCall{Request: a.request(ctx, h, specs), Model: a.model, State: s}
@@ -106,7 +106,7 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 				return nil, err
 			}
 		}
-		return graph.Writes(append(append(turnW, call.Writes()...), graph.Append(a.msgs, msg))...), nil
+		return graph.Update(append(append(turnW, call.Writes()...), graph.Append(a.msgs, msg))), nil
 	}
 }
 
@@ -337,5 +337,5 @@ func (a *agent) runAnswer(ctx context.Context, s graph.State) (graph.Output, err
 	if err != nil {
 		return nil, err
 	}
-	return graph.Writes(append(callW, w)...), nil
+	return graph.Update(append(callW, w)), nil
 }

@@ -26,7 +26,8 @@ const stmtCacheSize = 128
 
 // connector opens connections of the SQLite driver wrapped in a cache.
 type connector struct {
-	base driver.Connector
+	base  driver.Connector
+	write bool
 }
 
 func newConnector(dsn string) (driver.Connector, error) {
@@ -34,7 +35,7 @@ func newConnector(dsn string) (driver.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return connector{base: base}, nil
+	return connector{base: base, write: strings.Contains(dsn, "_txlock=immediate")}, nil
 }
 
 func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -42,7 +43,11 @@ func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return newCachingConn(conn)
+	cc, err := newCachingConn(conn)
+	if err == nil {
+		cc.(*cachingConn).write = c.write
+	}
+	return cc, err
 }
 
 func (c connector) Driver() driver.Driver { return c.base.Driver() }
@@ -68,6 +73,7 @@ type inner interface {
 type cachingConn struct {
 	inner
 	id    uint64     // tells connections apart in sqltrace events
+	write bool       // of the write pool: counted in WriteStats
 	mu    sync.Mutex // guards the cache against a rows.Close from another goroutine
 	lru   *list.List // of *cachedStmt, most recent first
 	bySQL map[string]*list.Element

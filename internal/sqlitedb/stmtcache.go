@@ -26,8 +26,7 @@ const stmtCacheSize = 128
 
 // connector opens connections of the SQLite driver wrapped in a cache.
 type connector struct {
-	base  driver.Connector
-	write bool
+	base driver.Connector
 }
 
 func newConnector(dsn string) (driver.Connector, error) {
@@ -35,7 +34,7 @@ func newConnector(dsn string) (driver.Connector, error) {
 	if err != nil {
 		return nil, err
 	}
-	return connector{base: base, write: strings.Contains(dsn, "_txlock=immediate")}, nil
+	return connector{base: base}, nil
 }
 
 func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -43,11 +42,7 @@ func (c connector) Connect(ctx context.Context) (driver.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cc, err := newCachingConn(conn)
-	if err == nil {
-		cc.(*cachingConn).write = c.write
-	}
-	return cc, err
+	return newCachingConn(conn)
 }
 
 func (c connector) Driver() driver.Driver { return c.base.Driver() }
@@ -73,7 +68,7 @@ type inner interface {
 type cachingConn struct {
 	inner
 	id    uint64     // tells connections apart in sqltrace events
-	write bool       // of the write pool: counted in WriteStats
+	write bool       // the physical write connection (group.go)
 	mu    sync.Mutex // guards the cache against a rows.Close from another goroutine
 	lru   *list.List // of *cachedStmt, most recent first
 	bySQL map[string]*list.Element

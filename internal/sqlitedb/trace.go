@@ -5,7 +5,6 @@ import (
 	"database/sql/driver"
 	"io"
 	"sync/atomic"
-	"time"
 
 	"github.com/trellis-agents/trellis/internal/sqltrace"
 )
@@ -38,40 +37,12 @@ func (c *cachingConn) emit(kind sqltrace.Kind, sql string, changed int64) {
 
 // BeginTx begins a transaction, reporting it when traced.
 func (c *cachingConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
-	t0 := time.Now()
 	tx, err := c.inner.BeginTx(ctx, opts)
-	if err != nil {
-		return tx, err
-	}
-	if c.write {
-		tx = &heldTx{Tx: tx, t0: t0}
-	}
-	if !sqltrace.Active() {
+	if err != nil || !sqltrace.Active() {
 		return tx, err
 	}
 	c.emit(sqltrace.Begin, "", 0)
 	return &tracedTx{Tx: tx, c: c, start: c.totalChanges(ctx)}, nil
-}
-
-// heldTx counts the time its transaction held the write connection.
-type heldTx struct {
-	driver.Tx
-	t0 time.Time
-}
-
-func (t *heldTx) Commit() error {
-	err := t.Tx.Commit()
-	writeHeld.Add(int64(time.Since(t.t0)))
-	writeTxs.Add(1)
-	writeCommits.Add(1)
-	return err
-}
-
-func (t *heldTx) Rollback() error {
-	err := t.Tx.Rollback()
-	writeHeld.Add(int64(time.Since(t.t0)))
-	writeTxs.Add(1)
-	return err
 }
 
 // tracedTx reports how its transaction ended.

@@ -262,7 +262,10 @@ func (w *writer) end(g *group, wait bool) error {
 	ctx := context.Background()
 	err := g.lost
 	if err == nil {
-		if _, err = w.phys.execContext(ctx, commitGroup, nil); err != nil {
+		t0 := time.Now()
+		_, err = w.phys.execContext(ctx, commitGroup, nil)
+		writeCommitting.Add(int64(time.Since(t0)))
+		if err != nil {
 			err = fmt.Errorf("sqlitedb: commit a group of %d write transactions: %w", g.members, err)
 		} else {
 			writeCommits.Add(1)
@@ -279,6 +282,9 @@ func (w *writer) end(g *group, wait bool) error {
 	w.mu.Unlock()
 	return err
 }
+
+// timeSQL counts the time since t0 in WriteStats.InSQL.
+func timeSQL(t0 time.Time) { writeInSQL.Add(int64(time.Since(t0))) }
 
 // vconn is a virtual connection of the write pool. database/sql uses it
 // from one goroutine at a time.
@@ -333,6 +339,7 @@ func (c *vconn) BeginTx(ctx context.Context, _ driver.TxOptions) (driver.Tx, err
 func (c *vconn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	w := c.w
 	if c.tx != nil {
+		defer timeSQL(time.Now())
 		return w.phys.ExecContext(context.WithoutCancel(ctx), query, args)
 	}
 	if err := w.take(ctx); err != nil {
@@ -365,6 +372,7 @@ func (c *vconn) ExecContext(ctx context.Context, query string, args []driver.Nam
 func (c *vconn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	w := c.w
 	if c.tx != nil {
+		defer timeSQL(time.Now())
 		return w.phys.QueryContext(context.WithoutCancel(ctx), query, args)
 	}
 	if err := w.take(ctx); err != nil {

@@ -287,6 +287,11 @@ func dsn(abs string, pool int) string {
 	case poolWrite:
 		q.Set("_txlock", "immediate")
 		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", autoCheckpointPages))
+		// Each transaction of a group runs in a savepoint, whose
+		// sub-journal (the original of each page it changes) SQLite
+		// otherwise keeps in a temporary file: an open, writes and a close
+		// per transaction.
+		q.Add("_pragma", "temp_store(MEMORY)")
 	case poolRead:
 		q.Add("_pragma", "query_only(1)")
 	}

@@ -21,6 +21,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/internal/sqlitedb"
 	"github.com/trellis-agents/trellis/server/runs"
 )
 
@@ -106,6 +107,7 @@ func waitParallel(b *testing.B, r *running, clients int) {
 		reportLatency(b, lat)
 		return
 	}
+	ws := sqlitedb.ReadWriteStats()
 	b.SetParallelism((clients + 1) / 2) // GOMAXPROCS is 2 here
 	b.RunParallel(func(pb *testing.PB) {
 		var mine []time.Duration
@@ -119,8 +121,27 @@ func waitParallel(b *testing.B, r *running, clients int) {
 		mu.Unlock()
 	})
 	b.StopTimer()
-	b.ReportMetric(float64(n.Load())/time.Since(start).Seconds(), "runs/s")
+	wall := time.Since(start)
+	b.ReportMetric(float64(n.Load())/wall.Seconds(), "runs/s")
 	reportLatency(b, lat)
+	reportWriter(b, sqlitedb.ReadWriteStats().Sub(ws), wall, n.Load())
+}
+
+// reportWriter reports, for runs on SQLite, how long the one write
+// connection was held per run, the fraction of the wall time it was held
+// (near 1: the writer is the bound) and the transactions per physical
+// commit.
+func reportWriter(b *testing.B, ws sqlitedb.WriteStats, wall time.Duration, runs int64) {
+	if ws.Transactions == 0 || runs == 0 {
+		return
+	}
+	b.ReportMetric(float64(ws.Held.Microseconds())/float64(runs), "writer-us/run")
+	b.ReportMetric(float64(ws.InSQL.Microseconds())/float64(runs), "writer-sql-us/run")
+	b.ReportMetric(float64(ws.Committing.Microseconds())/float64(runs), "writer-commit-us/run")
+	b.ReportMetric(ws.Held.Seconds()/wall.Seconds(), "writer-busy")
+	if ws.Commits > 0 {
+		b.ReportMetric(float64(ws.Transactions)/float64(ws.Commits), "tx/commit")
+	}
 }
 
 // BenchmarkRunsWaitTracing is BenchmarkRunsWait without tracing (no

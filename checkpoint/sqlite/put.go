@@ -101,7 +101,12 @@ type preparedPut struct {
 	blobs   []checkpoint.Blob
 	rec     []byte
 	extra   []byte
+	sum     int64 // rowSum of the row
 	inserts []*sql.Stmt
+	// blobArgs are the arguments of inserts, one list per statement,
+	// checksums computed: built before the write transaction begins, as
+	// every caller of the one write connection waits while it is held.
+	blobArgs [][]any
 }
 
 // preparePut encodes and checks cp for the checkpoint out names, and
@@ -131,6 +136,8 @@ func (s *Saver) preparePut(ctx context.Context, out checkpoint.Ref, cp checkpoin
 	if p.inserts, err = s.blobInserts(ctx, len(blobs)); err != nil {
 		return p, fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
+	p.sum = int64(rowSum(md.Parent, md.Step, string(md.Source), md.RunID, p.extra, p.rec))
+	p.blobArgs = blobArgs(out, blobs)
 	return p, nil
 }
 
@@ -140,8 +147,7 @@ func (s *Saver) preparePut(ctx context.Context, out checkpoint.Ref, cp checkpoin
 func (s *Saver) putTx(ctx context.Context, tx *sql.Tx, ref checkpoint.Ref, p preparedPut) error {
 	cp, md, out := p.cp, p.md, p.out
 	res, err := tx.StmtContext(ctx, s.insertCP).ExecContext(ctx, ref.ThreadID, ref.Namespace, cp.ID,
-		md.Parent, md.Step, string(md.Source), md.RunID, p.extra, p.rec, unixNano(cp.Created), ref.ID,
-		int64(rowSum(md.Parent, md.Step, string(md.Source), md.RunID, p.extra, p.rec)))
+		md.Parent, md.Step, string(md.Source), md.RunID, p.extra, p.rec, unixNano(cp.Created), ref.ID, p.sum)
 	if err != nil {
 		return fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
@@ -150,7 +156,7 @@ func (s *Saver) putTx(ctx context.Context, tx *sql.Tx, ref checkpoint.Ref, p pre
 	} else if n == 0 {
 		return s.refused(ctx, tx, ref, out)
 	}
-	if err := s.insertBlobsTx(ctx, tx, p.inserts, ref, p.blobs); err != nil {
+	if err := s.insertBlobsTx(ctx, tx, p.inserts, p.blobArgs, ref, p.blobs); err != nil {
 		return fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
 	return nil
@@ -233,20 +239,31 @@ func (s *Saver) blobInserts(ctx context.Context, n int) ([]*sql.Stmt, error) {
 	return out, nil
 }
 
-// insertBlobsTx inserts blobs with the statements blobInserts returned,
-// skipping the blobs already stored. When some were already stored (fewer
-// rows inserted than given), it checks that every blob equals the stored
-// one; the transaction is rolled back by the caller on error.
-func (s *Saver) insertBlobsTx(ctx context.Context, tx *sql.Tx, inserts []*sql.Stmt, ref checkpoint.Ref, blobs []checkpoint.Blob) error {
-	inserted := int64(0)
-	args := make([]any, 0, 2+6*min(len(blobs), maxBlobRows))
-	for i, st := range inserts {
-		chunk := blobs[i*maxBlobRows : min(len(blobs), (i+1)*maxBlobRows)]
-		args = append(args[:0], ref.ThreadID, ref.Namespace)
+// blobArgs returns the arguments of the statements blobInserts returns
+// for blobs of the namespace out names: one list per chunk of maxBlobRows.
+func blobArgs(out checkpoint.Ref, blobs []checkpoint.Blob) [][]any {
+	var all [][]any
+	for i := 0; i < len(blobs); i += maxBlobRows {
+		chunk := blobs[i:min(len(blobs), i+maxBlobRows)]
+		args := make([]any, 0, 2+6*len(chunk))
+		args = append(args, out.ThreadID, out.Namespace)
 		for _, b := range chunk {
 			args = append(args, b.Key, int64(b.Version), int64(b.Kind), int64(b.Base), []byte(b.Data), int64(checkpoint.BlobChecksum(b)))
 		}
-		res, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+		all = append(all, args)
+	}
+	return all
+}
+
+// insertBlobsTx inserts blobs with the statements blobInserts returned and
+// their arguments from blobArgs, skipping the blobs already stored. When
+// some were already stored (fewer rows inserted than given), it checks
+// that every blob equals the stored one; the transaction is rolled back by
+// the caller on error.
+func (s *Saver) insertBlobsTx(ctx context.Context, tx *sql.Tx, inserts []*sql.Stmt, args [][]any, ref checkpoint.Ref, blobs []checkpoint.Blob) error {
+	inserted := int64(0)
+	for i, st := range inserts {
+		res, err := tx.StmtContext(ctx, st).ExecContext(ctx, args[i]...)
 		if err != nil {
 			return err
 		}

@@ -68,11 +68,14 @@ type Migration struct {
 // instead of meeting at SQLite's file lock, whose busy handler sleeps for
 // milliseconds at a time. The pools close with the file's last DB.
 type DB struct {
-	// Write has one connection. Its transactions begin with BEGIN
-	// IMMEDIATE, taking the database's write lock at once, so a transaction
-	// that reads and then writes cannot fail halfway because another writer
-	// committed in between. A caller must not wait for another write while
-	// it holds a write transaction: the pool has one connection.
+	// Write has virtual connections over one physical connection, whose
+	// transactions are committed in groups (group.go). A group begins with
+	// BEGIN IMMEDIATE, taking the database's write lock at once, so a
+	// transaction that reads and then writes cannot fail halfway because
+	// another writer committed in between; its transactions run one after
+	// another, and each one's Commit returns after the group's COMMIT. A
+	// caller must not wait for another write while it holds a write
+	// transaction: that write waits for the caller's transaction to end.
 	Write *sql.DB
 	// Read has several connections in query-only mode, for statements and
 	// read transactions (BEGIN DEFERRED: a consistent snapshot from the
@@ -99,8 +102,9 @@ func (db *DB) Ping(ctx context.Context) error {
 // file is the pools of one database file, shared by its DBs.
 type file struct {
 	path    string
-	refs    int // DBs open on it; guarded by filesMu
-	write   *sql.DB
+	refs    int     // DBs open on it; guarded by filesMu
+	write   *sql.DB // virtual connections over writer (group.go)
+	writer  *writer
 	read    *sql.DB
 	ckpt    *sql.DB // one connection for background WAL checkpoints
 	commits atomic.Uint64
@@ -172,19 +176,22 @@ func acquire(ctx context.Context, abs string) (*file, error) {
 	}
 	f := &file{path: abs, refs: 1, kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	var err error
-	if f.write, err = openPool(dsn(abs, poolWrite)); err != nil {
+	if f.writer, err = newWriter(dsn(abs, poolWrite)); err != nil {
 		return nil, err
 	}
-	f.write.SetMaxOpenConns(1)
-	f.write.SetMaxIdleConns(1)
+	f.write = sql.OpenDB(f.writer)
+	f.write.SetMaxOpenConns(writeConns)
+	f.write.SetMaxIdleConns(writeConns)
 	// The write connection is opened first and alone, so the switch of a
 	// new file to WAL mode does not race with the readers.
 	if err := f.write.PingContext(ctx); err != nil {
 		f.write.Close()
+		f.writer.close()
 		return nil, err
 	}
 	if f.read, err = openPool(dsn(abs, poolRead)); err != nil {
 		f.write.Close()
+		f.writer.close()
 		return nil, err
 	}
 	readers := max(4, runtime.GOMAXPROCS(0))
@@ -192,6 +199,7 @@ func acquire(ctx context.Context, abs string) (*file, error) {
 	f.read.SetMaxIdleConns(readers)
 	if f.ckpt, err = sql.Open("sqlite", dsn(abs, poolCheckpoint)); err != nil {
 		f.write.Close()
+		f.writer.close()
 		f.read.Close()
 		return nil, err
 	}
@@ -216,7 +224,7 @@ func (f *file) release() error {
 	}
 	close(f.stop)
 	<-f.done
-	return errors.Join(f.ckpt.Close(), f.read.Close(), f.write.Close())
+	return errors.Join(f.ckpt.Close(), f.read.Close(), f.write.Close(), f.writer.close())
 }
 
 // Committed tells db that a write transaction committed. Every
@@ -279,6 +287,11 @@ func dsn(abs string, pool int) string {
 	case poolWrite:
 		q.Set("_txlock", "immediate")
 		q.Add("_pragma", fmt.Sprintf("wal_autocheckpoint(%d)", autoCheckpointPages))
+		// Each transaction of a group runs in a savepoint, whose
+		// sub-journal (the original of each page it changes) SQLite
+		// otherwise keeps in a temporary file: an open, writes and a close
+		// per transaction.
+		q.Add("_pragma", "temp_store(MEMORY)")
 	case poolRead:
 		q.Add("_pragma", "query_only(1)")
 	}

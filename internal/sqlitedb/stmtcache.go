@@ -68,6 +68,7 @@ type inner interface {
 type cachingConn struct {
 	inner
 	id    uint64     // tells connections apart in sqltrace events
+	write bool       // the physical write connection (group.go)
 	mu    sync.Mutex // guards the cache against a rows.Close from another goroutine
 	lru   *list.List // of *cachedStmt, most recent first
 	bySQL map[string]*list.Element

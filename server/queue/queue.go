@@ -51,6 +51,8 @@ import (
 	"github.com/riverqueue/river/riverdriver/riversqlite"
 	"github.com/riverqueue/river/rivermigrate"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/trellis-agents/trellis/internal/sqlitedb"
 )
 
 // Kind is the River job kind of a run job.
@@ -141,7 +143,8 @@ type AdvanceFunc func(ctx context.Context, tenant, threadID string) (Result, err
 type Config struct {
 	// SQLite is the embedded database's pool for River. It must be limited
 	// to one connection (SetMaxOpenConns(1)), as River's SQLite driver
-	// needs, like the Write pool of internal/sqlitedb, which is meant here:
+	// needs, or be the Write pool of internal/sqlitedb, which is meant here
+	// (its connections take turns on one: sqlitedb.SerializesWrites):
 	// River's statements then queue behind the service's own writes
 	// instead of failing with SQLITE_BUSY.
 	SQLite *sql.DB
@@ -290,7 +293,7 @@ func (c *Config) fill() error {
 		errs = append(errs, errors.New("neither SQLite nor Postgres is set; give the database the queue lives in"))
 	case c.SQLite != nil && c.Postgres != nil:
 		errs = append(errs, errors.New("both SQLite and Postgres are set; give one"))
-	case c.SQLite != nil && c.SQLite.Stats().MaxOpenConnections != 1:
+	case c.SQLite != nil && c.SQLite.Stats().MaxOpenConnections != 1 && !sqlitedb.SerializesWrites(c.SQLite):
 		errs = append(errs, fmt.Errorf("the SQLite pool allows %d connections; River's SQLite driver needs a pool of one (SetMaxOpenConns(1), as sqlitedb.DB.Write)",
 			c.SQLite.Stats().MaxOpenConnections))
 	}

@@ -3,12 +3,12 @@ package server
 import (
 	"bytes"
 	"context"
-	"runtime/trace"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"runtime/trace"
 	"slices"
 	"sync"
 	"testing"

@@ -156,9 +156,8 @@ func nodes(s *wire.NodeSelector) []string {
 }
 
 // create decodes a run-create body and creates the run on thread ("" for
-// a stateless run on a new temporary thread), with ctx (the request's, or
-// one derived from it).
-func (a *API) create(ctx context.Context, w http.ResponseWriter, r *http.Request, stateless, background bool) (db.Run, wire.RunCreate, bool) {
+// a stateless run on a new temporary thread).
+func (a *API) create(w http.ResponseWriter, r *http.Request, stateless, background bool) (db.Run, wire.RunCreate, bool) {
 	thread := checkpoint.NewID()
 	if !stateless {
 		t, p := wire.PathID(r, "thread_id")
@@ -173,21 +172,21 @@ func (a *API) create(ctx context.Context, w http.ResponseWriter, r *http.Request
 		p.Write(w, r)
 		return db.Run{}, b, false
 	}
-	run, ok := a.createFrom(ctx, w, r, thread, &b, stateless, background)
+	run, ok := a.createFrom(w, r, thread, &b, stateless, background)
 	return run, b, ok
 }
 
 // createFrom creates the run b asks for on thread.
-func (a *API) createFrom(ctx context.Context, w http.ResponseWriter, r *http.Request, thread string, b *wire.RunCreate, stateless, background bool) (db.Run, bool) {
+func (a *API) createFrom(w http.ResponseWriter, r *http.Request, thread string, b *wire.RunCreate, stateless, background bool) (db.Run, bool) {
 	req, p := a.createRequest(a.tenant(r), thread, b, stateless, background)
 	if p == nil {
-		p = a.checkWebhook(ctx, "/webhook", b.Webhook)
+		p = a.checkWebhook(r.Context(), "/webhook", b.Webhook)
 	}
 	if p != nil {
 		p.Write(w, r)
 		return db.Run{}, false
 	}
-	run, err := a.Runs.Create(ctx, a.Enqueue, req)
+	run, err := a.Runs.Create(r.Context(), a.Enqueue, req)
 	if err != nil && run.ID == "" {
 		if stateless { // Create made the temporary thread before it refused the run
 			// (or, when it stores the thread with the run, made none)
@@ -211,7 +210,7 @@ func (a *API) createStatelessRun(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *API) createBackground(w http.ResponseWriter, r *http.Request, stateless bool) {
-	run, _, ok := a.create(r.Context(), w, r, stateless, true)
+	run, _, ok := a.create(w, r, stateless, true)
 	if !ok {
 		return
 	}

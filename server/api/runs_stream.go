@@ -14,7 +14,6 @@ import (
 	"github.com/trellis-agents/trellis/server/api/wire"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/internal/hoptrace"
-	"github.com/trellis-agents/trellis/server/internal/inline"
 	"github.com/trellis-agents/trellis/server/runs"
 	"github.com/trellis-agents/trellis/server/sse"
 )
@@ -144,7 +143,7 @@ func (a *API) streamNew(w http.ResponseWriter, r *http.Request, stateless bool) 
 		p.Write(w, r)
 		return
 	}
-	run, b, ok := a.create(r.Context(), w, r, stateless, false)
+	run, b, ok := a.create(w, r, stateless, false)
 	if !ok {
 		return
 	}
@@ -287,13 +286,10 @@ func objectOrNull(data []byte) bool {
 // failed (the SDK's wait raises "error: message" from it). Values with
 // nothing to merge in are written as the run stored them when that is
 // already their encoding.
-//
-// start, when not nil, executes the run on this goroutine once the follow
-// is subscribed (runInline).
-func (a *API) answer(w http.ResponseWriter, r *http.Request, run db.Run, cancelOnLeave bool, start func()) {
+func (a *API) answer(w http.ResponseWriter, r *http.Request, run db.Run, cancelOnLeave bool) {
 	ctx, tenant := r.Context(), a.tenant(r)
 	var c result
-	f, err := runs.FollowRunStarting(ctx, a.DB, a.Runs.Broker(), tenant, run.ThreadID, run.ID, 0, followPoll, start, func(ev db.Event) error { c.add(ev); return nil })
+	f, err := runs.FollowRun(ctx, a.DB, a.Runs.Broker(), tenant, run.ThreadID, run.ID, 0, followPoll, func(ev db.Event) error { c.add(ev); return nil })
 	hoptrace.Mark("followed")
 	if err != nil {
 		if ctx.Err() != nil {
@@ -363,44 +359,17 @@ func (a *API) waitStatelessRun(w http.ResponseWriter, r *http.Request) { a.waitN
 
 func (a *API) waitNew(w http.ResponseWriter, r *http.Request, stateless bool) {
 	hoptrace.Mark("handler")
-	// The queue may hand the run it accepts to this goroutine (runInline);
-	// whatever it offers and this handler does not run is started on a
-	// goroutine of its own when the handler returns, as without the slot.
-	slot := inline.With(r.Context())
-	defer slot.Close()
-	run, b, ok := a.create(slot, w, r, stateless, false)
+	run, b, ok := a.create(w, r, stateless, false)
 	if !ok {
 		return
 	}
 	hoptrace.Mark("accepted")
 	setRunHeaders(w.Header(), run)
-	cancelOnLeave := b.OnDisconnect != wire.DisconnectContinue
-	var start func()
-	if slot.Pending() {
-		start = func() { a.runInline(slot, r, run, cancelOnLeave) }
-	}
-	a.answer(w, r, run, cancelOnLeave, start)
+	a.answer(w, r, run, b.OnDisconnect != wire.DisconnectContinue)
 	hoptrace.Mark("answered")
 	if stateless && b.OnCompletion != wire.OnCompletionKeep {
 		a.dropTemporary(r, run)
 	}
-}
-
-// runInline works the run this request accepted on the request's
-// goroutine, when the queue offered its hand-off to slot: the handler
-// would only wait for the run's end, so the hand-off's goroutine and the
-// waiter's wake-up are saved. The run is already committed and its job
-// row stands as for any hand-off, and it runs with the queue's context,
-// so the handler's return cannot cut it. Blocked in the run, the handler
-// cannot see its client leave, so an AfterFunc on the request's context
-// applies on_disconnect "cancel" as answer does (leave); with "continue"
-// the run simply finishes.
-func (a *API) runInline(slot *inline.Slot, r *http.Request, run db.Run, cancelOnLeave bool) {
-	if cancelOnLeave {
-		stop := context.AfterFunc(r.Context(), func() { a.leave(r, run) })
-		defer stop()
-	}
-	slot.Run()
 }
 
 func (a *API) joinRun(w http.ResponseWriter, r *http.Request) {
@@ -413,5 +382,5 @@ func (a *API) joinRun(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	a.answer(w, r, run, q.CancelOnDisconnect, nil)
+	a.answer(w, r, run, q.CancelOnDisconnect)
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/internal/hoptrace"
-	"github.com/trellis-agents/trellis/server/internal/inline"
 	"github.com/trellis-agents/trellis/server/internal/repeat"
 )
 
@@ -189,13 +188,9 @@ func (h *handoffs) wait(ctx context.Context) error {
 	}
 }
 
-// launch starts the work of job, inserted by EnqueueWith on a slot
-// acquire took: on a goroutine of its own, or on the caller's when ctx
-// carries an inline slot that takes it (server/internal/inline: a
-// runs/wait handler that would only wait for the run). Either way the work
-// is runHandoff, with the queue's context, not ctx: the run outlives the
-// request that accepted it.
-func (q *Queue) launch(ctx context.Context, job *rivertype.JobRow, tenant, thread string) {
+// launch starts the goroutine working job, inserted by EnqueueWith on a
+// slot acquire took.
+func (q *Queue) launch(job *rivertype.JobRow, tenant, thread string) {
 	e := &handoff{job: job, tenant: tenant, thread: thread, started: time.Now(), wake: make(chan struct{}, 1)}
 	h := &q.hand
 	h.mu.Lock()
@@ -206,59 +201,18 @@ func (q *Queue) launch(ctx context.Context, job *rivertype.JobRow, tenant, threa
 	}
 	h.entries[job.ID] = e
 	h.mu.Unlock()
-	if inline.Offer(ctx, func() { q.runHandoff(e, true) }) {
-		return
-	}
-	go q.runHandoff(e, false)
-}
-
-// pause is what a hand-off waits before its next Advance: d, or less when
-// a request is absorbed or the row released (busyWait); when the wait is
-// cut instead (the queue stops, half the window passed), cut ends the
-// hand-off.
-type pause struct {
-	d   time.Duration
-	cut func()
+	go q.runHandoff(e)
 }
 
 // runHandoff works a handed-off job: Advance, then the outcome as
 // worker.work treats it, with the row deleted instead of completed.
-// inline says it runs on a request's goroutine: then only the first
-// Advance does, and whatever follows it (a wait on a Busy thread, another
-// Advance for an absorbed request) goes on a goroutine of its own, so the
-// request is answered as soon as its run is done.
-func (q *Queue) runHandoff(e *handoff, inline bool) {
+func (q *Queue) runHandoff(e *handoff) {
 	hoptrace.Mark("handoff")
-	q.workHandoff(e, q.keepScheduled(e), pause{}, inline)
-}
-
-// workHandoff is runHandoff's loop from p, the wait before its next
-// Advance; stopKeep stops keepScheduled.
-func (q *Queue) workHandoff(e *handoff, stopKeep func(), p pause, inline bool) {
-	moved := false
-	defer func() {
-		if !moved {
-			stopKeep()
-			q.hand.done(e)
-		}
-	}()
+	defer q.hand.done(e)
+	defer q.keepScheduled(e)()
 	log := q.cfg.Logger.With(slog.String("tenant", e.tenant), slog.String("thread_id", e.thread), slog.Int64("job_id", e.job.ID))
 	w := &worker{q: q}
-	for first := true; ; first = false {
-		if inline && !first {
-			// The request's goroutine made the call it waits for; the rest
-			// is worked as without it.
-			moved = true
-			go q.workHandoff(e, stopKeep, p, false)
-			return
-		}
-		if p.cut != nil {
-			if !q.busyWait(e, p.d) {
-				p.cut()
-				return
-			}
-			p = pause{}
-		}
+	for {
 		res, err, deleted := q.advanceHandoff(w, e)
 		rerun, released := q.hand.take(e)
 		if released {
@@ -291,7 +245,10 @@ func (q *Queue) workHandoff(e *handoff, stopKeep func(), p pause, inline bool) {
 			if d <= 0 {
 				d = q.cfg.BusySnooze
 			}
-			p = pause{d: d, cut: func() { q.handBack(e, log) }}
+			if !q.busyWait(e, d) {
+				q.handBack(e, log)
+				return
+			}
 		case More:
 			ectx, cancel := context.WithTimeout(context.Background(), reenqueueTimeout)
 			err := q.enqueue(ectx, replace, e.tenant, e.thread)
@@ -309,7 +266,10 @@ func (q *Queue) workHandoff(e *handoff, stopKeep func(), p pause, inline bool) {
 			}
 			// The row is gone: Advance again here after a pause (when the
 			// queue stops first, the service's sweeper finds the work).
-			p = pause{d: q.cfg.BusySnooze, cut: func() { q.finishHandoff(e, true, rerun, log) }}
+			if !q.busyWait(e, q.cfg.BusySnooze) {
+				q.finishHandoff(e, true, rerun, log)
+				return
+			}
 		default: // Done, or an unknown outcome
 			if res.Outcome != Done {
 				log.ErrorContext(q.hand.ctx, "queue: Advance returned an unknown outcome; the handed-off job ends", slog.String("outcome", res.Outcome.String()))

@@ -188,7 +188,7 @@ func (q *Queue) EnqueueWith(ctx context.Context, tenant, threadID string, fn txF
 	}
 	switch {
 	case handed != nil && h.committed:
-		q.launch(ctx, handed, tenant, threadID)
+		q.launch(handed, tenant, threadID)
 	case handoff:
 		q.hand.unused()
 	}

@@ -229,14 +229,6 @@ func (s *Subscription) take() (evs []db.Event, lagged, ended bool, final *runFin
 	return evs, lagged, s.ended, s.final
 }
 
-// endedHere reports whether the run ended in this process (endWith) and
-// no event was dropped for this subscriber.
-func (s *Subscription) endedHere() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.ended && s.final != nil && !s.lagged
-}
-
 // Close stops the subscription.
 func (s *Subscription) Close() {
 	s.b.mu.Lock()
@@ -271,7 +263,7 @@ const joinPage = 256
 // log is a db.EventsStatusReader, the status read with the log answers
 // instead, and ended is not called.
 func Join(ctx context.Context, log Log, b *Broker, tenant, runID string, after int64, ended func(context.Context) (bool, error)) iter.Seq2[db.Event, error] {
-	return join(ctx, log, b, tenant, runID, after, ended, nil, nil)
+	return join(ctx, log, b, tenant, runID, after, ended, nil)
 }
 
 // joinEnd is how a join ended, when it knows: complete says it yielded
@@ -286,14 +278,7 @@ type joinEnd struct {
 // whole log of an ended run: its status was read, terminal, with the log
 // (db.EventsStatusReader), or the run ended in this process and every
 // event up to its last was yielded.
-//
-// start, when not nil, is called once join is subscribed and before it
-// reads anything: a caller that executes the run itself (a runs/wait
-// handler that was handed its run) does so there. When the run then
-// ended in this process, with no event dropped, the subscription holds
-// what the log would say, and the log is not read before the live events
-// are taken; a gap or a lag among them is read from the log as always.
-func join(ctx context.Context, log Log, b *Broker, tenant, runID string, after int64, ended func(context.Context) (bool, error), start func(), out *joinEnd) iter.Seq2[db.Event, error] {
+func join(ctx context.Context, log Log, b *Broker, tenant, runID string, after int64, ended func(context.Context) (bool, error), out *joinEnd) iter.Seq2[db.Event, error] {
 	if out == nil {
 		out = &joinEnd{}
 	}
@@ -358,14 +343,9 @@ func join(ctx context.Context, log Log, b *Broker, tenant, runID string, after i
 			}
 			return false
 		}
-		if start != nil {
-			start()
-		}
-		if start == nil || !sub.endedHere() {
-			st, ok := catchUp()
-			if !ok || over(st) {
-				return
-			}
+		st, ok := catchUp()
+		if !ok || over(st) {
+			return
 		}
 		for {
 			select {

@@ -47,16 +47,6 @@ type Followed struct {
 // When the join saw the whole log of the ended run (see join), the log's
 // tail is not read again.
 func FollowRun(ctx context.Context, log FollowLog, b *Broker, tenant, thread, runID string, after int64, poll time.Duration, fn func(db.Event) error) (Followed, error) {
-	return FollowRunStarting(ctx, log, b, tenant, thread, runID, after, poll, nil, fn)
-}
-
-// FollowRunStarting is FollowRun calling start, when not nil, once the
-// follow is subscribed to the run's events and before it reads any: a
-// caller that executes the run itself does so in start, on its own
-// goroutine, and gets the events of a run that ended here from the
-// subscription, with no read of the log. ctx ending does not stop start;
-// the caller must make start return (its run cancelled) if it should.
-func FollowRunStarting(ctx context.Context, log FollowLog, b *Broker, tenant, thread, runID string, after int64, poll time.Duration, start func(), fn func(db.Event) error) (Followed, error) {
 	if poll <= 0 {
 		poll = DefaultFollowPoll
 	}
@@ -82,7 +72,7 @@ func FollowRunStarting(ctx context.Context, log FollowLog, b *Broker, tenant, th
 	}()
 	last := after
 	var je joinEnd
-	for ev, err := range join(jctx, log, b, tenant, runID, after, ended, start, &je) {
+	for ev, err := range join(jctx, log, b, tenant, runID, after, ended, &je) {
 		if err != nil {
 			if jctx.Err() != nil || errors.Is(err, db.ErrNotFound) {
 				break // ended, or deleted with its thread

@@ -13,6 +13,7 @@ import (
 
 	"github.com/trellis-agents/trellis/server/api/wire"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/internal/hoptrace"
 	"github.com/trellis-agents/trellis/server/runs"
 	"github.com/trellis-agents/trellis/server/sse"
 )
@@ -289,6 +290,7 @@ func (a *API) answer(w http.ResponseWriter, r *http.Request, run db.Run, cancelO
 	ctx, tenant := r.Context(), a.tenant(r)
 	var c result
 	f, err := runs.FollowRun(ctx, a.DB, a.Runs.Broker(), tenant, run.ThreadID, run.ID, 0, followPoll, func(ev db.Event) error { c.add(ev); return nil })
+	hoptrace.Mark("followed")
 	if err != nil {
 		if ctx.Err() != nil {
 			if cancelOnLeave {
@@ -356,12 +358,15 @@ func (a *API) waitRun(w http.ResponseWriter, r *http.Request) { a.waitNew(w, r, 
 func (a *API) waitStatelessRun(w http.ResponseWriter, r *http.Request) { a.waitNew(w, r, true) }
 
 func (a *API) waitNew(w http.ResponseWriter, r *http.Request, stateless bool) {
+	hoptrace.Mark("handler")
 	run, b, ok := a.create(w, r, stateless, false)
 	if !ok {
 		return
 	}
+	hoptrace.Mark("accepted")
 	setRunHeaders(w.Header(), run)
 	a.answer(w, r, run, b.OnDisconnect != wire.DisconnectContinue)
+	hoptrace.Mark("answered")
 	if stateless && b.OnCompletion != wire.OnCompletionKeep {
 		a.dropTemporary(r, run)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/trellis-agents/trellis/internal/txhook"
+	"github.com/trellis-agents/trellis/server/internal/hoptrace"
 	"github.com/trellis-agents/trellis/server/internal/repeat"
 )
 
@@ -206,6 +207,7 @@ func (q *Queue) launch(job *rivertype.JobRow, tenant, thread string) {
 // runHandoff works a handed-off job: Advance, then the outcome as
 // worker.work treats it, with the row deleted instead of completed.
 func (q *Queue) runHandoff(e *handoff) {
+	hoptrace.Mark("handoff")
 	defer q.hand.done(e)
 	defer q.keepScheduled(e)()
 	log := q.cfg.Logger.With(slog.String("tenant", e.tenant), slog.String("thread_id", e.thread), slog.Int64("job_id", e.job.ID))

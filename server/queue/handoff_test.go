@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/trellis-agents/trellis/internal/sqltrace"
 	"github.com/trellis-agents/trellis/internal/txhook"
 )
 
@@ -384,5 +386,43 @@ func noVisit(t *testing.T, visits <-chan visit, d time.Duration) {
 	case v := <-visits:
 		t.Fatalf("an unexpected Advance call; the jobs were %v", states(v.jobs))
 	case <-time.After(d):
+	}
+}
+
+// On SQLite a hand-off's insert does not wake River's producer: its fetch
+// (a write transaction, JobGetAvailable) could find nothing, the row
+// being scheduled a window ahead, and it held the write lock while the
+// run's first write waited. A plain Enqueue still wakes it.
+func TestHandoffInsertWakesNoFetch(t *testing.T) {
+	cfg := openSQLite(t)
+	cfg.FetchPollInterval = time.Minute // no periodic fetch inside the test
+	q, visits := handoffQueue(t, cfg, func(context.Context, int32, string) (Result, error) {
+		return Result{Outcome: Done}, nil
+	})
+	time.Sleep(300 * time.Millisecond) // River's fetches at start
+	var fetches atomic.Int32
+	stop := sqltrace.Observe(func(e sqltrace.Event) {
+		if e.Kind == sqltrace.Statement && strings.Contains(e.SQL, "attempt = river_job.attempt + 1") {
+			fetches.Add(1)
+		}
+	})
+	defer stop()
+	if stored, err := q.EnqueueWith(context.Background(), "t", "handed", noop); err != nil || !stored {
+		t.Fatalf("EnqueueWith: %v, %v", stored, err)
+	}
+	if v := take(t, visits); !v.handedOff() {
+		t.Fatalf("Advance found the jobs %v, want the one scheduled job never fetched", states(v.jobs))
+	}
+	waitNoJobs(t, q, "handed")
+	time.Sleep(100 * time.Millisecond)
+	if n := fetches.Load(); n != 0 {
+		t.Errorf("a hand-off's insert was followed by %d fetches by River, want none", n)
+	}
+	if err := q.Enqueue(context.Background(), "t", "plain"); err != nil {
+		t.Fatal(err)
+	}
+	take(t, visits)
+	if fetches.Load() == 0 {
+		t.Error("a plain Enqueue's job ran with no fetch seen: the test does not see River's fetches")
 	}
 }

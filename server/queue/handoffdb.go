@@ -9,7 +9,40 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
 )
+
+// quietInserter is an engine that can insert a job without waking this
+// process's River workers (sqliteEngine).
+type quietInserter interface {
+	insertQuiet(ctx context.Context, a river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+}
+
+// insertQuiet is River's Insert without its wake-up of this process's
+// workers, for a hand-off's row, which is scheduled a window ahead: no
+// worker could fetch it, and on SQLite the wake-up makes River's producer
+// fetch anyway, a write transaction (JobGetAvailable) that finds nothing
+// and holds the database's write lock just when the run's first write
+// wants it. The job is inserted by InsertTx in a transaction of River's
+// driver, so the commit hook ctx carries (EnqueueWith's rows) runs in it
+// exactly as in Insert's own transaction.
+func (e *sqliteEngine) insertQuiet(ctx context.Context, a river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+	d := e.client.Driver()
+	tx, err := d.GetExecutor().Begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := e.client.InsertTx(ctx, d.UnwrapTx(tx), a, opts)
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	if err != nil {
+		_ = tx.Rollback(context.WithoutCancel(ctx)) // after a failed commit, a no-op
+		return nil, err
+	}
+	return res, nil
+}
 
 // handoffRowSQL deletes a handed-off job's row if it is still as inserted:
 // scheduled and never attempted. A row another process made due (JobRetry),

@@ -149,13 +149,23 @@ func (q *Queue) EnqueueWith(ctx context.Context, tenant, threadID string, fn txF
 	handoff := q.hand.acquire()
 	var handed *rivertype.JobRow
 	rawInsert := ops.insert
+	quiet, _ := q.eng.(quietInserter)
 	insert := func(ctx context.Context, a river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
+		ins := rawInsert
 		if handoff {
 			o := *opts
 			o.ScheduledAt = q.handoffUntil()
 			opts = &o
+			if quiet != nil && !h.used {
+				// The first insert, with fn's rows: a fresh row is this
+				// process's to work, and waking River's workers for it
+				// would only make them fetch nothing. A row found instead
+				// is asked for again below by a plain insert, which wakes
+				// them as before.
+				ins = quiet.insertQuiet
+			}
 		}
-		res, err := rawInsert(ctx, a, opts)
+		res, err := ins(ctx, a, opts)
 		if err == nil && handoff && !res.UniqueSkippedAsDuplicate {
 			handed = res.Job
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/internal/hoptrace"
 )
 
 // eventLog buffers a run's events and appends them to its durable log,
@@ -337,6 +338,7 @@ func (f *fencedSaver) PutBatch(ctx context.Context, ref checkpoint.Ref, entries 
 	if err != nil {
 		return checkpoint.Ref{}, err
 	}
+	hoptrace.Mark("first-step")
 	return out, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/graph"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/internal/hoptrace"
 	"github.com/trellis-agents/trellis/store"
 	"github.com/trellis-agents/trellis/tool"
 )
@@ -261,6 +262,7 @@ func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error
 // wrapping errUnclaimed, the run left as it is. pre, when not nil, is the
 // run's assistant as read with the run (nextPending).
 func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, deferred bool, pre *db.Assistant) error {
+	hoptrace.Mark("execute")
 	outer := ctx
 	if s.cfg.RunContext != nil {
 		ctx = s.cfg.RunContext(ctx, lease.Tenant, run.ThreadID)
@@ -384,6 +386,7 @@ func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, defe
 	if err == nil && finished.Status.Terminal() {
 		// Subscribers here that saw every event up to the last need
 		// read neither the log's tail nor the run back.
+		hoptrace.Mark("finished")
 		s.cfg.Broker.endWith(run.ID, runFinal{seq: log.lastSeq(), end: db.RunEnd{Status: finished.Status, Error: finished.Error}})
 	} else {
 		s.cfg.Broker.End(run.ID)

@@ -60,7 +60,7 @@ var readCeilings = map[string]int{"sqlite": 6, "postgres": 6}
 // is now: a transaction's BEGIN travels with its first statement, and the
 // statements whose results nobody reads travel with the next one or with
 // the COMMIT (pgdb.Tx).
-var tripCeilings = map[string]int{"postgres": 32}
+var tripCeilings = map[string]int{"postgres": 22}
 
 // existingCeilings bound the statements of one echo runs/wait on a thread
 // that exists (its second turn), per backend, as statementCeilings do for

@@ -386,6 +386,17 @@ type batchRows struct {
 	err error
 }
 
+// Next closes the batch once the rows are read to their end, as pgx's
+// rows close themselves then: the transaction can be used again without
+// a Close.
+func (r *batchRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
 func (r *batchRows) Close() {
 	r.Rows.Close()
 	if r.br != nil {

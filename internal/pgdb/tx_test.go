@@ -240,3 +240,37 @@ func TestTxQueuedInSavepoint(t *testing.T) {
 		t.Errorf("rows %v (%v), want [2]: the write queued in the rolled-back savepoint is undone", ids, err)
 	}
 }
+
+// Rows read to their end free the connection without a Close, as pgx's
+// do, when they came back in a batch with queued writes.
+func TestTxRowsReadToTheEnd(t *testing.T) {
+	pool, _ := txPool(t)
+	ctx := context.Background()
+	tx, err := pgdb.Begin(ctx, pool, pgx.TxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	tx.ExecLater(ctx, `INSERT INTO t VALUES (1, 'a'), (2, 'b')`)
+	rows, err := tx.Query(ctx, `SELECT id FROM t ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for rows.Next() {
+		n++
+	}
+	if err := rows.Err(); err != nil || n != 2 {
+		t.Fatalf("%d rows, %v; want 2", n, err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO t VALUES (3, 'c')`); err != nil {
+		t.Fatalf("a statement after rows read to their end, not closed: %v", err)
+	}
+	rows.Close()
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rowCount(t, pool); n != 3 {
+		t.Errorf("%d rows, want 3", n)
+	}
+}

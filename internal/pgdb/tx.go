@@ -32,6 +32,7 @@ import (
 // not supported. Like pgx.Tx, a Tx is not safe for concurrent use.
 type Tx struct {
 	conn    *pgxpool.Conn
+	pc      *pgx.Conn // conn's, kept for Conn after the release
 	opts    pgx.TxOptions
 	inner   pgx.Tx // the transaction once BEGIN was sent, else nil
 	pending []queued
@@ -55,7 +56,7 @@ func Begin(ctx context.Context, pool *pgxpool.Pool, opts pgx.TxOptions) (*Tx, er
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{conn: c, opts: opts}, nil
+	return &Tx{conn: c, pc: c.Conn(), opts: opts}, nil
 }
 
 // ExecLater queues sql to run in the transaction with the next statement
@@ -300,8 +301,9 @@ func (t *Tx) LargeObjects() pgx.LargeObjects {
 	panic("pgdb: Tx does not support large objects")
 }
 
-// Conn is the transaction's connection.
-func (t *Tx) Conn() *pgx.Conn { return t.conn.Conn() }
+// Conn is the transaction's connection (still the same one once the
+// transaction ended, as pgx's dbTx gives it).
+func (t *Tx) Conn() *pgx.Conn { return t.pc }
 
 // Commit sends the queued statements and the COMMIT (and the BEGIN, when
 // nothing was sent yet) in one round trip, and gives the connection back.

@@ -73,8 +73,9 @@ var tripCeilings = map[string]map[string]int{"postgres": {"echo": 21, "chain3": 
 // pending writes and blobs (the create, to check the input against what
 // waits; the worker, for a take-over and waiting interrupts, whose read
 // the engine starts from): 6 of the 11 reads. They were 35 and 40 while
-// the engine read the checkpoint a third time.
-var existingCeilings = map[string]int{"sqlite": 32, "postgres": 37}
+// the engine read the checkpoint a third time, and PostgreSQL's 37 before
+// its events append checked the lease and bumped the Seq in one statement.
+var existingCeilings = map[string]int{"sqlite": 32, "postgres": 36}
 
 // chainGraph is k nodes in a line, each appending its name to the log.
 func chainGraph(k int) runs.GraphSpec {
@@ -174,7 +175,10 @@ func TestWritesPerRun(t *testing.T) {
 				t.Logf("%s %s: %d write transactions (%d statements in them), %d statements in all\n%sreads outside them:\n%s",
 					backend, g, sum.WriteTx, sum.WriteStmts, sum.Statements, sqltrace.Breakdown(best, background, 140),
 					sqltrace.Reads(best, background, 140))
-				t.Logf("%s %s: %d statements without the queue's polling, %d of them outside the write transactions, %d round trips (fewest of 3 runs)", backend, g, stmts, reads, trips)
+				t.Logf("%s %s: %d statements without the queue's polling, %d of them outside the write transactions (fewest of 3 runs)", backend, g, stmts, reads)
+				if _, ok := tripCeilings[backend]; ok {
+					t.Logf("%s %s: %d round trips to the server (fewest of 3 runs)", backend, g, trips)
+				}
 				if g == "echo" {
 					existingThread(t, rec, backend, r.url)
 				}

@@ -235,8 +235,11 @@ var readWrite = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 // error, which would break "a failed Put wrote nothing". Once every
 // statement has succeeded the commit is one short round trip, so it runs
 // without ctx's cancellation, bounded by commitTimeout.
+//
+// The transaction is a pgdb.Tx, whose BEGIN goes with its first statement
+// (and the writes others queue in it with the next one or the COMMIT).
 func (s *Saver) inTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
-	tx, err := s.pool.BeginTx(ctx, opts)
+	tx, err := pgdb.Begin(ctx, s.pool, opts)
 	if err != nil {
 		return err
 	}

@@ -13,7 +13,10 @@ import (
 
 // tracer reports a pool's statements to sqltrace. Connect installs it in
 // pools opened while an observer is set. A batch sent outside a
-// transaction runs as one implicit transaction, and is reported so.
+// transaction runs as one implicit transaction, and is reported so; a
+// BEGIN or COMMIT inside a batch is reported as the transaction's bound.
+// Every statement sent alone counts one round trip, a batch one for all
+// its statements.
 type tracer struct{}
 
 type traceKey struct{}
@@ -27,8 +30,8 @@ func connID(c *pgx.Conn) uint64 {
 	return uint64(c.PgConn().PID())
 }
 
-func emit(c *pgx.Conn, kind sqltrace.Kind, sql string, changed int64) {
-	sqltrace.Emit(sqltrace.Event{Backend: "postgres", Conn: connID(c), Kind: kind, SQL: sql, Changed: changed})
+func emit(c *pgx.Conn, kind sqltrace.Kind, sql string, changed int64, trips int) {
+	sqltrace.Emit(sqltrace.Event{Backend: "postgres", Conn: connID(c), Kind: kind, SQL: sql, Changed: changed, Trips: trips})
 }
 
 // changed is how many rows the statement sql, whose command tag is tag,
@@ -143,41 +146,51 @@ func (tracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, data pgx.TraceQu
 
 func (tracer) TraceQueryEnd(ctx context.Context, c *pgx.Conn, data pgx.TraceQueryEndData) {
 	q, _ := ctx.Value(traceKey{}).(queryTrace)
-	word := strings.ToLower(strings.TrimSpace(q.sql))
+	report(c, q.sql, data.CommandTag, data.Err, 1)
+}
+
+// report emits the event of statement sql, which took trips round trips
+// and ended with tag or err: a transaction's bound, or a statement.
+func report(c *pgx.Conn, sql string, tag pgconn.CommandTag, err error, trips int) {
+	word := strings.ToLower(strings.TrimSpace(sql))
 	switch {
 	case strings.HasPrefix(word, "begin"):
-		emit(c, sqltrace.Begin, "", 0)
+		emit(c, sqltrace.Begin, "", 0, trips)
 	case word == "commit":
-		if data.Err != nil || data.CommandTag.String() == "ROLLBACK" {
-			emit(c, sqltrace.Rollback, "", 0)
+		if err != nil || tag.String() == "ROLLBACK" {
+			emit(c, sqltrace.Rollback, "", 0, trips)
 		} else {
-			emit(c, sqltrace.Commit, "", -1)
+			emit(c, sqltrace.Commit, "", -1, trips)
 		}
 	case word == "rollback":
-		emit(c, sqltrace.Rollback, "", 0)
+		emit(c, sqltrace.Rollback, "", 0, trips)
 	default:
-		emit(c, sqltrace.Statement, q.sql, changed(q.sql, data.CommandTag))
+		emit(c, sqltrace.Statement, sql, changed(sql, tag), trips)
 	}
 }
 
 func (tracer) TraceBatchStart(ctx context.Context, c *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
 	if c.PgConn().TxStatus() == 'I' {
-		emit(c, sqltrace.Begin, "", 0)
+		emit(c, sqltrace.Begin, "", 0, 1)
 		return context.WithValue(ctx, traceKey{}, queryTrace{sql: "implicit"})
 	}
+	emit(c, sqltrace.Trip, "", 0, 1)
 	return ctx
 }
 
 func (tracer) TraceBatchQuery(_ context.Context, c *pgx.Conn, data pgx.TraceBatchQueryData) {
-	emit(c, sqltrace.Statement, data.SQL, changed(data.SQL, data.CommandTag))
+	report(c, data.SQL, data.CommandTag, data.Err, 0)
 }
 
+// TraceBatchEnd ends the implicit transaction of a batch sent outside one,
+// unless the batch left a transaction of its own open (a BEGIN without a
+// COMMIT in it), which a later statement ends.
 func (tracer) TraceBatchEnd(ctx context.Context, c *pgx.Conn, data pgx.TraceBatchEndData) {
-	if q, _ := ctx.Value(traceKey{}).(queryTrace); q.sql == "implicit" {
+	if q, _ := ctx.Value(traceKey{}).(queryTrace); q.sql == "implicit" && c.PgConn().TxStatus() == 'I' {
 		if data.Err != nil {
-			emit(c, sqltrace.Rollback, "", 0)
+			emit(c, sqltrace.Rollback, "", 0, 0)
 		} else {
-			emit(c, sqltrace.Commit, "", -1)
+			emit(c, sqltrace.Commit, "", -1, 0)
 		}
 	}
 }

@@ -30,6 +30,9 @@ const (
 	Commit
 	// Rollback: the connection's transaction rolled back.
 	Rollback
+	// Trip: a round trip to the server that no other event of it counts
+	// (a batch sent inside a transaction).
+	Trip
 )
 
 // Event is one statement or transaction boundary on one connection.
@@ -46,6 +49,11 @@ type Event struct {
 	// deleted (Statement), or the transaction did (Commit; -1 when the
 	// backend does not know and the statements tell).
 	Changed int64
+	// Trips is how many round trips to the server the event stands for:
+	// 1 for a statement, BEGIN or COMMIT sent on its own, 0 for one that
+	// travelled in a batch whose round trip another event counts. Only
+	// the PostgreSQL tracer sets it (an embedded SQLite has no server).
+	Trips int
 }
 
 var observer atomic.Pointer[func(Event)]
@@ -82,6 +90,9 @@ type Tx struct {
 	Committed  bool // false: rolled back
 	Changed    int64
 	Stmts      []Stmt
+	// Trips is the round trips to the server the transaction took, its
+	// BEGIN and COMMIT included (see Event.Trips).
+	Trips int
 }
 
 // Wrote reports whether the transaction committed a change.
@@ -125,13 +136,21 @@ func (r *Recorder) Observe(e Event) {
 	switch e.Kind {
 	case Begin:
 		if tx != nil { // a nested BEGIN: keep the outer transaction
+			tx.Trips += e.Trips
 			return
 		}
-		r.open[k] = &Tx{Backend: e.Backend}
+		r.open[k] = &Tx{Backend: e.Backend, Trips: e.Trips}
+	case Trip:
+		if tx != nil {
+			tx.Trips += e.Trips
+			return
+		}
+		r.done = append(r.done, Tx{Backend: e.Backend, Autocommit: true, Committed: true, Trips: e.Trips})
 	case Commit, Rollback:
 		if tx == nil {
 			return
 		}
+		tx.Trips += e.Trips
 		delete(r.open, k)
 		tx.Committed = e.Kind == Commit
 		if e.Changed > 0 {
@@ -141,9 +160,10 @@ func (r *Recorder) Observe(e Event) {
 	case Statement:
 		if tx != nil {
 			tx.Stmts = append(tx.Stmts, Stmt{SQL: e.SQL, Changed: e.Changed})
+			tx.Trips += e.Trips
 			return
 		}
-		r.done = append(r.done, Tx{Backend: e.Backend, Autocommit: true, Committed: true, Stmts: []Stmt{{SQL: e.SQL, Changed: e.Changed}}})
+		r.done = append(r.done, Tx{Backend: e.Backend, Autocommit: true, Committed: true, Trips: e.Trips, Stmts: []Stmt{{SQL: e.SQL, Changed: e.Changed}}})
 	}
 }
 
@@ -165,6 +185,11 @@ type Summary struct {
 	WriteTx int
 	// WriteStmts is the statements of those transactions.
 	WriteStmts int
+	// Trips is the round trips to the server, BEGIN and COMMIT included
+	// (PostgreSQL only; see Event.Trips).
+	Trips int
+	// WriteTrips is the round trips of the write transactions.
+	WriteTrips int
 }
 
 // Summarize counts txs, leaving out those skip reports (background work
@@ -176,9 +201,11 @@ func Summarize(txs []Tx, skip func(Tx) bool) Summary {
 			continue
 		}
 		s.Statements += len(t.Stmts)
+		s.Trips += t.Trips
 		if t.Wrote() {
 			s.WriteTx++
 			s.WriteStmts += len(t.Stmts)
+			s.WriteTrips += t.Trips
 		}
 	}
 	return s
@@ -198,7 +225,11 @@ func Breakdown(txs []Tx, skip func(Tx) bool, width int) string {
 		if t.Autocommit {
 			kind = "autocommit"
 		}
-		b.WriteString("write " + itoa(n) + " (" + kind + ", " + itoa(len(t.Stmts)) + " statements):\n")
+		b.WriteString("write " + itoa(n) + " (" + kind + ", " + itoa(len(t.Stmts)) + " statements")
+		if t.Trips > 0 {
+			b.WriteString(", " + itoa(t.Trips) + " round trips")
+		}
+		b.WriteString("):\n")
 		for _, s := range t.Stmts {
 			b.WriteString("    ")
 			if s.Changed > 0 {

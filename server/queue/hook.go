@@ -7,10 +7,13 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/trellis-agents/trellis/internal/pgdb"
 )
 
 // txFunc adds the caller's statements to the queue's open write
@@ -44,11 +47,17 @@ func withCommitHook(ctx context.Context, fn txFunc) (context.Context, *commitHoo
 type hookExecutor struct {
 	riverdriver.Executor
 	unwrap func(riverdriver.ExecutorTx) any
+	// begin, when set, begins the transaction instead of the executor.
+	begin func(context.Context) (riverdriver.ExecutorTx, error)
 }
 
 // Begin begins River's transaction.
 func (e hookExecutor) Begin(ctx context.Context) (riverdriver.ExecutorTx, error) {
-	tx, err := e.Executor.Begin(ctx)
+	begin := e.Executor.Begin
+	if e.begin != nil {
+		begin = e.begin
+	}
+	tx, err := begin(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -100,14 +109,25 @@ func (d sqliteDriver) UnwrapTx(execTx riverdriver.ExecutorTx) *sql.Tx {
 	return d.Driver.UnwrapTx(innerTx(execTx))
 }
 
-// pgDriver is River's pgx driver with commit hooks (see hookExecutor).
+// pgDriver is River's pgx driver with commit hooks (see hookExecutor),
+// whose transactions are pgdb.Tx on pool: the BEGIN goes with the first
+// statement (River's job insert, in a run's accept) and the writes others
+// queue in it go with the next statement or the COMMIT.
 type pgDriver struct {
 	*riverpgxv5.Driver
+	pool *pgxpool.Pool
 }
 
 // GetExecutor returns the pool's executor with commit hooks.
 func (d pgDriver) GetExecutor() riverdriver.Executor {
-	return hookExecutor{Executor: d.Driver.GetExecutor(), unwrap: func(tx riverdriver.ExecutorTx) any { return d.UnwrapTx(tx) }}
+	return hookExecutor{Executor: d.Driver.GetExecutor(), unwrap: func(tx riverdriver.ExecutorTx) any { return d.UnwrapTx(tx) },
+		begin: func(ctx context.Context) (riverdriver.ExecutorTx, error) {
+			tx, err := pgdb.Begin(ctx, d.pool, pgx.TxOptions{})
+			if err != nil {
+				return nil, err
+			}
+			return d.Driver.UnwrapExecutor(tx), nil
+		}}
 }
 
 // UnwrapTx returns the pgx.Tx of River's transaction.

@@ -553,7 +553,7 @@ func newPostgresEngine(ctx context.Context, cfg Config, rcfg *river.Config) (*pg
 	if err := migratePostgres(ctx, cfg, driver); err != nil {
 		return nil, err
 	}
-	client, err := river.NewClient[pgx.Tx](pgDriver{driver}, rcfg)
+	client, err := river.NewClient[pgx.Tx](pgDriver{driver, cfg.Postgres}, rcfg)
 	if err != nil {
 		return nil, fmt.Errorf("queue: create the River client: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/trellis-agents/trellis/internal/pgdb"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/db/internal/sqlcore"
 )
@@ -103,7 +104,9 @@ func (driver) AppendEventRows(ctx context.Context, c sqlcore.Conn, tenant, runID
 	for i, e := range events {
 		names[i], datas[i] = e.Event, e.Data
 	}
-	_, err := c.Exec(ctx, `INSERT INTO trellis_run_events (tenant, run_id, seq, event, data, created_at)
+	// Nobody reads the insert's result: it goes with the transaction's
+	// next statement or its commit.
+	err := c.(sqlcore.Deferrer).ExecLater(ctx, `INSERT INTO trellis_run_events (tenant, run_id, seq, event, data, created_at)
 			SELECT $1, $2, $3 + u.ord - 1, u.event, u.data, $4 FROM unnest($5::text[], $6::bytea[]) WITH ORDINALITY AS u(event, data, ord)`,
 		tenant, runID, events[0].Seq, events[0].CreatedAt, names, datas)
 	return err
@@ -203,6 +206,17 @@ type conn struct {
 func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	tag, err := c.q.Exec(ctx, query, args...)
 	return tag.RowsAffected(), err
+}
+
+// ExecLater queues the statement in a pgdb.Tx, to go with its next
+// statement or its commit (sqlcore.Deferrer); elsewhere it runs it now.
+func (c conn) ExecLater(ctx context.Context, query string, args ...any) error {
+	if t, ok := c.q.(*pgdb.Tx); ok {
+		t.ExecLater(ctx, query, args...)
+		return nil
+	}
+	_, err := c.q.Exec(ctx, query, args...)
+	return err
 }
 
 func (c conn) Query(ctx context.Context, query string, args ...any) (sqlcore.Rows, error) {

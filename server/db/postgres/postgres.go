@@ -290,8 +290,12 @@ var (
 // inTx runs fn in a transaction, committing when it returns nil. A
 // storage failure (a full disk, an I/O error, no connection) comes back
 // as a *db.StorageError.
+//
+// The transaction is a pgdb.Tx: its BEGIN goes with its first statement,
+// and the writes whose results nobody reads go with the next statement or
+// the COMMIT.
 func (d *DB) inTx(ctx context.Context, opts pgx.TxOptions, fn func(pgx.Tx) error) error {
-	tx, err := d.pool.BeginTx(ctx, opts)
+	tx, err := pgdb.Begin(ctx, d.pool, opts)
 	if err != nil {
 		return classify(fmt.Errorf("server/db/postgres: begin: %w", err))
 	}

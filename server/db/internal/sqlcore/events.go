@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
 )
@@ -137,15 +138,28 @@ func eventRows(l db.Lease, events []db.Event) ([]db.Event, error) {
 // appendEvents checks the lease (raw as fence takes it) and appends out
 // in c, setting their Seq and CreatedAt.
 func (s *Store) appendEvents(ctx context.Context, c Conn, raw any, l db.Lease, out []db.Event) error {
-	if err := s.fence(ctx, c, raw, l); err != nil {
-		return err
-	}
-	if len(out) == 0 {
-		return nil
-	}
 	var last int64
-	if err := c.QueryRow(ctx, s.q.BumpEventSeq, len(out), l.Tenant, l.RunID).Scan(&last); err != nil {
-		return s.wrap(err, "append events to run %q", l.RunID)
+	fenced := raw != nil && txhook.Fenced(ctx, raw, l.Tenant, l.RunID, l.Token)
+	switch {
+	case len(out) > 0 && !fenced && s.q.FencedBumpEventSeq != "":
+		// The lease's check and the Seq's bump in one statement.
+		err := c.QueryRow(ctx, s.q.FencedBumpEventSeq, len(out), l.Tenant, l.RunID, l.Token).Scan(&last)
+		if s.d.IsNoRows(err) {
+			return s.leaseLost(l)
+		}
+		if err != nil {
+			return s.wrap(err, "append events to run %q", l.RunID)
+		}
+	default:
+		if err := s.fence(ctx, c, raw, l); err != nil {
+			return err
+		}
+		if len(out) == 0 {
+			return nil
+		}
+		if err := c.QueryRow(ctx, s.q.BumpEventSeq, len(out), l.Tenant, l.RunID).Scan(&last); err != nil {
+			return s.wrap(err, "append events to run %q", l.RunID)
+		}
 	}
 	now := dbutil.Now()
 	first := last - int64(len(out)) + 1

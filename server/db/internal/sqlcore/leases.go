@@ -118,10 +118,10 @@ func (s *Store) claimRun(ctx context.Context, c Conn, tenant, runID, owner strin
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
 	}
 	lease := db.Lease{Tenant: tenant, RunID: runID, ThreadID: r.ThreadID, Owner: owner, Token: token, ExpiresAt: now.Add(ttl).Truncate(time.Microsecond)}
-	if _, err := c.Exec(ctx, s.q.UpsertLease, tenant, runID, r.ThreadID, owner, token, s.d.Time(lease.ExpiresAt)); err != nil {
+	if err := execLater(ctx, c, s.q.UpsertLease, tenant, runID, r.ThreadID, owner, token, s.d.Time(lease.ExpiresAt)); err != nil {
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
 	}
-	if _, err := c.Exec(ctx, s.q.MarkThreadBusy, tenant, r.ThreadID); err != nil {
+	if err := execLater(ctx, c, s.q.MarkThreadBusy, tenant, r.ThreadID); err != nil {
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q: mark its thread busy", runID)
 	}
 	return run, lease, nil
@@ -153,10 +153,10 @@ func (s *Store) claimPending(ctx context.Context, c Conn, tenant, runID, owner s
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
 	}
 	lease := db.Lease{Tenant: tenant, RunID: runID, ThreadID: run.ThreadID, Owner: owner, Token: token, ExpiresAt: now.Add(ttl).Truncate(time.Microsecond)}
-	if _, err := c.Exec(ctx, s.q.UpsertLease, tenant, runID, run.ThreadID, owner, token, s.d.Time(lease.ExpiresAt)); err != nil {
+	if err := execLater(ctx, c, s.q.UpsertLease, tenant, runID, run.ThreadID, owner, token, s.d.Time(lease.ExpiresAt)); err != nil {
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
 	}
-	if _, err := c.Exec(ctx, s.q.MarkThreadBusy, tenant, run.ThreadID); err != nil {
+	if err := execLater(ctx, c, s.q.MarkThreadBusy, tenant, run.ThreadID); err != nil {
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q: mark its thread busy", runID)
 	}
 	return run, lease, nil
@@ -302,13 +302,13 @@ func (s *Store) finishRun(ctx context.Context, c Conn, raw any, l db.Lease, stat
 	if err != nil {
 		return db.Run{}, s.wrap(err, "finish run %q", l.RunID)
 	}
-	if _, err := c.Exec(ctx, s.q.DeleteLease, l.Tenant, l.RunID); err != nil {
+	if err := execLater(ctx, c, s.q.DeleteLease, l.Tenant, l.RunID); err != nil {
 		return db.Run{}, s.wrap(err, "finish run %q", l.RunID)
 	}
 	if free {
 		// A thread still busy (its outcome not recorded with
 		// SetThreadResult) is no longer.
-		if _, err := c.Exec(ctx, s.q.FreeThread, string(dbutil.AfterRun(status)), l.Tenant, l.ThreadID); err != nil {
+		if err := execLater(ctx, c, s.q.FreeThread, string(dbutil.AfterRun(status)), l.Tenant, l.ThreadID); err != nil {
 			return db.Run{}, s.wrap(err, "finish run %q: free its thread", l.RunID)
 		}
 	}

@@ -105,6 +105,12 @@ type runQueries struct {
 	// BumpEventSeq ($1 count, $2 tenant, $3 run ID) adds count to the
 	// run's last event Seq and returns the new one.
 	BumpEventSeq string
+	// FencedBumpEventSeq ($1 count, $2 tenant, $3 run ID, $4 lease token)
+	// is LeaseToken and BumpEventSeq in one statement: it locks the
+	// run's lease row as LeaseToken does and moves the Seq only when the
+	// lease's token is $4, returning no row otherwise (the lease is
+	// lost). A dialect that gives no text checks and bumps in two.
+	FencedBumpEventSeq string `sql:"optional"`
 	// ImportedRuns runs after runs are imported with their sequence
 	// numbers, where the dialect must move the sequence that numbers new
 	// runs past them; other dialects give no text.

@@ -204,7 +204,7 @@ func (s *Store) createRun(ctx context.Context, c Conn, tenant string, nr runRow,
 		return db.Run{}, s.wrap(err, "create run %q", r.ID)
 	}
 	// A new run is activity: the thread's expiry moves on.
-	if _, err := c.Exec(ctx, s.q.ExtendThreadExpiry, now, tenant, r.ThreadID); err != nil {
+	if err := execLater(ctx, c, s.q.ExtendThreadExpiry, now, tenant, r.ThreadID); err != nil {
 		return db.Run{}, s.wrap(err, "create run %q", r.ID)
 	}
 	return out, nil

@@ -44,6 +44,24 @@ type Conn interface {
 	QueryRow(ctx context.Context, query string, args ...any) Row
 }
 
+// Deferrer is a Conn that can hold a write statement whose result nobody
+// reads and send it with the transaction's next statement or its commit
+// (PostgreSQL: one round trip fewer, see pgdb.Tx). Its failure is then
+// reported by that later call, and fails the transaction as surely.
+type Deferrer interface {
+	ExecLater(ctx context.Context, query string, args ...any) error
+}
+
+// execLater runs query in c now, or later with c's next statement when c
+// is a Deferrer: for a write in a transaction whose result is not read.
+func execLater(ctx context.Context, c Conn, query string, args ...any) error {
+	if d, ok := c.(Deferrer); ok {
+		return d.ExecLater(ctx, query, args...)
+	}
+	_, err := c.Exec(ctx, query, args...)
+	return err
+}
+
 // Preparer is a Conn that prepares a statement to run many times, where
 // that saves parsing it each time (database/sql on SQLite; pgx caches
 // statements itself). ImportRows uses it when the transaction's Conn is

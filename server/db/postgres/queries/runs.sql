@@ -142,6 +142,15 @@ GROUP BY tenant, thread_id ORDER BY tenant COLLATE "C", thread_id COLLATE "C" LI
 -- name: BumpEventSeq
 UPDATE trellis_runs SET event_seq = event_seq + $1 WHERE tenant = $2 AND run_id = $3 RETURNING event_seq
 
+-- name: FencedBumpEventSeq
+-- LeaseToken's lock first (the scalar subquery runs before the run's row
+-- is locked, as the two statements ran in turn), then the bump, only
+-- while the lease's token is the caller's.
+WITH lease AS (SELECT token FROM trellis_leases WHERE tenant = $2 AND run_id = $3 FOR UPDATE)
+UPDATE trellis_runs SET event_seq = event_seq + $1
+WHERE tenant = $2 AND run_id = $3 AND (SELECT token FROM lease) = $4
+RETURNING event_seq
+
 -- name: ImportedRuns
 -- Runs keep their imported sequence numbers; new runs are numbered after.
 SELECT setval(pg_get_serial_sequence('trellis_runs', 'seq'), greatest((SELECT max(seq) FROM trellis_runs), 1))

@@ -240,7 +240,9 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		}
 		r.parent = pt
 		r.ns = pt.childNamespace()
-		r.freshNS = r.cfg.saver != nil && pt.freshChild() && !r.cfg.saverSet && r.cfg.thread == pt.r.cfg.thread
+		// Only a run in the parent's thread and saver takes the task's fresh
+		// namespace; another thread's runs may be concurrent.
+		r.freshNS = r.cfg.saver != nil && !r.cfg.saverSet && r.cfg.thread == pt.r.cfg.thread && pt.freshChild()
 		if !streaming {
 			// A nested Invoke forwards its events to the parent's stream
 			// (see deliver).

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -41,8 +42,8 @@ type task struct {
 	inline   bool // runs on the loop's goroutine
 	skipped  bool // a parallel task that never ran: its step failed first
 	viaGoto  bool
-	restored bool // scheduled by the checkpoint the run started from, not by this run
-	child    bool // a nested run with a checkpointer started in the task's context (see freshChild)
+	restored bool        // scheduled by the checkpoint the run started from, not by this run
+	child    atomic.Bool // a nested run with a checkpointer started in the task's context (see freshChild)
 }
 
 // taskInterrupts is a task's interrupt bookkeeping, kept apart so that the
@@ -155,10 +156,10 @@ func (t *task) sum() fnv128 {
 // Put names no head and the saver refuses it (checkpoint.ErrConflict):
 // nothing is overwritten. Called from the task's goroutine; nested runs
 // with a checkpointer started concurrently from one task would share a
-// namespace, which their Puts refuse already.
+// namespace, which their Puts refuse already; nested runs of other
+// threads may run concurrently, hence the atomic flag.
 func (t *task) freshChild() bool {
-	first := !t.child
-	t.child = true
+	first := !t.child.Swap(true)
 	return first && t.r.ownCP && t.r.cpID != "" && !t.restored && !t.done && t.attempts <= 1 && !t.node.stateful
 }
 

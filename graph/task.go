@@ -8,7 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
@@ -42,8 +42,8 @@ type task struct {
 	inline   bool // runs on the loop's goroutine
 	skipped  bool // a parallel task that never ran: its step failed first
 	viaGoto  bool
-	restored bool        // scheduled by the checkpoint the run started from, not by this run
-	child    atomic.Bool // a nested run with a checkpointer started in the task's context (see freshChild)
+	restored bool // scheduled by the checkpoint the run started from, not by this run
+	child    bool // a nested run with a checkpointer started in the task's context (see freshChild)
 }
 
 // taskInterrupts is a task's interrupt bookkeeping, kept apart so that the
@@ -156,12 +156,20 @@ func (t *task) sum() fnv128 {
 // Put names no head and the saver refuses it (checkpoint.ErrConflict):
 // nothing is overwritten. Called from the task's goroutine; nested runs
 // with a checkpointer started concurrently from one task would share a
-// namespace, which their Puts refuse already; nested runs of other
-// threads may run concurrently, hence the atomic flag.
+// namespace, which their Puts refuse already; the flag is read and set
+// under childMu all the same, as a node's goroutines may start nested
+// runs at once.
 func (t *task) freshChild() bool {
-	first := !t.child.Swap(true)
+	childMu.Lock()
+	first := !t.child
+	t.child = true
+	childMu.Unlock()
 	return first && t.r.ownCP && t.r.cpID != "" && !t.restored && !t.done && t.attempts <= 1 && !t.node.stateful
 }
+
+// childMu guards task.child: a lock shared by every task, taken once per
+// nested run, costs the task struct nothing (see TestHotStructSizes).
+var childMu sync.Mutex
 
 // idPrefix hashes what the IDs of a step's tasks share: the thread, the
 // checkpoint the step started from and the namespace.

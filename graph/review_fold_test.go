@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 
@@ -56,5 +57,46 @@ func TestConcurrentNestedRunsOwnThreads(t *testing.T) {
 		if err != nil || len(ns) != 1 {
 			t.Errorf("thread child-%d: namespaces %q, %v; want the nested run's", i, ns, err)
 		}
+	}
+}
+
+// A node that runs a nested graph twice in the parent's thread — first
+// naming the parent's saver itself, then inheriting it — finds the first
+// run's checkpoints the second time: only the first nested run of a task
+// may skip reading its namespace.
+func TestNestedRunAfterOneWithTheSaverGiven(t *testing.T) {
+	ctx := context.Background()
+	msgs := graph.NewKey("msgs", graph.Concat[string]())
+	sb := graph.New(msgs)
+	sb.AddNode("s", func(ctx context.Context, s graph.State) (graph.Output, error) {
+		return graph.Writes(graph.Append(msgs, "sub")), nil
+	})
+	sb.SetEntry("s")
+	sb.AddEdge("s", graph.END)
+	sub := mustCompile(t, sb)
+
+	s := newFoldSaver()
+	var first, second []string
+	pb := graph.New(msgs)
+	pb.AddNode("twice", func(ctx context.Context, st graph.State) (graph.Output, error) {
+		res, err := sub.Invoke(ctx, graph.Writes(graph.Append(msgs, "one")), graph.WithCheckpointer(s))
+		if err != nil {
+			return nil, err
+		}
+		first = msgs.Get(res.State)
+		if res, err = sub.Invoke(ctx, graph.Writes(graph.Append(msgs, "two"))); err != nil {
+			return nil, err
+		}
+		second = msgs.Get(res.State)
+		return nil, nil
+	})
+	pb.SetEntry("twice")
+	pb.AddEdge("twice", graph.END)
+	parent := mustCompile(t, pb)
+	if _, err := parent.Invoke(ctx, graph.Update{}, graph.WithCheckpointer(s), graph.WithThread("t")); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"one", "sub"}; !slices.Equal(first, want) || !slices.Equal(second, first) {
+		t.Errorf("nested states %q then %q, want %q both (the second finds what the first saved)", first, second, want)
 	}
 }

@@ -2,11 +2,15 @@ package graph_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
+	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/graph"
 )
 
@@ -98,5 +102,65 @@ func TestNestedRunAfterOneWithTheSaverGiven(t *testing.T) {
 	}
 	if want := []string{"one", "sub"}; !slices.Equal(first, want) || !slices.Equal(second, first) {
 		t.Errorf("nested states %q then %q, want %q both (the second finds what the first saved)", first, second, want)
+	}
+}
+
+// A command's target that ran a nested graph in a step that then failed
+// runs again, on the next resume, under the task ID the command's record
+// kept: its nested run finds the namespace the failed attempt wrote, as
+// its task was not scheduled by this run's checkpoint.
+func TestCommandTargetRerunFindsItsNestedRun(t *testing.T) {
+	ctx := context.Background()
+	log := graph.NewKey("log", graph.Concat[string]())
+	sb := graph.New(log)
+	sb.AddNode("s", func(ctx context.Context, s graph.State) (graph.Output, error) {
+		return graph.Writes(graph.Append(log, "sub")), nil
+	})
+	sb.SetEntry("s")
+	sb.AddEdge("s", graph.END)
+	sub := mustCompile(t, sb)
+
+	var failing atomic.Bool
+	failing.Store(true)
+	b := graph.New(log)
+	b.AddNode("ask", func(ctx context.Context, s graph.State) (graph.Output, error) {
+		v, err := graph.Interrupt[string](ctx, "ok?")
+		if err != nil {
+			return nil, err
+		}
+		return graph.Writes(graph.Append(log, "ask="+v)), nil
+	}, graph.Destinations("worker")) // only so that worker counts as reachable
+	b.AddNode("worker", func(ctx context.Context, s graph.State) (graph.Output, error) {
+		if _, err := sub.Invoke(ctx, graph.Writes(graph.Append(log, "in"))); err != nil {
+			return nil, err
+		}
+		if failing.Load() {
+			return nil, errors.New("worker failed")
+		}
+		return graph.Writes(graph.Append(log, "worker")), nil
+	})
+	b.AddEdge(graph.START, "ask")
+	b.AddEdge("ask", graph.END)
+	b.AddEdge("worker", graph.END)
+	g := mustCompile(t, b)
+
+	for _, s := range []checkpoint.Saver{checkpoint.NewMemory(), newFoldSaver()} {
+		opts := []graph.RunOption{graph.WithCheckpointer(s), graph.WithThread(fmt.Sprintf("%T", s))}
+		if _, err := g.Invoke(ctx, graph.Update{}, opts...); !errors.Is(err, graph.ErrInterrupted) {
+			t.Fatalf("first run: %v, want an interrupt", err)
+		}
+		failing.Store(true)
+		_, err := g.Invoke(ctx, nil, append(opts, graph.WithCommand(graph.Command{Goto: []graph.Target{graph.To("worker")}}))...)
+		if err == nil || !strings.Contains(err.Error(), "worker failed") {
+			t.Fatalf("the command's step: %v, want worker's failure", err)
+		}
+		failing.Store(false)
+		res, err := g.Invoke(ctx, nil, append(opts, graph.WithResume("yes"))...)
+		if err != nil {
+			t.Fatalf("%T: resume: %v", s, err)
+		}
+		if got := log.Get(res.State); !slices.Contains(got, "worker") || !slices.Contains(got, "ask=yes") {
+			t.Errorf("%T: log = %q, want worker's and ask's writes", s, got)
+		}
 	}
 }

@@ -149,7 +149,9 @@ func (t *task) sum() fnv128 {
 // checkpoint. It is when the task's ID derives from a checkpoint ID this
 // very run drew (no earlier run, crashed or not, can have used it: a task
 // this run scheduled got its ID in the save that drew r.cpID, which stays
-// until the step commits), and this is the first nested run of the task's
+// until the step commits; a task whose ID was given from storage, such as
+// a command target's, is not: see derivesFromRun), and this is the first
+// nested run of the task's
 // first attempt (a retry, or a second Invoke from the same node, finds
 // what the first one saved). A Stateful subgraph's namespace outlives its
 // invocations. Should the assumption ever be wrong, the nested run's first
@@ -164,7 +166,17 @@ func (t *task) freshChild() bool {
 	first := !t.child
 	t.child = true
 	childMu.Unlock()
-	return first && t.r.ownCP && t.r.cpID != "" && !t.restored && !t.done && t.attempts <= 1 && !t.node.stateful
+	return first && t.r.ownCP && t.r.cpID != "" && !t.restored && !t.done && t.attempts <= 1 && !t.node.stateful && t.derivesFromRun()
+}
+
+// derivesFromRun reports whether the task's ID is the one derived from
+// the checkpoint the run's step follows (r.cpID), and not one given from
+// storage: a restored task's, or a command target's that its saved
+// record names (an earlier attempt's, whose nested runs may have saved).
+func (t *task) derivesFromRun() bool {
+	h := t.r.idPrefix()
+	finishID(&h, t.step, t.push, t.seq, t.node.name)
+	return h == t.sum()
 }
 
 // childMu guards task.child: a lock shared by every task, taken once per

@@ -71,13 +71,17 @@ func (cv *carver) checkpointID(now time.Time) string {
 	return cv.string(s[:])
 }
 
+// maxIDLead is how far ahead of this process's clock a head's time stamp
+// may be for observeCheckpointID to follow it.
+const maxIDLead = 24 * time.Hour
+
 // observeCheckpointID makes every checkpoint ID this process makes from
 // now on sort after id, a UUIDv7 checkpoint ID read from a saver (a
 // namespace's head). IDs made by another process, or by this host before
 // its clock stepped back, may be stamped after this process's clock; the
 // savers refuse a checkpoint whose ID sorts before the latest, so without
 // this a thread would stop saving until the clock caught up. An ID that is
-// not a UUIDv7 is ignored.
+// not a UUIDv7, or is stamped more than maxIDLead ahead, is ignored.
 func observeCheckpointID(id string) {
 	if len(id) != 36 || id[14] != '7' || id[8] != '-' || id[13] != '-' || id[18] != '-' {
 		return
@@ -101,6 +105,12 @@ func observeCheckpointID(id string) {
 		t = t<<4 | d
 	}
 	// t is the millisecond << 12 plus the 12-bit sequence, as lastIDTime.
+	// A stamp beyond maxIDLead from now is a corrupt ID, not a clock: it
+	// would move the IDs of every thread this process saves, and one at
+	// the end of the range would make the next IDs wrap around.
+	if t > (time.Now().Add(maxIDLead).UnixMilli())<<12 {
+		return
+	}
 	for {
 		last := lastIDTime.Load()
 		if t <= last || lastIDTime.CompareAndSwap(last, t) {

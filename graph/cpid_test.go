@@ -100,6 +100,8 @@ func TestObserveCheckpointID(t *testing.T) {
 		"ffffffff-ffff-7fff-bfff-fffffffffff",  // short
 		"fffffffg-ffff-7fff-bfff-ffffffffffff", // not hex
 		"00000000-0000-7000-8000-000000000000", // the epoch
+		"ffffffff-ffff-7fff-bfff-ffffffffffff", // the end of the range
+		"0f000000-0000-7000-8000-000000000000", // a corrupt stamp centuries ahead
 		"",
 	} {
 		observeCheckpointID(id)

@@ -70,3 +70,51 @@ func (cv *carver) checkpointID(now time.Time) string {
 	}
 	return cv.string(s[:])
 }
+
+// maxIDLead is how far ahead of this process's clock a head's time stamp
+// may be for observeCheckpointID to follow it.
+const maxIDLead = 24 * time.Hour
+
+// observeCheckpointID makes every checkpoint ID this process makes from
+// now on sort after id, a UUIDv7 checkpoint ID read from a saver (a
+// namespace's head). IDs made by another process, or by this host before
+// its clock stepped back, may be stamped after this process's clock; the
+// savers refuse a checkpoint whose ID sorts before the latest, so without
+// this a thread would stop saving until the clock caught up. An ID that is
+// not a UUIDv7, or is stamped more than maxIDLead ahead, is ignored.
+func observeCheckpointID(id string) {
+	if len(id) != 36 || id[14] != '7' || id[8] != '-' || id[13] != '-' || id[18] != '-' {
+		return
+	}
+	var t int64
+	for i, c := range id[:18] {
+		if i == 8 || i == 13 || i == 14 {
+			continue // dashes and the version digit
+		}
+		var d int64
+		switch {
+		case '0' <= c && c <= '9':
+			d = int64(c - '0')
+		case 'a' <= c && c <= 'f':
+			d = int64(c-'a') + 10
+		case 'A' <= c && c <= 'F':
+			d = int64(c-'A') + 10
+		default:
+			return
+		}
+		t = t<<4 | d
+	}
+	// t is the millisecond << 12 plus the 12-bit sequence, as lastIDTime.
+	// A stamp beyond maxIDLead from now is a corrupt ID, not a clock: it
+	// would move the IDs of every thread this process saves, and one at
+	// the end of the range would make the next IDs wrap around.
+	if t > (time.Now().Add(maxIDLead).UnixMilli())<<12 {
+		return
+	}
+	for {
+		last := lastIDTime.Load()
+		if t <= last || lastIDTime.CompareAndSwap(last, t) {
+			return
+		}
+	}
+}

@@ -1,7 +1,9 @@
 package graph
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -86,5 +88,42 @@ func TestCheckpointIDOrder(t *testing.T) {
 	c := checkpointID(time.Now())
 	if !(a < b && b < c) {
 		t.Errorf("IDs made 2 ms apart sort %s, %s, %s; want that order", a, b, c)
+	}
+}
+
+// observeCheckpointID moves the IDs' clock past a UUIDv7 ID's time stamp,
+// and ignores an older ID or one that is not a UUIDv7.
+func TestObserveCheckpointID(t *testing.T) {
+	before := lastIDTime.Load()
+	for _, id := range []string{
+		"ffffffff-ffff-4fff-bfff-ffffffffffff", // v4
+		"ffffffff-ffff-7fff-bfff-fffffffffff",  // short
+		"fffffffg-ffff-7fff-bfff-ffffffffffff", // not hex
+		"00000000-0000-7000-8000-000000000000", // the epoch
+		"ffffffff-ffff-7fff-bfff-ffffffffffff", // the end of the range
+		"0f000000-0000-7000-8000-000000000000", // a corrupt stamp centuries ahead
+		"",
+	} {
+		observeCheckpointID(id)
+		if got := lastIDTime.Load(); got < before || got > max(before, time.Now().UnixMilli()<<12|0xfff) {
+			t.Fatalf("observeCheckpointID(%q) moved the clock from %x to %x", id, before, got)
+		}
+	}
+	ahead := time.Now().Add(100 * time.Millisecond)
+	defer time.Sleep(time.Until(ahead) + 2*time.Millisecond) // for the other tests
+	for _, upper := range []bool{false, true} {
+		// An ID another process stamped ahead of this one's clock.
+		ms := ahead.UnixMilli()
+		if upper {
+			ms++
+		}
+		seen := fmt.Sprintf("%08x-%04x-7abc-8000-000000000000", ms>>16, ms&0xffff)
+		if upper {
+			seen = strings.ToUpper(seen)
+		}
+		observeCheckpointID(seen)
+		if id := checkpointID(time.Now()); id <= strings.ToLower(seen) {
+			t.Errorf("an ID made after observing %s is %s; want it to sort after", seen, id)
+		}
 	}
 }

@@ -361,6 +361,7 @@ func (r *run) load() (*checkpoint.Tuple, error) {
 		return nil, fmt.Errorf("graph: load %s: %w", ref, err)
 	}
 	r.headID = head.Ref.ID
+	observeCheckpointID(head.Ref.ID) // the run's IDs sort after the head's
 	if tup, ok, err := r.branchCheckpoint(ref); ok || err != nil {
 		return tup, err
 	}

@@ -240,7 +240,10 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		}
 		r.parent = pt
 		r.ns = pt.childNamespace()
-		r.freshNS = r.cfg.saver != nil && pt.freshChild() && !r.cfg.saverSet && r.cfg.thread == pt.r.cfg.thread
+		// The first run in the parent's thread takes the task's fresh
+		// namespace, if it inherits the parent's saver; runs in other
+		// threads neither write there nor take it (and may be concurrent).
+		r.freshNS = r.cfg.saver != nil && r.cfg.thread == pt.r.cfg.thread && pt.freshChild() && !r.cfg.saverSet
 		if !streaming {
 			// A nested Invoke forwards its events to the parent's stream
 			// (see deliver).

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -148,19 +149,39 @@ func (t *task) sum() fnv128 {
 // checkpoint. It is when the task's ID derives from a checkpoint ID this
 // very run drew (no earlier run, crashed or not, can have used it: a task
 // this run scheduled got its ID in the save that drew r.cpID, which stays
-// until the step commits), and this is the first nested run of the task's
+// until the step commits; a task whose ID was given from storage, such as
+// a command target's, is not: see derivesFromRun), and this is the first
+// nested run of the task's
 // first attempt (a retry, or a second Invoke from the same node, finds
 // what the first one saved). A Stateful subgraph's namespace outlives its
 // invocations. Should the assumption ever be wrong, the nested run's first
 // Put names no head and the saver refuses it (checkpoint.ErrConflict):
 // nothing is overwritten. Called from the task's goroutine; nested runs
 // with a checkpointer started concurrently from one task would share a
-// namespace, which their Puts refuse already.
+// namespace, which their Puts refuse already; the flag is read and set
+// under childMu all the same, as a node's goroutines may start nested
+// runs at once.
 func (t *task) freshChild() bool {
+	childMu.Lock()
 	first := !t.child
 	t.child = true
-	return first && t.r.ownCP && t.r.cpID != "" && !t.restored && !t.done && t.attempts <= 1 && !t.node.stateful
+	childMu.Unlock()
+	return first && t.r.ownCP && t.r.cpID != "" && !t.restored && !t.done && t.attempts <= 1 && !t.node.stateful && t.derivesFromRun()
 }
+
+// derivesFromRun reports whether the task's ID is the one derived from
+// the checkpoint the run's step follows (r.cpID), and not one given from
+// storage: a restored task's, or a command target's that its saved
+// record names (an earlier attempt's, whose nested runs may have saved).
+func (t *task) derivesFromRun() bool {
+	h := t.r.idPrefix()
+	finishID(&h, t.step, t.push, t.seq, t.node.name)
+	return h == t.sum()
+}
+
+// childMu guards task.child: a lock shared by every task, taken once per
+// nested run, costs the task struct nothing (see TestHotStructSizes).
+var childMu sync.Mutex
 
 // idPrefix hashes what the IDs of a step's tasks share: the thread, the
 // checkpoint the step started from and the namespace.

@@ -113,3 +113,37 @@ func TestWireScalars(t *testing.T) {
 		t.Error("a named integer type took the direct path; it may have its own MarshalJSON")
 	}
 }
+
+// FuzzAppendScalar checks the direct scalar encoding against json.Marshal,
+// byte for byte, for every type appendScalar takes (and that it declines
+// nothing json.Marshal would encode differently).
+func FuzzAppendScalar(f *testing.F) {
+	f.Add(int64(0), uint64(0), "", false)
+	f.Add(int64(-1<<63), uint64(1<<64-1), "a<b>&c", true)
+	f.Add(int64(1<<53+1), uint64(1<<53+1), "\u2028\u2029", false)
+	f.Add(int64(-0), uint64(7), "\xff\xfe", true)
+	f.Add(int64(42), uint64(42), "\x7f\"\\\x00/", false)
+	f.Fuzz(func(t *testing.T, i int64, u uint64, s string, b bool) {
+		for _, v := range []any{i, int(i), int32(i), u, uint(u), b, s} {
+			want, err := json.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, ok := appendScalar([]byte("prefix"), v)
+			if !ok {
+				continue // left to the encoder
+			}
+			if !bytes.HasPrefix(got, []byte("prefix")) || !bytes.Equal(got[len("prefix"):], want) {
+				t.Fatalf("appendScalar(%T %#v) = %q, json.Marshal = %q", v, v, got, want)
+			}
+			e := getWireEncoder()
+			if err := e.value(v); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(e.buf.Bytes(), want) {
+				t.Fatalf("wireEncoder.value(%T %#v) = %q, json.Marshal = %q", v, v, e.buf.Bytes(), want)
+			}
+			e.release()
+		}
+	})
+}

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -318,88 +316,4 @@ func TestGroupOfOneCommitsAtOnce(t *testing.T) {
 	if s := ReadWriteStats().Sub(before); s.Transactions != 5 || s.Commits != 5 {
 		t.Fatalf("stats %+v; want 5 transactions, 5 commits", s)
 	}
-}
-
-// TestGroupCommitterYieldsTheTurn checks that the member that commits a
-// full group while another caller waits for the turn lets that caller run
-// before it goes on with its own work (here: before its Commit returns),
-// on one processor, where the turn would otherwise wait for the
-// committer's goroutine to block. The scheduler looks at its global queue,
-// where the yielding goroutine waits, first one time in 61: the test
-// passes when one of three tries sees the order.
-func TestGroupCommitterYieldsTheTurn(t *testing.T) {
-	db := openGroupTest(t)
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	for try := range 3 {
-		if committerYields(t, db, try) {
-			return
-		}
-	}
-	t.Error("the caller handed the turn after a group's COMMIT did not run before the committer went on")
-}
-
-// committerYields fills a group, with one caller waiting for the turn
-// when its last member commits it, and reports whether that caller ran
-// before the last member's Commit returned.
-func committerYields(t *testing.T, db *DB, try int) bool {
-	ctx := context.Background()
-	begin := func() <-chan *sql.Tx {
-		ch := make(chan *sql.Tx, 1)
-		go func() {
-			tx, err := db.Write.BeginTx(ctx, nil)
-			if err != nil {
-				t.Error(err)
-			}
-			ch <- tx
-		}()
-		return ch
-	}
-	cur, err := db.Write.BeginTx(ctx, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var earlier sync.WaitGroup
-	for i := 1; i < maxGroup; i++ {
-		if _, err := cur.Exec(`INSERT INTO g VALUES (?)`, fmt.Sprint(try, "-", i)); err != nil {
-			t.Fatal(err)
-		}
-		next := begin()
-		queued(t, db, 1)
-		earlier.Add(1)
-		go func(tx *sql.Tx) {
-			defer earlier.Done()
-			if err := tx.Commit(); err != nil {
-				t.Error(err)
-			}
-		}(cur)
-		if cur = <-next; cur == nil {
-			t.FailNow()
-		}
-	}
-	// cur is the group's last member: its end commits the group.
-	var ran atomic.Bool
-	last := make(chan *sql.Tx, 1)
-	go func() {
-		tx, err := db.Write.BeginTx(ctx, nil)
-		if err != nil {
-			t.Error(err)
-		}
-		ran.Store(true)
-		last <- tx
-	}()
-	queued(t, db, 1)
-	if err := cur.Commit(); err != nil {
-		t.Fatal(err)
-	}
-	yielded := ran.Load()
-	earlier.Wait()
-	if tx := <-last; tx != nil {
-		if err := tx.Rollback(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !seen(t, db, fmt.Sprint(try, "-", maxGroup-1)) {
-		t.Fatal("the full group's writes are missing")
-	}
-	return yielded
 }

@@ -138,6 +138,7 @@ func reportWriter(b *testing.B, ws sqlitedb.WriteStats, wall time.Duration, runs
 	b.ReportMetric(float64(ws.Held.Microseconds())/float64(runs), "writer-us/run")
 	b.ReportMetric(float64(ws.InSQL.Microseconds())/float64(runs), "writer-sql-us/run")
 	b.ReportMetric(float64(ws.Committing.Microseconds())/float64(runs), "writer-commit-us/run")
+	b.ReportMetric(float64(ws.Handoff.Microseconds())/float64(runs), "writer-handoff-us/run")
 	b.ReportMetric(ws.Held.Seconds()/wall.Seconds(), "writer-busy")
 	if ws.Commits > 0 {
 		b.ReportMetric(float64(ws.Transactions)/float64(ws.Commits), "tx/commit")

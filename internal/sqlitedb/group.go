@@ -81,10 +81,10 @@ type writer struct {
 	phys   *cachingConn // nil until the first Connect
 
 	mu    sync.Mutex
-	held  bool            // a caller has the turn
-	since time.Time       // when it got it
-	queue []chan struct{} // callers waiting for the turn, first first
-	group *group          // the open physical transaction, if any
+	held  bool             // a caller has the turn
+	since time.Time        // when it got it
+	queue []chan time.Time // callers waiting for the turn, first first; sent the time of the handover
+	group *group           // the open physical transaction, if any
 }
 
 // group is one physical transaction and the members it holds.
@@ -143,11 +143,12 @@ func (w *writer) take(ctx context.Context) error {
 		w.mu.Unlock()
 		return nil
 	}
-	ch := make(chan struct{}, 1)
+	ch := make(chan time.Time, 1)
 	w.queue = append(w.queue, ch)
 	w.mu.Unlock()
 	select {
-	case <-ch:
+	case t := <-ch:
+		writeHandoff.Add(int64(time.Since(t)))
 		return nil
 	case <-ctx.Done():
 	}
@@ -189,7 +190,7 @@ func (w *writer) giveLocked() {
 	w.queue[0] = nil
 	w.queue = w.queue[1:]
 	w.since = now
-	ch <- struct{}{}
+	ch <- now
 }
 
 // release gives up a turn taken outside any group.

@@ -188,6 +188,25 @@ CREATE INDEX trellis_crons_due ON trellis_crons (next_run_at) WHERE enabled AND 
 	// 5: the assistant version a run names (NULL: the assistant's latest
 	// version when it runs).
 	`ALTER TABLE trellis_runs ADD COLUMN assistant_version integer;`,
+	// 6: no secondary index leads with tenant. A lookup by primary key
+	// (tenant, id) could otherwise be planned on a secondary index whose
+	// only usable condition is tenant, filtering the id row by row: with
+	// one tenant, a walk over every row of the table. The planner picks
+	// it when both estimates are one row (a table never analyzed, or a
+	// generic plan cached while the table was small), and it kept that
+	// plan for the whole life of a connection: a run's lookups grew with
+	// the table (docs/architecture.md, "What PostgreSQL spends per run").
+	// The same columns in another order serve the same equality lookups.
+	`
+DROP INDEX trellis_runs_thread;
+CREATE INDEX trellis_runs_thread ON trellis_runs (thread_id, tenant, seq);
+DROP INDEX trellis_threads_status;
+CREATE INDEX trellis_threads_status ON trellis_threads (status, tenant);
+DROP INDEX trellis_assistants_graph;
+CREATE INDEX trellis_assistants_graph ON trellis_assistants (graph_id, tenant);
+DROP INDEX trellis_crons_thread;
+CREATE INDEX trellis_crons_thread ON trellis_crons (thread_id, tenant);
+`,
 }
 
 // DB is the store of record on PostgreSQL. It is safe for concurrent use,

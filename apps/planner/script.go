@@ -204,7 +204,41 @@ func scenarioOf(msgs []llm.Message) (sc Scenario, city, form bool) {
 			if _, fb, ok := strings.Cut(m.Text(), "Their feedback: "); ok {
 				fb, _, _ = strings.Cut(fb, "\n")
 				sc = sc.follow(fb)
+				continue
 			}
+			var knewCity, knewForm bool
+			sc, knewCity, knewForm = sc.request(m.Text())
+			city, form = city || knewCity, form || knewForm
+		}
+	}
+	return sc, city, form
+}
+
+// request reads what a person's request already says, so that the
+// planner does not ask it again: a city it names settles the city; a
+// group size and a length it names (within the form's bounds) settle the
+// form, with "vegetarian" kept as the form's notes would keep it. What it
+// does not say is still asked.
+func (sc Scenario) request(text string) (_ Scenario, city, form bool) {
+	lower := strings.ToLower(text)
+	for _, c := range Cities {
+		if strings.Contains(lower, strings.ToLower(c)) {
+			sc.City, city = c, true
+		}
+	}
+	people, days := 0, 0
+	if m := peopleRE.FindStringSubmatch(text); m != nil {
+		people, _ = strconv.Atoi(m[1])
+	}
+	if m := daysRE.FindStringSubmatch(text); m != nil {
+		days, _ = strconv.Atoi(m[1])
+	}
+	if people >= 1 && people <= MaxPeople && days >= 1 && days <= len(Lengths) {
+		sc.People, sc.Days, form = people, days, true
+		if strings.Contains(lower, "vegetarian") {
+			sc.Notes = "vegetarian food"
+		} else {
+			sc.Notes = ""
 		}
 	}
 	return sc, city, form

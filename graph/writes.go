@@ -51,10 +51,10 @@ func copyWrites(ws []Write) Update {
 	return u
 }
 
-// set copies w into the slab entry d field by field. A Write (40 bytes)
-// is too large for the compiler to copy in registers, so d = *w becomes a
-// typedmemmove whose write barrier, while the GC marks, takes the runtime's
-// bulk path for the whole struct; field stores take two buffered barriers.
+// set copies w into the slab entry d field by field: each pointer store
+// takes a buffered write barrier while the GC marks. A struct copy of a
+// Write over 32 bytes (it was 40, see keyRef) became a typedmemmove, whose
+// barrier takes the runtime's slower bulk path.
 func (d *Write) set(w *Write) {
 	d.key, d.op, d.small, d.val = w.key, w.op, w.small, w.val
 }

@@ -155,11 +155,11 @@ func (r *run) cacheLookup(t *task, c cache.Cache) (hit bool, key string, err err
 func (r *run) cacheStore(t *task, c cache.Cache, key string) error {
 	var out cachedOutput
 	for _, w := range t.writes {
-		b, err := w.key.encodeWrite(w)
+		b, err := w.key.self.encodeWrite(w)
 		if err != nil {
 			return fmt.Errorf("encode its output for the node cache: %w", err)
 		}
-		out.Writes = append(out.Writes, wireLogEntry{Key: w.key.Name(), Write: b})
+		out.Writes = append(out.Writes, wireLogEntry{Key: w.key.name, Write: b})
 	}
 	if t.viaGoto {
 		wr := wireRoutes{Goto: true, Targets: []wireTarget{}}

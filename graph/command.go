@@ -232,11 +232,11 @@ func (r *run) saveCommand(ct *task, ids []string) error {
 		ws = append(ws, checkpoint.PendingWrite{TaskID: commandTaskID, Index: len(ws), Key: key, Value: v})
 	}
 	for _, w := range ct.writes {
-		b, err := w.key.encodeWrite(w)
+		b, err := w.key.self.encodeWrite(w)
 		if err != nil {
 			return fmt.Errorf("graph: encode the command's update: %w", err)
 		}
-		add(w.key.Name(), b)
+		add(w.key.name, b)
 	}
 	routes := wireRoutes{Goto: true, Targets: []wireTarget{}}
 	for i, tg := range ct.routes {

@@ -68,11 +68,11 @@ func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
 		}
 	default:
 		for _, w := range t.writes {
-			b, err := w.key.encodeWrite(w)
+			b, err := w.key.self.encodeWrite(w)
 			if err != nil {
 				return nil, err
 			}
-			if err := add(w.key.Name(), b); err != nil {
+			if err := add(w.key.name, b); err != nil {
 				return nil, err
 			}
 		}

@@ -535,11 +535,11 @@ func (r *run) logBlob(id string) (checkpoint.Blob, error) {
 	}
 	entries := make([]wireLogEntry, 0, len(r.log)-r.logAt)
 	for _, w := range r.log[r.logAt:] {
-		b, err := w.key.encodeWrite(w)
+		b, err := w.key.self.encodeWrite(w)
 		if err != nil {
 			return checkpoint.Blob{}, err
 		}
-		entries = append(entries, wireLogEntry{Key: w.key.Name(), Write: b})
+		entries = append(entries, wireLogEntry{Key: w.key.name, Write: b})
 	}
 	data, err := json.Marshal(entries)
 	if err != nil {

@@ -137,11 +137,11 @@ func (r *run) startTask(step int) (checkpoint.Task, error) {
 	in := r.x.pending.input
 	entries := make([]wireLogEntry, 0, len(in))
 	for _, w := range in {
-		b, err := w.key.encodeWrite(w)
+		b, err := w.key.self.encodeWrite(w)
 		if err != nil {
 			return checkpoint.Task{}, fmt.Errorf("encode the input: %w", err)
 		}
-		entries = append(entries, wireLogEntry{Key: w.key.Name(), Write: b})
+		entries = append(entries, wireLogEntry{Key: w.key.name, Write: b})
 	}
 	p, err := json.Marshal(entries)
 	if err != nil {

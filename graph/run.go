@@ -573,13 +573,13 @@ func (r *run) apply(tasks []*task) error {
 	}()
 	for ti, t := range tasks {
 		for _, w := range t.writes {
-			i, _ := r.g.sch.slotOf(w.key.keyID())
+			i, _ := r.g.sch.slotOf(w.key.id)
 			tl := &r.b.tally[i]
 			if tl.count == 0 {
 				touched = append(touched, i)
 				tl.first = int32(ti)
-			} else if w.key.lastValue() {
-				return r.conflict(w.key.Name(), tasks[tl.first], t)
+			} else if w.key.self.lastValue() {
+				return r.conflict(w.key.name, tasks[tl.first], t)
 			}
 			tl.count++
 			n++
@@ -598,7 +598,7 @@ func (r *run) apply(tasks []*task) error {
 	defer func() { clear(ws); r.b.ws = ws[:0] }()
 	for _, t := range tasks {
 		for _, w := range t.writes {
-			i, _ := r.g.sch.slotOf(w.key.keyID())
+			i, _ := r.g.sch.slotOf(w.key.id)
 			tl := &r.b.tally[i]
 			ws[tl.next] = w
 			tl.next++
@@ -630,7 +630,7 @@ func (r *run) apply(tasks []*task) error {
 // write (a chain's node, say): nothing to group or count.
 func (r *run) applyOne(t *task) error {
 	w := t.writes[:1:1]
-	i, _ := r.g.sch.slotOf(w[0].key.keyID())
+	i, _ := r.g.sch.slotOf(w[0].key.id)
 	vals := r.newVals(len(r.state.vals))
 	copy(vals, r.state.vals)
 	k, sl := r.g.sch.keys[i], &vals[i]
@@ -708,7 +708,7 @@ func writers(tasks []*task, k keyImpl) string {
 	var names []string
 	for _, t := range tasks {
 		for _, w := range t.writes {
-			if w.key == k && !slices.Contains(names, t.node.name) {
+			if w.key.self == k && !slices.Contains(names, t.node.name) {
 				names = append(names, t.node.name)
 			}
 		}

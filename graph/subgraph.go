@@ -27,10 +27,10 @@ func runSubgraph(ctx context.Context, g *Graph, ps State) (Output, error) {
 			if p.set && r.stepLog != nil {
 				// The first checkpoint in the subgraph's namespace holds
 				// the values it started from in full.
-				r.stepLog[i] = append(r.stepLog[i], Write{key: k, op: opOverwrite, val: p.v})
+				r.stepLog[i] = append(r.stepLog[i], Write{key: k.ref(), op: opOverwrite, val: p.v})
 			}
 			if p.set && stateful {
-				invocation = append(invocation, Write{key: k, op: opOverwrite, val: p.v})
+				invocation = append(invocation, Write{key: k.ref(), op: opOverwrite, val: p.v})
 			}
 		}
 	}
@@ -56,8 +56,8 @@ func runSubgraph(ctx context.Context, g *Graph, ps State) (Output, error) {
 func collapse(log Update) Update {
 	last := map[int64]int{}
 	for i, w := range log {
-		if w.key.lastValue() {
-			last[w.key.keyID()] = i
+		if w.key.self.lastValue() {
+			last[w.key.id] = i
 		}
 	}
 	if len(last) == 0 {
@@ -65,7 +65,7 @@ func collapse(log Update) Update {
 	}
 	out := make(Update, 0, len(log))
 	for i, w := range log {
-		if w.key.lastValue() && last[w.key.keyID()] != i {
+		if w.key.self.lastValue() && last[w.key.id] != i {
 			continue
 		}
 		out = append(out, w)

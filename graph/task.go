@@ -571,8 +571,8 @@ func (r *run) checkWrites(t *task) error {
 		if w.key == nil {
 			return fmt.Errorf("it returned a zero graph.Write; build writes with Key.Set, Append, Remove or Overwrite")
 		}
-		if _, ok := r.g.sch.slotOf(w.key.keyID()); !ok {
-			return fmt.Errorf("it wrote key %q, which is not in the graph's schema; list it in graph.New", w.key.Name())
+		if _, ok := r.g.sch.slotOf(w.key.id); !ok {
+			return fmt.Errorf("it wrote key %q, which is not in the graph's schema; list it in graph.New", w.key.name)
 		}
 	}
 	return nil
@@ -582,9 +582,9 @@ func (r *run) checkWrites(t *task) error {
 // see the snapshot plus their own node's writes.
 func (r *run) applyOwn(view State, t *task) error {
 	for _, w := range t.writes {
-		i, _ := r.g.sch.slotOf(w.key.keyID())
+		i, _ := r.g.sch.slotOf(w.key.id)
 		sl := &view.vals[i]
-		v, err := w.key.apply(sl.v, sl.set, []Write{w})
+		v, err := w.key.self.apply(sl.v, sl.set, []Write{w})
 		if err != nil {
 			return err
 		}

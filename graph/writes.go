@@ -31,26 +31,32 @@ func Writes(ws ...Write) Update {
 // copyWrites copies ws (not empty) into an Update of their own: carved from
 // a shared slab when they may share one (see Writes), allocated otherwise.
 func copyWrites(ws []Write) Update {
-	var u Update
-	if len(ws) <= maxSlabWrites && slabWrites(ws) {
-		s := writeSlabs.Get().(*writeSlab)
-		if len(s.free) < len(ws) {
-			s.free = make([]Write, writeSlabLen)
-		}
-		// The full slice expression caps the Update at its own writes, so
-		// an append to it copies rather than writing into the slab.
-		u = s.free[:len(ws):len(ws)]
-		s.free = s.free[len(ws):]
-		writeSlabs.Put(s)
-	} else {
-		u = make(Update, len(ws))
-	}
-	if len(ws) == 1 {
-		u[0] = ws[0] // inline, where copy calls the runtime
-	} else {
+	if len(ws) > maxSlabWrites || !slabWrites(ws) {
+		u := make(Update, len(ws))
 		copy(u, ws)
+		return u
+	}
+	s := writeSlabs.Get().(*writeSlab)
+	if s.buf == nil || s.next+len(ws) > writeSlabLen {
+		s.buf, s.next = new([writeSlabLen]Write), 0
+	}
+	// The full slice expression caps the Update at its own writes, so an
+	// append to it copies rather than writing into the slab.
+	u := s.buf[s.next : s.next+len(ws) : s.next+len(ws)]
+	s.next += len(ws) // an int: no write barrier, where a re-slice had one
+	writeSlabs.Put(s)
+	for i := range u {
+		u[i].set(&ws[i])
 	}
 	return u
+}
+
+// set copies w into the slab entry d field by field: each pointer store
+// takes a buffered write barrier while the GC marks. A struct copy of a
+// Write over 32 bytes (it was 40, see keyRef) became a typedmemmove, whose
+// barrier takes the runtime's slower bulk path.
+func (d *Write) set(w *Write) {
+	d.key, d.op, d.small, d.val = w.key, w.op, w.small, w.val
 }
 
 // writeSlabLen is how many writes one slab holds; maxSlabWrites is the
@@ -60,12 +66,15 @@ const (
 	maxSlabWrites = 4
 )
 
-// writeSlab is the part of a slab of writes not yet handed out. Each part
+// writeSlab is a slab of writes and how much of it was handed out. Each part
 // is handed out once and never reused, so an Update made by Writes is its
 // holder's alone, like any other. A pooled writeSlab is used by one
 // goroutine at a time (between Get and Put); a slab the pool drops at a
 // GC is only the unused remainder of one.
-type writeSlab struct{ free []Write }
+type writeSlab struct {
+	buf  *[writeSlabLen]Write
+	next int // buf[:next] is handed out
+}
 
 var writeSlabs = sync.Pool{New: func() any { return new(writeSlab) }}
 

@@ -181,7 +181,7 @@ func (m *Memory) list(ref Ref, opts ListOptions) ([]*Tuple, error) {
 		if opts.Before != "" && id >= opts.Before {
 			continue
 		}
-		if !c.md.Matches(opts.Filter) {
+		if !c.metadata().Matches(opts.Filter) {
 			continue
 		}
 		t, err := ns.tuple(ref.ThreadID, ref.Namespace, id, c)
@@ -398,13 +398,10 @@ func (m *Memory) putWrites(ctx context.Context, ref Ref, taskID string, writes [
 		return notFound(ref)
 	}
 	if len(ws) == 0 {
-		delete(c.writes, taskID)
+		delete(c.writes(), taskID)
 		return nil
 	}
-	if c.writes == nil {
-		c.writes = make(map[string][]memWrite)
-	}
-	c.writes[taskID] = ws
+	c.writesFor()[taskID] = ws
 	return nil
 }
 
@@ -535,15 +532,16 @@ func (ns *memNamespace) tuple(thread, namespace, id string, c *memCheckpoint) (*
 		cp.Blobs = append(cp.Blobs, chain...)
 	}
 	var writes []PendingWrite
-	for _, task := range slices.Sorted(maps.Keys(c.writes)) {
-		for _, w := range c.writes[task] {
+	cws := c.writes()
+	for _, task := range slices.Sorted(maps.Keys(cws)) {
+		for _, w := range cws[task] {
 			if WriteChecksum(w.PendingWrite) != w.sum {
 				return nil, Corruptf(ref, "pending write %d of task %q fails its checksum", w.Index, task)
 			}
 			writes = append(writes, cloneWrite(w.PendingWrite))
 		}
 	}
-	t := &Tuple{Ref: ref, Checkpoint: cp, Metadata: cloneMetadata(c.md), Writes: writes}
+	t := &Tuple{Ref: ref, Checkpoint: cp, Metadata: cloneMetadata(c.metadata()), Writes: writes}
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
@@ -585,16 +583,17 @@ func (ns *memNamespace) clone() *memNamespace {
 	}
 	for i, c := range ns.cps {
 		cc := &memCheckpoint{}
-		cc.set(cloneCheckpoint(c.checkpoint()), slices.Clone(c.versList()), cloneMetadata(c.md))
-		if c.writes != nil {
-			cc.writes = make(map[string][]memWrite, len(c.writes))
-			for task, ws := range c.writes {
+		cc.set(cloneCheckpoint(c.checkpoint()), slices.Clone(c.versList()), cloneMetadata(c.metadata()))
+		if src := c.writes(); src != nil {
+			writes := make(map[string][]memWrite, len(src))
+			for task, ws := range src {
 				cws := make([]memWrite, len(ws))
 				for i, w := range ws {
 					cws[i] = memWrite{PendingWrite: cloneWrite(w.PendingWrite), sum: w.sum}
 				}
-				cc.writes[task] = cws
+				writes[task] = cws
 			}
+			cc.setWrites(writes)
 		}
 		out.cps[i] = cc
 	}
@@ -675,7 +674,7 @@ func (m *Memory) DeleteRun(ctx context.Context, threadID, runID string) (int, er
 	removed := 0
 	nss := m.threads[threadID]
 	for name, ns := range nss {
-		n := ns.remove(func(_ int, c *memCheckpoint) bool { return c.md.RunID == runID })
+		n := ns.remove(func(_ int, c *memCheckpoint) bool { return c.runID == runID })
 		if n == 0 {
 			continue
 		}
@@ -702,17 +701,23 @@ func rowBytes(cp Checkpoint, md Metadata) int {
 	for _, t := range cp.Next {
 		n += len(t.ID) + len(t.Node) + len(t.Path) + len(t.Payload) + 32
 	}
-	for k, v := range cp.Waiting {
-		n += len(k) + 8
-		for _, s := range v {
-			n += len(s) + 4
+	// Most checkpoints have neither map: ranging over a nil map still
+	// starts an iterator.
+	if len(cp.Waiting) > 0 {
+		for k, v := range cp.Waiting {
+			n += len(k) + 8
+			for _, s := range v {
+				n += len(s) + 4
+			}
 		}
 	}
 	for _, d := range cp.Deferred {
 		n += len(d) + 4
 	}
-	for k, v := range md.Extra {
-		n += len(k) + len(v) + 8
+	if len(md.Extra) > 0 {
+		for k, v := range md.Extra {
+			n += len(k) + len(v) + 8
+		}
 	}
 	return n
 }

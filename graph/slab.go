@@ -107,7 +107,7 @@ func (r *run) putBuffers() {
 	b.touched, b.ws, b.push = b.touched[:0], b.ws[:0], b.push[:0]
 	b.cv.release()
 	if b.sc != nil {
-		scratchPool.Put(b.sc)
+		b.sc.put()
 		b.sc = nil
 	}
 	b.r = nil

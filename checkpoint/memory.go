@@ -271,10 +271,11 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp Checkpoint, vers []KeyVers
 	if ns != nil {
 		latest = ns.latest()
 	}
-	if err := m.checkPut(ns, ref, out, latest, cp); err != nil {
+	first, err := m.checkPut(ns, ref, out, latest, cp)
+	if err != nil {
 		return Ref{}, err
 	}
-	m.store(ref, ns, cp, vers, md, owned)
+	m.store(ref, ns, cp, vers, md, owned, first)
 	return out, nil
 }
 
@@ -297,35 +298,46 @@ func (m *Memory) checkSizes(out Ref, cp Checkpoint, nvers int, md Metadata) erro
 
 // checkPut checks, under m.mu, that cp (whose reference is out) may follow
 // latest in namespace ns (nil when it has none) for a writer that read
-// ref.ID as the latest.
-func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp Checkpoint) error {
+// ref.ID as the latest. It returns the stored blob list of cp's first
+// blob's key, nil when there is none, for store to add to without
+// looking it up again.
+func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp Checkpoint) (*blobList, error) {
 	if ref.ID != latest {
 		if latest == "" {
-			return fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the namespace has none: %w", out, ref.ID, ErrConflict)
+			return nil, fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the namespace has none: %w", out, ref.ID, ErrConflict)
 		}
-		return fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the latest is %s: %w", out, ref.ID, latest, ErrConflict)
+		return nil, fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the latest is %s: %w", out, ref.ID, latest, ErrConflict)
 	}
+	var first *blobList
 	if ns != nil {
 		// The IDs are sorted and latest is the last: an ID after it is new,
 		// which is every Put of a run, so only the others are searched.
 		if cp.ID <= latest {
 			if ns.get(cp.ID) != nil {
-				return fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)
+				return nil, fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)
 			}
-			return fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
+			return nil, fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
 		}
-		for _, b := range cp.Blobs {
-			if old, ok := ns.blobs.get(b.Key, b.Version); ok && !old.Blob.Equal(b) {
-				return fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)
+		for i, b := range cp.Blobs {
+			l := ns.blobs[b.Key]
+			if l == nil {
+				continue
+			}
+			if i == 0 {
+				first = l
+			}
+			if old, ok := l.get(b.Key, b.Version); ok && !old.Blob.Equal(b) {
+				return nil, fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)
 			}
 		}
 	}
-	return nil
+	return first, nil
 }
 
 // store stores a checked checkpoint under m.mu in namespace ns of ref's
-// thread, creating it when ns is nil, and returns the namespace.
-func (m *Memory) store(ref Ref, ns *memNamespace, cp Checkpoint, vers []KeyVersion, md Metadata, owned bool) *memNamespace {
+// thread, creating it when ns is nil, and returns the namespace. first is
+// what checkPut returned for cp, or nil.
+func (m *Memory) store(ref Ref, ns *memNamespace, cp Checkpoint, vers []KeyVersion, md Metadata, owned bool, first *blobList) *memNamespace {
 	if ns == nil {
 		ns = &memNamespace{blobs: make(memBlobs)}
 		if m.threads[ref.ThreadID] == nil {
@@ -333,7 +345,7 @@ func (m *Memory) store(ref Ref, ns *memNamespace, cp Checkpoint, vers []KeyVersi
 		}
 		m.threads[ref.ThreadID][ref.Namespace] = ns
 	}
-	ns.store(cp, vers, md, owned)
+	ns.store(cp, vers, md, owned, first)
 	return ns
 }
 

@@ -252,12 +252,16 @@ func carve[T any](slab *[]T, n, per, stored int) []T {
 }
 
 // store adds cp (already checked by put) as the namespace's latest
-// checkpoint. Unless owned, it copies every byte slice and map it keeps;
+// checkpoint; first, if not nil, is the stored list of its first blob's
+// key. Unless owned, it copies every byte slice and map it keeps;
 // either way it copies cp.Versions, cp.Blobs and cp.Next element by
 // element, so the caller keeps those containers.
-func (ns *memNamespace) store(cp Checkpoint, kvs []KeyVersion, md Metadata, owned bool) {
-	for _, b := range cp.Blobs {
-		l := ns.blobs.list(b.Key)
+func (ns *memNamespace) store(cp Checkpoint, kvs []KeyVersion, md Metadata, owned bool, first *blobList) {
+	for i, b := range cp.Blobs {
+		l := first
+		if i > 0 || l == nil {
+			l = ns.blobs.list(b.Key)
+		}
 		sum := l.sum(b)
 		if !owned {
 			b = cloneBlob(b)

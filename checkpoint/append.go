@@ -78,7 +78,7 @@ func (m *Memory) AppendWrites(ctx context.Context, ref Ref, taskID string, write
 	if c == nil {
 		return notFound(ref)
 	}
-	old := c.writes[taskID]
+	old := c.writes()[taskID]
 	for _, w := range ws {
 		if slices.ContainsFunc(old, func(o memWrite) bool { return o.Index == w.Index }) {
 			return fmt.Errorf("checkpoint: append writes of task %q for %s: index %d is stored already: %w", taskID, ref, w.Index, ErrConflict)
@@ -86,9 +86,6 @@ func (m *Memory) AppendWrites(ctx context.Context, ref Ref, taskID string, write
 	}
 	all := append(slices.Clip(old), ws...) // a new array: readers may hold the old one
 	slices.SortStableFunc(all, func(a, b memWrite) int { return cmp.Compare(a.Index, b.Index) })
-	if c.writes == nil {
-		c.writes = make(map[string][]memWrite)
-	}
-	c.writes[taskID] = all
+	c.writesFor()[taskID] = all
 	return nil
 }

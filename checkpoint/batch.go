@@ -112,7 +112,7 @@ func (m *Memory) PutBatch(ctx context.Context, ref Ref, entries []Entry) (Ref, e
 				latest = ns.latest()
 			}
 		}
-		if err := m.checkPut(ns, at, out, latest, e.Checkpoint); err != nil {
+		if _, err := m.checkPut(ns, at, out, latest, e.Checkpoint); err != nil {
 			return Ref{}, err
 		}
 		for _, b := range e.Checkpoint.Blobs {
@@ -124,7 +124,7 @@ func (m *Memory) PutBatch(ctx context.Context, ref Ref, entries []Entry) (Ref, e
 		at = out
 	}
 	for _, e := range entries {
-		ns = m.store(ref, ns, e.Checkpoint, nil, e.Metadata, false)
+		ns = m.store(ref, ns, e.Checkpoint, nil, e.Metadata, false, nil)
 	}
 	return at, nil
 }

@@ -26,9 +26,9 @@ func CorruptMemory(m *Memory, ref Ref, kind, key string, version uint64, task st
 	}
 	switch kind {
 	case "checkpoint-empty-object", "checkpoint-null":
-		writes := c.writes
+		writes := c.writes()
 		c.set(Checkpoint{ID: c.id}, nil, Metadata{Parent: c.id})
-		c.writes = writes
+		c.setWrites(writes)
 	case "blob-flip":
 		b, ok := ns.blobs.get(key, version)
 		if !ok || len(b.Data) == 0 {
@@ -37,7 +37,7 @@ func CorruptMemory(m *Memory, ref Ref, kind, key string, version uint64, task st
 		b.Data = flip(b.Data)
 		ns.blobs.set(b)
 	case "write-flip":
-		ws := c.writes[task]
+		ws := c.writes()[task]
 		if len(ws) == 0 || len(ws[0].Value) == 0 {
 			return fmt.Errorf("corrupt %s: no write of task %q with a value", ref, task)
 		}

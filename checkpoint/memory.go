@@ -181,7 +181,7 @@ func (m *Memory) list(ref Ref, opts ListOptions) ([]*Tuple, error) {
 		if opts.Before != "" && id >= opts.Before {
 			continue
 		}
-		if !c.md.Matches(opts.Filter) {
+		if !c.metadata().Matches(opts.Filter) {
 			continue
 		}
 		t, err := ns.tuple(ref.ThreadID, ref.Namespace, id, c)
@@ -271,10 +271,11 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp Checkpoint, vers []KeyVers
 	if ns != nil {
 		latest = ns.latest()
 	}
-	if err := m.checkPut(ns, ref, out, latest, cp); err != nil {
+	first, err := m.checkPut(ns, ref, out, latest, cp)
+	if err != nil {
 		return Ref{}, err
 	}
-	m.store(ref, ns, cp, vers, md, owned)
+	m.store(ref, ns, cp, vers, md, owned, first)
 	return out, nil
 }
 
@@ -297,35 +298,46 @@ func (m *Memory) checkSizes(out Ref, cp Checkpoint, nvers int, md Metadata) erro
 
 // checkPut checks, under m.mu, that cp (whose reference is out) may follow
 // latest in namespace ns (nil when it has none) for a writer that read
-// ref.ID as the latest.
-func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp Checkpoint) error {
+// ref.ID as the latest. It returns the stored blob list of cp's first
+// blob's key, nil when there is none, for store to add to without
+// looking it up again.
+func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp Checkpoint) (*blobList, error) {
 	if ref.ID != latest {
 		if latest == "" {
-			return fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the namespace has none: %w", out, ref.ID, ErrConflict)
+			return nil, fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the namespace has none: %w", out, ref.ID, ErrConflict)
 		}
-		return fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the latest is %s: %w", out, ref.ID, latest, ErrConflict)
+		return nil, fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the latest is %s: %w", out, ref.ID, latest, ErrConflict)
 	}
+	var first *blobList
 	if ns != nil {
 		// The IDs are sorted and latest is the last: an ID after it is new,
 		// which is every Put of a run, so only the others are searched.
 		if cp.ID <= latest {
 			if ns.get(cp.ID) != nil {
-				return fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)
+				return nil, fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)
 			}
-			return fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
+			return nil, fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
 		}
-		for _, b := range cp.Blobs {
-			if old, ok := ns.blobs.get(b.Key, b.Version); ok && !old.Blob.Equal(b) {
-				return fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)
+		for i, b := range cp.Blobs {
+			l := ns.blobs[b.Key]
+			if l == nil {
+				continue
+			}
+			if i == 0 {
+				first = l
+			}
+			if old, ok := l.get(b.Key, b.Version); ok && !old.Blob.Equal(b) {
+				return nil, fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)
 			}
 		}
 	}
-	return nil
+	return first, nil
 }
 
 // store stores a checked checkpoint under m.mu in namespace ns of ref's
-// thread, creating it when ns is nil, and returns the namespace.
-func (m *Memory) store(ref Ref, ns *memNamespace, cp Checkpoint, vers []KeyVersion, md Metadata, owned bool) *memNamespace {
+// thread, creating it when ns is nil, and returns the namespace. first is
+// what checkPut returned for cp, or nil.
+func (m *Memory) store(ref Ref, ns *memNamespace, cp Checkpoint, vers []KeyVersion, md Metadata, owned bool, first *blobList) *memNamespace {
 	if ns == nil {
 		ns = &memNamespace{blobs: make(memBlobs)}
 		if m.threads[ref.ThreadID] == nil {
@@ -333,7 +345,7 @@ func (m *Memory) store(ref Ref, ns *memNamespace, cp Checkpoint, vers []KeyVersi
 		}
 		m.threads[ref.ThreadID][ref.Namespace] = ns
 	}
-	ns.store(cp, vers, md, owned)
+	ns.store(cp, vers, md, owned, first)
 	return ns
 }
 
@@ -398,13 +410,10 @@ func (m *Memory) putWrites(ctx context.Context, ref Ref, taskID string, writes [
 		return notFound(ref)
 	}
 	if len(ws) == 0 {
-		delete(c.writes, taskID)
+		delete(c.writes(), taskID)
 		return nil
 	}
-	if c.writes == nil {
-		c.writes = make(map[string][]memWrite)
-	}
-	c.writes[taskID] = ws
+	c.writesFor()[taskID] = ws
 	return nil
 }
 
@@ -535,15 +544,16 @@ func (ns *memNamespace) tuple(thread, namespace, id string, c *memCheckpoint) (*
 		cp.Blobs = append(cp.Blobs, chain...)
 	}
 	var writes []PendingWrite
-	for _, task := range slices.Sorted(maps.Keys(c.writes)) {
-		for _, w := range c.writes[task] {
+	cws := c.writes()
+	for _, task := range slices.Sorted(maps.Keys(cws)) {
+		for _, w := range cws[task] {
 			if WriteChecksum(w.PendingWrite) != w.sum {
 				return nil, Corruptf(ref, "pending write %d of task %q fails its checksum", w.Index, task)
 			}
 			writes = append(writes, cloneWrite(w.PendingWrite))
 		}
 	}
-	t := &Tuple{Ref: ref, Checkpoint: cp, Metadata: cloneMetadata(c.md), Writes: writes}
+	t := &Tuple{Ref: ref, Checkpoint: cp, Metadata: cloneMetadata(c.metadata()), Writes: writes}
 	if err := t.Validate(); err != nil {
 		return nil, err
 	}
@@ -585,16 +595,17 @@ func (ns *memNamespace) clone() *memNamespace {
 	}
 	for i, c := range ns.cps {
 		cc := &memCheckpoint{}
-		cc.set(cloneCheckpoint(c.checkpoint()), slices.Clone(c.versList()), cloneMetadata(c.md))
-		if c.writes != nil {
-			cc.writes = make(map[string][]memWrite, len(c.writes))
-			for task, ws := range c.writes {
+		cc.set(cloneCheckpoint(c.checkpoint()), slices.Clone(c.versList()), cloneMetadata(c.metadata()))
+		if src := c.writes(); src != nil {
+			writes := make(map[string][]memWrite, len(src))
+			for task, ws := range src {
 				cws := make([]memWrite, len(ws))
 				for i, w := range ws {
 					cws[i] = memWrite{PendingWrite: cloneWrite(w.PendingWrite), sum: w.sum}
 				}
-				cc.writes[task] = cws
+				writes[task] = cws
 			}
+			cc.setWrites(writes)
 		}
 		out.cps[i] = cc
 	}
@@ -675,7 +686,7 @@ func (m *Memory) DeleteRun(ctx context.Context, threadID, runID string) (int, er
 	removed := 0
 	nss := m.threads[threadID]
 	for name, ns := range nss {
-		n := ns.remove(func(_ int, c *memCheckpoint) bool { return c.md.RunID == runID })
+		n := ns.remove(func(_ int, c *memCheckpoint) bool { return c.runID == runID })
 		if n == 0 {
 			continue
 		}
@@ -702,17 +713,23 @@ func rowBytes(cp Checkpoint, md Metadata) int {
 	for _, t := range cp.Next {
 		n += len(t.ID) + len(t.Node) + len(t.Path) + len(t.Payload) + 32
 	}
-	for k, v := range cp.Waiting {
-		n += len(k) + 8
-		for _, s := range v {
-			n += len(s) + 4
+	// Most checkpoints have neither map: ranging over a nil map still
+	// starts an iterator.
+	if len(cp.Waiting) > 0 {
+		for k, v := range cp.Waiting {
+			n += len(k) + 8
+			for _, s := range v {
+				n += len(s) + 4
+			}
 		}
 	}
 	for _, d := range cp.Deferred {
 		n += len(d) + 4
 	}
-	for k, v := range md.Extra {
-		n += len(k) + len(v) + 8
+	if len(md.Extra) > 0 {
+		for k, v := range md.Extra {
+			n += len(k) + len(v) + 8
+		}
 	}
 	return n
 }

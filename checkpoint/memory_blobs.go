@@ -117,6 +117,11 @@ func (bs memBlobs) get(key string, v uint64) (memBlob, bool) {
 	if l == nil {
 		return memBlob{}, false
 	}
+	return l.get(key, v)
+}
+
+// get returns the blob at version v of l, key's list.
+func (l *blobList) get(key string, v uint64) (memBlob, bool) {
 	c, i, ok := l.find(v)
 	if !ok {
 		return memBlob{}, false

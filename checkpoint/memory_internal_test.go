@@ -5,8 +5,10 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -199,7 +201,7 @@ func TestMemorySlabRelease(t *testing.T) {
 		t.Fatalf("Prune = %d, %v; want 3, nil", n, err)
 	}
 	for i, c := range stored[:3] {
-		if c.id != "" || c.more != nil || c.oneVer[0] != (memVersion{}) || c.oneTask[0].ID != "" || c.oneTask[0].Payload != nil || c.md.RunID != "" {
+		if c.id != "" || c.more != nil || c.oneVer[0] != (memVersion{}) || c.oneTask != (memTask{}) || c.runID != "" {
 			t.Errorf("removed checkpoint %d still holds %+v in its slab", i, *c)
 		}
 	}
@@ -223,11 +225,12 @@ func TestMemoryStoredSizes(t *testing.T) {
 		name      string
 		got, want uintptr
 	}{
-		// 168 bytes less the versions' and tasks' slice headers (48)
-		// and the join barriers' pointer, plus the pointer to the rest
-		// and, inline, the one version (24) and next task (72) a chain's
-		// step stores, which were carved from slabs.
-		{"memCheckpoint", unsafe.Sizeof(memCheckpoint{}), 168 - 48 + 24 + 72},
+		// The ID (16), the time (24), the pointer to the rest, the one
+		// version (24), the next task's ID, node and path (48), the
+		// parent and run ID (32), the step and the source as a byte
+		// (padded to 8). It was 216: the task's payload, the pending
+		// writes, Metadata.Extra and a source string are in the rest.
+		{"memCheckpoint", unsafe.Sizeof(memCheckpoint{}), 16 + 24 + 8 + 24 + 48 + 32 + 8 + 8},
 		{"storedBlob", unsafe.Sizeof(storedBlob{}), 48},
 		// Two blobs inline, the head, a pointer to the later chunks and
 		// the key's checksum: a wide state's keys hold one or two blobs.
@@ -356,5 +359,99 @@ func TestMemoryInlineLayout(t *testing.T) {
 				t.Errorf("%s: task %d = %+v, want %+v", c.name, i, g.Next[i], task)
 			}
 		}
+	}
+}
+
+// TestMemoryCompactMetadata stores checkpoints whose metadata and tasks
+// take each of the stored checkpoint's layouts — the engine's sources kept
+// as a byte, another or no source, Extra, a task with and without a
+// payload, one version and several, pending writes — and checks that Get,
+// List, CopyThread and Prune read back exactly what was put.
+func TestMemoryCompactMetadata(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory()
+	type put struct {
+		cp Checkpoint
+		md Metadata
+	}
+	var puts []put
+	parent := ""
+	for i, src := range []Source{SourceLoop, "custom", "", SourceFork, SourceInput, SourceResume, SourceUpdate} {
+		v := uint64(i+1) << 32
+		cp := Checkpoint{ID: NewID(), Versions: map[string]uint64{"k": v}, Created: time.Now(),
+			Blobs: []Blob{{Key: "k", Version: v, Kind: Full, Data: json.RawMessage(`1`)}},
+			Next:  []Task{{ID: fmt.Sprint("t", i), Node: "n", Path: "node:n"}}}
+		md := Metadata{Source: src, Step: i - 1, Parent: parent, RunID: "r"}
+		switch i {
+		case 1:
+			md.Extra = map[string]string{"label": "x"}
+		case 2:
+			cp.Next[0].Payload = json.RawMessage(`{"p":1}`)
+		case 3:
+			cp.Next[0].Payload = json.RawMessage{} // empty, not nil
+			cp.Versions["j"] = v
+			cp.Blobs = append(cp.Blobs, Blob{Key: "j", Version: v, Kind: Full, Data: json.RawMessage(`2`)})
+		case 4:
+			cp.Next = nil
+			md.Parent = puts[1].cp.ID // a fork's parent
+		}
+		if _, err := m.Put(ctx, Ref{ThreadID: "t", ID: parent}, cp, md); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 {
+			w := []PendingWrite{{Key: "k", Value: json.RawMessage(`7`), Index: 0}}
+			if err := m.PutWrites(ctx, Ref{ThreadID: "t", ID: cp.ID}, "t"+fmt.Sprint(i), w); err != nil {
+				t.Fatal(err)
+			}
+		}
+		puts = append(puts, put{cp, md})
+		parent = cp.ID
+	}
+	check := func(thread string, tup *Tuple, p put, i int) {
+		t.Helper()
+		if !reflect.DeepEqual(tup.Metadata, p.md) {
+			t.Errorf("%s checkpoint %d: metadata %+v, want %+v", thread, i, tup.Metadata, p.md)
+		}
+		if !reflect.DeepEqual(tup.Checkpoint.Next, p.cp.Next) || !tup.Checkpoint.Created.Equal(p.cp.Created) || !reflect.DeepEqual(tup.Checkpoint.Versions, p.cp.Versions) {
+			t.Errorf("%s checkpoint %d: %+v, want %+v", thread, i, tup.Checkpoint, p.cp)
+		}
+		if want := i%2 == 1; (len(tup.Writes) == 1) != want {
+			t.Errorf("%s checkpoint %d: writes %+v, want one: %v", thread, i, tup.Writes, want)
+		}
+	}
+	if err := m.CopyThread(ctx, "t", "c"); err != nil {
+		t.Fatal(err)
+	}
+	for _, thread := range []string{"t", "c"} {
+		for i, p := range puts {
+			tup, err := m.Get(ctx, Ref{ThreadID: thread, ID: p.cp.ID})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check(thread, tup, p, i)
+		}
+		i := len(puts)
+		for tup, err := range m.List(ctx, Ref{ThreadID: thread}, ListOptions{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			i--
+			check(thread, tup, puts[i], i)
+		}
+		for tup, err := range m.List(ctx, Ref{ThreadID: thread}, ListOptions{Filter: map[string]string{"source": "custom"}}) {
+			if err != nil || tup.Ref.ID != puts[1].cp.ID {
+				t.Errorf("%s: List by source custom yields %v, %v; want checkpoint 1 alone", thread, tup, err)
+			}
+		}
+	}
+	if n, err := m.Prune(ctx, PruneOptions{ThreadID: "t", KeepLatest: 3}); err != nil || n != 4 {
+		t.Fatalf("Prune = %d, %v; want 4, nil", n, err)
+	}
+	for i, p := range puts[4:] {
+		tup, err := m.Get(ctx, Ref{ThreadID: "t", ID: p.cp.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check("t after Prune", tup, p, i+4)
 	}
 }

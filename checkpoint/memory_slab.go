@@ -30,35 +30,59 @@ const slabMax = 32
 type memVersion = KeyVersion
 
 // memCheckpoint is a stored checkpoint. It keeps a Checkpoint's fields
-// but not the struct (216 bytes with its one version and task, most of
-// what Memory keeps per step): its blobs live in the namespace. One
-// version (with a key) is kept inline, in oneVer, and so is one next task
-// (with a node), in oneTask, with no slice pointing at them: a chain's
-// step carves nothing from slabs, and the collector walks fewer bytes and
-// pointers. Other versions or tasks, and the join barriers and deferred
-// nodes, which most checkpoints lack, are kept in more, carved from a
-// slab of the namespace.
+// and its Metadata's but not the structs (168 bytes with its one version
+// and task, most of what Memory keeps per step): its blobs live in the
+// namespace. One version (with a key) is kept inline, in oneVer, and so is
+// one next task (with a node and no payload), in oneTask, with no slice
+// pointing at them: a chain's step carves nothing from slabs, and the
+// collector walks fewer bytes and pointers. The source is a byte when it
+// is one of the engine's. What most checkpoints lack — other versions or
+// tasks, a task's payload, join barriers, deferred nodes, another source,
+// Metadata.Extra, pending writes — is kept in more, carved from a slab of
+// the namespace (or allocated when pending writes come later).
 type memCheckpoint struct {
 	id      string
 	created time.Time
-	md      Metadata
-	more    *memMore              // nil when everything fits inline
-	writes  map[string][]memWrite // task ID -> writes sorted by Index
-	oneVer  [1]memVersion         // the version unless more.vers is not nil; none if its key is empty
-	oneTask [1]Task               // the task unless more.next is not nil; none if its node is empty
+	parent  string        // Metadata.Parent
+	runID   string        // Metadata.RunID
+	step    int           // Metadata.Step
+	more    *memMore      // nil when everything fits inline
+	oneVer  [1]memVersion // the version unless more.vers is not nil; none if its key is empty
+	oneTask memTask       // the task unless more.next is not nil; none if its node is empty
+	source  uint8         // Metadata.Source: its index in memSources, 0 for more.rare's
+}
+
+// memTask is a next task kept inline: one without a payload.
+type memTask struct{ id, node, path string }
+
+// memSources are the sources a stored checkpoint keeps as a byte, its
+// index here; 0 stands for the source kept in memRare ("" without one).
+var memSources = [...]Source{"", SourceInput, SourceLoop, SourceUpdate, SourceFork, SourceResume}
+
+// sourceCode returns s's index in memSources, 0 when it has none.
+func sourceCode(s Source) uint8 {
+	for i, k := range memSources[1:] {
+		if s == k {
+			return uint8(i + 1)
+		}
+	}
+	return 0
 }
 
 // memMore holds what a checkpoint does not keep inline.
 type memMore struct {
-	vers  []memVersion // the versions in force, in the order Put saw them; nil if inline
-	next  []Task       // nil if inline
-	joins *memJoins    // nil when cp.Waiting and cp.Deferred were both nil
+	vers []memVersion // the versions in force, in the order Put saw them; nil if inline
+	next []Task       // nil if inline
+	rare *memRare     // nil when the checkpoint has none of it
 }
 
-// memJoins holds a stored checkpoint's Waiting and Deferred.
-type memJoins struct {
+// memRare holds what few stored checkpoints have.
+type memRare struct {
 	waiting  map[string][]string
 	deferred []string
+	source   Source                // Metadata.Source when not in memSources
+	extra    map[string]string     // Metadata.Extra
+	writes   map[string][]memWrite // task ID -> writes sorted by Index
 }
 
 // versInline reports whether versions vers are kept inline.
@@ -68,30 +92,101 @@ func versInline(vers []memVersion) bool {
 
 // tasksInline reports whether next tasks next are kept inline.
 func tasksInline(next []Task) bool {
-	return len(next) == 0 || len(next) == 1 && next[0].Node != ""
+	return len(next) == 0 || len(next) == 1 && next[0].Node != "" && next[0].Payload == nil
+}
+
+// rareOf returns the rare part of what cp and md hold, nil when they hold
+// none of it; code is md.Source's sourceCode.
+func rareOf(cp Checkpoint, md Metadata, code uint8) *memRare {
+	if cp.Waiting == nil && cp.Deferred == nil && md.Extra == nil && (code != 0 || md.Source == "") {
+		return nil
+	}
+	r := &memRare{waiting: cp.Waiting, deferred: cp.Deferred, extra: md.Extra}
+	if code == 0 {
+		r.source = md.Source
+	}
+	return r
 }
 
 // set fills c from cp (whose Versions and Blobs it ignores), vers and md,
-// keeping them as they are (or copying them inline).
+// keeping them as they are (or copying them inline). It drops pending
+// writes.
 func (c *memCheckpoint) set(cp Checkpoint, vers []memVersion, md Metadata) {
-	*c = memCheckpoint{id: cp.ID, created: cp.Created, md: md}
+	code := sourceCode(md.Source)
+	*c = memCheckpoint{id: cp.ID, created: cp.Created, parent: md.Parent, runID: md.RunID, step: md.Step, source: code}
 	var more memMore
 	if versInline(vers) {
-		copy(c.oneVer[:], vers)
+		if len(vers) == 1 {
+			c.oneVer[0] = vers[0]
+		}
 	} else {
 		more.vers = vers
 	}
 	if tasksInline(cp.Next) {
-		copy(c.oneTask[:], cp.Next)
+		if len(cp.Next) == 1 {
+			t := cp.Next[0]
+			c.oneTask = memTask{t.ID, t.Node, t.Path}
+		}
 	} else {
 		more.next = cp.Next
 	}
-	if cp.Waiting != nil || cp.Deferred != nil {
-		more.joins = &memJoins{waiting: cp.Waiting, deferred: cp.Deferred}
-	}
-	if more.vers != nil || more.next != nil || more.joins != nil {
+	more.rare = rareOf(cp, md, code)
+	if more.vers != nil || more.next != nil || more.rare != nil {
 		c.more = &more
 	}
+}
+
+// rare returns the checkpoint's rare part, nil when it has none.
+func (c *memCheckpoint) rare() *memRare {
+	if c.more == nil {
+		return nil
+	}
+	return c.more.rare
+}
+
+// writes returns the checkpoint's pending writes, by task ID (nil when it
+// has none).
+func (c *memCheckpoint) writes() map[string][]memWrite {
+	if r := c.rare(); r != nil {
+		return r.writes
+	}
+	return nil
+}
+
+// writesFor returns the checkpoint's map of pending writes to add to,
+// making it (and the parts holding it) when there is none.
+func (c *memCheckpoint) writesFor() map[string][]memWrite {
+	if c.more == nil {
+		c.more = &memMore{}
+	}
+	if c.more.rare == nil {
+		c.more.rare = &memRare{}
+	}
+	if c.more.rare.writes == nil {
+		c.more.rare.writes = make(map[string][]memWrite)
+	}
+	return c.more.rare.writes
+}
+
+// setWrites replaces the checkpoint's pending writes with ws.
+func (c *memCheckpoint) setWrites(ws map[string][]memWrite) {
+	if ws == nil && c.rare() == nil {
+		return
+	}
+	c.writesFor()
+	c.more.rare.writes = ws
+}
+
+// metadata returns the stored checkpoint's metadata, sharing its Extra.
+func (c *memCheckpoint) metadata() Metadata {
+	md := Metadata{Source: memSources[c.source], Step: c.step, Parent: c.parent, RunID: c.runID}
+	if r := c.rare(); r != nil {
+		md.Extra = r.extra
+		if c.source == 0 {
+			md.Source = r.source
+		}
+	}
+	return md
 }
 
 // versList returns the checkpoint's versions, sharing what c holds.
@@ -105,13 +200,14 @@ func (c *memCheckpoint) versList() []memVersion {
 	return nil
 }
 
-// tasks returns the checkpoint's next tasks, sharing what c holds.
+// tasks returns the checkpoint's next tasks, sharing what c holds but
+// for an inline task's slice.
 func (c *memCheckpoint) tasks() []Task {
 	switch {
 	case c.more != nil && c.more.next != nil:
 		return c.more.next
-	case c.oneTask[0].Node != "":
-		return c.oneTask[:]
+	case c.oneTask.node != "":
+		return []Task{{ID: c.oneTask.id, Node: c.oneTask.node, Path: c.oneTask.path}}
 	}
 	return nil
 }
@@ -120,8 +216,8 @@ func (c *memCheckpoint) tasks() []Task {
 // blobs, sharing what c holds.
 func (c *memCheckpoint) checkpoint() Checkpoint {
 	cp := Checkpoint{ID: c.id, Next: c.tasks(), Created: c.created}
-	if c.more != nil && c.more.joins != nil {
-		cp.Waiting, cp.Deferred = c.more.joins.waiting, c.more.joins.deferred
+	if r := c.rare(); r != nil {
+		cp.Waiting, cp.Deferred = r.waiting, r.deferred
 	}
 	return cp
 }
@@ -156,12 +252,16 @@ func carve[T any](slab *[]T, n, per, stored int) []T {
 }
 
 // store adds cp (already checked by put) as the namespace's latest
-// checkpoint. Unless owned, it copies every byte slice and map it keeps;
+// checkpoint; first, if not nil, is the stored list of its first blob's
+// key. Unless owned, it copies every byte slice and map it keeps;
 // either way it copies cp.Versions, cp.Blobs and cp.Next element by
 // element, so the caller keeps those containers.
-func (ns *memNamespace) store(cp Checkpoint, kvs []KeyVersion, md Metadata, owned bool) {
-	for _, b := range cp.Blobs {
-		l := ns.blobs.list(b.Key)
+func (ns *memNamespace) store(cp Checkpoint, kvs []KeyVersion, md Metadata, owned bool, first *blobList) {
+	for i, b := range cp.Blobs {
+		l := first
+		if i > 0 || l == nil {
+			l = ns.blobs.list(b.Key)
+		}
 		sum := l.sum(b)
 		if !owned {
 			b = cloneBlob(b)
@@ -179,37 +279,46 @@ func (ns *memNamespace) store(cp Checkpoint, kvs []KeyVersion, md Metadata, owne
 		cp.Waiting, cp.Deferred, md = cloneWaiting(cp.Waiting), slices.Clone(cp.Deferred), cloneMetadata(md)
 	}
 	// c is a fresh slab entry, all zero: set only what is not.
-	c.id, c.created, c.md = cp.ID, cp.Created, md
+	code := sourceCode(md.Source)
+	c.id, c.created, c.parent, c.runID, c.step, c.source = cp.ID, cp.Created, md.Parent, md.RunID, md.Step, code
 
 	var more memMore
 	nv := len(cp.Versions) + len(kvs)
-	if nv <= 1 {
-		fillVersions(c.oneVer[:nv], kvs, cp.Versions)
+	switch {
+	case nv == 1 && len(kvs) == 1 && kvs[0].Key != "":
+		c.oneVer[0] = kvs[0]
+	case nv == 0:
+	default:
+		var one [1]memVersion
+		if nv == 1 {
+			fillVersions(one[:], kvs, cp.Versions)
+		}
+		if nv == 1 && one[0].Key != "" {
+			c.oneVer[0] = one[0]
+		} else {
+			more.vers = carve(&ns.slab.vers, nv, nv, held)
+			fillVersions(more.vers, kvs, cp.Versions)
+		}
 	}
-	if nv > 1 || !versInline(c.oneVer[:nv]) {
-		clear(c.oneVer[:])
-		more.vers = carve(&ns.slab.vers, nv, nv, held)
-		fillVersions(more.vers, kvs, cp.Versions)
-	}
-	var next []Task
 	if tasksInline(cp.Next) {
-		next = c.oneTask[:len(cp.Next)]
+		if len(cp.Next) == 1 {
+			t := &cp.Next[0]
+			c.oneTask = memTask{t.ID, t.Node, t.Path}
+		}
 	} else {
-		next = carve(&ns.slab.tasks, len(cp.Next), len(cp.Next), held)
+		next := carve(&ns.slab.tasks, len(cp.Next), len(cp.Next), held)
+		copy(next, cp.Next)
+		if !owned {
+			for i := range next {
+				next[i].Payload = bytes.Clone(next[i].Payload)
+			}
+		}
 		more.next = next
 	}
-	copy(next, cp.Next)
-	if cp.Waiting != nil || cp.Deferred != nil {
-		more.joins = &memJoins{waiting: cp.Waiting, deferred: cp.Deferred}
-	}
-	if more.vers != nil || more.next != nil || more.joins != nil {
+	more.rare = rareOf(cp, md, code)
+	if more.vers != nil || more.next != nil || more.rare != nil {
 		c.more = &carve(&ns.slab.more, 1, 1, held)[0]
 		*c.more = more
-	}
-	if !owned {
-		for i := range next {
-			next[i].Payload = bytes.Clone(next[i].Payload)
-		}
 	}
 	ns.cps = append(ns.cps, c)
 }

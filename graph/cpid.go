@@ -46,29 +46,28 @@ func (cv *carver) checkpointID(now time.Time) string {
 			break
 		}
 	}
-	var u [16]byte
-	ms, seq := t>>12, t&0xfff
-	for i := range 6 {
-		u[i] = byte(ms >> (40 - 8*i))
-	}
-	u[6], u[7] = 0x70|byte(seq>>8), byte(seq)
-	r := rand.Uint64()
-	u[8] = 0x80 | byte(r>>56)&0x3f
-	for i := 9; i < 16; i++ {
-		u[i] = byte(r >> (8 * (15 - i)))
-	}
-	const hexDigits = "0123456789abcdef"
-	var s [36]byte
-	j := 0
-	for i, b := range u {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			s[j] = '-'
-			j++
-		}
-		s[j], s[j+1] = hexDigits[b>>4], hexDigits[b&0xf]
-		j += 2
-	}
+	s := formatID(t, rand.Uint64())
 	return cv.string(s[:])
+}
+
+// formatID lays out a UUIDv7 string from t, a time stamp as lastIDTime
+// holds it, and 62 random bits taken from r.
+func formatID(t int64, r uint64) [36]byte {
+	// The UUID's two halves: the millisecond, the version and the
+	// sequence; then the variant and the random bits.
+	hi := uint64(t>>12)<<16 | 0x7000 | uint64(t&0xfff)
+	lo := (0x80|r>>56&0x3f)<<56 | r&(1<<56-1)
+	var h [32]byte
+	putHex(h[:16], hi)
+	putHex(h[16:], lo)
+	var s [36]byte
+	copy(s[0:8], h[0:8])
+	copy(s[9:13], h[8:12])
+	copy(s[14:18], h[12:16])
+	copy(s[19:23], h[16:20])
+	copy(s[24:36], h[20:32])
+	s[8], s[13], s[18], s[23] = '-', '-', '-', '-'
+	return s
 }
 
 // maxIDLead is how far ahead of this process's clock a head's time stamp

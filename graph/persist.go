@@ -34,8 +34,14 @@ func (r *run) save(source checkpoint.Source) error {
 	// subgraphs saved theirs, and checkpoint IDs must sort by when they
 	// were saved (a Stateful subgraph's replay looks "before" one).
 	now := time.Now()
-	var cv carver // the save's small strings and data share one chunk
-	defer cv.release()
+	// The save's small strings and data share one chunk: the run's, kept
+	// from one save to the next while the run has its buffers.
+	var own carver
+	defer own.release()
+	cv := &own
+	if r.b != nil {
+		cv = &r.b.cv
+	}
 	cp := checkpoint.Checkpoint{ID: cv.checkpointID(now), Created: now}
 	sc := r.scratch()
 	// The versions are gathered in a slice: checkpoint.Memory takes it as
@@ -63,7 +69,7 @@ func (r *run) save(source checkpoint.Source) error {
 			continue
 		}
 		r.stepLog[i] = ws[:0]
-		b, err := r.blob(&cv, i, k, sl, ws)
+		b, err := r.blob(cv, i, k, sl, ws)
 		r.savedVer[i] = sl.ver
 		if err != nil {
 			return fmt.Errorf("graph: checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)
@@ -90,7 +96,7 @@ func (r *run) save(source checkpoint.Source) error {
 		}
 	}
 	for _, t := range r.next {
-		ct := checkpoint.Task{ID: t.sum().carveHex(&cv), Node: t.node.name, Path: t.path()}
+		ct := checkpoint.Task{ID: t.sum().carveHex(cv), Node: t.node.name, Path: t.path()}
 		if t.push {
 			p, err := t.node.encodePayload(t.payload)
 			if err != nil {
@@ -143,14 +149,14 @@ func (r *run) save(source checkpoint.Source) error {
 			cp.Versions = versionMap(vers)
 		}
 		err = r.putPair(cp, md) // the saver copies what it keeps
-		sc.release(cp, vers)
+		r.releaseScratch(sc, cp, vers)
 	case sc == nil && r.holdFinal(cp, md):
 		// Handed over: its containers are not reused.
 	case sc != nil && r.mayHoldFinal(md) && r.holdFinal(withVersions(cp, vers), md):
 		// Handed over with a map of its own; the rest is not reused.
 	case sc != nil:
 		err = r.putMemory(cp, vers, md) // built for this Put alone
-		sc.release(cp, vers)
+		r.releaseScratch(sc, cp, vers)
 	default:
 		err = r.putOwned(cp, md) // built for this Put alone
 	}
@@ -196,22 +202,42 @@ func (r *run) scratch() *saveScratch {
 	if _, ok := r.cfg.saver.(*checkpoint.Memory); !ok {
 		return nil
 	}
+	if r.b != nil && r.b.sc != nil {
+		sc := r.b.sc
+		r.b.sc = nil // taken: a save handed over, or failed, does not return it
+		return sc
+	}
 	return scratchPool.Get().(*saveScratch)
 }
 
-// release clears cp's containers, which PutOwned has copied, and puts them
-// back for the next save. A nil scratch does nothing.
-func (sc *saveScratch) release(cp checkpoint.Checkpoint, vers []checkpoint.KeyVersion) {
+// releaseScratch clears cp's containers, which PutOwned has copied, and
+// keeps them for the run's next save (or puts them back in the pool when
+// the run has no buffers). A nil scratch does nothing.
+func (r *run) releaseScratch(sc *saveScratch, cp checkpoint.Checkpoint, vers []checkpoint.KeyVersion) {
 	if sc == nil {
 		return
 	}
 	if cap(vers) > maxScratch || cap(cp.Blobs) > maxScratch || cap(cp.Next) > maxScratch {
 		return
 	}
-	clear(vers)
-	clear(cp.Blobs) // their data now belongs to the saver
-	clear(cp.Next)
 	sc.vers, sc.blobs, sc.next = vers[:0], cp.Blobs[:0], cp.Next[:0]
+	if r.b != nil && r.b.sc == nil {
+		// Kept by the run, not cleared: the next save writes over what
+		// it uses, everything they point to is the saver's now, and
+		// putBuffers clears them. Clearing pointers each step cost as
+		// much as the rest of this function.
+		r.b.sc = sc
+		return
+	}
+	sc.put()
+}
+
+// put clears sc's containers (the blobs' data and the tasks' IDs now
+// belong to the saver) and puts sc back in the pool.
+func (sc *saveScratch) put() {
+	clear(sc.vers[:cap(sc.vers)])
+	clear(sc.blobs[:cap(sc.blobs)])
+	clear(sc.next[:cap(sc.next)])
 	scratchPool.Put(sc)
 }
 

@@ -57,6 +57,10 @@ type runBufs struct {
 	work func()
 	tick *time.Timer
 	r    *run
+	// a save's carving chunk and containers (see run.save), kept for the
+	// run's next save instead of a pool round trip each
+	cv carver
+	sc *saveScratch
 }
 
 // buffers returns zeroed working buffers for run r of g.
@@ -101,6 +105,11 @@ func (r *run) putBuffers() {
 	clear(b.ws[:cap(b.ws)])
 	clear(b.push[:cap(b.push)])
 	b.touched, b.ws, b.push = b.touched[:0], b.ws[:0], b.push[:0]
+	b.cv.release()
+	if b.sc != nil {
+		b.sc.put()
+		b.sc = nil
+	}
 	b.r = nil
 	r.g.memo.bufs.Put(b)
 }

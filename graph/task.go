@@ -675,11 +675,8 @@ func (h fnv128) hex() string {
 
 // carveHex is hex carving from cv's chunk.
 func (h fnv128) carveHex(cv *carver) string {
-	const digits = "0123456789abcdef"
 	var buf [32]byte
-	for i := range 16 {
-		buf[i] = digits[h.a>>(60-4*i)&0xf]
-		buf[16+i] = digits[h.b>>(60-4*i)&0xf]
-	}
+	putHex(buf[:16], h.a)
+	putHex(buf[16:], h.b)
 	return cv.string(buf[:]) // saved with every checkpoint's next tasks
 }

@@ -20,6 +20,18 @@ import (
 // are silently truncated by the server, so Connect rejects them.
 const MaxIdentifierLen = 63
 
+// PlanCacheMode is the plan_cache_mode of the connections Connect opens
+// when the connection string sets none. pgx prepares every statement once
+// per connection; with PostgreSQL's default ("auto") a statement whose
+// custom plans look cheaper than its generic one is planned again at every
+// execution, and the run path's reads and River's insert all are: their
+// planning was about a quarter of PostgreSQL's CPU per run. The run path's
+// statements are lookups by key or scans of an index whose leading columns
+// they compare for equality (no secondary index leads with tenant), which a
+// generic plan serves as well as a custom one (docs/architecture.md,
+// "Generic plans on PostgreSQL").
+const PlanCacheMode = "force_generic_plan"
+
 // ErrSchemaTooNew means the database was migrated by a newer version of
 // Trellis than the running one: its schema has migrations this code does
 // not know, so using it could corrupt data.
@@ -28,7 +40,8 @@ var ErrSchemaTooNew = errors.New("pgdb: the database schema is newer than this v
 // Connect opens a connection pool for dsn (a postgres:// URL or a key=value
 // connection string). When schema is not "", every connection of the pool
 // uses it as its only search_path, and the schema is created when missing.
-// The caller closes the pool.
+// Every connection plans its prepared statements once (PlanCacheMode)
+// unless dsn sets plan_cache_mode. The caller closes the pool.
 func Connect(ctx context.Context, dsn, schema string) (*pgxpool.Pool, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -42,6 +55,9 @@ func Connect(ctx context.Context, dsn, schema string) (*pgxpool.Pool, error) {
 			return nil, fmt.Errorf("pgdb: schema: %w", err)
 		}
 		cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = PlanCacheMode
 	}
 	if sqltrace.Active() && cfg.ConnConfig.Tracer == nil {
 		cfg.ConnConfig.Tracer = tracer{}

@@ -181,3 +181,27 @@ func TestTraceCountsWritesInWith(t *testing.T) {
 		t.Errorf("a transaction completing a job through WITH ... SELECT: %d write transactions counted, want 1", n)
 	}
 }
+
+// TestConnectPlansOnce: the pool's connections keep one generic plan per
+// prepared statement instead of planning it again at every execution,
+// unless the connection string chooses otherwise.
+func TestConnectPlansOnce(t *testing.T) {
+	dsn, schema := pgdbtest.Schema(t)
+	mode := func(pool *pgxpool.Pool) string {
+		var m string
+		if err := pool.QueryRow(context.Background(), `SHOW plan_cache_mode`).Scan(&m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if got := mode(connect(t, dsn, schema)); got != pgdb.PlanCacheMode {
+		t.Errorf("plan_cache_mode = %q, want %q", got, pgdb.PlanCacheMode)
+	}
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	if got := mode(connect(t, dsn+sep+"plan_cache_mode=auto", schema)); got != "auto" {
+		t.Errorf("with plan_cache_mode=auto in the URL: plan_cache_mode = %q, want auto", got)
+	}
+}

@@ -66,4 +66,16 @@ UPDATE trellis_run_feedback SET source = 'evaluator' WHERE value->>'source' = 'e
 	// 5: the dataset criteria an experiment was created with (NULL for
 	// experiments stored before: they read the dataset's).
 	`ALTER TABLE trellis_experiments ADD COLUMN criteria jsonb;`,
+	// 6: no secondary index of the experiments leads with tenant. One that
+	// did let the generic plan of a lookup by key (GetExperiment,
+	// UpdateExperiment), made on a table never analyzed, scan it on the
+	// tenant alone, filtering every experiment of the tenant (the service's
+	// migration 6 did the same for the run path's tables). The search's
+	// newest-first order still reads the created index backwards.
+	`
+DROP INDEX trellis_experiments_dataset;
+CREATE INDEX trellis_experiments_dataset ON trellis_experiments (dataset_id, tenant);
+DROP INDEX trellis_experiments_created;
+CREATE INDEX trellis_experiments_created ON trellis_experiments (created_at, tenant);
+`,
 }

@@ -207,6 +207,16 @@ CREATE INDEX trellis_assistants_graph ON trellis_assistants (graph_id, tenant);
 DROP INDEX trellis_crons_thread;
 CREATE INDEX trellis_crons_thread ON trellis_crons (thread_id, tenant);
 `,
+	// 7: no index on a thread's status. Every run sets its thread's
+	// status twice (busy, then idle or interrupted); with the column
+	// indexed neither update could be a heap-only (HOT) one, and the
+	// generic plan of the finish's FreeThread (... AND status = 'busy')
+	// scanned this index for every busy thread of the tenant, filtering
+	// thread_id. Only the thread search's status filter read it, and a
+	// status is shared by most of a tenant's threads: the search reads
+	// the tenant's threads either way (docs/architecture.md, "Generic
+	// plans on PostgreSQL").
+	`DROP INDEX trellis_threads_status;`,
 }
 
 // DB is the store of record on PostgreSQL. It is safe for concurrent use,

@@ -52,6 +52,11 @@ SELECT assistant_id, graph_id, name, description, config, context, metadata, ver
 FROM trellis_assistant_versions WHERE tenant = $1 AND assistant_id = $2 AND version = $3
 
 -- name: ResolveAssistant
-SELECT assistant_id, graph_id, name, description, config, context, metadata, version, created_at, updated_at
-FROM trellis_assistants WHERE tenant = $1 AND (assistant_id = $2 OR graph_id = $2)
+-- Two lookups, by key and by graph, each on its index: with the two
+-- conditions ORed, the generic plan read every assistant of the tenant.
+SELECT assistant_id, graph_id, name, description, config, context, metadata, version, created_at, updated_at FROM (
+	SELECT * FROM trellis_assistants WHERE tenant = $1 AND assistant_id = $2
+	UNION ALL
+	(SELECT * FROM trellis_assistants WHERE graph_id = $2 AND tenant = $1 ORDER BY created_at, assistant_id LIMIT 1)
+) a
 ORDER BY assistant_id = $2 DESC, created_at, assistant_id LIMIT 1

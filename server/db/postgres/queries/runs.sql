@@ -57,7 +57,12 @@ SELECT r.run_id, r.thread_id, r.assistant_id, r.status, r.metadata, r.kwargs, r.
 	EXISTS (SELECT 1 FROM trellis_runs x WHERE x.tenant = $1 AND x.thread_id = $2 AND x.status = 'running'),
 	coalesce(a.assistant_id, ''), coalesce(a.graph_id, ''), coalesce(a.name, ''), coalesce(a.description, ''),
 	a.config, a.context, a.metadata, coalesce(a.version, 0), coalesce(a.created_at, r.created_at), coalesce(a.updated_at, r.created_at)
-FROM trellis_runs r LEFT JOIN trellis_assistants a ON a.tenant = r.tenant AND a.assistant_id = r.assistant_id
+-- The assistant's row is looked up by its whole key (LIMIT 1 keeps the
+-- subquery a lookup per run): as a plain join on an empty or never
+-- analyzed table, the generic plan scanned the tenant's assistants.
+FROM trellis_runs r LEFT JOIN LATERAL (
+	SELECT * FROM trellis_assistants x WHERE x.tenant = $1 AND x.assistant_id = r.assistant_id LIMIT 1
+) a ON true
 WHERE r.tenant = $1 AND r.thread_id = $2 AND r.status = 'pending' AND (r.not_before IS NULL OR r.not_before <= $3)
 ORDER BY r.seq LIMIT 1
 

@@ -212,7 +212,7 @@ func (a *agent) stepStart(ctx context.Context, s graph.State, t stepTask, sr *st
 	*sr = stepRun{plan: plan, st: st, note: retryKey.Get(s)[st.ID]}
 	prompt := a.stepPrompt(ctx, plan, st, Steps.Get(s), sr.note)
 	f := &stepFrame{Context: ctx, m: meter{step: st.ID, tokens: int64(t.Tokens)}}
-	sr.m, sr.ctx = &f.m, f
+	sr.m, sr.ctx, sr.ws = &f.m, f, f.out[:0]
 	if deadline, fresh := a.deadline(ctx, s); !deadline.IsZero() {
 		if fresh { // a step resumed by a new run: the run's clock starts now
 			sr.ws = append(sr.ws, clockKey.Set(clock{Run: runMark(ctx), Deadline: deadline}))
@@ -229,12 +229,14 @@ func (a *agent) stepStart(ctx context.Context, s graph.State, t stepTask, sr *st
 
 // stepFrame is what a step's loop starts with, in one allocation: the
 // loop's context, which carries the step's meter (what stepFrom and the
-// budget middleware read), and the loop's input, the step's prompt.
+// budget middleware read), the loop's input (the step's prompt), and
+// room for the step task's writes (its clock, result, rounds and tokens).
 type stepFrame struct {
 	context.Context
 	m     meter
 	input [1]graph.Write
 	msg   [1]llm.Message
+	out   [4]graph.Write
 }
 
 // Value returns the step's meter for meterKey, and the parent's values

@@ -226,9 +226,14 @@ func (a *agent) answer(ctx context.Context, s graph.State, h []llm.Message, spec
 // system note, the history as view returned it, and the tools offered.
 func (a *agent) request(ctx context.Context, h []llm.Message, specs []llm.ToolSpec) *llm.Request {
 	req := a.tmpl.Clone()
-	req.Messages = make([]llm.Message, 0, len(a.system)+len(h)+2)
+	note, ok := tool.ClientContextNote(tool.ClientContext(ctx))
+	n := len(a.system) + len(h)
+	if ok {
+		n++
+	}
+	req.Messages = make([]llm.Message, 0, n) // a middleware's tail goes to a copy (ModelCall.Final)
 	req.Messages = append(req.Messages, a.system...)
-	if note, ok := tool.ClientContextNote(tool.ClientContext(ctx)); ok {
+	if ok {
 		req.Messages = append(req.Messages, note)
 	}
 	req.Messages = append(req.Messages, h...)

@@ -230,7 +230,8 @@ func (n *Node) Route(node, next string) graph.FanoutFunc {
 
 // RouteBy is Route for graphs with several payload nodes over this Node:
 // nodeFor names the node each call is sent to (an agent's own node, say,
-// so its events carry its name).
+// so its events carry its name). Its "go on to next" answer is one slice
+// shared by every call: read it (as the engine does), don't change it.
 func (n *Node) RouteBy(nodeFor func(llm.ToolCall) string, next string) graph.FanoutFunc {
 	// Going on to next is the common answer (every reply without tool
 	// calls): one slice made here, returned clipped, which the engine

@@ -18,7 +18,7 @@ import (
 // own share growing back. 134.5: a step's nested run reads no head and
 // forwards events without a closure (133.5; 135.5 before). 119.5: the
 // step's frame, loop options, plan check and model reply allocate less
-// (117.6; 133.5 before).
+// (117.6; 129.1 before).
 func TestStepAllocations(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("counts allocations (not under -short or the race detector)")

@@ -32,15 +32,20 @@ func WithRunContext(v any) RunOption {
 // It returns ErrNoRunContext when the run has none, and an error naming T
 // when the context does not decode as one.
 func RunContext[T any](ctx context.Context) (T, error) {
-	var v T
 	t := taskFrom(ctx)
 	if t == nil {
-		return v, errors.New("graph: RunContext was called outside a graph node")
+		var zero T
+		return zero, errors.New("graph: RunContext was called outside a graph node")
 	}
 	raw := t.r.runContext()
 	if raw == nil {
-		return v, ErrNoRunContext
+		var zero T
+		return zero, ErrNoRunContext
 	}
+	// v is declared here, not above: decoding into it moves it to the
+	// heap, and a run without a context (most runs; react asks for the
+	// client's context before every model call) should not pay for that.
+	var v T
 	if err := json.Unmarshal(raw, &v); err != nil {
 		return v, fmt.Errorf("graph: the run's context does not decode as %T: %w", v, err)
 	}

@@ -88,3 +88,29 @@ func TestRunContextErrors(t *testing.T) {
 		t.Error("outside a node: no error")
 	}
 }
+
+// A node asking for the run's context of a run that has none (react asks
+// before every model call) allocates nothing.
+func TestRunContextAbsentAllocatesNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("counts allocations")
+	}
+	b := graph.New(answer)
+	var allocs float64
+	b.AddNode("read", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+		allocs = testing.AllocsPerRun(50, func() {
+			if _, err := graph.RunContext[userCtx](ctx); !errors.Is(err, graph.ErrNoRunContext) {
+				t.Errorf("err = %v, want ErrNoRunContext", err)
+			}
+		})
+		return nil, nil
+	})
+	b.SetEntry("read")
+	b.AddEdge("read", graph.END)
+	if _, err := mustCompile(t, b).Invoke(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if allocs != 0 {
+		t.Errorf("RunContext without a run context allocates %.0f times; want 0", allocs)
+	}
+}

@@ -230,16 +230,22 @@ func (n *Node) Route(node, next string) graph.FanoutFunc {
 
 // RouteBy is Route for graphs with several payload nodes over this Node:
 // nodeFor names the node each call is sent to (an agent's own node, say,
-// so its events carry its name).
+// so its events carry its name). Its "go on to next" answer is one slice
+// shared by every call: read it (as the engine does), don't change it.
 func (n *Node) RouteBy(nodeFor func(llm.ToolCall) string, next string) graph.FanoutFunc {
+	// Going on to next is the common answer (every reply without tool
+	// calls): one slice made here, returned clipped, which the engine
+	// copies into the task's routes (a FanoutFunc's result is read, never
+	// changed), instead of one per call.
+	toNext := []graph.Target{graph.To(next)}
 	return func(_ context.Context, s graph.State) ([]graph.Target, error) {
 		msgs := n.messages.Get(s)
 		if len(msgs) == 0 {
-			return []graph.Target{graph.To(next)}, nil
+			return slices.Clip(toNext), nil
 		}
 		last := msgs[len(msgs)-1]
 		if last.Role != llm.RoleAssistant || len(last.ToolCalls) == 0 {
-			return []graph.Target{graph.To(next)}, nil
+			return slices.Clip(toNext), nil
 		}
 		targets := make([]graph.Target, len(last.ToolCalls))
 		seen := make(map[string]bool, len(last.ToolCalls))

@@ -720,3 +720,37 @@ func TestMalformedCallsGetToolErrorsAndTheNextRequestIsValid(t *testing.T) {
 		t.Errorf("the request after the malformed calls is not valid: %v", err)
 	}
 }
+
+// The route's "go on" answer (a reply without tool calls) is made once and
+// shared between calls: a caller that appends to one answer does not
+// change the next.
+func TestRouteGoOnIsNotChangedByAppend(t *testing.T) {
+	n := newNode(t, tool.NodeConfig{})
+	b := graph.New(msgsKey)
+	b.AddNode("model", func(context.Context, graph.State) (graph.Output, error) {
+		return graph.Writes(graph.Append(msgsKey, llm.Assistant("done"))), nil
+	})
+	b.SetEntry("model")
+	b.AddEdge("model", graph.END)
+	g, err := b.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := g.Invoke(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := n.Route("tools", "next")
+	first, err := route(context.Background(), res.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = append(first, graph.To("tools"))
+	second, err := route(context.Background(), res.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(first) != 1 || len(second) != 1 || second[0] != graph.To("next") {
+		t.Errorf("route answered %v then %v; want [To(next)] both times", first, second)
+	}
+}

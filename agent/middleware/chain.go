@@ -126,7 +126,10 @@ func (c *Chain) Ended(s graph.State) (string, []graph.Write, bool) {
 		found bool
 		clear []graph.Write
 	)
-	for _, m := range c.Middleware() {
+	if c == nil {
+		return "", nil, false
+	}
+	for _, m := range c.all { // read only: no copy (Middleware copies)
 		e, ok := m.(Ender)
 		if !ok {
 			continue

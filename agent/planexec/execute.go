@@ -42,7 +42,7 @@ func stepFrom(ctx context.Context) string {
 // and otherwise starts the next level's steps, one task each.
 func (a *agent) dispatchNode(ctx context.Context, s graph.State) (graph.Output, error) {
 	plan := CurrentPlan.Get(s)
-	if err := plan.Validate(); err != nil {
+	if err := a.valid.check(plan); err != nil {
 		return nil, err
 	}
 	results := Steps.Get(s)
@@ -179,7 +179,7 @@ func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.
 	if sr.cancel != nil {
 		defer sr.cancel()
 	}
-	res, err := a.steps.Invoke(sr.ctx, sr.input, graph.WithStepLimit(sr.limit))
+	res, err := a.steps.Invoke(sr.ctx, sr.input, a.loopOptions(sr.rounds)...)
 	return a.stepEnded(ctx, &sr, res, err)
 }
 
@@ -193,7 +193,7 @@ type stepRun struct {
 	m      *meter
 	ws     graph.Update // writes of the step's task whatever its end
 	input  graph.Update // the loop's input: the step's prompt
-	limit  int          // the loop's step limit
+	rounds int          // the step's share of rounds (its loop's step limit, see loopOptions)
 }
 
 // stepStart prepares a step's loop (see stepNode). It and stepEnded are
@@ -211,8 +211,8 @@ func (a *agent) stepStart(ctx context.Context, s graph.State, t stepTask, sr *st
 	}
 	*sr = stepRun{plan: plan, st: st, note: retryKey.Get(s)[st.ID]}
 	prompt := a.stepPrompt(ctx, plan, st, Steps.Get(s), sr.note)
-	sr.m = &meter{step: st.ID, tokens: int64(t.Tokens)}
-	sr.ctx = context.WithValue(ctx, meterKey{}, sr.m)
+	f := &stepFrame{Context: ctx, m: meter{step: st.ID, tokens: int64(t.Tokens)}}
+	sr.m, sr.ctx, sr.ws = &f.m, f, f.out[:0]
 	if deadline, fresh := a.deadline(ctx, s); !deadline.IsZero() {
 		if fresh { // a step resumed by a new run: the run's clock starts now
 			sr.ws = append(sr.ws, clockKey.Set(clock{Run: runMark(ctx), Deadline: deadline}))
@@ -220,9 +220,32 @@ func (a *agent) stepStart(ctx context.Context, s graph.State, t stepTask, sr *st
 		sr.m.deadline = deadline
 		sr.ctx, sr.cancel = context.WithDeadline(sr.ctx, deadline)
 	}
-	sr.limit = 2*max(t.Rounds, 1) - 1 // a model step per round, a tool step between two
-	sr.input = graph.Writes(graph.Append(react.Messages, llm.User(prompt)))
+	sr.rounds = max(t.Rounds, 1)
+	f.msg[0] = llm.User(prompt)
+	f.input[0] = graph.Append(react.Messages, f.msg[:]...)
+	sr.input = graph.Update(f.input[:])
 	return nil
+}
+
+// stepFrame is what a step's loop starts with, in one allocation: the
+// loop's context, which carries the step's meter (what stepFrom and the
+// budget middleware read), the loop's input (the step's prompt), and
+// room for the step task's writes (its clock, result, rounds and tokens).
+type stepFrame struct {
+	context.Context
+	m     meter
+	input [1]graph.Write
+	msg   [1]llm.Message
+	out   [4]graph.Write
+}
+
+// Value returns the step's meter for meterKey, and the parent's values
+// otherwise.
+func (f *stepFrame) Value(key any) any {
+	if _, ok := key.(meterKey); ok {
+		return &f.m
+	}
+	return f.Context.Value(key)
 }
 
 // stepEnded turns what a step's loop returned into the step's writes (see
@@ -288,6 +311,35 @@ func (a *agent) stepEnded(ctx context.Context, sr *stepRun, res *graph.Result, e
 	}
 	return append(ws, Steps.Set(map[string]StepResult{st.ID: r}), Rounds.Set(rounds), Tokens.Set(tokens)), nil
 }
+
+// smallRounds is the largest share of rounds whose loop options New
+// makes in advance (besides StepRounds itself, the usual share).
+const smallRounds = 16
+
+// makeLoopOptions makes the step loop's run options for the usual shares
+// of rounds (see loopOptions).
+func (a *agent) makeLoopOptions() {
+	for r := 1; r <= smallRounds; r++ {
+		a.limits[r] = []graph.RunOption{graph.WithStepLimit(stepLimit(r))}
+	}
+	a.full = []graph.RunOption{graph.WithStepLimit(stepLimit(max(a.StepRounds, 1)))}
+}
+
+// loopOptions returns the run options of a step's loop given its share of
+// rounds: its step limit. The usual ones are made once, at New.
+func (a *agent) loopOptions(rounds int) []graph.RunOption {
+	switch {
+	case rounds == max(a.StepRounds, 1) && a.full != nil:
+		return a.full
+	case rounds <= smallRounds && a.limits[rounds] != nil:
+		return a.limits[rounds]
+	}
+	return []graph.RunOption{graph.WithStepLimit(stepLimit(rounds))}
+}
+
+// stepLimit is the step limit of a loop given rounds model requests: a
+// model step per round, a tool step between two.
+func stepLimit(rounds int) int { return 2*rounds - 1 }
 
 // requests counts a step's model requests: its loop's usage, or its
 // replies when more (usage covers one Invoke, and a loop resumed after an

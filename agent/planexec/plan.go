@@ -195,7 +195,7 @@ func (p Plan) waves(finished func(id string) bool) [][]Step {
 // all are: the next level.
 func (p Plan) ready(finished func(id string) bool) []Step {
 	var out []Step
-	for _, s := range p.Steps {
+	for i, s := range p.Steps {
 		if finished(s.ID) {
 			continue
 		}
@@ -207,6 +207,9 @@ func (p Plan) ready(finished func(id string) bool) []Step {
 			}
 		}
 		if ok {
+			if out == nil { // room for a usual level at once, not 1, 2, 4, 8
+				out = make([]Step, 0, min(len(p.Steps)-i, 8))
+			}
 			out = append(out, s)
 		}
 	}

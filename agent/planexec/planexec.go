@@ -249,6 +249,12 @@ type agent struct {
 	steps   *graph.Graph // one step's ReAct loop
 	tools   []tool.Tool  // the step tools, wrapped
 	catalog string       // the step tools described for the planner
+	// valid is the last plan dispatch found valid (see validated).
+	valid validated
+	// limits are the step loop's run options for the step limits steps
+	// most often get (see loopOptions), made once instead of per step.
+	limits [smallRounds + 1][]graph.RunOption
+	full   []graph.RunOption // for a share of StepRounds rounds
 	// callModel passes the phases' model calls through the caller's
 	// model hooks.
 	callModel middleware.ModelHandler
@@ -281,6 +287,7 @@ func New(cfg Config) (*graph.Graph, error) {
 	a.callModel = chain.WrapModel(nil)
 	a.tools = a.stepTools()
 	a.catalog = describe(a.tools)
+	a.makeLoopOptions()
 	keys := StateKeys()
 	for _, m := range cfg.Middleware {
 		if st, ok := m.(middleware.Stateful); ok {

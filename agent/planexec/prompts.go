@@ -211,7 +211,7 @@ func (s *settings) render(ctx context.Context, pick func(*templates) *template.T
 // rendering it is quadratic in the plan's size.
 func stepTaskText(d PromptData) string {
 	var b strings.Builder
-	b.Grow(256 + 32*len(d.Steps))
+	b.Grow(stepTaskSize(d))
 	b.WriteString("The whole task: ")
 	b.WriteString(d.Task)
 	b.WriteString("\n\nThe plan:\n")
@@ -255,6 +255,33 @@ func stepTaskText(d PromptData) string {
 		}
 	}
 	return b.String()
+}
+
+// stepTaskSize is the length of stepTaskText(d) but for the Undone notes
+// (a rare few lines that grow the text once): the builder is sized at
+// once, however long the results it quotes are.
+func stepTaskSize(d PromptData) int {
+	n := len("The whole task: ") + len(d.Task) + len("\n\nThe plan:\n") +
+		len("\nYour step is ") + len(d.Step.ID) + len(": ") + len(d.Step.Title) + 1
+	for _, p := range d.Steps {
+		n += len("- ") + len(p.ID) + len(": ") + len(p.Title) + 1
+		if p.ID == d.Step.ID {
+			n += len("  <- your step")
+		}
+	}
+	if d.Step.Description != "" {
+		n += len(d.Step.Description) + 1
+	}
+	if d.Step.DoneWhen != "" {
+		n += len("It is done when: ") + len(d.Step.DoneWhen) + 1
+	}
+	if len(d.Results) > 0 {
+		n += len("\nResults of the steps it depends on:\n")
+	}
+	for _, r := range d.Results {
+		n += len("\n[") + len(r.ID) + len("] ") + len(r.Title) + len(":\n") + len(r.Result) + 1
+	}
+	return n
 }
 
 // The default instructions of each phase (see Prompts). The agent adds

@@ -26,5 +26,8 @@ func TestStepTaskTextMatchesTemplate(t *testing.T) {
 		if got := stepTaskText(d); got != b.String() {
 			t.Errorf("stepTaskText:\n%q\ntemplate:\n%q", got, b.String())
 		}
+		if n, want := stepTaskSize(d), len(b.String()); n != want {
+			t.Errorf("stepTaskSize = %d; the text is %d bytes long (the builder must be sized exactly)", n, want)
+		}
 	}
 }

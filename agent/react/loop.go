@@ -102,12 +102,33 @@ func (a *agent) modelNode(next string) graph.NodeFunc {
 			if a.noteUndone {
 				msg = a.ground(s, msg)
 			}
-			if msg, turnW, err = a.afterTurn(ctx, s, msgs, msg, turnW); err != nil {
-				return nil, err
+			// afterTurn keeps msg on the heap (its hooks get its
+			// address): call it only when there are hooks.
+			if a.chain.HasTurnHooks() {
+				if msg, turnW, err = a.afterTurn(ctx, s, msgs, msg, turnW); err != nil {
+					return nil, err
+				}
 			}
 		}
-		return graph.Update(append(append(turnW, call.Writes()...), graph.Append(a.msgs, msg))), nil
+		if cw := call.Writes(); len(turnW)+len(cw) > 0 {
+			return graph.Update(append(append(turnW, cw...), graph.Append(a.msgs, msg))), nil
+		}
+		return replyOnly(a.msgs, msg), nil
 	}
+}
+
+// reply is a model node's usual update: the reply appended, nothing else.
+// Its write and the message slice the write holds share one allocation.
+type reply struct {
+	w   [1]graph.Write
+	msg [1]llm.Message
+}
+
+// replyOnly returns the update appending msg to key, made as reply.
+func replyOnly(key *graph.Key[[]llm.Message], msg llm.Message) graph.Update {
+	r := &reply{msg: [1]llm.Message{msg}}
+	r.w[0] = graph.Append(key, r.msg[:]...)
+	return graph.Update(r.w[:])
 }
 
 // stepBudget is the graceful finish as middleware of the model node's
@@ -205,9 +226,14 @@ func (a *agent) answer(ctx context.Context, s graph.State, h []llm.Message, spec
 // system note, the history as view returned it, and the tools offered.
 func (a *agent) request(ctx context.Context, h []llm.Message, specs []llm.ToolSpec) *llm.Request {
 	req := a.tmpl.Clone()
-	req.Messages = make([]llm.Message, 0, len(a.system)+len(h)+2)
+	note, ok := tool.ClientContextNote(tool.ClientContext(ctx))
+	n := len(a.system) + len(h)
+	if ok {
+		n++
+	}
+	req.Messages = make([]llm.Message, 0, n) // a middleware's tail goes to a copy (ModelCall.Final)
 	req.Messages = append(req.Messages, a.system...)
-	if note, ok := tool.ClientContextNote(tool.ClientContext(ctx)); ok {
+	if ok {
 		req.Messages = append(req.Messages, note)
 	}
 	req.Messages = append(req.Messages, h...)

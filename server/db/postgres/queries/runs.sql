@@ -78,16 +78,16 @@ SELECT pg_advisory_xact_lock(hashtextextended('trellis_run_slots:' || $1, 0))
 SELECT count(*) FROM trellis_runs WHERE tenant = $1 AND status = 'running'
 
 -- name: ClaimRun
-UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1
+UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1, event_seq = event_seq + $4
 WHERE tenant = $2 AND run_id = $3
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
-	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token
+	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq
 
 -- name: ClaimPendingRun
-UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1
+UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1, event_seq = event_seq + $4
 WHERE tenant = $2 AND run_id = $3 AND status = 'pending' AND (not_before IS NULL OR not_before <= $1)
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
-	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token
+	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq
 
 -- name: UpsertLease
 INSERT INTO trellis_leases (tenant, run_id, thread_id, owner, token, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
@@ -115,10 +115,13 @@ WHERE tenant = $3 AND run_id = $4 AND token = $5 AND expires_at = $6 RETURNING t
 UPDATE trellis_runs SET lease_token = $1, updated_at = $2 WHERE tenant = $3 AND run_id = $4
 
 -- name: EndRun
-UPDATE trellis_runs SET status = $1, usage = $2, error = $3, updated_at = $4, ended_at = $4
-WHERE tenant = $5 AND run_id = $6
+-- Fenced by the lease as FencedBumpEventSeq is: the lease row's lock
+-- first, then the run's, and no row when the lease's token is not $8.
+WITH lease AS (SELECT token FROM trellis_leases WHERE tenant = $5 AND run_id = $6 FOR UPDATE)
+UPDATE trellis_runs SET status = $1, usage = $2, error = $3, updated_at = $4, ended_at = $4, event_seq = event_seq + $7
+WHERE tenant = $5 AND run_id = $6 AND (SELECT token FROM lease) = $8
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
-	created_at, updated_at, not_before, cancel_requested, assistant_version
+	created_at, updated_at, not_before, cancel_requested, assistant_version, event_seq
 
 -- name: DeleteLease
 DELETE FROM trellis_leases WHERE tenant = $1 AND run_id = $2

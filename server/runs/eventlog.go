@@ -246,7 +246,11 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 	l, buf, pend := e.l, e.buf, e.pending
 	err := put(txhook.With(ctx, func(ctx context.Context, tx any) error {
 		called = true
+		var seqs *txhook.Seqs
 		if pend != nil {
+			// The claim's UPDATE also reserves the Seq numbers of the
+			// buffered events, so their append bumps nothing (txhook.Seqs).
+			ctx, seqs = txhook.WithSeqs(ctx, tx, pend.tenant, pend.runID, len(buf))
 			// The run's claim commits with its first write.
 			_, nl, err := pend.tx.ClaimRunTx(ctx, tx, pend.tenant, pend.runID, pend.owner, pend.ttl)
 			if err != nil {
@@ -262,6 +266,9 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 		written = evs
 		if err != nil {
 			return err
+		}
+		if seqs.Unused() {
+			return fmt.Errorf("runs: run %q reserved %d event Seqs its append did not take; nothing was written", l.RunID, len(buf))
 		}
 		// The append checked the lease (and holds it until tx ends): the
 		// finish's check would read the same row again.

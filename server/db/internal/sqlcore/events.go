@@ -140,7 +140,14 @@ func eventRows(l db.Lease, events []db.Event) ([]db.Event, error) {
 func (s *Store) appendEvents(ctx context.Context, c Conn, raw any, l db.Lease, out []db.Event) error {
 	var last int64
 	fenced := raw != nil && txhook.Fenced(ctx, raw, l.Tenant, l.RunID, l.Token)
+	reserved := false
+	if fenced && len(out) > 0 {
+		// The run's claim or finish in raw reserved the Seq numbers
+		// already (txhook.WithSeqs), with the lease checked.
+		last, reserved = txhook.Take(ctx, raw, l.Tenant, l.RunID, len(out))
+	}
 	switch {
+	case reserved:
 	case len(out) > 0 && !fenced && s.q.FencedBumpEventSeq != "":
 		// The lease's check and the Seq's bump in one statement.
 		err := c.QueryRow(ctx, s.q.FencedBumpEventSeq, len(out), l.Tenant, l.RunID, l.Token).Scan(&last)

@@ -107,16 +107,18 @@ func (s *Store) claimRun(ctx context.Context, c Conn, tenant, runID, owner strin
 			return db.Run{}, db.Lease{}, s.fail(db.ErrTenantBusy, "claim run %q: tenant %q has %d running runs, its limit", runID, tenant, n)
 		}
 	}
-	var token int64
+	var token, seq int64
 	// The claim returns the run as it leaves it (the statements after it
 	// do not change the run's row), so the claim reads it no second time.
-	run, err := s.scanRun(c.QueryRow(ctx, s.q.ClaimRun, s.d.Time(now), tenant, runID), tenant, &token)
+	n := txhook.Want(ctx, s.d.Unwrap(c), tenant, runID)
+	run, err := s.scanRun(c.QueryRow(ctx, s.q.ClaimRun, s.d.Time(now), tenant, runID, n), tenant, &token, &seq)
 	if err != nil {
 		if s.d.IsUnique(err) {
 			return db.Run{}, db.Lease{}, s.fail(db.ErrBusy, "claim run %q: thread %q has a running run", runID, r.ThreadID)
 		}
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
 	}
+	txhook.Reserve(ctx, s.d.Unwrap(c), tenant, runID, seq)
 	lease := db.Lease{Tenant: tenant, RunID: runID, ThreadID: r.ThreadID, Owner: owner, Token: token, ExpiresAt: now.Add(ttl).Truncate(time.Microsecond)}
 	if err := execLater(ctx, c, s.q.UpsertLease, tenant, runID, r.ThreadID, owner, token, s.d.Time(lease.ExpiresAt)); err != nil {
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
@@ -134,8 +136,11 @@ func (s *Store) claimRun(ctx context.Context, c Conn, tenant, runID, owner strin
 // say why.
 func (s *Store) claimPending(ctx context.Context, c Conn, tenant, runID, owner string, ttl time.Duration) (db.Run, db.Lease, error) {
 	now := dbutil.Now()
-	var token int64
-	run, err := s.scanRun(c.QueryRow(ctx, s.q.ClaimPendingRun, s.d.Time(now), tenant, runID), tenant, &token)
+	var token, seq int64
+	// The claim also reserves the Seq numbers of the events appended with
+	// it, when its caller asked (txhook.WithSeqs): no bump of its own.
+	n := txhook.Want(ctx, s.d.Unwrap(c), tenant, runID)
+	run, err := s.scanRun(c.QueryRow(ctx, s.q.ClaimPendingRun, s.d.Time(now), tenant, runID, n), tenant, &token, &seq)
 	switch {
 	case err != nil && s.d.IsUnique(err):
 		return db.Run{}, db.Lease{}, s.fail(db.ErrBusy, "claim run %q: its thread has a running run", runID)
@@ -152,6 +157,7 @@ func (s *Store) claimPending(ctx context.Context, c Conn, tenant, runID, owner s
 	case err != nil:
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
 	}
+	txhook.Reserve(ctx, s.d.Unwrap(c), tenant, runID, seq)
 	lease := db.Lease{Tenant: tenant, RunID: runID, ThreadID: run.ThreadID, Owner: owner, Token: token, ExpiresAt: now.Add(ttl).Truncate(time.Microsecond)}
 	if err := execLater(ctx, c, s.q.UpsertLease, tenant, runID, run.ThreadID, owner, token, s.d.Time(lease.ExpiresAt)); err != nil {
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)

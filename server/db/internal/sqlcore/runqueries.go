@@ -52,9 +52,11 @@ type runQueries struct {
 	LockRunSlots string `sql:"optional"`
 	// CountRunning ($1 tenant) counts the tenant's running runs.
 	CountRunning string
-	// ClaimRun ($1 now, $2 tenant, $3 run ID) sets the run running with
-	// its next lease token and returns the run's columns (those of GetRun)
-	// followed by the token.
+	// ClaimRun ($1 now, $2 tenant, $3 run ID, $4 count) sets the run
+	// running with its next lease token, adds count to its last event Seq
+	// (the events its claim's transaction appends: txhook.Seqs) and
+	// returns the run's columns (those of GetRun) followed by the token
+	// and the event Seq.
 	ClaimRun string
 	// ClaimPendingRun is ClaimRun only when the run is pending and due
 	// ($1 now): no row otherwise. A run of the thread already running

@@ -152,7 +152,9 @@ func newRun(tenant string, r db.Run) (runRow, error) {
 }
 
 // createThreadIfMissing stores a new idle thread with t's ID and metadata
-// unless the thread exists, and reports whether it stored it.
+// and no TTL unless the thread exists, and reports whether it stored it.
+// createRun relies on the missing TTL: a thread created so needs no
+// expiry update.
 func (s *Store) createThreadIfMissing(ctx context.Context, c Conn, tenant string, t db.Thread) (bool, error) {
 	if err := db.CheckID("thread", t.ID); err != nil {
 		return false, err
@@ -203,7 +205,12 @@ func (s *Store) createRun(ctx context.Context, c Conn, tenant string, nr runRow,
 	if err != nil {
 		return db.Run{}, s.wrap(err, "create run %q", r.ID)
 	}
-	// A new run is activity: the thread's expiry moves on.
+	// A new run is activity: the thread's expiry moves on. A thread c
+	// itself just created has no TTL (createThreadIfMissing), so its
+	// expiry stays NULL: no statement for it.
+	if held {
+		return out, nil
+	}
 	if err := execLater(ctx, c, s.q.ExtendThreadExpiry, now, tenant, r.ThreadID); err != nil {
 		return db.Run{}, s.wrap(err, "create run %q", r.ID)
 	}

@@ -83,16 +83,16 @@ SELECT pg_advisory_xact_lock(hashtextextended('trellis_run_slots:' || $1, 0))
 SELECT count(*) FROM trellis_runs WHERE tenant = $1 AND status = 'running'
 
 -- name: ClaimRun
-UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1
+UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1, event_seq = event_seq + $4
 WHERE tenant = $2 AND run_id = $3
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
-	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token
+	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq
 
 -- name: ClaimPendingRun
-UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1
+UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1, event_seq = event_seq + $4
 WHERE tenant = $2 AND run_id = $3 AND status = 'pending' AND (not_before IS NULL OR not_before <= $1)
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
-	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token
+	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq
 
 -- name: UpsertLease
 INSERT INTO trellis_leases (tenant, run_id, thread_id, owner, token, expires_at) VALUES ($1, $2, $3, $4, $5, $6)

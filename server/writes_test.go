@@ -58,8 +58,12 @@ var statementCeilings = map[string]int{"sqlite": 25, "postgres": 30}
 // thread, as statementCeilings do for echo: its middle steps check the
 // lease and bump the Seq in one statement on SQLite too (5 to 4 each):
 // 36 and 41 before the claim's fold, SQLite's fenced bump and the
-// accept's expiry update.
-var chainCeilings = map[string]int{"sqlite": 32, "postgres": 39}
+// accept's expiry update. One statement over the fewest seen on a quiet
+// machine: under go test -race on a loaded one, SQLite's chain3 counted
+// 33 in three runs out of three, the writes the same 26 (a middle step's
+// events had travelled with the finish), one statement more outside
+// them; PostgreSQL's path is the same, so it has the slack too.
+var chainCeilings = map[string]int{"sqlite": 33, "postgres": 40}
 
 // readCeilings bound the statements of one echo runs/wait outside its
 // write transactions (the reads), per backend, as statementCeilings do

@@ -3,7 +3,36 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"testing"
+
+	"github.com/trellis-agents/trellis/internal/pgdb/pgdbtest"
+	"github.com/trellis-agents/trellis/server/db"
 )
+
+// OpenSeeded opens the service's tables in a schema of their own (closed
+// when t ends) and adds threads threads of the default tenant, each with
+// one pending run ("t0"/"rt0", …), never analyzed: the tables the plan
+// tests plan on. It returns the database, its DSN and the schema.
+func OpenSeeded(t testing.TB, threads int) (*DB, string, string) {
+	t.Helper()
+	ctx := context.Background()
+	dsn, schema := pgdbtest.Schema(t)
+	d, err := Open(ctx, dsn, WithSchema(schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = d.Close() })
+	for i := range threads {
+		th := fmt.Sprintf("t%d", i)
+		if _, err := d.CreateThread(ctx, "default", db.Thread{ID: th}, db.IfExistsRaise); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.CreateRun(ctx, "default", db.Run{ID: "r" + th, ThreadID: th}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return d, dsn, schema
+}
 
 // Corrupt makes the stored metadata of one row a JSON string, which does
 // not decode as metadata, for dbtest.Corrupter.

@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -10,8 +9,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trellis-agents/trellis/internal/pgdb"
-	"github.com/trellis-agents/trellis/internal/pgdb/pgdbtest"
-	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/db/internal/sqlcore"
 )
 
@@ -38,21 +35,7 @@ var wholeScan = regexp.MustCompile(`Seq Scan on trellis_|Index Cond: \(tenant = 
 // reads no table whole nor all of a tenant's rows: each seeks its key.
 func TestGenericPlans(t *testing.T) {
 	ctx := context.Background()
-	dsn, schema := pgdbtest.Schema(t)
-	d, err := Open(ctx, dsn, WithSchema(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	for i := range 20 {
-		th := fmt.Sprintf("t%d", i)
-		if _, err := d.CreateThread(ctx, "default", db.Thread{ID: th}, db.IfExistsRaise); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := d.CreateRun(ctx, "default", db.Run{ID: "r" + th, ThreadID: th}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	d, _, _ := OpenSeeded(t, 20)
 	q, err := sqlcore.Load(queryFiles, sqlcore.Pattern)
 	if err != nil {
 		t.Fatal(err)

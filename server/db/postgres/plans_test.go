@@ -7,8 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/trellis-agents/trellis/internal/pgdb/pgdbtest"
-	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/db/postgres"
 )
 
@@ -42,21 +40,7 @@ func TestNoSecondaryIndexLeadsWithTenant(t *testing.T) {
 // forced) scan the primary key with the whole key as the index condition,
 // on a schema holding runs of one tenant and never analyzed.
 func TestKeyLookupsUseThePrimaryKey(t *testing.T) {
-	dsn, schema := pgdbtest.Schema(t)
-	d, err := postgres.Open(ctx, dsn, postgres.WithSchema(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	for i := range 20 {
-		th := fmt.Sprintf("t%d", i)
-		if _, err := d.CreateThread(ctx, "default", db.Thread{ID: th}, db.IfExistsRaise); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := d.CreateRun(ctx, "default", db.Run{ID: "r" + th, ThreadID: th}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	_, dsn, schema := postgres.OpenSeeded(t, 20)
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/trellis-agents/trellis/internal/pgdb/pgdbtest"
 	"github.com/trellis-agents/trellis/server/db/internal/sqlcore"
 )
 
@@ -13,12 +12,7 @@ import (
 // leaves a parameter's type unknown, even one the suite does not reach.
 func TestQueriesPrepare(t *testing.T) {
 	ctx := context.Background()
-	dsn, schema := pgdbtest.Schema(t)
-	d, err := Open(ctx, dsn, WithSchema(schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
+	d, _, _ := OpenSeeded(t, 0)
 	conn, err := d.pool.Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)

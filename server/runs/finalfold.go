@@ -44,6 +44,12 @@ func runFinish(ctx context.Context, tx any, l db.Lease) error {
 	return nil
 }
 
+// hasFinish reports whether ctx carries a finish for runFinish.
+func hasFinish(ctx context.Context) bool {
+	fn, _ := ctx.Value(finishKey{}).(finishFunc)
+	return fn != nil
+}
+
 // settleFinal writes the held last checkpoint now unless the run
 // completed (no error, no interrupt, not stopped): then it stays held for
 // finishFinal. A lost lease writes nothing. It returns the run's error,

@@ -296,18 +296,22 @@ func checkFinish(status db.RunStatus, usage json.RawMessage) ([]byte, error) {
 // that sets the thread's result in the same transaction passes false,
 // since that result's status replaces whatever this would set.
 func (s *Store) finishRun(ctx context.Context, c Conn, raw any, l db.Lease, status db.RunStatus, u []byte, errMsg string, free bool) (db.Run, error) {
-	if err := s.fence(ctx, c, raw, l); err != nil {
-		return db.Run{}, err
-	}
-	run, err := s.scanRun(c.QueryRow(ctx, s.q.EndRun, string(status), u, errMsg, s.d.Time(dbutil.Now()), l.Tenant, l.RunID), l.Tenant)
+	// EndRun checks the lease itself (no row: lost), and reserves the Seq
+	// numbers of the events appended with it when its caller asked
+	// (txhook.WithSeqs), so neither needs a statement of its own. raw is
+	// nil when this store opened the transaction; the reservation is keyed
+	// by the driver's own handle either way.
+	tx := s.d.Unwrap(c)
+	n := txhook.Want(ctx, tx, l.Tenant, l.RunID)
+	var seq int64
+	run, err := s.scanRun(c.QueryRow(ctx, s.q.EndRun, string(status), u, errMsg, s.d.Time(dbutil.Now()), l.Tenant, l.RunID, n, l.Token), l.Tenant, &seq)
 	if s.d.IsNoRows(err) {
-		// The lease held, so the run exists: only a broken invariant
-		// gets here.
-		return db.Run{}, s.notFound("run", l.RunID, l.Tenant)
+		return db.Run{}, s.leaseLost(l)
 	}
 	if err != nil {
 		return db.Run{}, s.wrap(err, "finish run %q", l.RunID)
 	}
+	txhook.Reserve(ctx, tx, l.Tenant, l.RunID, seq)
 	if err := execLater(ctx, c, s.q.DeleteLease, l.Tenant, l.RunID); err != nil {
 		return db.Run{}, s.wrap(err, "finish run %q", l.RunID)
 	}

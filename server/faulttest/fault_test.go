@@ -59,7 +59,7 @@ func enabled(t *testing.T) string {
 // two cores), creates a fresh schema and starts a Redis on a free port.
 func newCluster(t *testing.T) *cluster {
 	dsn := enabled(t)
-	c := &cluster{t: t, dir: t.TempDir(), procs: map[string]*exec.Cmd{}, urls: map[string]string{}}
+	c := &cluster{t: t, dir: clusterDir(t), procs: map[string]*exec.Cmd{}, urls: map[string]string{}}
 	c.bin = filepath.Join(c.dir, "replica")
 	build := exec.Command("go", "build", "-o", c.bin, "./replica")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -95,6 +95,23 @@ func newCluster(t *testing.T) *cluster {
 	c.schema = schema
 	c.startRedis()
 	return c
+}
+
+// clusterDir is the directory of the cluster's binary, barrier and replica
+// logs: a temporary one removed after the test, or, with
+// TRELLIS_FAULT_KEEP set to a directory, a new one under it that is kept
+// (its path is logged), to read the replicas' logs after a failure.
+func clusterDir(t *testing.T) string {
+	keep := os.Getenv("TRELLIS_FAULT_KEEP")
+	if keep == "" {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp(keep, "cluster-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cluster directory (kept): %s", dir)
+	return dir
 }
 
 func freePort(t *testing.T) int {

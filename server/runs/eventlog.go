@@ -254,7 +254,10 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 			tenant, runID = pend.tenant, pend.runID
 		}
 		ctx, seqs := txhook.WithSeqs(ctx, tx, tenant, runID, len(buf))
-		finished := false
+		var (
+			ended    any
+			finished bool
+		)
 		if pend != nil {
 			// The run's claim commits with its first write.
 			_, nl, err := pend.tx.ClaimRunTx(ctx, tx, pend.tenant, pend.runID, pend.owner, pend.ttl)
@@ -269,11 +272,11 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 		} else if hasFinish(ctx) {
 			// A run's end, with its last checkpoint: its UPDATE checks the
 			// lease (and holds it until tx ends) and reserves the Seqs,
-			// so the events come after it.
-			if err := runFinish(ctx, tx, l); err != nil {
+			// so the events come after it; its end hooks after those.
+			var err error
+			if ended, finished, err = runFinish(ctx, tx, l); err != nil {
 				return err
 			}
-			finished = true
 			ctx = txhook.WithFenced(ctx, tx, l.Tenant, l.RunID, l.Token)
 		}
 		evs, err := e.joint.AppendEventsTx(ctx, tx, l, buf)
@@ -284,13 +287,22 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 		if seqs.Unused() {
 			return fmt.Errorf("runs: run %q reserved %d event Seqs its append did not take; nothing was written", l.RunID, len(buf))
 		}
-		if finished {
+		if !finished {
+			// The append checked the lease (and holds it until tx ends):
+			// the finish's check would read the same row again.
+			ctx = txhook.WithFenced(ctx, tx, l.Tenant, l.RunID, l.Token)
+			// A run's end, with its last checkpoint.
+			if ended, finished, err = runFinish(ctx, tx, l); err != nil {
+				return err
+			}
+		}
+		if !finished {
 			return nil
 		}
-		// The append checked the lease (and holds it until tx ends): the
-		// finish's check would read the same row again.
-		ctx = txhook.WithFenced(ctx, tx, l.Tenant, l.RunID, l.Token)
-		return runFinish(ctx, tx, l) // a run's end, with its last checkpoint
+		// Last: what ends with the run (the queue's job, the online
+		// samples) marks its work done only after every other statement
+		// of tx ran.
+		return endHooks(ctx, tx, ended)
 	}))
 	switch {
 	case err == nil && called:

@@ -81,6 +81,7 @@ func newCluster(t *testing.T) *cluster {
 	}
 	t.Cleanup(func() {
 		c.stopAll()
+		c.noteRefusedConnections()
 		_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
 		conn.Close(context.Background())
 	})
@@ -112,6 +113,33 @@ func clusterDir(t *testing.T) string {
 	}
 	t.Logf("cluster directory (kept): %s", dir)
 	return dir
+}
+
+// refusedConnections is PostgreSQL refusing a connection for want of
+// one (max_connections, or a role's connection limit): SQLSTATE 53300.
+const refusedConnections = "SQLSTATE 53300"
+
+// noteRefusedConnections says, when the test failed, whether PostgreSQL
+// refused the replicas connections: a cluster holds ~56 at its peak, so
+// another process's tests on the same server can use up the rest (100 by
+// default). A write that cannot connect leaves its run to be taken over,
+// which re-runs its last node on main as well: the exactly-once checks
+// then say nothing about the code under test.
+func (c *cluster) noteRefusedConnections() {
+	if !c.t.Failed() {
+		return
+	}
+	logs, _ := filepath.Glob(filepath.Join(c.dir, "*.log"))
+	n := 0
+	for _, f := range logs {
+		b, err := os.ReadFile(f)
+		if err == nil {
+			n += strings.Count(string(b), refusedConnections)
+		}
+	}
+	if n > 0 {
+		c.t.Logf("PostgreSQL refused the replicas a connection %d times (%s, too many clients): the failures above may be the database server's connection limit, not the code; run the scenario alone on the server", n, refusedConnections)
+	}
 }
 
 func freePort(t *testing.T) int {

@@ -277,7 +277,7 @@ func (s *Store) FinishRun(ctx context.Context, l db.Lease, status db.RunStatus, 
 	var out db.Run
 	err = s.d.Write(ctx, func(tx Conn) error {
 		var err error
-		out, err = s.finishRun(ctx, tx, nil, l, status, u, errMsg, true)
+		out, err = s.finishRun(ctx, tx, l, status, u, errMsg, true)
 		return err
 	})
 	return out, err
@@ -292,15 +292,16 @@ func checkFinish(status db.RunStatus, usage json.RawMessage) ([]byte, error) {
 }
 
 // finishRun checks the lease and ends its run in c, returning the run as
-// stored (raw as fence takes it). With free it also frees the thread when still busy; a caller
+// stored. With free it also frees the thread when still busy; a caller
 // that sets the thread's result in the same transaction passes false,
 // since that result's status replaces whatever this would set.
-func (s *Store) finishRun(ctx context.Context, c Conn, raw any, l db.Lease, status db.RunStatus, u []byte, errMsg string, free bool) (db.Run, error) {
-	// EndRun checks the lease itself (no row: lost), and reserves the Seq
-	// numbers of the events appended with it when its caller asked
-	// (txhook.WithSeqs), so neither needs a statement of its own. raw is
-	// nil when this store opened the transaction; the reservation is keyed
-	// by the driver's own handle either way.
+func (s *Store) finishRun(ctx context.Context, c Conn, l db.Lease, status db.RunStatus, u []byte, errMsg string, free bool) (db.Run, error) {
+	// EndRun checks the lease itself (no row: lost), also where the
+	// transaction checked it already (txhook.WithFenced): the check is a
+	// subquery of the UPDATE, not a statement. It reserves the Seq numbers
+	// of the events appended with it when its caller asked
+	// (txhook.WithSeqs), so neither needs a statement of its own. The
+	// reservation is keyed by the driver's own handle.
 	tx := s.d.Unwrap(c)
 	n := txhook.Want(ctx, tx, l.Tenant, l.RunID)
 	var seq int64

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
-	"github.com/trellis-agents/trellis/checkpoint/internal/putbatch"
 	"github.com/trellis-agents/trellis/internal/txhook"
 )
 
@@ -160,39 +159,6 @@ func (s *Saver) putTx(ctx context.Context, tx *sql.Tx, ref checkpoint.Ref, p pre
 		return fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
 	return nil
-}
-
-// PutBatch stores entries in one write transaction (checkpoint.BatchPutter),
-// each as Put would after the one before it, and runs the context's
-// transaction hook once, before the commit.
-func (s *Saver) PutBatch(ctx context.Context, ref checkpoint.Ref, entries []checkpoint.Entry) (checkpoint.Ref, error) {
-	ps, err := putbatch.Prepare(ctx, ref, entries, func(out checkpoint.Ref, e checkpoint.Entry) (preparedPut, error) {
-		return s.preparePut(ctx, out, e.Checkpoint, e.Metadata)
-	})
-	if err != nil {
-		return checkpoint.Ref{}, err
-	}
-	last := ps[len(ps)-1].out
-	tx, err := s.db.Write.BeginTx(ctx, nil)
-	if err != nil {
-		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put batch ending %s: %w", last, err)
-	}
-	defer tx.Rollback()
-	at := ref
-	for _, p := range ps {
-		if err := s.putTx(ctx, tx, at, p); err != nil {
-			return checkpoint.Ref{}, err
-		}
-		at = p.out
-	}
-	if err := txhook.Run(ctx, tx); err != nil {
-		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put batch ending %s: %w", last, err)
-	}
-	if err := tx.Commit(); err != nil {
-		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put batch ending %s: %w", last, err)
-	}
-	s.db.Committed()
-	return last, nil
 }
 
 // refused returns the error of a Put whose checkpoint was not inserted:

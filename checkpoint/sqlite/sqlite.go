@@ -119,6 +119,7 @@ type Saver struct {
 
 	mu          sync.Mutex
 	insertBlobs map[int]*sql.Stmt // rows per statement -> multi-row INSERT
+	insertCPs   map[int]*sql.Stmt // checkpoints per statement -> PutBatch's INSERT
 }
 
 var _ checkpoint.Saver = (*Saver)(nil)
@@ -150,7 +151,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Saver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint/sqlite: %w", err)
 	}
-	s := &Saver{db: db, now: time.Now, maxBytes: checkpoint.DefaultMaxBytes, insertBlobs: make(map[int]*sql.Stmt)}
+	s := &Saver{db: db, now: time.Now, maxBytes: checkpoint.DefaultMaxBytes, insertBlobs: make(map[int]*sql.Stmt), insertCPs: make(map[int]*sql.Stmt)}
 	for _, o := range opts {
 		o(s)
 	}
@@ -186,10 +187,12 @@ func (s *Saver) Close() error {
 		}
 	}
 	s.mu.Lock()
-	for _, st := range s.insertBlobs {
-		errs = append(errs, st.Close())
+	for _, m := range []map[int]*sql.Stmt{s.insertBlobs, s.insertCPs} {
+		for _, st := range m {
+			errs = append(errs, st.Close())
+		}
+		clear(m)
 	}
-	clear(s.insertBlobs)
 	s.mu.Unlock()
 	errs = append(errs, s.db.Close())
 	return errors.Join(errs...)

@@ -68,6 +68,16 @@ func WithEnd(ctx context.Context, fn Func) context.Context {
 	return context.WithValue(ctx, endKey{}, fn)
 }
 
+// WithoutEnd returns ctx carrying no end hooks. A caller that adds
+// statements of its own to the transaction after the call that records
+// the end passes it to that call, and then runs ctx's end hooks itself
+// (RunEndOf) once its statements are in: the hooks then still run last
+// before the commit, so none of them marks its work done while a
+// statement that can fail is still to come.
+func WithoutEnd(ctx context.Context) context.Context {
+	return context.WithValue(ctx, endKey{}, Func(nil))
+}
+
 // RunEnd calls the Funcs WithEnd put in ctx, if any, with tx. A backend
 // calls it in the transaction that records the end of a run, before the
 // commit.

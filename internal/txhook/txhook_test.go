@@ -49,6 +49,32 @@ func TestEndChain(t *testing.T) {
 	}
 }
 
+// WithoutEnd hides ctx's end hooks from a call made with it; the original
+// ctx still runs them, and a hook added on top of it runs alone.
+func TestWithoutEnd(t *testing.T) {
+	var calls []string
+	ctx := WithEnd(context.Background(), func(context.Context, any) error {
+		calls = append(calls, "held")
+		return nil
+	})
+	held := WithoutEnd(ctx)
+	if err := RunEnd(held, "tx"); err != nil || len(calls) != 0 {
+		t.Fatalf("RunEnd without the end hooks = %v, calls %v; want nil and no call", err, calls)
+	}
+	if err := RunEnd(WithEnd(held, func(context.Context, any) error {
+		calls = append(calls, "added")
+		return nil
+	}), "tx"); err != nil {
+		t.Fatal(err)
+	}
+	if err := RunEnd(ctx, "tx"); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(calls); got != "[added held]" {
+		t.Errorf("calls = %s; want the hook added after WithoutEnd alone, then the held one from ctx", got)
+	}
+}
+
 // Fenced holds only for the transaction and the lease (tenant, run and
 // token) WithFenced named; a transaction of a type that cannot be
 // compared is never fenced, and comparing it does not panic.

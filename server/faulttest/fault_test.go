@@ -59,7 +59,7 @@ func enabled(t *testing.T) string {
 // two cores), creates a fresh schema and starts a Redis on a free port.
 func newCluster(t *testing.T) *cluster {
 	dsn := enabled(t)
-	c := &cluster{t: t, dir: t.TempDir(), procs: map[string]*exec.Cmd{}, urls: map[string]string{}}
+	c := &cluster{t: t, dir: clusterDir(t), procs: map[string]*exec.Cmd{}, urls: map[string]string{}}
 	c.bin = filepath.Join(c.dir, "replica")
 	build := exec.Command("go", "build", "-o", c.bin, "./replica")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
@@ -81,6 +81,7 @@ func newCluster(t *testing.T) *cluster {
 	}
 	t.Cleanup(func() {
 		c.stopAll()
+		c.noteRefusedConnections()
 		_, _ = conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
 		conn.Close(context.Background())
 	})
@@ -95,6 +96,50 @@ func newCluster(t *testing.T) *cluster {
 	c.schema = schema
 	c.startRedis()
 	return c
+}
+
+// clusterDir is the directory of the cluster's binary, barrier and replica
+// logs: a temporary one removed after the test, or, with
+// TRELLIS_FAULT_KEEP set to a directory, a new one under it that is kept
+// (its path is logged), to read the replicas' logs after a failure.
+func clusterDir(t *testing.T) string {
+	keep := os.Getenv("TRELLIS_FAULT_KEEP")
+	if keep == "" {
+		return t.TempDir()
+	}
+	dir, err := os.MkdirTemp(keep, "cluster-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("cluster directory (kept): %s", dir)
+	return dir
+}
+
+// refusedConnections is PostgreSQL refusing a connection for want of
+// one (max_connections, or a role's connection limit): SQLSTATE 53300.
+const refusedConnections = "SQLSTATE 53300"
+
+// noteRefusedConnections says, when the test failed, whether PostgreSQL
+// refused the replicas connections: a cluster holds ~56 at its peak, so
+// another process's tests on the same server can use up the rest (100 by
+// default). A write that cannot connect leaves its run to be taken over,
+// which re-runs its last node on main as well: the exactly-once checks
+// then say nothing about the code under test.
+func (c *cluster) noteRefusedConnections() {
+	if !c.t.Failed() {
+		return
+	}
+	logs, _ := filepath.Glob(filepath.Join(c.dir, "*.log"))
+	n := 0
+	for _, f := range logs {
+		b, err := os.ReadFile(f)
+		if err == nil {
+			n += strings.Count(string(b), refusedConnections)
+		}
+	}
+	if n > 0 {
+		c.t.Logf("PostgreSQL refused the replicas a connection %d times (%s, too many clients): the failures above may be the database server's connection limit, not the code; run the scenario alone on the server", n, refusedConnections)
+	}
 }
 
 func freePort(t *testing.T) int {

@@ -246,11 +246,19 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 	l, buf, pend := e.l, e.buf, e.pending
 	err := put(txhook.With(ctx, func(ctx context.Context, tx any) error {
 		called = true
-		var seqs *txhook.Seqs
+		// The statement that writes the run's row in tx (its claim, or its
+		// finish) also reserves the Seq numbers of the buffered events, so
+		// their append bumps nothing (txhook.Seqs).
+		tenant, runID := l.Tenant, l.RunID
 		if pend != nil {
-			// The claim's UPDATE also reserves the Seq numbers of the
-			// buffered events, so their append bumps nothing (txhook.Seqs).
-			ctx, seqs = txhook.WithSeqs(ctx, tx, pend.tenant, pend.runID, len(buf))
+			tenant, runID = pend.tenant, pend.runID
+		}
+		ctx, seqs := txhook.WithSeqs(ctx, tx, tenant, runID, len(buf))
+		var (
+			ended    any
+			finished bool
+		)
+		if pend != nil {
 			// The run's claim commits with its first write.
 			_, nl, err := pend.tx.ClaimRunTx(ctx, tx, pend.tenant, pend.runID, pend.owner, pend.ttl)
 			if err != nil {
@@ -261,6 +269,15 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 			// The claim wrote the lease in tx: the checks after it
 			// need not read it back.
 			ctx = txhook.WithFenced(ctx, tx, l.Tenant, l.RunID, l.Token)
+		} else if hasFinish(ctx) {
+			// A run's end, with its last checkpoint: its UPDATE checks the
+			// lease (and holds it until tx ends) and reserves the Seqs,
+			// so the events come after it; its end hooks after those.
+			var err error
+			if ended, finished, err = runFinish(ctx, tx, l); err != nil {
+				return err
+			}
+			ctx = txhook.WithFenced(ctx, tx, l.Tenant, l.RunID, l.Token)
 		}
 		evs, err := e.joint.AppendEventsTx(ctx, tx, l, buf)
 		written = evs
@@ -270,10 +287,22 @@ func (f *fencedSaver) joined(ctx context.Context, put func(ctx context.Context) 
 		if seqs.Unused() {
 			return fmt.Errorf("runs: run %q reserved %d event Seqs its append did not take; nothing was written", l.RunID, len(buf))
 		}
-		// The append checked the lease (and holds it until tx ends): the
-		// finish's check would read the same row again.
-		ctx = txhook.WithFenced(ctx, tx, l.Tenant, l.RunID, l.Token)
-		return runFinish(ctx, tx, l) // a run's end, with its last checkpoint
+		if !finished {
+			// The append checked the lease (and holds it until tx ends):
+			// the finish's check would read the same row again.
+			ctx = txhook.WithFenced(ctx, tx, l.Tenant, l.RunID, l.Token)
+			// A run's end, with its last checkpoint.
+			if ended, finished, err = runFinish(ctx, tx, l); err != nil {
+				return err
+			}
+		}
+		if !finished {
+			return nil
+		}
+		// Last: what ends with the run (the queue's job, the online
+		// samples) marks its work done only after every other statement
+		// of tx ran.
+		return endHooks(ctx, tx, ended)
 	}))
 	switch {
 	case err == nil && called:

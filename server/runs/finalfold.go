@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/db"
 )
 
@@ -28,20 +29,39 @@ func (s *Service) foldsFinish(log *eventLog) bool {
 }
 
 // finishKey carries the finish that fencedSaver's transaction hook runs
-// after the run's events.
+// with the run's events.
 type finishKey struct{}
 
-// finishFunc finishes a run in tx under lease l.
-type finishFunc func(ctx context.Context, tx any, l db.Lease) error
+// finishFunc finishes a run in tx under lease l, without running ctx's
+// end hooks (txhook.WithoutEnd), and returns what it ended for them.
+type finishFunc func(ctx context.Context, tx any, l db.Lease) (ended any, err error)
 
 // runFinish calls the finish ctx carries, if any, with the run's lease
 // as the transaction holds it (claimed in it, when it is the run's first
-// write).
-func runFinish(ctx context.Context, tx any, l db.Lease) error {
-	if fn, _ := ctx.Value(finishKey{}).(finishFunc); fn != nil {
-		return fn(ctx, tx, l)
+// write), and reports whether there was one. ctx's end hooks (the
+// queue's job completion, the online samples) do not run in it: the
+// caller runs them with endHooks once the transaction's other statements
+// (the events' append) are in, so that no hook marks its work done while
+// a statement that can fail is still to come.
+func runFinish(ctx context.Context, tx any, l db.Lease) (ended any, finished bool, err error) {
+	fn, _ := ctx.Value(finishKey{}).(finishFunc)
+	if fn == nil {
+		return nil, false, nil
 	}
-	return nil
+	ended, err = fn(txhook.WithoutEnd(ctx), tx, l)
+	return ended, true, err
+}
+
+// endHooks runs ctx's end hooks in tx for the run a finish ended: the
+// last statements before the commit.
+func endHooks(ctx context.Context, tx any, ended any) error {
+	return txhook.RunEndOf(ctx, tx, ended)
+}
+
+// hasFinish reports whether ctx carries a finish for runFinish.
+func hasFinish(ctx context.Context) bool {
+	fn, _ := ctx.Value(finishKey{}).(finishFunc)
+	return fn != nil
 }
 
 // settleFinal writes the held last checkpoint now unless the run
@@ -113,13 +133,13 @@ func (s *Service) finishFinal(ctx context.Context, log *eventLog, status db.RunS
 		th  db.Thread
 		ran bool
 	)
-	fctx := context.WithValue(ctx, finishKey{}, finishFunc(func(ctx context.Context, tx any, l db.Lease) error {
+	fctx := context.WithValue(ctx, finishKey{}, finishFunc(func(ctx context.Context, tx any, l db.Lease) (any, error) {
 		r, t, err := fin.FinishRunWithResultTx(ctx, tx, l, status, usage, errMsg, res)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		run, th, ran = r, t, true
-		return nil
+		return r, nil
 	}))
 	if err := fw.Put(fctx); err != nil {
 		return db.Run{}, db.Thread{}, false, err

@@ -2,6 +2,7 @@ package runs
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"regexp"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/internal/sqltrace"
+	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/db"
 )
 
@@ -208,5 +210,39 @@ func TestLastStepFoldFailsWhole(t *testing.T) {
 	e.advance("acme", "failing")
 	if o := outcome(t, e, "failing", r.ID); o.Status != string(db.RunSuccess) || o.ThreadStatus != string(db.ThreadIdle) {
 		t.Errorf("the next run on the thread: %+v, want success", o)
+	}
+}
+
+// The end hooks of a run that completes (the queue's job completion, the
+// online samples) run in its last transaction after every other statement
+// of it, the events of its last step included: a hook marks its work done
+// only when nothing but the commit can still fail. The finish runs before
+// the events' append (it reserves their Seqs), so its hooks must wait.
+func TestLastStepEndHooksRunLast(t *testing.T) {
+	e := newEnv(t)
+	e.svc = foldService(t, e, e.db)
+	kw := Kwargs{Input: []byte(`{"log":["start"]}`), StreamMode: []string{"values", "updates"}}
+	r := e.mustCreate("acme", "hooked", "chat-a", kw, "")
+	var (
+		calls   int
+		inTx    int
+		endedAs db.RunStatus
+	)
+	ctx := txhook.WithEnd(context.Background(), func(ctx context.Context, tx any) error {
+		calls++
+		if run, ok := txhook.Ended(ctx).(db.Run); ok {
+			endedAs = run.Status
+		}
+		return tx.(*sql.Tx).QueryRowContext(ctx, `SELECT count(*) FROM trellis_run_events WHERE tenant = ? AND run_id = ?`, "acme", r.ID).Scan(&inTx)
+	})
+	if res, err := e.svc.Advance(ctx, "acme", "hooked"); err != nil || res != Idle {
+		t.Fatalf("advance = %v, %v; want Idle", res, err)
+	}
+	stored := len(e.events("acme", r.ID))
+	if calls != 1 || endedAs != db.RunSuccess {
+		t.Fatalf("the end hooks ran %d times, for a run ended %q; want once, for a run ended success", calls, endedAs)
+	}
+	if stored == 0 || inTx != stored {
+		t.Errorf("the end hooks saw %d of the run's events in its transaction; %d were committed with it: they ran before the events' append", inTx, stored)
 	}
 }

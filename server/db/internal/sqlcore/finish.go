@@ -28,7 +28,7 @@ func (s *Store) FinishRunWithResult(ctx context.Context, l db.Lease, status db.R
 		}
 		// The thread's result sets its status, so finishRun need not
 		// free it first.
-		if run, err = s.finishRun(ctx, tx, nil, l, status, u, errMsg, false); err != nil {
+		if run, err = s.finishRun(ctx, tx, l, status, u, errMsg, false); err != nil {
 			return err
 		}
 		if th, err = s.setThreadResult(ctx, tx, l.Tenant, l.ThreadID, tr); err != nil {

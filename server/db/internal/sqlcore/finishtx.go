@@ -28,7 +28,7 @@ func (s *Store) FinishRunWithResultTx(ctx context.Context, tx any, l db.Lease, s
 		return db.Run{}, db.Thread{}, err
 	}
 	// The thread's result sets its status: no FreeThread before it.
-	run, err := s.finishRun(ctx, c, tx, l, status, u, errMsg, false)
+	run, err := s.finishRun(ctx, c, l, status, u, errMsg, false)
 	if err != nil {
 		return db.Run{}, db.Thread{}, err
 	}

@@ -277,7 +277,7 @@ func (s *Store) FinishRun(ctx context.Context, l db.Lease, status db.RunStatus, 
 	var out db.Run
 	err = s.d.Write(ctx, func(tx Conn) error {
 		var err error
-		out, err = s.finishRun(ctx, tx, nil, l, status, u, errMsg, true)
+		out, err = s.finishRun(ctx, tx, l, status, u, errMsg, true)
 		return err
 	})
 	return out, err
@@ -292,22 +292,27 @@ func checkFinish(status db.RunStatus, usage json.RawMessage) ([]byte, error) {
 }
 
 // finishRun checks the lease and ends its run in c, returning the run as
-// stored (raw as fence takes it). With free it also frees the thread when still busy; a caller
+// stored. With free it also frees the thread when still busy; a caller
 // that sets the thread's result in the same transaction passes false,
 // since that result's status replaces whatever this would set.
-func (s *Store) finishRun(ctx context.Context, c Conn, raw any, l db.Lease, status db.RunStatus, u []byte, errMsg string, free bool) (db.Run, error) {
-	if err := s.fence(ctx, c, raw, l); err != nil {
-		return db.Run{}, err
-	}
-	run, err := s.scanRun(c.QueryRow(ctx, s.q.EndRun, string(status), u, errMsg, s.d.Time(dbutil.Now()), l.Tenant, l.RunID), l.Tenant)
+func (s *Store) finishRun(ctx context.Context, c Conn, l db.Lease, status db.RunStatus, u []byte, errMsg string, free bool) (db.Run, error) {
+	// EndRun checks the lease itself (no row: lost), also where the
+	// transaction checked it already (txhook.WithFenced): the check is a
+	// subquery of the UPDATE, not a statement. It reserves the Seq numbers
+	// of the events appended with it when its caller asked
+	// (txhook.WithSeqs), so neither needs a statement of its own. The
+	// reservation is keyed by the driver's own handle.
+	tx := s.d.Unwrap(c)
+	n := txhook.Want(ctx, tx, l.Tenant, l.RunID)
+	var seq int64
+	run, err := s.scanRun(c.QueryRow(ctx, s.q.EndRun, string(status), u, errMsg, s.d.Time(dbutil.Now()), l.Tenant, l.RunID, n, l.Token), l.Tenant, &seq)
 	if s.d.IsNoRows(err) {
-		// The lease held, so the run exists: only a broken invariant
-		// gets here.
-		return db.Run{}, s.notFound("run", l.RunID, l.Tenant)
+		return db.Run{}, s.leaseLost(l)
 	}
 	if err != nil {
 		return db.Run{}, s.wrap(err, "finish run %q", l.RunID)
 	}
+	txhook.Reserve(ctx, tx, l.Tenant, l.RunID, seq)
 	if err := execLater(ctx, c, s.q.DeleteLease, l.Tenant, l.RunID); err != nil {
 		return db.Run{}, s.wrap(err, "finish run %q", l.RunID)
 	}

@@ -86,8 +86,11 @@ type runQueries struct {
 	// SetRunLeaseToken ($1 token, $2 now, $3 tenant, $4 run ID).
 	SetRunLeaseToken string
 	// EndRun ($1 status, $2 usage or NULL, $3 error, $4 now, $5 tenant, $6
-	// run ID) records a run's end and returns the run's columns (those of
-	// GetRun), so the finish need not read the run again.
+	// run ID, $7 count, $8 lease token) records a run's end while the
+	// lease's token is $8 (checked and locked as FencedBumpEventSeq does;
+	// no row otherwise), adds count to its last event Seq (as ClaimRun
+	// does), and returns the run's columns (those of GetRun), so the finish
+	// need not read the run again, followed by the event Seq.
 	EndRun string
 	// DeleteLease ($1 tenant, $2 run ID).
 	DeleteLease string

@@ -667,7 +667,7 @@ func (r *run) afterCommit(tasks []*task) error {
 				nr.id, nr.full = t.sum(), true
 			} else {
 				if !prefixed {
-					pre, prefixed = r.idPrefix(), true
+					pre, prefixed = r.b.stepPrefix(r), true
 				}
 				nr.id = pre
 			}

@@ -1,0 +1,104 @@
+package graph
+
+import (
+	"context"
+	"slices"
+	"testing"
+)
+
+// TestPlanChainLikePlanAll plans the step after each node's one task twice,
+// through plan (which takes planChain's shortcut where it applies) and
+// through planAll alone, and requires the same next tasks, marks, deferred
+// nodes, spare slice and error: the shortcut is only a faster plan.
+func TestPlanChainLikePlanAll(t *testing.T) {
+	nop := func(context.Context, State) (Output, error) { return nil, nil }
+	b := New()
+	b.AddNode("a", nop)
+	b.AddNode("b", nop)
+	b.AddNode("c", nop)
+	b.AddNode("d", nop, Deferred())
+	b.AddNode("j1", nop)
+	b.AddNode("j2", nop)
+	b.AddNode("join", nop)
+	b.AddNode("cond", nop)
+	b.AddEdge(START, "a")
+	b.AddEdge("a", "b")
+	b.AddEdge("b", "c")
+	b.AddEdge("c", "d")
+	b.AddEdge("d", "j1")
+	b.AddEdge("d", "j2")
+	b.AddJoin("join", "j1", "j2")
+	b.AddEdge("join", "cond")
+	b.AddConditionalEdges("cond", func(context.Context, State) (string, error) { return "end", nil }, map[string]string{"end": END})
+	g, err := b.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		next      []string
+		nextSteps []int
+		marks     []int
+		deferred  []int
+		spare     int
+		err       error
+	}
+	planned := func(node string, spare int, premark bool, all bool) outcome {
+		r, err := g.newRun(context.Background(), nil, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.putBuffers()
+		r.step = 3
+		if spare > 0 {
+			r.spare = make([]*task, 0, spare)
+		}
+		n := r.g.nodes[r.g.byName[node]]
+		if premark && len(n.succ) == 1 && n.succ[0] != endIdx {
+			r.b.marks[n.succ[0]] = r.step + 1
+		}
+		done := &task{r: r, node: n, step: r.step}
+		if node == "cond" {
+			done.routes = []Target{To(END)}
+		}
+		if all {
+			err = r.planAll([]*task{done})
+		} else {
+			err = r.plan([]*task{done})
+		}
+		var o outcome
+		for _, nt := range r.next {
+			o.next = append(o.next, nt.node.name)
+			o.nextSteps = append(o.nextSteps, nt.step, int(nt.idx))
+			if nt.r != r {
+				t.Errorf("%s: a next task of another run", node)
+			}
+		}
+		o.marks = slices.Clone(r.b.marks)
+		o.deferred = slices.Clone(r.deferred)
+		o.spare, o.err = cap(r.spare), err
+		return o
+	}
+	for _, node := range []string{"a", "b", "c", "d", "j1", "j2", "join", "cond"} {
+		for _, spare := range []int{0, 1, 4} {
+			for _, premark := range []bool{false, true} {
+				got, want := planned(node, spare, premark, false), planned(node, spare, premark, true)
+				if !slices.Equal(got.next, want.next) || !slices.Equal(got.nextSteps, want.nextSteps) ||
+					!slices.Equal(got.marks, want.marks) || !slices.Equal(got.deferred, want.deferred) ||
+					got.spare != want.spare || (got.err == nil) != (want.err == nil) {
+					t.Errorf("after %s (spare %d, premarked %v): plan gave %+v, planAll %+v", node, spare, premark, got, want)
+				}
+			}
+		}
+	}
+	// the shortcut is taken where it applies (a chain's plain edge)
+	r, _ := g.newRun(context.Background(), nil, nil, false)
+	defer r.putBuffers()
+	if !r.planChain(&task{r: r, node: r.g.nodes[r.g.byName["a"]]}) {
+		t.Error("planChain declined a plain edge")
+	}
+	for _, node := range []string{"c", "d", "j1", "cond"} { // to a deferred node, fan-out, join, conditional
+		if r.planChain(&task{r: r, node: r.g.nodes[r.g.byName[node]]}) {
+			t.Errorf("planChain planned the step after %s", node)
+		}
+	}
+}

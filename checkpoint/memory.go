@@ -202,7 +202,7 @@ func (m *Memory) list(ref Ref, opts ListOptions) ([]*Tuple, error) {
 // version are already stored in the namespace must be identical to the
 // stored one. When Put fails it has written nothing.
 func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (Ref, error) {
-	return m.put(ctx, ref, cp, nil, md, false)
+	return m.put(ctx, ref, &cp, nil, &md, false)
 }
 
 // PutOwned is Put for a caller that hands what cp and md point to over:
@@ -216,7 +216,7 @@ func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (
 // *Memory itself (not a type that embeds one, whose Put may do more). It is
 // not part of Saver.
 func (m *Memory) PutOwned(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (Ref, error) {
-	return m.put(ctx, ref, cp, nil, md, true)
+	return m.put(ctx, ref, &cp, nil, &md, true)
 }
 
 // KeyVersion is one entry of a checkpoint's versions: a key and the
@@ -236,12 +236,14 @@ func (m *Memory) PutOwnedVersions(ctx context.Context, ref Ref, cp Checkpoint, v
 	if len(cp.Versions) > 0 {
 		return Ref{}, fmt.Errorf("checkpoint: put %s: versions given both as a map and as a slice", Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: cp.ID})
 	}
-	return m.put(ctx, ref, cp, vers, md, true)
+	return m.put(ctx, ref, &cp, vers, &md, true)
 }
 
 // put stores cp, whose versions are cp.Versions and vers (one of them
-// empty).
-func (m *Memory) put(ctx context.Context, ref Ref, cp Checkpoint, vers []KeyVersion, md Metadata, owned bool) (Ref, error) {
+// empty). It neither changes nor keeps cp and md themselves (only what
+// their fields hold, copied unless owned): they are pointers so that a
+// step's save does not copy the two structs at every call on its way.
+func (m *Memory) put(ctx context.Context, ref Ref, cp *Checkpoint, vers []KeyVersion, md *Metadata, owned bool) (Ref, error) {
 	if err := ctx.Err(); err != nil {
 		return Ref{}, err
 	}
@@ -283,7 +285,7 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp Checkpoint, vers []KeyVers
 // cp.Versions) and blobs against the size limit.
 // Only a checkpoint over the limit goes through CheckSize and
 // CheckBlobSizes, which build the error: the check is a comparison a step.
-func (m *Memory) checkSizes(out Ref, cp Checkpoint, nvers int, md Metadata) error {
+func (m *Memory) checkSizes(out Ref, cp *Checkpoint, nvers int, md *Metadata) error {
 	limit := m.maxBytes // NewMemory makes it positive
 	if n := rowBytes(cp, md) + 88*nvers; n > limit {
 		return CheckSize(out, "put", "the checkpoint", n, limit)
@@ -301,7 +303,7 @@ func (m *Memory) checkSizes(out Ref, cp Checkpoint, nvers int, md Metadata) erro
 // ref.ID as the latest. It returns the stored blob list of cp's first
 // blob's key, nil when there is none, for store to add to without
 // looking it up again.
-func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp Checkpoint) (*blobList, error) {
+func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp *Checkpoint) (*blobList, error) {
 	if ref.ID != latest {
 		if latest == "" {
 			return nil, fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the namespace has none: %w", out, ref.ID, ErrConflict)
@@ -337,7 +339,7 @@ func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp Chec
 // store stores a checked checkpoint under m.mu in namespace ns of ref's
 // thread, creating it when ns is nil, and returns the namespace. first is
 // what checkPut returned for cp, or nil.
-func (m *Memory) store(ref Ref, ns *memNamespace, cp Checkpoint, vers []KeyVersion, md Metadata, owned bool, first *blobList) *memNamespace {
+func (m *Memory) store(ref Ref, ns *memNamespace, cp *Checkpoint, vers []KeyVersion, md *Metadata, owned bool, first *blobList) *memNamespace {
 	if ns == nil {
 		ns = &memNamespace{blobs: make(memBlobs)}
 		if m.threads[ref.ThreadID] == nil {
@@ -706,7 +708,7 @@ func (m *Memory) DeleteRun(ctx context.Context, threadID, runID string) (int, er
 // rowBytes estimates the encoded size of a checkpoint without its blobs,
 // for the size limit: the IDs, task fields and payloads, join barriers,
 // deferred nodes and metadata, plus a little per entry.
-func rowBytes(cp Checkpoint, md Metadata) int {
+func rowBytes(cp *Checkpoint, md *Metadata) int {
 	// State key names come from the graph's definition, not from data:
 	// count them at a generous 64 bytes each instead of iterating the map.
 	n := 64 + len(cp.ID) + len(md.Parent) + len(md.RunID) + len(md.Source) + 88*len(cp.Versions)

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"slices"
+	"strconv"
 	"testing"
 )
 
@@ -99,6 +100,19 @@ func TestPlanChainLikePlanAll(t *testing.T) {
 	for _, node := range []string{"c", "d", "j1", "cond"} { // to a deferred node, fan-out, join, conditional
 		if r.planChain(&task{r: r, node: r.g.nodes[r.g.byName[node]]}) {
 			t.Errorf("planChain planned the step after %s", node)
+		}
+	}
+}
+
+// TestAddIntDigits holds addInt to mixing what strconv.AppendInt writes,
+// so task IDs stay what they were.
+func TestAddIntDigits(t *testing.T) {
+	for _, n := range []int{0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 12345, 999999999, 1000000000, 1 << 40, -1, -10, -(1 << 62)} {
+		got, want := newFNV128(), newFNV128()
+		got.addInt(n)
+		mix(&want, strconv.AppendInt(nil, int64(n), 10))
+		if got != want {
+			t.Errorf("addInt(%d) = %x, want the hash of %q, %x", n, got, strconv.Itoa(n), want)
 		}
 	}
 }

@@ -511,6 +511,9 @@ func (r *run) superstep() error {
 	}
 	var waiting []InterruptInfo
 	for _, t := range tasks {
+		if t.in == nil && !t.waiting {
+			continue // raised nothing and was not waiting: nothing to gather
+		}
 		waiting = append(waiting, t.in.raisedList()...)
 		if t.waiting { // still unanswered: it did not run, its interrupts stand
 			t.intr().raised = t.intr().raised[:0]

@@ -40,6 +40,10 @@ type Memory struct {
 	threads  map[string]map[string]*memNamespace // thread -> namespace -> data
 	now      func() time.Time                    // clock for Prune's OlderThan
 	maxBytes int
+	// the namespace the last Put stored in and where (see namespace);
+	// used and set only with mu held for writing
+	lastNS               *memNamespace
+	lastThread, lastName string
 }
 
 // MemoryOption configures NewMemory.
@@ -268,7 +272,7 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp *Checkpoint, vers []KeyVer
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ns := m.threads[ref.ThreadID][ref.Namespace]
+	ns := m.namespace(ref.ThreadID, ref.Namespace)
 	latest := ""
 	if ns != nil {
 		latest = ns.latest()
@@ -346,6 +350,7 @@ func (m *Memory) store(ref Ref, ns *memNamespace, cp *Checkpoint, vers []KeyVers
 			m.threads[ref.ThreadID] = make(map[string]*memNamespace)
 		}
 		m.threads[ref.ThreadID][ref.Namespace] = ns
+		m.lastNS, m.lastThread, m.lastName = ns, ref.ThreadID, ref.Namespace
 	}
 	ns.store(cp, vers, md, owned, first)
 	return ns
@@ -419,21 +424,6 @@ func (m *Memory) putWrites(ctx context.Context, ref Ref, taskID string, writes [
 	return nil
 }
 
-// DeleteThread removes the thread with all its namespaces, checkpoints,
-// blobs and writes. Deleting a missing thread returns nil.
-func (m *Memory) DeleteThread(ctx context.Context, threadID string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if threadID == "" {
-		return errEmptyThread
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.threads, threadID)
-	return nil
-}
-
 // CopyThread copies every namespace, checkpoint, blob and write of thread
 // from into thread to. It returns an error wrapping ErrNotFound when from has
 // no checkpoint, and an error when to already has one. The copy shares
@@ -458,6 +448,7 @@ func (m *Memory) CopyThread(ctx context.Context, from, to string) error {
 	for name, ns := range src {
 		dst[name] = ns.clone()
 	}
+	m.forgetNamespace() // (to had none to remember; kept simple)
 	m.threads[to] = dst
 	return nil
 }
@@ -666,43 +657,6 @@ func cloneCheckpoint(cp Checkpoint) Checkpoint {
 	}
 	cp.Deferred = slices.Clone(cp.Deferred)
 	return cp
-}
-
-// DeleteRun removes every checkpoint of thread threadID written by run
-// runID (Metadata.RunID), in every namespace, with their pending writes and
-// the blobs no remaining checkpoint needs; see checkpoint.Saver. A namespace
-// left without checkpoints is removed. It returns how many checkpoints it
-// removed.
-func (m *Memory) DeleteRun(ctx context.Context, threadID, runID string) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	if threadID == "" {
-		return 0, errEmptyThread
-	}
-	if runID == "" {
-		return 0, fmt.Errorf("checkpoint: delete run in %s: run ID is empty", Ref{ThreadID: threadID})
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	removed := 0
-	nss := m.threads[threadID]
-	for name, ns := range nss {
-		n := ns.remove(func(_ int, c *memCheckpoint) bool { return c.runID == runID })
-		if n == 0 {
-			continue
-		}
-		removed += n
-		if len(ns.cps) == 0 {
-			delete(nss, name)
-			continue
-		}
-		ns.collect()
-	}
-	if len(nss) == 0 {
-		delete(m.threads, threadID)
-	}
-	return removed, nil
 }
 
 // rowBytes estimates the encoded size of a checkpoint without its blobs,

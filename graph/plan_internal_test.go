@@ -116,3 +116,34 @@ func TestAddIntDigits(t *testing.T) {
 		}
 	}
 }
+
+// TestStepPrefixFollowsCheckpointID holds the path's remembered task-ID
+// prefix to idPrefix as the run's checkpoint ID changes (to one of the
+// same length, too), and without buffers.
+func TestStepPrefixFollowsCheckpointID(t *testing.T) {
+	b := New()
+	b.AddNode("a", func(context.Context, State) (Output, error) { return nil, nil })
+	b.AddEdge(START, "a")
+	b.AddEdge("a", END)
+	g, err := b.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := g.newRun(context.Background(), nil, nil, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"", "0195f3a0-0000-7000-8000-000000000001", "0195f3a0-0000-7000-8000-000000000002", string([]byte("0195f3a0-0000-7000-8000-000000000002")), ""} {
+		r.cpID = id
+		for range 2 {
+			if got, want := r.b.stepPrefix(r), r.idPrefix(); got != want {
+				t.Fatalf("checkpoint ID %q: prefix %x, want %x", id, got, want)
+			}
+		}
+	}
+	r.putBuffers()
+	r.cpID = "0195f3a0-0000-7000-8000-000000000003"
+	if got, want := r.b.stepPrefix(r), r.idPrefix(); got != want {
+		t.Fatalf("without buffers: prefix %x, want %x", got, want)
+	}
+}

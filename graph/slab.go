@@ -74,8 +74,12 @@ type runBufs struct {
 // is not the very string the last call hashed (same bytes at the same
 // address). The thread and namespace, the prefix's other inputs, are set
 // before a run's first step and stay while it holds the buffers. Only the
-// run's loop goroutine calls it.
+// run's loop goroutine calls it. A run without buffers (they went back to
+// the pool) hashes it each time, as before.
 func (b *runBufs) stepPrefix(r *run) fnv128 {
+	if b == nil {
+		return r.idPrefix()
+	}
 	if !b.preOK || len(b.preCP) != len(r.cpID) || unsafe.StringData(b.preCP) != unsafe.StringData(r.cpID) {
 		b.pre, b.preCP, b.preOK = r.idPrefix(), r.cpID, true
 	}

@@ -40,6 +40,10 @@ type Memory struct {
 	threads  map[string]map[string]*memNamespace // thread -> namespace -> data
 	now      func() time.Time                    // clock for Prune's OlderThan
 	maxBytes int
+	// the namespace the last Put stored in and where (see namespace);
+	// used and set only with mu held for writing
+	lastNS               *memNamespace
+	lastThread, lastName string
 }
 
 // MemoryOption configures NewMemory.
@@ -202,7 +206,7 @@ func (m *Memory) list(ref Ref, opts ListOptions) ([]*Tuple, error) {
 // version are already stored in the namespace must be identical to the
 // stored one. When Put fails it has written nothing.
 func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (Ref, error) {
-	return m.put(ctx, ref, cp, nil, md, false)
+	return m.put(ctx, ref, &cp, nil, &md, false)
 }
 
 // PutOwned is Put for a caller that hands what cp and md point to over:
@@ -216,7 +220,7 @@ func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (
 // *Memory itself (not a type that embeds one, whose Put may do more). It is
 // not part of Saver.
 func (m *Memory) PutOwned(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (Ref, error) {
-	return m.put(ctx, ref, cp, nil, md, true)
+	return m.put(ctx, ref, &cp, nil, &md, true)
 }
 
 // KeyVersion is one entry of a checkpoint's versions: a key and the
@@ -236,12 +240,14 @@ func (m *Memory) PutOwnedVersions(ctx context.Context, ref Ref, cp Checkpoint, v
 	if len(cp.Versions) > 0 {
 		return Ref{}, fmt.Errorf("checkpoint: put %s: versions given both as a map and as a slice", Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: cp.ID})
 	}
-	return m.put(ctx, ref, cp, vers, md, true)
+	return m.put(ctx, ref, &cp, vers, &md, true)
 }
 
 // put stores cp, whose versions are cp.Versions and vers (one of them
-// empty).
-func (m *Memory) put(ctx context.Context, ref Ref, cp Checkpoint, vers []KeyVersion, md Metadata, owned bool) (Ref, error) {
+// empty). It neither changes nor keeps cp and md themselves (only what
+// their fields hold, copied unless owned): they are pointers so that a
+// step's save does not copy the two structs at every call on its way.
+func (m *Memory) put(ctx context.Context, ref Ref, cp *Checkpoint, vers []KeyVersion, md *Metadata, owned bool) (Ref, error) {
 	if err := ctx.Err(); err != nil {
 		return Ref{}, err
 	}
@@ -266,7 +272,7 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp Checkpoint, vers []KeyVers
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	ns := m.threads[ref.ThreadID][ref.Namespace]
+	ns := m.namespace(ref.ThreadID, ref.Namespace)
 	latest := ""
 	if ns != nil {
 		latest = ns.latest()
@@ -283,7 +289,7 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp Checkpoint, vers []KeyVers
 // cp.Versions) and blobs against the size limit.
 // Only a checkpoint over the limit goes through CheckSize and
 // CheckBlobSizes, which build the error: the check is a comparison a step.
-func (m *Memory) checkSizes(out Ref, cp Checkpoint, nvers int, md Metadata) error {
+func (m *Memory) checkSizes(out Ref, cp *Checkpoint, nvers int, md *Metadata) error {
 	limit := m.maxBytes // NewMemory makes it positive
 	if n := rowBytes(cp, md) + 88*nvers; n > limit {
 		return CheckSize(out, "put", "the checkpoint", n, limit)
@@ -301,7 +307,7 @@ func (m *Memory) checkSizes(out Ref, cp Checkpoint, nvers int, md Metadata) erro
 // ref.ID as the latest. It returns the stored blob list of cp's first
 // blob's key, nil when there is none, for store to add to without
 // looking it up again.
-func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp Checkpoint) (*blobList, error) {
+func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp *Checkpoint) (*blobList, error) {
 	if ref.ID != latest {
 		if latest == "" {
 			return nil, fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the namespace has none: %w", out, ref.ID, ErrConflict)
@@ -337,13 +343,14 @@ func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp Chec
 // store stores a checked checkpoint under m.mu in namespace ns of ref's
 // thread, creating it when ns is nil, and returns the namespace. first is
 // what checkPut returned for cp, or nil.
-func (m *Memory) store(ref Ref, ns *memNamespace, cp Checkpoint, vers []KeyVersion, md Metadata, owned bool, first *blobList) *memNamespace {
+func (m *Memory) store(ref Ref, ns *memNamespace, cp *Checkpoint, vers []KeyVersion, md *Metadata, owned bool, first *blobList) *memNamespace {
 	if ns == nil {
 		ns = &memNamespace{blobs: make(memBlobs)}
 		if m.threads[ref.ThreadID] == nil {
 			m.threads[ref.ThreadID] = make(map[string]*memNamespace)
 		}
 		m.threads[ref.ThreadID][ref.Namespace] = ns
+		m.lastNS, m.lastThread, m.lastName = ns, ref.ThreadID, ref.Namespace
 	}
 	ns.store(cp, vers, md, owned, first)
 	return ns
@@ -417,21 +424,6 @@ func (m *Memory) putWrites(ctx context.Context, ref Ref, taskID string, writes [
 	return nil
 }
 
-// DeleteThread removes the thread with all its namespaces, checkpoints,
-// blobs and writes. Deleting a missing thread returns nil.
-func (m *Memory) DeleteThread(ctx context.Context, threadID string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if threadID == "" {
-		return errEmptyThread
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.threads, threadID)
-	return nil
-}
-
 // CopyThread copies every namespace, checkpoint, blob and write of thread
 // from into thread to. It returns an error wrapping ErrNotFound when from has
 // no checkpoint, and an error when to already has one. The copy shares
@@ -456,6 +448,7 @@ func (m *Memory) CopyThread(ctx context.Context, from, to string) error {
 	for name, ns := range src {
 		dst[name] = ns.clone()
 	}
+	m.forgetNamespace() // (to had none to remember; kept simple)
 	m.threads[to] = dst
 	return nil
 }
@@ -666,47 +659,10 @@ func cloneCheckpoint(cp Checkpoint) Checkpoint {
 	return cp
 }
 
-// DeleteRun removes every checkpoint of thread threadID written by run
-// runID (Metadata.RunID), in every namespace, with their pending writes and
-// the blobs no remaining checkpoint needs; see checkpoint.Saver. A namespace
-// left without checkpoints is removed. It returns how many checkpoints it
-// removed.
-func (m *Memory) DeleteRun(ctx context.Context, threadID, runID string) (int, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, err
-	}
-	if threadID == "" {
-		return 0, errEmptyThread
-	}
-	if runID == "" {
-		return 0, fmt.Errorf("checkpoint: delete run in %s: run ID is empty", Ref{ThreadID: threadID})
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	removed := 0
-	nss := m.threads[threadID]
-	for name, ns := range nss {
-		n := ns.remove(func(_ int, c *memCheckpoint) bool { return c.runID == runID })
-		if n == 0 {
-			continue
-		}
-		removed += n
-		if len(ns.cps) == 0 {
-			delete(nss, name)
-			continue
-		}
-		ns.collect()
-	}
-	if len(nss) == 0 {
-		delete(m.threads, threadID)
-	}
-	return removed, nil
-}
-
 // rowBytes estimates the encoded size of a checkpoint without its blobs,
 // for the size limit: the IDs, task fields and payloads, join barriers,
 // deferred nodes and metadata, plus a little per entry.
-func rowBytes(cp Checkpoint, md Metadata) int {
+func rowBytes(cp *Checkpoint, md *Metadata) int {
 	// State key names come from the graph's definition, not from data:
 	// count them at a generous 64 bytes each instead of iterating the map.
 	n := 64 + len(cp.ID) + len(md.Parent) + len(md.RunID) + len(md.Source) + 88*len(cp.Versions)

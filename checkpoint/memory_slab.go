@@ -95,13 +95,14 @@ func tasksInline(next []Task) bool {
 	return len(next) == 0 || len(next) == 1 && next[0].Node != "" && next[0].Payload == nil
 }
 
-// rareOf returns the rare part of what cp and md hold, nil when they hold
-// none of it; code is md.Source's sourceCode.
-func rareOf(cp Checkpoint, md Metadata, code uint8) *memRare {
-	if cp.Waiting == nil && cp.Deferred == nil && md.Extra == nil && (code != 0 || md.Source == "") {
+// rareOf returns the rare part of a checkpoint's join barriers (waiting),
+// deferred nodes and metadata md, nil when they hold none of it; code is
+// md.Source's sourceCode.
+func rareOf(waiting map[string][]string, deferred []string, md *Metadata, code uint8) *memRare {
+	if waiting == nil && deferred == nil && md.Extra == nil && (code != 0 || md.Source == "") {
 		return nil
 	}
-	r := &memRare{waiting: cp.Waiting, deferred: cp.Deferred, extra: md.Extra}
+	r := &memRare{waiting: waiting, deferred: deferred, extra: md.Extra}
 	if code == 0 {
 		r.source = md.Source
 	}
@@ -130,7 +131,7 @@ func (c *memCheckpoint) set(cp Checkpoint, vers []memVersion, md Metadata) {
 	} else {
 		more.next = cp.Next
 	}
-	more.rare = rareOf(cp, md, code)
+	more.rare = rareOf(cp.Waiting, cp.Deferred, &md, code)
 	if more.vers != nil || more.next != nil || more.rare != nil {
 		c.more = &more
 	}
@@ -256,7 +257,7 @@ func carve[T any](slab *[]T, n, per, stored int) []T {
 // key. Unless owned, it copies every byte slice and map it keeps;
 // either way it copies cp.Versions, cp.Blobs and cp.Next element by
 // element, so the caller keeps those containers.
-func (ns *memNamespace) store(cp Checkpoint, kvs []KeyVersion, md Metadata, owned bool, first *blobList) {
+func (ns *memNamespace) store(cp *Checkpoint, kvs []KeyVersion, md *Metadata, owned bool, first *blobList) {
 	for i, b := range cp.Blobs {
 		l := first
 		if i > 0 || l == nil {
@@ -275,8 +276,11 @@ func (ns *memNamespace) store(cp Checkpoint, kvs []KeyVersion, md Metadata, owne
 	ns.slab.cps = ns.slab.cps[:len(ns.slab.cps)+1]
 	c := &ns.slab.cps[len(ns.slab.cps)-1]
 
+	waiting, deferred := cp.Waiting, cp.Deferred
 	if !owned {
-		cp.Waiting, cp.Deferred, md = cloneWaiting(cp.Waiting), slices.Clone(cp.Deferred), cloneMetadata(md)
+		waiting, deferred = cloneWaiting(waiting), slices.Clone(deferred)
+		cmd := cloneMetadata(*md)
+		md = &cmd // md is the caller's: not written to
 	}
 	// c is a fresh slab entry, all zero: set only what is not.
 	code := sourceCode(md.Source)
@@ -315,7 +319,7 @@ func (ns *memNamespace) store(cp Checkpoint, kvs []KeyVersion, md Metadata, owne
 		}
 		more.next = next
 	}
-	more.rare = rareOf(cp, md, code)
+	more.rare = rareOf(waiting, deferred, md, code)
 	if more.vers != nil || more.next != nil || more.rare != nil {
 		c.more = &carve(&ns.slab.more, 1, 1, held)[0]
 		*c.more = more

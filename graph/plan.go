@@ -15,6 +15,14 @@ func (r *run) plan(tasks []*task) error {
 	if r.keepNext {
 		return nil
 	}
+	if len(tasks) == 1 && r.planChain(tasks[0]) {
+		return nil
+	}
+	return r.planAll(tasks)
+}
+
+// planAll is plan for any step.
+func (r *run) planAll(tasks []*task) error {
 	pull, push := r.b.touched[:0], r.b.push[:0] // apply is done with touched
 	trigger := func(from *task, to int) error {
 		if to == endIdx {
@@ -131,6 +139,39 @@ func (r *run) plan(tasks []*task) error {
 	}
 	r.next = next
 	return nil
+}
+
+// planChain is plan for a step whose one task follows a single plain edge
+// to a node that takes no payload and is not deferred: a chain's step. It
+// schedules what plan would (the same task, marks and spare slice) without
+// plan's closure, buffer sizing and sort (TestPlanChainLikePlanAll), and
+// reports false, having done nothing, for any other step.
+func (r *run) planChain(t *task) bool {
+	n := t.node
+	if t.viaGoto || len(t.routes) > 0 || len(n.succ) != 1 || len(n.joins) > 0 || len(r.deferred) > 0 || r.wants(EventTaskStart) {
+		return false
+	}
+	to := n.succ[0]
+	if to == endIdx || r.b.marks[to] == r.step+1 {
+		return false
+	}
+	dst := r.g.nodes[to]
+	if dst.takesPayload || dst.deferred {
+		return false
+	}
+	r.b.marks[to] = r.step + 1
+	var next []*task
+	if cap(r.spare) == 0 {
+		buf := make([]*task, 2) // as plan's first allocation: this step's and the next's
+		next, r.spare = buf[:0:1], buf[1:1]
+	} else {
+		next = r.spare[:0]
+		r.spare = nil // next owns it now
+	}
+	nt := r.newTask(1)
+	nt.r, nt.node, nt.idx, nt.step = r, dst, 0, r.step+1
+	r.next = append(next, nt)
+	return true
 }
 
 // allSeen reports whether every source of a join has finished. A wide

@@ -511,6 +511,9 @@ func (r *run) superstep() error {
 	}
 	var waiting []InterruptInfo
 	for _, t := range tasks {
+		if t.in == nil && !t.waiting {
+			continue // raised nothing and was not waiting: nothing to gather
+		}
 		waiting = append(waiting, t.in.raisedList()...)
 		if t.waiting { // still unanswered: it did not run, its interrupts stand
 			t.intr().raised = t.intr().raised[:0]
@@ -667,7 +670,7 @@ func (r *run) afterCommit(tasks []*task) error {
 				nr.id, nr.full = t.sum(), true
 			} else {
 				if !prefixed {
-					pre, prefixed = r.idPrefix(), true
+					pre, prefixed = r.b.stepPrefix(r), true
 				}
 				nr.id = pre
 			}

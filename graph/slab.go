@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Tasks and the states commit makes are carved from slabs: a step that
@@ -61,6 +62,28 @@ type runBufs struct {
 	// run's next save instead of a pool round trip each
 	cv carver
 	sc *saveScratch
+	// the run's last idPrefix and the checkpoint ID it hashed (see
+	// stepPrefix): a run without a saver keeps one checkpoint ID, so its
+	// steps share one prefix
+	pre   fnv128
+	preCP string
+	preOK bool
+}
+
+// stepPrefix is r.idPrefix, hashed again only when the run's checkpoint ID
+// is not the very string the last call hashed (same bytes at the same
+// address). The thread and namespace, the prefix's other inputs, are set
+// before a run's first step and stay while it holds the buffers. Only the
+// run's loop goroutine calls it. A run without buffers (they went back to
+// the pool) hashes it each time, as before.
+func (b *runBufs) stepPrefix(r *run) fnv128 {
+	if b == nil {
+		return r.idPrefix()
+	}
+	if !b.preOK || len(b.preCP) != len(r.cpID) || unsafe.StringData(b.preCP) != unsafe.StringData(r.cpID) {
+		b.pre, b.preCP, b.preOK = r.idPrefix(), r.cpID, true
+	}
+	return b.pre
 }
 
 // buffers returns zeroed working buffers for run r of g.
@@ -111,6 +134,7 @@ func (r *run) putBuffers() {
 		b.sc = nil
 	}
 	b.r = nil
+	b.pre, b.preCP, b.preOK = fnv128{}, "", false
 	r.g.memo.bufs.Put(b)
 }
 

@@ -634,7 +634,23 @@ func mixWords(h *fnv128, s string) {
 	mix(h, s)
 }
 
+// addInt mixes n's decimal digits, as strconv.AppendInt writes them.
+// A task ID hashes its step: a step below a billion has its digits
+// written here, without AppendInt's general path (TestAddIntDigits).
 func (h *fnv128) addInt(n int) {
+	if uint(n) < 1e9 {
+		var buf [9]byte
+		i, u := len(buf), uint32(n)
+		for {
+			i--
+			buf[i] = byte('0' + u%10)
+			if u /= 10; u == 0 {
+				break
+			}
+		}
+		mix(h, buf[i:])
+		return
+	}
 	var buf [20]byte
 	mix(h, strconv.AppendInt(buf[:0], int64(n), 10))
 }

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unsafe"
 )
 
 // Tasks and the states commit makes are carved from slabs: a step that
@@ -71,8 +70,8 @@ type runBufs struct {
 }
 
 // stepPrefix is r.idPrefix, hashed again only when the run's checkpoint ID
-// is not the very string the last call hashed (same bytes at the same
-// address). The thread and namespace, the prefix's other inputs, are set
+// is not the one the last call hashed (comparing the very same string
+// costs a pointer comparison). The thread and namespace, the prefix's other inputs, are set
 // before a run's first step and stay while it holds the buffers. Only the
 // run's loop goroutine calls it. A run without buffers (they went back to
 // the pool) hashes it each time, as before.
@@ -80,7 +79,7 @@ func (b *runBufs) stepPrefix(r *run) fnv128 {
 	if b == nil {
 		return r.idPrefix()
 	}
-	if !b.preOK || len(b.preCP) != len(r.cpID) || unsafe.StringData(b.preCP) != unsafe.StringData(r.cpID) {
+	if !b.preOK || b.preCP != r.cpID {
 		b.pre, b.preCP, b.preOK = r.idPrefix(), r.cpID, true
 	}
 	return b.pre

@@ -171,7 +171,6 @@ func waitFreeSlots(t *testing.T, q *Queue, n int) {
 	}
 }
 
-
 // A run EnqueueWith accepts with its pre-claim is worked here with no River
 // job at all: the accept writes no row of river_job, the pre-claim names
 // this process and expires a window ahead, and River never calls Advance

@@ -3,8 +3,8 @@ package queue
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"

@@ -376,7 +376,7 @@ func TestHandoffAbsorbsASecondAccept(t *testing.T) {
 		noVisit(t, visits, 300*time.Millisecond)
 
 		hold2 := make(chan struct{})
-		q2, visits2 := handoffQueue(t, cfg, func(ctx context.Context, n int32, thread string) (Result, error) {
+		q2, visits2 := handoffQueue(t, b.open(t), func(ctx context.Context, n int32, thread string) (Result, error) {
 			if n == 1 {
 				<-hold2
 			}

@@ -86,8 +86,8 @@ const (
 	DefaultCompletedRetention = time.Hour
 	// DefaultHandoffWindow is the default Config.HandoffWindow.
 	DefaultHandoffWindow = 30 * time.Second
-	// minHandoffWindow is the shortest HandoffWindow: the row is pushed
-	// back every third of it.
+	// minHandoffWindow is the shortest HandoffWindow: a hand-off's
+	// pre-claims are renewed every third of it.
 	minHandoffWindow = 30 * time.Millisecond
 	// DefaultQueueName is the River queue the jobs go to.
 	DefaultQueueName = "trellis_runs"
@@ -181,8 +181,8 @@ type Config struct {
 
 	// Workers is how many jobs run at once in this Queue.
 	Workers int
-	// Handoffs is how many jobs EnqueueWith inserts may at once be worked
-	// by this process itself, without River's fetch and completion (the
+	// Handoffs is how many threads EnqueueWith would insert jobs for may
+	// at once be worked by this process itself, with no River job (the
 	// hand-off, see handoff.go); beyond it, jobs go through River as any
 	// other. They run beside the Workers River runs, so up to Workers +
 	// Handoffs Advance calls run at once. Zero means Workers; a negative
@@ -491,8 +491,8 @@ func checkIDs(tenant, threadID string) error {
 }
 
 // Stop stops fetching jobs and waits for the running ones to return, up to
-// ctx, handed-off jobs included (one waiting on a busy thread goes back to
-// River at once). When ctx ends first, the running jobs' contexts are
+// ctx, hand-offs included (one waiting on a busy thread is given to River
+// at once: a job of its thread is enqueued). When ctx ends first, the running jobs' contexts are
 // cancelled and Stop waits (a bounded time) for them to return, then
 // reports ctx's error: their runs are left for the run service to resume.
 // Calling Stop again does nothing.

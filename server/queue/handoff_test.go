@@ -120,9 +120,6 @@ func claimOnly(runID string) txFunc {
 	}
 }
 
-// noop is an EnqueueWith function that writes nothing.
-func noop(context.Context, any) error { return nil }
-
 // handoffQueue starts a queue whose Advance records a visit per call and
 // answers with script(n, ctx) for the n-th call (from 1).
 func handoffQueue(t *testing.T, cfg Config, script func(ctx context.Context, n int32, thread string) (Result, error)) (*Queue, <-chan visit) {
@@ -136,21 +133,6 @@ func handoffQueue(t *testing.T, cfg Config, script func(ctx context.Context, n i
 	}
 	q = start(t, cfg)
 	return q, visits
-}
-
-func waitNoJobs(t *testing.T, q *Queue, thread string) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		jobs := jobsOf(t, q, thread)
-		if len(jobs) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the thread's jobs are %v, want none left", states(jobs))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // waitFreeSlots waits until the queue has n hand-off slots free.

@@ -249,11 +249,21 @@ func (q *Queue) runHandoff(e *handoff) {
 			cancel()
 			if err == nil {
 				// The new job starts after this call, after every request
-				// absorbed so far; one absorbed later is Advanced here.
-				if q.hand.tryClose(e) {
-					return
+				// absorbed before it; one absorbed since may have been
+				// stored after the job started, so it is enqueued too
+				// (coalesce: the new job stands for it while it waits).
+				// Advancing it here instead would run beside the job, and
+				// two Advance calls of one thread may both execute its
+				// next run until one claims it.
+				if !q.hand.tryClose(e) {
+					q.hand.close(e)
+					ectx, cancel := context.WithTimeout(context.Background(), reenqueueTimeout)
+					if err := q.enqueue(ectx, coalesce, e.key.tenant, e.key.thread); err != nil {
+						log.ErrorContext(ectx, "queue: enqueueing a request absorbed during the hand-off failed; its run's pre-claim insures it", slog.String("error", err.Error()))
+					}
+					cancel()
 				}
-				continue
+				return
 			}
 			log.ErrorContext(q.hand.ctx, "queue: enqueueing the thread's pending work failed; the hand-off does it", slog.String("error", err.Error()))
 			if !q.busyWait(e, q.cfg.BusySnooze) {

@@ -16,8 +16,10 @@ import (
 // every SweepInterval it lists expired leases, takes each over with a new
 // token (the old worker's writes are then refused), executes the run from
 // its thread's latest checkpoint, and enqueues the thread for the runs
-// waiting behind it. A second loop (ttl.go) expires threads whose TTL ran
-// out.
+// waiting behind it. An expired pre-claim (token 0: the insurance of a run
+// a process handed to itself and never claimed) is not taken over: its
+// thread is enqueued and the row dropped (dropPreClaim). A second loop
+// (ttl.go) expires threads whose TTL ran out.
 type sweeper struct {
 	s       *Server
 	enqueue runs.Enqueuer
@@ -78,7 +80,8 @@ func (w *sweeper) stop(ctx context.Context) error {
 	return nil
 }
 
-// sweep takes over the expired leases it finds and reports how many.
+// sweep takes over the expired leases it finds, pre-claims aside, and
+// reports how many.
 func (w *sweeper) sweep(ctx context.Context) (int, error) {
 	expired, err := w.s.st.db.ExpiredLeases(ctx, time.Now(), 100)
 	if err != nil {

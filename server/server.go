@@ -486,7 +486,14 @@ func (s *Server) Run(ctx context.Context) (err error) {
 		return a.RunExperimentUnit(ctx, job.Tenant, job.ExperimentID, job.Index, job.Attempt)
 	}
 	unitTimeout := cmp.Or(s.cfg.UnitTimeout, api.UnitTimeout+2*time.Minute) // the case, then its scoring
+	// A run handed off to this process is insured by its pre-claim, a
+	// lease the sweeper watches, which the hand-off renews until the claim.
+	var preClaims queue.PreClaimRenewer
+	if pc, ok := s.st.db.(db.PreClaimer); ok {
+		preClaims = pc
+	}
 	q, err = queue.New(life, queue.Config{
+		Owner: s.owner, PreClaims: preClaims,
 		Online: s.scoreSample(&s.sampleAPI),
 		SQLite: s.st.river, Postgres: s.st.pool,
 		Advance: advance, Workers: s.cfg.Workers, Unit: unit, UnitTimeout: unitTimeout, RescueStuckJobsAfter: min(queue.DefaultRescueStuckJobsAfter, unitTimeout),

@@ -16,8 +16,10 @@ import (
 // every SweepInterval it lists expired leases, takes each over with a new
 // token (the old worker's writes are then refused), executes the run from
 // its thread's latest checkpoint, and enqueues the thread for the runs
-// waiting behind it. A second loop (ttl.go) expires threads whose TTL ran
-// out.
+// waiting behind it. An expired pre-claim (token 0: the insurance of a run
+// a process handed to itself and never claimed) is not taken over: its
+// thread is enqueued and the row dropped (dropPreClaim). A second loop
+// (ttl.go) expires threads whose TTL ran out.
 type sweeper struct {
 	s       *Server
 	enqueue runs.Enqueuer
@@ -78,7 +80,8 @@ func (w *sweeper) stop(ctx context.Context) error {
 	return nil
 }
 
-// sweep takes over the expired leases it finds and reports how many.
+// sweep takes over the expired leases it finds, pre-claims aside, and
+// reports how many.
 func (w *sweeper) sweep(ctx context.Context) (int, error) {
 	expired, err := w.s.st.db.ExpiredLeases(ctx, time.Now(), 100)
 	if err != nil {
@@ -86,6 +89,13 @@ func (w *sweeper) sweep(ctx context.Context) (int, error) {
 	}
 	n := 0
 	for _, l := range expired {
+		if l.Token == 0 {
+			// A pre-claim (db.PreClaimer): the run was never claimed.
+			if err := w.dropPreClaim(ctx, l); err != nil {
+				return n, err
+			}
+			continue
+		}
 		lease, err := w.s.st.db.TakeOver(ctx, l, w.s.owner, w.s.leaseTTL())
 		if errors.Is(err, db.ErrLeaseLost) {
 			continue // renewed or taken by another worker meanwhile
@@ -111,6 +121,41 @@ func (w *sweeper) sweep(ctx context.Context) (int, error) {
 		}()
 	}
 	return n, nil
+}
+
+// dropPreClaim handles an expired pre-claim: the lease of token 0 written
+// with a run the queue handed off to its own process (server/queue's
+// hand-off), which the run's claim would have replaced. Its process died,
+// or lost its database, before the claim, so the run is not executed here
+// (it never started): the pre-claim is dropped, if still as read, and the
+// thread enqueued through the queue, which runs the run as any other. A
+// run that ended meanwhile (cancelled while pending) only loses the row.
+func (w *sweeper) dropPreClaim(ctx context.Context, l db.Lease) error {
+	pc, ok := w.s.st.db.(db.PreClaimer)
+	if !ok {
+		return nil // this DB writes no pre-claims
+	}
+	run, err := w.s.st.db.GetRun(ctx, l.Tenant, l.ThreadID, l.RunID)
+	if errors.Is(err, db.ErrNotFound) {
+		return nil // deleted, its lease with it
+	}
+	if err != nil {
+		return fmt.Errorf("read run %s of an expired pre-claim: %w", l.RunID, err)
+	}
+	if run.Status == db.RunRunning {
+		return nil // claimed since it was listed: its own lease stands
+	}
+	if run.Status == db.RunPending {
+		// The job first: a failure leaves the pre-claim for the next sweep.
+		w.s.log.Info("enqueueing a run whose process handed it to itself and stopped before claiming it", "run", run.ID, "thread", run.ThreadID, "previous_owner", l.Owner)
+		if err := w.enqueue(ctx, l.Tenant, l.ThreadID); err != nil {
+			return fmt.Errorf("enqueue thread %s of an expired pre-claim: %w", l.ThreadID, err)
+		}
+	}
+	if err := pc.DropLease(ctx, l); err != nil && !errors.Is(err, db.ErrLeaseLost) {
+		return fmt.Errorf("drop the expired pre-claim of run %s: %w", l.RunID, err)
+	}
+	return nil
 }
 
 func (s *Server) leaseTTL() time.Duration {

@@ -24,6 +24,24 @@ type TxRunCreator interface {
 	ClassifyTxError(err error) error
 }
 
+// PreClaimer is implemented by a DB whose CreateRunTx writes the run's
+// pre-claim when its context asks for one (txhook.WithPreClaim): a lease
+// row of token 0 for the pending run, owned by the process that will claim
+// it, which the claim's own lease replaces. It is what insures a run the
+// queue hands off to its own process instead of a queued job: if the
+// process dies before the claim, the lease sweeper finds the pre-claim
+// expired, drops it (DropLease) and enqueues the run's thread.
+type PreClaimer interface {
+	// RenewPreClaim sets the expiry of the run's pre-claim to until while
+	// owner still holds it (token 0: not claimed yet) and reports whether
+	// it did; false once the run was claimed, or the pre-claim is gone.
+	RenewPreClaim(ctx context.Context, tenant, runID, owner string, until time.Time) (bool, error)
+	// DropLease deletes a lease as ExpiredLeases returned it (the same
+	// token and expiry); ErrLeaseLost when it changed since it was read
+	// (renewed, claimed, taken over) or is gone.
+	DropLease(ctx context.Context, expired Lease) error
+}
+
 // TxClaimer is implemented by a DB that can claim a run inside a write
 // transaction someone else opened on the same database: the checkpoint
 // saver's, so that a run's claim commits with its first step instead of in

@@ -58,9 +58,6 @@ type jobOps struct {
 	// snoozes knows which running rows are snoozes not yet written (nil
 	// in a transaction, where no existing job may stand for the request).
 	snoozes *snoozeTracker
-	// handoffs knows the jobs this process works itself (nil in a
-	// transaction, like snoozes).
-	handoffs *handoffs
 	// inTx: the caller's change commits with the insert, so an existing job
 	// can never stand for it (it may run before the commit).
 	inTx bool
@@ -93,10 +90,8 @@ const (
 //     it will run again, so it stands for the request (see snoozeTracker).
 //   - its job is waiting (available, scheduled, snoozed): it will start
 //     after this call began and read the state. With coalesce it stands for
-//     the request (made due now if snoozed or scheduled, unless it is a
-//     job this process works itself, a hand-off, whose goroutine is told to
-//     advance the thread again instead: see handoff.go); with replace it is
-//     deleted and a new job inserted in the slot. A job that started meanwhile did so
+//     the request (made due now if snoozed or scheduled); with replace it
+//     is deleted and a new job inserted in the slot. A job that started meanwhile did so
 //     after this call began, which is enough outside a transaction; inside
 //     one, the next slot is tried.
 //
@@ -123,8 +118,6 @@ func enqueue(ctx context.Context, ops jobOps, m mode, queueName, tenant, threadI
 			switch {
 			case m == coalesce && ops.snoozes != nil && ops.snoozes.willRerun(job):
 				return nil // it snoozed and will run again, reading the state
-			case m == coalesce && ops.handoffs != nil && ops.handoffs.absorb(job):
-				return nil // handed off here: Advance is called again after the call in progress
 			case job.State == rivertype.JobStateRunning:
 				next = true
 			case m == coalesce && job.AttemptedAt == nil && job.State == rivertype.JobStateAvailable:
@@ -145,9 +138,6 @@ func enqueue(ctx context.Context, ops jobOps, m mode, queueName, tenant, threadI
 				_, err := ops.del(ctx, job.ID)
 				if err == nil && ops.snoozes != nil {
 					ops.snoozes.forget(job.ID)
-				}
-				if err == nil && ops.handoffs != nil {
-					ops.handoffs.released(job.ID)
 				}
 				switch {
 				case errors.Is(err, rivertype.ErrJobRunning):

@@ -4,46 +4,55 @@ import (
 	"context"
 	"log/slog"
 	"sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/internal/hoptrace"
 	"github.com/trellis-agents/trellis/server/internal/repeat"
 )
 
-// The in-process hand-off: a job EnqueueWith inserts fresh is worked by a
-// goroutine of this process, with no fetch by River and no completion by
-// River's completer.
+// The in-process hand-off: a thread EnqueueWith would insert a job for is
+// worked by a goroutine of this process instead, with no River job at all.
 //
-// The job is inserted scheduled at the end of the hand-off window
-// (Config.HandoffWindow), so no River worker, here or in another process,
-// fetches it while this process works it; it keeps its deduplication slot
-// like any waiting job. The goroutine calls Advance as worker.Work does;
-// the run's finish deletes the row in its own transaction (the txhook end
-// hook), where a fetched job would be completed. The delete is our own
-// conditional statement: only a row still scheduled and never attempted
-// is ours (handoffRowSQL); a row another process made due (JobRetry) or
-// River ran since belongs to River, which works it as any job.
+// What insures the work against this process dying is not a job row but
+// the run's pre-claim: EnqueueWith opens the write transaction itself and
+// asks the caller's statements to write, beside the run, a lease row for
+// it (txhook.PreClaim; owner Config.Owner, token 0, expiring a window
+// ahead). The run's claim replaces that row with its own lease (the
+// claim's lease statement is an upsert), and the run's finish deletes it
+// as any lease. If this process dies before the claim, the service's lease
+// sweeper finds the pre-claim expired and enqueues the thread through
+// River, which runs the run anywhere; after the claim, the run's lease and
+// the sweeper's take-over cover it as for any run. Correctness never
+// depends on the goroutine: Advance is idempotent.
 //
-// If this process dies, the row comes due at the window's end, or sooner
-// when the service's sweeper enqueues the thread (a waiting job found in
-// its slot is made due at once), and River works it anywhere: correctness
-// never depends on the goroutine, since Advance is idempotent.
+// A caller whose statements write no pre-claim (it stored no run that may
+// start now) gets a River job inserted in the same transaction instead,
+// as EnqueueTx would.
 //
-// A request of this process that finds the row in its slot (coalesce) does
-// not make it due: it marks the hand-off (absorb), and the goroutine calls
-// Advance again after the call in progress returns, keeping the row until
-// then, or enqueues the thread once its row is gone.
+// Hand-offs are kept by thread. A second EnqueueWith of a thread whose
+// hand-off is still working is absorbed by it: its goroutine calls Advance
+// again after the call in progress returns (which may have read the
+// thread before the second run was stored), and the second run's own
+// pre-claim insures it meanwhile. While a hand-off lasts its goroutine
+// renews the pre-claims of the runs it stands for that are not claimed
+// yet, every third of the window (Config.PreClaims).
+
+// PreClaimRenewer renews the pre-claim of a run a hand-off stands for
+// (the service's store, db.PreClaimer).
+type PreClaimRenewer interface {
+	// RenewPreClaim sets the pre-claim's expiry to until while owner holds
+	// it and reports whether it did: false once the run was claimed, or
+	// the pre-claim is gone.
+	RenewPreClaim(ctx context.Context, tenant, runID, owner string, until time.Time) (bool, error)
+}
 
 // handoffs are the hand-offs of one Queue.
 type handoffs struct {
 	mu       sync.Mutex
-	entries  map[int64]*handoff
-	free     int  // slots left
-	stopping bool // Stop began: no new hand-off
+	open     map[threadKey]*handoff // each thread's hand-off still absorbing
+	free     int                    // slots left
+	stopping bool                   // Stop began: no new hand-off
 	wg       sync.WaitGroup
 	stopCh   chan struct{}      // closed when Stop begins
 	ctx      context.Context    // the goroutines' context, cut by a hard stop
@@ -53,21 +62,23 @@ type handoffs struct {
 	drop bool
 }
 
-// handoff is one job worked by a goroutine of this process.
+// threadKey names a thread of a tenant.
+type threadKey struct{ tenant, thread string }
+
+// handoff is one thread worked by a goroutine of this process.
 type handoff struct {
-	job            *rivertype.JobRow
-	tenant, thread string
-	started        time.Time
-	wake           chan struct{} // a request was absorbed, or the row was released
+	key     threadKey
+	started time.Time
+	wake    chan struct{} // a request was absorbed
 	// Under handoffs.mu:
-	rerun    bool // a request was absorbed: Advance again after this call
-	released bool // another enqueue deleted the row (replace): its job stands for the thread
-	closed   bool // the goroutine is done with the row; absorb no longer
+	rerun  bool            // a request was absorbed: Advance again after this call
+	closed bool            // the goroutine no longer absorbs requests
+	claims []txhook.RunKey // pre-claims to renew (runs not known to be claimed)
 }
 
 func (h *handoffs) init(slots int) {
 	h.free = slots
-	h.entries = make(map[int64]*handoff)
+	h.open = make(map[threadKey]*handoff)
 	h.stopCh = make(chan struct{})
 	h.ctx, h.cancel = context.WithCancel(context.Background())
 }
@@ -94,36 +105,6 @@ func (h *handoffs) unused() {
 	h.wg.Done()
 }
 
-// absorb reports whether job, a row found in a thread's slot, is a
-// hand-off of this process whose goroutine will call Advance again after
-// the call in progress (or enqueue the thread): then it stands for the
-// request, which it marks.
-func (h *handoffs) absorb(job *rivertype.JobRow) bool {
-	if job.State != rivertype.JobStateScheduled || job.AttemptedAt != nil {
-		return false // not the row as inserted: River has it
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	e := h.entries[job.ID]
-	if e == nil || e.closed || e.released {
-		return false
-	}
-	e.rerun = true
-	e.signal()
-	return true
-}
-
-// released records that the row of job id was deleted by an enqueue that
-// put a new job in its slot.
-func (h *handoffs) released(id int64) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if e := h.entries[id]; e != nil {
-		e.released = true
-		e.signal()
-	}
-}
-
 func (e *handoff) signal() {
 	select {
 	case e.wake <- struct{}{}:
@@ -131,39 +112,55 @@ func (e *handoff) signal() {
 	}
 }
 
-// take returns and clears the marks the goroutine acts on.
-func (h *handoffs) take(e *handoff) (rerun, released bool) {
+// take returns and clears the mark of an absorbed request.
+func (h *handoffs) take(e *handoff) (rerun bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	rerun, released = e.rerun, e.released
+	rerun = e.rerun
 	e.rerun = false
 	select {
 	case <-e.wake: // told already
 	default:
 	}
-	return rerun, released
+	return rerun
 }
 
-// close ends absorbing for e and reports whether a request was absorbed
-// since take.
-func (h *handoffs) close(e *handoff) (rerun bool) {
+// tryClose ends absorbing for e unless a request was absorbed since take:
+// then it reports false, and the goroutine calls Advance again.
+func (h *handoffs) tryClose(e *handoff) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	e.closed = true
-	return e.rerun && !e.released
+	if e.rerun {
+		return false
+	}
+	h.closeLocked(e)
+	return true
 }
 
-// done forgets e and frees its slot.
-func (h *handoffs) done(e *handoff) {
+// close ends absorbing for e.
+func (h *handoffs) close(e *handoff) {
 	h.mu.Lock()
-	delete(h.entries, e.job.ID)
+	defer h.mu.Unlock()
+	h.closeLocked(e)
+}
+
+func (h *handoffs) closeLocked(e *handoff) {
+	e.closed = true
+	if h.open[e.key] == e {
+		delete(h.open, e.key)
+	}
+}
+
+// done frees e's slot.
+func (h *handoffs) done(*handoff) {
+	h.mu.Lock()
 	h.free++
 	h.mu.Unlock()
 	h.wg.Done()
 }
 
-// beginStop refuses new hand-offs and tells Busy waits to hand their jobs
-// back to River.
+// beginStop refuses new hand-offs and tells Busy waits to hand their
+// threads to River.
 func (h *handoffs) beginStop() {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -188,59 +185,56 @@ func (h *handoffs) wait(ctx context.Context) error {
 	}
 }
 
-// launch starts the goroutine working job, inserted by EnqueueWith on a
-// slot acquire took.
-func (q *Queue) launch(job *rivertype.JobRow, tenant, thread string) {
-	e := &handoff{job: job, tenant: tenant, thread: thread, started: time.Now(), wake: make(chan struct{}, 1)}
+// launch hands the thread off after EnqueueWith's commit, on a slot
+// acquire took, with the runs whose pre-claims the commit wrote: to the
+// thread's hand-off still absorbing, which calls Advance again (the slot
+// is given back), or to a new goroutine.
+func (q *Queue) launch(tenant, thread string, claims []txhook.RunKey) {
 	h := &q.hand
+	k := threadKey{tenant, thread}
 	h.mu.Lock()
 	if h.drop {
 		h.mu.Unlock()
 		h.unused()
 		return
 	}
-	h.entries[job.ID] = e
+	if e := h.open[k]; e != nil {
+		e.rerun = true
+		e.claims = append(e.claims, claims...)
+		e.signal()
+		h.mu.Unlock()
+		h.unused()
+		return
+	}
+	e := &handoff{key: k, started: time.Now(), wake: make(chan struct{}, 1), claims: claims}
+	h.open[k] = e
 	h.mu.Unlock()
 	go q.runHandoff(e)
 }
 
-// runHandoff works a handed-off job: Advance, then the outcome as
-// worker.work treats it, with the row deleted instead of completed.
+// runHandoff works a handed-off thread: Advance, then the outcome as
+// worker.work treats it, with nothing to complete.
 func (q *Queue) runHandoff(e *handoff) {
 	hoptrace.Mark("handoff")
 	defer q.hand.done(e)
-	defer q.keepScheduled(e)()
-	log := q.cfg.Logger.With(slog.String("tenant", e.tenant), slog.String("thread_id", e.thread), slog.Int64("job_id", e.job.ID))
+	defer q.keepPreClaimed(e)()
+	log := q.cfg.Logger.With(slog.String("tenant", e.key.tenant), slog.String("thread_id", e.key.thread))
 	w := &worker{q: q}
 	for {
-		res, err, deleted := q.advanceHandoff(w, e)
-		rerun, released := q.hand.take(e)
-		if released {
-			// Our row was replaced by a job that starts after this call
-			// began: it stands for everything, the marks included.
-			q.hand.close(e)
-			return
-		}
-		if q.hand.ctx.Err() != nil && !deleted {
-			// Cut by a hard stop: the row is left for River (due at the
-			// window's end, or when the thread is enqueued again) and the
-			// run for the service to resume.
+		res, err := q.advanceHandoff(w, e)
+		rerun := q.hand.take(e)
+		if q.hand.ctx.Err() != nil {
+			// Cut by a hard stop: the runs are left to their leases and
+			// pre-claims (the sweeper) or to the next start's re-enqueue.
 			q.hand.close(e)
 			return
 		}
 		if err != nil {
-			log.ErrorContext(q.hand.ctx, "queue: advancing the thread failed; the handed-off job ends and is not retried", slog.String("error", err.Error()))
-			// The end hook may have run in a transaction that rolled
-			// back: delete again (a no-op if the row is gone).
-			deleted = false
+			log.ErrorContext(q.hand.ctx, "queue: advancing the thread failed; the hand-off ends and is not retried", slog.String("error", err.Error()))
 			res = Result{Outcome: Done}
 		}
 		switch res.Outcome {
 		case Busy:
-			if deleted {
-				q.finishHandoff(e, true, rerun, log)
-				return
-			}
 			d := res.After
 			if d <= 0 {
 				d = q.cfg.BusySnooze
@@ -251,103 +245,111 @@ func (q *Queue) runHandoff(e *handoff) {
 			}
 		case More:
 			ectx, cancel := context.WithTimeout(context.Background(), reenqueueTimeout)
-			err := q.enqueue(ectx, replace, e.tenant, e.thread)
+			err := q.enqueue(ectx, replace, e.key.tenant, e.key.thread)
 			cancel()
 			if err == nil {
-				// The new job starts after this call: it stands for any
-				// request absorbed before.
-				q.finishHandoff(e, deleted, false, log)
+				// The new job starts after this call, after every request
+				// absorbed before it; one absorbed since may have been
+				// stored after the job started, so it is enqueued too
+				// (coalesce: the new job stands for it while it waits).
+				// Advancing it here instead would run beside the job, and
+				// two Advance calls of one thread may both execute its
+				// next run until one claims it.
+				if !q.hand.tryClose(e) {
+					q.hand.close(e)
+					ectx, cancel := context.WithTimeout(context.Background(), reenqueueTimeout)
+					if err := q.enqueue(ectx, coalesce, e.key.tenant, e.key.thread); err != nil {
+						log.ErrorContext(ectx, "queue: enqueueing a request absorbed during the hand-off failed; its run's pre-claim insures it", slog.String("error", err.Error()))
+					}
+					cancel()
+				}
 				return
 			}
-			log.ErrorContext(q.hand.ctx, "queue: enqueueing the thread's pending work failed; the handed-off job does it", slog.String("error", err.Error()))
-			if !deleted {
-				q.handBack(e, log)
-				return
-			}
-			// The row is gone: Advance again here after a pause (when the
-			// queue stops first, the service's sweeper finds the work).
+			log.ErrorContext(q.hand.ctx, "queue: enqueueing the thread's pending work failed; the hand-off does it", slog.String("error", err.Error()))
 			if !q.busyWait(e, q.cfg.BusySnooze) {
-				q.finishHandoff(e, true, rerun, log)
+				q.handBack(e, log)
 				return
 			}
 		default: // Done, or an unknown outcome
 			if res.Outcome != Done {
-				log.ErrorContext(q.hand.ctx, "queue: Advance returned an unknown outcome; the handed-off job ends", slog.String("outcome", res.Outcome.String()))
+				log.ErrorContext(q.hand.ctx, "queue: Advance returned an unknown outcome; the hand-off ends", slog.String("outcome", res.Outcome.String()))
 			}
-			if rerun && !deleted {
-				continue // the row still stands for the absorbed request
+			if rerun || !q.hand.tryClose(e) {
+				continue // a request was absorbed: Advance again
 			}
-			q.finishHandoff(e, deleted, rerun, log)
 			return
 		}
 	}
 }
 
-// keepScheduled pushes the row's scheduled time a window ahead every
-// third of the window while the hand-off lasts, so that no River worker
-// fetches a job this process is still working; it stops when the row is no
-// longer as inserted. A run shorter than a third of the window writes
-// nothing for it. The returned function stops it, waiting for a write in
-// progress.
-func (q *Queue) keepScheduled(e *handoff) (stop func()) {
+// keepPreClaimed renews, every third of the window while the hand-off
+// lasts, the pre-claims of the runs it stands for, so that no sweeper
+// enqueues a run this process is still about to claim; a run found
+// claimed is renewed no more. A hand-off shorter than a third of the
+// window writes nothing for it. The returned function stops it, waiting
+// for a write in progress.
+func (q *Queue) keepPreClaimed(e *handoff) (stop func()) {
+	if q.cfg.PreClaims == nil {
+		return func() {}
+	}
 	every := q.cfg.HandoffWindow / 3
 	return repeat.Every(every, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), every)
-		ours, err := q.eng.extendHandoff(ctx, e.job.ID, q.handoffUntil())
-		cancel()
-		if err != nil {
-			q.cfg.Logger.Warn("queue: pushing back a handed-off job failed; River may work it beside this process once its window ends",
-				slog.Int64("job_id", e.job.ID), slog.String("error", err.Error()))
-			return true
+		q.hand.mu.Lock()
+		claims := append([]txhook.RunKey(nil), e.claims...)
+		q.hand.mu.Unlock()
+		var gone []txhook.RunKey
+		for _, c := range claims {
+			ctx, cancel := context.WithTimeout(context.Background(), every)
+			ours, err := q.cfg.PreClaims.RenewPreClaim(ctx, c.Tenant, c.RunID, q.cfg.Owner, q.preClaimUntil())
+			cancel()
+			switch {
+			case err != nil:
+				q.cfg.Logger.Warn("queue: renewing a handed-off run's pre-claim failed; the sweeper may enqueue its thread once it expires",
+					slog.String("tenant", c.Tenant), slog.String("run_id", c.RunID), slog.String("error", err.Error()))
+			case !ours:
+				gone = append(gone, c)
+			}
 		}
-		return ours // not ours: River's now, or gone
+		if len(gone) > 0 {
+			q.hand.mu.Lock()
+			e.claims = without(e.claims, gone)
+			q.hand.mu.Unlock()
+		}
+		return true
 	})
 }
 
-// advanceHandoff calls Advance once for e, with the end hook that deletes
-// the row in the run's finish transaction; deleted reports that the hook
-// did so (or found the row no longer ours).
-func (q *Queue) advanceHandoff(w *worker, e *handoff) (res Result, err error, deleted bool) {
+// without is claims less those in gone.
+func without(claims, gone []txhook.RunKey) []txhook.RunKey {
+	out := claims[:0]
+	for _, c := range claims {
+		drop := false
+		for _, g := range gone {
+			drop = drop || c == g
+		}
+		if !drop {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// advanceHandoff calls Advance once for e.
+func (q *Queue) advanceHandoff(w *worker, e *handoff) (Result, error) {
 	wctx, cancel := bounded(q.hand.ctx, q.cfg.JobTimeout)
 	defer cancel()
-	var del atomic.Bool
-	actx := txhook.WithEnd(wctx, func(ctx context.Context, tx any) error {
-		if del.Load() {
-			return nil
-		}
-		q.hand.mu.Lock()
-		keep := e.rerun
-		q.hand.mu.Unlock()
-		if keep {
-			return nil // a request was absorbed: the row stands for it until Advance runs again
-		}
-		if _, err := q.eng.deleteHandoff(context.WithoutCancel(ctx), tx, e.job.ID); err != nil {
-			q.cfg.Logger.WarnContext(ctx, "queue: deleting the handed-off job with the run's finish failed; it is deleted after it",
-				slog.Int64("job_id", e.job.ID), slog.String("error", err.Error()))
-			return nil
-		}
-		del.Store(true)
-		return nil
-	})
-	res, err = w.advance(actx, e.tenant, e.thread)
-	return res, err, del.Load()
+	return w.advance(wctx, e.key.tenant, e.key.thread)
 }
 
-// handoffUntil is the scheduled time of a handed-off row written now: the
-// window from now, plus River's scheduler interval, since the scheduler
-// makes jobs available that far ahead of their time.
-func (q *Queue) handoffUntil() time.Time {
-	return time.Now().Add(q.cfg.HandoffWindow + schedulerLookahead)
+// preClaimUntil is the expiry of a pre-claim written now: the window from
+// now.
+func (q *Queue) preClaimUntil() time.Time {
+	return time.Now().Add(q.cfg.HandoffWindow)
 }
 
-// schedulerLookahead is River's JobScheduler interval, by which it makes
-// scheduled jobs available ahead of their time (River's default, 5 s; a
-// fetch still waits for the time itself).
-const schedulerLookahead = 5 * time.Second
-
-// busyWait waits d, or less when a request is absorbed or the row is
-// released; false when the job must go back to River instead (the queue
-// is stopping, or half the window has passed).
+// busyWait waits d, or less when a request is absorbed; false when the
+// thread must go to River instead (the queue is stopping, or half the
+// window has passed).
 func (q *Queue) busyWait(e *handoff, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -360,33 +362,16 @@ func (q *Queue) busyWait(e *handoff, d time.Duration) bool {
 	return time.Since(e.started) < q.cfg.HandoffWindow/2
 }
 
-// finishHandoff ends a hand-off whose Advance is done: the row is deleted
-// unless already, then a request absorbed during that Advance (rerun, as
-// take returned it) or since is enqueued.
-func (q *Queue) finishHandoff(e *handoff, deleted, rerun bool, log *slog.Logger) {
-	ctx, cancel := context.WithTimeout(context.Background(), reenqueueTimeout)
-	defer cancel()
-	if !deleted {
-		if _, err := q.eng.deleteHandoffNow(ctx, e.job.ID); err != nil {
-			// Harmless: the row comes due at the window's end and its
-			// Advance finds nothing to do.
-			log.WarnContext(ctx, "queue: deleting the handed-off job failed; it runs once more at the end of its window", slog.String("error", err.Error()))
-		}
-	}
-	if q.hand.close(e) || rerun {
-		if err := q.enqueue(ctx, coalesce, e.tenant, e.thread); err != nil {
-			log.ErrorContext(ctx, "queue: enqueueing a request that arrived during the handed-off job failed", slog.String("error", err.Error()))
-		}
-	}
-}
-
-// handBack gives the row to River: it is made due now, so a worker here
-// or elsewhere fetches it (and snoozes it, if the thread is still busy).
+// handBack gives the thread to River: the hand-off stops absorbing, then
+// a job of the thread is enqueued, which starts after every request the
+// hand-off absorbed (and snoozes, if the thread is still busy). The runs'
+// pre-claims are left to expire: the job's claim replaces them, and a
+// sweeper finding one expired only enqueues the thread again.
 func (q *Queue) handBack(e *handoff, log *slog.Logger) {
 	q.hand.close(e)
 	ctx, cancel := context.WithTimeout(context.Background(), reenqueueTimeout)
 	defer cancel()
-	if _, err := q.eng.ops().retry(ctx, e.job.ID); err != nil {
-		log.WarnContext(ctx, "queue: handing the job back to River failed; it comes due at the end of its window", slog.String("error", err.Error()))
+	if err := q.enqueue(ctx, coalesce, e.key.tenant, e.key.thread); err != nil {
+		log.WarnContext(ctx, "queue: handing the thread to River failed; the sweeper enqueues it when its pre-claims expire", slog.String("error", err.Error()))
 	}
 }

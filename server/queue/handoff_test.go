@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/trellis-agents/trellis/internal/sqltrace"
@@ -22,51 +22,103 @@ type visit struct {
 	at   time.Time
 }
 
-// handedOff reports whether the call ran as a hand-off: the thread's one
-// live row is still scheduled and never attempted, so River did not
-// fetch it.
-func (v visit) handedOff() bool {
-	live := 0
-	ok := false
-	for _, j := range v.jobs {
-		switch j.State {
-		case rivertype.JobStateRunning, rivertype.JobStateAvailable:
-			live++
-		case rivertype.JobStateScheduled:
-			live++
-			ok = j.AttemptedAt == nil
-		}
-	}
-	return live == 1 && ok
+// handedOff reports whether the call ran as a hand-off: the thread has no
+// job row at all.
+func (v visit) handedOff() bool { return len(v.jobs) == 0 }
+
+// fetched reports whether the call ran as River's job: the thread's one
+// row is running.
+func (v visit) fetched() bool {
+	return len(v.jobs) == 1 && v.jobs[0].State == rivertype.JobStateRunning
 }
 
-// finishIn writes a row of folds_marks in a transaction that runs the end
-// hooks, as the run service's finish does.
-func finishIn(ctx context.Context, cfg Config, thread string) error {
-	ins := `INSERT INTO folds_marks (thread) VALUES (` + placeholder(cfg) + `)`
+// preClaimsDDL is the test's stand-in for the service's lease table.
+const preClaimsDDL = `CREATE TABLE test_preclaims (run_id TEXT PRIMARY KEY, owner TEXT NOT NULL, expires_ms BIGINT NOT NULL)`
+
+// preClaimStore is the test's stand-in for the service's store: it writes
+// a pre-claim row as the run service's CreateRunTx does and renews it.
+type preClaimStore struct {
+	cfg     Config
+	renewed atomic.Int32
+	claimed sync.Map // run ID -> true: renewals report it claimed
+}
+
+func newPreClaims(t *testing.T, cfg Config) *preClaimStore {
+	t.Helper()
+	var err error
 	if cfg.SQLite != nil {
-		tx, err := cfg.SQLite.BeginTx(ctx, nil)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, ins, thread); err != nil {
-			return errors.Join(err, tx.Rollback())
-		}
-		if err := txhook.RunEnd(ctx, tx); err != nil {
-			return errors.Join(err, tx.Rollback())
-		}
-		return tx.Commit()
+		_, err = cfg.SQLite.Exec(preClaimsDDL)
+	} else {
+		_, err = cfg.Postgres.Exec(context.Background(), preClaimsDDL)
 	}
-	return pgx.BeginFunc(ctx, cfg.Postgres, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, ins, thread); err != nil {
-			return err
-		}
-		return txhook.RunEnd(ctx, tx)
-	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &preClaimStore{cfg: cfg}
 }
 
-// noop is an EnqueueWith function that writes nothing.
-func noop(context.Context, any) error { return nil }
+func (s *preClaimStore) args() string {
+	if s.cfg.SQLite != nil {
+		return "?, ?, ?"
+	}
+	return "$1, $2, $3"
+}
+
+// accept is an EnqueueWith function storing a run runID, with its
+// pre-claim when asked.
+func (s *preClaimStore) accept(runID string) txFunc {
+	return func(ctx context.Context, tx any) error {
+		p := txhook.PreClaimOf(ctx)
+		if p == nil {
+			return nil
+		}
+		if err := execIn(ctx, tx, `INSERT INTO test_preclaims VALUES (`+s.args()+`)`, runID, p.Owner, p.Until.UnixMilli()); err != nil {
+			return err
+		}
+		p.Wrote("t", runID)
+		return nil
+	}
+}
+
+// RenewPreClaim is PreClaimRenewer's.
+func (s *preClaimStore) RenewPreClaim(ctx context.Context, tenant, runID, owner string, until time.Time) (bool, error) {
+	s.renewed.Add(1)
+	if _, ok := s.claimed.Load(runID); ok {
+		return false, nil
+	}
+	return true, nil
+}
+
+// expiry is the run's pre-claim's owner and expiry; ok false when none.
+func (s *preClaimStore) expiry(t *testing.T, runID string) (owner string, at time.Time, ok bool) {
+	t.Helper()
+	var ms int64
+	var err error
+	q := `SELECT owner, expires_ms FROM test_preclaims WHERE run_id = ` + placeholder(s.cfg)
+	if s.cfg.SQLite != nil {
+		err = s.cfg.SQLite.QueryRow(q, runID).Scan(&owner, &ms)
+	} else {
+		err = s.cfg.Postgres.QueryRow(context.Background(), q, runID).Scan(&owner, &ms)
+	}
+	if err != nil {
+		if strings.Contains(err.Error(), "no rows") {
+			return "", time.Time{}, false
+		}
+		t.Fatal(err)
+	}
+	return owner, time.UnixMilli(ms), true
+}
+
+// claimOnly is an EnqueueWith function that only records a pre-claim, with
+// no row: for tests that need the hand-off and nothing of the store.
+func claimOnly(runID string) txFunc {
+	return func(ctx context.Context, _ any) error {
+		if p := txhook.PreClaimOf(ctx); p != nil {
+			p.Wrote("t", runID)
+		}
+		return nil
+	}
+}
 
 // handoffQueue starts a queue whose Advance records a visit per call and
 // answers with script(n, ctx) for the n-th call (from 1).
@@ -81,21 +133,6 @@ func handoffQueue(t *testing.T, cfg Config, script func(ctx context.Context, n i
 	}
 	q = start(t, cfg)
 	return q, visits
-}
-
-func waitNoJobs(t *testing.T, q *Queue, thread string) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for {
-		jobs := jobsOf(t, q, thread)
-		if len(jobs) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the thread's jobs are %v, want none left", states(jobs))
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
 }
 
 // waitFreeSlots waits until the queue has n hand-off slots free.
@@ -116,34 +153,70 @@ func waitFreeSlots(t *testing.T, q *Queue, n int) {
 	}
 }
 
-// A job EnqueueWith inserts fresh is worked here without River's fetch,
-// and the run's finish deletes it in its own transaction: nothing of the
-// job is left, and River never calls Advance for it again. Without a
-// finish that runs the hook, the row is deleted after Advance returns.
-func TestHandoffRunsWithoutFetch(t *testing.T) {
+// A run EnqueueWith accepts with its pre-claim is worked here with no River
+// job at all: the accept writes no row of river_job, the pre-claim names
+// this process and expires a window ahead, and River never calls Advance
+// for the thread.
+func TestHandoffRunsWithoutAJob(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		cfg := b.open(t)
+		cfg.Owner = "me"
+		pcs := newPreClaims(t, cfg)
+		q, visits := handoffQueue(t, cfg, func(context.Context, int32, string) (Result, error) {
+			return Result{Outcome: Done}, nil
+		})
+		var jobWrites atomic.Int32
+		stop := sqltrace.Observe(func(e sqltrace.Event) {
+			if e.Kind == sqltrace.Statement && strings.Contains(e.SQL, "INSERT INTO") && strings.Contains(e.SQL, "river_job") {
+				jobWrites.Add(1)
+			}
+		})
+		began := time.Now()
+		stored, err := q.EnqueueWith(context.Background(), "t", "plain", pcs.accept("run-1"))
+		stop()
+		if err != nil || !stored {
+			t.Fatalf("EnqueueWith: %v, %v", stored, err)
+		}
+		if b.name == "sqlite" && jobWrites.Load() != 0 {
+			t.Errorf("the accept ran %d statements on river_job, want none", jobWrites.Load())
+		}
+		owner, until, ok := pcs.expiry(t, "run-1")
+		if !ok || owner != "me" || until.Before(began.Add(cfg.HandoffWindow)) || until.After(time.Now().Add(DefaultHandoffWindow)) {
+			t.Fatalf("the pre-claim is %q until %s (%v), want ours a window ahead", owner, until, ok)
+		}
+		if v := take(t, visits); !v.handedOff() {
+			t.Fatalf("Advance found the jobs %v, want none", states(v.jobs))
+		}
+		waitFreeSlots(t, q, q.cfg.Handoffs)
+		noVisit(t, visits, 300*time.Millisecond)
+		if jobs := jobsOf(t, q, "plain"); len(jobs) != 0 {
+			t.Fatalf("the hand-off left the jobs %v, want none", states(jobs))
+		}
+	})
+}
+
+// A function that writes no pre-claim (it stored no run that may start
+// now) gets a River job in its transaction: the run is insured as before.
+func TestHandoffWithoutAPreClaimQueuesAJob(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		cfg := b.open(t)
 		createMarks(t, cfg)
-		q, visits := handoffQueue(t, cfg, func(ctx context.Context, n int32, thread string) (Result, error) {
-			if thread == "finish" {
-				return Result{Outcome: Done}, finishIn(ctx, cfg, thread)
-			}
+		q, visits := handoffQueue(t, cfg, func(context.Context, int32, string) (Result, error) {
 			return Result{Outcome: Done}, nil
 		})
-		for _, thread := range []string{"finish", "plain"} {
-			if stored, err := q.EnqueueWith(context.Background(), "t", thread, noop); err != nil || !stored {
-				t.Fatalf("EnqueueWith: %v, %v", stored, err)
-			}
-			v := take(t, visits)
-			if !v.handedOff() {
-				t.Fatalf("%s: Advance found the jobs %v, want the one scheduled job never fetched", thread, states(v.jobs))
-			}
-			waitNoJobs(t, q, thread)
+		mark := func(ctx context.Context, tx any) error {
+			return execIn(ctx, tx, `INSERT INTO folds_marks (thread) VALUES (`+placeholder(cfg)+`)`, "nopc")
 		}
-		noVisit(t, visits, 300*time.Millisecond)
-		if n := countMarks(t, cfg, "finish"); n != 1 {
-			t.Fatalf("the finish stored %d rows, want 1", n)
+		if stored, err := q.EnqueueWith(context.Background(), "t", "nopc", mark); err != nil || !stored {
+			t.Fatalf("EnqueueWith: %v, %v", stored, err)
 		}
+		if v := take(t, visits); !v.fetched() {
+			t.Fatalf("Advance found the jobs %v, want the one job River fetched", states(v.jobs))
+		}
+		if n := countMarks(t, cfg, "nopc"); n != 1 {
+			t.Fatalf("%d rows of the function stored, want 1", n)
+		}
+		waitFreeSlots(t, q, q.cfg.Handoffs)
 	})
 }
 
@@ -161,120 +234,148 @@ func TestHandoffFallsBackWhenFull(t *testing.T) {
 			return Result{Outcome: Done}, nil
 		})
 		ctx := context.Background()
-		if _, err := q.EnqueueWith(ctx, "t", "held", noop); err != nil {
+		if _, err := q.EnqueueWith(ctx, "t", "held", claimOnly("r1")); err != nil {
 			t.Fatal(err)
 		}
 		if v := take(t, visits); !v.handedOff() {
-			t.Fatalf("the first job was not handed off: %v", states(v.jobs))
+			t.Fatalf("the first run was not handed off: %v", states(v.jobs))
 		}
-		if _, err := q.EnqueueWith(ctx, "t", "other", noop); err != nil {
+		if _, err := q.EnqueueWith(ctx, "t", "other", claimOnly("r2")); err != nil {
 			t.Fatal(err)
 		}
 		v := take(t, visits)
 		close(hold)
-		if v.handedOff() || len(v.jobs) != 1 || v.jobs[0].State != rivertype.JobStateRunning {
-			t.Fatalf("with the slot taken the job ran as %v, want one job River fetched", states(v.jobs))
+		if !v.fetched() {
+			t.Fatalf("with the slot taken the run went as %v, want one job River fetched", states(v.jobs))
 		}
-		waitNoJobs(t, q, "held")
-		// The row goes in the finish, the slot a moment later, when the
-		// hand-off's goroutine returns: wait for the slot, not the row.
 		waitFreeSlots(t, q, 1)
-		if _, err := q.EnqueueWith(ctx, "t", "third", noop); err != nil {
+		if _, err := q.EnqueueWith(ctx, "t", "third", claimOnly("r3")); err != nil {
 			t.Fatal(err)
 		}
 		if v := take(t, visits); !v.handedOff() {
-			t.Fatalf("after the slot was freed the job was not handed off: %v", states(v.jobs))
+			t.Fatalf("after the slot was freed the run was not handed off: %v", states(v.jobs))
 		}
 	})
 }
 
-// A process that dies after the commit never runs its goroutine: the job
-// comes due at the end of the window and River works it.
-func TestHandoffOfADeadProcessRunsAfterTheWindow(t *testing.T) {
+// A process that dies after the commit never runs its goroutine: what is
+// left is the run's pre-claim, no job (the service's sweeper enqueues the
+// thread when the pre-claim expires: server's TestDeadHandoffRunsAfterItsPreClaim).
+func TestHandoffOfADeadProcessLeavesItsPreClaim(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		cfg := b.open(t)
 		cfg.HandoffWindow = time.Second
+		pcs := newPreClaims(t, cfg)
 		q, visits := handoffQueue(t, cfg, func(context.Context, int32, string) (Result, error) {
 			return Result{Outcome: Done}, nil
 		})
 		q.hand.mu.Lock()
 		q.hand.drop = true
 		q.hand.mu.Unlock()
-		began := time.Now()
-		if _, err := q.EnqueueWith(context.Background(), "t", "orphan", noop); err != nil {
+		if _, err := q.EnqueueWith(context.Background(), "t", "orphan", pcs.accept("orphan-run")); err != nil {
 			t.Fatal(err)
 		}
-		// River's scheduler makes due jobs available every 5 s.
-		select {
-		case v := <-visits:
-			if gap := v.at.Sub(began); gap < cfg.HandoffWindow {
-				t.Fatalf("the orphaned job ran after %s, within its %s window", gap, cfg.HandoffWindow)
-			}
-			if v.handedOff() {
-				t.Fatalf("the orphaned job ran as a hand-off: %v", states(v.jobs))
-			}
-		case <-time.After(3 * wait):
-			t.Fatal("the orphaned job never ran")
+		if _, _, ok := pcs.expiry(t, "orphan-run"); !ok {
+			t.Fatal("the dead hand-off left no pre-claim")
+		}
+		noVisit(t, visits, 300*time.Millisecond)
+		if jobs := jobsOf(t, q, "orphan"); len(jobs) != 0 {
+			t.Fatalf("the dead hand-off left the jobs %v, want only its pre-claim", states(jobs))
 		}
 	})
 }
 
-// A hand-off that outlasts its window pushes its row back: River, which
-// makes due jobs available every 5 s, never works it meanwhile.
-func TestHandoffOutlastingItsWindowKeepsItsJob(t *testing.T) {
+// A hand-off that outlasts a third of its window renews the pre-claims of
+// its runs until they are claimed, then no more; River never works the
+// thread meanwhile.
+func TestHandoffRenewsItsPreClaims(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		cfg := b.open(t)
-		cfg.HandoffWindow = 600 * time.Millisecond
-		const hold = 6500 * time.Millisecond
+		cfg.HandoffWindow = 300 * time.Millisecond
+		pcs := &preClaimStore{cfg: cfg}
+		cfg.PreClaims = pcs
+		claimed := make(chan struct{})
 		q, visits := handoffQueue(t, cfg, func(ctx context.Context, n int32, thread string) (Result, error) {
 			if n == 1 {
-				time.Sleep(hold)
+				<-claimed
 			}
 			return Result{Outcome: Done}, nil
 		})
-		if _, err := q.EnqueueWith(context.Background(), "t", "long", noop); err != nil {
+		if _, err := q.EnqueueWith(context.Background(), "t", "long", claimOnly("long-run")); err != nil {
 			t.Fatal(err)
 		}
-		if v := take(t, visits); !v.handedOff() {
-			t.Fatalf("not handed off: %v", states(v.jobs))
+		take(t, visits)
+		time.Sleep(450 * time.Millisecond) // a window and a half: four renewals
+		if n := pcs.renewed.Load(); n < 2 {
+			t.Fatalf("%d renewals in a window and a half, want at least 2", n)
 		}
-		noVisit(t, visits, hold)
-		waitNoJobs(t, q, "long")
-		noVisit(t, visits, 300*time.Millisecond)
+		pcs.claimed.Store("long-run", true)
+		time.Sleep(250 * time.Millisecond)
+		after := pcs.renewed.Load()
+		time.Sleep(250 * time.Millisecond)
+		if n := pcs.renewed.Load(); n != after {
+			t.Fatalf("renewed %d more times after the run was claimed, want none", n-after)
+		}
+		close(claimed)
+		waitFreeSlots(t, q, q.cfg.Handoffs)
+		noVisit(t, visits, 200*time.Millisecond)
+		if jobs := jobsOf(t, q, "long"); len(jobs) != 0 {
+			t.Fatalf("jobs %v, want none", states(jobs))
+		}
 	})
 }
 
-// A request made while the handed-off job runs (Enqueue finds the job
-// waiting in its slot) is not lost: Advance runs again, here, after the
-// call in progress, and nothing else is queued.
-func TestHandoffAbsorbsARequestDuringItsRun(t *testing.T) {
+// A second run accepted for a thread whose hand-off is working is absorbed
+// by it (keyed by thread): Advance runs again here after the call in
+// progress, with no job and no second slot. A plain Enqueue meanwhile is
+// not absorbed (nothing but a job would insure it): it gets a River job.
+func TestHandoffAbsorbsASecondAccept(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		cfg := b.open(t)
-		createMarks(t, cfg)
 		hold := make(chan struct{})
 		q, visits := handoffQueue(t, cfg, func(ctx context.Context, n int32, thread string) (Result, error) {
 			if n == 1 {
 				<-hold
 			}
-			return Result{Outcome: Done}, finishIn(ctx, cfg, thread)
+			return Result{Outcome: Done}, nil
 		})
 		ctx := context.Background()
-		if _, err := q.EnqueueWith(ctx, "t", "busy", noop); err != nil {
+		if _, err := q.EnqueueWith(ctx, "t", "busy", claimOnly("a")); err != nil {
 			t.Fatal(err)
 		}
 		if v := take(t, visits); !v.handedOff() {
 			t.Fatalf("not handed off: %v", states(v.jobs))
 		}
-		if err := q.Enqueue(ctx, "t", "busy"); err != nil {
+		if _, err := q.EnqueueWith(ctx, "t", "busy", claimOnly("b")); err != nil {
 			t.Fatal(err)
 		}
+		waitFreeSlots(t, q, q.cfg.Handoffs-1)
 		close(hold)
-		v := take(t, visits)
-		if !v.handedOff() {
-			t.Fatalf("the absorbed request ran as %v, want the same handed-off job again", states(v.jobs))
+		if v := take(t, visits); !v.handedOff() {
+			t.Fatalf("the absorbed accept ran as %v, want a second local Advance", states(v.jobs))
 		}
-		waitNoJobs(t, q, "busy")
+		waitFreeSlots(t, q, q.cfg.Handoffs)
 		noVisit(t, visits, 300*time.Millisecond)
+
+		hold2 := make(chan struct{})
+		q2, visits2 := handoffQueue(t, b.open(t), func(ctx context.Context, n int32, thread string) (Result, error) {
+			if n == 1 {
+				<-hold2
+			}
+			return Result{Outcome: Done}, nil
+		})
+		if _, err := q2.EnqueueWith(ctx, "t", "plain", claimOnly("c")); err != nil {
+			t.Fatal(err)
+		}
+		take(t, visits2)
+		if err := q2.Enqueue(ctx, "t", "plain"); err != nil {
+			t.Fatal(err)
+		}
+		if v := take(t, visits2); !v.fetched() {
+			t.Fatalf("a plain Enqueue during a hand-off ran as %v, want River's job", states(v.jobs))
+		}
+		close(hold2)
+		noVisit(t, visits2, 300*time.Millisecond)
 	})
 }
 
@@ -293,7 +394,7 @@ func TestHandoffBusyAndMore(t *testing.T) {
 			}
 			return Result{Outcome: Done}, nil
 		})
-		if _, err := q.EnqueueWith(context.Background(), "t", "bm", noop); err != nil {
+		if _, err := q.EnqueueWith(context.Background(), "t", "bm", claimOnly("bm")); err != nil {
 			t.Fatal(err)
 		}
 		first := take(t, visits)
@@ -304,39 +405,57 @@ func TestHandoffBusyAndMore(t *testing.T) {
 		if gap := second.at.Sub(first.at); gap < snooze {
 			t.Fatalf("Advance ran again %s after Busy, before its %s", gap, snooze)
 		}
-		if second.jobs[0].ID != first.jobs[0].ID {
-			t.Fatalf("Busy replaced the job %d by %d", first.jobs[0].ID, second.jobs[0].ID)
+		if third := take(t, visits); !third.fetched() {
+			t.Fatalf("the work left by More ran as %v, want River's job", states(third.jobs))
 		}
-		third := take(t, visits)
-		if third.handedOff() {
-			t.Fatalf("the work left by More ran as a hand-off: %v", states(third.jobs))
-		}
-		for _, j := range third.jobs {
-			if j.ID == first.jobs[0].ID {
-				t.Fatalf("the handed-off job is still there after More: %v", states(third.jobs))
-			}
-		}
+		waitFreeSlots(t, q, q.cfg.Handoffs)
 		noVisit(t, visits, 300*time.Millisecond)
 	})
 }
 
+// A hand-off still Busy after half its window goes to River: a job of the
+// thread is inserted then (and snoozes as any).
+func TestHandoffHandsBackAfterHalfItsWindow(t *testing.T) {
+	forEach(t, func(t *testing.T, b backend) {
+		cfg := b.open(t)
+		cfg.HandoffWindow = 400 * time.Millisecond
+		q, visits := handoffQueue(t, cfg, func(ctx context.Context, n int32, thread string) (Result, error) {
+			if n <= 20 {
+				return Result{Outcome: Busy, After: 50 * time.Millisecond}, nil
+			}
+			return Result{Outcome: Done}, nil
+		})
+		began := time.Now()
+		if _, err := q.EnqueueWith(context.Background(), "t", "wait", claimOnly("w")); err != nil {
+			t.Fatal(err)
+		}
+		local := 0
+		var v visit
+		for v = take(t, visits); v.handedOff(); v = take(t, visits) {
+			local++
+		}
+		if local < 2 || !v.fetched() {
+			t.Fatalf("after %d local calls the thread ran as %v, want River's job after a few local Busy retries", local, states(v.jobs))
+		}
+		if gap := v.at.Sub(began); gap < cfg.HandoffWindow/2 {
+			t.Fatalf("handed back after %s, before half the window", gap)
+		}
+		waitFreeSlots(t, q, q.cfg.Handoffs)
+	})
+}
+
 // Stop waits for a handed-off Advance; a stop deadline cancels it, and
-// its job is left for River (here: due at the end of the window).
+// leaves no job: the run is its lease's or its pre-claim's.
 func TestStopWaitsForHandoffs(t *testing.T) {
 	cfg := openSQLite(t)
 	release := make(chan struct{})
 	cut := make(chan error, 1)
 	q, visits := handoffQueue(t, cfg, func(ctx context.Context, n int32, thread string) (Result, error) {
-		if thread == "cut" {
-			<-ctx.Done()
-			cut <- ctx.Err()
-			return Result{Outcome: Done}, ctx.Err()
-		}
 		<-release
 		return Result{Outcome: Done}, nil
 	})
 	ctx := context.Background()
-	if _, err := q.EnqueueWith(ctx, "t", "slow", noop); err != nil {
+	if _, err := q.EnqueueWith(ctx, "t", "slow", claimOnly("slow")); err != nil {
 		t.Fatal(err)
 	}
 	take(t, visits)
@@ -358,7 +477,7 @@ func TestStopWaitsForHandoffs(t *testing.T) {
 		cut <- ctx.Err()
 		return Result{Outcome: Done}, ctx.Err()
 	})
-	if _, err := q2.EnqueueWith(ctx, "t", "cut", noop); err != nil {
+	if _, err := q2.EnqueueWith(ctx, "t", "cut", claimOnly("cut")); err != nil {
 		t.Fatal(err)
 	}
 	take(t, visits2)
@@ -370,12 +489,12 @@ func TestStopWaitsForHandoffs(t *testing.T) {
 	if err := take(t, cut); !errors.Is(err, context.Canceled) {
 		t.Fatalf("the cut Advance saw %v, want its context cancelled", err)
 	}
-	if jobs := jobsOf(t, q2, "cut"); len(jobs) != 1 || jobs[0].State != rivertype.JobStateScheduled {
-		t.Fatalf("the cut hand-off left the jobs %v, want its scheduled job for River", states(jobs))
+	if jobs := jobsOf(t, q2, "cut"); len(jobs) != 0 {
+		t.Fatalf("the cut hand-off left the jobs %v, want none", states(jobs))
 	}
 	// After Stop, EnqueueWith no longer hands off.
 	if q2.hand.acquire() {
-		t.Fatal("a stopped queue still hands jobs off")
+		t.Fatal("a stopped queue still hands runs off")
 	}
 }
 
@@ -389,11 +508,10 @@ func noVisit(t *testing.T, visits <-chan visit, d time.Duration) {
 	}
 }
 
-// On SQLite a hand-off's insert does not wake River's producer: its fetch
-// (a write transaction, JobGetAvailable) could find nothing, the row
-// being scheduled a window ahead, and it held the write lock while the
-// run's first write waited. A plain Enqueue still wakes it.
-func TestHandoffInsertWakesNoFetch(t *testing.T) {
+// On SQLite a hand-off wakes no River fetch (a write transaction that
+// would find nothing and hold the write lock while the run's first write
+// waited). A plain Enqueue still wakes it.
+func TestHandoffWakesNoFetch(t *testing.T) {
 	cfg := openSQLite(t)
 	cfg.FetchPollInterval = time.Minute // no periodic fetch inside the test
 	q, visits := handoffQueue(t, cfg, func(context.Context, int32, string) (Result, error) {
@@ -407,16 +525,15 @@ func TestHandoffInsertWakesNoFetch(t *testing.T) {
 		}
 	})
 	defer stop()
-	if stored, err := q.EnqueueWith(context.Background(), "t", "handed", noop); err != nil || !stored {
+	if stored, err := q.EnqueueWith(context.Background(), "t", "handed", claimOnly("h")); err != nil || !stored {
 		t.Fatalf("EnqueueWith: %v, %v", stored, err)
 	}
 	if v := take(t, visits); !v.handedOff() {
-		t.Fatalf("Advance found the jobs %v, want the one scheduled job never fetched", states(v.jobs))
+		t.Fatalf("Advance found the jobs %v, want none", states(v.jobs))
 	}
-	waitNoJobs(t, q, "handed")
 	time.Sleep(100 * time.Millisecond)
 	if n := fetches.Load(); n != 0 {
-		t.Errorf("a hand-off's insert was followed by %d fetches by River, want none", n)
+		t.Errorf("a hand-off was followed by %d fetches by River, want none", n)
 	}
 	if err := q.Enqueue(context.Background(), "t", "plain"); err != nil {
 		t.Fatal(err)

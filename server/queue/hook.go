@@ -14,6 +14,7 @@ import (
 	"github.com/riverqueue/river/rivertype"
 
 	"github.com/trellis-agents/trellis/internal/pgdb"
+	"github.com/trellis-agents/trellis/internal/txhook"
 )
 
 // txFunc adds the caller's statements to the queue's open write
@@ -136,22 +137,25 @@ func (d pgDriver) UnwrapTx(execTx riverdriver.ExecutorTx) pgx.Tx {
 }
 
 // EnqueueWith is Enqueue with the caller's writes in the job's
-// transaction: fn is called with River's open write transaction (a *sql.Tx
-// on SQLite, a pgx.Tx on PostgreSQL, on the queue's database) in which the
-// thread's job is inserted, and its statements commit or roll back with
-// that insert, before River wakes its workers. So a run and the job that
-// runs it are one write where Enqueue after the run's own transaction was
-// two, and no job ever starts before the rows it needs exist.
+// transaction: fn is called with an open write transaction on the queue's
+// database (a *sql.Tx on SQLite, a pgx.Tx on PostgreSQL), and its
+// statements commit or roll back with what makes sure the thread is
+// advanced. So a run and what runs it are one write where Enqueue after
+// the run's own transaction was two, and nothing starts before the rows it
+// needs exist.
 //
 // It reports whether fn's statements committed: when not, nothing of fn is
 // stored, whatever the error says. When they did and err is not nil, the
 // job could not be made sure of afterwards (as when Enqueue fails after
 // the caller's own commit). fn is called once at most and must not keep tx.
 //
-// A job it inserts (rather than finding one waiting) is worked by this
-// process itself when one of Config.Handoffs is free: no River fetch, no
-// completion by River (the hand-off, handoff.go). Delivery is as for
-// Enqueue either way.
+// When one of Config.Handoffs is free, the thread is worked by this
+// process itself, with no River job (the hand-off, handoff.go): the
+// transaction is the queue's own, and fn's context asks for the pre-claim
+// of the run fn stores (txhook.PreClaimOf), which insures it instead of a
+// job. If fn writes none, a River job is inserted in the transaction
+// after fn's statements, as EnqueueTx would. Delivery is as for Enqueue
+// either way.
 func (q *Queue) EnqueueWith(ctx context.Context, tenant, threadID string, fn txFunc) (stored bool, err error) {
 	if err := checkIDs(tenant, threadID); err != nil {
 		return false, err
@@ -159,46 +163,21 @@ func (q *Queue) EnqueueWith(ctx context.Context, tenant, threadID string, fn txF
 	if fn == nil {
 		return false, errors.New("queue: EnqueueWith: the function is nil")
 	}
+	if q.hand.acquire() {
+		return q.enqueueHandedOff(ctx, tenant, threadID, fn)
+	}
 	hctx, h := withCommitHook(ctx, fn)
 	ops := q.eng.ops()
 	ops.snoozes = &q.snoozes
-	ops.handoffs = &q.hand
-	// A job inserted fresh is handed off when a slot is free: inserted
-	// scheduled at the end of the window, so that no River worker fetches
-	// it, and worked by a goroutine of this process (handoff.go).
-	handoff := q.hand.acquire()
-	var handed *rivertype.JobRow
 	rawInsert := ops.insert
-	quiet, _ := q.eng.(quietInserter)
-	insert := func(ctx context.Context, a river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
-		ins := rawInsert
-		if handoff {
-			o := *opts
-			o.ScheduledAt = q.handoffUntil()
-			opts = &o
-			if quiet != nil && !h.used {
-				// The first insert, with fn's rows: a fresh row is this
-				// process's to work, and waking River's workers for it
-				// would only make them fetch nothing. A row found instead
-				// is asked for again below by a plain insert, which wakes
-				// them as before.
-				ins = quiet.insertQuiet
-			}
-		}
-		res, err := ins(ctx, a, opts)
-		if err == nil && handoff && !res.UniqueSkippedAsDuplicate {
-			handed = res.Job
-		}
-		return res, err
-	}
 	ops.insert = func(ctx context.Context, a river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
 		first := !h.used
-		res, err := insert(ctx, a, opts)
+		res, err := rawInsert(ctx, a, opts)
 		if err == nil && first && h.committed && res.UniqueSkippedAsDuplicate {
 			// The job found was read before fn's rows committed: on
 			// PostgreSQL it may have started since and missed them. Ask
 			// again, now that they are in, and decide on what is found.
-			res, err = insert(ctx, a, opts)
+			res, err = rawInsert(ctx, a, opts)
 		}
 		return res, err
 	}
@@ -206,14 +185,50 @@ func (q *Queue) EnqueueWith(ctx context.Context, tenant, threadID string, fn txF
 	if !h.used && err == nil {
 		err = errors.New("no transaction of the queue ran the function")
 	}
-	switch {
-	case handed != nil && h.committed:
-		q.launch(handed, tenant, threadID)
-	case handoff:
-		q.hand.unused()
-	}
 	if err != nil {
 		return h.committed, fmt.Errorf("queue: enqueue thread %q of tenant %q with the caller's writes: %w", threadID, tenant, err)
 	}
 	return h.committed, nil
+}
+
+// enqueueHandedOff is EnqueueWith on a hand-off slot acquire took: fn runs
+// in the queue's own transaction, asked to write its run's pre-claim, and
+// after the commit the thread is handed off (launch). When fn wrote no
+// pre-claim, the thread's job is inserted in the transaction instead and
+// the slot given back.
+func (q *Queue) enqueueHandedOff(ctx context.Context, tenant, threadID string, fn txFunc) (stored bool, err error) {
+	wrap := func(err error) error {
+		return fmt.Errorf("queue: enqueue thread %q of tenant %q with the caller's writes: %w", threadID, tenant, err)
+	}
+	tx, err := q.eng.begin(ctx)
+	if err != nil {
+		q.hand.unused()
+		return false, wrap(err)
+	}
+	pc := &txhook.PreClaim{Owner: q.cfg.Owner, Until: q.preClaimUntil()}
+	err = fn(txhook.WithPreClaim(ctx, pc), tx.raw)
+	claims := pc.Runs()
+	if err == nil && len(claims) == 0 {
+		err = enqueue(ctx, tx.ops, replace, q.cfg.QueueName, tenant, threadID)
+	}
+	if err == nil {
+		err = tx.commit(ctx)
+		if err != nil {
+			q.hand.unused()
+			return false, wrap(err)
+		}
+	}
+	if err != nil {
+		if rerr := tx.rollback(context.WithoutCancel(ctx)); rerr != nil {
+			err = errors.Join(err, fmt.Errorf("roll back: %w", rerr))
+		}
+		q.hand.unused()
+		return false, wrap(err)
+	}
+	if len(claims) == 0 {
+		q.hand.unused()
+		return true, nil
+	}
+	q.launch(tenant, threadID, claims)
+	return true, nil
 }

@@ -18,9 +18,10 @@
 // before Enqueue is never stranded behind a job that is completing. Jobs of
 // one thread are deduplicated among waiting jobs only; see Enqueue.
 //
-// Hand-off: a job EnqueueWith inserts is worked by a goroutine of this
-// process without River's fetch, while River keeps it as a scheduled job
-// that any process works if this one dies (see handoff.go).
+// Hand-off: a thread EnqueueWith would insert a job for is worked by a
+// goroutine of this process with no River job, the run's pre-claim (a
+// lease row the service's sweeper watches) insuring it if this process
+// dies (see handoff.go).
 //
 // Failures: each job is attempted once (MaxAttempts 1). An Advance that
 // returns an error, panics or is interrupted (JobTimeout, a hard stop)
@@ -85,8 +86,8 @@ const (
 	DefaultCompletedRetention = time.Hour
 	// DefaultHandoffWindow is the default Config.HandoffWindow.
 	DefaultHandoffWindow = 30 * time.Second
-	// minHandoffWindow is the shortest HandoffWindow: the row is pushed
-	// back every third of it.
+	// minHandoffWindow is the shortest HandoffWindow: a hand-off's
+	// pre-claims are renewed every third of it.
 	minHandoffWindow = 30 * time.Millisecond
 	// DefaultQueueName is the River queue the jobs go to.
 	DefaultQueueName = "trellis_runs"
@@ -180,21 +181,31 @@ type Config struct {
 
 	// Workers is how many jobs run at once in this Queue.
 	Workers int
-	// Handoffs is how many jobs EnqueueWith inserts may at once be worked
-	// by this process itself, without River's fetch and completion (the
+	// Handoffs is how many threads EnqueueWith would insert jobs for may
+	// at once be worked by this process itself, with no River job (the
 	// hand-off, see handoff.go); beyond it, jobs go through River as any
 	// other. They run beside the Workers River runs, so up to Workers +
 	// Handoffs Advance calls run at once. Zero means Workers; a negative
 	// value turns the hand-off off.
 	Handoffs int
-	// HandoffWindow is how long a handed-off job waits, scheduled, before
-	// River may work it anyway: about the longest a job of a process that
-	// died waits before it is taken up elsewhere (sooner when the thread is
-	// enqueued again, as the service's lease sweeper does). While this
-	// process works the job it pushes the time back every third of the
-	// window (one write each), and a job still waiting on a Busy thread
-	// after half of it goes back to River (DefaultHandoffWindow).
+	// HandoffWindow is how long a handed-off run's pre-claim lasts before
+	// the service's lease sweeper may enqueue its thread through River:
+	// about the longest a run accepted by a process that died before
+	// claiming it waits (plus the sweeper's interval). While this process
+	// works the thread it renews the pre-claims of runs not claimed yet
+	// every third of the window (one write each, through PreClaims), and a
+	// hand-off still waiting on a Busy thread after half of it goes to
+	// River (DefaultHandoffWindow).
 	HandoffWindow time.Duration
+	// Owner names this process in the pre-claims of the runs it hands off
+	// to itself (txhook.PreClaim): the service's lease owner. Empty: an ID
+	// made at New.
+	Owner string
+	// PreClaims renews those pre-claims while a hand-off lasts (the
+	// service's store); nil: they are not renewed, and a hand-off that
+	// outlasts its window before its claim may see its thread enqueued
+	// through River beside it (harmless: Advance answers Busy or Done).
+	PreClaims PreClaimRenewer
 	// JobTimeout bounds one Advance call (DefaultJobTimeout).
 	JobTimeout time.Duration
 	// RescueStuckJobsAfter is the least time a job stays marked running
@@ -244,14 +255,9 @@ type engine interface {
 	// write transaction on the queue's database (*sql.Tx or pgx.Tx), so it
 	// commits with the caller's rows. A failure leaves tx usable.
 	completeIn(ctx context.Context, tx any, job *river.Job[args]) error
-	// deleteHandoff deletes the row of a handed-off job in tx (as
-	// completeIn) if it is still as inserted (handoffdb.go), reporting
-	// whether it was; deleteHandoffNow does so on its own.
-	deleteHandoff(ctx context.Context, tx any, id int64) (bool, error)
-	deleteHandoffNow(ctx context.Context, id int64) (bool, error)
-	// extendHandoff moves the scheduled time of a handed-off job's row, if
-	// still as inserted, to until.
-	extendHandoff(ctx context.Context, id int64, until time.Time) (bool, error)
+	// begin opens a write transaction of the queue's own on its database
+	// (a hand-off's accept, handoffdb.go).
+	begin(ctx context.Context) (*ownTx, error)
 	stop(ctx context.Context) error
 	stopAndCancel(ctx context.Context) error
 }
@@ -355,6 +361,9 @@ func (c *Config) fill() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
+	if c.Owner == "" {
+		c.Owner = "queue-" + newOwnerID()
+	}
 	if c.FetchPollInterval < c.FetchCooldown {
 		return fmt.Errorf("queue: bad config: FetchPollInterval %s is shorter than FetchCooldown %s", c.FetchPollInterval, c.FetchCooldown)
 	}
@@ -440,7 +449,6 @@ func (q *Queue) EnqueueAt(ctx context.Context, tenant, threadID string, at time.
 func (q *Queue) enqueue(ctx context.Context, m mode, tenant, threadID string) error {
 	ops := q.eng.ops()
 	ops.snoozes = &q.snoozes
-	ops.handoffs = &q.hand
 	if err := enqueue(ctx, ops, m, q.cfg.QueueName, tenant, threadID); err != nil {
 		return fmt.Errorf("queue: enqueue thread %q of tenant %q: %w", threadID, tenant, err)
 	}
@@ -483,8 +491,8 @@ func checkIDs(tenant, threadID string) error {
 }
 
 // Stop stops fetching jobs and waits for the running ones to return, up to
-// ctx, handed-off jobs included (one waiting on a busy thread goes back to
-// River at once). When ctx ends first, the running jobs' contexts are
+// ctx, hand-offs included (one waiting on a busy thread is given to River
+// at once: a job of its thread is enqueued). When ctx ends first, the running jobs' contexts are
 // cancelled and Stop waits (a bounded time) for them to return, then
 // reports ctx's error: their runs are left for the run service to resume.
 // Calling Stop again does nothing.

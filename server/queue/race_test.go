@@ -151,7 +151,7 @@ func hammerWith(t *testing.T, queues []*Queue, ths threads, rounds int64, handof
 				q := queues[int(n)%len(queues)]
 				var err error
 				if handoffs && n%2 == 1 {
-					_, err = q.EnqueueWith(context.Background(), "t", id, noop)
+					_, err = q.EnqueueWith(context.Background(), "t", id, claimOnly(fmt.Sprintf("%s-%d", id, n)))
 				} else {
 					err = q.Enqueue(context.Background(), "t", id)
 				}

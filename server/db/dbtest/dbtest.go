@@ -99,6 +99,7 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"EventsStatus", testEventsStatus},
 		{"PendingAfter", testPendingAfter},
 		{"ThreadForRun", testThreadForRun},
+		{"PreClaim", testPreClaim},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

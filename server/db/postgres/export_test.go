@@ -88,3 +88,17 @@ func (d *DB) SchemaColumns() (map[string][]string, error) {
 	}
 	return out, rows.Err()
 }
+
+// InTx runs fn in a write transaction of the database, for
+// dbtest.TxRunner.
+func (d *DB) InTx(ctx context.Context, fn func(tx any) error) error {
+	tx, err := d.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback(ctx)
+		return err
+	}
+	return tx.Commit(ctx)
+}

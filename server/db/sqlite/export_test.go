@@ -55,3 +55,17 @@ func (d *DB) SchemaColumns() (map[string][]string, error) {
 	}
 	return out, rows.Err()
 }
+
+// InTx runs fn in a write transaction of the database, for
+// dbtest.TxRunner.
+func (d *DB) InTx(ctx context.Context, fn func(tx any) error) error {
+	tx, err := d.sq.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}

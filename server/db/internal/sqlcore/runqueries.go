@@ -83,6 +83,13 @@ type runQueries struct {
 	// $6 expiry read) gives the lease to owner with the next token when it
 	// is unchanged, returning the token and thread ID.
 	TakeOverLease string
+	// RenewPreClaim ($1 new expiry, $2 tenant, $3 run ID, $4 owner) sets
+	// the expiry of the run's pre-claim (the lease of token 0 a hand-off's
+	// accept writes, txhook.PreClaim) while owner still holds it.
+	RenewPreClaim string
+	// DropLease ($1 tenant, $2 run ID, $3 token, $4 expiry read) deletes
+	// the run's lease when it is unchanged since it was read.
+	DropLease string
 	// SetRunLeaseToken ($1 token, $2 now, $3 tenant, $4 run ID).
 	SetRunLeaseToken string
 	// EndRun ($1 status, $2 usage or NULL, $3 error, $4 now, $5 tenant, $6

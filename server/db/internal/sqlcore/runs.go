@@ -105,6 +105,9 @@ func (s *Store) CreateRunTx(ctx context.Context, tx any, tenant string, thread *
 		held = created
 	}
 	out, err := s.createRun(ctx, c, tenant, nr, held)
+	if err == nil {
+		err = s.writePreClaim(ctx, c, tenant, out)
+	}
 	return out, s.d.Classify(err)
 }
 

@@ -116,6 +116,12 @@ WHERE expires_at <= $1 ORDER BY expires_at, tenant, run_id LIMIT $2
 UPDATE trellis_leases SET owner = $1, token = token + 1, expires_at = $2
 WHERE tenant = $3 AND run_id = $4 AND token = $5 AND expires_at = $6 RETURNING token, thread_id
 
+-- name: RenewPreClaim
+UPDATE trellis_leases SET expires_at = $1 WHERE tenant = $2 AND run_id = $3 AND token = 0 AND owner = $4
+
+-- name: DropLease
+DELETE FROM trellis_leases WHERE tenant = $1 AND run_id = $2 AND token = $3 AND expires_at = $4
+
 -- name: SetRunLeaseToken
 UPDATE trellis_runs SET lease_token = $1, updated_at = $2 WHERE tenant = $3 AND run_id = $4
 

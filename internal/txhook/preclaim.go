@@ -1,0 +1,64 @@
+package txhook
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// PreClaim asks the transaction that stores a new run (a run's accept) to
+// also write the run's pre-claim: a lease row for the run, owned by Owner,
+// that expires at Until, with token 0 (no claim ever holds token 0, so
+// nothing can be fenced with it). It is the insurance of a run the queue
+// hands off to its own process (server/queue's hand-off): the run's claim
+// replaces it (the claim's lease statement is an upsert), and if the
+// process dies before the claim, the service's lease sweeper finds it
+// expired and enqueues the run's thread through the queue.
+//
+// The queue makes one per transaction (WithPreClaim); the store records in
+// it each run it wrote a pre-claim for (Wrote), and the queue reads them
+// back after the commit (Runs). A store that writes none leaves Runs
+// empty, and the queue then inserts a job of its own instead.
+type PreClaim struct {
+	// Owner is the owner the pre-claim's lease row names.
+	Owner string
+	// Until is the pre-claim's expiry.
+	Until time.Time
+
+	mu   sync.Mutex
+	runs []RunKey
+}
+
+// RunKey names one run of a tenant.
+type RunKey struct {
+	Tenant, RunID string
+}
+
+type preClaimKey struct{}
+
+// WithPreClaim returns ctx asking the transaction a call makes with it to
+// write pre-claims as p says.
+func WithPreClaim(ctx context.Context, p *PreClaim) context.Context {
+	return context.WithValue(ctx, preClaimKey{}, p)
+}
+
+// PreClaimOf is the PreClaim ctx carries; nil when it asks for none.
+func PreClaimOf(ctx context.Context) *PreClaim {
+	p, _ := ctx.Value(preClaimKey{}).(*PreClaim)
+	return p
+}
+
+// Wrote records that the transaction wrote the pre-claim of tenant's run
+// runID.
+func (p *PreClaim) Wrote(tenant, runID string) {
+	p.mu.Lock()
+	p.runs = append(p.runs, RunKey{tenant, runID})
+	p.mu.Unlock()
+}
+
+// Runs are the runs whose pre-claims the transaction wrote, in order.
+func (p *PreClaim) Runs() []RunKey {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]RunKey(nil), p.runs...)
+}

@@ -119,9 +119,12 @@ var tripCeilings = map[string]map[string]int{"postgres": {"echo": 17, "chain3": 
 // SQLite's 30 before its claim's checkpoints went in one INSERT, and 29
 // and 35 before the finish's UPDATE checked the lease and reserved its
 // events' Seqs.
-// Then 28 and 34 to what they are now, the hand-off's pre-claim instead
-// of its job (as for a new thread).
-var existingCeilings = map[string]int{"sqlite": 27, "postgres": 31}
+// Then 28 and 34 to 27 and 31, the hand-off's pre-claim instead of its
+// job (as for a new thread). The ceilings are one over those counts: under
+// a load spike PostgreSQL's once counted one statement more (35 against
+// 34, the fewest of 3 runs), as chain3 did, and go test -race ./... in CI
+// is such a spike.
+var existingCeilings = map[string]int{"sqlite": 28, "postgres": 32}
 
 // chainGraph is k nodes in a line, each appending its name to the log.
 func chainGraph(k int) runs.GraphSpec {

@@ -8,8 +8,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/rivertype"
 
 	"github.com/trellis-agents/trellis/internal/pgdb"
 )
@@ -37,20 +35,7 @@ func (e *sqliteEngine) begin(ctx context.Context) (*ownTx, error) {
 
 // txOps are River's calls in tx, the caller's transaction on the SQLite
 // pool (they wake no worker: the poll finds the job).
-func (e *sqliteEngine) txOps(tx *sql.Tx) jobOps {
-	return jobOps{
-		insert: func(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
-			return e.client.InsertTx(ctx, tx, args, opts)
-		},
-		del: func(ctx context.Context, id int64) (*rivertype.JobRow, error) {
-			return e.client.JobDeleteTx(ctx, tx, id)
-		},
-		retry: func(ctx context.Context, id int64) (*rivertype.JobRow, error) {
-			return e.client.JobRetryTx(ctx, tx, id)
-		},
-		inTx: true,
-	}
-}
+func (e *sqliteEngine) txOps(tx *sql.Tx) jobOps { return riverTxOps(e.client, tx) }
 
 // begin opens a write transaction on the PostgreSQL pool whose BEGIN goes
 // with its first statement, and whose deferred writes (a pre-claim) go

@@ -624,16 +624,20 @@ func (e *pgEngine) ops() jobOps {
 	return jobOps{insert: e.client.Insert, del: e.client.JobDelete, retry: e.client.JobRetry}
 }
 
-func (e *pgEngine) txOps(tx pgx.Tx) jobOps {
+func (e *pgEngine) txOps(tx pgx.Tx) jobOps { return riverTxOps(e.client, tx) }
+
+// riverTxOps are client's calls in tx, a transaction of the caller's: the
+// same on each backend but for River's transaction type.
+func riverTxOps[TTx any](client *river.Client[TTx], tx TTx) jobOps {
 	return jobOps{
 		insert: func(ctx context.Context, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error) {
-			return e.client.InsertTx(ctx, tx, args, opts)
+			return client.InsertTx(ctx, tx, args, opts)
 		},
 		del: func(ctx context.Context, id int64) (*rivertype.JobRow, error) {
-			return e.client.JobDeleteTx(ctx, tx, id)
+			return client.JobDeleteTx(ctx, tx, id)
 		},
 		retry: func(ctx context.Context, id int64) (*rivertype.JobRow, error) {
-			return e.client.JobRetryTx(ctx, tx, id)
+			return client.JobRetryTx(ctx, tx, id)
 		},
 		inTx: true,
 	}

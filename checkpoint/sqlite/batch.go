@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/checkpoint/internal/putbatch"
@@ -143,27 +142,8 @@ func (s *Saver) putBatchTx(ctx context.Context, tx *sql.Tx, ref checkpoint.Ref, 
 // parent, step, source, run_id, extra, checkpoint, created and sum of each
 // row.
 func (s *Saver) checkpointsInsert(ctx context.Context, n int) (*sql.Stmt, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if st := s.insertCPs[n]; st != nil {
-		return st, nil
-	}
-	var b strings.Builder
-	b.WriteString(`INSERT INTO checkpoints (thread, ns, id, parent, step, source, run_id, extra, checkpoint, created, sum)
-	SELECT ?1, ?2, column1, column2, column3, column4, column5, column6, column7, column8, column9 FROM (VALUES `)
-	for i := range n {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		p := 4 + 9*i
-		fmt.Fprintf(&b, "(?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d)", p, p+1, p+2, p+3, p+4, p+5, p+6, p+7, p+8)
-	}
-	b.WriteString(`)
+	return s.rowsInsert(ctx, s.insertCPs, n, `INSERT INTO checkpoints (thread, ns, id, parent, step, source, run_id, extra, checkpoint, created, sum)
+	SELECT ?1, ?2, column1, column2, column3, column4, column5, column6, column7, column8, column9 FROM (VALUES `,
+		"", 4, 9, `)
 	WHERE coalesce((SELECT id FROM checkpoints WHERE thread = ?1 AND ns = ?2 ORDER BY id DESC LIMIT 1), '') = ?3 AND ?4 > ?3`)
-	st, err := s.db.Write.PrepareContext(ctx, b.String())
-	if err != nil {
-		return nil, err
-	}
-	s.insertCPs[n] = st
-	return st, nil
 }

@@ -271,26 +271,40 @@ const maxBlobRows = 32
 // namespace, then key, version, kind, base, data and sum of each blob (binding
 // thread and namespace once is cheaper than once per row).
 func (s *Saver) blobInsert(ctx context.Context, n int) (*sql.Stmt, error) {
+	return s.rowsInsert(ctx, s.insertBlobs, n, `INSERT INTO blobs (thread, ns, key, version, kind, base, data, sum) VALUES `,
+		"?1, ?2, ", 3, 6, ` ON CONFLICT DO NOTHING`)
+}
+
+// rowsInsert returns, from cache (under s.mu) or prepared on the write pool
+// and cached, the statement head + n rows + tail, where row i is
+// "(" + fixed + width parameters numbered from first + width*i + ")".
+func (s *Saver) rowsInsert(ctx context.Context, cache map[int]*sql.Stmt, n int, head, fixed string, first, width int, tail string) (*sql.Stmt, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if st := s.insertBlobs[n]; st != nil {
+	if st := cache[n]; st != nil {
 		return st, nil
 	}
 	var b strings.Builder
-	b.WriteString(`INSERT INTO blobs (thread, ns, key, version, kind, base, data, sum) VALUES `)
+	b.WriteString(head)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		p := 3 + 6*i
-		fmt.Fprintf(&b, "(?1, ?2, ?%d, ?%d, ?%d, ?%d, ?%d, ?%d)", p, p+1, p+2, p+3, p+4, p+5)
+		b.WriteString("(" + fixed)
+		for j := range width {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "?%d", first+width*i+j)
+		}
+		b.WriteString(")")
 	}
-	b.WriteString(` ON CONFLICT DO NOTHING`)
+	b.WriteString(tail)
 	st, err := s.db.Write.PrepareContext(ctx, b.String())
 	if err != nil {
 		return nil, err
 	}
-	s.insertBlobs[n] = st
+	cache[n] = st
 	return st, nil
 }
 

@@ -334,11 +334,25 @@ func without(claims, gone []txhook.RunKey) []txhook.RunKey {
 	return out
 }
 
-// advanceHandoff calls Advance once for e.
+// advanceHandoff calls Advance once for e, telling it which runs this
+// process holds pre-claims for (txhook.WithHeld): those it may execute
+// before claiming them.
 func (q *Queue) advanceHandoff(w *worker, e *handoff) (Result, error) {
 	wctx, cancel := bounded(q.hand.ctx, q.cfg.JobTimeout)
 	defer cancel()
-	return w.advance(wctx, e.key.tenant, e.key.thread)
+	return w.advance(txhook.WithHeld(wctx, func(tenant, runID string) bool { return q.hand.holds(e, tenant, runID) }), e.key.tenant, e.key.thread)
+}
+
+// holds reports whether e stands for the pre-claim of tenant's run runID.
+func (h *handoffs) holds(e *handoff, tenant, runID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range e.claims {
+		if c.RunID == runID && c.Tenant == tenant {
+			return true
+		}
+	}
+	return false
 }
 
 // preClaimUntil is the expiry of a pre-claim written now: the window from

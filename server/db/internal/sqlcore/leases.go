@@ -111,10 +111,13 @@ func (s *Store) claimRun(ctx context.Context, c Conn, tenant, runID, owner strin
 	// The claim returns the run as it leaves it (the statements after it
 	// do not change the run's row), so the claim reads it no second time.
 	n := txhook.Want(ctx, s.d.Unwrap(c), tenant, runID)
-	run, err := s.scanRun(c.QueryRow(ctx, s.q.ClaimRun, s.d.Time(now), tenant, runID, n), tenant, &token, &seq)
+	run, err := s.scanRun(c.QueryRow(ctx, s.q.ClaimRun, s.d.Time(now), tenant, runID, n, owner), tenant, &token, &seq)
 	if err != nil {
 		if s.d.IsUnique(err) {
 			return db.Run{}, db.Lease{}, s.fail(db.ErrBusy, "claim run %q: thread %q has a running run", runID, r.ThreadID)
+		}
+		if s.d.IsNoRows(err) {
+			return db.Run{}, db.Lease{}, s.preClaimedElsewhere(ctx, c, tenant, runID)
 		}
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
 	}
@@ -140,7 +143,7 @@ func (s *Store) claimPending(ctx context.Context, c Conn, tenant, runID, owner s
 	// The claim also reserves the Seq numbers of the events appended with
 	// it, when its caller asked (txhook.WithSeqs): no bump of its own.
 	n := txhook.Want(ctx, s.d.Unwrap(c), tenant, runID)
-	run, err := s.scanRun(c.QueryRow(ctx, s.q.ClaimPendingRun, s.d.Time(now), tenant, runID, n), tenant, &token, &seq)
+	run, err := s.scanRun(c.QueryRow(ctx, s.q.ClaimPendingRun, s.d.Time(now), tenant, runID, n, owner), tenant, &token, &seq)
 	switch {
 	case err != nil && s.d.IsUnique(err):
 		return db.Run{}, db.Lease{}, s.fail(db.ErrBusy, "claim run %q: its thread has a running run", runID)
@@ -151,8 +154,10 @@ func (s *Store) claimPending(ctx context.Context, c Conn, tenant, runID, owner s
 			return db.Run{}, db.Lease{}, err
 		case r.Status != db.RunPending:
 			return db.Run{}, db.Lease{}, s.fail(db.ErrConflict, "claim run %q: it is %s, not pending", runID, r.Status)
-		default:
+		case r.NotBefore.After(now):
 			return db.Run{}, db.Lease{}, s.fail(db.ErrConflict, "claim run %q: it may not start before %s", runID, r.NotBefore.Format(time.RFC3339Nano))
+		default:
+			return db.Run{}, db.Lease{}, s.preClaimedElsewhere(ctx, c, tenant, runID)
 		}
 	case err != nil:
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
@@ -166,6 +171,23 @@ func (s *Store) claimPending(ctx context.Context, c Conn, tenant, runID, owner s
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q: mark its thread busy", runID)
 	}
 	return run, lease, nil
+}
+
+// preClaimedElsewhere is the error of a claim refused because another
+// owner's pre-claim of the run is live: that owner's process may be
+// executing the run before its claim (db.ErrBusy: try again later).
+func (s *Store) preClaimedElsewhere(ctx context.Context, c Conn, tenant, runID string) error {
+	var (
+		holder string
+		until  time.Time
+	)
+	if err := c.QueryRow(ctx, s.q.PreClaimHolder, tenant, runID).Scan(&holder, s.d.ScanTime(&until)); err != nil {
+		if s.d.IsNoRows(err) {
+			return s.fail(db.ErrConflict, "claim run %q (tenant %q): it changed while it was claimed", runID, tenant)
+		}
+		return s.wrap(err, "claim run %q: read its pre-claim", runID)
+	}
+	return s.fail(db.ErrBusy, "claim run %q (tenant %q): %q holds its pre-claim until %s", runID, tenant, holder, until.Format(time.RFC3339Nano))
 }
 
 // leaseLost is the error for a fenced write whose lease no longer holds.

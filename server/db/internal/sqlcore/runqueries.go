@@ -52,16 +52,24 @@ type runQueries struct {
 	LockRunSlots string `sql:"optional"`
 	// CountRunning ($1 tenant) counts the tenant's running runs.
 	CountRunning string
-	// ClaimRun ($1 now, $2 tenant, $3 run ID, $4 count) sets the run
-	// running with its next lease token, adds count to its last event Seq
-	// (the events its claim's transaction appends: txhook.Seqs) and
-	// returns the run's columns (those of GetRun) followed by the token
-	// and the event Seq.
+	// ClaimRun ($1 now, $2 tenant, $3 run ID, $4 count, $5 owner) sets
+	// the run running with its next lease token, adds count to its last
+	// event Seq (the events its claim's transaction appends: txhook.Seqs)
+	// and returns the run's columns (those of GetRun) followed by the
+	// token and the event Seq; no row while another owner's pre-claim
+	// (token 0) of the run is live at $1.
 	ClaimRun string
 	// ClaimPendingRun is ClaimRun only when the run is pending and due
 	// ($1 now): no row otherwise. A run of the thread already running
 	// makes it fail on the one-running index.
 	ClaimPendingRun string
+	// PreClaimHolder ($1 tenant, $2 run ID) returns the owner and expiry
+	// of the run's pre-claim (its lease while the token is 0); no row when
+	// it has none.
+	PreClaimHolder string
+	// ReleasePreClaim ($1 tenant, $2 run ID, $3 owner) deletes the run's
+	// pre-claim (token 0) held by owner.
+	ReleasePreClaim string
 	// UpsertLease ($1 tenant, $2 run ID, $3 thread ID, $4 owner, $5 token,
 	// $6 expiry) stores or replaces the run's lease.
 	UpsertLease string

@@ -78,14 +78,22 @@ SELECT count(*) FROM trellis_runs WHERE tenant = ?1 AND status = 'running'
 -- name: ClaimRun
 UPDATE trellis_runs SET status = 'running', updated_at = ?1, lease_token = lease_token + 1, event_seq = event_seq + ?4
 WHERE tenant = ?2 AND run_id = ?3
+	AND NOT EXISTS (SELECT 1 FROM trellis_leases l WHERE l.tenant = ?2 AND l.run_id = ?3 AND l.token = 0 AND l.owner <> ?5 AND l.expires_at > ?1)
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq
 
 -- name: ClaimPendingRun
 UPDATE trellis_runs SET status = 'running', updated_at = ?1, lease_token = lease_token + 1, event_seq = event_seq + ?4
 WHERE tenant = ?2 AND run_id = ?3 AND status = 'pending' AND (not_before IS NULL OR not_before <= ?1)
+	AND NOT EXISTS (SELECT 1 FROM trellis_leases l WHERE l.tenant = ?2 AND l.run_id = ?3 AND l.token = 0 AND l.owner <> ?5 AND l.expires_at > ?1)
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq
+
+-- name: PreClaimHolder
+SELECT owner, expires_at FROM trellis_leases WHERE tenant = ?1 AND run_id = ?2 AND token = 0
+
+-- name: ReleasePreClaim
+DELETE FROM trellis_leases WHERE tenant = ?1 AND run_id = ?2 AND token = 0 AND owner = ?3
 
 -- name: UpsertLease
 INSERT INTO trellis_leases (tenant, run_id, thread_id, owner, token, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/internal/sqlitedb"
 	"github.com/trellis-agents/trellis/internal/txhook"
 )
 
@@ -333,7 +334,9 @@ const qInsertWrite = `INSERT INTO writes (thread, ns, checkpoint_id, task_id, id
 // (checkpoint.WriteAppender): one write transaction of one prepared INSERT
 // per write, no read and no delete, so a durable step costs one row. The
 // checkpoint's existence is the writes table's foreign key; the checks
-// that explain a failed INSERT run only then.
+// that explain a failed INSERT run only then. Without a transaction hook
+// in ctx (internal/txhook) the transaction runs on the write connection
+// directly (sqlitedb.DB.WriteTx), not through database/sql.
 func (s *Saver) AppendWrites(ctx context.Context, ref checkpoint.Ref, taskID string, writes []checkpoint.PendingWrite) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -341,6 +344,26 @@ func (s *Saver) AppendWrites(ctx context.Context, ref checkpoint.Ref, taskID str
 	ws, err := checkpoint.CheckWrites(ref, "append writes", taskID, writes, s.maxBytes)
 	if err != nil {
 		return err
+	}
+	if !txhook.Has(ctx) {
+		// No hook needs a *sql.Tx: the INSERTs run on the write connection
+		// directly. When one fails, the append is done again below, where
+		// a failed INSERT is explained in its transaction.
+		err = s.db.WriteTx(ctx, func(d *sqlitedb.Direct) error {
+			for _, w := range ws {
+				if _, err := d.Exec(qInsertWrite, ref.ThreadID, ref.Namespace, ref.ID, taskID, int64(w.Index), w.Key, []byte(w.Value), int64(checkpoint.WriteChecksum(w))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			s.db.Committed()
+			return nil
+		}
+		if ctx.Err() != nil || errors.Is(err, sqlitedb.ErrClosed) {
+			return fmt.Errorf("checkpoint: append writes of task %q for %s: %w", taskID, ref, err)
+		}
 	}
 	err = s.inWriteTx(ctx, func(tx *sql.Tx) error {
 		ins := tx.StmtContext(ctx, s.insertW)

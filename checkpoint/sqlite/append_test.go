@@ -12,10 +12,10 @@ import (
 	"github.com/trellis-agents/trellis/internal/txhook"
 )
 
-// TestAppendWritesPaths checks both ways AppendWrites writes: without a
-// transaction hook on the write connection directly, with one in a
-// database/sql transaction that the hook joins (its error undoes the
-// append); and that a refused append is explained either way.
+// TestAppendWritesPaths checks both ways AppendWrites and PutWrites
+// write: without a transaction hook on the write connection directly, with
+// one in a database/sql transaction that the hook joins (its error undoes
+// the write); and that a refused write is explained either way.
 func TestAppendWritesPaths(t *testing.T) {
 	s := open(t, filepath.Join(t.TempDir(), "cp.db"))
 	ctx := context.Background()
@@ -50,8 +50,40 @@ func TestAppendWritesPaths(t *testing.T) {
 	if err := s.AppendWrites(ctx, missing, "task", w(0)); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Fatalf("AppendWrites after a missing checkpoint: %v; want ErrNotFound", err)
 	}
+	if got := storedIndexes(t, s, "task"); len(got) != 2 || got[0] != 0 || got[1] != 1 {
+		t.Fatalf("stored indexes %v; want [0 1]", got)
+	}
+
+	// PutWrites takes the same two paths.
+	if err := s.PutWrites(ctx, ref, "task", append(w(5), w(7)...)); err != nil {
+		t.Fatalf("PutWrites without a hook: %v", err)
+	}
+	if got := storedIndexes(t, s, "task"); len(got) != 2 || got[0] != 5 || got[1] != 7 {
+		t.Fatalf("stored indexes after PutWrites %v; want [5 7]", got)
+	}
+	if err := s.PutWrites(ctx, missing, "task", w(0)); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("PutWrites after a missing checkpoint: %v; want ErrNotFound", err)
+	}
+	hooked = nil
+	if err := s.PutWrites(hctx, ref, "task", w(8)); err != nil {
+		t.Fatalf("PutWrites with a hook: %v", err)
+	}
+	if _, ok := hooked.(*sql.Tx); !ok {
+		t.Fatalf("the hook got %T; want PutWrites' *sql.Tx", hooked)
+	}
+	if err := s.PutWrites(fctx, ref, "task", w(9)); !errors.Is(err, boom) {
+		t.Fatalf("PutWrites with a failing hook: %v; want the hook's error", err)
+	}
+	if got := storedIndexes(t, s, "task"); len(got) != 1 || got[0] != 8 {
+		t.Fatalf("stored indexes %v; want [8]", got)
+	}
+}
+
+// storedIndexes returns the indexes of the stored writes of task, in order.
+func storedIndexes(t *testing.T, s *Saver, task string) []int {
+	t.Helper()
 	var idx []int
-	rows, err := s.db.Read.Query(`SELECT idx FROM writes WHERE thread = 't' ORDER BY idx`)
+	rows, err := s.db.Read.Query(`SELECT idx FROM writes WHERE task_id = ? ORDER BY idx`, task)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +95,8 @@ func TestAppendWritesPaths(t *testing.T) {
 		}
 		idx = append(idx, i)
 	}
-	if len(idx) != 2 || idx[0] != 0 || idx[1] != 1 {
-		t.Fatalf("stored indexes %v; want [0 1]", idx)
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
 	}
+	return idx
 }

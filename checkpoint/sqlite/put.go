@@ -267,6 +267,8 @@ type blobID struct {
 // checkpoint.ErrNotFound when that checkpoint does not exist. Each write's
 // TaskID must be taskID or empty (it is then filled in), and no two writes
 // may share an Index. Writing an empty list removes the task's writes.
+// Without a transaction hook in ctx, a non-empty list is written on the
+// write connection directly, as AppendWrites does.
 func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string, writes []checkpoint.PendingWrite) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -297,6 +299,29 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 	}
 	slices.SortFunc(ws, func(a, b checkpoint.PendingWrite) int { return cmp.Compare(a.Index, b.Index) })
 
+	if len(ws) > 0 && !txhook.Has(ctx) {
+		// As AppendWrites: on the write connection directly, the
+		// checkpoint's existence checked by the INSERTs' foreign key; a
+		// failure is explained by doing it again below.
+		err := s.db.WriteTx(ctx, func(d *sqlitedb.Direct) error {
+			if _, err := d.Exec(qDeleteWrites, ref.ThreadID, ref.Namespace, ref.ID, taskID); err != nil {
+				return err
+			}
+			for _, w := range ws {
+				if _, err := d.Exec(qInsertWrite, ref.ThreadID, ref.Namespace, ref.ID, taskID, int64(w.Index), w.Key, []byte(w.Value), int64(checkpoint.WriteChecksum(w))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			s.db.Committed()
+			return nil
+		}
+		if ctx.Err() != nil || errors.Is(err, sqlitedb.ErrClosed) {
+			return fmt.Errorf("checkpoint: put writes of task %q for %s: %w", taskID, ref, err)
+		}
+	}
 	err := s.inWriteTx(ctx, func(tx *sql.Tx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
@@ -307,8 +332,7 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM writes WHERE thread = ? AND ns = ? AND checkpoint_id = ? AND task_id = ?`,
-			ref.ThreadID, ref.Namespace, ref.ID, taskID); err != nil {
+		if _, err := tx.ExecContext(ctx, qDeleteWrites, ref.ThreadID, ref.Namespace, ref.ID, taskID); err != nil {
 			return err
 		}
 		if len(ws) == 0 {
@@ -328,7 +352,10 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 	return err
 }
 
-const qInsertWrite = `INSERT INTO writes (thread, ns, checkpoint_id, task_id, idx, key, value, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+const (
+	qInsertWrite  = `INSERT INTO writes (thread, ns, checkpoint_id, task_id, idx, key, value, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	qDeleteWrites = `DELETE FROM writes WHERE thread = ? AND ns = ? AND checkpoint_id = ? AND task_id = ?`
+)
 
 // AppendWrites adds writes to the task's pending writes
 // (checkpoint.WriteAppender): one write transaction of one prepared INSERT

@@ -25,6 +25,7 @@ type Direct struct {
 	w      *writer
 	failed bool // one of its statements failed
 	args   []driver.NamedValue
+	buf    [8]driver.NamedValue // args' first backing array
 }
 
 // Exec runs query in the transaction with args, which must be driver
@@ -72,6 +73,7 @@ func (db *DB) WriteTx(ctx context.Context, fn func(d *Direct) error) (err error)
 		w.phys.emit(sqltrace.Begin, "", 0)
 	}
 	d := &Direct{w: w}
+	d.args = d.buf[:0]
 	ended := false
 	defer func() {
 		if ended {

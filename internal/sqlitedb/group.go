@@ -290,8 +290,9 @@ func (w *writer) active(ctx context.Context) bool {
 
 // end ends the holder's turn in g: it hands the turn to the next waiting
 // caller, who joins g, or, when none waits, g is full, lost or over, ends
-// g's physical transaction (an over one is ended already). With wait it returns g's result once g ended;
-// without, the holder does not wait for others (it rolled back).
+// g's physical transaction (an over one is ended already). With wait it
+// returns g's result once g ended; without, the holder does not wait for
+// others (it rolled back).
 func (w *writer) end(g *group, wait bool) error {
 	w.mu.Lock()
 	g.members++

@@ -27,7 +27,7 @@ import (
 // transaction's ROLLBACK, which ends the group. A group of one (a lone
 // writer, the common case) is thus BEGIN IMMEDIATE, its statements and
 // COMMIT, as a plain transaction, without the SAVEPOINT and RELEASE that
-// cost a lone durable step (checkpoint/sqlite's AppendWrites) 15 % of its
+// cost a lone durable step (checkpoint/sqlite's AppendWrites) 11 % of its
 // instructions.
 // The member that ends while no other caller waits for the connection (or
 // when the group is full) commits the group, and so a group of one

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/trellis-agents/trellis/checkpoint"
+	"github.com/trellis-agents/trellis/internal/sqlitedb"
 	"github.com/trellis-agents/trellis/internal/txhook"
 )
 
@@ -266,6 +267,8 @@ type blobID struct {
 // checkpoint.ErrNotFound when that checkpoint does not exist. Each write's
 // TaskID must be taskID or empty (it is then filled in), and no two writes
 // may share an Index. Writing an empty list removes the task's writes.
+// Without a transaction hook in ctx, a non-empty list is written on the
+// write connection directly, as AppendWrites does.
 func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string, writes []checkpoint.PendingWrite) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -296,6 +299,29 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 	}
 	slices.SortFunc(ws, func(a, b checkpoint.PendingWrite) int { return cmp.Compare(a.Index, b.Index) })
 
+	if len(ws) > 0 && !txhook.Has(ctx) {
+		// As AppendWrites: on the write connection directly, the
+		// checkpoint's existence checked by the INSERTs' foreign key; a
+		// failure is explained by doing it again below.
+		err := s.db.WriteTx(ctx, func(d *sqlitedb.Direct) error {
+			if _, err := d.Exec(qDeleteWrites, ref.ThreadID, ref.Namespace, ref.ID, taskID); err != nil {
+				return err
+			}
+			for _, w := range ws {
+				if _, err := d.Exec(qInsertWrite, ref.ThreadID, ref.Namespace, ref.ID, taskID, int64(w.Index), w.Key, []byte(w.Value), int64(checkpoint.WriteChecksum(w))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			s.db.Committed()
+			return nil
+		}
+		if ctx.Err() != nil || errors.Is(err, sqlitedb.ErrClosed) {
+			return fmt.Errorf("checkpoint: put writes of task %q for %s: %w", taskID, ref, err)
+		}
+	}
 	err := s.inWriteTx(ctx, func(tx *sql.Tx) error {
 		var one int
 		err := tx.QueryRowContext(ctx, `SELECT 1 FROM checkpoints WHERE thread = ? AND ns = ? AND id = ?`,
@@ -306,8 +332,7 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM writes WHERE thread = ? AND ns = ? AND checkpoint_id = ? AND task_id = ?`,
-			ref.ThreadID, ref.Namespace, ref.ID, taskID); err != nil {
+		if _, err := tx.ExecContext(ctx, qDeleteWrites, ref.ThreadID, ref.Namespace, ref.ID, taskID); err != nil {
 			return err
 		}
 		if len(ws) == 0 {
@@ -327,13 +352,18 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 	return err
 }
 
-const qInsertWrite = `INSERT INTO writes (thread, ns, checkpoint_id, task_id, idx, key, value, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+const (
+	qInsertWrite  = `INSERT INTO writes (thread, ns, checkpoint_id, task_id, idx, key, value, sum) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`
+	qDeleteWrites = `DELETE FROM writes WHERE thread = ? AND ns = ? AND checkpoint_id = ? AND task_id = ?`
+)
 
 // AppendWrites adds writes to the task's pending writes
 // (checkpoint.WriteAppender): one write transaction of one prepared INSERT
 // per write, no read and no delete, so a durable step costs one row. The
 // checkpoint's existence is the writes table's foreign key; the checks
-// that explain a failed INSERT run only then.
+// that explain a failed INSERT run only then. Without a transaction hook
+// in ctx (internal/txhook) the transaction runs on the write connection
+// directly (sqlitedb.DB.WriteTx), not through database/sql.
 func (s *Saver) AppendWrites(ctx context.Context, ref checkpoint.Ref, taskID string, writes []checkpoint.PendingWrite) error {
 	if err := ctx.Err(); err != nil {
 		return err
@@ -341,6 +371,26 @@ func (s *Saver) AppendWrites(ctx context.Context, ref checkpoint.Ref, taskID str
 	ws, err := checkpoint.CheckWrites(ref, "append writes", taskID, writes, s.maxBytes)
 	if err != nil {
 		return err
+	}
+	if !txhook.Has(ctx) {
+		// No hook needs a *sql.Tx: the INSERTs run on the write connection
+		// directly. When one fails, the append is done again below, where
+		// a failed INSERT is explained in its transaction.
+		err = s.db.WriteTx(ctx, func(d *sqlitedb.Direct) error {
+			for _, w := range ws {
+				if _, err := d.Exec(qInsertWrite, ref.ThreadID, ref.Namespace, ref.ID, taskID, int64(w.Index), w.Key, []byte(w.Value), int64(checkpoint.WriteChecksum(w))); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err == nil {
+			s.db.Committed()
+			return nil
+		}
+		if ctx.Err() != nil || errors.Is(err, sqlitedb.ErrClosed) {
+			return fmt.Errorf("checkpoint: append writes of task %q for %s: %w", taskID, ref, err)
+		}
 	}
 	err = s.inWriteTx(ctx, func(tx *sql.Tx) error {
 		ins := tx.StmtContext(ctx, s.insertW)

@@ -6,6 +6,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +22,13 @@ import (
 // begins the physical transaction, each transaction (a "member") runs
 // inside a SAVEPOINT of its own, one after another, and its Commit
 // RELEASEs the savepoint and then waits until the group's physical COMMIT.
+// The first member of a group, which began it, needs no savepoint: the
+// physical transaction holds its writes only, so its rollback is the
+// transaction's ROLLBACK, which ends the group. A group of one (a lone
+// writer, the common case) is thus BEGIN IMMEDIATE, its statements and
+// COMMIT, as a plain transaction, without the SAVEPOINT and RELEASE that
+// cost a lone durable step (checkpoint/sqlite's AppendWrites) 11 % of its
+// instructions.
 // The member that ends while no other caller waits for the connection (or
 // when the group is full) commits the group, and so a group of one
 // commits at once, as before. A member's Rollback undoes only its own
@@ -93,6 +102,7 @@ type group struct {
 	err     error         // the group's result, set before done closes
 	members int           // members that ended in it
 	lost    error         // set when the transaction was rolled back under a member
+	over    bool          // its first member rolled the transaction back: nothing to commit
 }
 
 func newWriter(dsn string) (*writer, error) {
@@ -201,32 +211,54 @@ func (w *writer) release() {
 }
 
 // join makes the turn's holder a member of the open group, beginning one
-// when none is open. On failure the turn is given up.
-func (w *writer) join(ctx context.Context) (*group, error) {
-	g := w.open()
+// when none is open, in which case the member is the group's first and
+// bare: it has no savepoint (see finish). On failure the turn is given up.
+func (w *writer) join(ctx context.Context) (g *group, bare bool, err error) {
+	g = w.open()
 	if g == nil {
 		if _, err := w.phys.execContext(ctx, beginGroup, nil); err != nil {
 			w.release()
-			return nil, err
+			return nil, false, err
 		}
 		g = &group{done: make(chan struct{})}
 		w.mu.Lock()
 		w.group = g
 		w.mu.Unlock()
+		return g, true, nil
 	}
 	if _, err := w.phys.execContext(context.WithoutCancel(ctx), beginMember, nil); err != nil {
 		g.lost = fmt.Errorf("%w: %v", errGroupLost, err)
 		w.end(g, false)
-		return nil, err
+		return nil, false, err
 	}
-	return g, nil
+	return g, false, nil
 }
 
-// finish ends the holder's savepoint in g, keeping its writes (commit) or
-// undoing them. A savepoint that is gone means SQLite rolled the whole
-// transaction back (an I/O error, a full disk): the group is lost.
-func (w *writer) finish(g *group, commit bool) error {
+// finish ends the holder's part of g, keeping its writes (commit) or
+// undoing them. A member in a savepoint releases it, or rolls back to it
+// first; a savepoint that is gone means SQLite rolled the whole
+// transaction back (an I/O error, a full disk): the group is lost. A bare
+// member (the group's first) undoes its writes with the transaction's
+// ROLLBACK, after which the group is over; keeping them needs no
+// statement, unless one of its statements failed (failed): SQLite may
+// then have rolled the transaction back, which is checked, so that a
+// later member's savepoint does not open a new transaction in its place.
+func (w *writer) finish(g *group, commit, bare, failed bool) error {
 	ctx := context.Background()
+	if bare {
+		switch {
+		case !commit:
+			g.over = true
+			if _, err := w.phys.execContext(ctx, abortGroup, nil); err != nil && w.active(ctx) {
+				g.lost = fmt.Errorf("%w: %v", errGroupLost, err)
+				return g.lost
+			}
+		case failed && !w.active(ctx):
+			g.lost = fmt.Errorf("%w: SQLite rolled it back after a failed statement", errGroupLost)
+			return g.lost
+		}
+		return nil
+	}
 	var err error
 	if !commit {
 		_, err = w.phys.execContext(ctx, undoMember, nil)
@@ -243,14 +275,28 @@ func (w *writer) finish(g *group, commit bool) error {
 	return nil
 }
 
+// active reports whether the physical connection has a transaction open.
+// The driver does not tell (sqlite3_get_autocommit), so it asks SQLite to
+// begin one, which fails inside a transaction; one it began is rolled
+// back. Only the rare paths call it: after a failed statement.
+func (w *writer) active(ctx context.Context) bool {
+	_, err := w.phys.execContext(ctx, `BEGIN`, nil)
+	if err == nil {
+		w.phys.execContext(ctx, abortGroup, nil)
+		return false
+	}
+	return strings.Contains(err.Error(), "within a transaction")
+}
+
 // end ends the holder's turn in g: it hands the turn to the next waiting
-// caller, who joins g, or, when none waits, g is full or lost, ends g's
-// physical transaction. With wait it returns g's result once g ended;
-// without, the holder does not wait for others (it rolled back).
+// caller, who joins g, or, when none waits, g is full, lost or over, ends
+// g's physical transaction (an over one is ended already). With wait it
+// returns g's result once g ended; without, the holder does not wait for
+// others (it rolled back).
 func (w *writer) end(g *group, wait bool) error {
 	w.mu.Lock()
 	g.members++
-	if g.lost == nil && len(w.queue) > 0 && g.members < maxGroup {
+	if g.lost == nil && !g.over && len(w.queue) > 0 && g.members < maxGroup {
 		w.giveLocked()
 		w.mu.Unlock()
 		if !wait {
@@ -262,7 +308,7 @@ func (w *writer) end(g *group, wait bool) error {
 	w.mu.Unlock()
 	ctx := context.Background()
 	err := g.lost
-	if err == nil {
+	if err == nil && !g.over {
 		t0 := time.Now()
 		_, err = w.phys.execContext(ctx, commitGroup, nil)
 		writeCommitting.Add(int64(time.Since(t0)))
@@ -322,11 +368,11 @@ func (c *vconn) BeginTx(ctx context.Context, _ driver.TxOptions) (driver.Tx, err
 	if err := w.take(ctx); err != nil {
 		return nil, err
 	}
-	g, err := w.join(ctx)
+	g, bare, err := w.join(ctx)
 	if err != nil {
 		return nil, err
 	}
-	t := &vtx{c: c, g: g}
+	t := &vtx{c: c, g: g, bare: bare}
 	if sqltrace.Active() {
 		t.start = w.phys.totalChanges(ctx)
 		w.phys.emit(sqltrace.Begin, "", 0)
@@ -339,9 +385,13 @@ func (c *vconn) BeginTx(ctx context.Context, _ driver.TxOptions) (driver.Tx, err
 // no group is open, else as a member of one statement.
 func (c *vconn) ExecContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Result, error) {
 	w := c.w
-	if c.tx != nil {
+	if t := c.tx; t != nil {
 		defer timeSQL(time.Now())
-		return w.phys.ExecContext(context.WithoutCancel(ctx), query, args)
+		res, err := w.phys.ExecContext(context.WithoutCancel(ctx), query, args)
+		if err != nil {
+			t.failed = true
+		}
+		return res, err
 	}
 	if err := w.take(ctx); err != nil {
 		return nil, err
@@ -351,12 +401,12 @@ func (c *vconn) ExecContext(ctx context.Context, query string, args []driver.Nam
 		w.release()
 		return res, err
 	}
-	g, err := w.join(ctx)
+	g, bare, err := w.join(ctx)
 	if err != nil {
 		return nil, err
 	}
 	res, err := w.phys.ExecContext(context.WithoutCancel(ctx), query, args)
-	if ferr := w.finish(g, err == nil); err == nil {
+	if ferr := w.finish(g, err == nil, bare, err != nil); err == nil {
 		err = ferr
 	}
 	if gerr := w.end(g, err == nil); err == nil {
@@ -372,9 +422,17 @@ func (c *vconn) ExecContext(ctx context.Context, query string, args []driver.Nam
 // own, the statement keeps the turn until its rows are closed.
 func (c *vconn) QueryContext(ctx context.Context, query string, args []driver.NamedValue) (driver.Rows, error) {
 	w := c.w
-	if c.tx != nil {
+	if t := c.tx; t != nil {
 		defer timeSQL(time.Now())
-		return w.phys.QueryContext(context.WithoutCancel(ctx), query, args)
+		rows, err := w.phys.QueryContext(context.WithoutCancel(ctx), query, args)
+		if err != nil {
+			t.failed = true
+			return nil, err
+		}
+		if !t.bare {
+			return rows, nil
+		}
+		return wrapRows(rows, func() { t.failed = true }, nil), nil
 	}
 	if err := w.take(ctx); err != nil {
 		return nil, err
@@ -385,20 +443,21 @@ func (c *vconn) QueryContext(ctx context.Context, query string, args []driver.Na
 			w.release()
 			return nil, err
 		}
-		return wrapRows(rows, func() error { w.release(); return nil }), nil
+		return wrapRows(rows, nil, func() error { w.release(); return nil }), nil
 	}
-	g, err := w.join(ctx)
+	g, bare, err := w.join(ctx)
 	if err != nil {
 		return nil, err
 	}
 	rows, err := w.phys.QueryContext(context.WithoutCancel(ctx), query, args)
 	if err != nil {
-		w.finish(g, false)
+		w.finish(g, false, bare, true)
 		w.end(g, false)
 		return nil, err
 	}
-	return wrapRows(rows, func() error {
-		if err := w.finish(g, true); err != nil {
+	failed := false
+	return wrapRows(rows, func() { failed = true }, func() error {
+		if err := w.finish(g, true, bare, failed); err != nil {
 			w.end(g, false)
 			return err
 		}
@@ -417,9 +476,11 @@ func (c *vconn) IsValid() bool { return c.tx == nil }
 
 // vtx is a member's transaction.
 type vtx struct {
-	c     *vconn
-	g     *group
-	start int64 // total_changes() at its start, when traced
+	c      *vconn
+	g      *group
+	bare   bool  // the group's first member, without a savepoint
+	failed bool  // one of its statements failed
+	start  int64 // total_changes() at its start, when traced
 }
 
 // Commit keeps the member's writes and returns once its group committed:
@@ -431,7 +492,7 @@ func (t *vtx) Commit() error {
 	if sqltrace.Active() {
 		changed = w.phys.totalChanges(context.Background()) - t.start
 	}
-	err := w.finish(t.g, true)
+	err := w.finish(t.g, true, t.bare, t.failed)
 	if sqltrace.Active() {
 		if err != nil {
 			w.phys.emit(sqltrace.Rollback, "", 0)
@@ -451,7 +512,7 @@ func (t *vtx) Commit() error {
 func (t *vtx) Rollback() error {
 	w := t.c.w
 	t.c.tx = nil
-	err := w.finish(t.g, false)
+	err := w.finish(t.g, false, t.bare, t.failed)
 	if sqltrace.Active() {
 		w.phys.emit(sqltrace.Rollback, "", 0)
 	}
@@ -494,43 +555,54 @@ func named(args []driver.Value) []driver.NamedValue {
 	return out
 }
 
-// wrapRows returns rows whose Close also calls after, once; rows with
-// column types keep them.
-func wrapRows(rows driver.Rows, after func() error) driver.Rows {
+// wrapRows returns rows that call failed (when not nil) when Next fails
+// other than at the end, and whose Close also calls after (when not nil),
+// once; rows with column types keep them.
+func wrapRows(rows driver.Rows, failed func(), after func() error) driver.Rows {
 	if r, ok := rows.(richRows); ok {
-		return &endRows{richRows: r, after: after}
+		return &endRows{richRows: r, hooks: rowHooks{failed: failed, after: after}}
 	}
-	return &plainEndRows{Rows: rows, after: after}
+	return &plainEndRows{Rows: rows, hooks: rowHooks{failed: failed, after: after}}
+}
+
+// rowHooks are the calls of wrapped rows.
+type rowHooks struct {
+	failed func()
+	after  func() error
+	once   sync.Once
+}
+
+func (h *rowHooks) next(err error) error {
+	if err != nil && err != io.EOF && h.failed != nil {
+		h.failed()
+	}
+	return err
+}
+
+func (h *rowHooks) close(err error) error {
+	h.once.Do(func() {
+		if h.after == nil {
+			return
+		}
+		if aerr := h.after(); err == nil {
+			err = aerr
+		}
+	})
+	return err
 }
 
 type endRows struct {
 	richRows
-	after func() error
-	once  sync.Once
+	hooks rowHooks
 }
 
-func (r *endRows) Close() error {
-	err := r.richRows.Close()
-	r.once.Do(func() {
-		if aerr := r.after(); err == nil {
-			err = aerr
-		}
-	})
-	return err
-}
+func (r *endRows) Next(dest []driver.Value) error { return r.hooks.next(r.richRows.Next(dest)) }
+func (r *endRows) Close() error                   { return r.hooks.close(r.richRows.Close()) }
 
 type plainEndRows struct {
 	driver.Rows
-	after func() error
-	once  sync.Once
+	hooks rowHooks
 }
 
-func (r *plainEndRows) Close() error {
-	err := r.Rows.Close()
-	r.once.Do(func() {
-		if aerr := r.after(); err == nil {
-			err = aerr
-		}
-	})
-	return err
-}
+func (r *plainEndRows) Next(dest []driver.Value) error { return r.hooks.next(r.Rows.Next(dest)) }
+func (r *plainEndRows) Close() error                   { return r.hooks.close(r.Rows.Close()) }

@@ -317,3 +317,100 @@ func TestGroupOfOneCommitsAtOnce(t *testing.T) {
 		t.Fatalf("stats %+v; want 5 transactions, 5 commits", s)
 	}
 }
+
+// TestGroupFirstMemberRollsBack checks that the first member of a group,
+// which has no savepoint, undoes only its own writes when it rolls back,
+// and that a caller waiting meanwhile commits in a new group.
+func TestGroupFirstMemberRollsBack(t *testing.T) {
+	db := openGroupTest(t)
+	before := ReadWriteStats()
+	ctx := context.Background()
+	first, err := db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := first.Exec(`INSERT INTO g VALUES ('a')`); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Write.Exec(`INSERT INTO g VALUES ('b')`)
+		done <- err
+	}()
+	queued(t, db, 1)
+	if err := first.Rollback(); err != nil {
+		t.Fatalf("Rollback: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the waiting statement: %v", err)
+	}
+	if seen(t, db, "a") {
+		t.Fatal("the rolled back first member's row was committed")
+	}
+	if !seen(t, db, "b") {
+		t.Fatal("the waiting statement's row is lost")
+	}
+	if s := ReadWriteStats().Sub(before); s.Commits != 0 {
+		// The waiter ran alone, outside any group: no group committed.
+		t.Errorf("stats %+v; want no group commit", s)
+	}
+}
+
+// TestGroupFirstMemberFailedStatement checks that a failed statement of a
+// group's first member undoes only that statement, and that a first
+// member whose transaction SQLite ended under it gets an error from
+// Commit instead of a later member's commit.
+func TestGroupFirstMemberFailedStatement(t *testing.T) {
+	db := openGroupTest(t)
+	ctx := context.Background()
+	if _, err := db.Write.Exec(`INSERT INTO g VALUES ('a')`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO g VALUES ('b')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO g VALUES ('a')`); err == nil {
+		t.Fatal("inserting a duplicate key succeeded")
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatalf("Commit after a failed statement: %v", err)
+	}
+	if !seen(t, db, "b") {
+		t.Fatal("the row before the failed statement is lost")
+	}
+
+	// The transaction ends under the member (as SQLite ends it after an
+	// I/O error or a full disk), then a statement fails.
+	tx, err = db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO g VALUES ('c')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`ROLLBACK`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(`INSERT INTO g VALUES ('a')`); err == nil {
+		t.Fatal("inserting a duplicate key succeeded")
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := db.Write.Exec(`INSERT INTO g VALUES ('d')`)
+		done <- err
+	}()
+	queued(t, db, 1)
+	if err := tx.Commit(); !errors.Is(err, errGroupLost) {
+		t.Fatalf("Commit of a member whose transaction ended: %v; want errGroupLost", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("the waiting statement: %v", err)
+	}
+	if seen(t, db, "c") || !seen(t, db, "d") {
+		t.Fatal("want the lost member's row absent and the waiter's present")
+	}
+}

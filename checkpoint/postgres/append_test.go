@@ -88,3 +88,22 @@ func TestAppendTakesTaskLock(t *testing.T) {
 		})
 	}
 }
+
+// TestWritesLockKey checks that the task lock's text is the one earlier
+// versions built with fmt, so that processes of both serialize a task's
+// writes on the same lock.
+func TestWritesLockKey(t *testing.T) {
+	for _, c := range []struct {
+		ref  checkpoint.Ref
+		task string
+	}{
+		{checkpoint.Ref{ThreadID: "t", ID: "c"}, "task"},
+		{checkpoint.Ref{ThreadID: `a "quoted" thread`, Namespace: "sub\tgraph", ID: "01a2"}, "tâche\n\x00\xff"},
+		{checkpoint.Ref{}, ""},
+	} {
+		want := fmt.Sprintf("trellis/checkpoint/writes %q %q %q %q", c.ref.ThreadID, c.ref.Namespace, c.ref.ID, c.task)
+		if got := writesLockKey(c.ref, c.task); got != want {
+			t.Errorf("writesLockKey(%+v, %q) = %q, want %q", c.ref, c.task, got, want)
+		}
+	}
+}

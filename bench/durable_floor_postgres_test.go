@@ -11,8 +11,9 @@ import (
 	"github.com/trellis-agents/trellis/internal/pgdb/pgdbtest"
 )
 
-// BenchmarkDurableStepFloor prices what no PostgreSQL saver can avoid for
-// a durable step, next to BenchmarkDurableStepWrite's figures: a round trip
+// BenchmarkDurableStepFloorPostgres prices what no PostgreSQL saver can
+// avoid for a durable step, next to BenchmarkDurableStepWrite's figures
+// (BenchmarkDurableStepFloor is SQLite's): a round trip
 // that does nothing (SELECT 1), and a round trip that inserts the step's
 // bytes as one row of a table with only a bigint primary key, an implicit
 // transaction whose commit waits for the WAL flush (sync) or not (async,
@@ -20,7 +21,7 @@ import (
 // append is the saver's own work: its wider key, the foreign key's check,
 // the task's lock (docs/architecture.md, "The durable step on
 // PostgreSQL").
-func BenchmarkDurableStepFloor(b *testing.B) {
+func BenchmarkDurableStepFloorPostgres(b *testing.B) {
 	ctx := context.Background()
 	for _, commit := range []string{"sync", "async"} {
 		for _, way := range []string{"select1", "insert"} {

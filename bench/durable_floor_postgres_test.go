@@ -13,10 +13,10 @@ import (
 
 // BenchmarkDurableStepFloorPostgres prices what no PostgreSQL saver can
 // avoid for a durable step, next to BenchmarkDurableStepWrite's figures
-// (BenchmarkDurableStepFloor is SQLite's): a round trip
-// that does nothing (SELECT 1), and a round trip that inserts the step's
-// bytes as one row of a table with only a bigint primary key, an implicit
-// transaction whose commit waits for the WAL flush (sync) or not (async,
+// (BenchmarkDurableStepFloor is SQLite's): a round trip that does nothing
+// (SELECT 1), and a round trip that inserts the step's bytes as one row
+// of a table with only a bigint primary key, an implicit transaction
+// whose commit waits for the WAL flush (sync) or not (async,
 // synchronous_commit=off). The gap between the insert and the saver's
 // append is the saver's own work: its wider key, the foreign key's check,
 // the task's lock (docs/architecture.md, "The durable step on

@@ -385,8 +385,7 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 		b := &pgx.Batch{}
 		// The lock serializes calls for one task; the key is a hash, so
 		// a collision only makes two calls wait for each other.
-		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`,
-			fmt.Sprintf("trellis/checkpoint/writes %q %q %q %q", ref.ThreadID, ref.Namespace, ref.ID, taskID))
+		b.Queue(`SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, writesLockKey(ref, taskID))
 		// FOR KEY SHARE keeps Prune and DeleteThread from removing the
 		// checkpoint until the writes are in.
 		b.Queue(`SELECT 1 FROM checkpoints WHERE thread = $1 AND ns = $2 AND id = $3 FOR KEY SHARE`,

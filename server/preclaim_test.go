@@ -130,3 +130,44 @@ func TestDeadHandoffRunsAfterItsPreClaim(t *testing.T) {
 		})
 	}
 }
+
+// A run another process holds the live pre-claim of (it may be executing
+// the run before its claim) is not executed here, even when a request for
+// its thread arrives here and this process's hand-off advances the thread:
+// the claim is refused until the pre-claim expires, then the run runs
+// once, and the request's own run after it.
+func TestForeignPreClaimHoldsTheRun(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			database := filepath.Join(t.TempDir(), "t.db")
+			if backend == "postgres" {
+				database, _, _ = pgSchema(t, "foreignpc")
+			}
+			r := start(t, Config{Database: database, SweepInterval: 50 * time.Millisecond}, nil)
+			d := r.s.st.db
+			const window = time.Second
+			began := time.Now()
+			held := acceptPreClaimed(t, r, "shared", began.Add(window))
+			code, body, _ := post(t, r.url+"/threads/shared/runs", `{"assistant_id":"echo","input":{"log":["second"]},"multitask_strategy":"enqueue"}`)
+			if code != 200 {
+				t.Fatalf("second run: %d %s", code, body)
+			}
+			var second db.Run
+			if err := json.Unmarshal([]byte(body), &struct {
+				ID *string `json:"run_id"`
+			}{&second.ID}); err != nil || second.ID == "" {
+				t.Fatalf("second run: %s (%v)", body, err)
+			}
+			got := waitRun(t, d, "shared", held.ID)
+			if got.Status != db.RunSuccess {
+				t.Fatalf("the pre-claimed run ended %s %s, want success", got.Status, got.Error)
+			}
+			if took := time.Since(began); took < window {
+				t.Errorf("the run another process pre-claimed ran here %s after its accept, before its pre-claim expired (%s)", took, window)
+			}
+			if got := waitRun(t, d, "shared", second.ID); got.Status != db.RunSuccess {
+				t.Fatalf("the second run ended %s %s, want success", got.Status, got.Error)
+			}
+		})
+	}
+}

@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/trellis-agents/trellis/checkpoint"
-	"github.com/trellis-agents/trellis/checkpoint/internal/putbatch"
 	"github.com/trellis-agents/trellis/internal/txhook"
 )
 
@@ -181,68 +180,6 @@ func (p preparedPut) checkStored(ctx context.Context, tx pgx.Tx, inserted map[bl
 		return checkStoredBlobs(ctx, tx, p.out, p.cp.Blobs, p.blobs, inserted)
 	}
 	return nil
-}
-
-// PutBatch stores entries in one transaction (checkpoint.BatchPutter),
-// each as Put would after the one before it, all their statements in one
-// batch (BEGIN, the batch, COMMIT when no blob was stored already), and
-// runs the context's transaction hook once, before the commit.
-func (s *Saver) PutBatch(ctx context.Context, ref checkpoint.Ref, entries []checkpoint.Entry) (checkpoint.Ref, error) {
-	ps, err := putbatch.Prepare(ctx, ref, entries, func(out checkpoint.Ref, e checkpoint.Entry) (preparedPut, error) {
-		return s.preparePut(out, e.Checkpoint, e.Metadata)
-	})
-	if err != nil {
-		return checkpoint.Ref{}, err
-	}
-	first := ps[0].out
-	if ref.ID != "" && first.ID <= ref.ID {
-		return checkpoint.Ref{}, s.explainBadID(ctx, ref, first)
-	}
-	last := ps[len(ps)-1].out
-	conflict := -1
-	err = s.inTx(ctx, readWrite, func(tx pgx.Tx) error {
-		b := &pgx.Batch{}
-		at := ref
-		for _, p := range ps {
-			queuePut(b, at, p)
-			at = p.out
-		}
-		br := tx.SendBatch(ctx, b)
-		defer func() { _ = br.Close() }()
-		inserted := make([]map[blobKey]bool, len(ps))
-		for i, p := range ps {
-			in, c, err := readPut(br, p)
-			if c {
-				conflict = i
-			}
-			if err != nil {
-				return &putErr{putError(p.out, err)}
-			}
-			inserted[i] = in
-		}
-		if err := br.Close(); err != nil {
-			return err
-		}
-		for i, p := range ps {
-			if err := p.checkStored(ctx, tx, inserted[i]); err != nil {
-				return &putErr{putError(p.out, err)}
-			}
-		}
-		return txhook.Run(ctx, tx)
-	})
-	switch {
-	case conflict == 0:
-		return checkpoint.Ref{}, s.conflictError(ctx, ref, first)
-	case conflict > 0:
-		return checkpoint.Ref{}, conflictMessage(ps[conflict].out, ps[conflict-1].out.ID, "")
-	case err != nil:
-		var own *putErr
-		if errors.As(err, &own) {
-			return checkpoint.Ref{}, own.err
-		}
-		return checkpoint.Ref{}, fmt.Errorf("checkpoint: put batch ending %s: %w", last, err)
-	}
-	return last, nil
 }
 
 // errConflictMarker aborts Put's transaction when the heads row did not

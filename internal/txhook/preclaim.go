@@ -63,3 +63,27 @@ func (p *PreClaim) Runs() []RunKey {
 	defer p.mu.Unlock()
 	return append([]RunKey(nil), p.runs...)
 }
+
+// Held reports whether this process holds the pre-claim of tenant's run
+// runID: it wrote it with the run (PreClaim) and keeps renewing it. The
+// queue's hand-off passes one to the Advance it calls (WithHeld).
+type Held func(tenant, runID string) bool
+
+type heldKey struct{}
+
+// WithHeld returns ctx telling the Advance called with it which runs this
+// process holds pre-claims for. Such a run may be executed before it is
+// claimed (its claim then commits with its first step's write): no other
+// process executes a run whose live pre-claim is not its own, so no
+// other execution of it can start meanwhile. Any other run is claimed
+// before it executes.
+func WithHeld(ctx context.Context, h Held) context.Context {
+	return context.WithValue(ctx, heldKey{}, h)
+}
+
+// HeldBy reports whether ctx (WithHeld) says this process holds the
+// pre-claim of tenant's run runID; false when ctx says nothing.
+func HeldBy(ctx context.Context, tenant, runID string) bool {
+	h, _ := ctx.Value(heldKey{}).(Held)
+	return h != nil && h(tenant, runID)
+}

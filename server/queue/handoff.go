@@ -44,6 +44,10 @@ type PreClaimRenewer interface {
 	// it and reports whether it did: false once the run was claimed, or
 	// the pre-claim is gone.
 	RenewPreClaim(ctx context.Context, tenant, runID, owner string, until time.Time) (bool, error)
+	// ReleasePreClaim deletes the run's pre-claim while owner holds it,
+	// so that any process may claim the run at once: a process claims no
+	// run whose live pre-claim is another's.
+	ReleasePreClaim(ctx context.Context, tenant, runID, owner string) (bool, error)
 }
 
 // handoffs are the hand-offs of one Queue.
@@ -247,6 +251,7 @@ func (q *Queue) runHandoff(e *handoff) {
 			err := q.enqueue(ectx, replace, e.key.tenant, e.key.thread)
 			cancel()
 			if err == nil {
+				q.releasePreClaims(e, log)
 				// The new job starts after this call, after every request
 				// absorbed before it; one absorbed since may have been
 				// stored after the job started, so it is enqueued too
@@ -259,6 +264,8 @@ func (q *Queue) runHandoff(e *handoff) {
 					ectx, cancel := context.WithTimeout(context.Background(), reenqueueTimeout)
 					if err := q.enqueue(ectx, coalesce, e.key.tenant, e.key.thread); err != nil {
 						log.ErrorContext(ectx, "queue: enqueueing a request absorbed during the hand-off failed; its run's pre-claim insures it", slog.String("error", err.Error()))
+					} else {
+						q.releasePreClaims(e, log)
 					}
 					cancel()
 				}
@@ -333,11 +340,25 @@ func without(claims, gone []txhook.RunKey) []txhook.RunKey {
 	return out
 }
 
-// advanceHandoff calls Advance once for e.
+// advanceHandoff calls Advance once for e, telling it which runs this
+// process holds pre-claims for (txhook.WithHeld): those it may execute
+// before claiming them.
 func (q *Queue) advanceHandoff(w *worker, e *handoff) (Result, error) {
 	wctx, cancel := bounded(q.hand.ctx, q.cfg.JobTimeout)
 	defer cancel()
-	return w.advance(wctx, e.key.tenant, e.key.thread)
+	return w.advance(txhook.WithHeld(wctx, func(tenant, runID string) bool { return q.hand.holds(e, tenant, runID) }), e.key.tenant, e.key.thread)
+}
+
+// holds reports whether e stands for the pre-claim of tenant's run runID.
+func (h *handoffs) holds(e *handoff, tenant, runID string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, c := range e.claims {
+		if c.RunID == runID && c.Tenant == tenant {
+			return true
+		}
+	}
+	return false
 }
 
 // preClaimUntil is the expiry of a pre-claim written now: the window from
@@ -372,5 +393,29 @@ func (q *Queue) handBack(e *handoff, log *slog.Logger) {
 	defer cancel()
 	if err := q.enqueue(ctx, coalesce, e.key.tenant, e.key.thread); err != nil {
 		log.WarnContext(ctx, "queue: handing the thread to River failed; the sweeper enqueues it when its pre-claims expire", slog.String("error", err.Error()))
+		return
+	}
+	q.releasePreClaims(e, log)
+}
+
+// releasePreClaims deletes the pre-claims e still stands for, once a River
+// job of its thread is enqueued (which insures the runs from then on), so
+// that the job's claim is not refused on another replica until they
+// expire. A release that fails leaves the pre-claim to expire: the job
+// waits for it, snoozing.
+func (q *Queue) releasePreClaims(e *handoff, log *slog.Logger) {
+	if q.cfg.PreClaims == nil {
+		return
+	}
+	q.hand.mu.Lock()
+	claims := e.claims
+	e.claims = nil
+	q.hand.mu.Unlock()
+	for _, c := range claims {
+		ctx, cancel := context.WithTimeout(context.Background(), reenqueueTimeout)
+		if _, err := q.cfg.PreClaims.ReleasePreClaim(ctx, c.Tenant, c.RunID, q.cfg.Owner); err != nil {
+			log.WarnContext(ctx, "queue: releasing a run's pre-claim failed; a River job elsewhere waits for it to expire", slog.String("run_id", c.RunID), slog.String("error", err.Error()))
+		}
+		cancel()
 	}
 }

@@ -38,9 +38,10 @@ const preClaimsDDL = `CREATE TABLE test_preclaims (run_id TEXT PRIMARY KEY, owne
 // preClaimStore is the test's stand-in for the service's store: it writes
 // a pre-claim row as the run service's CreateRunTx does and renews it.
 type preClaimStore struct {
-	cfg     Config
-	renewed atomic.Int32
-	claimed sync.Map // run ID -> true: renewals report it claimed
+	cfg      Config
+	renewed  atomic.Int32
+	claimed  sync.Map // run ID -> true: renewals report it claimed
+	released sync.Map // run ID -> owner: ReleasePreClaim was called
 }
 
 func newPreClaims(t *testing.T, cfg Config) *preClaimStore {
@@ -86,6 +87,12 @@ func (s *preClaimStore) RenewPreClaim(ctx context.Context, tenant, runID, owner 
 	if _, ok := s.claimed.Load(runID); ok {
 		return false, nil
 	}
+	return true, nil
+}
+
+// ReleasePreClaim is PreClaimRenewer's: it records the call.
+func (s *preClaimStore) ReleasePreClaim(ctx context.Context, tenant, runID, owner string) (bool, error) {
+	s.released.Store(runID, owner)
 	return true, nil
 }
 
@@ -385,7 +392,11 @@ func TestHandoffBusyAndMore(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		const snooze = 200 * time.Millisecond
 		cfg := b.open(t)
+		pcs := &preClaimStore{cfg: cfg}
+		cfg.PreClaims = pcs
+		held := make(chan bool, 3)
 		q, visits := handoffQueue(t, cfg, func(ctx context.Context, n int32, thread string) (Result, error) {
+			held <- txhook.HeldBy(ctx, "t", "bm")
 			switch n {
 			case 1:
 				return Result{Outcome: Busy, After: snooze}, nil
@@ -410,6 +421,14 @@ func TestHandoffBusyAndMore(t *testing.T) {
 		}
 		waitFreeSlots(t, q, q.cfg.Handoffs)
 		noVisit(t, visits, 300*time.Millisecond)
+		// The hand-off's calls hold the run's pre-claim; River's does not,
+		// and the pre-claim was released for it when More gave it the thread.
+		if h1, h2, h3 := <-held, <-held, <-held; !h1 || !h2 || h3 {
+			t.Errorf("Advance held the pre-claim: %v, %v, %v; want the hand-off's two calls only", h1, h2, h3)
+		}
+		if owner, ok := pcs.released.Load("bm"); !ok || owner != q.cfg.Owner {
+			t.Errorf("the pre-claim was released by %v (%v), want the queue's owner %q after More", owner, ok, q.cfg.Owner)
+		}
 	})
 }
 
@@ -419,6 +438,8 @@ func TestHandoffHandsBackAfterHalfItsWindow(t *testing.T) {
 	forEach(t, func(t *testing.T, b backend) {
 		cfg := b.open(t)
 		cfg.HandoffWindow = 400 * time.Millisecond
+		pcs := &preClaimStore{cfg: cfg}
+		cfg.PreClaims = pcs
 		q, visits := handoffQueue(t, cfg, func(ctx context.Context, n int32, thread string) (Result, error) {
 			if n <= 20 {
 				return Result{Outcome: Busy, After: 50 * time.Millisecond}, nil
@@ -441,6 +462,9 @@ func TestHandoffHandsBackAfterHalfItsWindow(t *testing.T) {
 			t.Fatalf("handed back after %s, before half the window", gap)
 		}
 		waitFreeSlots(t, q, q.cfg.Handoffs)
+		if _, ok := pcs.released.Load("w"); !ok {
+			t.Error("the hand-back did not release the run's pre-claim for River's job")
+		}
 	})
 }
 

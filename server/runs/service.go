@@ -13,6 +13,7 @@ import (
 
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/internal/hoptrace"
 	"github.com/trellis-agents/trellis/store"
@@ -76,7 +77,10 @@ type Service struct {
 	cfg     Config
 	mu      sync.Mutex
 	running map[string]context.CancelCauseFunc // run ID → its cancel, in this process
-	bg      sync.WaitGroup                     // background work: titles (Wait)
+	// advancing holds the runs an Advance of this process is executing,
+	// from before their claim (see reserve).
+	advancing map[string]struct{}
+	bg        sync.WaitGroup // background work: titles (Wait)
 	// txEnqueue, when set, queues a new run's job in the transaction
 	// that stores the run (UseTxEnqueuer).
 	txEnqueue atomic.Pointer[TxEnqueuer]
@@ -111,7 +115,7 @@ func New(cfg Config) (*Service, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.Default()
 	}
-	return &Service{cfg: cfg, running: map[string]context.CancelCauseFunc{}}, nil
+	return &Service{cfg: cfg, running: map[string]context.CancelCauseFunc{}, advancing: map[string]struct{}{}}, nil
 }
 
 // Broker returns the service's event broker.
@@ -167,17 +171,29 @@ func (s *Service) AdvanceUntil(ctx context.Context, tenant, thread string) (Adva
 	case err != nil:
 		return Idle, Next{}, err
 	}
-	if s.deferClaims() {
-		// Executed first and claimed with its first write (deferredClaim).
+	if busy != nil && *busy {
+		return Busy, Next{}, nil
+	}
+	// One execution of a run at a time in this process: another Advance of
+	// its thread (a hand-off and a River job, two River jobs) waits.
+	if !s.reserve(run.ID) {
+		return Busy, Next{}, nil
+	}
+	defer s.unreserve(run.ID)
+	if s.deferClaims() && txhook.HeldBy(ctx, tenant, run.ID) {
+		// Executed first and claimed with its first write (deferredClaim):
+		// only a run whose pre-claim this process holds, which no other
+		// process executes while it lives. Any other run is claimed first
+		// (below), or two processes could both execute its first step,
+		// side effects included, until one of them claimed it.
 		if busy == nil {
 			b, err := s.threadRunning(ctx, tenant, thread)
 			if err != nil {
 				return Idle, Next{}, err
 			}
-			busy = &b
-		}
-		if *busy {
-			return Busy, Next{}, nil
+			if b {
+				return Busy, Next{}, nil
+			}
 		}
 		err := s.execute0(ctx, db.Lease{Tenant: tenant, RunID: run.ID, ThreadID: run.ThreadID, Owner: s.cfg.Owner}, run, true, pre)
 		switch {
@@ -211,6 +227,25 @@ func (s *Service) AdvanceUntil(ctx context.Context, tenant, thread string) (Adva
 		return Idle, Next{}, err
 	}
 	return s.afterRun(ctx, tenant, thread)
+}
+
+// reserve marks run as being executed by an Advance of this process; false
+// when one already is.
+func (s *Service) reserve(runID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.advancing[runID]; ok {
+		return false
+	}
+	s.advancing[runID] = struct{}{}
+	return true
+}
+
+// unreserve ends reserve.
+func (s *Service) unreserve(runID string) {
+	s.mu.Lock()
+	delete(s.advancing, runID)
+	s.mu.Unlock()
 }
 
 // Cancel cancels a run with action "interrupt" or "rollback": at once when

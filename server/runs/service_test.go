@@ -12,6 +12,7 @@ import (
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/checkpoint/sqlite"
 	"github.com/trellis-agents/trellis/graph"
+	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/db"
 	dbsqlite "github.com/trellis-agents/trellis/server/db/sqlite"
 	"github.com/trellis-agents/trellis/tool"
@@ -143,9 +144,12 @@ func (e *env) mustCreate(tenant, thread, assistant string, kw Kwargs, strategy s
 	return r
 }
 
+// advance calls Advance as the queue's hand-off does, holding every
+// run's pre-claim (txhook.WithHeld): a service with JoinStepWrites then
+// executes the run before it claims it, claiming it with its first write.
 func (e *env) advance(tenant, thread string) AdvanceResult {
 	e.t.Helper()
-	res, err := e.svc.Advance(context.Background(), tenant, thread)
+	res, err := e.svc.Advance(heldCtx(), tenant, thread)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -168,6 +172,11 @@ func (e *env) events(tenant, runID string) []db.Event {
 		e.t.Fatal(err)
 	}
 	return evs
+}
+
+// heldCtx is a context whose Advance holds every run's pre-claim.
+func heldCtx() context.Context {
+	return txhook.WithHeld(context.Background(), func(string, string) bool { return true })
 }
 
 func in(s string) Kwargs { return Kwargs{Input: json.RawMessage(s)} }

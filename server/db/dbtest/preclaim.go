@@ -76,14 +76,26 @@ func testPreClaim(t *testing.T, d db.DB) {
 		t.Errorf("the renewed pre-claim expired before its new expiry: %+v", got)
 	}
 
-	// The claim replaces it with its own lease; the pre-claim's owner can
-	// renew it no more.
-	l := claim(t, d, ten, run.ID, "worker")
+	// While it lives, no other owner claims the run (its owner may be
+	// executing it before its claim): ErrBusy, the run left pending.
+	_, _, err = d.ClaimRun(bg(), ten, run.ID, "worker", time.Minute)
+	isErr(t, "ClaimRun by another owner under a live pre-claim", err, db.ErrBusy)
+	if rl, isRL := d.(db.RunLimiter); isRL {
+		_, _, err = rl.ClaimRunWithin(bg(), ten, run.ID, "worker", time.Minute, 100)
+		isErr(t, "ClaimRunWithin by another owner under a live pre-claim", err, db.ErrBusy)
+	}
+	if r, err := d.GetRun(bg(), ten, "t", run.ID); err != nil || r.Status != db.RunPending {
+		t.Fatalf("after the refused claims the run is %s (%v), want pending", r.Status, err)
+	}
+
+	// Its owner's claim replaces it with a lease; the pre-claim can be
+	// renewed no more.
+	l := claim(t, d, ten, run.ID, "me")
 	if l.Token < 1 {
 		t.Errorf("the claim's token is %d, want at least 1", l.Token)
 	}
 	got = expiredOf(t, d, ten, time.Now().Add(2*time.Hour))
-	if len(got) != 1 || got[0].Owner != "worker" || got[0].Token != l.Token {
+	if len(got) != 1 || got[0].Owner != "me" || got[0].Token != l.Token {
 		t.Errorf("after the claim the leases are %+v, want the claim's alone", got)
 	}
 	renewed, err = pcs.RenewPreClaim(bg(), ten, run.ID, "me", later)
@@ -127,4 +139,44 @@ func testPreClaim(t *testing.T, d db.DB) {
 	if r, err := d.GetRun(bg(), ten, "v", dropped.ID); err != nil || r.Status != db.RunPending {
 		t.Errorf("the run of the dropped pre-claim is %s (%v), want it still pending", r.Status, err)
 	}
+
+	// An expired pre-claim holds nothing: any owner claims the run.
+	mkThread(t, d, ten, "w", nil)
+	expired := accept(&txhook.PreClaim{Owner: "dead", Until: time.Now().Add(-time.Second)}, db.Run{ThreadID: "w", AssistantID: "asst", Kwargs: kw})
+	if l := claim(t, d, ten, expired.ID, "worker"); l.Owner != "worker" || l.Token < 1 {
+		t.Errorf("the claim under an expired pre-claim gave %+v", l)
+	}
+
+	// ReleasePreClaim: only its owner's, and then any owner claims at once;
+	// a claim's lease is not a pre-claim to release.
+	mkThread(t, d, ten, "x", nil)
+	released := accept(&txhook.PreClaim{Owner: "me", Until: time.Now().Add(time.Minute)}, db.Run{ThreadID: "x", AssistantID: "asst", Kwargs: kw})
+	gone, err := pcs.ReleasePreClaim(bg(), ten, released.ID, "someone else")
+	if ok(t, "ReleasePreClaim by another owner", err); gone {
+		t.Error("another owner released the pre-claim")
+	}
+	gone, err = pcs.ReleasePreClaim(bg(), ten, released.ID, "me")
+	if ok(t, "ReleasePreClaim", err); !gone {
+		t.Error("the owner could not release its pre-claim")
+	}
+	rl := claim(t, d, ten, released.ID, "worker")
+	gone, err = pcs.ReleasePreClaim(bg(), ten, released.ID, "worker")
+	if ok(t, "ReleasePreClaim of a claim", err); gone {
+		t.Error("a claim's lease was released as a pre-claim")
+	}
+	if l, isLease := leaseNamed(t, d, ten, released.ID); !isLease || l.Token != rl.Token {
+		t.Errorf("after releasing nothing the claim's lease is %+v (%v), want token %d", l, isLease, rl.Token)
+	}
+}
+
+// leaseNamed is the run's lease as ExpiredLeases lists it at the far
+// future; false when it has none.
+func leaseNamed(t *testing.T, d db.DB, ten, runID string) (db.Lease, bool) {
+	t.Helper()
+	for _, l := range expiredOf(t, d, ten, time.Now().Add(24*time.Hour)) {
+		if l.RunID == runID {
+			return l, true
+		}
+	}
+	return db.Lease{}, false
 }

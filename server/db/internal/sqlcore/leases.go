@@ -118,6 +118,9 @@ func (s *Store) claimRun(ctx context.Context, c Conn, tenant, runID, owner strin
 		if s.d.IsUnique(err) {
 			return db.Run{}, db.Lease{}, s.fail(db.ErrBusy, "claim run %q: thread %q has a running run", runID, r.ThreadID)
 		}
+		if s.d.IsNoRows(err) {
+			return db.Run{}, db.Lease{}, s.preClaimedElsewhere(ctx, c, tenant, runID)
+		}
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
 	}
 	txhook.Reserve(ctx, s.d.Unwrap(c), tenant, runID, seq)
@@ -152,8 +155,10 @@ func (s *Store) claimPending(ctx context.Context, c Conn, tenant, runID, owner s
 			return db.Run{}, db.Lease{}, err
 		case r.Status != db.RunPending:
 			return db.Run{}, db.Lease{}, s.fail(db.ErrConflict, "claim run %q: it is %s, not pending", runID, r.Status)
-		default:
+		case r.NotBefore.After(now):
 			return db.Run{}, db.Lease{}, s.fail(db.ErrConflict, "claim run %q: it may not start before %s", runID, r.NotBefore.Format(time.RFC3339Nano))
+		default:
+			return db.Run{}, db.Lease{}, s.preClaimedElsewhere(ctx, c, tenant, runID)
 		}
 	case err != nil:
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
@@ -164,6 +169,23 @@ func (s *Store) claimPending(ctx context.Context, c Conn, tenant, runID, owner s
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q: mark its thread busy", runID)
 	}
 	return run, lease, nil
+}
+
+// preClaimedElsewhere is the error of a claim refused because another
+// owner's pre-claim of the run is live: that owner's process may be
+// executing the run before its claim (db.ErrBusy: try again later).
+func (s *Store) preClaimedElsewhere(ctx context.Context, c Conn, tenant, runID string) error {
+	var (
+		holder string
+		until  time.Time
+	)
+	if err := c.QueryRow(ctx, s.q.PreClaimHolder, tenant, runID).Scan(&holder, s.d.ScanTime(&until)); err != nil {
+		if s.d.IsNoRows(err) {
+			return s.fail(db.ErrConflict, "claim run %q (tenant %q): it changed while it was claimed", runID, tenant)
+		}
+		return s.wrap(err, "claim run %q: read its pre-claim", runID)
+	}
+	return s.fail(db.ErrBusy, "claim run %q (tenant %q): %q holds its pre-claim until %s", runID, tenant, holder, until.Format(time.RFC3339Nano))
 }
 
 // leaseLost is the error for a fenced write whose lease no longer holds.

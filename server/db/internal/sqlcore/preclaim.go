@@ -65,3 +65,18 @@ func (s *Store) DropLease(ctx context.Context, expired db.Lease) error {
 	}
 	return nil
 }
+
+// ReleasePreClaim deletes the run's pre-claim while owner holds it; see
+// db.PreClaimer.
+func (s *Store) ReleasePreClaim(ctx context.Context, tenant, runID, owner string) (bool, error) {
+	var n int64
+	err := s.d.WriteOne(ctx, func(c Conn) error {
+		var err error
+		n, err = c.Exec(ctx, s.q.ReleasePreClaim, tenant, runID, owner)
+		return err
+	})
+	if err != nil {
+		return false, s.wrap(err, "release the pre-claim of run %q", runID)
+	}
+	return n == 1, nil
+}

@@ -58,14 +58,23 @@ type runQueries struct {
 	// ClaimRun ($1 now, $2 tenant, $3 run ID, $4 count, $5 owner, $6
 	// expiry) sets the run running with its next lease token, held by
 	// owner until expiry (replacing any lease the run had, such as its
-	// pre-claim), adds count to its last event Seq (the events its
+	// owner's pre-claim), adds count to its last event Seq (the events its
 	// claim's transaction appends: txhook.Seqs) and returns the run's
-	// columns (those of GetRun) followed by the token and the event Seq.
+	// columns (those of GetRun) followed by the token and the event Seq;
+	// no row while another owner's pre-claim (token 0) of the run is live
+	// at $1.
 	ClaimRun string
 	// ClaimPendingRun is ClaimRun only when the run is pending and due
 	// ($1 now): no row otherwise. A run of the thread already running
 	// makes it fail on the one-running index.
 	ClaimPendingRun string
+	// PreClaimHolder ($1 tenant, $2 run ID) returns the owner and expiry
+	// of the run's pre-claim (its lease while the token is 0); no row when
+	// it has none.
+	PreClaimHolder string
+	// ReleasePreClaim ($1 tenant, $2 run ID, $3 owner) ends the run's
+	// pre-claim (token 0) held by owner.
+	ReleasePreClaim string
 	// MarkThreadBusy ($1 tenant, $2 thread ID).
 	MarkThreadBusy string
 	// LeaseToken ($1 tenant, $2 run ID) returns the token of the run's

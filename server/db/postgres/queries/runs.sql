@@ -88,18 +88,32 @@ SELECT pg_advisory_xact_lock(hashtextextended('trellis_run_slots:' || $1, 0))
 SELECT count(*) FROM trellis_runs WHERE tenant = $1 AND status = 'running'
 
 -- name: ClaimRun
+-- Not while another owner's pre-claim (token 0) of the run is live: its
+-- process may be executing the run before its claim.
 UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1, event_seq = event_seq + $4,
 	lease_owner = $5, lease_expires_at = $6
 WHERE tenant = $2 AND run_id = $3
+	AND (lease_owner IS NULL OR lease_token <> 0 OR lease_owner = $5 OR lease_expires_at <= $1)
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq
 
 -- name: ClaimPendingRun
+-- Not while another owner's pre-claim (token 0) of the run is live: its
+-- process may be executing the run before its claim.
 UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1, event_seq = event_seq + $4,
 	lease_owner = $5, lease_expires_at = $6
 WHERE tenant = $2 AND run_id = $3 AND status = 'pending' AND (not_before IS NULL OR not_before <= $1)
+	AND (lease_owner IS NULL OR lease_token <> 0 OR lease_owner = $5 OR lease_expires_at <= $1)
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq
+
+-- name: PreClaimHolder
+SELECT lease_owner, lease_expires_at FROM trellis_runs
+WHERE tenant = $1 AND run_id = $2 AND lease_token = 0 AND lease_owner IS NOT NULL
+
+-- name: ReleasePreClaim
+UPDATE trellis_runs SET lease_owner = NULL, lease_expires_at = NULL
+WHERE tenant = $1 AND run_id = $2 AND lease_token = 0 AND lease_owner = $3
 
 -- name: MarkThreadBusy
 UPDATE trellis_threads SET status = 'busy' WHERE tenant = $1 AND thread_id = $2

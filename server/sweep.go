@@ -18,7 +18,7 @@ import (
 // its thread's latest checkpoint, and enqueues the thread for the runs
 // waiting behind it. An expired pre-claim (token 0: the insurance of a run
 // a process handed to itself and never claimed) is not taken over: its
-// thread is enqueued and the row dropped (dropPreClaim). A second loop
+// thread is enqueued and the pre-claim dropped (dropPreClaim). A second loop
 // (ttl.go) expires threads whose TTL ran out.
 type sweeper struct {
 	s       *Server
@@ -129,7 +129,7 @@ func (w *sweeper) sweep(ctx context.Context) (int, error) {
 // or lost its database, before the claim, so the run is not executed here
 // (it never started): the pre-claim is dropped, if still as read, and the
 // thread enqueued through the queue, which runs the run as any other. A
-// run that ended meanwhile (cancelled while pending) only loses the row.
+// run that ended meanwhile (cancelled while pending) only loses the lease.
 func (w *sweeper) dropPreClaim(ctx context.Context, l db.Lease) error {
 	pc, ok := w.s.st.db.(db.PreClaimer)
 	if !ok {

@@ -7,11 +7,12 @@ import (
 )
 
 // PreClaim asks the transaction that stores a new run (a run's accept) to
-// also write the run's pre-claim: a lease row for the run, owned by Owner,
+// also write the run's pre-claim: a lease of the run, owned by Owner,
 // that expires at Until, with token 0 (no claim ever holds token 0, so
 // nothing can be fenced with it). It is the insurance of a run the queue
 // hands off to its own process (server/queue's hand-off): the run's claim
-// replaces it (the claim's lease statement is an upsert), and if the
+// replaces it (the stores write it on the run's row, with the run, and
+// the claim's UPDATE of that row sets its own lease), and if the
 // process dies before the claim, the service's lease sweeper finds it
 // expired and enqueues the run's thread through the queue.
 //
@@ -20,7 +21,7 @@ import (
 // back after the commit (Runs). A store that writes none leaves Runs
 // empty, and the queue then inserts a job of its own instead.
 type PreClaim struct {
-	// Owner is the owner the pre-claim's lease row names.
+	// Owner is the owner the pre-claim's lease names.
 	Owner string
 	// Until is the pre-claim's expiry.
 	Until time.Time

@@ -118,11 +118,9 @@ var Tables = []Table{
 		"metadata", ColJSON, "kwargs", ColJSON, "multitask_strategy", ColText, "usage?", ColJSON, "error", ColText,
 		"created_at", ColTime, "updated_at", ColTime, "ended_at?", ColTime, "not_before?", ColTime,
 		"cancel_requested", ColText, "seq", ColInt, "lease_token", ColInt, "event_seq", ColInt,
-		"assistant_version?", ColInt)},
+		"assistant_version?", ColInt, "lease_owner?", ColText, "lease_expires_at?", ColTime)},
 	{Name: "trellis_run_events", Key: 3, Columns: cols(
 		"tenant", ColText, "run_id", ColText, "seq", ColInt, "event", ColText, "data", ColBytes, "created_at", ColTime)},
-	{Name: "trellis_leases", Key: 2, Columns: cols(
-		"tenant", ColText, "run_id", ColText, "thread_id", ColText, "owner", ColText, "token", ColInt, "expires_at", ColTime)},
 	{Name: "trellis_crons", Key: 2, Columns: cols(
 		"tenant", ColText, "cron_id", ColText, "assistant_id", ColText, "thread_id?", ColText, "user_id", ColText,
 		"schedule", ColText, "timezone", ColText, "payload", ColJSON, "metadata", ColJSON, "next_run_at?", ColTime,
@@ -148,6 +146,17 @@ var Tables = []Table{
 		"key_id", ColText, "tenant", ColText, "name", ColText, "prefix", ColText, "hash", ColBytes,
 		"created_at", ColTime, "last_used_at?", ColTime, "revoked_at?", ColTime)},
 }
+
+// LegacyLeases is the table trellis_leases of the schemas before a run's
+// lease moved onto its row (trellis_runs' lease_owner, lease_token and
+// lease_expires_at): Tables no longer lists it, and no DB exports it, but
+// an Exporter still imports its rows, after their runs (which may lack
+// the lease columns: they are NULL, no lease). Each row gives its run
+// the lease unless a lease holds the run already; a row whose run is
+// missing is skipped. Either way it counts as inserted only when it
+// changed the run.
+var LegacyLeases = Table{Name: "trellis_leases", Key: 2, Columns: cols(
+	"tenant", ColText, "run_id", ColText, "thread_id", ColText, "owner", ColText, "token", ColInt, "expires_at", ColTime)}
 
 // Exporter is an optional interface of a DB whose rows can be copied, every
 // tenant's, to another DB of either backend (`trellis transfer`). Both

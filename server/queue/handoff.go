@@ -16,11 +16,10 @@ import (
 //
 // What insures the work against this process dying is not a job row but
 // the run's pre-claim: EnqueueWith opens the write transaction itself and
-// asks the caller's statements to write, beside the run, a lease row for
-// it (txhook.PreClaim; owner Config.Owner, token 0, expiring a window
-// ahead). The run's claim replaces that row with its own lease (the
-// claim's lease statement is an upsert), and the run's finish deletes it
-// as any lease. If this process dies before the claim, the service's lease
+// asks the caller's statements to write, with the run, a lease for it
+// (txhook.PreClaim; owner Config.Owner, token 0, expiring a window
+// ahead; the store keeps it on the run's row). The run's claim replaces
+// it with its own lease, and the run's finish ends it as any lease. If this process dies before the claim, the service's lease
 // sweeper finds the pre-claim expired and enqueues the thread through
 // River, which runs the run anywhere; after the claim, the run's lease and
 // the sweeper's take-over cover it as for any run. Correctness never

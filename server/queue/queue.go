@@ -20,8 +20,8 @@
 //
 // Hand-off: a thread EnqueueWith would insert a job for is worked by a
 // goroutine of this process with no River job, the run's pre-claim (a
-// lease row the service's sweeper watches) insuring it if this process
-// dies (see handoff.go).
+// lease the service's sweeper watches, on the run's row) insuring it if
+// this process dies (see handoff.go).
 //
 // Failures: each job is attempted once (MaxAttempts 1). An Advance that
 // returns an error, panics or is interrupted (JobTimeout, a hard stop)

@@ -47,7 +47,7 @@ func TestClaimCommitsWithTheFirstStep(t *testing.T) {
 		}
 		var claim, cp bool
 		for _, st := range tx.Stmts {
-			claim = claim || strings.Contains(st.SQL, "INSERT INTO trellis_leases")
+			claim = claim || strings.Contains(st.SQL, "SET status = 'running'")
 			cp = cp || strings.Contains(st.SQL, "INSERT INTO checkpoints")
 		}
 		if claim {

@@ -77,7 +77,10 @@ func TestJoinedDurableStepsAppend(t *testing.T) {
 		}
 		var lease, insertsWrites, deletesWrites bool
 		for _, st := range tx.Stmts {
-			lease = lease || strings.Contains(st.SQL, "FROM trellis_leases")
+			// The lease's token read (LeaseToken) or compared (a fenced
+			// UPDATE) on the run's row.
+			lease = lease || strings.Contains(st.SQL, "SELECT lease_token FROM trellis_runs") ||
+				strings.Contains(st.SQL, "lease_token = $") || strings.Contains(st.SQL, "lease_token = ?")
 			insertsWrites = insertsWrites || strings.Contains(st.SQL, "INSERT INTO writes")
 			deletesWrites = deletesWrites || strings.Contains(st.SQL, "DELETE FROM writes")
 		}

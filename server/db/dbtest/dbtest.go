@@ -100,6 +100,7 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"PendingAfter", testPendingAfter},
 		{"ThreadForRun", testThreadForRun},
 		{"PreClaim", testPreClaim},
+		{"ImportLegacyLeases", testImportLegacyLeases},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -217,6 +217,26 @@ CREATE INDEX trellis_crons_thread ON trellis_crons (thread_id, tenant);
 	// the tenant's threads either way (docs/architecture.md, "Generic
 	// plans on PostgreSQL").
 	`DROP INDEX trellis_threads_status;`,
+	// 8: a run's lease lives on its row (lease_token was already there):
+	// its owner and expiry, both NULL when no lease holds the run. The
+	// accept's pre-claim, the claim, the finish and a take-over each
+	// write the row their statement already writes, and a fenced write
+	// compares lease_token on the row it updates: no second table, no
+	// second row lock. The expiry's index is partial (only the rows that
+	// hold a lease, a few per replica) and its columns change only with
+	// the claim, a renewal, a take-over or the finish: the claim and the
+	// finish change status and ended_at, indexed already, so none of them
+	// loses a heap-only (HOT) update it had; a renewal (a heartbeat every
+	// third of the TTL) is not HOT, as it was not on trellis_leases
+	// (docs/architecture.md, "The run's lease lives on its row").
+	`
+ALTER TABLE trellis_runs ADD COLUMN lease_owner text;
+ALTER TABLE trellis_runs ADD COLUMN lease_expires_at timestamptz;
+UPDATE trellis_runs r SET lease_owner = l.owner, lease_expires_at = l.expires_at, lease_token = l.token
+FROM trellis_leases l WHERE l.tenant = r.tenant AND l.run_id = r.run_id;
+DROP TABLE trellis_leases;
+CREATE INDEX trellis_runs_lease_expiry ON trellis_runs (lease_expires_at, tenant, run_id) WHERE lease_expires_at IS NOT NULL;
+`,
 }
 
 // DB is the store of record on PostgreSQL. It is safe for concurrent use,

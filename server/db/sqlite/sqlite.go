@@ -187,6 +187,20 @@ CREATE INDEX trellis_crons_due ON trellis_crons (next_run_at) WHERE enabled = 1 
 -- The assistant version a run names (NULL: the assistant's latest version
 -- when it runs).
 ALTER TABLE trellis_runs ADD COLUMN assistant_version INTEGER;
+`}, {Version: 6, SQL: `
+-- A run's lease lives on its row (lease_token was already there): its
+-- owner and expiry (Unix microseconds), both NULL when no lease holds the
+-- run. The accept's pre-claim, the claim, the finish and a take-over
+-- each write the row their statement already writes, and a fenced write
+-- compares lease_token on the row it updates. The expiry's index holds
+-- only the rows that hold a lease.
+ALTER TABLE trellis_runs ADD COLUMN lease_owner TEXT;
+ALTER TABLE trellis_runs ADD COLUMN lease_expires_at INTEGER;
+UPDATE trellis_runs SET (lease_owner, lease_expires_at, lease_token) =
+	(SELECT l.owner, l.expires_at, l.token FROM trellis_leases l WHERE l.tenant = trellis_runs.tenant AND l.run_id = trellis_runs.run_id)
+WHERE EXISTS (SELECT 1 FROM trellis_leases l WHERE l.tenant = trellis_runs.tenant AND l.run_id = trellis_runs.run_id);
+DROP TABLE trellis_leases;
+CREATE INDEX trellis_runs_lease_expiry ON trellis_runs (lease_expires_at, tenant, run_id) WHERE lease_expires_at IS NOT NULL;
 `}}
 
 // DB is the store of record on a SQLite file. It is safe for concurrent

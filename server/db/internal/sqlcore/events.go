@@ -83,7 +83,7 @@ func (s *Store) PruneEvents(ctx context.Context, endedBefore time.Time) (int, er
 // AppendEvents appends events to the lease's run, fenced by the lease,
 // with Seq following the run's last one (gap-free even when the holder
 // appends from several goroutines or processes: the append holds the
-// write lock, or the lease row's lock); it returns them with Seq and
+// write lock, or the run's row lock); it returns them with Seq and
 // CreatedAt set. Every event needs a name; Data must be JSON (null when
 // empty) and is stored as given.
 func (s *Store) AppendEvents(ctx context.Context, l db.Lease, events []db.Event) ([]db.Event, error) {

@@ -3,6 +3,7 @@ package sqlcore
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/trellis-agents/trellis/server/db"
@@ -53,8 +54,14 @@ func (s *Store) ExportRows(ctx context.Context, t db.Table, after db.Row, limit 
 
 // ImportRows inserts rows into t, leaving rows whose key (or another
 // unique column) the database has already, in one transaction; see
-// db.Exporter. Runs keep their sequence numbers.
+// db.Exporter. Runs keep their sequence numbers. Rows of an old export's
+// trellis_leases (db.LegacyLeases) set the leases of their runs.
 func (s *Store) ImportRows(ctx context.Context, t db.Table, rows []db.Row) (int, error) {
+	legacy := t.Name == db.LegacyLeases.Name
+	if legacy && !slices.Equal(t.Columns, db.LegacyLeases.Columns) {
+		// ImportLease numbers its parameters in this order.
+		return 0, fmt.Errorf("%s: import %s: the columns are not those of db.LegacyLeases", s.d.Name(), t.Name)
+	}
 	for _, r := range rows {
 		if err := t.Check(r); err != nil {
 			return 0, err
@@ -68,6 +75,9 @@ func (s *Store) ImportRows(ctx context.Context, t db.Table, rows []db.Row) (int,
 	}
 	q := `INSERT INTO ` + t.Name + ` (` + strings.Join(names, ", ") + `)` + s.d.ImportClause(t.Name) +
 		` VALUES (` + strings.Join(ph, ", ") + `) ON CONFLICT DO NOTHING`
+	if legacy {
+		q = s.q.ImportLease
+	}
 	n := 0
 	err := s.d.Write(ctx, func(tx Conn) error {
 		n = 0

@@ -110,8 +110,10 @@ func (s *Store) claimRun(ctx context.Context, c Conn, tenant, runID, owner strin
 	var token, seq int64
 	// The claim returns the run as it leaves it (the statements after it
 	// do not change the run's row), so the claim reads it no second time.
+	// The lease is on the run's row: the same UPDATE writes it.
 	n := txhook.Want(ctx, s.d.Unwrap(c), tenant, runID)
-	run, err := s.scanRun(c.QueryRow(ctx, s.q.ClaimRun, s.d.Time(now), tenant, runID, n, owner), tenant, &token, &seq)
+	exp := now.Add(ttl).Truncate(time.Microsecond)
+	run, err := s.scanRun(c.QueryRow(ctx, s.q.ClaimRun, s.d.Time(now), tenant, runID, n, owner, s.d.Time(exp)), tenant, &token, &seq)
 	if err != nil {
 		if s.d.IsUnique(err) {
 			return db.Run{}, db.Lease{}, s.fail(db.ErrBusy, "claim run %q: thread %q has a running run", runID, r.ThreadID)
@@ -122,10 +124,7 @@ func (s *Store) claimRun(ctx context.Context, c Conn, tenant, runID, owner strin
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
 	}
 	txhook.Reserve(ctx, s.d.Unwrap(c), tenant, runID, seq)
-	lease := db.Lease{Tenant: tenant, RunID: runID, ThreadID: r.ThreadID, Owner: owner, Token: token, ExpiresAt: now.Add(ttl).Truncate(time.Microsecond)}
-	if err := execLater(ctx, c, s.q.UpsertLease, tenant, runID, r.ThreadID, owner, token, s.d.Time(lease.ExpiresAt)); err != nil {
-		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
-	}
+	lease := db.Lease{Tenant: tenant, RunID: runID, ThreadID: r.ThreadID, Owner: owner, Token: token, ExpiresAt: exp}
 	if err := execLater(ctx, c, s.q.MarkThreadBusy, tenant, r.ThreadID); err != nil {
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q: mark its thread busy", runID)
 	}
@@ -141,9 +140,11 @@ func (s *Store) claimPending(ctx context.Context, c Conn, tenant, runID, owner s
 	now := dbutil.Now()
 	var token, seq int64
 	// The claim also reserves the Seq numbers of the events appended with
-	// it, when its caller asked (txhook.WithSeqs): no bump of its own.
+	// it, when its caller asked (txhook.WithSeqs): no bump of its own. It
+	// writes the lease on the run's row, replacing a pre-claim.
 	n := txhook.Want(ctx, s.d.Unwrap(c), tenant, runID)
-	run, err := s.scanRun(c.QueryRow(ctx, s.q.ClaimPendingRun, s.d.Time(now), tenant, runID, n, owner), tenant, &token, &seq)
+	exp := now.Add(ttl).Truncate(time.Microsecond)
+	run, err := s.scanRun(c.QueryRow(ctx, s.q.ClaimPendingRun, s.d.Time(now), tenant, runID, n, owner, s.d.Time(exp)), tenant, &token, &seq)
 	switch {
 	case err != nil && s.d.IsUnique(err):
 		return db.Run{}, db.Lease{}, s.fail(db.ErrBusy, "claim run %q: its thread has a running run", runID)
@@ -163,10 +164,7 @@ func (s *Store) claimPending(ctx context.Context, c Conn, tenant, runID, owner s
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
 	}
 	txhook.Reserve(ctx, s.d.Unwrap(c), tenant, runID, seq)
-	lease := db.Lease{Tenant: tenant, RunID: runID, ThreadID: run.ThreadID, Owner: owner, Token: token, ExpiresAt: now.Add(ttl).Truncate(time.Microsecond)}
-	if err := execLater(ctx, c, s.q.UpsertLease, tenant, runID, run.ThreadID, owner, token, s.d.Time(lease.ExpiresAt)); err != nil {
-		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q", runID)
-	}
+	lease := db.Lease{Tenant: tenant, RunID: runID, ThreadID: run.ThreadID, Owner: owner, Token: token, ExpiresAt: exp}
 	if err := execLater(ctx, c, s.q.MarkThreadBusy, tenant, run.ThreadID); err != nil {
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q: mark its thread busy", runID)
 	}
@@ -196,10 +194,10 @@ func (s *Store) leaseLost(l db.Lease) error {
 }
 
 // fence checks, inside a write transaction, that l still holds its run,
-// locking the lease row until the transaction ends where the dialect
+// locking the run's row until the transaction ends where the dialect
 // needs it, so a take-over waits for the fenced write. raw is the
 // caller's own transaction handle (nil when this store opened it): when
-// ctx says raw already checked l (txhook.WithFenced), the lease row is
+// ctx says raw already checked l (txhook.WithFenced), the run's row is
 // already held for the rest of raw and the check reads nothing.
 func (s *Store) fence(ctx context.Context, c Conn, raw any, l db.Lease) error {
 	if raw != nil && txhook.Fenced(ctx, raw, l.Tenant, l.RunID, l.Token) {
@@ -268,10 +266,12 @@ func (s *Store) TakeOver(ctx context.Context, expired db.Lease, owner string, tt
 		return db.Lease{}, err
 	}
 	l := expired
-	err := s.d.Write(ctx, func(tx Conn) error {
-		exp := dbutil.Now().Add(ttl)
-		err := tx.QueryRow(ctx, s.q.TakeOverLease, owner, s.d.Time(exp), expired.Tenant, expired.RunID, expired.Token,
-			s.d.Time(expired.ExpiresAt)).Scan(&l.Token, &l.ThreadID)
+	// One statement: the lease and the token are the run's row's.
+	err := s.d.WriteOne(ctx, func(c Conn) error {
+		now := dbutil.Now()
+		exp := now.Add(ttl).Truncate(time.Microsecond)
+		err := c.QueryRow(ctx, s.q.TakeOverLease, owner, s.d.Time(exp), expired.Tenant, expired.RunID, expired.Token,
+			s.d.Time(expired.ExpiresAt), s.d.Time(now)).Scan(&l.Token, &l.ThreadID)
 		if s.d.IsNoRows(err) {
 			return s.fail(db.ErrLeaseLost, "take over run %q (tenant %q): the lease changed since it was read", expired.RunID, expired.Tenant)
 		}
@@ -279,8 +279,7 @@ func (s *Store) TakeOver(ctx context.Context, expired db.Lease, owner string, tt
 			return s.wrap(err, "take over run %q", expired.RunID)
 		}
 		l.Owner, l.ExpiresAt = owner, exp
-		_, err = tx.Exec(ctx, s.q.SetRunLeaseToken, l.Token, s.d.Time(dbutil.Now()), l.Tenant, l.RunID)
-		return s.wrap(err, "take over run %q", l.RunID)
+		return nil
 	})
 	if err != nil {
 		return db.Lease{}, err
@@ -320,7 +319,8 @@ func checkFinish(status db.RunStatus, usage json.RawMessage) ([]byte, error) {
 func (s *Store) finishRun(ctx context.Context, c Conn, l db.Lease, status db.RunStatus, u []byte, errMsg string, free bool) (db.Run, error) {
 	// EndRun checks the lease itself (no row: lost), also where the
 	// transaction checked it already (txhook.WithFenced): the check is a
-	// subquery of the UPDATE, not a statement. It reserves the Seq numbers
+	// condition of the UPDATE, not a statement, and the UPDATE ends the
+	// lease (it is on the run's row). It reserves the Seq numbers
 	// of the events appended with it when its caller asked
 	// (txhook.WithSeqs), so neither needs a statement of its own. The
 	// reservation is keyed by the driver's own handle.
@@ -335,9 +335,6 @@ func (s *Store) finishRun(ctx context.Context, c Conn, l db.Lease, status db.Run
 		return db.Run{}, s.wrap(err, "finish run %q", l.RunID)
 	}
 	txhook.Reserve(ctx, tx, l.Tenant, l.RunID, seq)
-	if err := execLater(ctx, c, s.q.DeleteLease, l.Tenant, l.RunID); err != nil {
-		return db.Run{}, s.wrap(err, "finish run %q", l.RunID)
-	}
 	if free {
 		// A thread still busy (its outcome not recorded with
 		// SetThreadResult) is no longer.

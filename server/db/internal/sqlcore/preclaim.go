@@ -9,23 +9,28 @@ import (
 	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
 )
 
-// writePreClaim writes, in c, the pre-claim ctx asks for (txhook.PreClaim)
-// of run, just stored pending: a lease of token 0 the run's claim
-// replaces (UpsertLease is the claim's statement too). A run that may not
-// start yet (NotBefore ahead) gets none: no hand-off would claim it, so
-// its job goes through the queue. On PostgreSQL the insert is deferred to
-// the transaction's next round trip (its commit).
-func (s *Store) writePreClaim(ctx context.Context, c Conn, tenant string, run db.Run) error {
+// preClaim is the pre-claim ctx asks for (txhook.PreClaim) of the new
+// pending run r: nil when it asks for none, or when r may not start yet
+// (NotBefore ahead), as no hand-off would claim it, so its job goes
+// through the queue. The run's INSERT writes it on the run's row (lease
+// token 0, owner and expiry), and the claim's UPDATE replaces it: no
+// statement of its own. The caller records it (txhook.PreClaim.Wrote)
+// once the run is stored.
+func preClaim(ctx context.Context, r db.Run) *txhook.PreClaim {
 	p := txhook.PreClaimOf(ctx)
-	if p == nil || p.Owner == "" || run.Status != db.RunPending || run.NotBefore.After(dbutil.Now()) {
+	if p == nil || p.Owner == "" || r.NotBefore.After(dbutil.Now()) {
 		return nil
 	}
-	until := p.Until.Truncate(time.Microsecond)
-	if err := execLater(ctx, c, s.q.UpsertLease, tenant, run.ID, run.ThreadID, p.Owner, int64(0), s.d.Time(until)); err != nil {
-		return s.wrap(err, "write the pre-claim of run %q", run.ID)
+	return p
+}
+
+// preClaimArgs are InsertRun's pre-claim owner and expiry for p (NULL
+// and NULL for none).
+func (s *Store) preClaimArgs(p *txhook.PreClaim) (owner, until any) {
+	if p == nil {
+		return nil, nil
 	}
-	p.Wrote(tenant, run.ID)
-	return nil
+	return p.Owner, s.d.Time(p.Until.Truncate(time.Microsecond))
 }
 
 // RenewPreClaim sets the expiry of the run's pre-claim to until while owner
@@ -43,8 +48,8 @@ func (s *Store) RenewPreClaim(ctx context.Context, tenant, runID, owner string, 
 	return n == 1, nil
 }
 
-// DropLease deletes an expired lease as ExpiredLeases read it; see
-// db.PreClaimer.
+// DropLease ends an expired lease as ExpiredLeases read it (the run's
+// row then holds none); see db.PreClaimer.
 func (s *Store) DropLease(ctx context.Context, expired db.Lease) error {
 	var n int64
 	err := s.d.WriteOne(ctx, func(c Conn) error {

@@ -19,9 +19,12 @@ type runQueries struct {
 	LockRunThread string
 	// InsertRun ($1 tenant, $2 run ID, $3 thread ID, $4 assistant ID, $5
 	// metadata, $6 kwargs, $7 multitask strategy, $8 now, $9 not-before or
-	// NULL, $10 assistant version or NULL) stores a pending run numbered
-	// after the thread's others and returns its columns (those of GetRun),
-	// or stores and returns nothing when the ID is taken.
+	// NULL, $10 assistant version or NULL, $11 pre-claim owner or NULL,
+	// $12 pre-claim expiry or NULL) stores a pending run numbered after
+	// the thread's others, with lease token 0 held by $11 until $12 when
+	// $11 is not NULL (the pre-claim, txhook.PreClaim), and returns its
+	// columns (those of GetRun), or stores and returns nothing when the
+	// ID is taken.
 	InsertRun string
 	// ExtendThreadExpiry ($1 now, $2 tenant, $3 thread ID) moves the
 	// thread's expiry to its TTL after now.
@@ -52,12 +55,14 @@ type runQueries struct {
 	LockRunSlots string `sql:"optional"`
 	// CountRunning ($1 tenant) counts the tenant's running runs.
 	CountRunning string
-	// ClaimRun ($1 now, $2 tenant, $3 run ID, $4 count, $5 owner) sets
-	// the run running with its next lease token, adds count to its last
-	// event Seq (the events its claim's transaction appends: txhook.Seqs)
-	// and returns the run's columns (those of GetRun) followed by the
-	// token and the event Seq; no row while another owner's pre-claim
-	// (token 0) of the run is live at $1.
+	// ClaimRun ($1 now, $2 tenant, $3 run ID, $4 count, $5 owner, $6
+	// expiry) sets the run running with its next lease token, held by
+	// owner until expiry (replacing any lease the run had, such as its
+	// owner's pre-claim), adds count to its last event Seq (the events its
+	// claim's transaction appends: txhook.Seqs) and returns the run's
+	// columns (those of GetRun) followed by the token and the event Seq;
+	// no row while another owner's pre-claim (token 0) of the run is live
+	// at $1.
 	ClaimRun string
 	// ClaimPendingRun is ClaimRun only when the run is pending and due
 	// ($1 now): no row otherwise. A run of the thread already running
@@ -67,17 +72,15 @@ type runQueries struct {
 	// of the run's pre-claim (its lease while the token is 0); no row when
 	// it has none.
 	PreClaimHolder string
-	// ReleasePreClaim ($1 tenant, $2 run ID, $3 owner) deletes the run's
+	// ReleasePreClaim ($1 tenant, $2 run ID, $3 owner) ends the run's
 	// pre-claim (token 0) held by owner.
 	ReleasePreClaim string
-	// UpsertLease ($1 tenant, $2 run ID, $3 thread ID, $4 owner, $5 token,
-	// $6 expiry) stores or replaces the run's lease.
-	UpsertLease string
 	// MarkThreadBusy ($1 tenant, $2 thread ID).
 	MarkThreadBusy string
 	// LeaseToken ($1 tenant, $2 run ID) returns the token of the run's
-	// lease, locking the lease row until the transaction ends where the
-	// dialect needs it (so a take-over waits for a fenced write).
+	// lease (no row when none holds the run), locking the run's row until
+	// the transaction ends where the dialect needs it (so a take-over
+	// waits for a fenced write).
 	LeaseToken string
 	// RenewLease ($1 new expiry, $2 tenant, $3 run ID, $4 token) sets the
 	// lease's expiry to the later of $1 and a microsecond after the old
@@ -88,27 +91,27 @@ type runQueries struct {
 	// the soonest expired first.
 	ExpiredLeases string
 	// TakeOverLease ($1 owner, $2 expiry, $3 tenant, $4 run ID, $5 token,
-	// $6 expiry read) gives the lease to owner with the next token when it
-	// is unchanged, returning the token and thread ID.
+	// $6 expiry read, $7 now) gives the lease to owner with the next token
+	// when it is unchanged, returning the token and thread ID.
 	TakeOverLease string
 	// RenewPreClaim ($1 new expiry, $2 tenant, $3 run ID, $4 owner) sets
 	// the expiry of the run's pre-claim (the lease of token 0 a hand-off's
 	// accept writes, txhook.PreClaim) while owner still holds it.
 	RenewPreClaim string
-	// DropLease ($1 tenant, $2 run ID, $3 token, $4 expiry read) deletes
+	// DropLease ($1 tenant, $2 run ID, $3 token, $4 expiry read) ends
 	// the run's lease when it is unchanged since it was read.
 	DropLease string
-	// SetRunLeaseToken ($1 token, $2 now, $3 tenant, $4 run ID).
-	SetRunLeaseToken string
+	// ImportLease ($1 tenant, $2 run ID, $3 thread ID, $4 owner, $5
+	// token, $6 expiry) gives the run the lease of an old export's
+	// trellis_leases row (db.LegacyLeases) unless a lease holds it.
+	ImportLease string
 	// EndRun ($1 status, $2 usage or NULL, $3 error, $4 now, $5 tenant, $6
-	// run ID, $7 count, $8 lease token) records a run's end while the
-	// lease's token is $8 (checked and locked as FencedBumpEventSeq does;
-	// no row otherwise), adds count to its last event Seq (as ClaimRun
-	// does), and returns the run's columns (those of GetRun), so the finish
-	// need not read the run again, followed by the event Seq.
+	// run ID, $7 count, $8 lease token) records a run's end and ends its
+	// lease while the lease's token is $8 (checked as FencedBumpEventSeq
+	// does; no row otherwise), adds count to its last event Seq (as
+	// ClaimRun does), and returns the run's columns (those of GetRun), so
+	// the finish need not read the run again, followed by the event Seq.
 	EndRun string
-	// DeleteLease ($1 tenant, $2 run ID).
-	DeleteLease string
 	// FreeThread ($1 status, $2 tenant, $3 thread ID) sets the status of
 	// the thread if it is still busy.
 	FreeThread string
@@ -126,10 +129,9 @@ type runQueries struct {
 	// run's last event Seq and returns the new one.
 	BumpEventSeq string
 	// FencedBumpEventSeq ($1 count, $2 tenant, $3 run ID, $4 lease token)
-	// is LeaseToken and BumpEventSeq in one statement: it locks the
-	// run's lease row as LeaseToken does and moves the Seq only when the
-	// lease's token is $4, returning no row otherwise (the lease is
-	// lost). A dialect that gives no text checks and bumps in two.
+	// is LeaseToken and BumpEventSeq in one statement: it moves the Seq
+	// only when the lease on the run's row has token $4, returning no row
+	// otherwise (the lease is lost). A dialect that gives no text checks and bumps in two.
 	FencedBumpEventSeq string `sql:"optional"`
 	// ImportedRuns runs after runs are imported with their sequence
 	// numbers, where the dialect must move the sequence that numbers new

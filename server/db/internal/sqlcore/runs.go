@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/db"
 	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
 )
@@ -74,7 +75,7 @@ func (s *Store) CreateRun(ctx context.Context, tenant string, r db.Run) (db.Run,
 	var out db.Run
 	err = s.d.Write(ctx, func(tx Conn) error {
 		var err error
-		out, err = s.createRun(ctx, tx, tenant, nr, false)
+		out, err = s.createRun(ctx, tx, tenant, nr, false, nil)
 		return err
 	})
 	return out, err
@@ -104,9 +105,11 @@ func (s *Store) CreateRunTx(ctx context.Context, tx any, tenant string, thread *
 		}
 		held = created
 	}
-	out, err := s.createRun(ctx, c, tenant, nr, held)
-	if err == nil {
-		err = s.writePreClaim(ctx, c, tenant, out)
+	// The run's pre-claim, when ctx asks for one, is written by its INSERT.
+	p := preClaim(ctx, nr.r)
+	out, err := s.createRun(ctx, c, tenant, nr, held, p)
+	if err == nil && p != nil {
+		p.Wrote(tenant, out.ID)
 	}
 	return out, s.d.Classify(err)
 }
@@ -182,10 +185,11 @@ func (s *Store) createThreadIfMissing(ctx context.Context, c Conn, tenant string
 	return n > 0, nil
 }
 
-// createRun stores the pending run nr in c. held says c itself created
-// the run's thread: no other transaction can see it, let alone delete
-// it, so the thread needs no check or lock.
-func (s *Store) createRun(ctx context.Context, c Conn, tenant string, nr runRow, held bool) (db.Run, error) {
+// createRun stores the pending run nr in c, with the pre-claim p (nil:
+// none) on its row. held says c itself created the run's thread: no
+// other transaction can see it, let alone delete it, so the thread needs
+// no check or lock.
+func (s *Store) createRun(ctx context.Context, c Conn, tenant string, nr runRow, held bool, p *txhook.PreClaim) (db.Run, error) {
 	r := nr.r
 	if !held {
 		var one int
@@ -198,10 +202,11 @@ func (s *Store) createRun(ctx context.Context, c Conn, tenant string, nr runRow,
 		}
 	}
 	now := s.d.Time(dbutil.Now())
+	owner, until := s.preClaimArgs(p)
 	// The insert returns the run as stored (the expiry's update below
 	// leaves the run's row alone), so the run is not read again.
 	out, err := s.scanRun(c.QueryRow(ctx, s.q.InsertRun, tenant, r.ID, r.ThreadID, r.AssistantID, nr.md, nr.kwargs, r.MultitaskStrategy, now,
-		s.nullTime(r.NotBefore), nr.version), tenant)
+		s.nullTime(r.NotBefore), nr.version, owner, until), tenant)
 	if s.d.IsNoRows(err) {
 		return db.Run{}, s.fail(db.ErrConflict, "run %q exists", r.ID)
 	}

@@ -2,6 +2,10 @@
 -- run under READ COMMITTED, so a read-check-write locks what it checks
 -- (FOR UPDATE, FOR KEY SHARE), and the partial unique index
 -- trellis_runs_one_running decides two claims of one thread that race.
+-- A run's lease is on its row: lease_owner and lease_expires_at (both
+-- NULL when no lease holds the run) and lease_token; a fenced write
+-- compares the token on the row it updates, whose lock it takes anyway,
+-- and a take-over's UPDATE of the same row waits for it.
 
 -- name: GetRun
 SELECT run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
@@ -25,8 +29,9 @@ SELECT 1 FROM trellis_threads WHERE tenant = $1 AND thread_id = $2 FOR KEY SHARE
 
 -- name: InsertRun
 INSERT INTO trellis_runs (tenant, run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
-	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq)
-VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, NULL, '', $8, $8, $9, '', $10, 0, 0)
+	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq,
+	lease_owner, lease_expires_at)
+VALUES ($1, $2, $3, $4, 'pending', $5, $6, $7, NULL, '', $8, $8, $9, '', $10, 0, 0, $11, $12)
 ON CONFLICT DO NOTHING
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 	created_at, updated_at, not_before, cancel_requested, assistant_version
@@ -83,67 +88,80 @@ SELECT pg_advisory_xact_lock(hashtextextended('trellis_run_slots:' || $1, 0))
 SELECT count(*) FROM trellis_runs WHERE tenant = $1 AND status = 'running'
 
 -- name: ClaimRun
-UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1, event_seq = event_seq + $4
+-- Not while another owner's pre-claim (token 0) of the run is live: its
+-- process may be executing the run before its claim.
+UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1, event_seq = event_seq + $4,
+	lease_owner = $5, lease_expires_at = $6
 WHERE tenant = $2 AND run_id = $3
-	AND NOT EXISTS (SELECT 1 FROM trellis_leases l WHERE l.tenant = $2 AND l.run_id = $3 AND l.token = 0 AND l.owner <> $5 AND l.expires_at > $1)
+	AND (lease_owner IS NULL OR lease_token <> 0 OR lease_owner = $5 OR lease_expires_at <= $1)
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq
 
 -- name: ClaimPendingRun
-UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1, event_seq = event_seq + $4
+-- Not while another owner's pre-claim (token 0) of the run is live: its
+-- process may be executing the run before its claim.
+UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1, event_seq = event_seq + $4,
+	lease_owner = $5, lease_expires_at = $6
 WHERE tenant = $2 AND run_id = $3 AND status = 'pending' AND (not_before IS NULL OR not_before <= $1)
-	AND NOT EXISTS (SELECT 1 FROM trellis_leases l WHERE l.tenant = $2 AND l.run_id = $3 AND l.token = 0 AND l.owner <> $5 AND l.expires_at > $1)
+	AND (lease_owner IS NULL OR lease_token <> 0 OR lease_owner = $5 OR lease_expires_at <= $1)
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq
 
 -- name: PreClaimHolder
-SELECT owner, expires_at FROM trellis_leases WHERE tenant = $1 AND run_id = $2 AND token = 0
+SELECT lease_owner, lease_expires_at FROM trellis_runs
+WHERE tenant = $1 AND run_id = $2 AND lease_token = 0 AND lease_owner IS NOT NULL
 
 -- name: ReleasePreClaim
-DELETE FROM trellis_leases WHERE tenant = $1 AND run_id = $2 AND token = 0 AND owner = $3
-
--- name: UpsertLease
-INSERT INTO trellis_leases (tenant, run_id, thread_id, owner, token, expires_at) VALUES ($1, $2, $3, $4, $5, $6)
-ON CONFLICT (tenant, run_id) DO UPDATE SET owner = excluded.owner, token = excluded.token, expires_at = excluded.expires_at
+UPDATE trellis_runs SET lease_owner = NULL, lease_expires_at = NULL
+WHERE tenant = $1 AND run_id = $2 AND lease_token = 0 AND lease_owner = $3
 
 -- name: MarkThreadBusy
 UPDATE trellis_threads SET status = 'busy' WHERE tenant = $1 AND thread_id = $2
 
 -- name: LeaseToken
-SELECT token FROM trellis_leases WHERE tenant = $1 AND run_id = $2 FOR UPDATE
+-- FOR NO KEY UPDATE: the lock an UPDATE of the row takes, so a take-over
+-- (or a renewal) waits for the fenced transaction, while a new event's
+-- foreign key check (FOR KEY SHARE) does not.
+SELECT lease_token FROM trellis_runs WHERE tenant = $1 AND run_id = $2 AND lease_owner IS NOT NULL
+FOR NO KEY UPDATE
 
 -- name: RenewLease
-UPDATE trellis_leases SET expires_at = greatest($1, expires_at + interval '1 microsecond')
-WHERE tenant = $2 AND run_id = $3 AND token = $4 RETURNING expires_at
+UPDATE trellis_runs SET lease_expires_at = greatest($1, lease_expires_at + interval '1 microsecond')
+WHERE tenant = $2 AND run_id = $3 AND lease_token = $4 AND lease_owner IS NOT NULL RETURNING lease_expires_at
 
 -- name: ExpiredLeases
-SELECT tenant, run_id, thread_id, owner, token, expires_at FROM trellis_leases
-WHERE expires_at <= $1 ORDER BY expires_at, tenant, run_id LIMIT $2
+-- On the partial index trellis_runs_lease_expiry (the rows holding a
+-- lease), in its order.
+SELECT tenant, run_id, thread_id, lease_owner, lease_token, lease_expires_at FROM trellis_runs
+WHERE lease_expires_at <= $1 AND lease_expires_at IS NOT NULL
+ORDER BY lease_expires_at, tenant, run_id LIMIT $2
 
 -- name: TakeOverLease
-UPDATE trellis_leases SET owner = $1, token = token + 1, expires_at = $2
-WHERE tenant = $3 AND run_id = $4 AND token = $5 AND expires_at = $6 RETURNING token, thread_id
+UPDATE trellis_runs SET lease_owner = $1, lease_token = lease_token + 1, lease_expires_at = $2, updated_at = $7
+WHERE tenant = $3 AND run_id = $4 AND lease_token = $5 AND lease_expires_at = $6 RETURNING lease_token, thread_id
 
 -- name: RenewPreClaim
-UPDATE trellis_leases SET expires_at = $1 WHERE tenant = $2 AND run_id = $3 AND token = 0 AND owner = $4
+UPDATE trellis_runs SET lease_expires_at = $1 WHERE tenant = $2 AND run_id = $3 AND lease_token = 0 AND lease_owner = $4
 
 -- name: DropLease
-DELETE FROM trellis_leases WHERE tenant = $1 AND run_id = $2 AND token = $3 AND expires_at = $4
+UPDATE trellis_runs SET lease_owner = NULL, lease_expires_at = NULL
+WHERE tenant = $1 AND run_id = $2 AND lease_token = $3 AND lease_expires_at = $4
 
--- name: SetRunLeaseToken
-UPDATE trellis_runs SET lease_token = $1, updated_at = $2 WHERE tenant = $3 AND run_id = $4
+-- name: ImportLease
+-- A lease row of an export made before the lease moved onto the run's
+-- row (db.LegacyLeases); a run holding a lease already keeps it.
+UPDATE trellis_runs SET lease_owner = $4, lease_token = $5, lease_expires_at = $6
+WHERE tenant = $1 AND run_id = $2 AND thread_id = $3 AND lease_owner IS NULL
 
 -- name: EndRun
--- Fenced by the lease as FencedBumpEventSeq is: the lease row's lock
--- first, then the run's, and no row when the lease's token is not $8.
-WITH lease AS (SELECT token FROM trellis_leases WHERE tenant = $5 AND run_id = $6 FOR UPDATE)
-UPDATE trellis_runs SET status = $1, usage = $2, error = $3, updated_at = $4, ended_at = $4, event_seq = event_seq + $7
-WHERE tenant = $5 AND run_id = $6 AND (SELECT token FROM lease) = $8
+-- Fenced by the lease on the row it ends (no row when its token is not
+-- $8, or no lease holds the run), which it clears. Under READ COMMITTED
+-- a take-over committed meanwhile is seen: the row is re-checked.
+UPDATE trellis_runs SET status = $1, usage = $2, error = $3, updated_at = $4, ended_at = $4, event_seq = event_seq + $7,
+	lease_owner = NULL, lease_expires_at = NULL
+WHERE tenant = $5 AND run_id = $6 AND lease_token = $8 AND lease_owner IS NOT NULL
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 	created_at, updated_at, not_before, cancel_requested, assistant_version, event_seq
-
--- name: DeleteLease
-DELETE FROM trellis_leases WHERE tenant = $1 AND run_id = $2
 
 -- name: FreeThread
 UPDATE trellis_threads SET status = $1 WHERE tenant = $2 AND thread_id = $3 AND status = 'busy'
@@ -165,12 +183,10 @@ GROUP BY tenant, thread_id ORDER BY tenant COLLATE "C", thread_id COLLATE "C" LI
 UPDATE trellis_runs SET event_seq = event_seq + $1 WHERE tenant = $2 AND run_id = $3 RETURNING event_seq
 
 -- name: FencedBumpEventSeq
--- LeaseToken's lock first (the scalar subquery runs before the run's row
--- is locked, as the two statements ran in turn), then the bump, only
--- while the lease's token is the caller's.
-WITH lease AS (SELECT token FROM trellis_leases WHERE tenant = $2 AND run_id = $3 FOR UPDATE)
+-- LeaseToken and BumpEventSeq in one statement: the lease is on the row
+-- it bumps and locks (a take-over committed meanwhile is re-checked).
 UPDATE trellis_runs SET event_seq = event_seq + $1
-WHERE tenant = $2 AND run_id = $3 AND (SELECT token FROM lease) = $4
+WHERE tenant = $2 AND run_id = $3 AND lease_token = $4 AND lease_owner IS NOT NULL
 RETURNING event_seq
 
 -- name: ImportedRuns

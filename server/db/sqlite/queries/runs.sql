@@ -1,7 +1,9 @@
--- Runs, leases and their events on SQLite (see datasets.sql). Writes go
--- through the file's single write connection (BEGIN IMMEDIATE), so no
--- statement here locks rows: a read-check-write transaction cannot be
--- interleaved with another writer. For the same reason there is no
+-- Runs, leases and their events on SQLite (see datasets.sql). A run's
+-- lease is on its row: lease_owner and lease_expires_at (both NULL when
+-- no lease holds the run) and lease_token. Writes go through the file's
+-- single write connection (BEGIN IMMEDIATE), so no statement here locks
+-- rows: a read-check-write transaction cannot be interleaved with
+-- another writer. For the same reason there is no
 -- LockRunSlots: a count of running runs holds until the commit. Nor is
 -- there an ImportedRuns: seq is a plain column, imported as it is.
 
@@ -25,9 +27,10 @@ SELECT 1 FROM trellis_threads WHERE tenant = ?1 AND thread_id = ?2
 
 -- name: InsertRun
 INSERT INTO trellis_runs (tenant, run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
-	created_at, updated_at, not_before, cancel_requested, assistant_version, seq, lease_token, event_seq)
+	created_at, updated_at, not_before, cancel_requested, assistant_version, seq, lease_token, event_seq,
+	lease_owner, lease_expires_at)
 VALUES (?1, ?2, ?3, ?4, 'pending', ?5, ?6, ?7, NULL, '', ?8, ?8, ?9, '', ?10,
-	(SELECT coalesce(max(seq), 0) + 1 FROM trellis_runs WHERE tenant = ?1 AND thread_id = ?3), 0, 0)
+	(SELECT coalesce(max(seq), 0) + 1 FROM trellis_runs WHERE tenant = ?1 AND thread_id = ?3), 0, 0, ?11, ?12)
 ON CONFLICT DO NOTHING
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 	created_at, updated_at, not_before, cancel_requested, assistant_version
@@ -76,66 +79,75 @@ SELECT run_id FROM trellis_runs WHERE tenant = ?1 AND thread_id = ?2 AND status 
 SELECT count(*) FROM trellis_runs WHERE tenant = ?1 AND status = 'running'
 
 -- name: ClaimRun
-UPDATE trellis_runs SET status = 'running', updated_at = ?1, lease_token = lease_token + 1, event_seq = event_seq + ?4
+-- Not while another owner's pre-claim (token 0) of the run is live: its
+-- process may be executing the run before its claim.
+UPDATE trellis_runs SET status = 'running', updated_at = ?1, lease_token = lease_token + 1, event_seq = event_seq + ?4,
+	lease_owner = ?5, lease_expires_at = ?6
 WHERE tenant = ?2 AND run_id = ?3
-	AND NOT EXISTS (SELECT 1 FROM trellis_leases l WHERE l.tenant = ?2 AND l.run_id = ?3 AND l.token = 0 AND l.owner <> ?5 AND l.expires_at > ?1)
+	AND (lease_owner IS NULL OR lease_token <> 0 OR lease_owner = ?5 OR lease_expires_at <= ?1)
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq
 
 -- name: ClaimPendingRun
-UPDATE trellis_runs SET status = 'running', updated_at = ?1, lease_token = lease_token + 1, event_seq = event_seq + ?4
+-- Not while another owner's pre-claim (token 0) of the run is live: its
+-- process may be executing the run before its claim.
+UPDATE trellis_runs SET status = 'running', updated_at = ?1, lease_token = lease_token + 1, event_seq = event_seq + ?4,
+	lease_owner = ?5, lease_expires_at = ?6
 WHERE tenant = ?2 AND run_id = ?3 AND status = 'pending' AND (not_before IS NULL OR not_before <= ?1)
-	AND NOT EXISTS (SELECT 1 FROM trellis_leases l WHERE l.tenant = ?2 AND l.run_id = ?3 AND l.token = 0 AND l.owner <> ?5 AND l.expires_at > ?1)
+	AND (lease_owner IS NULL OR lease_token <> 0 OR lease_owner = ?5 OR lease_expires_at <= ?1)
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq
 
 -- name: PreClaimHolder
-SELECT owner, expires_at FROM trellis_leases WHERE tenant = ?1 AND run_id = ?2 AND token = 0
+SELECT lease_owner, lease_expires_at FROM trellis_runs
+WHERE tenant = ?1 AND run_id = ?2 AND lease_token = 0 AND lease_owner IS NOT NULL
 
 -- name: ReleasePreClaim
-DELETE FROM trellis_leases WHERE tenant = ?1 AND run_id = ?2 AND token = 0 AND owner = ?3
-
--- name: UpsertLease
-INSERT INTO trellis_leases (tenant, run_id, thread_id, owner, token, expires_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-ON CONFLICT (tenant, run_id) DO UPDATE SET owner = excluded.owner, token = excluded.token, expires_at = excluded.expires_at
+UPDATE trellis_runs SET lease_owner = NULL, lease_expires_at = NULL
+WHERE tenant = ?1 AND run_id = ?2 AND lease_token = 0 AND lease_owner = ?3
 
 -- name: MarkThreadBusy
 UPDATE trellis_threads SET status = 'busy' WHERE tenant = ?1 AND thread_id = ?2
 
 -- name: LeaseToken
-SELECT token FROM trellis_leases WHERE tenant = ?1 AND run_id = ?2
+SELECT lease_token FROM trellis_runs WHERE tenant = ?1 AND run_id = ?2 AND lease_owner IS NOT NULL
 
 -- name: RenewLease
-UPDATE trellis_leases SET expires_at = max(?1, expires_at + 1)
-WHERE tenant = ?2 AND run_id = ?3 AND token = ?4 RETURNING expires_at
+UPDATE trellis_runs SET lease_expires_at = max(?1, lease_expires_at + 1)
+WHERE tenant = ?2 AND run_id = ?3 AND lease_token = ?4 AND lease_owner IS NOT NULL RETURNING lease_expires_at
 
 -- name: ExpiredLeases
-SELECT tenant, run_id, thread_id, owner, token, expires_at FROM trellis_leases
-WHERE expires_at <= ?1 ORDER BY expires_at, tenant, run_id LIMIT coalesce(?2, -1)
+-- On the partial index trellis_runs_lease_expiry (the rows holding a
+-- lease), in its order.
+SELECT tenant, run_id, thread_id, lease_owner, lease_token, lease_expires_at FROM trellis_runs
+WHERE lease_expires_at <= ?1 AND lease_expires_at IS NOT NULL
+ORDER BY lease_expires_at, tenant, run_id LIMIT coalesce(?2, -1)
 
 -- name: TakeOverLease
-UPDATE trellis_leases SET owner = ?1, token = token + 1, expires_at = ?2
-WHERE tenant = ?3 AND run_id = ?4 AND token = ?5 AND expires_at = ?6 RETURNING token, thread_id
+UPDATE trellis_runs SET lease_owner = ?1, lease_token = lease_token + 1, lease_expires_at = ?2, updated_at = ?7
+WHERE tenant = ?3 AND run_id = ?4 AND lease_token = ?5 AND lease_expires_at = ?6 RETURNING lease_token, thread_id
 
 -- name: RenewPreClaim
-UPDATE trellis_leases SET expires_at = ?1 WHERE tenant = ?2 AND run_id = ?3 AND token = 0 AND owner = ?4
+UPDATE trellis_runs SET lease_expires_at = ?1 WHERE tenant = ?2 AND run_id = ?3 AND lease_token = 0 AND lease_owner = ?4
 
 -- name: DropLease
-DELETE FROM trellis_leases WHERE tenant = ?1 AND run_id = ?2 AND token = ?3 AND expires_at = ?4
+UPDATE trellis_runs SET lease_owner = NULL, lease_expires_at = NULL
+WHERE tenant = ?1 AND run_id = ?2 AND lease_token = ?3 AND lease_expires_at = ?4
 
--- name: SetRunLeaseToken
-UPDATE trellis_runs SET lease_token = ?1, updated_at = ?2 WHERE tenant = ?3 AND run_id = ?4
+-- name: ImportLease
+-- A lease row of an export made before the lease moved onto the run's
+-- row (db.LegacyLeases); a run holding a lease already keeps it.
+UPDATE trellis_runs SET lease_owner = ?4, lease_token = ?5, lease_expires_at = ?6
+WHERE tenant = ?1 AND run_id = ?2 AND thread_id = ?3 AND lease_owner IS NULL
 
 -- name: EndRun
--- Fenced by the lease (no row when its token is not ?8), as
--- FencedBumpEventSeq is.
-UPDATE trellis_runs SET status = ?1, usage = ?2, error = ?3, updated_at = ?4, ended_at = ?4, event_seq = event_seq + ?7
-WHERE tenant = ?5 AND run_id = ?6 AND (SELECT token FROM trellis_leases WHERE tenant = ?5 AND run_id = ?6) = ?8
+-- Fenced by the lease on the row it ends (no row when its token is not
+-- ?8, or no lease holds the run), which it clears.
+UPDATE trellis_runs SET status = ?1, usage = ?2, error = ?3, updated_at = ?4, ended_at = ?4, event_seq = event_seq + ?7,
+	lease_owner = NULL, lease_expires_at = NULL
+WHERE tenant = ?5 AND run_id = ?6 AND lease_token = ?8 AND lease_owner IS NOT NULL
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 	created_at, updated_at, not_before, cancel_requested, assistant_version, event_seq
-
--- name: DeleteLease
-DELETE FROM trellis_leases WHERE tenant = ?1 AND run_id = ?2
 
 -- name: FreeThread
 UPDATE trellis_threads SET status = ?1 WHERE tenant = ?2 AND thread_id = ?3 AND status = 'busy'
@@ -157,8 +169,8 @@ GROUP BY tenant, thread_id ORDER BY tenant, thread_id LIMIT ?3
 UPDATE trellis_runs SET event_seq = event_seq + ?1 WHERE tenant = ?2 AND run_id = ?3 RETURNING event_seq
 
 -- name: FencedBumpEventSeq
--- LeaseToken and BumpEventSeq in one statement: the writer holds the
--- file's write lock, so the lease cannot change between the two.
+-- LeaseToken and BumpEventSeq in one statement: the lease is on the row
+-- it bumps.
 UPDATE trellis_runs SET event_seq = event_seq + ?1
-WHERE tenant = ?2 AND run_id = ?3 AND (SELECT token FROM trellis_leases WHERE tenant = ?2 AND run_id = ?3) = ?4
+WHERE tenant = ?2 AND run_id = ?3 AND lease_token = ?4 AND lease_owner IS NOT NULL
 RETURNING event_seq

@@ -101,6 +101,7 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"ThreadForRun", testThreadForRun},
 		{"PreClaim", testPreClaim},
 		{"ImportLegacyLeases", testImportLegacyLeases},
+		{"FinishWithResult", testFinishWithResult},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -26,12 +26,7 @@ func (s *Store) FinishRunWithResult(ctx context.Context, l db.Lease, status db.R
 		if err != nil {
 			return err
 		}
-		// The thread's result sets its status, so finishRun need not
-		// free it first.
-		if run, err = s.finishRun(ctx, tx, l, status, u, errMsg, false); err != nil {
-			return err
-		}
-		if th, err = s.setThreadResult(ctx, tx, l.Tenant, l.ThreadID, tr); err != nil {
+		if run, th, err = s.finishWithResult(ctx, tx, l, status, u, errMsg, tr); err != nil {
 			return err
 		}
 		// What ends with the run commits with it: the queue's job, the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/db"
+	"github.com/trellis-agents/trellis/server/db/internal/dbutil"
 )
 
 // FinishRunWithResultTx is FinishRunWithResult inside tx, a write
@@ -27,16 +28,48 @@ func (s *Store) FinishRunWithResultTx(ctx context.Context, tx any, l db.Lease, s
 	if err != nil {
 		return db.Run{}, db.Thread{}, err
 	}
-	// The thread's result sets its status: no FreeThread before it.
-	run, err := s.finishRun(ctx, c, l, status, u, errMsg, false)
-	if err != nil {
-		return db.Run{}, db.Thread{}, err
-	}
-	th, err := s.setThreadResult(ctx, c, l.Tenant, l.ThreadID, tr)
+	run, th, err := s.finishWithResult(ctx, c, l, status, u, errMsg, tr)
 	if err != nil {
 		return db.Run{}, db.Thread{}, err
 	}
 	// What ends with the run commits with it: the queue's job, the run's
 	// online evaluator samples.
 	return run, th, txhook.RunEndOf(ctx, tx, run)
+}
+
+// finishWithResult ends l's run and stores r as its thread's result in c:
+// in one statement where the dialect has EndRunWithResult, else with
+// finishRun (the thread's result sets its status: no FreeThread before
+// it) and setThreadResult.
+func (s *Store) finishWithResult(ctx context.Context, c Conn, l db.Lease, status db.RunStatus, u []byte, errMsg string, r threadResult) (db.Run, db.Thread, error) {
+	if s.q.EndRunWithResult == "" {
+		run, err := s.finishRun(ctx, c, l, status, u, errMsg, false)
+		if err != nil {
+			return db.Run{}, db.Thread{}, err
+		}
+		th, err := s.setThreadResult(ctx, c, l.Tenant, l.ThreadID, r)
+		return run, th, err
+	}
+	tx := s.d.Unwrap(c)
+	n := txhook.Want(ctx, tx, l.Tenant, l.RunID)
+	var (
+		seq int64
+		tc  threadCols
+	)
+	now := s.d.Time(dbutil.Now())
+	row := c.QueryRow(ctx, s.q.EndRunWithResult, string(status), u, errMsg, now, l.Tenant, l.RunID, n, l.Token,
+		string(r.Status), r.Error, r.Values != nil, nullBytes(r.values), nullBytes(r.interrupts), l.ThreadID)
+	run, err := s.scanRun(row, l.Tenant, append([]any{&seq}, s.threadDest(&tc)...)...)
+	if s.d.IsNoRows(err) {
+		return db.Run{}, db.Thread{}, s.leaseLost(l)
+	}
+	if err != nil {
+		return db.Run{}, db.Thread{}, s.wrap(err, "finish run %q with its thread's result", l.RunID)
+	}
+	txhook.Reserve(ctx, tx, l.Tenant, l.RunID, seq)
+	th, _, err := s.threadOf(&tc, l.Tenant)
+	if err != nil {
+		return db.Run{}, db.Thread{}, err
+	}
+	return run, th, nil
 }

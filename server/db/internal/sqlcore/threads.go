@@ -15,22 +15,40 @@ import (
 // strategy and expiry (NULL: never), and returns the stored metadata JSON
 // too; an undecodable row is an error naming it.
 func (s *Store) scanThread(r Row, tenant string) (db.Thread, []byte, error) {
-	var t db.Thread
-	var status, strategy string
-	var md, values, interrupts []byte
-	var ttl *int64
-	if err := r.Scan(&t.ID, &status, &md, &values, &interrupts, &t.Error, s.d.ScanTime(&t.CreatedAt), s.d.ScanTime(&t.UpdatedAt),
-		&ttl, &strategy, s.d.ScanTime(&t.ExpiresAt)); err != nil {
+	var c threadCols
+	if err := r.Scan(s.threadDest(&c)...); err != nil {
 		return db.Thread{}, nil, err
 	}
-	t.Status = db.ThreadStatus(status)
+	return s.threadOf(&c, tenant)
+}
+
+// threadCols holds a thread's columns as scanned (threadDest), before
+// threadOf decodes them.
+type threadCols struct {
+	t                      db.Thread
+	status, strategy       string
+	md, values, interrupts []byte
+	ttl                    *int64
+}
+
+// threadDest are the scan destinations of a thread's columns, in the order
+// the statements return them, for a scan that reads more than a thread.
+func (s *Store) threadDest(c *threadCols) []any {
+	return []any{&c.t.ID, &c.status, &c.md, &c.values, &c.interrupts, &c.t.Error, s.d.ScanTime(&c.t.CreatedAt), s.d.ScanTime(&c.t.UpdatedAt),
+		&c.ttl, &c.strategy, s.d.ScanTime(&c.t.ExpiresAt)}
+}
+
+// threadOf decodes the thread c holds, with its metadata as stored.
+func (s *Store) threadOf(c *threadCols, tenant string) (db.Thread, []byte, error) {
+	t := c.t
+	t.Status = db.ThreadStatus(c.status)
 	var err error
-	if t.Metadata, err = dbutil.DecodeMetadata(md); err != nil {
+	if t.Metadata, err = dbutil.DecodeMetadata(c.md); err != nil {
 		return db.Thread{}, nil, s.fail(err, "thread %q (tenant %q)", t.ID, tenant)
 	}
-	t.Values, t.Interrupts = values, interrupts
-	t.TTL = dbutil.ScanTTL(ttl, strategy)
-	return t, md, nil
+	t.Values, t.Interrupts = c.values, c.interrupts
+	t.TTL = dbutil.ScanTTL(c.ttl, c.strategy)
+	return t, c.md, nil
 }
 
 func (s *Store) threadScan(tenant string) scanFunc[db.Thread] {

@@ -163,6 +163,31 @@ WHERE tenant = $5 AND run_id = $6 AND lease_token = $8 AND lease_owner IS NOT NU
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 	created_at, updated_at, not_before, cancel_requested, assistant_version, event_seq
 
+-- name: EndRunWithResult
+-- EndRun and SetThreadResult as one statement, one round trip: the
+-- thread's row is updated only when the run's was (t reads r), in the
+-- order the two statements took their row locks (the run's, then the
+-- thread's). No row when the lease does not hold the run; a thread gone
+-- took its runs with it (the cascade), so r is then empty too.
+WITH r AS (
+	UPDATE trellis_runs SET status = $1, usage = $2, error = $3, updated_at = $4, ended_at = $4, event_seq = event_seq + $7,
+		lease_owner = NULL, lease_expires_at = NULL
+	WHERE tenant = $5 AND run_id = $6 AND lease_token = $8 AND lease_owner IS NOT NULL
+	RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
+		created_at, updated_at, not_before, cancel_requested, assistant_version, event_seq
+), t AS (
+	UPDATE trellis_threads SET status = $9, error = $10,
+		thread_values = CASE WHEN $11 THEN $12::jsonb ELSE thread_values END,
+		interrupts = coalesce($13::jsonb, interrupts), updated_at = $4,
+		expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE $4::timestamptz + ttl_us * interval '1 microsecond' END
+	WHERE tenant = $5 AND thread_id = $14 AND EXISTS (SELECT 1 FROM r)
+	RETURNING thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at, ttl_us, ttl_strategy, expires_at
+)
+SELECT r.run_id, r.thread_id, r.assistant_id, r.status, r.metadata, r.kwargs, r.multitask_strategy, r.usage, r.error,
+	r.created_at, r.updated_at, r.not_before, r.cancel_requested, r.assistant_version, r.event_seq,
+	t.thread_id, t.status, t.metadata, t.thread_values, t.interrupts, t.error, t.created_at, t.updated_at, t.ttl_us, t.ttl_strategy, t.expires_at
+FROM r, t
+
 -- name: FreeThread
 UPDATE trellis_threads SET status = $1 WHERE tenant = $2 AND thread_id = $3 AND status = 'busy'
 

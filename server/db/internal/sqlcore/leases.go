@@ -144,7 +144,12 @@ func (s *Store) claimPending(ctx context.Context, c Conn, tenant, runID, owner s
 	// writes the lease on the run's row, replacing a pre-claim.
 	n := txhook.Want(ctx, s.d.Unwrap(c), tenant, runID)
 	exp := now.Add(ttl).Truncate(time.Microsecond)
-	run, err := s.scanRun(c.QueryRow(ctx, s.q.ClaimPendingRun, s.d.Time(now), tenant, runID, n, owner, s.d.Time(exp)), tenant, &token, &seq)
+	// Where the dialect can, the same statement sets the thread busy.
+	q, marked := s.q.ClaimPendingRun, s.q.ClaimPendingRunMarkBusy != ""
+	if marked {
+		q = s.q.ClaimPendingRunMarkBusy
+	}
+	run, err := s.scanRun(c.QueryRow(ctx, q, s.d.Time(now), tenant, runID, n, owner, s.d.Time(exp)), tenant, &token, &seq)
 	switch {
 	case err != nil && s.d.IsUnique(err):
 		return db.Run{}, db.Lease{}, s.fail(db.ErrBusy, "claim run %q: its thread has a running run", runID)
@@ -165,6 +170,9 @@ func (s *Store) claimPending(ctx context.Context, c Conn, tenant, runID, owner s
 	}
 	txhook.Reserve(ctx, s.d.Unwrap(c), tenant, runID, seq)
 	lease := db.Lease{Tenant: tenant, RunID: runID, ThreadID: run.ThreadID, Owner: owner, Token: token, ExpiresAt: exp}
+	if marked {
+		return run, lease, nil
+	}
 	if err := execLater(ctx, c, s.q.MarkThreadBusy, tenant, run.ThreadID); err != nil {
 		return db.Run{}, db.Lease{}, s.wrap(err, "claim run %q: mark its thread busy", runID)
 	}

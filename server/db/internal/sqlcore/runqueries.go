@@ -68,6 +68,10 @@ type runQueries struct {
 	// ($1 now): no row otherwise. A run of the thread already running
 	// makes it fail on the one-running index.
 	ClaimPendingRun string
+	// ClaimPendingRunMarkBusy is ClaimPendingRun that also sets the run's
+	// thread busy (MarkThreadBusy) when it claims the run, in one
+	// statement, where the dialect can (optional).
+	ClaimPendingRunMarkBusy string `sql:"optional"`
 	// PreClaimHolder ($1 tenant, $2 run ID) returns the owner and expiry
 	// of the run's pre-claim (its lease while the token is 0); no row when
 	// it has none.

@@ -115,6 +115,24 @@ WHERE tenant = $1 AND run_id = $2 AND lease_token = 0 AND lease_owner IS NOT NUL
 UPDATE trellis_runs SET lease_owner = NULL, lease_expires_at = NULL
 WHERE tenant = $1 AND run_id = $2 AND lease_token = 0 AND lease_owner = $3
 
+-- name: ClaimPendingRunMarkBusy
+-- ClaimPendingRun and MarkThreadBusy as one statement: the thread is set
+-- busy only when the run was claimed (t reads r), after the run's row is
+-- locked, as the two statements did in turn.
+WITH r AS (
+	UPDATE trellis_runs SET status = 'running', updated_at = $1, lease_token = lease_token + 1, event_seq = event_seq + $4,
+		lease_owner = $5, lease_expires_at = $6
+	WHERE tenant = $2 AND run_id = $3 AND status = 'pending' AND (not_before IS NULL OR not_before <= $1)
+		AND (lease_owner IS NULL OR lease_token <> 0 OR lease_owner = $5 OR lease_expires_at <= $1)
+	RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
+		created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq
+), t AS (
+	UPDATE trellis_threads SET status = 'busy' WHERE tenant = $2 AND thread_id = (SELECT thread_id FROM r)
+)
+SELECT run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
+	created_at, updated_at, not_before, cancel_requested, assistant_version, lease_token, event_seq
+FROM r
+
 -- name: MarkThreadBusy
 UPDATE trellis_threads SET status = 'busy' WHERE tenant = $1 AND thread_id = $2
 

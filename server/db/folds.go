@@ -40,7 +40,7 @@ type PreClaimer interface {
 	// token and expiry); ErrLeaseLost when it changed since it was read
 	// (renewed, claimed, taken over) or is gone.
 	DropLease(ctx context.Context, expired Lease) error
-	// ReleasePreClaim deletes the run's pre-claim while owner holds it
+	// ReleasePreClaim ends the run's pre-claim while owner holds it
 	// (token 0), so that another process may claim the run at once; it
 	// reports whether there was one. The queue calls it for a run it gave
 	// to River instead of executing it, after the job was enqueued.

@@ -303,23 +303,8 @@ func (s *Saver) PutWrites(ctx context.Context, ref checkpoint.Ref, taskID string
 		// As AppendWrites: on the write connection directly, the
 		// checkpoint's existence checked by the INSERTs' foreign key; a
 		// failure is explained by doing it again below.
-		err := s.db.WriteTx(ctx, func(d *sqlitedb.Direct) error {
-			if _, err := d.Exec(qDeleteWrites, ref.ThreadID, ref.Namespace, ref.ID, taskID); err != nil {
-				return err
-			}
-			for _, w := range ws {
-				if _, err := d.Exec(qInsertWrite, ref.ThreadID, ref.Namespace, ref.ID, taskID, int64(w.Index), w.Key, []byte(w.Value), int64(checkpoint.WriteChecksum(w))); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err == nil {
-			s.db.Committed()
-			return nil
-		}
-		if ctx.Err() != nil || errors.Is(err, sqlitedb.ErrClosed) {
-			return fmt.Errorf("checkpoint: put writes of task %q for %s: %w", taskID, ref, err)
+		if done, err := s.writeDirect(ctx, "put writes", ref, taskID, ws, true); done {
+			return err
 		}
 	}
 	err := s.inWriteTx(ctx, func(tx *sql.Tx) error {
@@ -357,6 +342,35 @@ const (
 	qDeleteWrites = `DELETE FROM writes WHERE thread = ? AND ns = ? AND checkpoint_id = ? AND task_id = ?`
 )
 
+// writeDirect stores ws as the task's writes in a transaction on the write
+// connection directly (sqlitedb.DB.WriteTx), first deleting the task's
+// writes when replace is set. done reports that the call is over, with err
+// its outcome; otherwise (a statement failed) the caller does the write
+// again on its *sql.Tx path, which explains the failure.
+func (s *Saver) writeDirect(ctx context.Context, what string, ref checkpoint.Ref, taskID string, ws []checkpoint.PendingWrite, replace bool) (done bool, err error) {
+	err = s.db.WriteTx(ctx, func(d *sqlitedb.Direct) error {
+		if replace {
+			if _, err := d.Exec(qDeleteWrites, ref.ThreadID, ref.Namespace, ref.ID, taskID); err != nil {
+				return err
+			}
+		}
+		for _, w := range ws {
+			if _, err := d.Exec(qInsertWrite, ref.ThreadID, ref.Namespace, ref.ID, taskID, int64(w.Index), w.Key, []byte(w.Value), int64(checkpoint.WriteChecksum(w))); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		s.db.Committed()
+		return true, nil
+	}
+	if ctx.Err() != nil || errors.Is(err, sqlitedb.ErrClosed) {
+		return true, fmt.Errorf("checkpoint: %s of task %q for %s: %w", what, taskID, ref, err)
+	}
+	return false, nil
+}
+
 // AppendWrites adds writes to the task's pending writes
 // (checkpoint.WriteAppender): one write transaction of one prepared INSERT
 // per write, no read and no delete, so a durable step costs one row. The
@@ -376,20 +390,8 @@ func (s *Saver) AppendWrites(ctx context.Context, ref checkpoint.Ref, taskID str
 		// No hook needs a *sql.Tx: the INSERTs run on the write connection
 		// directly. When one fails, the append is done again below, where
 		// a failed INSERT is explained in its transaction.
-		err = s.db.WriteTx(ctx, func(d *sqlitedb.Direct) error {
-			for _, w := range ws {
-				if _, err := d.Exec(qInsertWrite, ref.ThreadID, ref.Namespace, ref.ID, taskID, int64(w.Index), w.Key, []byte(w.Value), int64(checkpoint.WriteChecksum(w))); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err == nil {
-			s.db.Committed()
-			return nil
-		}
-		if ctx.Err() != nil || errors.Is(err, sqlitedb.ErrClosed) {
-			return fmt.Errorf("checkpoint: append writes of task %q for %s: %w", taskID, ref, err)
+		if done, err := s.writeDirect(ctx, "append writes", ref, taskID, ws, false); done {
+			return err
 		}
 	}
 	err = s.inWriteTx(ctx, func(tx *sql.Tx) error {

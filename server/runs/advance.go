@@ -2,10 +2,129 @@ package runs
 
 import (
 	"context"
+	"errors"
 	"time"
 
+	"github.com/trellis-agents/trellis/internal/txhook"
 	"github.com/trellis-agents/trellis/server/db"
 )
+
+// AdvanceResult says what the queue should do with a thread after Advance.
+type AdvanceResult int
+
+// Advance results.
+const (
+	Idle    AdvanceResult = iota // nothing pending: the job is done
+	Busy                         // another run holds the thread: snooze and try again
+	More                         // a run finished and others are pending: enqueue again
+	AtLimit                      // the tenant runs MaxRunningPerTenant runs: snooze until a slot frees
+)
+
+// Advance runs the thread's oldest pending run, if any. A job of the queue
+// calls it; a run that fails or is interrupted is a normal outcome (the
+// run's status says it), and only infrastructure errors are returned.
+func (s *Service) Advance(ctx context.Context, tenant, thread string) (AdvanceResult, error) {
+	res, _, err := s.AdvanceUntil(ctx, tenant, thread)
+	return res, err
+}
+
+// Next is when a thread left Idle by AdvanceUntil has its next run.
+type Next struct {
+	// Known says whether At was read: false, the caller reads it.
+	Known bool
+	// At is when the thread's earliest delayed run may start (zero:
+	// none).
+	At time.Time
+}
+
+// AdvanceUntil is Advance that, when it runs a run and finds nothing else
+// due, also says when the thread's earliest delayed run may start, from
+// the same read (db.PendingPeeker), so that the caller can queue a job for
+// it without reading the thread's runs again.
+func (s *Service) AdvanceUntil(ctx context.Context, tenant, thread string) (AdvanceResult, Next, error) {
+	run, busy, pre, err := s.nextPending(ctx, tenant, thread)
+	switch {
+	case errors.Is(err, db.ErrNotFound):
+		return Idle, Next{}, nil
+	case err != nil:
+		return Idle, Next{}, err
+	}
+	if busy != nil && *busy {
+		return Busy, Next{}, nil
+	}
+	// One execution of a run at a time in this process: another Advance of
+	// its thread (a hand-off and a River job, two River jobs) waits.
+	if !s.reserve(run.ID) {
+		return Busy, Next{}, nil
+	}
+	defer s.unreserve(run.ID)
+	if s.deferClaims() && txhook.HeldBy(ctx, tenant, run.ID) {
+		// Executed first and claimed with its first write (deferredClaim):
+		// only a run whose pre-claim this process holds, which no other
+		// process executes while it lives. Any other run is claimed first
+		// (below), or two processes could both execute its first step,
+		// side effects included, until one of them claimed it.
+		if busy == nil {
+			b, err := s.threadRunning(ctx, tenant, thread)
+			if err != nil {
+				return Idle, Next{}, err
+			}
+			if b {
+				return Busy, Next{}, nil
+			}
+		}
+		err := s.execute0(ctx, db.Lease{Tenant: tenant, RunID: run.ID, ThreadID: run.ThreadID, Owner: s.cfg.Owner}, run, true, pre)
+		switch {
+		case errors.Is(err, errUnclaimed) && errors.Is(err, db.ErrBusy):
+			return Busy, Next{}, nil
+		case errors.Is(err, errUnclaimed):
+			return More, Next{}, nil // taken or ended meanwhile: look again
+		case err != nil:
+			return Idle, Next{}, err
+		}
+		return s.afterRun(ctx, tenant, thread)
+	}
+	var claimed db.Run
+	var lease db.Lease
+	if s.cfg.MaxRunningPerTenant > 0 {
+		claimed, lease, err = s.cfg.DB.(db.RunLimiter).ClaimRunWithin(ctx, tenant, run.ID, s.cfg.Owner, s.cfg.LeaseTTL, s.cfg.MaxRunningPerTenant)
+	} else {
+		claimed, lease, err = s.cfg.DB.ClaimRun(ctx, tenant, run.ID, s.cfg.Owner, s.cfg.LeaseTTL)
+	}
+	switch {
+	case errors.Is(err, db.ErrTenantBusy):
+		return AtLimit, Next{}, nil
+	case errors.Is(err, db.ErrBusy):
+		return Busy, Next{}, nil
+	case errors.Is(err, db.ErrConflict):
+		return More, Next{}, nil // taken by another worker meanwhile: look again
+	case err != nil:
+		return Idle, Next{}, err
+	}
+	if err := s.execute0(ctx, lease, claimed, false, pre); err != nil {
+		return Idle, Next{}, err
+	}
+	return s.afterRun(ctx, tenant, thread)
+}
+
+// reserve marks run as being executed by an Advance of this process; false
+// when one already is.
+func (s *Service) reserve(runID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.advancing[runID]; ok {
+		return false
+	}
+	s.advancing[runID] = struct{}{}
+	return true
+}
+
+// unreserve ends reserve.
+func (s *Service) unreserve(runID string) {
+	s.mu.Lock()
+	delete(s.advancing, runID)
+	s.mu.Unlock()
+}
 
 // nextPending reads the thread's next due run. When the DB reads it with
 // more (db.PendingReader), busy says whether another run of the thread is

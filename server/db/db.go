@@ -408,8 +408,11 @@ type Events interface {
 type ResultFinisher interface {
 	// FinishRunWithResult is FinishRun and SetThreadResult of the lease's
 	// thread in one transaction, fenced by the lease: it fails with
-	// ErrLeaseLost, recording neither, when l no longer holds the run.
-	FinishRunWithResult(ctx context.Context, l Lease, status RunStatus, usage json.RawMessage, errMsg string, r ThreadResult) (Run, Thread, error)
+	// ErrLeaseLost, recording neither, when l no longer holds the run. It
+	// returns the run and thread as stored and, when the backend reads
+	// it in the same statement (Pending.Known), what the thread has
+	// pending once the run has ended.
+	FinishRunWithResult(ctx context.Context, l Lease, status RunStatus, usage json.RawMessage, errMsg string, r ThreadResult) (Run, Thread, Pending, error)
 }
 
 // TxEvents is implemented by a DB that can append a run's events inside a

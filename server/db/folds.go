@@ -70,6 +70,7 @@ type TxResultFinisher interface {
 	// pgx.Tx for PostgreSQL), fenced by the lease (ErrLeaseLost, and tx
 	// must then be rolled back), running ctx's internal/txhook end hook
 	// as FinishRunWithResult does. The caller commits or rolls back tx;
-	// the run has ended only once it commits.
-	FinishRunWithResultTx(ctx context.Context, tx any, l Lease, status RunStatus, usage json.RawMessage, errMsg string, r ThreadResult) (Run, Thread, error)
+	// the run has ended only once it commits. What it returns is
+	// FinishRunWithResult's, as tx sees it.
+	FinishRunWithResultTx(ctx context.Context, tx any, l Lease, status RunStatus, usage json.RawMessage, errMsg string, r ThreadResult) (Run, Thread, Pending, error)
 }

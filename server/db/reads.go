@@ -61,6 +61,21 @@ type PendingPeeker interface {
 	PendingAfter(ctx context.Context, tenant, threadID string, now time.Time) (due bool, next time.Time, err error)
 }
 
+// Pending is what a thread has pending as one read saw it: PendingAfter's
+// answer, which a finish (ResultFinisher, TxResultFinisher) may read in
+// its own statement, after the run's end, so that its caller need not
+// read the thread's runs again.
+type Pending struct {
+	// Known says whether the finish read it; false, the caller asks
+	// PendingAfter.
+	Known bool
+	// Due says whether a pending run of the thread may start now.
+	Due bool
+	// Next is the earliest start of the thread's pending runs not yet due
+	// (zero: none).
+	Next time.Time
+}
+
 // ThreadRuns is what a new run of a thread needs to know of its runs.
 type ThreadRuns struct {
 	// LatestAssistant and LatestVersion are the assistant and version

@@ -73,7 +73,8 @@ func (s *Service) AdvanceUntil(ctx context.Context, tenant, thread string) (Adva
 				return Busy, Next{}, nil
 			}
 		}
-		err := s.execute0(ctx, db.Lease{Tenant: tenant, RunID: run.ID, ThreadID: run.ThreadID, Owner: s.cfg.Owner}, run, true, pre)
+		var after db.Pending
+		err := s.execute0(ctx, db.Lease{Tenant: tenant, RunID: run.ID, ThreadID: run.ThreadID, Owner: s.cfg.Owner}, run, true, pre, &after)
 		switch {
 		case errors.Is(err, errUnclaimed) && errors.Is(err, db.ErrBusy):
 			return Busy, Next{}, nil
@@ -82,7 +83,7 @@ func (s *Service) AdvanceUntil(ctx context.Context, tenant, thread string) (Adva
 		case err != nil:
 			return Idle, Next{}, err
 		}
-		return s.afterRun(ctx, tenant, thread)
+		return s.afterRun(ctx, tenant, thread, after)
 	}
 	var claimed db.Run
 	var lease db.Lease
@@ -101,10 +102,11 @@ func (s *Service) AdvanceUntil(ctx context.Context, tenant, thread string) (Adva
 	case err != nil:
 		return Idle, Next{}, err
 	}
-	if err := s.execute0(ctx, lease, claimed, false, pre); err != nil {
+	var after db.Pending
+	if err := s.execute0(ctx, lease, claimed, false, pre, &after); err != nil {
 		return Idle, Next{}, err
 	}
-	return s.afterRun(ctx, tenant, thread)
+	return s.afterRun(ctx, tenant, thread, after)
 }
 
 // reserve marks run as being executed by an Advance of this process; false
@@ -148,8 +150,15 @@ func (s *Service) nextPending(ctx context.Context, tenant, thread string) (run d
 
 // afterRun says what the thread has left once a run of it is done: More
 // when a pending run is due, else Idle, with when its earliest delayed
-// run may start when the DB tells that in the same read.
-func (s *Service) afterRun(ctx context.Context, tenant, thread string) (AdvanceResult, Next, error) {
+// run may start when the DB tells that in the same read. after is what
+// the run's finish read, if it did (then nothing is read here).
+func (s *Service) afterRun(ctx context.Context, tenant, thread string, after db.Pending) (AdvanceResult, Next, error) {
+	if after.Known {
+		if after.Due {
+			return More, Next{}, nil
+		}
+		return Idle, Next{Known: true, At: after.Next}, nil
+	}
 	if p, ok := s.cfg.DB.(db.PendingPeeker); ok {
 		due, at, err := p.PendingAfter(ctx, tenant, thread, time.Now())
 		switch {

@@ -119,30 +119,31 @@ func (s *Service) finalResult(fw *graph.FinalWrite) (*db.ThreadResult, error) {
 
 // finishFinal writes the run's held last checkpoint with its buffered
 // events and, in the same transaction, its end (done reports that it
-// did). When the saver did not run the hook (the run's end is then not
+// did), and returns what the finish read (db.TxResultFinisher). When the saver did not run the hook (the run's end is then not
 // written), done is false with a nil error and the caller finishes as
 // usual. An error wrapping errFenced is a lost lease: nothing was
 // written. Another error leaves the checkpoint unwritten and the run
 // running; the caller finishes it as failed.
-func (s *Service) finishFinal(ctx context.Context, log *eventLog, status db.RunStatus, usage json.RawMessage, errMsg string, res db.ThreadResult) (db.Run, db.Thread, bool, error) {
+func (s *Service) finishFinal(ctx context.Context, log *eventLog, status db.RunStatus, usage json.RawMessage, errMsg string, res db.ThreadResult) (db.Run, db.Thread, db.Pending, bool, error) {
 	fw := log.final
 	log.final = nil
 	fin := s.cfg.DB.(db.TxResultFinisher)
 	var (
 		run db.Run
 		th  db.Thread
+		p   db.Pending
 		ran bool
 	)
 	fctx := context.WithValue(ctx, finishKey{}, finishFunc(func(ctx context.Context, tx any, l db.Lease) (any, error) {
-		r, t, err := fin.FinishRunWithResultTx(ctx, tx, l, status, usage, errMsg, res)
+		r, t, pp, err := fin.FinishRunWithResultTx(ctx, tx, l, status, usage, errMsg, res)
 		if err != nil {
 			return nil, err
 		}
-		run, th, ran = r, t, true
+		run, th, p, ran = r, t, pp, true
 		return r, nil
 	}))
 	if err := fw.Put(fctx); err != nil {
-		return db.Run{}, db.Thread{}, false, err
+		return db.Run{}, db.Thread{}, db.Pending{}, false, err
 	}
-	return run, th, ran, nil
+	return run, th, p, ran, nil
 }

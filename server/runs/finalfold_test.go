@@ -120,18 +120,18 @@ type finishFailing struct {
 	calls int
 }
 
-func (f *finishFailing) FinishRunWithResultTx(ctx context.Context, tx any, l db.Lease, status db.RunStatus, usage json.RawMessage, errMsg string, r db.ThreadResult) (db.Run, db.Thread, error) {
+func (f *finishFailing) FinishRunWithResultTx(ctx context.Context, tx any, l db.Lease, status db.RunStatus, usage json.RawMessage, errMsg string, r db.ThreadResult) (db.Run, db.Thread, db.Pending, error) {
 	f.calls++
 	fin := f.DB.(db.TxResultFinisher)
-	run, th, err := fin.FinishRunWithResultTx(ctx, tx, l, status, usage, errMsg, r)
+	run, th, p, err := fin.FinishRunWithResultTx(ctx, tx, l, status, usage, errMsg, r)
 	if err == nil && f.calls == 1 {
 		// Its statements ran: the failure undoes them with the step.
 		err = f.err
 	}
-	return run, th, err
+	return run, th, p, err
 }
 
-func (f *finishFailing) FinishRunWithResult(ctx context.Context, l db.Lease, status db.RunStatus, usage json.RawMessage, errMsg string, r db.ThreadResult) (db.Run, db.Thread, error) {
+func (f *finishFailing) FinishRunWithResult(ctx context.Context, l db.Lease, status db.RunStatus, usage json.RawMessage, errMsg string, r db.ThreadResult) (db.Run, db.Thread, db.Pending, error) {
 	return f.DB.(db.ResultFinisher).FinishRunWithResult(ctx, l, status, usage, errMsg, r)
 }
 

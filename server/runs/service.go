@@ -170,15 +170,17 @@ func cancelCause(action string) error {
 // it stays running under a lease that expires, and a worker takes it over
 // from its last checkpoint.
 func (s *Service) Execute(ctx context.Context, lease db.Lease, run db.Run) error {
-	return s.execute0(ctx, lease, run, false, nil)
+	return s.execute0(ctx, lease, run, false, nil, nil)
 }
 
 // execute0 is Execute; with deferred set, run is still pending and lease
 // names it without a token: the claim commits with the run's first write
 // (deferredClaim), and a failed claim ends the attempt with an error
 // wrapping errUnclaimed, the run left as it is. pre, when not nil, is the
-// run's assistant as read with the run (nextPending).
-func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, deferred bool, pre *db.Assistant) error {
+// run's assistant as read with the run (nextPending). after, when not
+// nil, gets what the thread has pending once the run has ended, when the
+// run's finish read it (db.Pending.Known).
+func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, deferred bool, pre *db.Assistant, after *db.Pending) error {
 	hoptrace.Mark("execute")
 	outer := ctx
 	if s.cfg.RunContext != nil {
@@ -268,13 +270,14 @@ func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, defe
 	var (
 		finished db.Run
 		th       db.Thread
+		pending  db.Pending
 		err      error
 	)
 	folded := false
 	if res != nil && log.final != nil {
 		// The last checkpoint, its events, the thread's result and the
 		// run's end commit together.
-		finished, th, folded, err = s.finishFinal(done, log, status, usage, errMsg, *res)
+		finished, th, pending, folded, err = s.finishFinal(done, log, status, usage, errMsg, *res)
 		switch {
 		case errors.Is(err, errFenced):
 			err = db.ErrLeaseLost
@@ -296,7 +299,7 @@ func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, defe
 	case folded || errors.Is(err, db.ErrLeaseLost):
 	case res != nil:
 		// The thread's result and the run's end commit together.
-		finished, th, err = s.cfg.DB.(db.ResultFinisher).FinishRunWithResult(done, log.lease(), status, usage, errMsg, *res)
+		finished, th, pending, err = s.cfg.DB.(db.ResultFinisher).FinishRunWithResult(done, log.lease(), status, usage, errMsg, *res)
 	default:
 		finished, err = s.cfg.DB.FinishRun(done, log.lease(), status, usage, errMsg)
 	}
@@ -331,6 +334,9 @@ func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, defe
 	}
 	if json.Unmarshal(run.Kwargs, &kw) == nil && kw.TemporaryThread {
 		return s.DeleteThread(done, lease.Tenant, run.ThreadID)
+	}
+	if after != nil {
+		*after = pending
 	}
 	return nil
 }

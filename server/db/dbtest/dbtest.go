@@ -102,6 +102,7 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"PreClaim", testPreClaim},
 		{"ImportLegacyLeases", testImportLegacyLeases},
 		{"FinishWithResult", testFinishWithResult},
+		{"FinishPending", testFinishPending},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

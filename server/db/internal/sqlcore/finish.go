@@ -12,26 +12,26 @@ import (
 // in one transaction, fenced by the lease: a worker that lost the run
 // records neither. The transaction runs ctx's internal/txhook end hook
 // before it commits (the run queue completes the run's job in it).
-func (s *Store) FinishRunWithResult(ctx context.Context, l db.Lease, status db.RunStatus, usage json.RawMessage, errMsg string, r db.ThreadResult) (db.Run, db.Thread, error) {
+func (s *Store) FinishRunWithResult(ctx context.Context, l db.Lease, status db.RunStatus, usage json.RawMessage, errMsg string, r db.ThreadResult) (db.Run, db.Thread, db.Pending, error) {
 	u, err := checkFinish(status, usage)
 	if err != nil {
-		return db.Run{}, db.Thread{}, err
+		return db.Run{}, db.Thread{}, db.Pending{}, err
 	}
-	var (
-		run db.Run
-		th  db.Thread
-	)
+	var f finished
 	err = s.d.Write(ctx, func(tx Conn) error {
 		tr, err := newThreadResult(r)
 		if err != nil {
 			return err
 		}
-		if run, th, err = s.finishWithResult(ctx, tx, l, status, u, errMsg, tr); err != nil {
+		if f, err = s.finishWithResult(ctx, tx, l, status, u, errMsg, tr); err != nil {
 			return err
 		}
 		// What ends with the run commits with it: the queue's job, the
 		// run's online evaluator samples.
-		return txhook.RunEndOf(ctx, s.d.Unwrap(tx), run)
+		return txhook.RunEndOf(ctx, s.d.Unwrap(tx), f.run)
 	})
-	return run, th, err
+	if err != nil {
+		return db.Run{}, db.Thread{}, db.Pending{}, err
+	}
+	return f.run, f.thread, f.pending, nil
 }

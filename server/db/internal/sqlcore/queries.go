@@ -187,6 +187,11 @@ type Queries struct {
 	// also moves the expiry to the TTL after now, and returns the thread's
 	// columns (those of GetThread).
 	SetThreadResult string
+	// SetThreadResultPending is SetThreadResult for a run's finish where
+	// EndRunWithResult is missing (optional): the same arguments and
+	// columns, then PendingAfter's two as of $6, read where no run of the
+	// thread can be accepted before the commit.
+	SetThreadResultPending string `sql:"optional"`
 	// DeleteThread ($1 tenant, $2 ID).
 	DeleteThread string
 	// SelectThreads is the start of a search: the columns of GetThread.

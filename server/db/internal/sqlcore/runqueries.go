@@ -121,8 +121,8 @@ type runQueries struct {
 	// $9 status, $10 error, $11 whether to set the values, $12 values, $13
 	// interrupts or NULL and $14 thread ID ($4 now and $5 tenant shared).
 	// The thread is updated only when the run is; it returns EndRun's
-	// columns followed by SetThreadResult's, and no row when the lease does
-	// not hold the run.
+	// columns followed by SetThreadResult's and PendingAfter's as of $4,
+	// and no row when the lease does not hold the run.
 	EndRunWithResult string `sql:"optional"`
 	// FreeThread ($1 status, $2 tenant, $3 thread ID) sets the status of
 	// the thread if it is still busy.

@@ -186,7 +186,11 @@ RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_s
 -- thread's row is updated only when the run's was (t reads r), in the
 -- order the two statements took their row locks (the run's, then the
 -- thread's). No row when the lease does not hold the run; a thread gone
--- took its runs with it (the cascade), so r is then empty too.
+-- took its runs with it (the cascade), so r is then empty too. p is
+-- PendingAfter as of the statement's snapshot (the ended run was not
+-- pending): a run accepted while the statement runs is missed, and its
+-- own Advance, which then saw this run running, waits its busy snooze
+-- and looks again.
 WITH r AS (
 	UPDATE trellis_runs SET status = $1, usage = $2, error = $3, updated_at = $4, ended_at = $4, event_seq = event_seq + $7,
 		lease_owner = NULL, lease_expires_at = NULL
@@ -200,11 +204,15 @@ WITH r AS (
 		expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE $4::timestamptz + ttl_us * interval '1 microsecond' END
 	WHERE tenant = $5 AND thread_id = $14 AND EXISTS (SELECT 1 FROM r)
 	RETURNING thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at, ttl_us, ttl_strategy, expires_at
+), p AS (
+	SELECT coalesce(bool_or(not_before IS NULL OR not_before <= $4), false) AS due, min(not_before) FILTER (WHERE not_before > $4) AS next
+	FROM trellis_runs WHERE tenant = $5 AND thread_id = $14 AND status = 'pending'
 )
 SELECT r.run_id, r.thread_id, r.assistant_id, r.status, r.metadata, r.kwargs, r.multitask_strategy, r.usage, r.error,
 	r.created_at, r.updated_at, r.not_before, r.cancel_requested, r.assistant_version, r.event_seq,
-	t.thread_id, t.status, t.metadata, t.thread_values, t.interrupts, t.error, t.created_at, t.updated_at, t.ttl_us, t.ttl_strategy, t.expires_at
-FROM r, t
+	t.thread_id, t.status, t.metadata, t.thread_values, t.interrupts, t.error, t.created_at, t.updated_at, t.ttl_us, t.ttl_strategy, t.expires_at,
+	p.due, p.next
+FROM r, t, p
 
 -- name: FreeThread
 UPDATE trellis_threads SET status = $1 WHERE tenant = $2 AND thread_id = $3 AND status = 'busy'

@@ -33,6 +33,20 @@ UPDATE trellis_threads SET status = ?1, error = ?2,
 WHERE tenant = ?7 AND thread_id = ?8
 RETURNING thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at, ttl_us, ttl_strategy, expires_at
 
+-- name: SetThreadResultPending
+-- SetThreadResult for a run's finish, with PendingAfter's two columns
+-- after the thread's (?6 is now): SQLite's writers take turns, so no run
+-- of the thread is accepted between this read and the commit.
+UPDATE trellis_threads SET status = ?1, error = ?2,
+	thread_values = CASE WHEN ?3 THEN ?4 ELSE thread_values END,
+	interrupts = coalesce(?5, interrupts), updated_at = ?6, expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE ?6 + ttl_us END
+WHERE tenant = ?7 AND thread_id = ?8
+RETURNING thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at, ttl_us, ttl_strategy, expires_at,
+	(SELECT coalesce(max(r.not_before IS NULL OR r.not_before <= ?6), 0) FROM trellis_runs AS r INDEXED BY trellis_runs_thread
+		WHERE r.tenant = ?7 AND r.thread_id = ?8 AND r.status = 'pending'),
+	(SELECT min(CASE WHEN r.not_before > ?6 THEN r.not_before END) FROM trellis_runs AS r INDEXED BY trellis_runs_thread
+		WHERE r.tenant = ?7 AND r.thread_id = ?8 AND r.status = 'pending')
+
 -- name: DeleteThread
 DELETE FROM trellis_threads WHERE tenant = ?1 AND thread_id = ?2
 

@@ -178,6 +178,9 @@ type Queries struct {
 	// NULL, $10 TTL strategy, $11 expiry or NULL) stores a thread, or
 	// nothing when the ID is taken.
 	InsertThread string
+	// CreateThread is InsertThread returning the thread's columns (those
+	// of GetThread) as stored: no row when the ID is taken.
+	CreateThread string
 	// UpdateThreadMetadata ($1 metadata patch, or the merged document when
 	// the dialect does not merge in SQL, $2 now, $3 tenant, $4 ID) also
 	// moves the expiry to the TTL after now.

@@ -108,20 +108,24 @@ func (s *Store) CreateThread(ctx context.Context, tenant string, t db.Thread, if
 	if t.TTL != nil {
 		expires = now.Add(t.TTL.Duration)
 	}
+	// One statement, committed alone: the stored thread comes back with
+	// its INSERT. Only a thread that existed is read, after it.
 	var out db.Thread
-	err = s.d.Write(ctx, func(tx Conn) error {
-		n, err := tx.Exec(ctx, s.q.InsertThread, tenant, t.ID, string(t.Status), md, nullBytes(values), interrupts, t.Error,
-			s.d.Time(now), ttl, strategy, s.nullTime(expires))
-		if err != nil {
-			return s.wrap(err, "create thread %q", t.ID)
-		}
-		if n == 0 && ifExists == db.IfExistsRaise {
-			return s.fail(db.ErrConflict, "thread %q exists", t.ID)
-		}
-		out, err = s.getThread(ctx, tx, tenant, t.ID)
+	err = s.d.WriteOne(ctx, func(c Conn) error {
+		var err error
+		out, _, err = s.scanThread(c.QueryRow(ctx, s.q.CreateThread, tenant, t.ID, string(t.Status), md, nullBytes(values), interrupts, t.Error,
+			s.d.Time(now), ttl, strategy, s.nullTime(expires)), tenant)
 		return err
 	})
-	return out, err
+	switch {
+	case err == nil:
+		return out, nil
+	case !s.d.IsNoRows(err):
+		return db.Thread{}, s.wrap(err, "create thread %q", t.ID)
+	case ifExists == db.IfExistsRaise:
+		return db.Thread{}, s.fail(db.ErrConflict, "thread %q exists", t.ID)
+	}
+	return s.getThread(ctx, s.d.Reader(), tenant, t.ID)
 }
 
 // GetThread returns the thread.

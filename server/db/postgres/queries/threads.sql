@@ -19,6 +19,14 @@ INSERT INTO trellis_threads (tenant, thread_id, status, metadata, thread_values,
 VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb, $7, $8, $8, $9, $10, $11)
 ON CONFLICT DO NOTHING
 
+-- name: CreateThread
+-- InsertThread returning the thread as stored (no row when the ID is taken).
+INSERT INTO trellis_threads (tenant, thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at,
+	ttl_us, ttl_strategy, expires_at)
+VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb, $7, $8, $8, $9, $10, $11)
+ON CONFLICT DO NOTHING
+RETURNING thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at, ttl_us, ttl_strategy, expires_at
+
 -- name: UpdateThreadMetadata
 UPDATE trellis_threads SET metadata = metadata || $1::jsonb, updated_at = $2, expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE $2::timestamptz + ttl_us * interval '1 microsecond' END
 WHERE tenant = $3 AND thread_id = $4

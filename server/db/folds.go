@@ -24,6 +24,20 @@ type TxRunCreator interface {
 	ClassifyTxError(err error) error
 }
 
+// TxThreadTagger is implemented by a DB that can record the graph and
+// assistant of a thread's latest run in its metadata (LangGraph's
+// graph_id and assistant_id keys) inside a write transaction someone else
+// opened on the same database: the run's accept, so that a thread's first
+// run does not take a write transaction of its own to tag it.
+type TxThreadTagger interface {
+	// TagThreadTx sets the thread's metadata keys graph_id and
+	// assistant_id, keeping the others, and moves its updated_at and
+	// expiry as UpdateThreadMetadata does, inside tx (the database's own
+	// open write transaction). A missing thread is not an error: the
+	// run's INSERT in the same transaction already failed for it.
+	TagThreadTx(ctx context.Context, tx any, tenant, threadID, graphID, assistantID string) error
+}
+
 // PreClaimer is implemented by a DB whose CreateRunTx writes the run's
 // pre-claim when its context asks for one (txhook.WithPreClaim): a lease
 // row of token 0 for the pending run, owned by the process that will claim

@@ -158,9 +158,16 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 		created db.Run
 		enqErr  error // the job of a run stored with it could not be made sure of
 	)
+	tagged := !needsTag(th, a) // a thread this request creates has its tags
 	if txe != nil {
+		// The thread's tags commit with the run, in the same
+		// transaction, where the DB can.
+		var tag *db.Assistant
+		if _, ok := s.cfg.DB.(db.TxThreadTagger); ok && !tagged {
+			tag, tagged = &a, true
+		}
 		var stored bool
-		created, stored, enqErr = s.acceptTx(ctx, txe, req.Tenant, newThread, run)
+		created, stored, enqErr = s.acceptTx(ctx, txe, req.Tenant, newThread, run, tag)
 		if !stored {
 			return db.Run{}, enqErr
 		}
@@ -173,7 +180,9 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	if errors.Is(serr, ErrThreadBusy) {
 		return db.Run{}, serr
 	}
-	if err := s.tagThread(ctx, req.Tenant, th, a); err != nil {
+	if tagged {
+		// Stored with the run, or there already.
+	} else if err := s.tagThread(ctx, req.Tenant, th, a); err != nil {
 		s.cfg.Log.WarnContext(ctx, "runs: the thread's graph_id and assistant_id were not recorded in its metadata", "thread", th.ID, "run", created.ID, "err", err)
 	}
 	if txe == nil && enqueue != nil {
@@ -213,12 +222,17 @@ func runnerMetadata(a db.Assistant) db.Metadata {
 // those two keys (the latest run's assistant wins, as in LangGraph) and
 // keeping the others; a thread that has them already is not written.
 func (s *Service) tagThread(ctx context.Context, tenant string, th db.Thread, a db.Assistant) error {
-	md := runnerMetadata(a)
-	if th.Metadata["graph_id"] == md["graph_id"] && th.Metadata["assistant_id"] == md["assistant_id"] {
+	if !needsTag(th, a) {
 		return nil
 	}
-	_, err := s.cfg.DB.UpdateThreadMetadata(ctx, tenant, th.ID, md)
+	_, err := s.cfg.DB.UpdateThreadMetadata(ctx, tenant, th.ID, runnerMetadata(a))
 	return err
+}
+
+// needsTag reports whether th's metadata does not name a and its graph
+// (runnerMetadata) yet.
+func needsTag(th db.Thread, a db.Assistant) bool {
+	return th.Metadata["graph_id"] != a.GraphID || th.Metadata["assistant_id"] != a.ID
 }
 
 // assistant finds an assistant by ID, or the latest assistant of a graph

@@ -103,6 +103,7 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"ImportLegacyLeases", testImportLegacyLeases},
 		{"FinishWithResult", testFinishWithResult},
 		{"FinishPending", testFinishPending},
+		{"TagThread", testTagThread},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -185,6 +185,11 @@ type Queries struct {
 	// the dialect does not merge in SQL, $2 now, $3 tenant, $4 ID) also
 	// moves the expiry to the TTL after now.
 	UpdateThreadMetadata string
+	// TagThread ($1 graph ID, $2 assistant ID, $3 now, $4 tenant, $5 ID)
+	// sets the metadata keys graph_id and assistant_id, keeping the
+	// others, and moves updated_at and the expiry as UpdateThreadMetadata
+	// does.
+	TagThread string
 	// SetThreadResult ($1 status, $2 error, $3 whether to set the values,
 	// $4 values, $5 interrupts or NULL to keep, $6 now, $7 tenant, $8 ID)
 	// also moves the expiry to the TTL after now, and returns the thread's

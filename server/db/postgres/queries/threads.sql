@@ -27,6 +27,12 @@ VALUES ($1, $2, $3, $4::jsonb, $5::jsonb, $6::jsonb, $7, $8, $8, $9, $10, $11)
 ON CONFLICT DO NOTHING
 RETURNING thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at, ttl_us, ttl_strategy, expires_at
 
+-- name: TagThread
+-- graph_id and assistant_id set, the other keys kept (db.TxThreadTagger).
+UPDATE trellis_threads SET metadata = metadata || jsonb_build_object('graph_id', $1::text, 'assistant_id', $2::text), updated_at = $3,
+	expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE $3::timestamptz + ttl_us * interval '1 microsecond' END
+WHERE tenant = $4 AND thread_id = $5
+
 -- name: UpdateThreadMetadata
 UPDATE trellis_threads SET metadata = metadata || $1::jsonb, updated_at = $2, expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE $2::timestamptz + ttl_us * interval '1 microsecond' END
 WHERE tenant = $3 AND thread_id = $4

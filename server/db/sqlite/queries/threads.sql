@@ -34,6 +34,12 @@ RETURNING thread_id, status, metadata, thread_values, interrupts, error, created
 UPDATE trellis_threads SET metadata = ?1, updated_at = ?2, expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE ?2 + ttl_us END
 WHERE tenant = ?3 AND thread_id = ?4
 
+-- name: TagThread
+-- graph_id and assistant_id set, the other keys kept (db.TxThreadTagger).
+UPDATE trellis_threads SET metadata = json_set(metadata, '$.graph_id', ?1, '$.assistant_id', ?2), updated_at = ?3,
+	expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE ?3 + ttl_us END
+WHERE tenant = ?4 AND thread_id = ?5
+
 -- name: SetThreadResult
 UPDATE trellis_threads SET status = ?1, error = ?2,
 	thread_values = CASE WHEN ?3 THEN ?4 ELSE thread_values END,

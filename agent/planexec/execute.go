@@ -202,7 +202,7 @@ type stepRun struct {
 	ws     graph.Update  // writes of the step's task whatever its end
 	input  graph.Update  // the loop's input: the step's prompt
 	msgs   []llm.Message // the prompt's message (stepInline's history)
-	spent  llm.Usage     // an inline reply's the loop was run after (see stepInline)
+	spent  llm.Usage     // an inline reply's usage, dropped for the loop (see stepInline)
 	rounds int           // the step's share of rounds (its loop's step limit, see loopOptions)
 }
 

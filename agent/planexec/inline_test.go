@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -226,4 +228,40 @@ func TestInlineStepLastRoundDropsCalls(t *testing.T) {
 	if d := cmp.Diff(loop, in); d != "" {
 		t.Errorf("step a (-loop +inline):\n%s", d)
 	}
+}
+
+// The budgets bound an inline step as they bound its loop: a step still
+// waiting for its model when the time budget passes fails by it (not
+// done), the independent step finishes, and the next level never starts.
+func TestInlineStepTimeBudget(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := llmtest.New()
+		m.When(node(planexec.IntentNode), isTask)
+		m.When(node(planexec.PlanNode), simplePlan(st("slow", "Crawl"), st("x", "Quick"), st("c", "Combine", "x")))
+		m.When(stepAsk("slow"), llmtest.Text("too late").After(2*time.Minute))
+		m.When(stepAsk("x"), llmtest.Text("quick result").After(10*time.Second))
+		m.When(stepAsk("c"), llmtest.Text("never"))
+		m.When(node(planexec.DeliverNode), llmtest.Text("Time ran out."))
+		g := mustNew(t, planexec.Config{Model: m, PlanMode: true, TimeBudget: time.Minute, ContinueOnError: true, Logger: quiet, InlineSteps: true})
+		res, err := g.Invoke(context.Background(), planexec.Input("Crawl and combine"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(requestsFrom(m, inStep("slow"))) + len(requestsFrom(m, inStep("x"))); n != 0 {
+			t.Fatalf("%d requests from the steps' loops; want the steps inline", n)
+		}
+		steps := planexec.Steps.Get(res.State)
+		if r := steps["slow"]; r.Status != planexec.StepFailed || r.Budget != planexec.BudgetTime || !strings.Contains(r.Error, "time budget ran out") {
+			t.Errorf("slow = %+v; want failed by the time budget", r)
+		}
+		if r := steps["x"]; r.Status != planexec.StepDone || r.Result != "quick result" {
+			t.Errorf("x = %+v", r)
+		}
+		if _, ran := steps["c"]; ran {
+			t.Error("c ran after the time budget passed")
+		}
+		if got := planexec.Stopped.Get(res.State); got != planexec.BudgetTime {
+			t.Errorf("Stopped = %q", got)
+		}
+	})
 }

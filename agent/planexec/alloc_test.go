@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/trellis-agents/trellis/agent/planexec"
+	"github.com/trellis-agents/trellis/agent/react"
 	"github.com/trellis-agents/trellis/checkpoint"
 	"github.com/trellis-agents/trellis/graph"
 )
@@ -23,7 +24,30 @@ func TestStepAllocations(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("counts allocations (not under -short or the race detector)")
 	}
-	g, err := planexec.New(planexec.Config{Model: replies20(t), PlanMode: true})
+	perStep := stepAllocations(t, planexec.Config{Model: replies20(t), PlanMode: true})
+	if perStep > 119.5 {
+		t.Errorf("a plan step allocates %.1f times, want at most 119.5 (the step's node, prompt, events and result; see docs/architecture.md)", perStep)
+	}
+}
+
+// TestInlineStepAllocations bounds the allocations of a toolless plan
+// step with Config.InlineSteps (BenchmarkPlanExec20FrameworkInline's
+// task ÷ 20): 82, from 80.3 (a step run as a nested loop makes 118).
+func TestInlineStepAllocations(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("counts allocations (not under -short or the race detector)")
+	}
+	m := replies20(t)
+	m.byNode[planexec.StepNode] = m.byNode[react.ModelNode]
+	perStep := stepAllocations(t, planexec.Config{Model: m, PlanMode: true, InlineSteps: true})
+	if perStep > 82 {
+		t.Errorf("an inline plan step allocates %.1f times, want at most 82 (see docs/architecture.md)", perStep)
+	}
+}
+
+// stepAllocations is the allocations of cfg's 20-step task, ÷ 20.
+func stepAllocations(t *testing.T, cfg planexec.Config) float64 {
+	g, err := planexec.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +64,5 @@ func TestStepAllocations(t *testing.T) {
 		}
 	}) / 20
 	t.Logf("allocations per step: %.1f", perStep)
-	if perStep > 119.5 {
-		t.Errorf("a plan step allocates %.1f times, want at most 119.5 (the step's node, prompt, events and result; see docs/architecture.md)", perStep)
-	}
+	return perStep
 }

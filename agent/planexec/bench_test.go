@@ -147,18 +147,27 @@ func replies20(b testing.TB) *replyModel {
 func BenchmarkPlanExec20(b *testing.B) {
 	sm := &swapModel{}
 	sm.cur.Store(scripted20())
-	benchPlanExec20(b, sm, func() { sm.cur.Store(scripted20()) })
+	benchPlanExec20(b, planexec.Config{Model: sm, PlanMode: true}, func() { sm.cur.Store(scripted20()) })
 }
 
 // BenchmarkPlanExec20Framework is BenchmarkPlanExec20 with replyModel, a
 // scripted model that neither matches rules nor records requests: what is
 // left is the framework's own time.
 func BenchmarkPlanExec20Framework(b *testing.B) {
-	benchPlanExec20(b, replies20(b), func() {})
+	benchPlanExec20(b, planexec.Config{Model: replies20(b), PlanMode: true}, func() {})
 }
 
-func benchPlanExec20(b *testing.B, model llm.Model, fresh func()) {
-	g, err := planexec.New(planexec.Config{Model: model, PlanMode: true})
+// BenchmarkPlanExec20FrameworkInline is BenchmarkPlanExec20Framework with
+// Config.InlineSteps: each toolless step is one model call in its task,
+// with no nested run and nothing saved in its namespace.
+func BenchmarkPlanExec20FrameworkInline(b *testing.B) {
+	m := replies20(b)
+	m.byNode[planexec.StepNode] = m.byNode[react.ModelNode] // the inline step's call runs in node "step"
+	benchPlanExec20(b, planexec.Config{Model: m, PlanMode: true, InlineSteps: true}, func() {})
+}
+
+func benchPlanExec20(b *testing.B, cfg planexec.Config, fresh func()) {
+	g, err := planexec.New(cfg)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -133,6 +133,19 @@ type Config struct {
 	ContinueOnError bool
 	// TaskOnly skips the intent check: every input is a task.
 	TaskOnly bool
+	// InlineSteps runs a step whose loop has no tools (no Tools, Packs or
+	// AskMode, no Middleware and no History) as one model call in the
+	// step's own task, instead of a ReAct loop invoked as a nested run:
+	// the same request, budgets, usage and step events, but no
+	// checkpoints in the step's namespace (its transcript is not kept;
+	// the step's result is, in Steps) and none of the nested run's
+	// events (a client streaming subgraphs sees no step:<task> events).
+	// A step whose run streams model tokens (graph.Messages), or offers
+	// client tools, still runs its loop, as does one whose model calls a
+	// tool anyway. A crash during an inline step asks its model again, as
+	// a crash during a loop's model call does; nothing else can re-run,
+	// as such a step has nothing that could have a side effect.
+	InlineSteps bool
 
 	// MaxAsks bounds the planner's questions per task (0: DefaultMaxAsks);
 	// after that it must give a plan.

@@ -179,8 +179,16 @@ func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.
 	if sr.cancel != nil {
 		defer sr.cancel()
 	}
+	if a.turn != nil && !graph.Messages(ctx).Enabled() {
+		if out, ok, err := a.stepInline(ctx, &sr); ok {
+			return out, err
+		}
+	}
 	res, err := a.steps.Invoke(sr.ctx, sr.input, a.loopOptions(sr.rounds)...)
-	return a.stepEnded(ctx, &sr, res, err)
+	out := loopOutOf(res)
+	out.requests += int(sr.spent.Requests) // an inline reply that called a tool (see stepInline)
+	out.tokens += tokensOf(sr.spent)
+	return a.stepEnded(ctx, &sr, out, err)
 }
 
 // stepRun is what a step's loop is started with and what its end needs.
@@ -191,9 +199,11 @@ type stepRun struct {
 	st     Step
 	note   retryNote
 	m      *meter
-	ws     graph.Update // writes of the step's task whatever its end
-	input  graph.Update // the loop's input: the step's prompt
-	rounds int          // the step's share of rounds (its loop's step limit, see loopOptions)
+	ws     graph.Update  // writes of the step's task whatever its end
+	input  graph.Update  // the loop's input: the step's prompt
+	msgs   []llm.Message // the prompt's message (stepInline's history)
+	spent  llm.Usage     // an inline reply's usage, dropped for the loop (see stepInline)
+	rounds int           // the step's share of rounds (its loop's step limit, see loopOptions)
 }
 
 // stepStart prepares a step's loop (see stepNode). It and stepEnded are
@@ -223,7 +233,7 @@ func (a *agent) stepStart(ctx context.Context, s graph.State, t stepTask, sr *st
 	sr.rounds = max(t.Rounds, 1)
 	f.msg[0] = llm.User(prompt)
 	f.input[0] = graph.Append(react.Messages, f.msg[:]...)
-	sr.input = graph.Update(f.input[:])
+	sr.input, sr.msgs = graph.Update(f.input[:]), f.msg[:]
 	return nil
 }
 
@@ -252,7 +262,7 @@ func (f *stepFrame) Value(key any) any {
 // stepNode and stepStart).
 //
 //go:noinline
-func (a *agent) stepEnded(ctx context.Context, sr *stepRun, res *graph.Result, err error) (graph.Output, error) {
+func (a *agent) stepEnded(ctx context.Context, sr *stepRun, out loopOut, err error) (graph.Output, error) {
 	sctx, plan, st, note, m, ws := sr.ctx, sr.plan, sr.st, sr.note, sr.m, sr.ws
 	if errors.Is(err, graph.ErrInterrupted) {
 		emitWaiting(ctx, st.ID, err)
@@ -261,20 +271,15 @@ func (a *agent) stepEnded(ctx context.Context, sr *stepRun, res *graph.Result, e
 	if err != nil && ctx.Err() != nil {
 		return nil, err
 	}
-	r := StepResult{Requests: requests(res), Retries: note.Attempts}
-	if res != nil {
-		r.Tokens = tokensOf(res.Usage())
-	}
+	r := StepResult{Requests: out.requests, Tokens: out.tokens, Retries: note.Attempts}
 	if err != nil && !m.deadline.IsZero() && !time.Now().Before(m.deadline) {
 		m.mark(BudgetTime)
 	}
 	r.Budget = m.budget()
-	if res != nil {
-		r.Undone = undone(react.Calls.Get(res.State))
-	}
+	r.Undone = out.undone
 	if err == nil {
-		if answer, ok := react.AnswerFrom(react.Messages.Get(res.State)); ok {
-			r.Status, r.Result = StepDone, answer
+		if out.answered {
+			r.Status, r.Result = StepDone, out.answer
 		} else {
 			err = errors.New("the step's loop ended without an answer")
 		}

@@ -249,6 +249,9 @@ type agent struct {
 	steps   *graph.Graph // one step's ReAct loop
 	tools   []tool.Tool  // the step tools, wrapped
 	catalog string       // the step tools described for the planner
+	// turn is the step loop as one model call (Config.InlineSteps), or
+	// nil when steps run their loops (see stepInline).
+	turn *react.Turn
 	// valid is the last plan dispatch found valid (see validated).
 	valid validated
 	// limits are the step loop's run options for the step limits steps
@@ -451,6 +454,13 @@ func (a *agent) wire(b *graph.Builder) error {
 		return err
 	}
 	a.steps = steps
+	if a.InlineSteps && len(a.tools) == 0 && len(a.Middleware) == 0 && a.History == nil {
+		// Only the agent's own budget middleware is in the chain: it
+		// reads the step's meter, writes no state and cannot interrupt.
+		if a.turn, err = react.NewTurn(a.loopConfig(prompt, "planexec step", true)); err != nil {
+			return err
+		}
+	}
 	planDests := []string{DispatchNode}
 	if a.AskMode {
 		planDests = append(planDests, AskNode)

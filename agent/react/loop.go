@@ -142,7 +142,7 @@ type stepBudget struct{ a *agent }
 func (b stepBudget) Name() string { return "step_budget" }
 
 func (b stepBudget) WrapModel(ctx context.Context, call *middleware.ModelCall, next middleware.ModelHandler) (*llm.Response, error) {
-	left := graph.RemainingSteps(ctx)
+	left := b.a.remaining(ctx)
 	if left < 0 || left >= b.a.stepsToFinish() {
 		return next(ctx, call)
 	}

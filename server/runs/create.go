@@ -121,9 +121,10 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 	}
 	var waiting []graph.InterruptInfo
 	if !live {
-		// A thread this request creates (newThread) has no checkpoint
-		// to read.
-		if newThread == nil {
+		// Only a command's resume is checked against what waits, so
+		// only a command reads the thread's checkpoint; a thread this
+		// request creates (newThread) has none to read.
+		if newThread == nil && req.Kwargs.Command != nil {
 			if snap, err := g.GetState(ctx, stateOpts(s, req.Tenant, req.ThreadID)...); err == nil {
 				waiting = snap.Interrupts
 			} else if !errors.Is(err, checkpoint.ErrNotFound) {

@@ -3,7 +3,9 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"github.com/trellis-agents/trellis/llm"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -177,6 +179,28 @@ var existingCeilings = map[string]int{"sqlite": 21, "postgres": 21}
 // existingCeilings.
 var freshCeilings = map[string]int{"sqlite": 21, "postgres": 21}
 
+// chatMsgs is chatEcho's messages.
+var chatMsgs = llm.NewMessagesKey("messages")
+
+// chatEcho answers the last message with an echo of it, as
+// examples/servegraphs' echo does for the load generator: its state is
+// LangChain messages, so the thread gets a title from its first one.
+func chatEcho() runs.GraphSpec {
+	return runs.GraphSpec{Description: "echoes the last message", New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
+		b := graph.New(chatMsgs)
+		b.AddNode("reply", func(_ context.Context, s graph.State) (graph.Output, error) {
+			h := chatMsgs.Get(s)
+			if len(h) == 0 {
+				return nil, errors.New("no message to echo")
+			}
+			return graph.Writes(graph.Append(chatMsgs, llm.Assistant("echo: "+h[len(h)-1].Text()))), nil
+		})
+		b.SetEntry("reply")
+		b.AddEdge("reply", graph.END)
+		return b.Compile()
+	}}
+}
+
 // chainGraph is k nodes in a line, each appending its name to the log.
 func chainGraph(k int) runs.GraphSpec {
 	return runs.GraphSpec{Description: fmt.Sprintf("a chain of %d nodes", k), New: func(context.Context, runs.Assistant) (*graph.Graph, error) {
@@ -241,6 +265,9 @@ func TestWritesPerRun(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := s.Register("chain3", chainGraph(3)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Register("chat", chatEcho()); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Register("sampled", echoGraph(nil)); err != nil {
@@ -356,7 +383,8 @@ func existingThread(t *testing.T, rec *sqltrace.Recorder, backend, url string) {
 }
 
 // freshThread measures the load generator's cycle (bench/js): POST
-// /threads, then runs/wait of the echo graph on that thread, and fails
+// /threads, then runs/wait of a messages echo on that thread (which
+// titles the thread with its first message), and fails
 // when its statements exceed freshCeilings.
 func freshThread(t *testing.T, rec *sqltrace.Recorder, backend, url string) {
 	t.Helper()
@@ -372,8 +400,8 @@ func freshThread(t *testing.T, rec *sqltrace.Recorder, backend, url string) {
 		if code != 200 || json.Unmarshal([]byte(out), &th) != nil || th.ThreadID == "" {
 			t.Fatalf("POST /threads %d: %d %s", i, code, out)
 		}
-		code, out, _ = post(t, url+"/threads/"+th.ThreadID+"/runs/wait", `{"assistant_id":"echo","input":{"log":["hi"]}}`)
-		if code != 200 || !strings.Contains(out, "echo") {
+		code, out, _ = post(t, url+"/threads/"+th.ThreadID+"/runs/wait", `{"assistant_id":"chat","input":{"messages":[{"role":"user","content":"hello there"}]}}`)
+		if code != 200 || !strings.Contains(out, "echo: hello there") {
 			t.Fatalf("runs/wait on a fresh thread: %d %s", code, out)
 		}
 		time.Sleep(400 * time.Millisecond)

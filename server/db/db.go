@@ -178,6 +178,10 @@ type ThreadResult struct {
 	Values     json.RawMessage
 	Interrupts json.RawMessage
 	Error      string
+	// Title, when not empty, becomes the thread's metadata key "title"
+	// unless the thread has that key already: a thread's title from its
+	// first exchange, written with the result that holds it.
+	Title string
 }
 
 // RunStatus is a run's status.

@@ -267,6 +267,9 @@ func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, defe
 			return fmt.Errorf("roll back run %s: %w", run.ID, err)
 		}
 	}
+	if res != nil {
+		s.plainTitle(res, status)
+	}
 	var (
 		finished db.Run
 		th       db.Thread
@@ -584,6 +587,7 @@ func (s *Service) record(ctx context.Context, lease db.Lease, run db.Run, g *gra
 	if _, ok := s.cfg.DB.(db.ResultFinisher); ok {
 		return &res, nil
 	}
+	s.plainTitle(&res, status)
 	th, err := s.cfg.DB.SetThreadResult(ctx, lease.Tenant, run.ThreadID, res)
 	if err != nil {
 		return nil, err
@@ -592,9 +596,19 @@ func (s *Service) record(ctx context.Context, lease db.Lease, run db.Run, g *gra
 	return nil, nil
 }
 
-// titleAfter gives the thread its title after a run that did not fail.
+// plainTitle sets res's title after a run that did not fail when no
+// Titler writes one: the first user message, stored with the thread's
+// result (the DB keeps a title the thread has).
+func (s *Service) plainTitle(res *db.ThreadResult, status db.RunStatus) {
+	if s.cfg.Titler == nil && status != db.RunError && status != db.RunTimeout {
+		res.Title = plainTitle(res.Values)
+	}
+}
+
+// titleAfter gives the thread its title from a Titler after a run that
+// did not fail; without one, the run's result carried it (plainTitle).
 func (s *Service) titleAfter(ctx context.Context, tenant string, th db.Thread, values json.RawMessage, status db.RunStatus) {
-	if status != db.RunError && status != db.RunTimeout {
+	if s.cfg.Titler != nil && status != db.RunError && status != db.RunTimeout {
 		s.giveTitle(ctx, tenant, th, values)
 	}
 }

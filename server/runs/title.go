@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -28,7 +29,8 @@ const TitleKey = "title"
 // giveTitle gives thread th a title after its first exchange, unless it
 // has one: the Titler's (in the background, so the run's end does not
 // wait for a model), falling back to the first user message cut short.
-// values is the thread's state as the wire shows it.
+// values is the thread's state as the wire shows it. Without a Titler
+// the title travels with the run's result instead (plainTitle).
 func (s *Service) giveTitle(ctx context.Context, tenant string, th db.Thread, values json.RawMessage) {
 	if _, ok := th.Metadata[TitleKey]; ok {
 		return
@@ -43,7 +45,6 @@ func (s *Service) giveTitle(ctx context.Context, tenant string, th db.Thread, va
 		}
 	}
 	if s.cfg.Titler == nil {
-		set(ctx, CutTitle(user))
 		return
 	}
 	s.bg.Add(1)
@@ -61,6 +62,49 @@ func (s *Service) giveTitle(ctx context.Context, tenant string, th db.Thread, va
 		}
 		set(tctx, title)
 	}()
+}
+
+// plainTitle is the title a thread gets from values without a Titler: its
+// first user message, cut short ("" when it has none). It reads values
+// only as far as that message, as it runs after every run that does not
+// fail and the DB keeps an existing title (db.ThreadResult.Title).
+func plainTitle(values json.RawMessage) string {
+	dec := json.NewDecoder(bytes.NewReader(values))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return ""
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return ""
+		}
+		if key != "messages" {
+			var skip json.RawMessage
+			if dec.Decode(&skip) != nil {
+				return ""
+			}
+			continue
+		}
+		if t, err := dec.Token(); err != nil || t != json.Delim('[') {
+			return ""
+		}
+		for dec.More() {
+			var m struct {
+				Type    string          `json:"type"`
+				Content json.RawMessage `json:"content"`
+			}
+			if dec.Decode(&m) != nil {
+				return ""
+			}
+			if m.Type == "human" {
+				if user := contentText(m.Content); user != "" {
+					return CutTitle(user)
+				}
+			}
+		}
+		return ""
+	}
+	return ""
 }
 
 // Wait waits for the service's background work (titles being written).

@@ -45,6 +45,23 @@ func TestFirstExchange(t *testing.T) {
 	}
 }
 
+func TestPlainTitle(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"log":["x"],"messages":[{"type":"system","content":"be brief"},{"type":"human","content":""},` +
+			`{"type":"human","content":[{"type":"text","text":"Plan my"},{"type":"text","text":"week."}]},{"type":"human","content":"later"}]}`: "Plan my week",
+		`{"messages":[{"type":"ai","content":"hi"}]}`: "",
+		`{"log":["x"]}`: "",
+		`[1,2]`:         "",
+		`{"messages":[{"type":"human","content":"ok"},`: "ok", // read only as far as the first message
+		`{"messages":[{"type":"human","content":`:       "",
+		``: "",
+	} {
+		if got := plainTitle(json.RawMessage(in)); got != want {
+			t.Errorf("plainTitle(%s) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 var titleMsgs = llm.NewMessagesKey("messages")
 
 // titleEnv is a run service whose graph answers every message with

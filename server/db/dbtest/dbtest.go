@@ -104,6 +104,7 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"FinishWithResult", testFinishWithResult},
 		{"FinishPending", testFinishPending},
 		{"TagThread", testTagThread},
+		{"ResultTitle", testResultTitle},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package dbtest
 
 import (
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -74,3 +75,52 @@ func testTagThread(t *testing.T, d db.DB) {
 
 // errRollback is what a test's transaction returns to be rolled back.
 var errRollback = errors.New("dbtest: roll back")
+
+// testResultTitle: a thread's result with a Title (SetThreadResult, and
+// FinishRunWithResult where the DB has it) sets the metadata key title
+// unless the thread has one, keeping the other keys; an empty Title
+// leaves the metadata alone.
+func testResultTitle(t *testing.T, d db.DB) {
+	ten := tenant(t, "title")
+	mkThread(t, d, ten, "t", db.Metadata{"owner": "ann"})
+	titleOf := func(th db.Thread) any { return th.Metadata["title"] }
+	th, err := d.SetThreadResult(bg(), ten, "t", db.ThreadResult{Status: db.ThreadIdle})
+	ok(t, "SetThreadResult without a title", err)
+	if titleOf(th) != nil || th.Metadata["owner"] != "ann" {
+		t.Errorf("metadata %v after a result without a title", th.Metadata)
+	}
+	th, err = d.SetThreadResult(bg(), ten, "t", db.ThreadResult{Status: db.ThreadIdle, Title: "Plan my week"})
+	ok(t, "SetThreadResult with a title", err)
+	if titleOf(th) != "Plan my week" || th.Metadata["owner"] != "ann" {
+		t.Errorf("metadata %v, want the title set and owner kept", th.Metadata)
+	}
+	th, err = d.SetThreadResult(bg(), ten, "t", db.ThreadResult{Status: db.ThreadIdle, Title: "Another"})
+	ok(t, "SetThreadResult with a second title", err)
+	if titleOf(th) != "Plan my week" {
+		t.Errorf("a second title replaced the first: %v", th.Metadata)
+	}
+	stored, err := d.GetThread(bg(), ten, "t")
+	ok(t, "GetThread", err)
+	if titleOf(stored) != "Plan my week" {
+		t.Errorf("stored metadata %v", stored.Metadata)
+	}
+	rf, isRF := d.(db.ResultFinisher)
+	if !isRF {
+		return
+	}
+	mkThread(t, d, ten, "u", nil)
+	mkRun(t, d, ten, "u", "r")
+	_, th, _, err = rf.FinishRunWithResult(bg(), claim(t, d, ten, "r", "w"), db.RunSuccess, nil, "",
+		db.ThreadResult{Status: db.ThreadIdle, Values: json.RawMessage(`{}`), Title: "First"})
+	ok(t, "FinishRunWithResult with a title", err)
+	if titleOf(th) != "First" {
+		t.Errorf("the finish's thread has metadata %v, want the title First", th.Metadata)
+	}
+	mkRun(t, d, ten, "u", "r2")
+	_, th, _, err = rf.FinishRunWithResult(bg(), claim(t, d, ten, "r2", "w"), db.RunSuccess, nil, "",
+		db.ThreadResult{Status: db.ThreadIdle, Values: json.RawMessage(`{}`), Title: "Second"})
+	ok(t, "FinishRunWithResult with a second title", err)
+	if titleOf(th) != "First" {
+		t.Errorf("a second finish's title replaced the first: %v", th.Metadata)
+	}
+}

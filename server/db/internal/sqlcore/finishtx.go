@@ -61,7 +61,7 @@ func (s *Store) finishWithResult(ctx context.Context, c Conn, l db.Lease, status
 			return finished{run: run, thread: th}, err
 		}
 		th, _, err := s.scanThread(extraRow{c.QueryRow(ctx, s.q.SetThreadResultPending, string(r.Status), r.Error, r.Values != nil, nullBytes(r.values),
-			nullBytes(r.interrupts), s.d.Time(dbutil.Now()), l.Tenant, l.ThreadID), []any{&p.Due, s.d.ScanTime(&p.Next)}}, l.Tenant)
+			nullBytes(r.interrupts), s.d.Time(dbutil.Now()), l.Tenant, l.ThreadID, r.Title), []any{&p.Due, s.d.ScanTime(&p.Next)}}, l.Tenant)
 		if s.d.IsNoRows(err) {
 			return finished{}, s.notFound("thread", l.ThreadID, l.Tenant)
 		}
@@ -78,7 +78,7 @@ func (s *Store) finishWithResult(ctx context.Context, c Conn, l db.Lease, status
 	)
 	now := s.d.Time(dbutil.Now())
 	row := c.QueryRow(ctx, s.q.EndRunWithResult, string(status), u, errMsg, now, l.Tenant, l.RunID, n, l.Token,
-		string(r.Status), r.Error, r.Values != nil, nullBytes(r.values), nullBytes(r.interrupts), l.ThreadID)
+		string(r.Status), r.Error, r.Values != nil, nullBytes(r.values), nullBytes(r.interrupts), l.ThreadID, r.Title)
 	dest := append(append([]any{&seq}, s.threadDest(&tc)...), &p.Due, s.d.ScanTime(&p.Next))
 	run, err := s.scanRun(row, l.Tenant, dest...)
 	if s.d.IsNoRows(err) {

@@ -191,9 +191,10 @@ type Queries struct {
 	// does.
 	TagThread string
 	// SetThreadResult ($1 status, $2 error, $3 whether to set the values,
-	// $4 values, $5 interrupts or NULL to keep, $6 now, $7 tenant, $8 ID)
-	// also moves the expiry to the TTL after now, and returns the thread's
-	// columns (those of GetThread).
+	// $4 values, $5 interrupts or NULL to keep, $6 now, $7 tenant, $8 ID,
+	// $9 title or '') also moves the expiry to the TTL after now, sets
+	// the metadata key title to $9 unless it is '' or the key is set, and
+	// returns the thread's columns (those of GetThread).
 	SetThreadResult string
 	// SetThreadResultPending is SetThreadResult for a run's finish where
 	// EndRunWithResult is missing (optional): the same arguments and

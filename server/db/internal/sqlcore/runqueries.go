@@ -119,7 +119,8 @@ type runQueries struct {
 	// EndRunWithResult is EndRun and SetThreadResult in one statement,
 	// where the dialect can (optional): EndRun's $1–$8, then the thread's
 	// $9 status, $10 error, $11 whether to set the values, $12 values, $13
-	// interrupts or NULL and $14 thread ID ($4 now and $5 tenant shared).
+	// interrupts or NULL, $14 thread ID and $15 title or '' ($4 now and
+	// $5 tenant shared).
 	// The thread is updated only when the run is; it returns EndRun's
 	// columns followed by SetThreadResult's and PendingAfter's as of $4,
 	// and no row when the lease does not hold the run.

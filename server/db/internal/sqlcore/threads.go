@@ -216,7 +216,7 @@ func newThreadResult(r db.ThreadResult) (threadResult, error) {
 // thread as stored (the statement returns it: no second read).
 func (s *Store) setThreadResult(ctx context.Context, c Conn, tenant, id string, r threadResult) (db.Thread, error) {
 	th, _, err := s.scanThread(c.QueryRow(ctx, s.q.SetThreadResult, string(r.Status), r.Error, r.Values != nil, nullBytes(r.values),
-		nullBytes(r.interrupts), s.d.Time(dbutil.Now()), tenant, id), tenant)
+		nullBytes(r.interrupts), s.d.Time(dbutil.Now()), tenant, id, r.Title), tenant)
 	if s.d.IsNoRows(err) {
 		return db.Thread{}, s.notFound("thread", id, tenant)
 	}

@@ -199,6 +199,7 @@ WITH r AS (
 		created_at, updated_at, not_before, cancel_requested, assistant_version, event_seq
 ), t AS (
 	UPDATE trellis_threads SET status = $9, error = $10,
+		metadata = CASE WHEN $15 = '' OR metadata->'title' IS NOT NULL THEN metadata ELSE metadata || jsonb_build_object('title', $15::text) END,
 		thread_values = CASE WHEN $11 THEN $12::jsonb ELSE thread_values END,
 		interrupts = coalesce($13::jsonb, interrupts), updated_at = $4,
 		expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE $4::timestamptz + ttl_us * interval '1 microsecond' END

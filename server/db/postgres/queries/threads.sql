@@ -39,6 +39,7 @@ WHERE tenant = $3 AND thread_id = $4
 
 -- name: SetThreadResult
 UPDATE trellis_threads SET status = $1, error = $2,
+	metadata = CASE WHEN $9 = '' OR metadata->'title' IS NOT NULL THEN metadata ELSE metadata || jsonb_build_object('title', $9::text) END,
 	thread_values = CASE WHEN $3 THEN $4::jsonb ELSE thread_values END,
 	interrupts = coalesce($5::jsonb, interrupts), updated_at = $6, expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE $6::timestamptz + ttl_us * interval '1 microsecond' END
 WHERE tenant = $7 AND thread_id = $8

@@ -42,6 +42,7 @@ WHERE tenant = ?4 AND thread_id = ?5
 
 -- name: SetThreadResult
 UPDATE trellis_threads SET status = ?1, error = ?2,
+	metadata = CASE WHEN ?9 = '' OR json_type(metadata, '$.title') IS NOT NULL THEN metadata ELSE json_set(metadata, '$.title', ?9) END,
 	thread_values = CASE WHEN ?3 THEN ?4 ELSE thread_values END,
 	interrupts = coalesce(?5, interrupts), updated_at = ?6, expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE ?6 + ttl_us END
 WHERE tenant = ?7 AND thread_id = ?8
@@ -52,6 +53,7 @@ RETURNING thread_id, status, metadata, thread_values, interrupts, error, created
 -- after the thread's (?6 is now): SQLite's writers take turns, so no run
 -- of the thread is accepted between this read and the commit.
 UPDATE trellis_threads SET status = ?1, error = ?2,
+	metadata = CASE WHEN ?9 = '' OR json_type(metadata, '$.title') IS NOT NULL THEN metadata ELSE json_set(metadata, '$.title', ?9) END,
 	thread_values = CASE WHEN ?3 THEN ?4 ELSE thread_values END,
 	interrupts = coalesce(?5, interrupts), updated_at = ?6, expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE ?6 + ttl_us END
 WHERE tenant = ?7 AND thread_id = ?8

@@ -100,6 +100,7 @@ func Run(t *testing.T, newDB func(t *testing.T) db.DB) {
 		{"PendingAfter", testPendingAfter},
 		{"ThreadForRun", testThreadForRun},
 		{"PreClaim", testPreClaim},
+		{"AcceptTx", testAcceptTx},
 		{"ImportLegacyLeases", testImportLegacyLeases},
 		{"FinishWithResult", testFinishWithResult},
 		{"FinishPending", testFinishPending},

@@ -150,4 +150,21 @@ type runQueries struct {
 	// numbers, where the dialect must move the sequence that numbers new
 	// runs past them; other dialects give no text.
 	ImportedRuns string `sql:"optional"`
+	// InsertRunOnThread (InsertRun's $1–$12) is LockRunThread and InsertRun
+	// in one statement, and ExtendThreadExpiry too where the dialect can:
+	// it stores the run only when its thread exists (keeping the thread
+	// from being deleted until the transaction ends where the dialect
+	// needs it) and returns InsertRun's columns followed by whether the
+	// thread was found, whether the run was stored, and whether the
+	// thread's expiry is still to be moved (ExtendThreadExpiry). A dialect
+	// may return no row when nothing was stored; LockRunThread then says
+	// whether the thread exists.
+	InsertRunOnThread string
+	// InsertThreadAndRun (InsertRun's $1–$12, $13 the thread's metadata,
+	// $14 its interrupts) is InsertThread of an idle thread with no TTL
+	// unless it exists, then InsertRunOnThread, in one statement where the
+	// dialect can (optional); it returns InsertRunOnThread's row. A thread
+	// not found there may have been inserted or deleted by another
+	// transaction meanwhile: InsertRunOnThread decides.
+	InsertThreadAndRun string `sql:"optional"`
 }

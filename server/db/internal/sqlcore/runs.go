@@ -94,20 +94,22 @@ func (s *Store) CreateRunTx(ctx context.Context, tx any, tenant string, thread *
 	if err != nil {
 		return db.Run{}, err
 	}
-	held := false // whether tx itself created the run's thread
-	if thread != nil {
-		if thread.ID != r.ThreadID {
-			return db.Run{}, dbutil.Invalid("the new thread %q is not the run's thread %q", thread.ID, r.ThreadID)
-		}
-		created, err := s.createThreadIfMissing(ctx, c, tenant, *thread)
-		if err != nil {
-			return db.Run{}, s.d.Classify(err)
-		}
-		held = created
-	}
 	// The run's pre-claim, when ctx asks for one, is written by its INSERT.
 	p := preClaim(ctx, nr.r)
-	out, err := s.createRun(ctx, c, tenant, nr, held, p)
+	var out db.Run
+	switch {
+	case thread == nil:
+		out, err = s.createRun(ctx, c, tenant, nr, false, p)
+	case thread.ID != r.ThreadID:
+		return db.Run{}, dbutil.Invalid("the new thread %q is not the run's thread %q", thread.ID, r.ThreadID)
+	case s.q.InsertThreadAndRun != "":
+		out, err = s.createThreadAndRun(ctx, c, tenant, *thread, nr, p)
+	default:
+		var created bool // whether tx itself created the run's thread
+		if created, err = s.createThreadIfMissing(ctx, c, tenant, *thread); err == nil {
+			out, err = s.createRun(ctx, c, tenant, nr, created, p)
+		}
+	}
 	if err == nil && p != nil {
 		p.Wrote(tenant, out.ID)
 	}
@@ -157,19 +159,27 @@ func newRun(tenant string, r db.Run) (runRow, error) {
 	return runRow{r: r, md: md, kwargs: kwargs, version: version}, nil
 }
 
+// newThreadRow checks t and encodes its metadata and (empty) interrupts
+// for the INSERT of a new idle thread with no TTL.
+func newThreadRow(t db.Thread) (md, interrupts []byte, err error) {
+	if err := db.CheckID("thread", t.ID); err != nil {
+		return nil, nil, err
+	}
+	if md, err = dbutil.EncodeMetadata(t.Metadata); err != nil {
+		return nil, nil, err
+	}
+	if interrupts, err = dbutil.Object("interrupts", nil); err != nil {
+		return nil, nil, err
+	}
+	return md, interrupts, nil
+}
+
 // createThreadIfMissing stores a new idle thread with t's ID and metadata
 // and no TTL unless the thread exists, and reports whether it stored it.
 // createRun relies on the missing TTL: a thread created so needs no
 // expiry update.
 func (s *Store) createThreadIfMissing(ctx context.Context, c Conn, tenant string, t db.Thread) (bool, error) {
-	if err := db.CheckID("thread", t.ID); err != nil {
-		return false, err
-	}
-	md, err := dbutil.EncodeMetadata(t.Metadata)
-	if err != nil {
-		return false, err
-	}
-	interrupts, err := dbutil.Object("interrupts", nil)
+	md, interrupts, err := newThreadRow(t)
 	if err != nil {
 		return false, err
 	}
@@ -185,44 +195,84 @@ func (s *Store) createThreadIfMissing(ctx context.Context, c Conn, tenant string
 	return n > 0, nil
 }
 
+// createThreadAndRun is createThreadIfMissing and createRun in one
+// statement (InsertThreadAndRun). A thread it neither inserted nor found
+// was inserted or deleted by a transaction that committed after the
+// statement began: createRun, a statement of its own, then decides.
+func (s *Store) createThreadAndRun(ctx context.Context, c Conn, tenant string, t db.Thread, nr runRow, p *txhook.PreClaim) (db.Run, error) {
+	md, interrupts, err := newThreadRow(t)
+	if err != nil {
+		return db.Run{}, err
+	}
+	out, found, err := s.insertRunOnThread(ctx, c, tenant, nr, p, s.q.InsertThreadAndRun, md, interrupts)
+	if err != nil && !found {
+		return s.createRun(ctx, c, tenant, nr, false, p)
+	}
+	return out, err
+}
+
 // createRun stores the pending run nr in c, with the pre-claim p (nil:
 // none) on its row. held says c itself created the run's thread: no
 // other transaction can see it, let alone delete it, so the thread needs
-// no check or lock.
+// no check or lock, and (created with no TTL) no expiry update.
 func (s *Store) createRun(ctx context.Context, c Conn, tenant string, nr runRow, held bool, p *txhook.PreClaim) (db.Run, error) {
-	r := nr.r
 	if !held {
-		var one int
-		err := c.QueryRow(ctx, s.q.LockRunThread, tenant, r.ThreadID).Scan(&one)
-		if s.d.IsNoRows(err) {
-			return db.Run{}, s.notFound("thread", r.ThreadID, tenant)
-		}
-		if err != nil {
-			return db.Run{}, s.wrap(err, "create run %q", r.ID)
-		}
+		out, _, err := s.insertRunOnThread(ctx, c, tenant, nr, p, s.q.InsertRunOnThread)
+		return out, err
 	}
-	now := s.d.Time(dbutil.Now())
+	r := nr.r
 	owner, until := s.preClaimArgs(p)
-	// The insert returns the run as stored (the expiry's update below
-	// leaves the run's row alone), so the run is not read again.
-	out, err := s.scanRun(c.QueryRow(ctx, s.q.InsertRun, tenant, r.ID, r.ThreadID, r.AssistantID, nr.md, nr.kwargs, r.MultitaskStrategy, now,
-		s.nullTime(r.NotBefore), nr.version, owner, until), tenant)
+	// The insert returns the run as stored, so the run is not read again.
+	out, err := s.scanRun(c.QueryRow(ctx, s.q.InsertRun, tenant, r.ID, r.ThreadID, r.AssistantID, nr.md, nr.kwargs, r.MultitaskStrategy,
+		s.d.Time(dbutil.Now()), s.nullTime(r.NotBefore), nr.version, owner, until), tenant)
 	if s.d.IsNoRows(err) {
 		return db.Run{}, s.fail(db.ErrConflict, "run %q exists", r.ID)
 	}
 	if err != nil {
 		return db.Run{}, s.wrap(err, "create run %q", r.ID)
 	}
-	// A new run is activity: the thread's expiry moves on. A thread c
-	// itself just created has no TTL (createThreadIfMissing), so its
-	// expiry stays NULL: no statement for it.
-	if held {
-		return out, nil
-	}
-	if err := execLater(ctx, c, s.q.ExtendThreadExpiry, now, tenant, r.ThreadID); err != nil {
-		return db.Run{}, s.wrap(err, "create run %q", r.ID)
-	}
 	return out, nil
+}
+
+// insertRunOnThread runs query (InsertRunOnThread, or InsertThreadAndRun
+// with the thread's arguments in more) to store nr on its thread, which
+// the statement checks (ErrNotFound when missing) and keeps from being
+// deleted until c's transaction ends; a taken run ID is ErrConflict. A
+// new run is activity: the thread's expiry moves on, in the statement or
+// after it (ExtendThreadExpiry, only when the thread has an expiry).
+// found says whether the thread was found.
+func (s *Store) insertRunOnThread(ctx context.Context, c Conn, tenant string, nr runRow, p *txhook.PreClaim, query string, more ...any) (out db.Run, found bool, err error) {
+	r := nr.r
+	now := s.d.Time(dbutil.Now())
+	owner, until := s.preClaimArgs(p)
+	args := append([]any{tenant, r.ID, r.ThreadID, r.AssistantID, nr.md, nr.kwargs, r.MultitaskStrategy, now,
+		s.nullTime(r.NotBefore), nr.version, owner, until}, more...)
+	var stored, extend bool
+	out, err = s.scanRun(c.QueryRow(ctx, query, args...), tenant, &found, &stored, &extend)
+	if s.d.IsNoRows(err) {
+		// Nothing stored, and the dialect does not say why: the thread
+		// exists (the run ID is taken) or not.
+		var one int
+		err = c.QueryRow(ctx, s.q.LockRunThread, tenant, r.ThreadID).Scan(&one)
+		found = err == nil
+		if s.d.IsNoRows(err) {
+			err = nil
+		}
+	}
+	switch {
+	case err != nil:
+		return db.Run{}, true, s.wrap(err, "create run %q", r.ID)
+	case !found:
+		return db.Run{}, false, s.notFound("thread", r.ThreadID, tenant)
+	case !stored:
+		return db.Run{}, true, s.fail(db.ErrConflict, "run %q exists", r.ID)
+	}
+	if extend {
+		if err := execLater(ctx, c, s.q.ExtendThreadExpiry, now, tenant, r.ThreadID); err != nil {
+			return db.Run{}, true, s.wrap(err, "create run %q", r.ID)
+		}
+	}
+	return out, true, nil
 }
 
 // GetRun returns the run of the thread.

@@ -35,6 +35,24 @@ ON CONFLICT DO NOTHING
 RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 	created_at, updated_at, not_before, cancel_requested, assistant_version
 
+-- name: InsertRunOnThread
+-- LockRunThread and InsertRun as one statement: the run is inserted from
+-- its thread's row, so only when the thread exists (writers take turns on
+-- SQLite: no delete can come between). It returns InsertRun's columns,
+-- true (the thread was found), true (the run stored) and whether the
+-- thread has an expiry for ExtendThreadExpiry to move; no row when
+-- nothing was stored, and the caller reads LockRunThread to say why.
+INSERT INTO trellis_runs (tenant, run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
+	created_at, updated_at, not_before, cancel_requested, assistant_version, seq, lease_token, event_seq,
+	lease_owner, lease_expires_at)
+SELECT ?1, ?2, t.thread_id, ?4, 'pending', ?5, ?6, ?7, NULL, '', ?8, ?8, ?9, '', ?10,
+	(SELECT coalesce(max(seq), 0) + 1 FROM trellis_runs WHERE tenant = ?1 AND thread_id = ?3), 0, 0, ?11, ?12
+FROM trellis_threads t WHERE t.tenant = ?1 AND t.thread_id = ?3
+ON CONFLICT DO NOTHING
+RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
+	created_at, updated_at, not_before, cancel_requested, assistant_version, 1, 1,
+	(SELECT ttl_us IS NOT NULL OR expires_at IS NOT NULL FROM trellis_threads WHERE tenant = ?1 AND thread_id = ?3)
+
 -- name: ExtendThreadExpiry
 UPDATE trellis_threads SET expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE ?1 + ttl_us END
 WHERE tenant = ?2 AND thread_id = ?3

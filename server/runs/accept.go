@@ -33,16 +33,28 @@ func (s *Service) UseTxEnqueuer(fn TxEnqueuer) error {
 // acceptTx stores run, and thread first when it is not nil, in the
 // transaction that queues the thread's job, and when tag is not nil
 // records its graph and assistant in the thread's metadata there too
-// (db.TxThreadTagger; the caller checked). stored says whether they were
-// stored; err with stored set means the job could not be made sure of.
-func (s *Service) acceptTx(ctx context.Context, txe TxEnqueuer, tenant string, thread *db.Thread, run db.Run, tag *db.Assistant) (created db.Run, stored bool, err error) {
+// (db.TxThreadTagger; the caller checked). fresh, when not nil, says the
+// thread had no live run: the run is noted for its thread's next Advance
+// with fresh as its assistant (fresh.go; a nil *fresh for a run naming a
+// version). stored says whether they were stored; err with stored set
+// means the job could not be made sure of.
+func (s *Service) acceptTx(ctx context.Context, txe TxEnqueuer, tenant string, thread *db.Thread, run db.Run, tag *db.Assistant, fresh **db.Assistant) (created db.Run, stored bool, err error) {
 	creator := s.cfg.DB.(db.TxRunCreator) // checked by UseTxEnqueuer
 	stored, err = txe(ctx, tenant, run.ThreadID, func(ctx context.Context, tx any) error {
 		var err error
-		if created, err = creator.CreateRunTx(ctx, tx, tenant, thread, run); err != nil || tag == nil {
+		if created, err = creator.CreateRunTx(ctx, tx, tenant, thread, run); err != nil {
 			return err
 		}
-		return s.cfg.DB.(db.TxThreadTagger).TagThreadTx(ctx, tx, tenant, run.ThreadID, tag.GraphID, tag.ID)
+		if tag != nil {
+			if err := s.cfg.DB.(db.TxThreadTagger).TagThreadTx(ctx, tx, tenant, run.ThreadID, tag.GraphID, tag.ID); err != nil {
+				return err
+			}
+		}
+		if fresh != nil {
+			// Before the commit, which may start the thread's Advance.
+			s.noteFresh(tenant, created, *fresh)
+		}
+		return nil
 	})
 	return created, stored, creator.ClassifyTxError(err)
 }

@@ -42,7 +42,20 @@ type Next struct {
 // the same read (db.PendingPeeker), so that the caller can queue a job for
 // it without reading the thread's runs again.
 func (s *Service) AdvanceUntil(ctx context.Context, tenant, thread string) (AdvanceResult, Next, error) {
-	run, busy, pre, err := s.nextPending(ctx, tenant, thread)
+	var (
+		run  db.Run
+		busy *bool
+		pre  *db.Assistant
+		err  error
+	)
+	if f, ok := s.takeFresh(ctx, tenant, thread); ok {
+		// Accepted by this process with nothing else live on its thread
+		// (fresh.go): no read of the thread's pending runs.
+		idle := false
+		run, busy, pre = f.run, &idle, f.pre
+	} else {
+		run, busy, pre, err = s.nextPending(ctx, tenant, thread)
+	}
 	switch {
 	case errors.Is(err, db.ErrNotFound):
 		return Idle, Next{}, nil

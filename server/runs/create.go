@@ -167,8 +167,16 @@ func (s *Service) Create(ctx context.Context, enqueue Enqueuer, req CreateReques
 		if _, ok := s.cfg.DB.(db.TxThreadTagger); ok && !tagged {
 			tag, tagged = &a, true
 		}
+		var fresh **db.Assistant
+		if !live && run.NotBefore.IsZero() {
+			var pre *db.Assistant // as nextPending reads it: nil for a run naming a version
+			if version == 0 {
+				pre = &a
+			}
+			fresh = &pre
+		}
 		var stored bool
-		created, stored, enqErr = s.acceptTx(ctx, txe, req.Tenant, newThread, run, tag)
+		created, stored, enqErr = s.acceptTx(ctx, txe, req.Tenant, newThread, run, tag, fresh)
 		if !stored {
 			return db.Run{}, enqErr
 		}

@@ -79,7 +79,10 @@ type Service struct {
 	// advancing holds the runs an Advance of this process is executing,
 	// from before their claim (see reserve).
 	advancing map[string]struct{}
-	bg        sync.WaitGroup // background work: titles (Wait)
+	// fresh holds runs Create noted for their thread's next Advance
+	// (fresh.go), by threadKey.
+	fresh map[string]freshRun
+	bg    sync.WaitGroup // background work: titles (Wait)
 	// txEnqueue, when set, queues a new run's job in the transaction
 	// that stores the run (UseTxEnqueuer).
 	txEnqueue atomic.Pointer[TxEnqueuer]
@@ -347,6 +350,7 @@ func (s *Service) execute0(ctx context.Context, lease db.Lease, run db.Run, defe
 // DeleteThread deletes a thread: its checkpoints, then its row with its
 // runs and events. A thread already gone is not an error.
 func (s *Service) DeleteThread(ctx context.Context, tenant, thread string) error {
+	s.forgetFresh(tenant, thread, "")
 	if s.cfg.ThreadDeleting != nil {
 		if err := s.cfg.ThreadDeleting(ctx, tenant, thread); err != nil {
 			return fmt.Errorf("runs: delete the app data of thread %s: %w", thread, err)

@@ -23,6 +23,7 @@ var svcLog = graph.NewKey("log", graph.Concat[string]())
 // env is a run service on one SQLite file (store of record and saver).
 type env struct {
 	t     *testing.T
+	path  string // the SQLite file of db and saver
 	svc   *Service
 	db    *dbsqlite.DB
 	saver checkpoint.Saver
@@ -47,7 +48,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close(); d.Close() })
-	e := &env{t: t, db: d, saver: s, gate: make(chan struct{}), ran: make(chan string, 100)}
+	e := &env{t: t, path: path, db: d, saver: s, gate: make(chan struct{}), ran: make(chan string, 100)}
 	reg := NewRegistry(0)
 	if err := reg.Register("chat", GraphSpec{New: func(_ context.Context, a Assistant) (*graph.Graph, error) {
 		var conf struct {

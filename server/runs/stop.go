@@ -21,6 +21,7 @@ func (s *Service) Stop(ctx context.Context, tenant string, run db.Run, action st
 	if run.Status == db.RunPending {
 		_, err := s.cfg.DB.CancelPending(ctx, tenant, run.ThreadID, run.ID, db.RunInterrupted)
 		if err == nil {
+			s.forgetFresh(tenant, run.ThreadID, run.ID)
 			s.cfg.Broker.End(run.ID)
 			if action == Rollback {
 				if err := s.rollback(ctx, tenant, run); err != nil && !errors.Is(err, db.ErrNotFound) {

@@ -243,6 +243,18 @@ func (m *Memory) PutOwnedVersions(ctx context.Context, ref Ref, cp Checkpoint, v
 	return m.put(ctx, ref, &cp, vers, &md, true)
 }
 
+// PutStep is PutOwnedVersions taking the checkpoint and its metadata by
+// pointer: Memory neither changes nor keeps *cp and *md themselves, only
+// what their fields hold, as PutOwnedVersions does. The engine's save
+// calls it, which spares it copying the two structs (192 bytes) at every
+// step. It is not part of Saver.
+func (m *Memory) PutStep(ctx context.Context, ref Ref, cp *Checkpoint, vers []KeyVersion, md *Metadata) (Ref, error) {
+	if len(cp.Versions) > 0 {
+		return Ref{}, fmt.Errorf("checkpoint: put %s: versions given both as a map and as a slice", Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: cp.ID})
+	}
+	return m.put(ctx, ref, cp, vers, md, true)
+}
+
 // put stores cp, whose versions are cp.Versions and vers (one of them
 // empty). It neither changes nor keeps cp and md themselves (only what
 // their fields hold, copied unless owned): they are pointers so that a

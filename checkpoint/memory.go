@@ -75,6 +75,26 @@ type memNamespace struct {
 	cps   []*memCheckpoint // the checkpoints by ID, ascending; see get
 	blobs memBlobs
 	slab  memSlab // where Put carves what it stores; see memory_slab.go
+	// lastKey and lastList remember the blob list Put last used (see
+	// listFor); collect, which may drop lists from blobs, forgets them.
+	// Read and written only under Memory.mu held for writing.
+	lastKey  string
+	lastList *blobList
+}
+
+// listFor returns key's blob list, nil when it has none, remembering it
+// for the next call: a run's Puts store blobs of the same key (a chain's
+// one key) one after the other, and looking the key up in blobs hashed it
+// each time. mu must be held for writing.
+func (ns *memNamespace) listFor(key string) *blobList {
+	if ns.lastList != nil && ns.lastKey == key {
+		return ns.lastList
+	}
+	l := ns.blobs[key]
+	if l != nil {
+		ns.lastKey, ns.lastList = key, l
+	}
+	return l
 }
 
 // memBlob is a stored blob with its BlobChecksum.
@@ -270,7 +290,7 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp *Checkpoint, vers []KeyVer
 	if cp.ID == "" {
 		return Ref{}, fmt.Errorf("checkpoint: put in %s: checkpoint ID is empty; assign one with NewID", out)
 	}
-	if _, err := CheckBlobs(cp.Blobs); err != nil {
+	if err := checkPutBlobs(cp.Blobs); err != nil {
 		return Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
 	}
 	if err := m.checkSizes(out, cp, len(vers), md); err != nil {
@@ -283,7 +303,6 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp *Checkpoint, vers []KeyVer
 	}
 
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	ns := m.namespace(ref.ThreadID, ref.Namespace)
 	latest := ""
 	if ns != nil {
@@ -291,10 +310,24 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp *Checkpoint, vers []KeyVer
 	}
 	first, err := m.checkPut(ns, ref, out, latest, cp)
 	if err != nil {
+		m.mu.Unlock()
 		return Ref{}, err
 	}
+	// Unlocked without a deferred call (a step's Put is a hot path):
+	// checkPut and store only panic on a broken runtime (out of memory).
 	m.store(ref, ns, cp, vers, md, owned, first)
+	m.mu.Unlock()
 	return out, nil
+}
+
+// checkPutBlobs is CheckBlobs for Put, which does not use the list
+// without repeats: a step's one blob is checked without a call.
+func checkPutBlobs(blobs []Blob) error {
+	if len(blobs) == 1 {
+		return checkBlob(&blobs[0])
+	}
+	_, err := CheckBlobs(blobs)
+	return err
 }
 
 // checkSizes checks a checkpoint's row (with nvers versions besides
@@ -336,15 +369,16 @@ func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp *Che
 			}
 			return nil, fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
 		}
-		for i, b := range cp.Blobs {
-			l := ns.blobs[b.Key]
+		for i := range cp.Blobs {
+			b := &cp.Blobs[i]
+			l := ns.listFor(b.Key)
 			if l == nil {
 				continue
 			}
 			if i == 0 {
 				first = l
 			}
-			if old, ok := l.get(b.Key, b.Version); ok && !old.Blob.Equal(b) {
+			if c, j, ok := l.find(b.Version); ok && !l.chunk(c)[j].blob(b.Key).Blob.Equal(*b) {
 				return nil, fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)
 			}
 		}
@@ -528,6 +562,7 @@ func (ns *memNamespace) collect() {
 			}
 		}
 	}
+	ns.lastKey, ns.lastList = "", nil // keep may drop the list remembered
 	ns.blobs.keep(func(key string, v uint64) bool { return needed[blobID{key, v}] })
 }
 

@@ -261,7 +261,9 @@ func (ns *memNamespace) store(cp *Checkpoint, kvs []KeyVersion, md *Metadata, ow
 	for i, b := range cp.Blobs {
 		l := first
 		if i > 0 || l == nil {
-			l = ns.blobs.list(b.Key)
+			if l = ns.listFor(b.Key); l == nil {
+				l = ns.blobs.list(b.Key)
+			}
 		}
 		sum := l.sum(b)
 		if !owned {

@@ -226,7 +226,7 @@ func (m *Memory) list(ref Ref, opts ListOptions) ([]*Tuple, error) {
 // version are already stored in the namespace must be identical to the
 // stored one. When Put fails it has written nothing.
 func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (Ref, error) {
-	return m.put(ctx, ref, &cp, nil, &md, false)
+	return putOut(&ref, &cp, m.put(ctx, &ref, &cp, nil, &md, false))
 }
 
 // PutOwned is Put for a caller that hands what cp and md point to over:
@@ -240,7 +240,7 @@ func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (
 // *Memory itself (not a type that embeds one, whose Put may do more). It is
 // not part of Saver.
 func (m *Memory) PutOwned(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (Ref, error) {
-	return m.put(ctx, ref, &cp, nil, &md, true)
+	return putOut(&ref, &cp, m.put(ctx, &ref, &cp, nil, &md, true))
 }
 
 // KeyVersion is one entry of a checkpoint's versions: a key and the
@@ -258,47 +258,66 @@ type KeyVersion struct {
 // is not part of Saver.
 func (m *Memory) PutOwnedVersions(ctx context.Context, ref Ref, cp Checkpoint, vers []KeyVersion, md Metadata) (Ref, error) {
 	if len(cp.Versions) > 0 {
-		return Ref{}, fmt.Errorf("checkpoint: put %s: versions given both as a map and as a slice", Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: cp.ID})
+		return Ref{}, errBothVersions(&ref, &cp)
 	}
-	return m.put(ctx, ref, &cp, vers, &md, true)
+	return putOut(&ref, &cp, m.put(ctx, &ref, &cp, vers, &md, true))
 }
 
-// PutStep is PutOwnedVersions taking the checkpoint and its metadata by
-// pointer: Memory neither changes nor keeps *cp and *md themselves, only
-// what their fields hold, as PutOwnedVersions does. The engine's save
-// calls it, which spares it copying the two structs (192 bytes) at every
-// step. It is not part of Saver.
-func (m *Memory) PutStep(ctx context.Context, ref Ref, cp *Checkpoint, vers []KeyVersion, md *Metadata) (Ref, error) {
+// PutStep is PutOwnedVersions taking the reference, the checkpoint and
+// its metadata by pointer and returning only the error (the reference of
+// the checkpoint stored is ref's thread and namespace with cp.ID): Memory
+// neither changes nor keeps *ref, *cp and *md themselves, only what their
+// fields hold, as PutOwnedVersions does. The engine's save calls it, which
+// spares it copying the structs (240 bytes) on the way at every step. It
+// is not part of Saver.
+func (m *Memory) PutStep(ctx context.Context, ref *Ref, cp *Checkpoint, vers []KeyVersion, md *Metadata) error {
 	if len(cp.Versions) > 0 {
-		return Ref{}, fmt.Errorf("checkpoint: put %s: versions given both as a map and as a slice", Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: cp.ID})
+		return errBothVersions(ref, cp)
 	}
 	return m.put(ctx, ref, cp, vers, md, true)
 }
 
-// put stores cp, whose versions are cp.Versions and vers (one of them
-// empty). It neither changes nor keeps cp and md themselves (only what
-// their fields hold, copied unless owned): they are pointers so that a
-// step's save does not copy the two structs at every call on its way.
-func (m *Memory) put(ctx context.Context, ref Ref, cp *Checkpoint, vers []KeyVersion, md *Metadata, owned bool) (Ref, error) {
-	if err := ctx.Err(); err != nil {
+func errBothVersions(ref *Ref, cp *Checkpoint) error {
+	return fmt.Errorf("checkpoint: put %s: versions given both as a map and as a slice", putRef(ref, cp))
+}
+
+// putRef returns the reference of checkpoint cp put after ref.
+func putRef(ref *Ref, cp *Checkpoint) Ref {
+	return Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: cp.ID}
+}
+
+// putOut returns what Put returns after put returned err.
+func putOut(ref *Ref, cp *Checkpoint, err error) (Ref, error) {
+	if err != nil {
 		return Ref{}, err
+	}
+	return putRef(ref, cp), nil
+}
+
+// put stores cp after ref, cp's versions being cp.Versions and vers (one
+// of them empty). It neither changes nor keeps *ref, *cp and *md
+// themselves (only what their fields hold, copied unless owned): they are
+// pointers so that a step's save does not copy the structs at every call
+// on its way.
+func (m *Memory) put(ctx context.Context, ref *Ref, cp *Checkpoint, vers []KeyVersion, md *Metadata, owned bool) error {
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	if ref.ThreadID == "" {
-		return Ref{}, errEmptyThread
+		return errEmptyThread
 	}
-	out := Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: cp.ID}
 	if cp.ID == "" {
-		return Ref{}, fmt.Errorf("checkpoint: put in %s: checkpoint ID is empty; assign one with NewID", out)
+		return fmt.Errorf("checkpoint: put in %s: checkpoint ID is empty; assign one with NewID", putRef(ref, cp))
 	}
 	if err := checkPutBlobs(cp.Blobs); err != nil {
-		return Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
+		return fmt.Errorf("checkpoint: put %s: %w", putRef(ref, cp), err)
 	}
-	if err := m.checkSizes(out, cp, len(vers), md); err != nil {
-		return Ref{}, err
+	if err := m.checkSizes(ref, cp, len(vers), md); err != nil {
+		return err
 	}
 	for _, kv := range vers {
 		if kv.Key == "" {
-			return Ref{}, fmt.Errorf("checkpoint: put %s: a version's key is empty", out)
+			return fmt.Errorf("checkpoint: put %s: a version's key is empty", putRef(ref, cp))
 		}
 	}
 
@@ -308,16 +327,16 @@ func (m *Memory) put(ctx context.Context, ref Ref, cp *Checkpoint, vers []KeyVer
 	if ns != nil {
 		latest = ns.latest()
 	}
-	first, err := m.checkPut(ns, ref, out, latest, cp)
+	first, err := m.checkPut(ns, ref, latest, cp)
 	if err != nil {
 		m.mu.Unlock()
-		return Ref{}, err
+		return err
 	}
 	// Unlocked without a deferred call (a step's Put is a hot path):
 	// checkPut and store only panic on a broken runtime (out of memory).
 	m.store(ref, ns, cp, vers, md, owned, first)
 	m.mu.Unlock()
-	return out, nil
+	return nil
 }
 
 // checkPutBlobs is CheckBlobs for Put, which does not use the list
@@ -334,26 +353,26 @@ func checkPutBlobs(blobs []Blob) error {
 // cp.Versions) and blobs against the size limit.
 // Only a checkpoint over the limit goes through CheckSize and
 // CheckBlobSizes, which build the error: the check is a comparison a step.
-func (m *Memory) checkSizes(out Ref, cp *Checkpoint, nvers int, md *Metadata) error {
+func (m *Memory) checkSizes(ref *Ref, cp *Checkpoint, nvers int, md *Metadata) error {
 	limit := m.maxBytes // NewMemory makes it positive
 	if n := rowBytes(cp, md) + 88*nvers; n > limit {
-		return CheckSize(out, "put", "the checkpoint", n, limit)
+		return CheckSize(putRef(ref, cp), "put", "the checkpoint", n, limit)
 	}
 	for _, b := range cp.Blobs {
 		if len(b.Data) > limit {
-			return CheckBlobSizes(out, "put", cp.Blobs, limit)
+			return CheckBlobSizes(putRef(ref, cp), "put", cp.Blobs, limit)
 		}
 	}
 	return nil
 }
 
-// checkPut checks, under m.mu, that cp (whose reference is out) may follow
-// latest in namespace ns (nil when it has none) for a writer that read
-// ref.ID as the latest. It returns the stored blob list of cp's first
+// checkPut checks, under m.mu, that cp may follow latest in namespace ns
+// (nil when it has none) for a writer that read ref.ID as the latest. It returns the stored blob list of cp's first
 // blob's key, nil when there is none, for store to add to without
 // looking it up again.
-func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp *Checkpoint) (*blobList, error) {
+func (m *Memory) checkPut(ns *memNamespace, ref *Ref, latest string, cp *Checkpoint) (*blobList, error) {
 	if ref.ID != latest {
+		out := putRef(ref, cp)
 		if latest == "" {
 			return nil, fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the namespace has none: %w", out, ref.ID, ErrConflict)
 		}
@@ -365,9 +384,9 @@ func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp *Che
 		// which is every Put of a run, so only the others are searched.
 		if cp.ID <= latest {
 			if ns.get(cp.ID) != nil {
-				return nil, fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)
+				return nil, fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", putRef(ref, cp))
 			}
-			return nil, fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
+			return nil, fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", putRef(ref, cp), latest)
 		}
 		for i := range cp.Blobs {
 			b := &cp.Blobs[i]
@@ -379,7 +398,7 @@ func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp *Che
 				first = l
 			}
 			if c, j, ok := l.find(b.Version); ok && !l.chunk(c)[j].blob(b.Key).Blob.Equal(*b) {
-				return nil, fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)
+				return nil, fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", putRef(ref, cp), b.Key, b.Version)
 			}
 		}
 	}
@@ -389,7 +408,7 @@ func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp *Che
 // store stores a checked checkpoint under m.mu in namespace ns of ref's
 // thread, creating it when ns is nil, and returns the namespace. first is
 // what checkPut returned for cp, or nil.
-func (m *Memory) store(ref Ref, ns *memNamespace, cp *Checkpoint, vers []KeyVersion, md *Metadata, owned bool, first *blobList) *memNamespace {
+func (m *Memory) store(ref *Ref, ns *memNamespace, cp *Checkpoint, vers []KeyVersion, md *Metadata, owned bool, first *blobList) *memNamespace {
 	if ns == nil {
 		ns = &memNamespace{blobs: make(memBlobs)}
 		if m.threads[ref.ThreadID] == nil {

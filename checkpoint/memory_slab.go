@@ -265,7 +265,7 @@ func (ns *memNamespace) store(cp *Checkpoint, kvs []KeyVersion, md *Metadata, ow
 				l = ns.blobs.list(b.Key)
 			}
 		}
-		sum := l.sum(b)
+		sum := l.sum(&cp.Blobs[i])
 		if !owned {
 			b = cloneBlob(b)
 		}

@@ -79,15 +79,22 @@ func checksumUint64(sum uint32, v uint64) uint32 {
 // checksumWords3 is ChecksumUint64(sum, a, b, c) in one call: a blob's
 // version, kind and base, which Memory's Put checksums at every step.
 func checksumWords3(sum uint32, a, b, c uint64) uint32 {
+	// checksumUint64 three times, unrolled; between two words the
+	// complements cancel.
 	t := &castagnoli8
-	for _, v := range [3]uint64{a, b, c} {
-		crc := ^sum ^ uint32(v)
-		hi := uint32(v >> 32)
-		crc = t[0][hi>>24] ^ t[1][hi>>16&0xff] ^ t[2][hi>>8&0xff] ^ t[3][hi&0xff] ^
-			t[4][crc>>24] ^ t[5][crc>>16&0xff] ^ t[6][crc>>8&0xff] ^ t[7][crc&0xff]
-		sum = ^crc
-	}
-	return sum
+	crc := ^sum ^ uint32(a)
+	hi := uint32(a >> 32)
+	crc = t[0][hi>>24] ^ t[1][hi>>16&0xff] ^ t[2][hi>>8&0xff] ^ t[3][hi&0xff] ^
+		t[4][crc>>24] ^ t[5][crc>>16&0xff] ^ t[6][crc>>8&0xff] ^ t[7][crc&0xff]
+	crc ^= uint32(b)
+	hi = uint32(b >> 32)
+	crc = t[0][hi>>24] ^ t[1][hi>>16&0xff] ^ t[2][hi>>8&0xff] ^ t[3][hi&0xff] ^
+		t[4][crc>>24] ^ t[5][crc>>16&0xff] ^ t[6][crc>>8&0xff] ^ t[7][crc&0xff]
+	crc ^= uint32(c)
+	hi = uint32(c >> 32)
+	crc = t[0][hi>>24] ^ t[1][hi>>16&0xff] ^ t[2][hi>>8&0xff] ^ t[3][hi&0xff] ^
+		t[4][crc>>24] ^ t[5][crc>>16&0xff] ^ t[6][crc>>8&0xff] ^ t[7][crc&0xff]
+	return ^crc
 }
 
 // smallChecksum is the longest data checksumBytes checksums itself.

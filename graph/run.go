@@ -275,6 +275,7 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		r.savedVer = make([]uint64, len(g.sch.keys))
 	}
 	r.b = g.memo.buffers(g, r)
+	r.b.thr, r.b.thrOf, r.b.thrOK = threadHash(r.cfg.thread), r.cfg.thread, true
 	return r, nil
 }
 

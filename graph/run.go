@@ -663,6 +663,7 @@ func copyVals(dst, src []slot) {
 		copy(dst, src)
 		return
 	}
+	//lint:ignore S1001 a loop, not copy: copy of slots is a typed slice copy through the runtime
 	for i := range src {
 		dst[i] = src[i]
 	}

@@ -90,8 +90,7 @@ func (m *Memory) PutBatch(ctx context.Context, ref Ref, entries []Entry) (Ref, e
 		return Ref{}, err
 	}
 	for _, e := range entries {
-		out := Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: e.Checkpoint.ID}
-		if err := m.checkSizes(out, &e.Checkpoint, 0, &e.Metadata); err != nil {
+		if err := m.checkSizes(&ref, &e.Checkpoint, 0, &e.Metadata); err != nil {
 			return Ref{}, err
 		}
 	}
@@ -112,7 +111,7 @@ func (m *Memory) PutBatch(ctx context.Context, ref Ref, entries []Entry) (Ref, e
 				latest = ns.latest()
 			}
 		}
-		if _, err := m.checkPut(ns, at, out, latest, &e.Checkpoint); err != nil {
+		if _, err := m.checkPut(ns, &at, latest, &e.Checkpoint); err != nil {
 			return Ref{}, err
 		}
 		for _, b := range e.Checkpoint.Blobs {
@@ -124,7 +123,7 @@ func (m *Memory) PutBatch(ctx context.Context, ref Ref, entries []Entry) (Ref, e
 		at = out
 	}
 	for _, e := range entries {
-		ns = m.store(ref, ns, &e.Checkpoint, nil, &e.Metadata, false, nil)
+		ns = m.store(&ref, ns, &e.Checkpoint, nil, &e.Metadata, false, nil)
 	}
 	return at, nil
 }

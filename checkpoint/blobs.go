@@ -23,7 +23,7 @@ func CheckBlobs(blobs []Blob) ([]Blob, error) {
 	seen := make(map[id]Blob, len(blobs))
 	out := make([]Blob, 0, len(blobs))
 	for _, b := range blobs {
-		if err := checkBlob(b); err != nil {
+		if err := checkBlob(&b); err != nil {
 			return nil, err
 		}
 		k := id{b.Key, b.Version}
@@ -48,7 +48,7 @@ const smallBlobs = 8
 func checkFewBlobs(blobs []Blob) ([]Blob, error) {
 	repeats := false
 	for i, b := range blobs {
-		if err := checkBlob(b); err != nil {
+		if err := checkBlob(&b); err != nil {
 			return nil, err
 		}
 		for _, old := range blobs[:i] {
@@ -74,7 +74,7 @@ func checkFewBlobs(blobs []Blob) ([]Blob, error) {
 }
 
 // checkBlob checks one blob's key, kind and base.
-func checkBlob(b Blob) error {
+func checkBlob(b *Blob) error {
 	if b.Key == "" {
 		return fmt.Errorf("blob version %d has an empty key", b.Version)
 	}

@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/crc32"
@@ -73,6 +74,49 @@ func checksumUint64(sum uint32, v uint64) uint32 {
 	crc = t[0][hi>>24] ^ t[1][hi>>16&0xff] ^ t[2][hi>>8&0xff] ^ t[3][hi&0xff] ^
 		t[4][crc>>24] ^ t[5][crc>>16&0xff] ^ t[6][crc>>8&0xff] ^ t[7][crc&0xff]
 	return ^crc
+}
+
+// checksumWords3 is ChecksumUint64(sum, a, b, c) in one call: a blob's
+// version, kind and base, which Memory's Put checksums at every step.
+func checksumWords3(sum uint32, a, b, c uint64) uint32 {
+	// checksumUint64 three times, unrolled; between two words the
+	// complements cancel.
+	t := &castagnoli8
+	crc := ^sum ^ uint32(a)
+	hi := uint32(a >> 32)
+	crc = t[0][hi>>24] ^ t[1][hi>>16&0xff] ^ t[2][hi>>8&0xff] ^ t[3][hi&0xff] ^
+		t[4][crc>>24] ^ t[5][crc>>16&0xff] ^ t[6][crc>>8&0xff] ^ t[7][crc&0xff]
+	crc ^= uint32(b)
+	hi = uint32(b >> 32)
+	crc = t[0][hi>>24] ^ t[1][hi>>16&0xff] ^ t[2][hi>>8&0xff] ^ t[3][hi&0xff] ^
+		t[4][crc>>24] ^ t[5][crc>>16&0xff] ^ t[6][crc>>8&0xff] ^ t[7][crc&0xff]
+	crc ^= uint32(c)
+	hi = uint32(c >> 32)
+	crc = t[0][hi>>24] ^ t[1][hi>>16&0xff] ^ t[2][hi>>8&0xff] ^ t[3][hi&0xff] ^
+		t[4][crc>>24] ^ t[5][crc>>16&0xff] ^ t[6][crc>>8&0xff] ^ t[7][crc&0xff]
+	return ^crc
+}
+
+// smallChecksum is the longest data checksumBytes checksums itself.
+const smallChecksum = 16
+
+// checksumBytes is crc32.Update(sum, castagnoli, p): data of a few bytes
+// (a step's counter or flag) by table, eight bytes at a time and then byte
+// by byte, where the call into hash/crc32's hardware path cost more than
+// the bytes; longer data by hash/crc32.
+func checksumBytes(sum uint32, p []byte) uint32 {
+	if len(p) > smallChecksum {
+		return crc32.Update(sum, castagnoli, p)
+	}
+	for len(p) >= 8 {
+		sum = checksumUint64(sum, binary.LittleEndian.Uint64(p))
+		p = p[8:]
+	}
+	sum = ^sum
+	for _, c := range p {
+		sum = castagnoli[byte(sum)^c] ^ (sum >> 8)
+	}
+	return ^sum
 }
 
 // castagnoli8 is the CRC-32C table for slicing-by-8: castagnoli8[0] is

@@ -75,6 +75,26 @@ type memNamespace struct {
 	cps   []*memCheckpoint // the checkpoints by ID, ascending; see get
 	blobs memBlobs
 	slab  memSlab // where Put carves what it stores; see memory_slab.go
+	// lastKey and lastList remember the blob list Put last used (see
+	// listFor); collect, which may drop lists from blobs, forgets them.
+	// Read and written only under Memory.mu held for writing.
+	lastKey  string
+	lastList *blobList
+}
+
+// listFor returns key's blob list, nil when it has none, remembering it
+// for the next call: a run's Puts store blobs of the same key (a chain's
+// one key) one after the other, and looking the key up in blobs hashed it
+// each time. mu must be held for writing.
+func (ns *memNamespace) listFor(key string) *blobList {
+	if ns.lastList != nil && ns.lastKey == key {
+		return ns.lastList
+	}
+	l := ns.blobs[key]
+	if l != nil {
+		ns.lastKey, ns.lastList = key, l
+	}
+	return l
 }
 
 // memBlob is a stored blob with its BlobChecksum.
@@ -206,7 +226,7 @@ func (m *Memory) list(ref Ref, opts ListOptions) ([]*Tuple, error) {
 // version are already stored in the namespace must be identical to the
 // stored one. When Put fails it has written nothing.
 func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (Ref, error) {
-	return m.put(ctx, ref, &cp, nil, &md, false)
+	return putOut(&ref, &cp, m.put(ctx, &ref, &cp, nil, &md, false))
 }
 
 // PutOwned is Put for a caller that hands what cp and md point to over:
@@ -220,95 +240,78 @@ func (m *Memory) Put(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (
 // *Memory itself (not a type that embeds one, whose Put may do more). It is
 // not part of Saver.
 func (m *Memory) PutOwned(ctx context.Context, ref Ref, cp Checkpoint, md Metadata) (Ref, error) {
-	return m.put(ctx, ref, &cp, nil, &md, true)
+	return putOut(&ref, &cp, m.put(ctx, &ref, &cp, nil, &md, true))
 }
 
-// KeyVersion is one entry of a checkpoint's versions: a key and the
-// version in force. See Memory.PutOwnedVersions.
-type KeyVersion struct {
-	Key     string
-	Version uint64
-}
-
-// PutOwnedVersions is PutOwned for a checkpoint whose versions come as a
-// slice, vers, instead of the cp.Versions map, which must be empty: the
-// engine builds a step's versions in a slice it reuses, and filling,
-// walking and clearing a map cost about a tenth of a step saved in memory.
-// The keys must be distinct. Memory copies vers and does not keep it. It
-// is not part of Saver.
-func (m *Memory) PutOwnedVersions(ctx context.Context, ref Ref, cp Checkpoint, vers []KeyVersion, md Metadata) (Ref, error) {
-	if len(cp.Versions) > 0 {
-		return Ref{}, fmt.Errorf("checkpoint: put %s: versions given both as a map and as a slice", Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: cp.ID})
-	}
-	return m.put(ctx, ref, &cp, vers, &md, true)
-}
-
-// put stores cp, whose versions are cp.Versions and vers (one of them
-// empty). It neither changes nor keeps cp and md themselves (only what
-// their fields hold, copied unless owned): they are pointers so that a
-// step's save does not copy the two structs at every call on its way.
-func (m *Memory) put(ctx context.Context, ref Ref, cp *Checkpoint, vers []KeyVersion, md *Metadata, owned bool) (Ref, error) {
+// put stores cp after ref, cp's versions being cp.Versions and vers (one
+// of them empty). It neither changes nor keeps *ref, *cp and *md
+// themselves (only what their fields hold, copied unless owned): they are
+// pointers so that a step's save does not copy the structs at every call
+// on its way.
+func (m *Memory) put(ctx context.Context, ref *Ref, cp *Checkpoint, vers []KeyVersion, md *Metadata, owned bool) error {
 	if err := ctx.Err(); err != nil {
-		return Ref{}, err
+		return err
 	}
 	if ref.ThreadID == "" {
-		return Ref{}, errEmptyThread
+		return errEmptyThread
 	}
-	out := Ref{ThreadID: ref.ThreadID, Namespace: ref.Namespace, ID: cp.ID}
 	if cp.ID == "" {
-		return Ref{}, fmt.Errorf("checkpoint: put in %s: checkpoint ID is empty; assign one with NewID", out)
+		return fmt.Errorf("checkpoint: put in %s: checkpoint ID is empty; assign one with NewID", putRef(ref, cp))
 	}
-	if _, err := CheckBlobs(cp.Blobs); err != nil {
-		return Ref{}, fmt.Errorf("checkpoint: put %s: %w", out, err)
+	if err := checkPutBlobs(cp.Blobs); err != nil {
+		return fmt.Errorf("checkpoint: put %s: %w", putRef(ref, cp), err)
 	}
-	if err := m.checkSizes(out, cp, len(vers), md); err != nil {
-		return Ref{}, err
+	if err := m.checkSizes(ref, cp, len(vers), md); err != nil {
+		return err
 	}
 	for _, kv := range vers {
 		if kv.Key == "" {
-			return Ref{}, fmt.Errorf("checkpoint: put %s: a version's key is empty", out)
+			return fmt.Errorf("checkpoint: put %s: a version's key is empty", putRef(ref, cp))
 		}
 	}
 
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	ns := m.namespace(ref.ThreadID, ref.Namespace)
 	latest := ""
 	if ns != nil {
 		latest = ns.latest()
 	}
-	first, err := m.checkPut(ns, ref, out, latest, cp)
+	first, err := m.checkPut(ns, ref, latest, cp)
 	if err != nil {
-		return Ref{}, err
+		m.mu.Unlock()
+		return err
 	}
+	// Unlocked without a deferred call (a step's Put is a hot path):
+	// checkPut and store only panic on a broken runtime (out of memory).
 	m.store(ref, ns, cp, vers, md, owned, first)
-	return out, nil
+	m.mu.Unlock()
+	return nil
 }
 
 // checkSizes checks a checkpoint's row (with nvers versions besides
 // cp.Versions) and blobs against the size limit.
 // Only a checkpoint over the limit goes through CheckSize and
 // CheckBlobSizes, which build the error: the check is a comparison a step.
-func (m *Memory) checkSizes(out Ref, cp *Checkpoint, nvers int, md *Metadata) error {
+func (m *Memory) checkSizes(ref *Ref, cp *Checkpoint, nvers int, md *Metadata) error {
 	limit := m.maxBytes // NewMemory makes it positive
 	if n := rowBytes(cp, md) + 88*nvers; n > limit {
-		return CheckSize(out, "put", "the checkpoint", n, limit)
+		return CheckSize(putRef(ref, cp), "put", "the checkpoint", n, limit)
 	}
 	for _, b := range cp.Blobs {
 		if len(b.Data) > limit {
-			return CheckBlobSizes(out, "put", cp.Blobs, limit)
+			return CheckBlobSizes(putRef(ref, cp), "put", cp.Blobs, limit)
 		}
 	}
 	return nil
 }
 
-// checkPut checks, under m.mu, that cp (whose reference is out) may follow
-// latest in namespace ns (nil when it has none) for a writer that read
-// ref.ID as the latest. It returns the stored blob list of cp's first
+// checkPut checks, under m.mu, that cp may follow latest in namespace ns
+// (nil when it has none) for a writer that read ref.ID as the latest. It returns the stored blob list of cp's first
 // blob's key, nil when there is none, for store to add to without
 // looking it up again.
-func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp *Checkpoint) (*blobList, error) {
+func (m *Memory) checkPut(ns *memNamespace, ref *Ref, latest string, cp *Checkpoint) (*blobList, error) {
 	if ref.ID != latest {
+		out := putRef(ref, cp)
 		if latest == "" {
 			return nil, fmt.Errorf("checkpoint: put %s: the writer read checkpoint %q as the latest, but the namespace has none: %w", out, ref.ID, ErrConflict)
 		}
@@ -320,20 +323,21 @@ func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp *Che
 		// which is every Put of a run, so only the others are searched.
 		if cp.ID <= latest {
 			if ns.get(cp.ID) != nil {
-				return nil, fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", out)
+				return nil, fmt.Errorf("checkpoint: put %s: a checkpoint with this ID already exists", putRef(ref, cp))
 			}
-			return nil, fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", out, latest)
+			return nil, fmt.Errorf("checkpoint: put %s: the ID sorts before the latest checkpoint %s; IDs must grow (use NewID)", putRef(ref, cp), latest)
 		}
-		for i, b := range cp.Blobs {
-			l := ns.blobs[b.Key]
+		for i := range cp.Blobs {
+			b := &cp.Blobs[i]
+			l := ns.listFor(b.Key)
 			if l == nil {
 				continue
 			}
 			if i == 0 {
 				first = l
 			}
-			if old, ok := l.get(b.Key, b.Version); ok && !old.Blob.Equal(b) {
-				return nil, fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", out, b.Key, b.Version)
+			if c, j, ok := l.find(b.Version); ok && !l.chunk(c)[j].blob(b.Key).Blob.Equal(*b) {
+				return nil, fmt.Errorf("checkpoint: put %s: key %q version %d is already stored with other content; blob versions must not be reused", putRef(ref, cp), b.Key, b.Version)
 			}
 		}
 	}
@@ -343,7 +347,7 @@ func (m *Memory) checkPut(ns *memNamespace, ref, out Ref, latest string, cp *Che
 // store stores a checked checkpoint under m.mu in namespace ns of ref's
 // thread, creating it when ns is nil, and returns the namespace. first is
 // what checkPut returned for cp, or nil.
-func (m *Memory) store(ref Ref, ns *memNamespace, cp *Checkpoint, vers []KeyVersion, md *Metadata, owned bool, first *blobList) *memNamespace {
+func (m *Memory) store(ref *Ref, ns *memNamespace, cp *Checkpoint, vers []KeyVersion, md *Metadata, owned bool, first *blobList) *memNamespace {
 	if ns == nil {
 		ns = &memNamespace{blobs: make(memBlobs)}
 		if m.threads[ref.ThreadID] == nil {
@@ -516,6 +520,7 @@ func (ns *memNamespace) collect() {
 			}
 		}
 	}
+	ns.lastKey, ns.lastList = "", nil // keep may drop the list remembered
 	ns.blobs.keep(func(key string, v uint64) bool { return needed[blobID{key, v}] })
 }
 

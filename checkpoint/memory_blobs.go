@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"bytes"
 	"cmp"
-	"hash/crc32"
 	"slices"
 )
 
@@ -143,9 +142,9 @@ func (bs memBlobs) list(key string) *blobList {
 	return l
 }
 
-// sum returns BlobChecksum(b) for a blob of l's key.
-func (l *blobList) sum(b Blob) uint32 {
-	return crc32.Update(ChecksumUint64(l.keySum, b.Version, uint64(b.Kind), b.Base), castagnoli, b.Data)
+// sum returns BlobChecksum(*b) for a blob of l's key.
+func (l *blobList) sum(b *Blob) uint32 {
+	return checksumBytes(checksumWords3(l.keySum, b.Version, uint64(b.Kind), b.Base), b.Data)
 }
 
 // set stores b, replacing the blob of its version if there is one.

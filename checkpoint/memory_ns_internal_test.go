@@ -80,3 +80,52 @@ func TestMemoryRemembersNamespaceSafely(t *testing.T) {
 	w := put("v", "sub", "", "r6")
 	check("v", "sub", w)
 }
+
+// TestMemoryRemembersBlobListSafely removes the only checkpoint that needs
+// a key's blobs, so that the namespace drops the key's list, and puts a
+// blob of that key again: Put remembers the list it last stored in (see
+// listFor), and a remembered list the namespace no longer holds would
+// take the blob where Get does not find it.
+func TestMemoryRemembersBlobListSafely(t *testing.T) {
+	ctx := context.Background()
+	m := NewMemory()
+	ref := Ref{ThreadID: "t"}
+	put := func(head string, blobs ...Blob) string {
+		t.Helper()
+		vers := map[string]uint64{}
+		for _, b := range blobs {
+			vers[b.Key] = b.Version
+		}
+		id := NewID()
+		if _, err := m.Put(ctx, Ref{ThreadID: "t", ID: head}, Checkpoint{ID: id, Versions: vers, Blobs: blobs}, Metadata{}); err != nil {
+			t.Fatalf("put after %q: %v", head, err)
+		}
+		return id
+	}
+	full := func(key string, v uint64, data string) Blob {
+		return Blob{Key: key, Version: v, Kind: Full, Data: []byte(data)}
+	}
+	a := put("", full("a", 1, "1"))
+	b := put(a, full("a", 2, "2")) // the list of "a" is remembered
+	c := put(b, full("b", 1, "x")) // no version of "a": b's blobs are only needed by a and b
+	if n, err := m.RemoveCheckpoints(ctx, ref, []string{a, b}); err != nil || n != 2 {
+		t.Fatalf("RemoveCheckpoints = %d, %v; want 2", n, err)
+	}
+	if l := m.threads["t"][""].blobs["a"]; l != nil {
+		t.Fatalf("the list of key a is still held after its checkpoints went: %d blobs", l.count())
+	}
+	d := put(c, full("a", 3, "3"))
+	for _, id := range []string{c, d} {
+		tp, err := m.Get(ctx, Ref{ThreadID: "t", ID: id})
+		if err != nil {
+			t.Fatalf("get %s: %v", id, err)
+		}
+		if id == d && (len(tp.Checkpoint.Blobs) != 1 || tp.Checkpoint.Blobs[0].Key != "a" || string(tp.Checkpoint.Blobs[0].Data) != "3") {
+			t.Fatalf("get %s: blobs %+v, want a@3", id, tp.Checkpoint.Blobs)
+		}
+	}
+	d2 := put(d, full("a", 4, "4"), full("b", 2, "y"))
+	if tp, err := m.Get(ctx, Ref{ThreadID: "t", ID: d2}); err != nil || len(tp.Checkpoint.Blobs) != 2 {
+		t.Fatalf("get %s: %v, %d blobs; want 2", d2, err, len(tp.Checkpoint.Blobs))
+	}
+}

@@ -258,16 +258,19 @@ func carve[T any](slab *[]T, n, per, stored int) []T {
 // either way it copies cp.Versions, cp.Blobs and cp.Next element by
 // element, so the caller keeps those containers.
 func (ns *memNamespace) store(cp *Checkpoint, kvs []KeyVersion, md *Metadata, owned bool, first *blobList) {
-	for i, b := range cp.Blobs {
+	for i := range cp.Blobs {
+		b := &cp.Blobs[i] // (a Blob is 64 bytes: not copied)
 		l := first
 		if i > 0 || l == nil {
-			l = ns.blobs.list(b.Key)
+			if l = ns.listFor(b.Key); l == nil {
+				l = ns.blobs.list(b.Key)
+			}
 		}
-		sum := l.sum(b)
+		data := b.Data
 		if !owned {
-			b = cloneBlob(b)
+			data = bytes.Clone(data)
 		}
-		l.set(stored(memBlob{Blob: b, sum: sum}))
+		l.set(storedBlob{version: b.Version, base: b.Base, data: data, sum: l.sum(b), kind: b.Kind})
 	}
 	held := len(ns.cps)
 	if len(ns.slab.cps) == cap(ns.slab.cps) {

@@ -130,10 +130,10 @@ func (r *run) store(cp checkpoint.Checkpoint, md checkpoint.Metadata, owned bool
 
 // putMemory stores a checkpoint built for this Put alone, whose versions
 // are vers, with the run's saver, a *checkpoint.Memory (see scratch).
-func (r *run) putMemory(cp checkpoint.Checkpoint, vers []checkpoint.KeyVersion, md checkpoint.Metadata) error {
+func (r *run) putMemory(cp *checkpoint.Checkpoint, vers []checkpoint.KeyVersion, md *checkpoint.Metadata) error {
 	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.headID}
 	r.headID = cp.ID // as store does, whether the Put fails or not
-	if _, err := r.cfg.saver.(*checkpoint.Memory).PutOwnedVersions(r.ctx, ref, cp, vers, md); err != nil {
+	if err := r.cfg.saver.(*checkpoint.Memory).PutStep(r.ctx, &ref, cp, vers, md); err != nil {
 		return fmt.Errorf("graph: save checkpoint of thread %q at step %d: %w", r.cfg.thread, md.Step, err)
 	}
 	return nil

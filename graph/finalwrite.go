@@ -55,7 +55,7 @@ func WithFinalWrite(fn func(*FinalWrite)) RunOption {
 // holdFinal reports whether the checkpoint save is about to write is the
 // run's last and WithFinalWrite wants it; if so it hands it over.
 func (r *run) holdFinal(cp checkpoint.Checkpoint, md checkpoint.Metadata) bool {
-	if !r.mayHoldFinal(md) {
+	if !r.mayHoldFinal(&md) {
 		return false
 	}
 	fn := r.cfg.get().finalWrite
@@ -73,7 +73,7 @@ func (r *run) holdFinal(cp checkpoint.Checkpoint, md checkpoint.Metadata) bool {
 
 // mayHoldFinal reports whether holdFinal would take a checkpoint with
 // metadata md, but for a failure to flush the async writer.
-func (r *run) mayHoldFinal(md checkpoint.Metadata) bool {
+func (r *run) mayHoldFinal(md *checkpoint.Metadata) bool {
 	return r.cfg.get().finalWrite != nil && r.parent == nil && r.ns == "" && len(r.next) == 0 && !r.uncommitted &&
 		r.cfg.durability != DurabilityExit && (md.Source == checkpoint.SourceLoop || md.Source == checkpoint.SourceInput) &&
 		(r.x == nil || r.x.heldCP == nil && r.x.pending == nil)

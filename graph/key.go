@@ -151,6 +151,7 @@ type keyImpl interface {
 	lastValue() bool
 	defaultValue() (any, bool)
 	apply(cur any, has bool, ws []Write) (any, error)
+	applyWrite(cur any, has bool, w *Write) (any, error)
 	encodeValue(v any) ([]byte, error)
 	valueType() reflect.Type
 	decodeSet(b []byte) (Write, error)
@@ -205,6 +206,21 @@ func (k *Key[T]) apply(cur any, has bool, ws []Write) (any, error) {
 			return nil, fmt.Errorf("state key %q: %w", k.name, err)
 		}
 		i++
+	}
+	return c, nil
+}
+
+// applyWrite is apply for one write, w: a chain's step writes its key
+// once, and one write never batches (see batchable), so it goes straight
+// to applyOne, without apply's loop.
+func (k *Key[T]) applyWrite(cur any, has bool, w *Write) (any, error) {
+	c := k.def
+	if has {
+		c = cur.(T)
+	}
+	c, _, err := k.applyOne(c, false, *w)
+	if err != nil {
+		return nil, fmt.Errorf("state key %q: %w", k.name, err)
 	}
 	return c, nil
 }

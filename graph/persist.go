@@ -149,14 +149,14 @@ func (r *run) save(source checkpoint.Source) error {
 			cp.Versions = versionMap(vers)
 		}
 		err = r.putPair(cp, md) // the saver copies what it keeps
-		r.releaseScratch(sc, cp, vers)
+		r.releaseScratch(sc, cp.Blobs, cp.Next, vers)
 	case sc == nil && r.holdFinal(cp, md):
 		// Handed over: its containers are not reused.
-	case sc != nil && r.mayHoldFinal(md) && r.holdFinal(withVersions(cp, vers), md):
+	case sc != nil && r.mayHoldFinal(&md) && r.holdFinal(withVersions(cp, vers), md):
 		// Handed over with a map of its own; the rest is not reused.
 	case sc != nil:
-		err = r.putMemory(cp, vers, md) // built for this Put alone
-		r.releaseScratch(sc, cp, vers)
+		err = r.putMemory(&cp, vers, &md) // built for this Put alone
+		r.releaseScratch(sc, cp.Blobs, cp.Next, vers)
 	default:
 		err = r.putOwned(cp, md) // built for this Put alone
 	}
@@ -210,17 +210,18 @@ func (r *run) scratch() *saveScratch {
 	return scratchPool.Get().(*saveScratch)
 }
 
-// releaseScratch clears cp's containers, which PutOwned has copied, and
+// releaseScratch clears a checkpoint's containers (its blobs and next
+// tasks, and its versions), which PutOwned has copied, and
 // keeps them for the run's next save (or puts them back in the pool when
 // the run has no buffers). A nil scratch does nothing.
-func (r *run) releaseScratch(sc *saveScratch, cp checkpoint.Checkpoint, vers []checkpoint.KeyVersion) {
+func (r *run) releaseScratch(sc *saveScratch, blobs []checkpoint.Blob, next []checkpoint.Task, vers []checkpoint.KeyVersion) {
 	if sc == nil {
 		return
 	}
-	if cap(vers) > maxScratch || cap(cp.Blobs) > maxScratch || cap(cp.Next) > maxScratch {
+	if cap(vers) > maxScratch || cap(blobs) > maxScratch || cap(next) > maxScratch {
 		return
 	}
-	sc.vers, sc.blobs, sc.next = vers[:0], cp.Blobs[:0], cp.Next[:0]
+	sc.vers, sc.blobs, sc.next = vers[:0], blobs[:0], next[:0]
 	if r.b != nil && r.b.sc == nil {
 		// Kept by the run, not cleared: the next save writes over what
 		// it uses, everything they point to is the saver's now, and

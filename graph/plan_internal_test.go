@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/trellis-agents/trellis/checkpoint"
 )
 
 // TestPlanChainLikePlanAll plans the step after each node's one task twice,
@@ -146,4 +148,52 @@ func TestStepPrefixFollowsCheckpointID(t *testing.T) {
 	if got, want := r.b.stepPrefix(r), r.idPrefix(); got != want {
 		t.Fatalf("without buffers: prefix %x, want %x", got, want)
 	}
+}
+
+// TestIDPrefixHashesTheThreadOnce holds idPrefix, whose thread part is
+// hashed when the run takes its buffers, to the hash of the thread, the
+// checkpoint ID and the namespace from scratch: with the buffers, after the
+// run's thread changes, and without buffers.
+func TestIDPrefixHashesTheThreadOnce(t *testing.T) {
+	b := New()
+	b.AddNode("a", func(context.Context, State) (Output, error) { return nil, nil })
+	b.AddEdge(START, "a")
+	b.AddEdge("a", END)
+	g, err := b.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := func(r *run) fnv128 {
+		h := newFNV128()
+		h.add(r.cfg.thread)
+		mixWords(&h, r.cpID)
+		h.add(r.ns)
+		return h
+	}
+	r, err := g.newRun(context.Background(), nil, []RunOption{WithCheckpointer(checkpoint.NewMemory()), WithThread("thread-1")}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.b.thrOK || r.b.thrOf != "thread-1" {
+		t.Fatalf("the run's buffers hold thread %q (%v), want thread-1", r.b.thrOf, r.b.thrOK)
+	}
+	check := func(what string) {
+		t.Helper()
+		for _, id := range []string{"", "0195f3a0-0000-7000-8000-000000000001", "0195f3a0-0000-7000-8000-000000000002"} {
+			r.cpID = id
+			if got, want := r.idPrefix(), fresh(r); got != want {
+				t.Fatalf("%s, checkpoint ID %q: prefix %x, want %x", what, id, got, want)
+			}
+		}
+	}
+	check("with buffers")
+	r.ns = "sub:1"
+	check("in a namespace")
+	r.cfg.thread = "thread-2"
+	check("another thread")
+	r.cfg.thread = string([]byte("thread-1")) // equal, not the same string
+	check("an equal thread")
+	r.putBuffers()
+	r.cfg.thread = "thread-3"
+	check("without buffers")
 }

@@ -275,6 +275,7 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		r.savedVer = make([]uint64, len(g.sch.keys))
 	}
 	r.b = g.memo.buffers(g, r)
+	r.b.thr, r.b.thrOf, r.b.thrOK = threadHash(r.cfg.thread), r.cfg.thread, true
 	return r, nil
 }
 
@@ -635,9 +636,9 @@ func (r *run) applyOne(t *task) error {
 	w := t.writes[:1:1]
 	i, _ := r.g.sch.slotOf(w[0].key.id)
 	vals := r.newVals(len(r.state.vals))
-	copy(vals, r.state.vals)
+	copyVals(vals, r.state.vals)
 	k, sl := r.g.sch.keys[i], &vals[i]
-	v, err := k.apply(sl.v, sl.set, w)
+	v, err := k.applyWrite(sl.v, sl.set, &w[0])
 	if err != nil {
 		return fmt.Errorf("graph: step %d: applying the writes of %s: %w", r.step, writers([]*task{t}, k), err)
 	}
@@ -651,6 +652,21 @@ func (r *run) applyOne(t *task) error {
 	}
 	r.state = State{sch: r.g.sch, vals: vals}
 	return nil
+}
+
+// copyVals copies a state's slots into fresh ones: a few slots one by
+// one (a slot is four words, copied in registers), which costs less than
+// the runtime's typed slice copy for a chain's one or two keys; more with
+// copy.
+func copyVals(dst, src []slot) {
+	if len(src) > 4 {
+		copy(dst, src)
+		return
+	}
+	//lint:ignore S1001 a loop, not copy: copy of slots is a typed slice copy through the runtime
+	for i := range src {
+		dst[i] = src[i]
+	}
 }
 
 // afterCommit plans the next step, records the path, sends events and saves

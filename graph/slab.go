@@ -67,6 +67,13 @@ type runBufs struct {
 	pre   fnv128
 	preCP string
 	preOK bool
+	// the task-ID hash of the run's thread alone, and the thread it hashed
+	// (see idPrefix): set when the run takes the buffers, before any task
+	// runs, and only read until putBuffers, so tasks on other goroutines
+	// may read it too
+	thr   fnv128
+	thrOf string
+	thrOK bool
 }
 
 // stepPrefix is r.idPrefix, hashed again only when the run's checkpoint ID
@@ -134,6 +141,7 @@ func (r *run) putBuffers() {
 	}
 	b.r = nil
 	b.pre, b.preCP, b.preOK = fnv128{}, "", false
+	b.thr, b.thrOf, b.thrOK = fnv128{}, "", false
 	r.g.memo.bufs.Put(b)
 }
 

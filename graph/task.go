@@ -185,11 +185,27 @@ var childMu sync.Mutex
 
 // idPrefix hashes what the IDs of a step's tasks share: the thread, the
 // checkpoint the step started from and the namespace.
+//
+// The thread's part is hashed once per run, when the run takes its
+// buffers: a run with a saver draws a checkpoint ID at every step, so the
+// prefix is hashed again at every step. A run without buffers, or whose
+// thread is not the one hashed, hashes the thread here.
 func (r *run) idPrefix() fnv128 {
-	h := newFNV128()
-	h.add(r.cfg.thread)
+	var h fnv128
+	if b := r.b; b != nil && b.thrOK && b.thrOf == r.cfg.thread {
+		h = b.thr
+	} else {
+		h = threadHash(r.cfg.thread)
+	}
 	mixWords(&h, r.cpID)
 	h.add(r.ns)
+	return h
+}
+
+// threadHash starts a task ID's hash with its thread.
+func threadHash(thread string) fnv128 {
+	h := newFNV128()
+	h.add(thread)
 	return h
 }
 

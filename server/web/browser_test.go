@@ -169,9 +169,24 @@ func (b *browser) do(what string, steps ...chromedp.Action[chromedp.Void]) {
 	b.t.Helper()
 	ctx, cancel := context.WithTimeout(b.ctx, 60*time.Second)
 	defer cancel()
-	if err := chromedp.Do(ctx, steps...); err != nil {
+	err := chromedp.Do(ctx, steps...)
+	// A lone action whose node the page re-rendered between the query and
+	// the action (a list refreshed by the run's end) did nothing: it is
+	// queried and tried again. Several steps are not, as the first may
+	// have acted.
+	for try := 0; try < 3 && len(steps) == 1 && staleNode(err); try++ {
+		time.Sleep(50 * time.Millisecond)
+		err = chromedp.Do(ctx, steps...)
+	}
+	if err != nil {
 		b.t.Fatalf("%s: %v", what, err)
 	}
+}
+
+// staleNode reports the DevTools error of an action on a node the page
+// removed after it was found.
+func staleNode(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "Could not find node with given id")
 }
 
 // eval evaluates a JavaScript expression.

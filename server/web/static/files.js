@@ -27,6 +27,7 @@ let threadId = null;
 let asked = 0; // listings are numbered, so a late answer never wins
 let again = null; // a listing waiting for the one under way
 let fileLabel = null; // the label of the files listed
+let shown = ''; // what render last drew: an unchanged list keeps its buttons (and the focus on one)
 let opened = null; // the path of the file shown in the dialog
 
 const ROOT = ['deep_files', 'threads'];
@@ -86,6 +87,7 @@ export async function load(thread) {
     // A server without a store has no files to show; any other failure
     // is said where the list would be.
     if (e.status === 404) { render([], false); return; }
+    shown = ''; // the note below is drawn over the list: the next listing redraws
     root.hidden = false;
     note.hidden = false;
     note.textContent = `The files could not be read: ${e.message}`;
@@ -115,6 +117,9 @@ export function refreshSoon(thread) {
 }
 
 function render(files, truncated) {
+  const key = JSON.stringify([files.map((f) => [f.path, f.size]), truncated]);
+  if (key === shown && list.childElementCount === files.length) return;
+  shown = key;
   root.hidden = files.length === 0;
   count.textContent = files.length === 1 ? '1 file' : `${files.length}${truncated ? '+' : ''} files`;
   note.hidden = !truncated;

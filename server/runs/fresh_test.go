@@ -14,6 +14,17 @@ import (
 // read of a thread's pending runs that a fresh run skips.
 const pendingRead = "EXISTS (SELECT 1 FROM trellis_runs x"
 
+// acceptEnv is an env whose service joins step writes (joinedService)
+// and accepts runs in a transaction of its own (acceptInTx), as the
+// server's hand-off does.
+func acceptEnv(t *testing.T) *env {
+	t.Helper()
+	e := newEnv(t)
+	joinedService(t, e, Hooks{})
+	acceptInTx(t, e)
+	return e
+}
+
 // acceptInTx makes e's service store runs in a write transaction of the
 // same file that it commits itself, as the queue's EnqueueWith does
 // (UseTxEnqueuer); it queues nothing.
@@ -71,9 +82,7 @@ func TestFreshRunIsNotReadAgain(t *testing.T) {
 	rec := sqltrace.NewRecorder()
 	stop := sqltrace.Observe(rec.Observe)
 	defer stop()
-	e := newEnv(t)
-	joinedService(t, e, Hooks{})
-	acceptInTx(t, e)
+	e := acceptEnv(t)
 	r := e.createTx("fresh", "")
 	rec.Take()
 	if got := e.advance("acme", "fresh"); got != Idle {
@@ -96,9 +105,7 @@ func TestFreshRunIsNotReadAgain(t *testing.T) {
 // A second run accepted while the first is live is not noted: the first
 // stays the thread's note, both run in order, each once.
 func TestOnlyARunWithNothingLiveIsNoted(t *testing.T) {
-	e := newEnv(t)
-	joinedService(t, e, Hooks{})
-	acceptInTx(t, e)
+	e := acceptEnv(t)
 	first := e.createTx("two", "")
 	second := e.createTx("two", Enqueue)
 	e.svc.mu.Lock()
@@ -127,9 +134,7 @@ func TestOnlyARunWithNothingLiveIsNoted(t *testing.T) {
 // drops the note, so the Advance reads the thread's pending runs and
 // finds none.
 func TestFreshRunCancelledBeforeItsAdvance(t *testing.T) {
-	e := newEnv(t)
-	joinedService(t, e, Hooks{})
-	acceptInTx(t, e)
+	e := acceptEnv(t)
 	r := e.createTx("gone", "")
 	if err := e.svc.Stop(context.Background(), "acme", r, "interrupt"); err != nil {
 		t.Fatal(err)
@@ -157,9 +162,7 @@ func TestFreshNoteNeedsTheHeldPreClaim(t *testing.T) {
 	rec := sqltrace.NewRecorder()
 	stop := sqltrace.Observe(rec.Observe)
 	defer stop()
-	e := newEnv(t)
-	joinedService(t, e, Hooks{})
-	acceptInTx(t, e)
+	e := acceptEnv(t)
 	r := e.createTx("river", "")
 	rec.Take()
 	res, err := e.svc.Advance(context.Background(), "acme", "river")

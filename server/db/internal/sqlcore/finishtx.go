@@ -60,13 +60,9 @@ func (s *Store) finishWithResult(ctx context.Context, c Conn, l db.Lease, status
 			th, err := s.setThreadResult(ctx, c, l.Tenant, l.ThreadID, r)
 			return finished{run: run, thread: th}, err
 		}
-		th, _, err := s.scanThread(extraRow{c.QueryRow(ctx, s.q.SetThreadResultPending, string(r.Status), r.Error, r.Values != nil, nullBytes(r.values),
-			nullBytes(r.interrupts), s.d.Time(dbutil.Now()), l.Tenant, l.ThreadID, r.Title), []any{&p.Due, s.d.ScanTime(&p.Next)}}, l.Tenant)
-		if s.d.IsNoRows(err) {
-			return finished{}, s.notFound("thread", l.ThreadID, l.Tenant)
-		}
+		th, err := s.setThreadResultBy(ctx, c, s.q.SetThreadResultPending, l.Tenant, l.ThreadID, r, &p.Due, s.d.ScanTime(&p.Next))
 		if err != nil {
-			return finished{}, s.wrap(err, "set the result of thread %q", l.ThreadID)
+			return finished{}, err
 		}
 		return finished{run: run, thread: th, pending: p}, nil
 	}

@@ -215,8 +215,15 @@ func newThreadResult(r db.ThreadResult) (threadResult, error) {
 // setThreadResult stores r as thread id's result in c and returns the
 // thread as stored (the statement returns it: no second read).
 func (s *Store) setThreadResult(ctx context.Context, c Conn, tenant, id string, r threadResult) (db.Thread, error) {
-	th, _, err := s.scanThread(c.QueryRow(ctx, s.q.SetThreadResult, string(r.Status), r.Error, r.Values != nil, nullBytes(r.values),
-		nullBytes(r.interrupts), s.d.Time(dbutil.Now()), tenant, id, r.Title), tenant)
+	return s.setThreadResultBy(ctx, c, s.q.SetThreadResult, tenant, id, r)
+}
+
+// setThreadResultBy is setThreadResult by query, SetThreadResult or a
+// query of its arguments and columns that returns more after them, which
+// extra receives.
+func (s *Store) setThreadResultBy(ctx context.Context, c Conn, query, tenant, id string, r threadResult, extra ...any) (db.Thread, error) {
+	th, _, err := s.scanThread(extraRow{c.QueryRow(ctx, query, string(r.Status), r.Error, r.Values != nil, nullBytes(r.values),
+		nullBytes(r.interrupts), s.d.Time(dbutil.Now()), tenant, id, r.Title), extra}, tenant)
 	if s.d.IsNoRows(err) {
 		return db.Thread{}, s.notFound("thread", id, tenant)
 	}

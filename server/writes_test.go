@@ -208,8 +208,10 @@ var existingTripCeilings = map[string]int{"postgres": 15}
 // reading the checkpoint only for a command, then 19 and 18 with the
 // accept's statements folded (InsertRunOnThread; SQLite's check in the
 // run's INSERT, no expiry update without a TTL), then 17 and 17 with
-// the fresh run not read again; one of slack as for existingCeilings.
-var freshCeilings = map[string]int{"sqlite": 18, "postgres": 18}
+// the fresh run not read again, then 17 and 16 with PostgreSQL's tag in
+// the accept's statement (db.TxThreadTagger); one of slack as for
+// existingCeilings.
+var freshCeilings = map[string]int{"sqlite": 18, "postgres": 17}
 
 // chatMsgs is chatEcho's messages.
 var chatMsgs = llm.NewMessagesKey("messages")

@@ -24,18 +24,26 @@ type TxRunCreator interface {
 	ClassifyTxError(err error) error
 }
 
-// TxThreadTagger is implemented by a DB that can record the graph and
-// assistant of a thread's latest run in its metadata (LangGraph's
-// graph_id and assistant_id keys) inside a write transaction someone else
-// opened on the same database: the run's accept, so that a thread's first
-// run does not take a write transaction of its own to tag it.
+// ThreadTag is the graph and assistant of a thread's latest run, which
+// its metadata records under LangGraph's keys graph_id and assistant_id.
+type ThreadTag struct {
+	GraphID     string
+	AssistantID string
+}
+
+// TxThreadTagger is implemented by a DB whose accept of a run can also
+// record the run's graph and assistant in its thread's metadata, in the
+// same transaction, so that a thread's first run does not take a write
+// transaction (or, where the dialect can, a statement) of its own to tag
+// it.
 type TxThreadTagger interface {
-	// TagThreadTx sets the thread's metadata keys graph_id and
-	// assistant_id, keeping the others, and moves its updated_at and
-	// expiry as UpdateThreadMetadata does, inside tx (the database's own
-	// open write transaction). A missing thread is not an error: the
-	// run's INSERT in the same transaction already failed for it.
-	TagThreadTx(ctx context.Context, tx any, tenant, threadID, graphID, assistantID string) error
+	// CreateTaggedRunTx is CreateRunTx that also sets the thread's
+	// metadata keys graph_id and assistant_id to tag's, keeping the
+	// others, and moves its updated_at and expiry as UpdateThreadMetadata
+	// does: a thread it creates is created with them, an existing one is
+	// updated, in the run's own statement where the dialect can. A run it
+	// does not store (a missing thread, a taken run ID) tags nothing.
+	CreateTaggedRunTx(ctx context.Context, tx any, tenant string, thread *Thread, r Run, tag ThreadTag) (Run, error)
 }
 
 // PreClaimer is implemented by a DB whose CreateRunTx writes the run's

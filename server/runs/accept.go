@@ -42,13 +42,13 @@ func (s *Service) acceptTx(ctx context.Context, txe TxEnqueuer, tenant string, t
 	creator := s.cfg.DB.(db.TxRunCreator) // checked by UseTxEnqueuer
 	stored, err = txe(ctx, tenant, run.ThreadID, func(ctx context.Context, tx any) error {
 		var err error
-		if created, err = creator.CreateRunTx(ctx, tx, tenant, thread, run); err != nil {
-			return err
-		}
 		if tag != nil {
-			if err := s.cfg.DB.(db.TxThreadTagger).TagThreadTx(ctx, tx, tenant, run.ThreadID, tag.GraphID, tag.ID); err != nil {
-				return err
-			}
+			created, err = s.cfg.DB.(db.TxThreadTagger).CreateTaggedRunTx(ctx, tx, tenant, thread, run, db.ThreadTag{GraphID: tag.GraphID, AssistantID: tag.ID})
+		} else {
+			created, err = creator.CreateRunTx(ctx, tx, tenant, thread, run)
+		}
+		if err != nil {
+			return err
 		}
 		if fresh != nil {
 			// Before the commit, which may start the thread's Advance.

@@ -9,10 +9,13 @@ import (
 	"github.com/trellis-agents/trellis/server/db"
 )
 
-// testTagThread: TagThreadTx (db.TxThreadTagger) sets graph_id and
-// assistant_id in the thread's metadata, keeps its other keys, replaces
-// the two when they were set, and moves updated_at and a TTL's expiry as
-// UpdateThreadMetadata does; it commits only with its transaction.
+// testTagThread: CreateTaggedRunTx (db.TxThreadTagger) stores the run and
+// sets graph_id and assistant_id in its thread's metadata, keeping the
+// other keys and replacing the two when they were set, and moves
+// updated_at and a TTL's expiry as UpdateThreadMetadata does; a thread it
+// creates is created with the tag; it commits only with its transaction;
+// a missing thread is ErrNotFound and stays missing; a thread without a
+// TTL gets no expiry.
 func testTagThread(t *testing.T, d db.DB) {
 	tg, isTagger := d.(db.TxThreadTagger)
 	txr, isRunner := d.(TxRunner)
@@ -20,14 +23,13 @@ func testTagThread(t *testing.T, d db.DB) {
 		t.Skip("the DB tags no threads inside a caller's transaction (db.TxThreadTagger, dbtest.TxRunner)")
 	}
 	ten := tenant(t, "tag")
-	created, err := d.CreateThread(bg(), ten, db.Thread{ID: "t", Metadata: db.Metadata{"owner": "ann", "graph_id": "old"},
-		TTL: &db.TTL{Duration: time.Hour, Strategy: db.TTLDelete}}, db.IfExistsRaise)
-	ok(t, "CreateThread", err)
-	time.Sleep(2 * time.Millisecond)
-	tag := func(graph, asst string, fail bool) {
+	kw := json.RawMessage(`{"input":{"n":1}}`)
+	accept := func(thread *db.Thread, threadID, runID string, tag db.ThreadTag, fail bool) (db.Run, error) {
 		t.Helper()
+		var out db.Run
 		err := txr.InTx(bg(), func(tx any) error {
-			if err := tg.TagThreadTx(bg(), tx, ten, "t", graph, asst); err != nil {
+			var err error
+			if out, err = tg.CreateTaggedRunTx(bg(), tx, ten, thread, db.Run{ID: runID, ThreadID: threadID, AssistantID: tag.AssistantID, Kwargs: kw}, tag); err != nil {
 				return err
 			}
 			if fail {
@@ -36,40 +38,81 @@ func testTagThread(t *testing.T, d db.DB) {
 			return nil
 		})
 		if fail {
-			isErr(t, "a rolled back TagThreadTx", err, errRollback)
+			isErr(t, "a rolled back CreateTaggedRunTx", err, errRollback)
+		}
+		return out, err
+	}
+	wantMetadata := func(what string, got, want db.Metadata) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Errorf("%s: metadata %v, want %v", what, got, want)
 			return
 		}
-		ok(t, "TagThreadTx", err)
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s: metadata %v, want %v", what, got, want)
+				return
+			}
+		}
 	}
-	tag("g1", "a1", true)
+
+	// An existing thread with a TTL.
+	created, err := d.CreateThread(bg(), ten, db.Thread{ID: "t", Metadata: db.Metadata{"owner": "ann", "graph_id": "old"},
+		TTL: &db.TTL{Duration: time.Hour, Strategy: db.TTLDelete}}, db.IfExistsRaise)
+	ok(t, "CreateThread", err)
+	time.Sleep(2 * time.Millisecond)
+	_, _ = accept(nil, "t", "r0", db.ThreadTag{GraphID: "g1", AssistantID: "a1"}, true)
 	th, err := d.GetThread(bg(), ten, "t")
 	ok(t, "GetThread", err)
 	if th.Metadata["graph_id"] != "old" || th.Metadata["assistant_id"] != nil || !th.UpdatedAt.Equal(created.UpdatedAt) {
 		t.Errorf("a rolled back tag changed the thread: %+v", th)
 	}
-	tag("g1", "a1", false)
+	if _, err := d.GetRun(bg(), ten, "t", "r0"); !errors.Is(err, db.ErrNotFound) {
+		t.Errorf("GetRun of the rolled back run: %v, want ErrNotFound", err)
+	}
+	run, err := accept(nil, "t", "r1", db.ThreadTag{GraphID: "g1", AssistantID: "a1"}, false)
+	ok(t, "CreateTaggedRunTx", err)
+	if run.ID != "r1" || run.ThreadID != "t" || run.Status != db.RunPending {
+		t.Errorf("created %+v, want run r1 pending on thread t", run)
+	}
 	th, err = d.GetThread(bg(), ten, "t")
 	ok(t, "GetThread", err)
-	want := db.Metadata{"owner": "ann", "graph_id": "g1", "assistant_id": "a1"}
-	if len(th.Metadata) != len(want) {
-		t.Errorf("metadata %v, want %v", th.Metadata, want)
-	}
-	for k, v := range want {
-		if th.Metadata[k] != v {
-			t.Errorf("metadata %v, want %v", th.Metadata, want)
-			break
-		}
-	}
+	wantMetadata("the tagged thread", th.Metadata, db.Metadata{"owner": "ann", "graph_id": "g1", "assistant_id": "a1"})
 	if !th.UpdatedAt.After(created.UpdatedAt) || !th.ExpiresAt.After(created.ExpiresAt) {
 		t.Errorf("updated_at %v and expiry %v did not move on from %v and %v", th.UpdatedAt, th.ExpiresAt, created.UpdatedAt, created.ExpiresAt)
 	}
 	within(t, "the expiry", th.ExpiresAt, th.UpdatedAt.Add(time.Hour-time.Second), th.UpdatedAt.Add(time.Hour+time.Second))
-	// A missing thread is left alone, without an error.
-	ok(t, "TagThreadTx of a missing thread", txr.InTx(bg(), func(tx any) error {
-		return tg.TagThreadTx(bg(), tx, ten, "missing", "g", "a")
-	}))
+	if _, err := d.GetRun(bg(), ten, "t", "r1"); err != nil {
+		t.Errorf("GetRun of the tagged run: %v", err)
+	}
+
+	// A thread the accept creates: created with the tag and its own keys.
+	_, err = accept(&db.Thread{ID: "new", Metadata: db.Metadata{"owner": "bob"}}, "new", "r2", db.ThreadTag{GraphID: "g2", AssistantID: "a2"}, false)
+	ok(t, "CreateTaggedRunTx with a new thread", err)
+	th, err = d.GetThread(bg(), ten, "new")
+	ok(t, "GetThread of the new thread", err)
+	wantMetadata("the new thread", th.Metadata, db.Metadata{"owner": "bob", "graph_id": "g2", "assistant_id": "a2"})
+	if !th.ExpiresAt.IsZero() {
+		t.Errorf("the new thread without a TTL expires at %v", th.ExpiresAt)
+	}
+
+	// A thread asked to be created that exists, without a TTL: tagged,
+	// its metadata not replaced by the request's, no expiry.
+	mkThread(t, d, ten, "old", db.Metadata{"owner": "cy"})
+	_, err = accept(&db.Thread{ID: "old", Metadata: db.Metadata{"owner": "eve"}}, "old", "r3", db.ThreadTag{GraphID: "g3", AssistantID: "a3"}, false)
+	ok(t, "CreateTaggedRunTx with a thread to create that exists", err)
+	th, err = d.GetThread(bg(), ten, "old")
+	ok(t, "GetThread of the existing thread", err)
+	wantMetadata("the existing thread", th.Metadata, db.Metadata{"owner": "cy", "graph_id": "g3", "assistant_id": "a3"})
+	if !th.ExpiresAt.IsZero() {
+		t.Errorf("the thread without a TTL expires at %v", th.ExpiresAt)
+	}
+
+	// A missing thread: not found, not created.
+	_, err = accept(nil, "missing", "r4", db.ThreadTag{GraphID: "g", AssistantID: "a"}, false)
+	isErr(t, "CreateTaggedRunTx on a missing thread", err, db.ErrNotFound)
 	if _, err := d.GetThread(bg(), ten, "missing"); err == nil {
-		t.Error("TagThreadTx created a missing thread")
+		t.Error("CreateTaggedRunTx created a missing thread")
 	}
 }
 

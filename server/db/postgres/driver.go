@@ -74,6 +74,10 @@ func (driver) JSONTextContains(col, key, param string) string {
 // MergesInSQL is true: jsonb || replaces top-level keys.
 func (driver) MergesInSQL() bool { return true }
 
+// TagsInAccept is true: the accept's WITH updates the thread's row once,
+// its tag and expiry together.
+func (driver) TagsInAccept() bool { return true }
+
 // Exec runs the statement on the pool: one statement commits alone.
 func (x driver) Exec(ctx context.Context, query string, args ...any) (int64, error) {
 	return conn{x.d.pool}.Exec(ctx, query, args...)

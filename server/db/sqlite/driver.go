@@ -64,6 +64,10 @@ func (driver) JSONTextContains(col, key, param string) string { return "" }
 // null members, not PostgreSQL's top-level ||.
 func (driver) MergesInSQL() bool { return false }
 
+// TagsInAccept is false: an INSERT cannot update another table; TagThread
+// follows it in the transaction (a statement, not a round trip).
+func (driver) TagsInAccept() bool { return false }
+
 var _ sqlcore.Rewriter = driver{}
 
 // Rewrite turns a statement's numbered parameters into plain "?" when

@@ -75,7 +75,7 @@ func (s *Store) CreateRun(ctx context.Context, tenant string, r db.Run) (db.Run,
 	var out db.Run
 	err = s.d.Write(ctx, func(tx Conn) error {
 		var err error
-		out, err = s.createRun(ctx, tx, tenant, nr, false, nil)
+		out, err = s.createRun(ctx, tx, tenant, nr, false, nil, nil)
 		return err
 	})
 	return out, err
@@ -86,6 +86,18 @@ func (s *Store) CreateRun(ctx context.Context, tenant string, r db.Run) (db.Run,
 // for SQLite, a pgx.Tx for PostgreSQL) that the caller commits: see
 // db.TxRunCreator.
 func (s *Store) CreateRunTx(ctx context.Context, tx any, tenant string, thread *db.Thread, r db.Run) (db.Run, error) {
+	return s.createRunTx(ctx, tx, tenant, thread, r, nil)
+}
+
+// CreateTaggedRunTx is CreateRunTx that records tag in the thread's
+// metadata too (db.TxThreadTagger): in the run's own statement where the
+// dialect tags on accept (Dialect.TagsInAccept), else with TagThread in
+// the same transaction; a thread created here is created with it.
+func (s *Store) CreateTaggedRunTx(ctx context.Context, tx any, tenant string, thread *db.Thread, r db.Run, tag db.ThreadTag) (db.Run, error) {
+	return s.createRunTx(ctx, tx, tenant, thread, r, &tag)
+}
+
+func (s *Store) createRunTx(ctx context.Context, tx any, tenant string, thread *db.Thread, r db.Run, tag *db.ThreadTag) (db.Run, error) {
 	c, err := s.d.Wrap(tx)
 	if err != nil {
 		return db.Run{}, s.wrap(err, "CreateRunTx")
@@ -94,26 +106,41 @@ func (s *Store) CreateRunTx(ctx context.Context, tx any, tenant string, thread *
 	if err != nil {
 		return db.Run{}, err
 	}
+	if thread != nil && tag != nil {
+		t := *thread
+		t.Metadata = tagged(thread.Metadata, *tag)
+		thread = &t
+	}
 	// The run's pre-claim, when ctx asks for one, is written by its INSERT.
 	p := preClaim(ctx, nr.r)
 	var out db.Run
 	switch {
 	case thread == nil:
-		out, err = s.createRun(ctx, c, tenant, nr, false, p)
+		out, err = s.createRun(ctx, c, tenant, nr, false, p, tag)
 	case thread.ID != r.ThreadID:
 		return db.Run{}, dbutil.Invalid("the new thread %q is not the run's thread %q", thread.ID, r.ThreadID)
 	case s.q.InsertThreadAndRun != "":
-		out, err = s.createThreadAndRun(ctx, c, tenant, *thread, nr, p)
+		out, err = s.createThreadAndRun(ctx, c, tenant, *thread, nr, p, tag)
 	default:
 		var created bool // whether tx itself created the run's thread
 		if created, err = s.createThreadIfMissing(ctx, c, tenant, *thread); err == nil {
-			out, err = s.createRun(ctx, c, tenant, nr, created, p)
+			out, err = s.createRun(ctx, c, tenant, nr, created, p, tag)
 		}
 	}
 	if err == nil && p != nil {
 		p.Wrote(tenant, out.ID)
 	}
 	return out, s.d.Classify(err)
+}
+
+// tagged is md with tag's graph_id and assistant_id, in a new map.
+func tagged(md db.Metadata, tag db.ThreadTag) db.Metadata {
+	out := make(db.Metadata, len(md)+2)
+	for k, v := range md {
+		out[k] = v
+	}
+	out["graph_id"], out["assistant_id"] = tag.GraphID, tag.AssistantID
+	return out
 }
 
 // ClassifyTxError wraps a storage failure of the database in a
@@ -198,15 +225,17 @@ func (s *Store) createThreadIfMissing(ctx context.Context, c Conn, tenant string
 // createThreadAndRun is createThreadIfMissing and createRun in one
 // statement (InsertThreadAndRun). A thread it neither inserted nor found
 // was inserted or deleted by a transaction that committed after the
-// statement began: createRun, a statement of its own, then decides.
-func (s *Store) createThreadAndRun(ctx context.Context, c Conn, tenant string, t db.Thread, nr runRow, p *txhook.PreClaim) (db.Run, error) {
+// statement began: createRun, a statement of its own, then decides. tag,
+// when not nil, is in t's metadata already and is recorded on a thread
+// that existed (see insertRunOnThread).
+func (s *Store) createThreadAndRun(ctx context.Context, c Conn, tenant string, t db.Thread, nr runRow, p *txhook.PreClaim, tag *db.ThreadTag) (db.Run, error) {
 	md, interrupts, err := newThreadRow(t)
 	if err != nil {
 		return db.Run{}, err
 	}
-	out, found, err := s.insertRunOnThread(ctx, c, tenant, nr, p, s.q.InsertThreadAndRun, md, interrupts)
+	out, found, err := s.insertRunOnThread(ctx, c, tenant, nr, p, tag, s.q.InsertThreadAndRun, md, interrupts)
 	if err != nil && !found {
-		return s.createRun(ctx, c, tenant, nr, false, p)
+		return s.createRun(ctx, c, tenant, nr, false, p, tag)
 	}
 	return out, err
 }
@@ -214,10 +243,12 @@ func (s *Store) createThreadAndRun(ctx context.Context, c Conn, tenant string, t
 // createRun stores the pending run nr in c, with the pre-claim p (nil:
 // none) on its row. held says c itself created the run's thread: no
 // other transaction can see it, let alone delete it, so the thread needs
-// no check or lock, and (created with no TTL) no expiry update.
-func (s *Store) createRun(ctx context.Context, c Conn, tenant string, nr runRow, held bool, p *txhook.PreClaim) (db.Run, error) {
+// no check or lock, (created with no TTL) no expiry update, and no tag
+// (it was created with it). tag, when not nil, is recorded on a thread
+// that existed (see insertRunOnThread).
+func (s *Store) createRun(ctx context.Context, c Conn, tenant string, nr runRow, held bool, p *txhook.PreClaim, tag *db.ThreadTag) (db.Run, error) {
 	if !held {
-		out, _, err := s.insertRunOnThread(ctx, c, tenant, nr, p, s.q.InsertRunOnThread)
+		out, _, err := s.insertRunOnThread(ctx, c, tenant, nr, p, tag, s.q.InsertRunOnThread)
 		return out, err
 	}
 	r := nr.r
@@ -240,13 +271,24 @@ func (s *Store) createRun(ctx context.Context, c Conn, tenant string, nr runRow,
 // deleted until c's transaction ends; a taken run ID is ErrConflict. A
 // new run is activity: the thread's expiry moves on, in the statement or
 // after it (ExtendThreadExpiry, only when the thread has an expiry).
-// found says whether the thread was found.
-func (s *Store) insertRunOnThread(ctx context.Context, c Conn, tenant string, nr runRow, p *txhook.PreClaim, query string, more ...any) (out db.Run, found bool, err error) {
+// When tag is not nil the thread that existed is tagged with it once the
+// run is stored: by the statement where the dialect tags on accept (the
+// tag's two arguments last, "" for none), else by TagThread after it,
+// which moves the expiry too. found says whether the thread was found.
+func (s *Store) insertRunOnThread(ctx context.Context, c Conn, tenant string, nr runRow, p *txhook.PreClaim, tag *db.ThreadTag, query string, more ...any) (out db.Run, found bool, err error) {
 	r := nr.r
 	now := s.d.Time(dbutil.Now())
 	owner, until := s.preClaimArgs(p)
 	args := append([]any{tenant, r.ID, r.ThreadID, r.AssistantID, nr.md, nr.kwargs, r.MultitaskStrategy, now,
 		s.nullTime(r.NotBefore), nr.version, owner, until}, more...)
+	inStatement := s.d.TagsInAccept()
+	if inStatement {
+		var graph, asst string
+		if tag != nil {
+			graph, asst = tag.GraphID, tag.AssistantID
+		}
+		args = append(args, graph, asst)
+	}
 	var stored, extend bool
 	out, err = s.scanRun(c.QueryRow(ctx, query, args...), tenant, &found, &stored, &extend)
 	if s.d.IsNoRows(err) {
@@ -267,10 +309,14 @@ func (s *Store) insertRunOnThread(ctx context.Context, c Conn, tenant string, nr
 	case !stored:
 		return db.Run{}, true, s.fail(db.ErrConflict, "run %q exists", r.ID)
 	}
-	if extend {
-		if err := execLater(ctx, c, s.q.ExtendThreadExpiry, now, tenant, r.ThreadID); err != nil {
-			return db.Run{}, true, s.wrap(err, "create run %q", r.ID)
-		}
+	switch {
+	case tag != nil && !inStatement:
+		err = execLater(ctx, c, s.q.TagThread, tag.GraphID, tag.AssistantID, now, tenant, r.ThreadID)
+	case extend:
+		err = execLater(ctx, c, s.q.ExtendThreadExpiry, now, tenant, r.ThreadID)
+	}
+	if err != nil {
+		return db.Run{}, true, s.wrap(err, "create run %q", r.ID)
 	}
 	return out, true, nil
 }

@@ -118,6 +118,12 @@ type Dialect interface {
 	// When false the store reads the stored metadata in the write
 	// transaction, merges in Go, and passes the merged document.
 	MergesInSQL() bool
+	// TagsInAccept reports whether InsertRunOnThread and
+	// InsertThreadAndRun take a thread tag as their last two arguments
+	// (graph and assistant ID, "" for none) and set it as TagThread does
+	// on a thread that existed, once the run is stored. When false
+	// TagThread follows them in the transaction.
+	TagsInAccept() bool
 	// Classify turns a storage failure (full disk, lost connection) into a
 	// *db.StorageError and returns other errors unchanged.
 	Classify(err error) error

@@ -86,6 +86,7 @@ func (fakeDialect) IsNoRows(error) bool         { return false }
 func (fakeDialect) Param(n int) string          { return "$" + strconv.Itoa(n) }
 func (fakeDialect) InList(col, p string) string { return col + " = ANY(" + p + ")" }
 func (fakeDialect) MergesInSQL() bool           { return false }
+func (fakeDialect) TagsInAccept() bool          { return false }
 func (fakeDialect) Classify(err error) error    { return err }
 func (f fakeDialect) NameContains(c, p string) string {
 	if f.sql {

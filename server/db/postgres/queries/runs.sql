@@ -246,15 +246,17 @@ RETURNING event_seq
 SELECT setval(pg_get_serial_sequence('trellis_runs', 'seq'), greatest((SELECT max(seq) FROM trellis_runs), 1))
 
 -- name: InsertRunOnThread
--- LockRunThread, InsertRun and ExtendThreadExpiry as one statement, one
--- round trip. t locks the thread FOR KEY SHARE as LockRunThread did (a
--- delete under way is waited for, and its thread then not found), so it
--- cannot be deleted until the run is in; the run is inserted only from
--- t's row, and the expiry moved only when the run was inserted and the
--- thread has an expiry to move (setting NULL to NULL is skipped). The one
--- row always returned says which: InsertRun's columns (empty when nothing
--- was stored), whether the thread was found, whether the run was stored,
--- and false (no ExtendThreadExpiry is left to run).
+-- LockRunThread, InsertRun, ExtendThreadExpiry and, when $13 (graph ID)
+-- is not empty, TagThread with $13 and $14 (assistant ID), as one
+-- statement, one round trip. t locks the thread FOR KEY SHARE as
+-- LockRunThread did (a delete under way is waited for, and its thread
+-- then not found), so it cannot be deleted until the run is in; the run
+-- is inserted only from t's row, and the thread's row updated once (e),
+-- only when the run was inserted and there is a tag to set or an expiry
+-- to move (setting NULL to NULL is skipped). The one row always returned
+-- says which: InsertRun's columns (empty when nothing was stored),
+-- whether the thread was found, whether the run was stored, and false
+-- (no ExtendThreadExpiry is left to run).
 WITH t AS (
 	SELECT thread_id FROM trellis_threads WHERE tenant = $1 AND thread_id = $3 FOR KEY SHARE
 ), r AS (
@@ -268,8 +270,10 @@ WITH t AS (
 	RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 		created_at, updated_at, not_before, cancel_requested, assistant_version
 ), e AS (
-	UPDATE trellis_threads SET expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE $8::timestamptz + ttl_us * interval '1 microsecond' END
-	WHERE tenant = $1 AND thread_id = $3 AND (ttl_us IS NOT NULL OR expires_at IS NOT NULL) AND EXISTS (SELECT 1 FROM r)
+	UPDATE trellis_threads SET expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE $8::timestamptz + ttl_us * interval '1 microsecond' END,
+		metadata = CASE WHEN $13::text = '' THEN metadata ELSE metadata || jsonb_build_object('graph_id', $13::text, 'assistant_id', $14::text) END,
+		updated_at = CASE WHEN $13::text = '' THEN updated_at ELSE $8::timestamptz END
+	WHERE tenant = $1 AND thread_id = $3 AND ($13::text <> '' OR ttl_us IS NOT NULL OR expires_at IS NOT NULL) AND EXISTS (SELECT 1 FROM r)
 )
 SELECT coalesce(r.run_id, ''), coalesce(r.thread_id, ''), coalesce(r.assistant_id, ''), coalesce(r.status, ''),
 	coalesce(r.metadata, '{}'::jsonb), r.kwargs, coalesce(r.multitask_strategy, ''), r.usage, coalesce(r.error, ''),
@@ -280,14 +284,15 @@ FROM (SELECT 1) one LEFT JOIN r ON true
 -- name: InsertThreadAndRun
 -- InsertThread (an idle thread with metadata $13 and interrupts $14, no
 -- values, error nor TTL, created at $8) unless it exists, then
--- InsertRunOnThread, as one statement, one round trip. A thread that
--- exists is locked and its expiry moved as InsertRunOnThread does (old);
--- one the statement creates (nt) needs neither: no other transaction sees
--- it before the commit, and it has no TTL. All the statement's parts read
--- one snapshot, so a thread another transaction inserted or deleted
--- after it began is neither inserted nor found: the row says the thread
--- was not found, and the caller runs InsertRunOnThread, which reads anew.
--- The row is InsertRunOnThread's.
+-- InsertRunOnThread with its tag in $15 and $16, as one statement, one
+-- round trip. A thread that exists is locked, its expiry moved and its
+-- tag set as InsertRunOnThread does (old); one the statement creates (nt)
+-- needs none of it: no other transaction sees it before the commit, it
+-- has no TTL, and the caller put the tag in its metadata $13. All the
+-- statement's parts read one snapshot, so a thread another transaction
+-- inserted or deleted after it began is neither inserted nor found: the
+-- row says the thread was not found, and the caller runs
+-- InsertRunOnThread, which reads anew. The row is InsertRunOnThread's.
 WITH nt AS (
 	INSERT INTO trellis_threads (tenant, thread_id, status, metadata, thread_values, interrupts, error, created_at, updated_at,
 		ttl_us, ttl_strategy, expires_at)
@@ -309,8 +314,10 @@ WITH nt AS (
 	RETURNING run_id, thread_id, assistant_id, status, metadata, kwargs, multitask_strategy, usage, error,
 		created_at, updated_at, not_before, cancel_requested, assistant_version
 ), e AS (
-	UPDATE trellis_threads SET expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE $8::timestamptz + ttl_us * interval '1 microsecond' END
-	WHERE tenant = $1 AND thread_id = $3 AND (ttl_us IS NOT NULL OR expires_at IS NOT NULL) AND EXISTS (SELECT 1 FROM r)
+	UPDATE trellis_threads SET expires_at = CASE WHEN ttl_us IS NULL THEN NULL ELSE $8::timestamptz + ttl_us * interval '1 microsecond' END,
+		metadata = CASE WHEN $15::text = '' THEN metadata ELSE metadata || jsonb_build_object('graph_id', $15::text, 'assistant_id', $16::text) END,
+		updated_at = CASE WHEN $15::text = '' THEN updated_at ELSE $8::timestamptz END
+	WHERE tenant = $1 AND thread_id = $3 AND ($15::text <> '' OR ttl_us IS NOT NULL OR expires_at IS NOT NULL) AND EXISTS (SELECT 1 FROM r)
 		AND EXISTS (SELECT 1 FROM old)
 )
 SELECT coalesce(r.run_id, ''), coalesce(r.thread_id, ''), coalesce(r.assistant_id, ''), coalesce(r.status, ''),

@@ -89,11 +89,13 @@ func newCluster(t *testing.T) *cluster {
 	if strings.Contains(dsn, "?") {
 		sep = "&"
 	}
-	c.dbURL = dsn + sep + "search_path=" + schema
+	c.schema = schema
+	// The backends serving the replicas are told apart by their
+	// application_name (cpuNow).
+	c.dbURL = dsn + sep + "search_path=" + schema + "&application_name=" + c.appName()
 	if extra := os.Getenv("TRELLIS_FAULT_PG_PARAMS"); extra != "" {
 		c.dbURL += "&" + extra
 	}
-	c.schema = schema
 	c.startRedis()
 	return c
 }

@@ -255,20 +255,38 @@ func TestThroughputByReplicas(t *testing.T) {
 			}
 		}
 	}
+	// measured is a load with the CPU time each part of it used, per
+	// runs/wait call: where a run's cost goes as replicas are added.
+	measured := func(db string, replicas int, graph string, urls []string, d time.Duration, prefix string, do unit) {
+		before, err := c.cpuNow()
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := load(t, urls, clients, d, prefix, do)
+		after, err := c.cpuNow()
+		if err != nil {
+			t.Fatal(err)
+		}
+		report(db, replicas, graph, f)
+		cpu, n := after.since(before), len(f.calls)
+		t.Logf("FIGURES cpu: %s replicas=%d graph=%s runs=%d cpu-µs/run: replicas=%s pg-backends=%s pg-aux=%s redis=%s clients=%s total=%s",
+			db, max(replicas, 1), graph, n, perRun(cpu.replicas, n), perRun(cpu.backends, n), perRun(cpu.pgAux, n),
+			perRun(cpu.redis, n), perRun(cpu.clients, n), perRun(cpu.total(), n))
+	}
 	var urls []string
 	for k, name := range []string{"r1", "r2", "r3"} {
 		urls = append(urls, c.start(name))
 		load(t, urls, clients, time.Second, fmt.Sprintf("warm%d", k), echo) // connections, assistants, caches
-		report("postgres", k+1, "echo", load(t, urls, clients, echoFor, fmt.Sprintf("pg%d", k+1), echo))
+		measured("postgres", k+1, "echo", urls, echoFor, fmt.Sprintf("pg%d", k+1), echo)
 		warmPlanner(urls[k:], fmt.Sprintf("warmp%d", k))
-		report("postgres", k+1, "planner", load(t, urls, clients, planFor, fmt.Sprintf("pgp%d", k+1), plannerFlow))
+		measured("postgres", k+1, "planner", urls, planFor, fmt.Sprintf("pgp%d", k+1), plannerFlow)
 	}
 	for _, name := range []string{"r1", "r2", "r3"} {
 		c.signal(name, 15) // SIGTERM
 	}
 	lite := []string{c.startWith("lite", filepath.Join(c.dir, "lite.db"))}
 	load(t, lite, clients, time.Second, "warml", echo)
-	report("sqlite", 0, "echo", load(t, lite, clients, echoFor, "lite", echo))
+	measured("sqlite", 0, "echo", lite, echoFor, "lite", echo)
 	warmPlanner(lite, "warmlp")
-	report("sqlite", 0, "planner", load(t, lite, clients, planFor, "litep", plannerFlow))
+	measured("sqlite", 0, "planner", lite, planFor, "litep", plannerFlow)
 }

@@ -66,6 +66,7 @@ type rareConfig struct {
 	observer       Observer
 	finalWrite     func(*FinalWrite)
 	start          *startCheckpoint // see WithStartCheckpoint
+	noNested       bool             // see WithoutSubgraphEvents
 }
 
 var noRare rareConfig // read-only: what get returns when no rare option was set

@@ -247,7 +247,7 @@ func (g *Graph) newRun(ctx context.Context, input Update, opts []RunOption, stre
 		if !streaming {
 			// A nested Invoke forwards its events to the parent's stream
 			// (see deliver).
-			r.kinds, r.forwards = pt.r.kinds, true
+			r.kinds, r.forwards = pt.r.nestedKinds(), true
 		}
 	}
 	if r.cfg.runID == "" && r.cfg.saver != nil {

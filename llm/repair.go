@@ -56,6 +56,18 @@ func repair(msgs []Message) ([]Message, bool) {
 	if historyValid(msgs) && callsWellFormed(msgs) {
 		return msgs, false
 	}
+	return repairAll(msgs), true
+}
+
+// repairAll rebuilds a history that needs repair (see repair). It is a
+// function of its own, kept out of line, so that repair's frame on the
+// stack of every model call stays small: repairAll's locals (messages and
+// calls copied by value) took 2.6 KB, which made a task goroutine's stack
+// outgrow its first 8 KB (and be copied) in a model call nested a few
+// frames deep.
+//
+//go:noinline
+func repairAll(msgs []Message) []Message {
 	// Where each call ID is called and answered.
 	callers := map[string][]int{}
 	results := map[string][]int{}
@@ -101,7 +113,7 @@ func repair(msgs []Message) ([]Message, bool) {
 			out = append(out, m)
 		}
 	}
-	return out, true
+	return out
 }
 
 // resultFor finds the result of call id made by the assistant message at

@@ -138,13 +138,17 @@ type Config struct {
 	// step's own task, instead of a ReAct loop invoked as a nested run:
 	// the same request, budgets, usage and step events, but no
 	// checkpoints in the step's namespace (its transcript is not kept;
-	// the step's result is, in Steps) and none of the nested run's
-	// events (a client streaming subgraphs sees no step:<task> events).
-	// A step whose run streams model tokens (graph.Messages), or offers
-	// client tools, still runs its loop, as does one whose model calls a
-	// tool anyway. A crash during an inline step asks its model again, as
-	// a crash during a loop's model call does; nothing else can re-run,
-	// as such a step has nothing that could have a side effect.
+	// the step's result is, in Steps), and the model is called from node
+	// "step" in the agent's namespace, not from node "model" in the
+	// step's (a model or an llmtest rule that chooses by node sees that).
+	// A step still runs its loop when anyone would see the loop's run:
+	// the run streams model tokens (graph.Messages) or the nested run's
+	// events (graph.NestedEvents: a stream without
+	// graph.WithoutSubgraphEvents, such as the server's with
+	// stream_subgraphs), has an Observer, or offers client tools; when
+	// its namespace may hold an earlier attempt's reply (a step resumed
+	// after a crash, see graph.FreshNamespace); and when its model calls
+	// a tool anyway. Nothing in such a step has a side effect.
 	InlineSteps bool
 
 	// MaxAsks bounds the planner's questions per task (0: DefaultMaxAsks);

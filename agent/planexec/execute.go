@@ -179,7 +179,7 @@ func (a *agent) stepNode(ctx context.Context, s graph.State, t stepTask) (graph.
 	if sr.cancel != nil {
 		defer sr.cancel()
 	}
-	if a.turn != nil && !graph.Messages(ctx).Enabled() {
+	if a.inlineHere(ctx) {
 		if out, ok, err := a.stepInline(ctx, &sr); ok {
 			return out, err
 		}

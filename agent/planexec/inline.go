@@ -28,6 +28,21 @@ func loopOutOf(res *graph.Result) loopOut {
 	return out
 }
 
+// inlineHere reports whether a step may ask its model in its own task
+// (stepInline) rather than run its loop as a nested run, because nobody
+// would see the loop's run: the loop has no tools (a.turn), the run
+// streams no model tokens (the step's would come from node step at the
+// top level), no one receives a nested run's events but its interrupts
+// (graph.NestedEvents: a client streaming subgraphs would miss the step's
+// task, update and checkpoint events), the step's namespace is certainly
+// empty (graph.FreshNamespace: a step resumed after a crash finds the
+// reply its loop saved) and no Observer sees the model call's node and
+// namespace (graph.Observing).
+func (a *agent) inlineHere(ctx context.Context) bool {
+	return a.turn != nil && !graph.Messages(ctx).Enabled() &&
+		graph.NestedEvents(ctx)&^graph.EventInterrupt == 0 && graph.FreshNamespace(ctx) && !graph.Observing(ctx)
+}
+
 // stepInline runs a step whose loop has no tools as its one model call,
 // in the step's task (Config.InlineSteps): the loop's request through the
 // loop's chain (the step's budgets and react's graceful finish), with the
@@ -52,9 +67,19 @@ func (a *agent) stepInline(ctx context.Context, sr *stepRun) (out graph.Output, 
 	}
 	var lo loopOut
 	if err == nil {
-		lo = loopOut{requests: max(int(u.Requests), 1), tokens: tokensOf(u)}
-		lo.answer, lo.answered = react.AnswerFrom([]llm.Message{msg})
+		lo = inlineOut(&msg, u)
 	}
 	out, err = a.stepEnded(ctx, sr, lo, err)
 	return out, true, err
+}
+
+// inlineOut is what stepEnded reads of an inline step's reply. It is out
+// of line so that stepInline's frame, on the stack during the model call,
+// holds no copies of the reply.
+//
+//go:noinline
+func inlineOut(msg *llm.Message, u llm.Usage) loopOut {
+	lo := loopOut{requests: max(int(u.Requests), 1), tokens: tokensOf(u)}
+	lo.answer, lo.answered = react.AnswerFrom([]llm.Message{*msg})
+	return lo
 }

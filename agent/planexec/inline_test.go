@@ -35,7 +35,7 @@ func stepAsk(id string) llmtest.Matcher {
 
 // inlineRun runs a 20-step plan of toolless steps on a saver that counts
 // the calls in the steps' namespaces, streaming the agent's events.
-func inlineRun(t *testing.T, inline bool) (*callSaver, graph.State, []string) {
+func inlineRun(t *testing.T, inline bool, opts ...graph.RunOption) (*callSaver, graph.State, []string) {
 	t.Helper()
 	m := replies20(t)
 	m.byNode[planexec.StepNode] = m.byNode[react.ModelNode]
@@ -43,7 +43,7 @@ func inlineRun(t *testing.T, inline bool) (*callSaver, graph.State, []string) {
 	s := newCallSaver()
 	var events []string
 	var state graph.State
-	for ev, err := range g.Stream(context.Background(), planexec.Input("go"), append(thread(s, "inline"), graph.WithEvents(graph.EventCustom|graph.EventValues))...) {
+	for ev, err := range g.Stream(context.Background(), planexec.Input("go"), append(append(thread(s, "inline"), graph.WithEvents(graph.EventCustom|graph.EventValues)), opts...)...) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,10 +60,11 @@ func inlineRun(t *testing.T, inline bool) (*callSaver, graph.State, []string) {
 
 // With Config.InlineSteps a toolless step is one model call in its task:
 // nothing is read or written in the steps' namespaces, and the run's
-// results, counts and events are those of the steps run as loops.
+// results, counts and events are those of the steps run as loops. (The
+// stream takes no subgraph events: see TestInlineStepsRunLoopsForSubgraphEvents.)
 func TestInlineStepsSaveNothingInTheirNamespaces(t *testing.T) {
 	loop, loopState, loopEvents := inlineRun(t, false)
-	in, inState, inEvents := inlineRun(t, true)
+	in, inState, inEvents := inlineRun(t, true, graph.WithoutSubgraphEvents())
 	if loop.batches+loop.puts == 0 {
 		t.Fatal("the steps run as loops saved nothing in their namespaces; the comparison below means nothing")
 	}
@@ -264,4 +265,17 @@ func TestInlineStepTimeBudget(t *testing.T) {
 			t.Errorf("Stopped = %q", got)
 		}
 	})
+}
+
+// A stream that takes subgraph events would miss the steps' loops (their
+// task, update and checkpoint events in step:<task>): with them asked
+// for, Config.InlineSteps runs every step as its loop.
+func TestInlineStepsRunLoopsForSubgraphEvents(t *testing.T) {
+	s, state, _ := inlineRun(t, true)
+	if s.batches+s.puts == 0 {
+		t.Error("the steps saved nothing in their namespaces; with subgraph events streamed they must run as loops")
+	}
+	if n := len(planexec.Steps.Get(state)); n != 20 {
+		t.Fatalf("%d steps finished; want 20", n)
+	}
 }

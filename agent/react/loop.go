@@ -146,6 +146,16 @@ func (b stepBudget) WrapModel(ctx context.Context, call *middleware.ModelCall, n
 	if left < 0 || left >= b.a.stepsToFinish() {
 		return next(ctx, call)
 	}
+	return b.finish(ctx, call, next)
+}
+
+// finish is WrapModel's last step: the request without tool use, and the
+// reply without calls. It is out of line so that WrapModel's frame, on the
+// stack of every model call of the loop, stays small (the copies of the
+// request and the reply took 1 KB of it).
+//
+//go:noinline
+func (b stepBudget) finish(ctx context.Context, call *middleware.ModelCall, next middleware.ModelHandler) (*llm.Response, error) {
 	if len(call.Request.Tools) > 0 {
 		req := *call.Request
 		req.ToolChoice = llm.ToolChoice{Mode: llm.ToolChoiceNone}

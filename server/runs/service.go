@@ -491,6 +491,11 @@ func (s *Service) execute(ctx, outer context.Context, lease db.Lease, run db.Run
 	// Task ends always: they carry the usage the run reports.
 	// Task starts too, so that the log knows when a node runs.
 	opts := append(append(slices.Clip(base), plan.Options...), start, graph.WithEvents(ms.kinds()|graph.EventTasks))
+	if !kw.StreamSubgraphs {
+		// encode drops nested runs' events but their interrupts: the
+		// engine need not build them (and nodes may skip nested runs).
+		opts = append(opts, graph.WithoutSubgraphEvents())
+	}
 	if s.foldsFinish(log) {
 		// The last checkpoint commits with the run's end (finalfold.go).
 		opts = append(opts, graph.WithFinalWrite(func(f *graph.FinalWrite) { log.final = f }))

@@ -290,12 +290,13 @@ func (r *run) runTasks(all []*task) (err error) {
 	if len(tasks) == 1 {
 		t := tasks[0]
 		t.Context, t.inline = base, true
-		r.exec(t)
+		r.execAt(t, monotonic())
 		// A task that finished alone commits with its step right away, and
 		// the checkpoint holds its writes: saving them as pending writes
 		// too would only cost a round trip. An interrupted or failed task,
-		// or one whose step waits on an unanswered sibling, saves them.
-		if len(t.in.raisedList()) > 0 || t.err != nil || waitingIn(all) {
+		// or one whose step waits on an unanswered sibling, saves them
+		// (a step of one task has no sibling: t is not waiting).
+		if len(t.in.raisedList()) > 0 || t.err != nil || len(all) > 1 && waitingIn(all) {
 			if err := r.saveTask(t); err != nil && t.err == nil {
 				t.err = err
 			}
@@ -330,8 +331,13 @@ func waitingIn(tasks []*task) bool {
 func (r *run) taskEnd(t *task) {
 	r.runCounts()[t.node.idx]++
 	if r.wants(EventTaskEnd) {
-		r.deliver(Event{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: t.endInfo()})
+		r.taskEndEvent(t)
 	}
+}
+
+// taskEndEvent sends t's EventTaskEnd, kept apart so that taskEnd inlines.
+func (r *run) taskEndEvent(t *task) {
+	r.deliver(Event{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: t.endInfo()})
 }
 
 // endInfo describes a task that stopped, for EventTaskEnd.
@@ -343,14 +349,12 @@ func (t *task) endInfo() TaskInfo {
 	return info
 }
 
-// exec runs one task with its retry policy and timeout, then checks its
+// execAt runs one task with its retry policy and timeout, then checks its
 // writes and evaluates its outgoing edges. It sets t.err rather than
-// returning it.
-func (r *run) exec(t *task) { r.execAt(t, monotonic()) }
-
-// execAt is exec for a task whose duration counts from start (a reading
-// of monotonic), and returns the clock when it ended: a worker that runs
-// tasks back to back starts the next one at this one's end (see worker).
+// returning it. The task's duration counts from start (a reading of
+// monotonic), and execAt returns the clock when it ended: a worker that
+// runs tasks back to back starts the next one at this one's end (see
+// worker).
 //
 // The clock is read after execTask returns, not in a deferred call: with
 // its many returns, execTask's defers could not be open-coded, and the
@@ -483,7 +487,9 @@ func (r *run) execTask(t *task) {
 			return
 		}
 	}
-	r.route(t)
+	if !t.viaGoto && len(n.conds)+len(n.fans) > 0 {
+		r.route(t)
+	}
 }
 
 // route evaluates a finished task's conditional and fan-out edges (not

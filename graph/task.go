@@ -534,13 +534,28 @@ func (t *task) fromChild(err error) (Command, bool) {
 }
 
 // call runs the node function once, turning a panic into an error.
+//
+// Parallel steps (Go) end with their node: their join is in the deferred
+// call that recovers, after the recover, rather than deferred on its own
+// (a second deferred call cost every node ~30 instructions). A panic of
+// the join itself still wins over the node's, as when it was deferred
+// after the recover: joinRecovering recovers it and takes its stack.
 func (t *task) call() (out Output, err error) {
 	defer func() {
-		if p := recover(); p != nil {
-			err = &PanicError{Value: p, Stack: debug.Stack()}
+		p := recover()
+		var stack []byte
+		if p != nil {
+			stack = debug.Stack()
+		}
+		if t.in != nil && t.in.par != nil {
+			if jp, js := t.joinRecovering(); jp != nil {
+				p, stack = jp, js
+			}
+		}
+		if p != nil {
+			err = &PanicError{Value: p, Stack: stack}
 		}
 	}()
-	defer t.joinSteps() // parallel steps (Go) end with their node
 	ctx := context.Context(t)
 	if d := t.node.timeout; d > 0 {
 		var cancel context.CancelFunc
@@ -548,6 +563,18 @@ func (t *task) call() (out Output, err error) {
 		defer cancel()
 	}
 	return t.node.run(ctx, t.r.state, t.payload)
+}
+
+// joinRecovering is joinSteps, returning what it panicked with, if it
+// did, and the stack it panicked on.
+func (t *task) joinRecovering() (p any, stack []byte) {
+	defer func() {
+		if p = recover(); p != nil {
+			stack = debug.Stack()
+		}
+	}()
+	t.joinSteps()
+	return nil, nil
 }
 
 // route evaluates the node's conditional and fan-out edges against view.

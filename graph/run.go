@@ -679,8 +679,10 @@ func copyVals(dst, src []slot) {
 // a checkpoint.
 func (r *run) afterCommit(tasks []*task) error {
 	r.uncommitted = false
-	if err := r.plan(tasks); err != nil {
-		return err
+	if !r.keepNext && (len(tasks) != 1 || !r.planChain(tasks[0])) { // plan, without its call
+		if err := r.planAll(tasks); err != nil {
+			return err
+		}
 	}
 	r.path = slices.Grow(r.path, len(tasks))
 	var pre fnv128
@@ -692,7 +694,12 @@ func (r *run) afterCommit(tasks []*task) error {
 				nr.id, nr.full = t.sum(), true
 			} else {
 				if !prefixed {
-					pre, prefixed = r.b.stepPrefix(r), true
+					if b := r.b; b != nil && b.hasPrefix(r.cpID) {
+						pre = b.pre // stepPrefix's test, without its call
+					} else {
+						pre = r.b.stepPrefix(r)
+					}
+					prefixed = true
 				}
 				nr.id = pre
 			}

@@ -88,10 +88,15 @@ type runBufs struct {
 // that stepPrefix inlines: an equal ID at another address is hashed again,
 // to the same prefix.
 func (b *runBufs) stepPrefix(r *run) fnv128 {
-	if b != nil && b.preOK && len(b.preCP) == len(r.cpID) && unsafe.StringData(b.preCP) == unsafe.StringData(r.cpID) {
+	if b != nil && b.hasPrefix(r.cpID) {
 		return b.pre
 	}
 	return b.hashPrefix(r)
+}
+
+// hasPrefix reports whether b.pre is the prefix for checkpoint ID id.
+func (b *runBufs) hasPrefix(id string) bool {
+	return b.preOK && len(b.preCP) == len(id) && unsafe.StringData(b.preCP) == unsafe.StringData(id)
 }
 
 // hashPrefix is stepPrefix when the prefix is hashed: it keeps the hash

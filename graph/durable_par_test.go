@@ -425,3 +425,41 @@ func TestParallelStepsBothAsk(t *testing.T) {
 		t.Errorf("runs x=%d y=%d, want 2 (ask, answer) and 3 (ask, ask again, answer)", c.get("x"), c.get("y"))
 	}
 }
+
+// A node that panics after starting a parallel step still has the step
+// joined: the step's held event is delivered before the run fails with
+// the node's panic (the join runs in the deferred call that recovers).
+func TestParallelStepJoinedWhenNodePanics(t *testing.T) {
+	release := make(chan struct{})
+	b := graph.New(trail)
+	b.AddNode("work", func(ctx context.Context, _ graph.State) (graph.Output, error) {
+		graph.Go(ctx, "bg", func(ctx context.Context) (int, error) {
+			<-release
+			graph.Emit(ctx, "from the step")
+			return 1, nil
+		})
+		close(release)
+		panic("node boom")
+	})
+	b.SetEntry("work")
+	b.AddEdge("work", graph.END)
+	g := mustCompile(t, b)
+	var custom []string
+	var runErr error
+	for ev, err := range g.Stream(context.Background(), nil, append(threadOpts(checkpoint.NewMemory(), "t"), graph.WithEvents(graph.EventCustom))...) {
+		if err != nil {
+			runErr = err
+			break
+		}
+		if s, ok := ev.Custom.(string); ok {
+			custom = append(custom, s)
+		}
+	}
+	var pe *graph.PanicError
+	if !errors.As(runErr, &pe) || pe.Value != "node boom" || !strings.Contains(string(pe.Stack), "TestParallelStepJoinedWhenNodePanics") {
+		t.Fatalf("err = %v, want the node's panic with its stack", runErr)
+	}
+	if d := cmp.Diff([]string{"from the step"}, custom); d != "" {
+		t.Errorf("custom events (-want +got):\n%s", d)
+	}
+}

@@ -213,12 +213,20 @@ func (k *Key[T]) apply(cur any, has bool, ws []Write) (any, error) {
 // applyWrite is apply for one write, w: a chain's step writes its key
 // once, and one write never batches (see batchable), so it goes straight
 // to applyOne, without apply's loop.
+//
+// A reduce by a reducer that does not grow in place (Sum, say) calls the
+// reducer here, without applyOne's call.
 func (k *Key[T]) applyWrite(cur any, has bool, w *Write) (any, error) {
 	c := k.def
 	if has {
 		c = cur.(T)
 	}
-	c, _, err := k.applyOne(c, false, *w)
+	var err error
+	if w.op == opReduce && k.red.grow == nil {
+		c, err = k.red.reduce(c, w.val.(T))
+	} else {
+		c, _, err = k.applyOne(c, false, *w)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("state key %q: %w", k.name, err)
 	}

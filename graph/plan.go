@@ -11,6 +11,7 @@ import (
 // joins of the tasks that just committed.
 
 // plan computes the next step's tasks from the committed tasks' routes.
+// afterCommit spells it out, to save a call a step.
 func (r *run) plan(tasks []*task) error {
 	if r.keepNext {
 		return nil

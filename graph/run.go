@@ -556,7 +556,13 @@ func release(tasks []*task) {
 // the step's writes by key (task order kept within a key), so each key is
 // unboxed, reduced and boxed once per step and gets its writes as one slice.
 func (r *run) commit(tasks []*task) error {
-	if err := r.apply(tasks); err != nil {
+	var err error
+	if len(tasks) == 1 && len(tasks[0].writes) == 1 {
+		err = r.applyOne(tasks[0]) // apply's own test, without its call
+	} else {
+		err = r.apply(tasks)
+	}
+	if err != nil {
 		return err
 	}
 	return r.afterCommit(tasks)
@@ -673,8 +679,10 @@ func copyVals(dst, src []slot) {
 // a checkpoint.
 func (r *run) afterCommit(tasks []*task) error {
 	r.uncommitted = false
-	if err := r.plan(tasks); err != nil {
-		return err
+	if !r.keepNext && (len(tasks) != 1 || !r.planChain(tasks[0])) { // plan, without its call
+		if err := r.planAll(tasks); err != nil {
+			return err
+		}
 	}
 	r.path = slices.Grow(r.path, len(tasks))
 	var pre fnv128
@@ -686,7 +694,12 @@ func (r *run) afterCommit(tasks []*task) error {
 				nr.id, nr.full = t.sum(), true
 			} else {
 				if !prefixed {
-					pre, prefixed = r.b.stepPrefix(r), true
+					if b := r.b; b != nil && b.hasPrefix(r.cpID) {
+						pre = b.pre // stepPrefix's test, without its call
+					} else {
+						pre = r.b.stepPrefix(r)
+					}
+					prefixed = true
 				}
 				nr.id = pre
 			}
@@ -766,6 +779,11 @@ func (r *run) tag() uint32 {
 	if r.cfg.saver == nil {
 		return 0
 	}
+	return r.drawTag()
+}
+
+// drawTag is tag with a checkpointer, kept apart so that tag inlines.
+func (r *run) drawTag() uint32 {
 	if r.nextTag == 0 {
 		r.nextTag = 1<<32 | uint64(rand.Uint32())
 	}

@@ -41,3 +41,36 @@ func TestSchemaSlotOf(t *testing.T) {
 		}
 	}
 }
+
+// TestOneGoodWrite checks execTask's inline test of a node's one write
+// against checkWrites: it may accept only what checkWrites accepts, for
+// keys inside and outside the dense range, a zero write and more writes.
+func TestOneGoodWrite(t *testing.T) {
+	a := NewKey[int]("a")
+	inside := NewKey[int]("inside") // between a and b: in the dense range, not in the schema
+	b := NewKey[int]("b")
+	for range maxDense {
+		NewKey[int]("filler")
+	}
+	outside := NewKey[int]("outside")
+	for _, keys := range [][]AnyKey{{a, b}, {a, b, outside}} {
+		s, errs := newSchema(keys)
+		if len(errs) > 0 {
+			t.Fatal(errs)
+		}
+		r := &run{g: &Graph{sch: s}}
+		for _, ws := range []Update{
+			{a.Set(1)}, {b.Set(1)}, {inside.Set(1)}, {outside.Set(1)}, {{}}, {a.Set(1), b.Set(2)}, {a.Set(1), inside.Set(2)}, nil,
+		} {
+			tk := &task{writes: ws}
+			good := r.oneGoodWrite(tk)
+			err := r.checkWrites(tk)
+			if good && err != nil {
+				t.Errorf("%d keys, writes %v: oneGoodWrite accepts what checkWrites refuses (%v)", len(keys), ws, err)
+			}
+			if want := len(ws) == 1 && err == nil && s.dense != nil; good != want {
+				t.Errorf("%d keys, writes %v: oneGoodWrite = %v, want %v", len(keys), ws, good, want)
+			}
+		}
+	}
+}

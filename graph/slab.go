@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Tasks and the states commit makes are carved from slabs: a step that
@@ -77,18 +78,34 @@ type runBufs struct {
 }
 
 // stepPrefix is r.idPrefix, hashed again only when the run's checkpoint ID
-// is not the one the last call hashed (comparing the very same string
-// costs a pointer comparison). The thread and namespace, the prefix's other inputs, are set
+// is not the one the last call hashed. The thread and namespace, the
+// prefix's other inputs, are set
 // before a run's first step and stay while it holds the buffers. Only the
 // run's loop goroutine calls it. A run without buffers (they went back to
 // the pool) hashes it each time, as before.
+//
+// The test is the strings' length and data pointer, not their bytes, so
+// that stepPrefix inlines: an equal ID at another address is hashed again,
+// to the same prefix.
 func (b *runBufs) stepPrefix(r *run) fnv128 {
+	if b != nil && b.hasPrefix(r.cpID) {
+		return b.pre
+	}
+	return b.hashPrefix(r)
+}
+
+// hasPrefix reports whether b.pre is the prefix for checkpoint ID id.
+func (b *runBufs) hasPrefix(id string) bool {
+	return b.preOK && len(b.preCP) == len(id) && unsafe.StringData(b.preCP) == unsafe.StringData(id)
+}
+
+// hashPrefix is stepPrefix when the prefix is hashed: it keeps the hash
+// and the ID it is for, in buffers the run holds.
+func (b *runBufs) hashPrefix(r *run) fnv128 {
 	if b == nil {
 		return r.idPrefix()
 	}
-	if !b.preOK || b.preCP != r.cpID {
-		b.pre, b.preCP, b.preOK = r.idPrefix(), r.cpID, true
-	}
+	b.pre, b.preCP, b.preOK = r.idPrefix(), r.cpID, true
 	return b.pre
 }
 

@@ -290,17 +290,21 @@ func (r *run) runTasks(all []*task) (err error) {
 	if len(tasks) == 1 {
 		t := tasks[0]
 		t.Context, t.inline = base, true
-		r.exec(t)
+		r.execAt(t, monotonic())
 		// A task that finished alone commits with its step right away, and
 		// the checkpoint holds its writes: saving them as pending writes
 		// too would only cost a round trip. An interrupted or failed task,
-		// or one whose step waits on an unanswered sibling, saves them.
-		if len(t.in.raisedList()) > 0 || t.err != nil || waitingIn(all) {
+		// or one whose step waits on an unanswered sibling, saves them
+		// (a step of one task has no sibling: t is not waiting).
+		if len(t.in.raisedList()) > 0 || t.err != nil || len(all) > 1 && waitingIn(all) {
 			if err := r.saveTask(t); err != nil && t.err == nil {
 				t.err = err
 			}
 		}
-		r.taskEnd(t)
+		r.b.marks[len(r.g.nodes)+t.node.idx]++ // runCounts()[t.node.idx], in fewer bounds checks
+		if r.wants(EventTaskEnd) {
+			r.taskEnd(t)
+		}
 		if t.err != nil {
 			return t.err
 		}
@@ -327,11 +331,9 @@ func waitingIn(tasks []*task) bool {
 	return false
 }
 
+// taskEnd sends the EventTaskEnd of a task that ran alone in its step.
 func (r *run) taskEnd(t *task) {
-	r.runCounts()[t.node.idx]++
-	if r.wants(EventTaskEnd) {
-		r.deliver(Event{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: t.endInfo()})
-	}
+	r.deliver(Event{Kind: EventTaskEnd, Step: r.step, Node: t.node.name, TaskID: t.ID(), Namespace: r.ns, Task: t.endInfo()})
 }
 
 // endInfo describes a task that stopped, for EventTaskEnd.
@@ -343,14 +345,12 @@ func (t *task) endInfo() TaskInfo {
 	return info
 }
 
-// exec runs one task with its retry policy and timeout, then checks its
+// execAt runs one task with its retry policy and timeout, then checks its
 // writes and evaluates its outgoing edges. It sets t.err rather than
-// returning it.
-func (r *run) exec(t *task) { r.execAt(t, monotonic()) }
-
-// execAt is exec for a task whose duration counts from start (a reading
-// of monotonic), and returns the clock when it ended: a worker that runs
-// tasks back to back starts the next one at this one's end (see worker).
+// returning it. The task's duration counts from start (a reading of
+// monotonic), and execAt returns the clock when it ended: a worker that
+// runs tasks back to back starts the next one at this one's end (see
+// worker).
 //
 // The clock is read after execTask returns, not in a deferred call: with
 // its many returns, execTask's defers could not be open-coded, and the
@@ -465,9 +465,11 @@ func (r *run) execTask(t *task) {
 			t.routes, t.viaGoto = o.Goto, true
 		}
 	}
-	if err := r.checkWrites(t); err != nil {
-		t.err = r.nodeErr(t, err)
-		return
+	if !r.oneGoodWrite(t) { // a node's one write is tested without checkWrites' loop and call
+		if err := r.checkWrites(t); err != nil {
+			t.err = r.nodeErr(t, err)
+			return
+		}
 	}
 	if t.viaGoto {
 		for _, tg := range t.routes {
@@ -483,7 +485,9 @@ func (r *run) execTask(t *task) {
 			return
 		}
 	}
-	r.route(t)
+	if !t.viaGoto && len(n.conds)+len(n.fans) > 0 {
+		r.route(t)
+	}
 }
 
 // route evaluates a finished task's conditional and fan-out edges (not
@@ -528,13 +532,28 @@ func (t *task) fromChild(err error) (Command, bool) {
 }
 
 // call runs the node function once, turning a panic into an error.
+//
+// Parallel steps (Go) end with their node: their join is in the deferred
+// call that recovers, after the recover, rather than deferred on its own
+// (a second deferred call cost every node ~30 instructions). A panic of
+// the join itself still wins over the node's, as when it was deferred
+// after the recover: joinRecovering recovers it and takes its stack.
 func (t *task) call() (out Output, err error) {
 	defer func() {
-		if p := recover(); p != nil {
-			err = &PanicError{Value: p, Stack: debug.Stack()}
+		p := recover()
+		var stack []byte
+		if p != nil {
+			stack = debug.Stack()
+		}
+		if t.in != nil && t.in.par != nil {
+			if jp, js := t.joinRecovering(); jp != nil {
+				p, stack = jp, js
+			}
+		}
+		if p != nil {
+			err = &PanicError{Value: p, Stack: stack}
 		}
 	}()
-	defer t.joinSteps() // parallel steps (Go) end with their node
 	ctx := context.Context(t)
 	if d := t.node.timeout; d > 0 {
 		var cancel context.CancelFunc
@@ -542,6 +561,18 @@ func (t *task) call() (out Output, err error) {
 		defer cancel()
 	}
 	return t.node.run(ctx, t.r.state, t.payload)
+}
+
+// joinRecovering is joinSteps, returning what it panicked with, if it
+// did, and the stack it panicked on.
+func (t *task) joinRecovering() (p any, stack []byte) {
+	defer func() {
+		if p = recover(); p != nil {
+			stack = debug.Stack()
+		}
+	}()
+	t.joinSteps()
+	return nil, nil
 }
 
 // route evaluates the node's conditional and fan-out edges against view.
@@ -592,6 +623,18 @@ func (r *run) checkWrites(t *task) error {
 		}
 	}
 	return nil
+}
+
+// oneGoodWrite reports whether t wrote one write to a key the schema's
+// dense index holds, which checkWrites accepts. False sends the writes to
+// checkWrites, which also knows a schema without a dense index.
+func (r *run) oneGoodWrite(t *task) bool {
+	if len(t.writes) != 1 || t.writes[0].key == nil {
+		return false
+	}
+	s := r.g.sch
+	d := uint64(t.writes[0].key.id - s.lo)
+	return d < uint64(len(s.dense)) && s.dense[d] > 0
 }
 
 // applyOwn applies a task's writes to view (a private clone), so its routers

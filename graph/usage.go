@@ -89,10 +89,14 @@ func (t *task) usageOf() Usage {
 // settleUsage moves the usage of a committed step's task from the task to
 // its node's total, before the task's memory can be reused.
 func (t *task) settleUsage() {
-	l := t.r.usage.Load()
-	if l == nil {
-		return
+	if l := t.r.usage.Load(); l != nil {
+		t.settle(l)
 	}
+}
+
+// settle is settleUsage once a node recorded usage in the run, kept apart
+// so that settleUsage inlines.
+func (t *task) settle(l *usageLedger) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	u, ok := l.tasks[t]

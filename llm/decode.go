@@ -116,11 +116,19 @@ func (c *contract) decode(reply string, dst any) *DecodeError {
 	if p != nil {
 		return fail(*p)
 	}
-	var inst any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&inst); err != nil {
-		return fail(Problem{Message: "the JSON is not valid: " + err.Error()})
+	// The JSON is read once, into the tree the checker walks; the value is
+	// then filled from that tree. encoding/json reads it again only when
+	// the filler leaves the value to it (see fillFunc), or, for the tree,
+	// on text the parser refuses (raw is valid JSON, so only to keep
+	// encoding/json's error if that ever happens).
+	inst, dup, ok := parseTree(raw)
+	if !ok {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&inst); err != nil {
+			return fail(Problem{Message: "the JSON is not valid: " + err.Error()})
+		}
+		dup = true // not known: let encoding/json fill the value
 	}
 	k := checker{c: c}
 	k.check(inst, c.schema, make([]byte, 0, 128)) // paths grow in place
@@ -129,6 +137,15 @@ func (c *contract) decode(reply string, dst any) *DecodeError {
 	}
 	if len(k.problems) > 0 {
 		return fail(k.problems...)
+	}
+	// With a repeated key, encoding/json merges the two values into one
+	// map or struct, which the tree (holding the later one) cannot repeat.
+	if c.fill != nil && !dup {
+		out := reflect.ValueOf(dst).Elem()
+		if c.fill(inst, out) {
+			return nil
+		}
+		out.SetZero()
 	}
 	if err := json.Unmarshal(raw, dst); err != nil {
 		return fail(unmarshalProblem(err))

@@ -264,8 +264,8 @@ func TestFillLeavesToEncodingJSON(t *testing.T) {
 		N int `json:"n,string"`
 	}
 	type twice struct {
-		A string `json:"x"`
-		B string `json:"x"`
+		A string `json:"B"` // takes B's name
+		B string
 	}
 	type stamped struct{ At time.Time }
 	type raw struct{ R json.RawMessage }

@@ -112,16 +112,20 @@ func (c *contract) decode(reply string, dst any) *DecodeError {
 	fail := func(problems ...Problem) *DecodeError {
 		return &DecodeError{Reply: reply, Problems: problems, object: c.object, shape: c.shape}
 	}
-	raw, p := c.extract(reply)
+	raw, pt, p := c.extract(reply)
 	if p != nil {
 		return fail(*p)
 	}
-	// The JSON is read once, into the tree the checker walks; the value is
-	// then filled from that tree. encoding/json reads it again only when
-	// the filler leaves the value to it (see fillFunc), or, for the tree,
-	// on text the parser refuses (raw is valid JSON, so only to keep
+	// The JSON is read once, into the tree the checker walks (for an
+	// object, while the extraction tests candidates); the value is then
+	// filled from that tree. encoding/json reads it again only when the
+	// filler leaves the value to it (see fillFunc), or, for the tree, on
+	// text the parser refuses (raw is valid JSON, so only to keep
 	// encoding/json's error if that ever happens).
-	inst, dup, ok := parseTree(raw)
+	inst, dup, ok := pt.tree, pt.dup, pt.ok && pt.span == string(raw)
+	if !ok {
+		inst, dup, ok = parseTree(string(raw))
+	}
 	if !ok {
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
@@ -153,37 +157,55 @@ func (c *contract) decode(reply string, dst any) *DecodeError {
 	return nil
 }
 
-// extract finds the JSON text to decode in reply.
-func (c *contract) extract(reply string) (json.RawMessage, *Problem) {
+// parsedSpan is a candidate's tree, read while testing it (see
+// parseTree).
+type parsedSpan struct {
+	span string
+	tree any
+	dup  bool
+	ok   bool
+}
+
+// extract finds the JSON text to decode in reply, and for an object its
+// tree, read while testing the candidates.
+func (c *contract) extract(reply string) (json.RawMessage, parsedSpan, *Problem) {
+	var pt parsedSpan
 	if c.object {
-		raw, err := jsonextract.Object(reply)
+		// parseTree accepts exactly what json.Valid accepts.
+		raw, err := jsonextract.ObjectFunc(reply, func(span string) bool {
+			tree, dup, ok := parseTree(span)
+			if ok {
+				pt = parsedSpan{span: span, tree: tree, dup: dup, ok: true}
+			}
+			return ok
+		})
 		if err == nil {
-			return raw, nil
+			return raw, pt, nil
 		}
 		if t := strings.TrimSpace(reply); t != "" && json.Valid([]byte(t)) {
-			return nil, &Problem{Message: fmt.Sprintf("the reply is %s, but a JSON object {...} is required", describeJSON(t))}
+			return nil, pt, &Problem{Message: fmt.Sprintf("the reply is %s, but a JSON object {...} is required", describeJSON(t))}
 		}
-		return nil, &Problem{Message: err.Error()}
+		return nil, pt, &Problem{Message: err.Error()}
 	}
 	if raw, ok := fencedValue(reply, true); ok {
-		return raw, nil
+		return raw, pt, nil
 	}
 	if raw, ok := fencedValue(reply, false); ok {
-		return raw, nil
+		return raw, pt, nil
 	}
 	if t := strings.TrimSpace(reply); json.Valid([]byte(t)) {
-		return json.RawMessage(t), nil
+		return json.RawMessage(t), pt, nil
 	}
 	if c.schema.Type == "array" || slices.Contains(c.schema.Types, "array") {
 		if raw, ok := firstArray(reply); ok {
-			return raw, nil
+			return raw, pt, nil
 		}
 	}
 	want := "the JSON value"
 	if w := typeWords(c.schema); w != "" {
 		want += " (" + w + ")"
 	}
-	return nil, &Problem{Message: "no valid JSON found in the reply; reply with only " + want}
+	return nil, pt, &Problem{Message: "no valid JSON found in the reply; reply with only " + want}
 }
 
 // describeJSON names the kind of the valid JSON text t, with an excerpt.

@@ -39,7 +39,7 @@ var treeCases = []string{
 // encoding/json's, and that it notes repeated keys.
 func TestParseTreeMatchesEncodingJSON(t *testing.T) {
 	for _, text := range treeCases {
-		got, dup, ok := parseTree([]byte(text))
+		got, dup, ok := parseTree(text)
 		want, err := encodingJSONTree([]byte(text))
 		if !ok || err != nil {
 			t.Fatalf("%q: parseTree ok %v, encoding/json error %v", text, ok, err)
@@ -53,8 +53,18 @@ func TestParseTreeMatchesEncodingJSON(t *testing.T) {
 	}
 	for _, bad := range []string{``, ` `, `{`, `{"a"}`, `{"a":}`, `{"a":1,}`, `[1,]`, `[1 2]`, `01`, `1.`, `.5`, `-`, `1e`, `+1`,
 		`tru`, `nul`, `"abc`, `"\x"`, `"\u12"`, `"\'"`, "\"a\tb\"", `{"a":1}x`, `{"a":1} {}`, `{1:2}`} {
-		if _, _, ok := parseTree([]byte(bad)); ok {
+		if _, _, ok := parseTree(bad); ok {
 			t.Errorf("parseTree accepted %q", bad)
+		}
+	}
+	// Nesting: encoding/json's limit, exactly.
+	for _, depth := range []int{maxTreeDepth, maxTreeDepth + 1} {
+		for _, open := range []string{"[", `{"a":`} {
+			closer := map[string]string{"[": "]", `{"a":`: "}"}[open]
+			text := strings.Repeat(open, depth) + "1" + strings.Repeat(closer, depth)
+			if _, _, ok := parseTree(text); ok != json.Valid([]byte(text)) {
+				t.Errorf("%d levels of %s: parseTree ok %v, json.Valid the opposite", depth, open, ok)
+			}
 		}
 	}
 }
@@ -66,7 +76,7 @@ func FuzzParseTree(f *testing.F) {
 		f.Add([]byte(c))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, _, ok := parseTree(data)
+		got, _, ok := parseTree(string(data))
 		if valid := json.Valid(data); ok != valid {
 			t.Fatalf("%q: parseTree ok %v, json.Valid %v", data, ok, valid)
 		}
@@ -112,9 +122,12 @@ type fillAll struct {
 	Inner  fillInner
 	IP     *fillInner
 	Skip   string `json:"-"`
-	Dash   string `json:"-,"`
+	//lint:ignore SA5008 encoding/json names this field "-", which the filler must do too
+	Dash string `json:"-,"`
+	//lint:ignore SA5008 encoding/json names a field with an invalid tag name after the Go field
 	BadTag string `json:"a\"b"`
 	Empty  string `json:",omitempty"`
+	//lint:ignore U1000 an unexported field, which encoding/json never sets
 	hidden int
 }
 
@@ -176,7 +189,7 @@ func checkFill[T any](t *testing.T, text string) bool {
 	if fill == nil {
 		t.Fatalf("no filler for %v", reflect.TypeFor[T]())
 	}
-	tree, dup, ok := parseTree([]byte(text))
+	tree, dup, ok := parseTree(text)
 	if !ok || dup {
 		return false
 	}

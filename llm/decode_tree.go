@@ -2,6 +2,7 @@ package llm
 
 import (
 	"encoding/json"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -17,7 +18,7 @@ import (
 // It accepts only valid JSON; on anything else it reports failure and the
 // caller goes back to encoding/json, whose error is the one to show.
 type treeParser struct {
-	data []byte
+	data string
 	pos  int
 	// dup is set when some object repeats a key.
 	dup bool
@@ -25,7 +26,7 @@ type treeParser struct {
 
 // parseTree reads data, which must hold one JSON value and nothing else
 // but white space.
-func parseTree(data []byte) (v any, dup bool, ok bool) {
+func parseTree(data string) (v any, dup bool, ok bool) {
 	p := treeParser{data: data}
 	v, ok = p.value(0)
 	if !ok {
@@ -78,7 +79,7 @@ func (p *treeParser) value(depth int) (any, bool) {
 }
 
 func (p *treeParser) literal(word string) bool {
-	if len(p.data)-p.pos < len(word) || string(p.data[p.pos:p.pos+len(word)]) != word {
+	if len(p.data)-p.pos < len(word) || p.data[p.pos:p.pos+len(word)] != word {
 		return false
 	}
 	p.pos += len(word)
@@ -205,7 +206,7 @@ func (p *treeParser) number() (any, bool) {
 		}
 	}
 	p.pos = i
-	return json.Number(d[start:i]), true
+	return json.Number(strings.Clone(d[start:i])), true
 }
 
 // str reads a string; p.data[p.pos] is its opening quote.
@@ -220,8 +221,8 @@ func (p *treeParser) str() (string, bool) {
 		case c == '"':
 			p.pos = i + 1
 			body := d[start:i]
-			if plain && (ascii || utf8.Valid(body)) {
-				return string(body), true
+			if plain && (ascii || utf8.ValidString(body)) {
+				return strings.Clone(body), true // not a piece of the reply, which it would keep alive
 			}
 			return unescape(body)
 		case c == '\\':
@@ -240,7 +241,7 @@ func (p *treeParser) str() (string, bool) {
 // are not valid UTF-8, as encoding/json does: each invalid byte becomes
 // U+FFFD, and so does a \u escape of a surrogate that is not followed by
 // the escape of its other half.
-func unescape(s []byte) (string, bool) {
+func unescape(s string) (string, bool) {
 	b := make([]byte, 0, len(s)+utf8.UTFMax)
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -292,7 +293,7 @@ func unescape(s []byte) (string, bool) {
 			b = append(b, c)
 			i++
 		default:
-			r, n := utf8.DecodeRune(s[i:])
+			r, n := utf8.DecodeRuneInString(s[i:])
 			if r == utf8.RuneError && n == 1 {
 				b = utf8.AppendRune(b, utf8.RuneError)
 			} else {
@@ -305,12 +306,12 @@ func unescape(s []byte) (string, bool) {
 }
 
 // hex4 reads the four hex digits that start s.
-func hex4(s []byte) (rune, bool) {
+func hex4(s string) (rune, bool) {
 	if len(s) < 4 {
 		return 0, false
 	}
 	var r rune
-	for _, c := range s[:4] {
+	for _, c := range []byte(s[:4]) {
 		switch {
 		case '0' <= c && c <= '9':
 			c -= '0'

@@ -103,25 +103,25 @@ type fillInner struct {
 
 // fillAll has a field of every kind the filler handles.
 type fillAll struct {
-	B      bool
-	S      string `json:"s"`
-	I8     int8   `json:"i8,omitempty"`
-	U16    uint16
-	F32    float32
-	F64    float64 `json:"f64,omitzero"`
-	N      json.Number
-	P      *int
-	PP     **string
-	Arr    [2]int
-	Sl     []string
-	Bytes  []byte
-	M      map[string]*fillInner
-	MN     map[fillName]fillName
-	Named  fillName
-	Any    any
-	Inner  fillInner
-	IP     *fillInner
-	Skip   string `json:"-"`
+	B     bool
+	S     string `json:"s"`
+	I8    int8   `json:"i8,omitempty"`
+	U16   uint16
+	F32   float32
+	F64   float64 `json:"f64,omitzero"`
+	N     json.Number
+	P     *int
+	PP    **string
+	Arr   [2]int
+	Sl    []string
+	Bytes []byte
+	M     map[string]*fillInner
+	MN    map[fillName]fillName
+	Named fillName
+	Any   any
+	Inner fillInner
+	IP    *fillInner
+	Skip  string `json:"-"`
 	//lint:ignore SA5008 encoding/json names this field "-", which the filler must do too
 	Dash string `json:"-,"`
 	//lint:ignore SA5008 encoding/json names a field with an invalid tag name after the Go field

@@ -116,15 +116,14 @@ func (c *contract) decode(reply string, dst any) *DecodeError {
 	if p != nil {
 		return fail(*p)
 	}
-	// The JSON is read once, into the tree the checker walks (for an
-	// object, while the extraction tests candidates); the value is then
-	// filled from that tree. encoding/json reads it again only when the
-	// filler leaves the value to it (see fillFunc), or, for the tree, on
-	// text the parser refuses (raw is valid JSON, so only to keep
+	// The JSON is read into the tree the checker walks once (for an
+	// object, while the extraction tests candidates), and into dst by
+	// encoding/json once the tree passed. encoding/json reads the tree
+	// only on text the parser refuses (raw is valid JSON, so only to keep
 	// encoding/json's error if that ever happens).
-	inst, dup, ok := pt.tree, pt.dup, pt.ok && pt.span == string(raw)
+	inst, ok := pt.tree, pt.ok && pt.span == string(raw)
 	if !ok {
-		inst, dup, ok = parseTree(string(raw))
+		inst, ok = parseTree(string(raw))
 	}
 	if !ok {
 		dec := json.NewDecoder(bytes.NewReader(raw))
@@ -132,7 +131,6 @@ func (c *contract) decode(reply string, dst any) *DecodeError {
 		if err := dec.Decode(&inst); err != nil {
 			return fail(Problem{Message: "the JSON is not valid: " + err.Error()})
 		}
-		dup = true // not known: let encoding/json fill the value
 	}
 	k := checker{c: c}
 	k.check(inst, c.schema, make([]byte, 0, 128)) // paths grow in place
@@ -141,15 +139,6 @@ func (c *contract) decode(reply string, dst any) *DecodeError {
 	}
 	if len(k.problems) > 0 {
 		return fail(k.problems...)
-	}
-	// With a repeated key, encoding/json merges the two values into one
-	// map or struct, which the tree (holding the later one) cannot repeat.
-	if c.fill != nil && !dup {
-		out := reflect.ValueOf(dst).Elem()
-		if c.fill(inst, out) {
-			return nil
-		}
-		out.SetZero()
 	}
 	if err := json.Unmarshal(raw, dst); err != nil {
 		return fail(unmarshalProblem(err))
@@ -162,7 +151,6 @@ func (c *contract) decode(reply string, dst any) *DecodeError {
 type parsedSpan struct {
 	span string
 	tree any
-	dup  bool
 	ok   bool
 }
 
@@ -173,9 +161,9 @@ func (c *contract) extract(reply string) (json.RawMessage, parsedSpan, *Problem)
 	if c.object {
 		// parseTree accepts exactly what json.Valid accepts.
 		raw, err := jsonextract.ObjectFunc(reply, func(span string) bool {
-			tree, dup, ok := parseTree(span)
+			tree, ok := parseTree(span)
 			if ok {
-				pt = parsedSpan{span: span, tree: tree, dup: dup, ok: true}
+				pt = parsedSpan{span: span, tree: tree, ok: true}
 			}
 			return ok
 		})

@@ -11,32 +11,28 @@ import (
 // encoding/json's Decoder gives with UseNumber (objects as map[string]any,
 // arrays as non-nil []any, numbers as json.Number, strings unescaped with
 // invalid UTF-8 and lone surrogates made U+FFFD). It reads the text once,
-// where encoding/json scans it and then decodes it; and it notes when an
-// object repeats a key, which the tree cannot show but which changes what
-// encoding/json makes of the reply (see filler).
+// where encoding/json scans it and then decodes it.
 //
 // It accepts only valid JSON; on anything else it reports failure and the
 // caller goes back to encoding/json, whose error is the one to show.
 type treeParser struct {
 	data string
 	pos  int
-	// dup is set when some object repeats a key.
-	dup bool
 }
 
 // parseTree reads data, which must hold one JSON value and nothing else
 // but white space.
-func parseTree(data string) (v any, dup bool, ok bool) {
+func parseTree(data string) (v any, ok bool) {
 	p := treeParser{data: data}
 	v, ok = p.value(0)
 	if !ok {
-		return nil, false, false
+		return nil, false
 	}
 	p.space()
 	if p.pos != len(p.data) {
-		return nil, false, false
+		return nil, false
 	}
-	return v, p.dup, true
+	return v, true
 }
 
 // maxTreeDepth is encoding/json's nesting limit.
@@ -115,11 +111,7 @@ func (p *treeParser) object(depth int) (any, bool) {
 		if !ok {
 			return nil, false
 		}
-		n := len(m)
-		m[key] = v
-		if len(m) == n {
-			p.dup = true // the later value wins, as in encoding/json's tree
-		}
+		m[key] = v // a repeated key: the later value wins, as in encoding/json's tree
 		p.space()
 		if p.pos >= len(p.data) {
 			return nil, false

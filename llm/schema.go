@@ -83,9 +83,6 @@ type contract struct {
 	// is not an object (providers only take objects).
 	format *ResponseFormat
 	shape  string // the compact shape restated in corrections
-	// fill fills a T from the checked JSON tree, or is nil when T is left
-	// to json.Unmarshal (see filler).
-	fill fillFunc
 }
 
 // schemaInfo holds what the checker precomputes for one (sub)schema.
@@ -171,7 +168,6 @@ func buildContract(t reflect.Type) (*contract, error) {
 		c.format = &ResponseFormat{Name: formatName(t)}
 	}
 	c.shape = shapeOf(s, c.info)
-	c.fill = filler(t)
 	return c, nil
 }
 

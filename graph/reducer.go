@@ -138,26 +138,49 @@ func MergeByID[E Identifiable]() Reducer[[]E] {
 // types that keep their ID in a field named ID.
 func MergeByIDFunc[E any](id func(E) string) Reducer[[]E] {
 	merge := func(cur []E, upds [][]E) ([]E, error) {
-		pos := make(map[string]int, len(cur))
-		for i, e := range cur {
-			pos[id(e)] = i
+		n := 0
+		for _, upd := range upds {
+			n += len(upd)
 		}
-		out := slices.Clip(slices.Clone(cur))
+		out := make([]E, len(cur), len(cur)+n)
+		copy(out, cur)
+		// A few written items (one message appended to a history) are
+		// found by scanning: an index of every current item would cost a
+		// map entry per item on every write. Past mergeScanMax written
+		// items the index pays for itself.
+		var pos map[string]int
+		if n > mergeScanMax {
+			pos = make(map[string]int, len(cur)+n)
+			for i, e := range cur {
+				pos[id(e)] = i // the last item with an ID wins, as in the scan
+			}
+		}
 		for _, upd := range upds {
 			for i, e := range upd {
 				key := id(e)
 				if key == "" {
 					return nil, fmt.Errorf("merge-by-id: written item %d has an empty ID; give every item an ID", i)
 				}
-				if p, ok := pos[key]; ok {
+				p := -1
+				if pos != nil {
+					if q, ok := pos[key]; ok {
+						p = q
+					} else {
+						pos[key] = len(out)
+					}
+				} else {
+					p = lastWithID(out, key, id)
+				}
+				if p >= 0 {
 					out[p] = e
 					continue
 				}
-				pos[key] = len(out)
 				out = append(out, e)
 			}
 		}
-		return out, nil
+		// No spare capacity: two nodes appending to the same snapshot must
+		// not share a backing array.
+		return slices.Clip(out), nil
 	}
 	return Reducer[[]E]{
 		name: "merge-by-id",
@@ -193,4 +216,19 @@ func MergeByIDFunc[E any](id func(E) string) Reducer[[]E] {
 			return ids, err
 		},
 	}
+}
+
+// mergeScanMax is how many written items merge-by-ID finds by scanning the
+// current items; past it, it indexes them in a map first.
+const mergeScanMax = 8
+
+// lastWithID returns the position of the last item of items with this ID,
+// or -1. The last, because the map it stands in for kept the last.
+func lastWithID[E any](items []E, key string, id func(E) string) int {
+	for i := len(items) - 1; i >= 0; i-- {
+		if id(items[i]) == key {
+			return i
+		}
+	}
+	return -1
 }

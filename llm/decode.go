@@ -112,15 +112,25 @@ func (c *contract) decode(reply string, dst any) *DecodeError {
 	fail := func(problems ...Problem) *DecodeError {
 		return &DecodeError{Reply: reply, Problems: problems, object: c.object, shape: c.shape}
 	}
-	raw, p := c.extract(reply)
+	raw, pt, p := c.extract(reply)
 	if p != nil {
 		return fail(*p)
 	}
-	var inst any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	if err := dec.Decode(&inst); err != nil {
-		return fail(Problem{Message: "the JSON is not valid: " + err.Error()})
+	// The JSON is read into the tree the checker walks once (for an
+	// object, while the extraction tests candidates), and into dst by
+	// encoding/json once the tree passed. encoding/json reads the tree
+	// only on text the parser refuses (raw is valid JSON, so only to keep
+	// encoding/json's error if that ever happens).
+	inst, ok := pt.tree, pt.ok && pt.span == string(raw)
+	if !ok {
+		inst, ok = parseTree(string(raw))
+	}
+	if !ok {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&inst); err != nil {
+			return fail(Problem{Message: "the JSON is not valid: " + err.Error()})
+		}
 	}
 	k := checker{c: c}
 	k.check(inst, c.schema, make([]byte, 0, 128)) // paths grow in place
@@ -136,37 +146,54 @@ func (c *contract) decode(reply string, dst any) *DecodeError {
 	return nil
 }
 
-// extract finds the JSON text to decode in reply.
-func (c *contract) extract(reply string) (json.RawMessage, *Problem) {
+// parsedSpan is a candidate's tree, read while testing it (see
+// parseTree).
+type parsedSpan struct {
+	span string
+	tree any
+	ok   bool
+}
+
+// extract finds the JSON text to decode in reply, and for an object its
+// tree, read while testing the candidates.
+func (c *contract) extract(reply string) (json.RawMessage, parsedSpan, *Problem) {
+	var pt parsedSpan
 	if c.object {
-		raw, err := jsonextract.Object(reply)
+		// parseTree accepts exactly what json.Valid accepts.
+		raw, err := jsonextract.ObjectFunc(reply, func(span string) bool {
+			tree, ok := parseTree(span)
+			if ok {
+				pt = parsedSpan{span: span, tree: tree, ok: true}
+			}
+			return ok
+		})
 		if err == nil {
-			return raw, nil
+			return raw, pt, nil
 		}
 		if t := strings.TrimSpace(reply); t != "" && json.Valid([]byte(t)) {
-			return nil, &Problem{Message: fmt.Sprintf("the reply is %s, but a JSON object {...} is required", describeJSON(t))}
+			return nil, pt, &Problem{Message: fmt.Sprintf("the reply is %s, but a JSON object {...} is required", describeJSON(t))}
 		}
-		return nil, &Problem{Message: err.Error()}
+		return nil, pt, &Problem{Message: err.Error()}
 	}
 	if raw, ok := fencedValue(reply, true); ok {
-		return raw, nil
+		return raw, pt, nil
 	}
 	if raw, ok := fencedValue(reply, false); ok {
-		return raw, nil
+		return raw, pt, nil
 	}
 	if t := strings.TrimSpace(reply); json.Valid([]byte(t)) {
-		return json.RawMessage(t), nil
+		return json.RawMessage(t), pt, nil
 	}
 	if c.schema.Type == "array" || slices.Contains(c.schema.Types, "array") {
 		if raw, ok := firstArray(reply); ok {
-			return raw, nil
+			return raw, pt, nil
 		}
 	}
 	want := "the JSON value"
 	if w := typeWords(c.schema); w != "" {
 		want += " (" + w + ")"
 	}
-	return nil, &Problem{Message: "no valid JSON found in the reply; reply with only " + want}
+	return nil, pt, &Problem{Message: "no valid JSON found in the reply; reply with only " + want}
 }
 
 // describeJSON names the kind of the valid JSON text t, with an excerpt.

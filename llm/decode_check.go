@@ -99,7 +99,7 @@ func (k *checker) check(v any, s *jsonschema.Schema, path []byte) {
 	case string:
 		k.checkString(v, s, inf, path)
 	case []any:
-		k.checkArray(v, s, path)
+		k.checkArray(v, s, inf, path)
 	case map[string]any:
 		k.checkObject(v, s, inf, path)
 	}
@@ -143,7 +143,7 @@ func (k *checker) checkString(v string, s *jsonschema.Schema, inf *schemaInfo, p
 	}
 }
 
-func (k *checker) checkArray(v []any, s *jsonschema.Schema, path []byte) {
+func (k *checker) checkArray(v []any, s *jsonschema.Schema, inf *schemaInfo, path []byte) {
 	switch {
 	case s.MinItems != nil && s.MaxItems != nil && *s.MinItems == *s.MaxItems && len(v) != *s.MinItems:
 		k.add(path, "must have exactly %s, got %d", items(*s.MinItems), len(v))
@@ -152,7 +152,7 @@ func (k *checker) checkArray(v []any, s *jsonschema.Schema, path []byte) {
 	case s.MaxItems != nil && len(v) > *s.MaxItems:
 		k.add(path, "must have at most %s, got %d", items(*s.MaxItems), len(v))
 	}
-	if s.Items == nil || isTrue(s.Items) {
+	if inf != nil && inf.openItems || inf == nil && (s.Items == nil || isTrue(s.Items)) {
 		return
 	}
 	for i, item := range v {
@@ -164,19 +164,22 @@ func (k *checker) checkObject(v map[string]any, s *jsonschema.Schema, inf *schem
 	if inf == nil {
 		return
 	}
-	for _, name := range inf.order {
+	found := 0
+	for i, name := range inf.order {
 		if val, ok := v[name]; ok {
-			k.check(val, s.Properties[name], appendKey(path, name))
+			found++
+			k.check(val, inf.props[i], appendKey(path, name))
 		} else if inf.required[name] {
 			k.add(appendKey(path, name), "is required")
 		}
 	}
-	for _, name := range s.Required {
-		if _, declared := s.Properties[name]; !declared {
-			if _, ok := v[name]; !ok {
-				k.add(appendKey(path, name), "is required")
-			}
+	for _, name := range inf.undeclared {
+		if _, ok := v[name]; !ok {
+			k.add(appendKey(path, name), "is required")
 		}
+	}
+	if found == len(v) {
+		return // every field is a declared property
 	}
 	var extra []string
 	for name := range v {

@@ -91,6 +91,12 @@ type schemaInfo struct {
 	order    []string // property names: declaration order, then sorted
 	pattern  *regexp.Regexp
 	enum     []any // Enum values as the checker decodes JSON
+	// props holds the schema of each property in order; undeclared the
+	// required names that are not properties (usually none).
+	props      []*jsonschema.Schema
+	undeclared []string
+	// openItems is set when the schema's items allow anything.
+	openItems bool
 }
 
 type contractEntry struct {
@@ -265,6 +271,16 @@ func (c *contract) prepare(s *jsonschema.Schema, depth int) error {
 		}
 	}
 	inf.order = propertyOrder(s)
+	inf.props = make([]*jsonschema.Schema, len(inf.order))
+	for i, name := range inf.order {
+		inf.props[i] = s.Properties[name]
+	}
+	for _, name := range s.Required {
+		if _, declared := s.Properties[name]; !declared {
+			inf.undeclared = append(inf.undeclared, name)
+		}
+	}
+	inf.openItems = s.Items == nil || isTrue(s.Items)
 	if s.Pattern != "" {
 		re, err := regexp.Compile(s.Pattern)
 		if err != nil {

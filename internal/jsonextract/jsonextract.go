@@ -49,25 +49,31 @@ func fail(format string, args ...any) error {
 // deeper than MaxDepth is reported as an error. Every error wraps
 // ErrNoObject and says what is wrong in terms a model can act on.
 func Object(text string) (json.RawMessage, error) {
-	if obj, ok := fenced(text, true); ok {
-		return obj, nil
-	}
-	if obj, ok := fenced(text, false); ok {
-		return obj, nil
-	}
-	return scan(text)
+	return ObjectFunc(text, validJSON)
 }
 
-// isObject reports whether s (already trimmed) is a valid JSON object.
-func isObject(s string) bool {
-	return len(s) > 0 && s[0] == '{' && json.Valid([]byte(s))
+// ObjectFunc is Object with the test of validity given: valid must report
+// whether a candidate (a trimmed span starting with '{') is valid JSON
+// exactly as json.Valid does. It lets a caller that parses the object
+// anyway check it in the same pass; the candidate whose test passes last
+// is the one returned.
+func ObjectFunc(text string, valid func(candidate string) bool) (json.RawMessage, error) {
+	if obj, ok := fenced(text, true, valid); ok {
+		return obj, nil
+	}
+	if obj, ok := fenced(text, false, valid); ok {
+		return obj, nil
+	}
+	return scan(text, valid)
 }
+
+func validJSON(s string) bool { return json.Valid([]byte(s)) }
 
 // fenced returns the trimmed content of the first fenced block whose info
 // string is "json" (any case) when wantJSON is set, or empty otherwise, and
 // whose content is a JSON object. Fences are paired in order: a block with
 // any other info string (```python) is skipped whole.
-func fenced(text string, wantJSON bool) (json.RawMessage, bool) {
+func fenced(text string, wantJSON bool, valid func(string) bool) (json.RawMessage, bool) {
 	const fence = "```"
 	rest := text
 	for {
@@ -92,7 +98,7 @@ func fenced(text string, wantJSON bool) (json.RawMessage, bool) {
 		if wantJSON {
 			match = strings.EqualFold(info, "json")
 		}
-		if match && isObject(body) {
+		if match && len(body) > 0 && body[0] == '{' && valid(body) {
 			return json.RawMessage(body), true
 		}
 	}
@@ -162,7 +168,7 @@ func (s *scanner) match(p int) (int, error) {
 
 // scan implements preference (3) of Object: the first balanced, valid
 // {...} span, skipping valid top-level arrays.
-func scan(text string) (json.RawMessage, error) {
+func scan(text string, validObject func(string) bool) (json.RawMessage, error) {
 	s := &scanner{text: text, ends: map[int]int{}, limit: 64*len(text) + 1<<20}
 	unclosed, invalid, invalidEnd, array := -1, -1, 0, -1
 	for p := 0; p < len(text); {
@@ -187,7 +193,12 @@ func scan(text string) (json.RawMessage, error) {
 		}
 		span := text[p:end]
 		s.work += len(span)
-		valid := json.Valid([]byte(span))
+		var valid bool
+		if text[p] == '[' {
+			valid = validJSON(span)
+		} else {
+			valid = validObject(span)
+		}
 		switch {
 		case text[p] == '[' && valid:
 			if array < 0 {

@@ -148,3 +148,33 @@ func FuzzObject(f *testing.F) {
 		}
 	})
 }
+
+// TestObjectFuncAsksOnlyAboutObjects checks that ObjectFunc's test sees
+// only trimmed candidates starting with '{', that the returned object is
+// the last candidate it passed, and that arrays are still judged by
+// json.Valid.
+func TestObjectFuncAsksOnlyAboutObjects(t *testing.T) {
+	text := "```json\n{\"a\":0}\n```\n```\n {\"b\":1} \n```\n[{\"x\":1}] then {\"c\":2} and {\"d\":3}"
+	var asked []string
+	last := ""
+	got, err := ObjectFunc(text, func(s string) bool {
+		asked = append(asked, s)
+		if s[0] != '{' || strings.TrimSpace(s) != s {
+			t.Errorf("asked about %q", s)
+		}
+		ok := json.Valid([]byte(s)) && !strings.Contains(s, `"a"`) && !strings.Contains(s, `"b"`) && !strings.Contains(s, `"c"`)
+		if ok {
+			last = s
+		}
+		return ok
+	})
+	if err != nil || string(got) != `{"d":3}` || last != `{"d":3}` {
+		t.Fatalf("ObjectFunc = %s, %v (last passed %q)", got, err, last)
+	}
+	// The fences' objects, then the scan's (the fences again; the array
+	// and the object in it skipped whole).
+	want := []string{`{"a":0}`, `{"b":1}`, `{"a":0}`, `{"b":1}`, `{"c":2}`, `{"d":3}`}
+	if strings.Join(asked, " ") != strings.Join(want, " ") {
+		t.Errorf("asked about %q, want %q", asked, want)
+	}
+}

@@ -58,7 +58,7 @@ func FreshNamespace(ctx context.Context) bool {
 	childMu.Lock()
 	first := !t.child
 	childMu.Unlock()
-	return first && t.r.ownCP && t.r.cpID != "" && !t.restored && !t.done && t.attempts <= 1 && !t.node.stateful && t.derivesFromRun()
+	return first && t.childUnsaved()
 }
 
 // Observing reports whether the running task's run has an Observer (see

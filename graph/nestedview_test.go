@@ -38,10 +38,7 @@ func newNestedPair(t *testing.T, ask bool, opts ...graph.NodeOption) *nestedPair
 	})
 	inner.SetEntry("inner")
 	inner.AddEdge("inner", graph.END)
-	ig, err := inner.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	ig := mustCompile(t, inner)
 	p := &nestedPair{}
 	b := graph.New(out)
 	b.AddNode("outer", func(ctx context.Context, s graph.State) (graph.Output, error) {
@@ -56,9 +53,7 @@ func newNestedPair(t *testing.T, ask bool, opts ...graph.NodeOption) *nestedPair
 	}, opts...)
 	b.SetEntry("outer")
 	b.AddEdge("outer", graph.END)
-	if p.outer, err = b.Compile(); err != nil {
-		t.Fatal(err)
-	}
+	p.outer = mustCompile(t, b)
 	return p
 }
 
@@ -153,10 +148,7 @@ func TestFreshNamespace(t *testing.T) {
 	}, graph.WithRetry(graph.RetryPolicy{MaxAttempts: 2, InitialInterval: time.Nanosecond, RetryOn: func(error) bool { return true }}))
 	b.SetEntry("flaky")
 	b.AddEdge("flaky", graph.END)
-	g, err := b.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := mustCompile(t, b)
 	if _, err := g.Invoke(context.Background(), graph.Update{}, saved...); err != nil {
 		t.Fatal(err)
 	}
@@ -186,10 +178,7 @@ func TestObserving(t *testing.T) {
 	})
 	b.SetEntry("n")
 	b.AddEdge("n", graph.END)
-	g, err := b.Compile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := mustCompile(t, b)
 	for _, opts := range [][]graph.RunOption{nil, {graph.WithObserver(noopObserver{})}} {
 		if _, err := g.Invoke(context.Background(), graph.Update{}, opts...); err != nil {
 			t.Fatal(err)

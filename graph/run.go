@@ -695,9 +695,9 @@ func (r *run) afterCommit(tasks []*task) error {
 			} else {
 				if !prefixed {
 					if b := r.b; b != nil && b.hasPrefix(r.cpID) {
-						pre = b.pre // stepPrefix's test, without its call
+						pre = b.pre // stepPrefix, spelled out to save its call
 					} else {
-						pre = r.b.stepPrefix(r)
+						pre = b.hashPrefix(r)
 					}
 					prefixed = true
 				}

@@ -84,9 +84,10 @@ type runBufs struct {
 // run's loop goroutine calls it. A run without buffers (they went back to
 // the pool) hashes it each time, as before.
 //
-// The test is the strings' length and data pointer, not their bytes, so
-// that stepPrefix inlines: an equal ID at another address is hashed again,
-// to the same prefix.
+// The test is the strings' length and data pointer, not their bytes (a
+// carved ID is never rewritten while referenced): an equal ID at another
+// address is hashed again, to the same prefix. afterCommit spells
+// stepPrefix out, to save a call a step.
 func (b *runBufs) stepPrefix(r *run) fnv128 {
 	if b != nil && b.hasPrefix(r.cpID) {
 		return b.pre

@@ -166,7 +166,15 @@ func (t *task) freshChild() bool {
 	first := !t.child
 	t.child = true
 	childMu.Unlock()
-	return first && t.r.ownCP && t.r.cpID != "" && !t.restored && !t.done && t.attempts <= 1 && !t.node.stateful && t.derivesFromRun()
+	return first && t.childUnsaved()
+}
+
+// childUnsaved reports whether no earlier attempt of t, and no earlier
+// run of the thread, can have saved in t's child namespace, given that t
+// started no nested run yet (freshChild's test, without its mark; see
+// FreshNamespace too).
+func (t *task) childUnsaved() bool {
+	return t.r.ownCP && t.r.cpID != "" && !t.restored && !t.done && t.attempts <= 1 && !t.node.stateful && t.derivesFromRun()
 }
 
 // derivesFromRun reports whether the task's ID is the one derived from

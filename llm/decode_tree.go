@@ -112,18 +112,12 @@ func (p *treeParser) object(depth int) (any, bool) {
 			return nil, false
 		}
 		m[key] = v // a repeated key: the later value wins, as in encoding/json's tree
-		p.space()
-		if p.pos >= len(p.data) {
+		end, ok := p.next('}')
+		if !ok {
 			return nil, false
 		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
+		if end {
 			return m, true
-		default:
-			return nil, false
 		}
 	}
 }
@@ -145,20 +139,33 @@ func (p *treeParser) array(depth int) (any, bool) {
 			return nil, false
 		}
 		a = append(a, v)
-		p.space()
-		if p.pos >= len(p.data) {
+		end, ok := p.next(']')
+		if !ok {
 			return nil, false
 		}
-		switch p.data[p.pos] {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
+		if end {
 			return a, true
-		default:
-			return nil, false
 		}
 	}
+}
+
+// next reads what follows a member or an element: a comma (more follow)
+// or close (end: the object or array is done). ok is false on anything
+// else.
+func (p *treeParser) next(close byte) (end, ok bool) {
+	p.space()
+	if p.pos >= len(p.data) {
+		return false, false
+	}
+	switch p.data[p.pos] {
+	case ',':
+		p.pos++
+		return false, true
+	case close:
+		p.pos++
+		return true, true
+	}
+	return false, false
 }
 
 // number reads a number as written, checking JSON's grammar:

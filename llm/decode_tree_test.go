@@ -1,22 +1,13 @@
 package llm
 
 import (
-	"bytes"
 	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
-)
 
-// encodingJSONTree is the tree encoding/json gives, as decode read it
-// before parseTree.
-func encodingJSONTree(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var v any
-	err := dec.Decode(&v)
-	return v, err
-}
+	"github.com/trellis-agents/trellis/internal/jsonmatch"
+)
 
 var treeCases = []string{
 	`{}`, `[]`, `null`, `true`, `false`, `0`, `-0`, `-12.5e+3`, `1E-2`, `""`,
@@ -38,7 +29,7 @@ var treeCases = []string{
 func TestParseTreeMatchesEncodingJSON(t *testing.T) {
 	for _, text := range treeCases {
 		got, ok := parseTree(text)
-		want, err := encodingJSONTree([]byte(text))
+		want, err := jsonmatch.Decode([]byte(text))
 		if !ok || err != nil {
 			t.Fatalf("%q: parseTree ok %v, encoding/json error %v", text, ok, err)
 		}
@@ -78,7 +69,7 @@ func FuzzParseTree(f *testing.F) {
 		if !ok {
 			return
 		}
-		want, err := encodingJSONTree(data)
+		want, err := jsonmatch.Decode(data)
 		if err != nil {
 			t.Fatalf("%q: encoding/json: %v", data, err)
 		}

@@ -42,17 +42,15 @@ func testTagThread(t *testing.T, d db.DB) {
 		}
 		return out, err
 	}
-	wantMetadata := func(what string, got, want db.Metadata) {
+	// taggedNoTTL checks thread id's metadata (want, as JSON) and that,
+	// without a TTL, it has no expiry.
+	taggedNoTTL := func(what, id, want string) {
 		t.Helper()
-		if len(got) != len(want) {
-			t.Errorf("%s: metadata %v, want %v", what, got, want)
-			return
-		}
-		for k, v := range want {
-			if got[k] != v {
-				t.Errorf("%s: metadata %v, want %v", what, got, want)
-				return
-			}
+		th, err := d.GetThread(bg(), ten, id)
+		ok(t, "GetThread of "+what, err)
+		jsonEq(t, what+"'s metadata", th.Metadata, want)
+		if !th.ExpiresAt.IsZero() {
+			t.Errorf("%s without a TTL expires at %v", what, th.ExpiresAt)
 		}
 	}
 
@@ -77,7 +75,7 @@ func testTagThread(t *testing.T, d db.DB) {
 	}
 	th, err = d.GetThread(bg(), ten, "t")
 	ok(t, "GetThread", err)
-	wantMetadata("the tagged thread", th.Metadata, db.Metadata{"owner": "ann", "graph_id": "g1", "assistant_id": "a1"})
+	jsonEq(t, "the tagged thread's metadata", th.Metadata, `{"owner":"ann","graph_id":"g1","assistant_id":"a1"}`)
 	if !th.UpdatedAt.After(created.UpdatedAt) || !th.ExpiresAt.After(created.ExpiresAt) {
 		t.Errorf("updated_at %v and expiry %v did not move on from %v and %v", th.UpdatedAt, th.ExpiresAt, created.UpdatedAt, created.ExpiresAt)
 	}
@@ -89,24 +87,14 @@ func testTagThread(t *testing.T, d db.DB) {
 	// A thread the accept creates: created with the tag and its own keys.
 	_, err = accept(&db.Thread{ID: "new", Metadata: db.Metadata{"owner": "bob"}}, "new", "r2", db.ThreadTag{GraphID: "g2", AssistantID: "a2"}, false)
 	ok(t, "CreateTaggedRunTx with a new thread", err)
-	th, err = d.GetThread(bg(), ten, "new")
-	ok(t, "GetThread of the new thread", err)
-	wantMetadata("the new thread", th.Metadata, db.Metadata{"owner": "bob", "graph_id": "g2", "assistant_id": "a2"})
-	if !th.ExpiresAt.IsZero() {
-		t.Errorf("the new thread without a TTL expires at %v", th.ExpiresAt)
-	}
+	taggedNoTTL("the new thread", "new", `{"owner":"bob","graph_id":"g2","assistant_id":"a2"}`)
 
 	// A thread asked to be created that exists, without a TTL: tagged,
 	// its metadata not replaced by the request's, no expiry.
 	mkThread(t, d, ten, "old", db.Metadata{"owner": "cy"})
 	_, err = accept(&db.Thread{ID: "old", Metadata: db.Metadata{"owner": "eve"}}, "old", "r3", db.ThreadTag{GraphID: "g3", AssistantID: "a3"}, false)
 	ok(t, "CreateTaggedRunTx with a thread to create that exists", err)
-	th, err = d.GetThread(bg(), ten, "old")
-	ok(t, "GetThread of the existing thread", err)
-	wantMetadata("the existing thread", th.Metadata, db.Metadata{"owner": "cy", "graph_id": "g3", "assistant_id": "a3"})
-	if !th.ExpiresAt.IsZero() {
-		t.Errorf("the thread without a TTL expires at %v", th.ExpiresAt)
-	}
+	taggedNoTTL("the existing thread", "old", `{"owner":"cy","graph_id":"g3","assistant_id":"a3"}`)
 
 	// A missing thread: not found, not created.
 	_, err = accept(nil, "missing", "r4", db.ThreadTag{GraphID: "g", AssistantID: "a"}, false)

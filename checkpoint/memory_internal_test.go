@@ -485,3 +485,20 @@ func TestMemoryCompactMetadata(t *testing.T) {
 		check("t after Prune", tup, p, i+4)
 	}
 }
+
+// TestChecksumStringLengths checks ChecksumString against hash/crc32 for
+// parts of every length around where it switches from its table loop to
+// hash/crc32, alone and after other parts.
+func TestChecksumStringLengths(t *testing.T) {
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	long := strings.Repeat("0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0|", 4)
+	for n := 0; n <= len(long); n++ {
+		s := long[:n]
+		if got, want := ChecksumString(0, s), crc32.Checksum([]byte(s), tab); got != want {
+			t.Errorf("ChecksumString of %d bytes = %08x, want %08x", n, got, want)
+		}
+		if got, want := ChecksumString(0, "task", "\x00", s, "\x00"), crc32.Checksum([]byte("task\x00"+s+"\x00"), tab); got != want {
+			t.Errorf("ChecksumString of parts with %d bytes = %08x, want %08x", n, got, want)
+		}
+	}
+}

@@ -27,7 +27,7 @@ import (
 
 // taskWrites encodes a task's pending writes.
 func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
-	var out []checkpoint.PendingWrite
+	out := make([]checkpoint.PendingWrite, 0, len(t.writes)+1) // a finished task's: its writes and routes
 	id := t.ID()
 	add := func(key string, v any) error {
 		b, ok := v.([]byte)
@@ -67,6 +67,7 @@ func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
 			return nil, err
 		}
 	default:
+		off := len(out)
 		for _, w := range t.writes {
 			b, err := w.key.self.encodeWrite(w)
 			if err != nil {
@@ -75,6 +76,13 @@ func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
 			if err := add(w.key.name, b); err != nil {
 				return nil, err
 			}
+		}
+		if int(t.idx) < len(r.b.pw) { // for the step's checkpoint (see encodedWrite)
+			r.b.pw[t.idx] = out[off : off+len(t.writes)]
+		}
+		if len(t.routes) == 0 { // most tasks: json.Marshal's bytes, without its reflection
+			out = append(out, checkpoint.PendingWrite{TaskID: id, Index: len(out), Key: checkpoint.WriteGoto, Value: noRoutes(t.viaGoto)})
+			return out, nil
 		}
 		routes := wireRoutes{Goto: t.viaGoto, Targets: []wireTarget{}}
 		for _, tg := range t.routes {

@@ -267,3 +267,78 @@ func TestAbortKeepsLastCheckpoint(t *testing.T) {
 		t.Errorf("latest checkpoint: step %d next %+v; want step 1 with b next", tup.Metadata.Step, tup.Checkpoint.Next)
 	}
 }
+
+// TestParallelStepDeltasReadBack runs steps of parallel Send tasks that
+// write a merged map and an appended list (values with characters JSON
+// escapes), under each durability, and checks that every checkpoint read
+// back from the saver holds the state the run had after that step: the
+// step's delta, which takes each write's encoding from its task's pending
+// writes, decodes to what the writes did.
+func TestParallelStepDeltasReadBack(t *testing.T) {
+	results := graph.NewKey("results", graph.MergeMap[string, string]())
+	notes := graph.NewKey("notes", graph.Concat[string]())
+	rounds := graph.NewKey("rounds", graph.Sum[int]())
+	for _, d := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit} {
+		b := graph.New(results, notes, rounds)
+		b.AddNode("fan", func(_ context.Context, s graph.State) (graph.Output, error) {
+			r := rounds.Get(s)
+			if r == 3 {
+				return graph.Command{Goto: []graph.Target{graph.To(graph.END)}}, nil
+			}
+			var ts []graph.Target
+			for i := range 4 {
+				ts = append(ts, graph.Send("work", fmt.Sprintf("r%d-%d", r, i)))
+			}
+			return graph.Command{Goto: ts, Update: graph.Writes(rounds.Set(1))}, nil
+		}, graph.Destinations("work", graph.END))
+		graph.AddSendNode(b, "work", func(_ context.Context, _ graph.State, id string) (graph.Output, error) {
+			return graph.Writes(results.Set(map[string]string{id: "<done> \"" + id + "\" é\n"}), notes.Set([]string{id + " & more"})), nil
+		})
+		b.SetEntry("fan")
+		b.AddEdge("work", "fan")
+		g := mustCompile(t, b)
+		saver := checkpoint.NewMemory()
+		thread := fmt.Sprint("deltas-", d)
+		res, err := g.Invoke(context.Background(), nil, graph.WithCheckpointer(saver), graph.WithThread(thread), graph.WithDurability(d))
+		if err != nil {
+			t.Fatalf("durability %v: %v", d, err)
+		}
+		if n := len(results.Get(res.State)); n != 12 {
+			t.Fatalf("durability %v: %d results, want 12", d, n)
+		}
+		snap, err := g.GetState(context.Background(), graph.WithCheckpointer(saver), graph.WithThread(thread))
+		if err != nil {
+			t.Fatalf("durability %v: %v", d, err)
+		}
+		if diff := cmp.Diff(results.Get(res.State), results.Get(snap.Values)); diff != "" {
+			t.Errorf("durability %v: results read back (-run +saved):\n%s", d, diff)
+		}
+		want := notes.Get(res.State)
+		slices.Sort(want)
+		got := notes.Get(snap.Values)
+		slices.Sort(got)
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("durability %v: notes read back (-run +saved):\n%s", d, diff)
+		}
+		if d == graph.DurabilityExit {
+			continue
+		}
+		// Every checkpoint of the thread reads back as a state whose
+		// results are those of the rounds before it.
+		for _, tup := range listAll(t, saver, thread) {
+			s, err := g.GetState(context.Background(), graph.WithCheckpointer(saver), graph.WithThread(thread), graph.WithCheckpointID(tup.Checkpoint.ID))
+			if err != nil {
+				t.Fatalf("durability %v: checkpoint %s: %v", d, tup.Checkpoint.ID, err)
+			}
+			r := rounds.Get(s.Values)
+			if n := len(results.Get(s.Values)); n != 4*r && n != 4*(r-1) {
+				t.Errorf("durability %v: checkpoint at round %d holds %d results", d, r, n)
+			}
+			for id, v := range results.Get(s.Values) {
+				if v != "<done> \""+id+"\" é\n" {
+					t.Errorf("durability %v: result %s read back as %q", d, id, v)
+				}
+			}
+		}
+	}
+}

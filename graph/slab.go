@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/trellis-agents/trellis/checkpoint"
 )
 
 // Tasks and the states commit makes are carved from slabs: a step that
@@ -46,6 +48,16 @@ type runBufs struct {
 	// then, while plan runs, the nodes triggered (one buffer for both)
 	touched []int
 	ws      []Write  // this step's writes grouped by key (reused)
+	encs    [][]byte // their encodings, when their tasks saved them (see apply)
+	// per task of a parallel step with a saver, by its idx: its writes'
+	// pending writes, as taskWrites encoded them, until apply (nil for a
+	// task whose writes were not encoded)
+	pw [][]checkpoint.PendingWrite
+	// per key, when made: the encodings of run.stepLog's writes that their
+	// tasks' pending writes held (nil entries where none). Used only while
+	// as long as stepLog (see encodingsOf): every append to it goes with an
+	// append to stepLog, not every append to stepLog with one here.
+	stepEnc [][][]byte
 	push    []Target // this step's Sends, while plan runs
 	seen    [][]bool // join barriers: per join, which sources have finished
 	// per node, twice: marks[i] is step+1 when node i was triggered this
@@ -150,6 +162,12 @@ func (r *run) putBuffers() {
 		clear(s)
 	}
 	clear(b.ws[:cap(b.ws)])
+	clear(b.pw[:cap(b.pw)])
+	b.pw = b.pw[:0]
+	for i := range b.stepEnc {
+		clear(b.stepEnc[i][:cap(b.stepEnc[i])])
+		b.stepEnc[i] = b.stepEnc[i][:0]
+	}
 	clear(b.push[:cap(b.push)])
 	b.touched, b.ws, b.push = b.touched[:0], b.ws[:0], b.push[:0]
 	b.cv.release()

@@ -69,15 +69,21 @@ func (e *wireEncoder) writeHead(op string) {
 
 // deltaData encodes a step's writes to key k as a delta blob's data: the
 // JSON array of their wire forms, as json.Marshal made it of the encoded
-// writes. It reports false, without copying, when the data would be longer
-// than limit bytes (the caller then saves the full value).
-func deltaData(k keyImpl, ws []Write, limit int) ([]byte, bool, error) {
+// writes. A write whose encoding encs holds (encs nil, or an entry nil:
+// none) is copied from there: its task's pending write, which
+// k.appendWrite made. It reports false, without copying, when the data
+// would be longer than limit bytes (the caller then saves the full value).
+func deltaData(k keyImpl, ws []Write, encs [][]byte, limit int) ([]byte, bool, error) {
 	e := getWireEncoder()
 	defer e.release()
 	e.buf.WriteByte('[')
 	for j, w := range ws {
 		if j > 0 {
 			e.buf.WriteByte(',')
+		}
+		if encs != nil && encs[j] != nil {
+			e.buf.Write(encs[j]) // the write's pending write: the same bytes
+			continue
 		}
 		if err := k.appendWrite(e, w); err != nil {
 			return nil, false, err

@@ -64,12 +64,26 @@ func TestWireFormUnchanged(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, fits, err := deltaData(c.k, c.w, len(want))
+		got, fits, err := deltaData(c.k, c.w, nil, len(want))
 		if err != nil || !fits || !bytes.Equal(got, want) {
 			t.Errorf("%s: deltaData = %s, %v, %v; want %s", c.k.Name(), got, fits, err, want)
 		}
-		if _, fits, _ := deltaData(c.k, c.w, len(want)-1); fits {
+		if _, fits, _ := deltaData(c.k, c.w, nil, len(want)-1); fits {
 			t.Errorf("%s: deltaData fits a limit one byte short", c.k.Name())
+		}
+		// With the encodings the tasks' pending writes hold, some or all
+		// of them: the same bytes.
+		for _, every := range []bool{false, true} {
+			encs := make([][]byte, len(c.w))
+			for i := range encs {
+				if every || i%2 == 1 {
+					encs[i] = parts[i]
+				}
+			}
+			got, fits, err := deltaData(c.k, c.w, encs, len(want))
+			if err != nil || !fits || !bytes.Equal(got, want) {
+				t.Errorf("%s: deltaData with encodings (all: %v) = %s, %v, %v; want %s", c.k.Name(), every, got, fits, err, want)
+			}
 		}
 	}
 }

@@ -3,6 +3,7 @@ package graph
 import (
 	"context"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -55,8 +56,14 @@ func (r *run) runParallel(base context.Context, tasks []*task) error {
 	if r.kinds != 0 {
 		r.evch = make(chan Event) // tasks (and nested runs) emit through it
 	}
+	n := 0 // room for the tasks' encoded writes, by idx
 	for _, t := range tasks {
 		t.Context = ctx
+		n = max(n, int(t.idx)+1)
+	}
+	if r.cfg.saver != nil { // the tasks' pending writes are saved (see encodedWrite)
+		r.b.pw = slices.Grow(r.b.pw[:0], n)[:n]
+		clear(r.b.pw) // an earlier step's, if its commit did not apply them
 	}
 	// The step's bookkeeping, its workers' function and its timer are the
 	// run's, reused from step to step (and run to run, with the buffers):

@@ -78,7 +78,7 @@ func (r *run) taskWrites(t *task) ([]checkpoint.PendingWrite, error) {
 			}
 		}
 		if int(t.idx) < len(r.b.pw) { // for the step's checkpoint (see encodedWrite)
-			r.b.pw[t.idx] = out[off : off+len(t.writes)]
+			r.b.pw[t.idx] = taskEnc{t, out[off : off+len(t.writes)]}
 		}
 		if len(t.routes) == 0 { // most tasks: json.Marshal's bytes, without its reflection
 			out = append(out, checkpoint.PendingWrite{TaskID: id, Index: len(out), Key: checkpoint.WriteGoto, Value: noRoutes(t.viaGoto)})

@@ -1,5 +1,7 @@
 package graph
 
+import "github.com/trellis-agents/trellis/checkpoint"
+
 // A parallel step's tasks save their pending writes as they finish, each
 // write encoded as a delta holds it (Key.appendWrite). The step's
 // checkpoint then takes those bytes for its deltas instead of encoding the
@@ -15,11 +17,18 @@ func (r *run) encodedWrite(t *task, j int) []byte {
 	if int(t.idx) >= len(r.b.pw) {
 		return nil
 	}
-	pw := r.b.pw[t.idx]
-	if j >= len(pw) || pw[j].Key != t.writes[j].key.name || pw[j].TaskID != t.ID() {
+	e := r.b.pw[t.idx]
+	if e.t != t || j >= len(e.ws) || e.ws[j].Key != t.writes[j].key.name {
 		return nil
 	}
-	return pw[j].Value
+	return e.ws[j].Value
+}
+
+// taskEnc is a task's writes as its pending writes encoded them (see
+// runBufs.pw).
+type taskEnc struct {
+	t  *task
+	ws []checkpoint.PendingWrite
 }
 
 // noRoutes is the encoding of a finished task's wireRoutes when it chose no
@@ -32,16 +41,26 @@ func noRoutes(viaGoto bool) []byte {
 	return []byte(`{"targets":[]}`)
 }
 
-// encodingsOf returns the encodings of key i's logged writes (stepLog[i])
-// when every one of them is known (some entries may still be nil), and
-// resets them: nil when they are not all logged there.
-func (r *run) encodingsOf(i int) [][]byte {
-	if r.b == nil || len(r.b.stepEnc) <= i {
+// takeEncodings returns the encodings of key i's n logged writes (see
+// encodingsOf): nil, at the cost of a test, in a run whose steps never
+// left any.
+func (r *run) takeEncodings(i, n int) [][]byte {
+	if r.b == nil || r.b.stepEnc == nil {
+		return nil
+	}
+	return r.encodingsOf(i, n)
+}
+
+// encodingsOf returns the encodings of key i's n logged writes (stepLog[i]
+// before the save reset it) when every one of them was logged there (some
+// entries may still be nil), and resets them: nil when they were not.
+func (r *run) encodingsOf(i, n int) [][]byte {
+	if len(r.b.stepEnc) <= i {
 		return nil
 	}
 	encs := r.b.stepEnc[i]
 	r.b.stepEnc[i] = encs[:0]
-	if len(encs) != len(r.stepLog[i]) {
+	if len(encs) != n {
 		clear(encs)
 		return nil
 	}

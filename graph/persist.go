@@ -68,10 +68,8 @@ func (r *run) save(source checkpoint.Source) error {
 		if len(ws) == 0 {
 			continue
 		}
-		encs := r.encodingsOf(i)
 		r.stepLog[i] = ws[:0]
-		b, err := r.blob(cv, i, k, sl, ws, encs)
-		clear(encs) // the pending writes' bytes, not kept past the save
+		b, err := r.blob(cv, i, k, sl, ws)
 		r.savedVer[i] = sl.ver
 		if err != nil {
 			return fmt.Errorf("graph: checkpoint of thread %q at step %d: %w", r.cfg.thread, r.step, err)
@@ -275,9 +273,10 @@ func (r *run) fork() error {
 }
 
 // blob encodes key i's blob of the checkpoint being saved: a delta of
-// its logged writes ws (encs, when not nil, holding the encodings known
-// of them, see encodingsOf) or its full value sl.
-func (r *run) blob(cv *carver, i int, k keyImpl, sl slot, ws []Write, encs [][]byte) (checkpoint.Blob, error) {
+// its logged writes ws (with the encodings a parallel step's tasks left
+// for them, see encodingsOf) or its full value sl.
+func (r *run) blob(cv *carver, i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, error) {
+	encs := r.takeEncodings(i, len(ws))
 	b := checkpoint.Blob{Key: k.Name(), Version: sl.ver}
 	// A delta must follow the saved version directly (under DurabilityExit
 	// several steps may have passed since the last save).
@@ -288,6 +287,7 @@ func (r *run) blob(cv *carver, i int, k keyImpl, sl slot, ws []Write, encs [][]b
 	c := &r.chain[i]
 	if limit := deltaFactor*c.fullBytes - c.deltaBytes; !full && limit >= minDelta {
 		data, fits, err := deltaData(k, ws, encs, limit)
+		clear(encs) // the pending writes' bytes, not kept past the save
 		if err != nil {
 			return b, err
 		}
@@ -298,6 +298,7 @@ func (r *run) blob(cv *carver, i int, k keyImpl, sl slot, ws []Write, encs [][]b
 			return b, nil
 		}
 	}
+	clear(encs)
 	data, err := encodeFull(cv, k, sl.v)
 	if err != nil {
 		return b, err
@@ -540,7 +541,7 @@ func (r *run) restoreFrom(tup *checkpoint.Tuple, withWrites bool) (bool, error) 
 	}
 	for i := range r.stepLog {
 		r.stepLog[i] = r.stepLog[i][:0] // a restored run starts from saved values
-		r.encodingsOf(i)
+		r.takeEncodings(i, -1)          // and with no encodings
 	}
 	return true, nil
 }

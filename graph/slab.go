@@ -6,8 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
-
-	"github.com/trellis-agents/trellis/checkpoint"
 )
 
 // Tasks and the states commit makes are carved from slabs: a step that
@@ -52,7 +50,7 @@ type runBufs struct {
 	// per task of a parallel step with a saver, by its idx: its writes'
 	// pending writes, as taskWrites encoded them, until apply (nil for a
 	// task whose writes were not encoded)
-	pw [][]checkpoint.PendingWrite
+	pw []taskEnc
 	// per key, when made: the encodings of run.stepLog's writes that their
 	// tasks' pending writes held (nil entries where none). Used only while
 	// as long as stepLog (see encodingsOf): every append to it goes with an

@@ -295,10 +295,6 @@ func (r *run) runTasks(all []*task) (err error) {
 		base, end = o.Start(base, Op{Kind: OpStep, Step: r.step, Namespace: r.ns, Tasks: len(tasks)})
 		defer func() { end(OpEnd{Err: err}) }()
 	}
-	if r.cfg.saver != nil && len(tasks) > 1 { // their pending writes are saved: see savedWrites
-		r.b.pw = slices.Grow(r.b.pw[:0], len(all))[:len(all)]
-		clear(r.b.pw) // an earlier step's, if its commit did not apply them
-	}
 	if len(tasks) == 1 {
 		t := tasks[0]
 		t.Context, t.inline = base, true

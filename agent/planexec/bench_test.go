@@ -206,6 +206,17 @@ func BenchmarkStepShape20(b *testing.B) {
 	benchStepShape20(b, func() checkpoint.Saver { return checkpoint.NewMemory() })
 }
 
+func benchStepShape20(b *testing.B, saver func() checkpoint.Saver) { benchShape20(b, saver, true) }
+
+// BenchmarkSendShape20 is BenchmarkStepShape20 without the nested run:
+// each step's task writes its StepResult at once. It is the engine's
+// floor for a plan step that is a task of its own with its result saved
+// (a Send task, its pending writes, the checkpoint of its level), below
+// which no step that stays a resumable, visible task can go.
+func BenchmarkSendShape20(b *testing.B) {
+	benchShape20(b, func() checkpoint.Saver { return checkpoint.NewMemory() }, false)
+}
+
 // BenchmarkStepShape20SQLite is BenchmarkStepShape20 on the SQLite
 // checkpointer (a file in a temporary directory, one thread per
 // iteration): what a step's saves and reads cost when each is a
@@ -262,7 +273,9 @@ func (p prefixed) PutWrites(ctx context.Context, ref checkpoint.Ref, task string
 	return p.Saver.PutWrites(ctx, ref, task, ws)
 }
 
-func benchStepShape20(b *testing.B, saver func() checkpoint.Saver) {
+// benchShape20 runs 20 steps in 4 levels of 5, each a Send task that
+// invokes a one-node loop in its namespace first when nested is set.
+func benchShape20(b *testing.B, saver func() checkpoint.Saver, nested bool) {
 	inner := graph.New(react.Messages)
 	inner.AddNode(react.ModelNode, func(ctx context.Context, s graph.State) (graph.Output, error) {
 		return graph.Writes(graph.Append(react.Messages, llm.Assistant("step done"))), nil
@@ -290,11 +303,14 @@ func benchStepShape20(b *testing.B, saver func() checkpoint.Saver) {
 		return graph.Command{Goto: targets}, nil
 	}, graph.Destinations(planexec.StepNode, graph.END))
 	graph.AddSendNode(outer, planexec.StepNode, func(ctx context.Context, s graph.State, t task) (graph.Output, error) {
-		res, err := loop.Invoke(ctx, graph.Writes(graph.Append(react.Messages, llm.User(prompt))))
-		if err != nil {
-			return nil, err
+		answer := "step done"
+		if nested {
+			res, err := loop.Invoke(ctx, graph.Writes(graph.Append(react.Messages, llm.User(prompt))))
+			if err != nil {
+				return nil, err
+			}
+			answer, _ = react.AnswerFrom(react.Messages.Get(res.State))
 		}
-		answer, _ := react.AnswerFrom(react.Messages.Get(res.State))
 		r := planexec.StepResult{Status: planexec.StepDone, Result: answer, Requests: 1, Tokens: 110}
 		return graph.Writes(planexec.Steps.Set(map[string]planexec.StepResult{t.ID: r}), planexec.Rounds.Set(1), planexec.Tokens.Set(110)), nil
 	})

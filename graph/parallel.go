@@ -163,6 +163,7 @@ func (st *stepSync) grow(n int64) bool {
 // worker runs the step's tasks, taking the next one in order until none is
 // left. The last worker to stop signals done (which has room for it).
 func (r *run) worker(st *stepSync) {
+	growStack()
 	defer func() {
 		if st.live.Add(-1) == 0 {
 			st.done <- struct{}{}

@@ -28,8 +28,8 @@ import (
 //
 // Tx implements pgx.Tx, so that code written for pgx (River's driver, the
 // savers) runs in it unchanged. A nested transaction (Begin) is pgx's
-// savepoint, begun once the queued statements are sent. LargeObjects is
-// not supported. Like pgx.Tx, a Tx is not safe for concurrent use.
+// savepoint, begun once the queued statements are sent. Like pgx.Tx, a Tx
+// is not safe for concurrent use.
 type Tx struct {
 	conn    *pgxpool.Conn
 	pc      *pgx.Conn // conn's, kept for Conn after the release
@@ -296,9 +296,19 @@ func (t *Tx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDe
 	return t.conn.Conn().Prepare(ctx, name, sql)
 }
 
-// LargeObjects is not supported: it panics.
+// LargeObjects returns pgx's large objects on the transaction. They run
+// on a begun transaction, so it first sends the BEGIN and the queued
+// statements, with context.Background() (LargeObjects takes no context).
+// When those fail, the large objects are the failed transaction's: each
+// call returns an error, and the transaction is lost as after any failed
+// statement (Commit reports it). It panics only when the transaction
+// ended before it sent anything: there is no transaction to use then.
 func (t *Tx) LargeObjects() pgx.LargeObjects {
-	panic("pgdb: Tx does not support large objects")
+	_ = t.Flush(context.Background()) // a failure is kept in t.failed, for Commit
+	if t.inner == nil {
+		panic("pgdb: LargeObjects on a transaction that ended before it began")
+	}
+	return t.inner.LargeObjects()
 }
 
 // Conn is the transaction's connection (still the same one once the

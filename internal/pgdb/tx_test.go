@@ -274,3 +274,61 @@ func TestTxRowsReadToTheEnd(t *testing.T) {
 		t.Errorf("%d rows, want 3", n)
 	}
 }
+
+// LargeObjects sends the BEGIN and the queued statements, then works on
+// the open transaction: an object written in it is there after the
+// commit, with the queued insert. After a queued statement failed, its
+// calls fail and the commit reports the failure.
+func TestTxLargeObjects(t *testing.T) {
+	pool, _ := txPool(t)
+	ctx := context.Background()
+	tx, err := pgdb.Begin(ctx, pool, pgx.TxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.ExecLater(ctx, `INSERT INTO t VALUES (1, 'a')`)
+	lo := tx.LargeObjects()
+	oid, err := lo.Create(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj, err := lo.Open(ctx, oid, pgx.LargeObjectModeWrite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := obj.Write([]byte("large")); err != nil {
+		t.Fatal(err)
+	}
+	if err := obj.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := rowCount(t, pool); n != 1 {
+		t.Errorf("%d rows after the commit, want the queued insert's 1", n)
+	}
+	var data []byte
+	if err := pool.QueryRow(ctx, `SELECT lo_get($1)`, oid).Scan(&data); err != nil || string(data) != "large" {
+		t.Errorf("the large object after the commit: %q, %v; want \"large\"", data, err)
+	}
+	if _, err := pool.Exec(ctx, `SELECT lo_unlink($1)`, oid); err != nil {
+		t.Fatal(err)
+	}
+
+	tx, err = pgdb.Begin(ctx, pool, pgx.TxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx.ExecLater(ctx, `INSERT INTO t VALUES (1, 'dup')`)
+	lo = tx.LargeObjects()
+	if _, err := lo.Create(ctx, 0); err == nil {
+		t.Error("Create after a failed queued insert succeeded")
+	}
+	if err := tx.Commit(ctx); err == nil {
+		t.Error("the commit after a failed queued insert succeeded")
+	}
+	if pool.Stat().AcquiredConns() != 0 {
+		t.Errorf("%d connections still acquired", pool.Stat().AcquiredConns())
+	}
+}

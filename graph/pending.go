@@ -185,7 +185,13 @@ func (r *run) putTaskWrites(t *task) error {
 		return fmt.Errorf("graph: encode the pending writes of node %q: %w", t.node.name, err)
 	}
 	ref := checkpoint.Ref{ThreadID: r.cfg.thread, Namespace: r.ns, ID: r.cpID}
-	id, node := t.ID(), t.node.name
+	node := t.node.name
+	var id string
+	if len(ws) > 0 {
+		id = ws[0].TaskID // formatted once, by taskWrites
+	} else {
+		id = t.ID()
+	}
 	added := t.in.appendable(r.cpID, ws) // a durable step: one new write
 	do := func() error {
 		if err := r.putWrites(ref, id, ws, added); err != nil {

@@ -52,9 +52,10 @@ type runBufs struct {
 	// task whose writes were not encoded)
 	pw []taskEnc
 	// per key, when made: the encodings of run.stepLog's writes that their
-	// tasks' pending writes held (nil entries where none). Used only while
-	// as long as stepLog (see encodingsOf): every append to it goes with an
-	// append to stepLog, not every append to stepLog with one here.
+	// tasks' pending writes held (nil entries where none). A key's are used
+	// only while they are as many as its logged writes (see encodingsOf):
+	// every append here goes with an append to stepLog, not every append
+	// to stepLog with one here.
 	stepEnc [][][]byte
 	push    []Target // this step's Sends, while plan runs
 	seen    [][]bool // join barriers: per join, which sources have finished

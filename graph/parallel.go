@@ -87,8 +87,12 @@ func (r *run) runParallel(base context.Context, tasks []*task) error {
 		}
 	}
 	st.live.Store(int64(workers))
+	work := r.b.workGrown // a few workers, each taking task after task
+	if workers > runtime.GOMAXPROCS(0) {
+		work = r.b.work // a goroutine per task of a slow node: as small as it can be
+	}
 	for range workers {
-		go r.b.work()
+		go work()
 	}
 	var tick *time.Timer
 	var tickC <-chan time.Time
@@ -163,7 +167,6 @@ func (st *stepSync) grow(n int64) bool {
 // worker runs the step's tasks, taking the next one in order until none is
 // left. The last worker to stop signals done (which has room for it).
 func (r *run) worker(st *stepSync) {
-	growStack()
 	defer func() {
 		if st.live.Add(-1) == 0 {
 			st.done <- struct{}{}

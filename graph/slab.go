@@ -67,8 +67,11 @@ type runBufs struct {
 	// check's timer (see runParallel); r is the run using the buffers
 	step stepSync
 	work func()
-	tick *time.Timer
-	r    *run
+	// workGrown is work on a stack grown first (see growStack), for the
+	// step's first workers, which take task after task
+	workGrown func()
+	tick      *time.Timer
+	r         *run
 	// a save's carving chunk and containers (see run.save), kept for the
 	// run's next save instead of a pool round trip each
 	cv carver
@@ -143,6 +146,7 @@ func (b *runBufs) parallel() {
 	if b.work == nil {
 		b.step.done = make(chan struct{}, 1)
 		b.work = func() { b.r.worker(&b.step) }
+		b.workGrown = func() { growStack(); b.r.worker(&b.step) }
 	}
 }
 

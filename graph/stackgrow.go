@@ -1,7 +1,10 @@
 package graph
 
-// workerStack is how much stack a parallel step's worker takes before it
-// runs its first task (see growStack).
+// workerStack is how much stack a parallel step's first workers take
+// before they run their first task (see growStack). A step that starts a
+// goroutine per task (a slow node's, or past the stall check) does not
+// grow them: its tasks wait on something, and thousands of them would
+// hold 16 KB each.
 const workerStack = 8 << 10
 
 // growStack grows the calling goroutine's stack, while it is still

@@ -30,6 +30,17 @@ func txPool(t *testing.T) (*pgxpool.Pool, *sqltrace.Recorder) {
 	return pool, rec
 }
 
+// begin starts a pgdb transaction on pool, failing the test when it
+// cannot.
+func begin(t *testing.T, pool *pgxpool.Pool) *pgdb.Tx {
+	t.Helper()
+	tx, err := pgdb.Begin(context.Background(), pool, pgx.TxOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tx
+}
+
 func rowCount(t *testing.T, pool *pgxpool.Pool) int {
 	t.Helper()
 	var n int
@@ -73,10 +84,7 @@ func TestTxRoundTrips(t *testing.T) {
 	}
 	rec.Take()
 
-	empty, err := pgdb.Begin(ctx, pool, pgx.TxOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	empty := begin(t, pool)
 	if err := empty.Commit(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -99,13 +107,10 @@ func TestTxQueuedFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tx, err := pgdb.Begin(ctx, pool, pgx.TxOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := begin(t, pool)
 	tx.ExecLater(ctx, `INSERT INTO t VALUES (2, 'b')`)
 	tx.ExecLater(ctx, `INSERT INTO t VALUES (1, 'dup')`)
-	err = tx.Commit(ctx)
+	err := tx.Commit(ctx)
 	var de *pgdb.DeferredError
 	if !errors.As(err, &de) {
 		t.Fatalf("commit after a failing queued insert: %v, want a DeferredError", err)
@@ -114,10 +119,7 @@ func TestTxQueuedFailure(t *testing.T) {
 		t.Errorf("%d rows after the failed commit, want 1", n)
 	}
 
-	tx, err = pgdb.Begin(ctx, pool, pgx.TxOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx = begin(t, pool)
 	tx.ExecLater(ctx, `INSERT INTO t VALUES (1, 'dup')`)
 	_, err = tx.Exec(ctx, `INSERT INTO t VALUES (3, 'c')`)
 	var pgErr *pgconn.PgError
@@ -145,10 +147,7 @@ func TestTxRollbackAndSavepoint(t *testing.T) {
 	pool, _ := txPool(t)
 	ctx := context.Background()
 
-	tx, err := pgdb.Begin(ctx, pool, pgx.TxOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := begin(t, pool)
 	tx.ExecLater(ctx, `INSERT INTO t VALUES (1, 'a')`)
 	if err := tx.Rollback(ctx); err != nil {
 		t.Fatal(err)
@@ -157,12 +156,9 @@ func TestTxRollbackAndSavepoint(t *testing.T) {
 		t.Errorf("%d rows after a rollback, want 0", n)
 	}
 
-	tx, err = pgdb.Begin(ctx, pool, pgx.TxOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx = begin(t, pool)
 	tx.ExecLater(ctx, `INSERT INTO t VALUES (1, 'a')`)
-	err = pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
 		_, err := sp.Exec(ctx, `INSERT INTO t VALUES (1, 'again')`)
 		return err
 	})
@@ -184,10 +180,7 @@ func TestTxRollbackAndSavepoint(t *testing.T) {
 func TestTxSendBatch(t *testing.T) {
 	pool, rec := txPool(t)
 	ctx := context.Background()
-	tx, err := pgdb.Begin(ctx, pool, pgx.TxOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := begin(t, pool)
 	tx.ExecLater(ctx, `INSERT INTO t VALUES (1, 'a')`)
 	b := &pgx.Batch{}
 	b.Queue(`INSERT INTO t VALUES (2, 'b')`)
@@ -217,10 +210,7 @@ func TestTxSendBatch(t *testing.T) {
 func TestTxQueuedInSavepoint(t *testing.T) {
 	pool, _ := txPool(t)
 	ctx := context.Background()
-	tx, err := pgdb.Begin(ctx, pool, pgx.TxOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := begin(t, pool)
 	sp, err := tx.Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -246,10 +236,7 @@ func TestTxQueuedInSavepoint(t *testing.T) {
 func TestTxRowsReadToTheEnd(t *testing.T) {
 	pool, _ := txPool(t)
 	ctx := context.Background()
-	tx, err := pgdb.Begin(ctx, pool, pgx.TxOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := begin(t, pool)
 	defer func() { _ = tx.Rollback(ctx) }()
 	tx.ExecLater(ctx, `INSERT INTO t VALUES (1, 'a'), (2, 'b')`)
 	rows, err := tx.Query(ctx, `SELECT id FROM t ORDER BY id`)
@@ -282,10 +269,7 @@ func TestTxRowsReadToTheEnd(t *testing.T) {
 func TestTxLargeObjects(t *testing.T) {
 	pool, _ := txPool(t)
 	ctx := context.Background()
-	tx, err := pgdb.Begin(ctx, pool, pgx.TxOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx := begin(t, pool)
 	tx.ExecLater(ctx, `INSERT INTO t VALUES (1, 'a')`)
 	lo := tx.LargeObjects()
 	oid, err := lo.Create(ctx, 0)
@@ -316,10 +300,7 @@ func TestTxLargeObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	tx, err = pgdb.Begin(ctx, pool, pgx.TxOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tx = begin(t, pool)
 	tx.ExecLater(ctx, `INSERT INTO t VALUES (1, 'dup')`)
 	lo = tx.LargeObjects()
 	if _, err := lo.Create(ctx, 0); err == nil {

@@ -7,7 +7,7 @@ import "github.com/trellis-agents/trellis/checkpoint"
 // checkpoint then takes those bytes for its deltas instead of encoding the
 // writes again: taskWrites leaves each task's in runBufs.pw, apply lines
 // them up with the step's log of writes per key (runBufs.stepEnc beside
-// run.stepLog), and save hands them to deltaData through encodingsOf.
+// run.stepLog), and blob hands them to deltaData through takeEncodings.
 
 // encodedWrite returns the encoding of task t's write j that its pending
 // writes hold (runBufs.pw, see taskWrites), or nil when they were not
@@ -41,21 +41,13 @@ func noRoutes(viaGoto bool) []byte {
 	return []byte(`{"targets":[]}`)
 }
 
-// takeEncodings returns the encodings of key i's n logged writes (see
-// encodingsOf): nil, at the cost of a test, in a run whose steps never
-// left any.
+// takeEncodings returns the encodings of key i's n logged writes
+// (stepLog[i] before the save reset it) when every one of them was logged
+// in runBufs.stepEnc (some entries may still be nil), and resets them: nil
+// when they were not, and, at the cost of a test, in a run whose steps
+// never left any.
 func (r *run) takeEncodings(i, n int) [][]byte {
-	if r.b == nil || r.b.stepEnc == nil {
-		return nil
-	}
-	return r.encodingsOf(i, n)
-}
-
-// encodingsOf returns the encodings of key i's n logged writes (stepLog[i]
-// before the save reset it) when every one of them was logged there (some
-// entries may still be nil), and resets them: nil when they were not.
-func (r *run) encodingsOf(i, n int) [][]byte {
-	if len(r.b.stepEnc) <= i {
+	if r.b == nil || len(r.b.stepEnc) <= i {
 		return nil
 	}
 	encs := r.b.stepEnc[i]
@@ -65,4 +57,13 @@ func (r *run) encodingsOf(i, n int) [][]byte {
 		return nil
 	}
 	return encs
+}
+
+// dropEncodings forgets every key's logged encodings (a run restored from
+// a checkpoint, or buffers going back to the pool).
+func (b *runBufs) dropEncodings() {
+	for i := range b.stepEnc {
+		clear(b.stepEnc[i][:cap(b.stepEnc[i])])
+		b.stepEnc[i] = b.stepEnc[i][:0]
+	}
 }

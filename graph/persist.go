@@ -274,7 +274,7 @@ func (r *run) fork() error {
 
 // blob encodes key i's blob of the checkpoint being saved: a delta of
 // its logged writes ws (with the encodings a parallel step's tasks left
-// for them, see encodingsOf) or its full value sl.
+// for them, see takeEncodings) or its full value sl.
 func (r *run) blob(cv *carver, i int, k keyImpl, sl slot, ws []Write) (checkpoint.Blob, error) {
 	encs := r.takeEncodings(i, len(ws))
 	b := checkpoint.Blob{Key: k.Name(), Version: sl.ver}
@@ -541,7 +541,9 @@ func (r *run) restoreFrom(tup *checkpoint.Tuple, withWrites bool) (bool, error) 
 	}
 	for i := range r.stepLog {
 		r.stepLog[i] = r.stepLog[i][:0] // a restored run starts from saved values
-		r.takeEncodings(i, -1)          // and with no encodings
+	}
+	if r.b != nil {
+		r.b.dropEncodings()
 	}
 	return true, nil
 }

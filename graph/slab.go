@@ -53,7 +53,7 @@ type runBufs struct {
 	pw []taskEnc
 	// per key, when made: the encodings of run.stepLog's writes that their
 	// tasks' pending writes held (nil entries where none). A key's are used
-	// only while they are as many as its logged writes (see encodingsOf):
+	// only while they are as many as its logged writes (see takeEncodings):
 	// every append here goes with an append to stepLog, not every append
 	// to stepLog with one here.
 	stepEnc [][][]byte
@@ -167,10 +167,7 @@ func (r *run) putBuffers() {
 	clear(b.ws[:cap(b.ws)])
 	clear(b.pw[:cap(b.pw)])
 	b.pw = b.pw[:0]
-	for i := range b.stepEnc {
-		clear(b.stepEnc[i][:cap(b.stepEnc[i])])
-		b.stepEnc[i] = b.stepEnc[i][:0]
-	}
+	b.dropEncodings()
 	clear(b.push[:cap(b.push)])
 	b.touched, b.ws, b.push = b.touched[:0], b.ws[:0], b.push[:0]
 	b.cv.release()

@@ -41,9 +41,20 @@ type Result struct {
 
 // NodeRun is one task execution in Result.Path.
 type NodeRun struct {
-	Step     int
-	Node     string
+	// Step is the step the task ran in (absolute: it continues across a
+	// thread's runs).
+	Step int
+	// Node is the node the task ran.
+	Node string
+	// Attempts counts the node's executions under its retry policy (1
+	// when it succeeded the first time).
 	Attempts int
+	// Duration is the task's time, its retries and their waits included.
+	// In a run with no checkpointer, events, Observer or Control, a task
+	// that follows a one-task step starts when that step's task ended, so
+	// its duration also holds the engine's commit of that step (under a
+	// microsecond with the built-in reducers; a slow custom reducer shows
+	// here). EventTaskEnd and an Observer see durations measured apart.
 	Duration time.Duration
 	// id is the task ID's hash when full, or else the hash of its
 	// prefix (thread, checkpoint, namespace), which TaskID finishes with
@@ -122,6 +133,10 @@ type run struct {
 	kinds EventKind
 	sink  func(Event) bool
 	evch  chan Event
+	// lastEnd is the clock (monotonic) when the last step's one task
+	// ended, if the next step's task may start then: nothing between
+	// them can wait (see runTasks); 0: the next task reads the clock
+	lastEnd time.Duration
 	// flags, kept together so the struct packs (run stays within its
 	// allocation size class: see bench/README.md)
 	stopped     bool

@@ -321,7 +321,7 @@ func (r *run) runTasks(all []*task) (err error) {
 		if t.err != nil {
 			return t.err
 		}
-		if r.clockCarries() && len(t.in.raisedList()) == 0 {
+		if r.clockCarries() { // (an interrupt ends the run: nothing reads it then)
 			r.lastEnd = end
 		}
 		return nil
